@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what building mtc-bench needs on a fresh Debian/Ubuntu CPU machine:
+# the -dev packages (CLI11, nlohmann/json, fmt, GoogleTest, Google Benchmark, ninja) and a
+# Python venv holding libtorch from the `torch` package (CUDA 13 build, matching the toolkit).
+# Idempotent: it skips what is already there. The CUDA toolkit (nvcc) must already be installed.
+set -euo pipefail
+
+TORCH_VERSION="${MTC_TORCH_VERSION:-2.11.0}"
+VENV="${MTC_VENV:-$HOME/.cache/mtc-bench/venv}"
+
+packages=(build-essential cmake ninja-build python3-venv libcli11-dev nlohmann-json3-dev libfmt-dev
+          libgtest-dev libgmock-dev libbenchmark-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}" >&2
+  sudo_cmd=()
+  [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
+  "${sudo_cmd[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+command -v nvcc >/dev/null || { echo "setup: nvcc not found; install the CUDA 13 toolkit" >&2; exit 1; }
+
+if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+  echo "setup: installing torch==$TORCH_VERSION into $VENV (about 4 GB, a few minutes)" >&2
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy jsonschema
+fi
+"$VENV/bin/python" -c "import jsonschema, numpy" 2>/dev/null ||
+  "$VENV/bin/pip" install -q --disable-pip-version-check numpy jsonschema
+echo "setup: ok (torch $("$VENV/bin/python" -c 'import torch;print(torch.__version__)') in $VENV)" >&2

@@ -1,0 +1,105 @@
+#include "mtc/copier.h"
+
+#include "detail/copy_job.h"
+#include "detail/structure.h"
+#include "detail/worker_pool.h"
+#include "mtc/nvtx.h"
+
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/util/Exception.h>
+
+namespace mtc {
+namespace {
+
+c10::Device resolve_target(const c10::Device& device) {
+  if (device.is_cpu()) return c10::Device(c10::kCPU);
+  TORCH_CHECK(device.is_cuda(), "mtc::start_copy: unsupported target device ", device.str(),
+              " (only cpu and cuda are supported)");
+  const c10::DeviceIndex count = c10::cuda::device_count();
+  TORCH_CHECK(count > 0, "mtc::start_copy: target ", device.str(),
+              " requested but no CUDA device is available");
+  const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
+  TORCH_CHECK(index >= 0 && index < count, "mtc::start_copy: target ", device.str(),
+              " does not exist (", static_cast<int>(count), " CUDA device(s) visible)");
+  return c10::Device(c10::kCUDA, index);
+}
+
+void validate(const CopyOptions& options) {
+  TORCH_CHECK(options.min_packed_alignment_bytes >= 1,
+              "mtc::start_copy: min_packed_alignment_bytes must be >= 1, got ",
+              options.min_packed_alignment_bytes);
+  TORCH_CHECK(options.max_packed_chunk_bytes > 0,
+              "mtc::start_copy: max_packed_chunk_bytes must be > 0, got ",
+              options.max_packed_chunk_bytes);
+}
+
+}  // namespace
+
+CopyHandle::CopyHandle(std::shared_ptr<detail::CopyJob> job) : job_(std::move(job)) {}
+CopyHandle::CopyHandle(CopyHandle&&) noexcept = default;
+
+CopyHandle& CopyHandle::operator=(CopyHandle&& other) noexcept {
+  if (this != &other) {
+    if (job_) job_->wait_noexcept();
+    job_ = std::move(other.job_);
+  }
+  return *this;
+}
+
+CopyHandle::~CopyHandle() {
+  if (job_) job_->wait_noexcept();
+}
+
+bool CopyHandle::ready() const {
+  TORCH_CHECK(job_, "mtc::CopyHandle::ready() on an empty handle");
+  return job_->ready();
+}
+
+c10::IValue CopyHandle::get() {
+  TORCH_CHECK(job_, "mtc::CopyHandle::get() on an empty handle");
+  return job_->get();
+}
+
+CopyStats CopyHandle::stats() const {
+  TORCH_CHECK(job_, "mtc::CopyHandle::stats() on an empty handle");
+  return job_->stats();
+}
+
+CopyHandle start_copy(const c10::IValue& data, const c10::Device& device, const CopyOptions& options) {
+  MTC_RANGE(start, "start_copy");
+  validate(options);
+  const c10::Device target = resolve_target(device);
+
+  detail::FlatStructure flat;
+  {
+    MTC_RANGE(traverse, "traverse");
+    flat = detail::flatten(data);
+  }
+  // Validate the leaves and capture the streams here, on the caller's thread: current streams
+  // are per thread, and misuse must throw from start_copy.
+  detail::CapturedStreams streams;
+  bool device_work = false;
+  if (target.is_cuda()) streams.add(target.index());
+  for (size_t i = 0; i < flat.leaves.size(); ++i) {
+    const at::Tensor& t = flat.leaves[i];
+    if (!t.defined()) continue;
+    TORCH_CHECK(t.layout() == c10::kStrided, "mtc::start_copy: tensor leaf ", i, " has layout ",
+                t.layout(), "; only strided tensors can be copied");
+    const c10::Device d = t.device();
+    TORCH_CHECK(d.is_cpu() || d.is_cuda(), "mtc::start_copy: tensor leaf ", i, " is on ", d.str(),
+                "; only cpu and cuda tensors can be copied");
+    if (d == target) continue;
+    device_work = true;
+    if (d.is_cuda()) streams.add(d.index());
+  }
+
+  auto job = std::make_shared<detail::CopyJob>(std::move(flat), target, options, std::move(streams));
+  if (device_work && options.use_background_thread) {
+    detail::WorkerPool::instance().submit([job] { job->run(); });
+  } else {
+    job->run();
+  }
+  return CopyHandle(std::move(job));
+}
+
+}  // namespace mtc

@@ -1,0 +1,63 @@
+#include "detail/completion.h"
+
+#include "detail/cuda_check.h"
+#include "detail/event_pool.h"
+#include "mtc/nvtx.h"
+
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cstring>
+
+namespace mtc::detail {
+
+Completion::~Completion() { wait_noexcept(); }
+
+void Completion::record(c10::DeviceIndex device, cudaStream_t stream) {
+  cudaEvent_t event = EventPool::instance().acquire(device);
+  events_.push_back({device, event});
+  MTC_CUDA_CHECK(cudaEventRecord(event, stream));
+}
+
+bool Completion::query() {
+  if (finished_) return true;
+  for (const Event& e : events_) {
+    const cudaError_t status = cudaEventQuery(e.event);
+    if (status == cudaErrorNotReady) return false;
+    MTC_CUDA_CHECK(status);
+  }
+  finish();
+  return true;
+}
+
+void Completion::wait() {
+  if (finished_) return;
+  {
+    MTC_RANGE(wait, "wait");
+    for (const Event& e : events_) MTC_CUDA_CHECK(cudaEventSynchronize(e.event));
+  }
+  finish();
+}
+
+void Completion::finish() {
+  for (const HostCopy& c : host_copies_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+  host_copies_.clear();
+  release_noexcept();
+  finished_ = true;
+}
+
+void Completion::wait_noexcept() noexcept {
+  if (finished_) return;
+  for (const Event& e : events_) (void)cudaEventSynchronize(e.event);
+  release_noexcept();
+  finished_ = true;
+}
+
+void Completion::release_noexcept() noexcept {
+  for (const PinnedBlock& b : staging_) PinnedPool::instance().release(b);
+  staging_.clear();
+  for (const Event& e : events_) EventPool::instance().release(e.device, e.event);
+  events_.clear();
+  tensors_.clear();
+}
+
+}  // namespace mtc::detail

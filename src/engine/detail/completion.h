@@ -1,0 +1,60 @@
+// Everything a copy must wait for, and everything it holds until then: the events recorded
+// after its last device work on each stream, the pinned staging it borrowed, and the host
+// copies (pinned staging -> pageable outputs) that can run only once the DMA has landed.
+#pragma once
+
+#include "detail/pinned_pool.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace mtc::detail {
+
+class Completion {
+ public:
+  Completion() = default;
+  Completion(const Completion&) = delete;  // owns events and staging
+  Completion& operator=(const Completion&) = delete;
+  ~Completion();
+
+  // Records an event on `stream` (whose device must be current) after the work queued so far.
+  void record(c10::DeviceIndex device, cudaStream_t stream);
+  void hold(PinnedBlock block) { staging_.push_back(block); }
+  void hold(at::Tensor tensor) { tensors_.push_back(std::move(tensor)); }
+  void copy_after(std::byte* dst, const std::byte* src, int64_t bytes) {
+    host_copies_.push_back({dst, src, bytes});
+  }
+
+  // Non-blocking; true once every event has fired (then finishes like wait()).
+  bool query();
+  // Blocks until every event has fired, runs the pending host copies, releases staging.
+  void wait();
+  // For destructors and failure paths: waits, then releases; swallows errors.
+  void wait_noexcept() noexcept;
+
+ private:
+  struct Event {
+    c10::DeviceIndex device;
+    cudaEvent_t event;
+  };
+  struct HostCopy {
+    std::byte* dst;
+    const std::byte* src;
+    int64_t bytes;
+  };
+  void finish();
+  void release_noexcept() noexcept;
+
+  std::vector<Event> events_;
+  std::vector<PinnedBlock> staging_;
+  std::vector<at::Tensor> tensors_;
+  std::vector<HostCopy> host_copies_;
+  bool finished_ = false;
+};
+
+}  // namespace mtc::detail

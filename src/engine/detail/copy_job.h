@@ -1,0 +1,54 @@
+// One copy in flight: its flattened input, its routes' results and its completion. Shared by
+// the handle and, while it runs, the worker that orchestrates it.
+#pragma once
+
+#include "detail/completion.h"
+#include "detail/routes.h"
+#include "detail/structure.h"
+#include "mtc/copier.h"
+
+#include <ATen/core/ivalue.h>
+
+#include <atomic>
+#include <exception>
+#include <mutex>
+
+namespace mtc::detail {
+
+class CopyJob {
+ public:
+  CopyJob(FlatStructure flat, c10::Device target, const CopyOptions& options,
+          CapturedStreams streams);
+  CopyJob(const CopyJob&) = delete;  // shared through shared_ptr only
+  CopyJob& operator=(const CopyJob&) = delete;
+  ~CopyJob();
+
+  // Plans, stages, submits and builds the outputs. Never throws: a failure is kept for get().
+  void run() noexcept;
+
+  bool ready();
+  c10::IValue get();
+  CopyStats stats() const { return stats_; }
+  // Waits for the job and its device work; for the handle's destructor.
+  void wait_noexcept() noexcept;
+
+ private:
+  enum State : int { kPending = 0, kSubmitted = 1, kFailed = 2 };
+  void run_routes();
+  int wait_submitted() const;
+  void sync_streams_noexcept() noexcept;
+
+  FlatStructure flat_;
+  c10::Device target_;
+  CopyOptions options_;
+  CapturedStreams streams_;
+  std::vector<at::Tensor> outputs_;  // by leaf, while the routes fill them
+  CopyStats stats_;
+  Completion completion_;
+  std::mutex completion_mutex_;
+  c10::IValue result_;
+  std::exception_ptr error_;
+  std::atomic<int> state_{kPending};
+};
+
+}  // namespace mtc::detail

@@ -1,0 +1,29 @@
+#include "detail/outputs.h"
+
+#include <c10/core/DispatchKeySet.h>
+#include <c10/core/TensorImpl.h>
+
+namespace mtc::detail {
+
+c10::Storage make_storage(c10::DataPtr data, int64_t bytes) {
+  return c10::Storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(bytes), std::move(data),
+                      /*allocator=*/nullptr, /*resizable=*/false);
+}
+
+at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at::Tensor& like) {
+  const c10::DispatchKey key = storage.device_type() == c10::DeviceType::CUDA
+                                   ? c10::DispatchKey::CUDA
+                                   : c10::DispatchKey::CPU;
+  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(storage), c10::DispatchKeySet(key),
+                                                   like.dtype());
+  impl->set_sizes_and_strides(like.sizes(), like.strides(),
+                              byte_offset / static_cast<int64_t>(like.element_size()));
+  return at::Tensor(std::move(impl));
+}
+
+int64_t alignment_shift(const void* address, int64_t alignment) {
+  const auto a = static_cast<int64_t>(reinterpret_cast<uintptr_t>(address) % alignment);
+  return a == 0 ? 0 : alignment - a;
+}
+
+}  // namespace mtc::detail

@@ -1,0 +1,125 @@
+#include "detail/cuda_check.h"
+#include "detail/gather.h"
+#include "detail/outputs.h"
+#include "detail/pack_plan.h"
+#include "detail/routes.h"
+#include "detail/staging.h"
+#include "mtc/nvtx.h"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+
+namespace mtc::detail {
+namespace {
+
+// Small device tensors are gathered on the device into one buffer per chunk, which then
+// crosses PCIe in one DMA and lands in a pageable chunk the outputs are views of.
+void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& candidates,
+                         std::vector<int64_t>& singles, cudaStream_t stream) {
+  PackPlan plan;
+  {
+    MTC_RANGE(plan_range, "plan");
+    plan = plan_packing(candidates, ctx.options.min_packed_alignment_bytes,
+                        ctx.options.max_packed_chunk_bytes);
+    singles.insert(singles.end(), plan.too_large.begin(), plan.too_large.end());
+  }
+  const int64_t alignment = ctx.options.min_packed_alignment_bytes;
+  std::vector<GatherItem> gather;
+  for (size_t c = 0; c < plan.chunks.size(); ++c) {
+    const PackChunk& chunk = plan.chunks[c];
+    c10::DataPtr device_buffer;
+    at::Tensor host_buffer;
+    {
+      MTC_RANGE(allocate, "allocate");
+      // Freed as soon as the DMA is queued: it is used on this stream only, and the caching
+      // allocator reuses it in stream order.
+      device_buffer = c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(chunk.bytes));
+      host_buffer = at::empty({chunk.bytes + alignment}, at::TensorOptions().dtype(at::kByte));
+    }
+    auto* host = static_cast<std::byte*>(host_buffer.data_ptr());
+    const int64_t shift = alignment_shift(host, alignment);
+    {
+      MTC_RANGE(submit, "submit");
+      gather.clear();
+      for (int64_t k = chunk.first_item; k < chunk.first_item + chunk.item_count; ++k) {
+        const PackItem& item = plan.items[k];
+        gather.push_back({ctx.inputs[item.leaf].const_data_ptr(), static_cast<uint64_t>(item.offset),
+                          static_cast<uint64_t>(item.bytes)});
+      }
+      auto* packed = static_cast<std::byte*>(device_buffer.get());
+      launch_gather(gather.data(), gather.size(), packed, stream);
+      if (ctx.options.use_pinned_staging) {
+        PinnedBlock block = PinnedPool::instance().acquire(chunk.bytes);
+        ctx.completion.hold(block);
+        ctx.stats.pinned_bytes += block.bytes;
+        MTC_CUDA_CHECK(cudaMemcpyAsync(block.data, packed, static_cast<size_t>(chunk.bytes),
+                                       cudaMemcpyDeviceToHost, stream));
+        ctx.completion.copy_after(host + shift, block.data, chunk.bytes);
+      } else {
+        // Into pageable memory the copy is synchronous: it returns once the bytes are there.
+        MTC_CUDA_CHECK(cudaMemcpyAsync(host + shift, packed, static_cast<size_t>(chunk.bytes),
+                                       cudaMemcpyDeviceToHost, stream));
+      }
+    }
+    MTC_RANGE(outputs, "create outputs");
+    const c10::Storage storage = host_buffer.storage();
+    const int64_t base = static_cast<int64_t>(host_buffer.storage_offset()) + shift;
+    for (int64_t k = chunk.first_item; k < chunk.first_item + chunk.item_count; ++k) {
+      const PackItem& item = plan.items[k];
+      ctx.outputs[item.leaf] = make_view(storage, base + item.offset, ctx.inputs[item.leaf]);
+    }
+  }
+  ctx.stats.packed += static_cast<int64_t>(plan.items.size());
+  ctx.stats.chunks += static_cast<int64_t>(plan.chunks.size());
+}
+
+void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipeline,
+                           cudaStream_t stream) {
+  const at::Tensor& input = ctx.inputs[leaf];
+  // contiguous() runs on the captured (current) stream, ordered before the copy.
+  const at::Tensor source = input.is_non_overlapping_and_dense() ? input : input.contiguous();
+  at::Tensor out = at::empty_strided(source.sizes(), source.strides(), source.options().device(at::kCPU));
+  const int64_t bytes = static_cast<int64_t>(source.nbytes());
+  auto* dst = static_cast<std::byte*>(out.data_ptr());
+  const auto* src = static_cast<const std::byte*>(source.const_data_ptr());
+  if (ctx.options.use_pinned_staging) {
+    pipeline.device_to_host(dst, src, bytes);
+  } else {
+    MTC_RANGE(submit, "submit");
+    MTC_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
+  }
+  ctx.outputs[leaf] = std::move(out);
+  ++ctx.stats.per_tensor;
+}
+
+}  // namespace
+
+void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source, std::span<const int64_t> leaves) {
+  const c10::cuda::CUDAStream stream = ctx.streams.of(source);
+  c10::cuda::CUDAStreamGuard guard(stream);
+  std::vector<PackCandidate> candidates;
+  std::vector<int64_t> singles;
+  for (const int64_t leaf : leaves) {
+    const at::Tensor& t = ctx.inputs[leaf];
+    const auto bytes = static_cast<int64_t>(t.nbytes());
+    if (bytes == 0) {
+      ctx.outputs[leaf] = at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+      ++ctx.stats.per_tensor;
+    } else if (ctx.options.pack_cpu_tensors && t.is_contiguous() && is_packable_size(bytes)) {
+      candidates.push_back({leaf, bytes, static_cast<int64_t>(t.element_size())});
+    } else {
+      singles.push_back(leaf);
+    }
+  }
+  if (!candidates.empty()) pack_device_to_host(ctx, candidates, singles, stream.stream());
+  if (!singles.empty()) {
+    PinnedPipeline pipeline(ctx.completion, source, stream.stream());
+    for (const int64_t leaf : singles) single_device_to_host(ctx, leaf, pipeline, stream.stream());
+    pipeline.drain();
+  }
+  ctx.completion.record(source, stream.stream());
+}
+
+}  // namespace mtc::detail

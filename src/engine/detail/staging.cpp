@@ -1,0 +1,126 @@
+#include "detail/staging.h"
+
+#include "detail/cuda_check.h"
+#include "detail/event_pool.h"
+#include "detail/worker_pool.h"
+#include "mtc/nvtx.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace mtc::detail {
+
+void parallel_memcpy(std::byte* dst, const std::byte* src, int64_t bytes) {
+  if (bytes < kParallelFillBytes) {
+    std::memcpy(dst, src, static_cast<size_t>(bytes));
+    return;
+  }
+  WorkerPool& pool = WorkerPool::instance();
+  const int64_t parts = std::min<int64_t>(pool.size() + 1, bytes / (kParallelFillBytes / 4));
+  const int64_t step = (bytes + parts - 1) / parts;
+  pool.parallel_for(parts, [&](int64_t p) {
+    const int64_t begin = p * step;
+    const int64_t end = std::min(bytes, begin + step);
+    if (begin < end) std::memcpy(dst + begin, src + begin, static_cast<size_t>(end - begin));
+  });
+}
+
+void fill_packed(const PackPlan& plan, const std::vector<int64_t>& chunk_offsets,
+                 const std::vector<at::Tensor>& inputs, std::byte* host_base) {
+  MTC_RANGE(stage, "stage");
+  auto copy_items = [&](size_t first, size_t last) {
+    for (size_t k = first; k < last; ++k) {
+      const PackItem& item = plan.items[k];
+      std::memcpy(host_base + chunk_offsets[item.chunk] + item.offset,
+                  inputs[item.leaf].const_data_ptr(), static_cast<size_t>(item.bytes));
+    }
+  };
+  int64_t total = 0;
+  for (const PackChunk& c : plan.chunks) total += c.bytes;
+  WorkerPool& pool = WorkerPool::instance();
+  if (total < kParallelFillBytes || pool.size() == 0) {
+    copy_items(0, plan.items.size());
+    return;
+  }
+  // Split the items into parts of about equal bytes.
+  const int64_t parts = std::min<int64_t>(pool.size() + 1, total / (kParallelFillBytes / 4));
+  std::vector<size_t> bounds{0};
+  int64_t acc = 0;
+  for (size_t k = 0; k < plan.items.size(); ++k) {
+    acc += plan.items[k].bytes;
+    if (acc * parts >= total * static_cast<int64_t>(bounds.size()) && k + 1 < plan.items.size())
+      bounds.push_back(k + 1);
+  }
+  bounds.push_back(plan.items.size());
+  pool.parallel_for(static_cast<int64_t>(bounds.size() - 1),
+                    [&](int64_t p) { copy_items(bounds[p], bounds[p + 1]); });
+}
+
+PinnedPipeline::~PinnedPipeline() { drain(); }
+
+void PinnedPipeline::flush(Slot& slot) {
+  for (const PendingCopy& c : slot.pending)
+    std::memcpy(c.dst, slot.block.data + c.offset, static_cast<size_t>(c.bytes));
+  slot.pending.clear();
+}
+
+std::pair<PinnedPipeline::Slot*, int64_t> PinnedPipeline::reserve(int64_t bytes) {
+  bytes = (bytes + 255) / 256 * 256;
+  if (current_ >= 0 && slots_[current_].used + bytes <= kSlotBytes) {
+    Slot& slot = slots_[current_];
+    const int64_t offset = slot.used;
+    slot.used += bytes;
+    return {&slot, offset};
+  }
+  current_ = (current_ + 1) % kSlots;
+  Slot& slot = slots_[current_];
+  if (!slot.block) {
+    slot.block = PinnedPool::instance().acquire(kSlotBytes);
+    slot.event = EventPool::instance().acquire(device_);
+  } else {
+    // Recycling: the DMA that last used this slot must be done.
+    MTC_CUDA_CHECK(cudaEventSynchronize(slot.event));
+    flush(slot);
+  }
+  slot.used = bytes;
+  return {&slot, 0};
+}
+
+void PinnedPipeline::host_to_device(std::byte* dst, const std::byte* src, int64_t bytes) {
+  for (int64_t done = 0; done < bytes;) {
+    const int64_t n = std::min(kSlotBytes, bytes - done);
+    auto [slot, offset] = reserve(n);
+    parallel_memcpy(slot->block.data + offset, src + done, n);
+    MTC_CUDA_CHECK(cudaMemcpyAsync(dst + done, slot->block.data + offset, static_cast<size_t>(n),
+                                   cudaMemcpyHostToDevice, stream_));
+    MTC_CUDA_CHECK(cudaEventRecord(slot->event, stream_));
+    done += n;
+  }
+}
+
+void PinnedPipeline::device_to_host(std::byte* dst, const std::byte* src, int64_t bytes) {
+  for (int64_t done = 0; done < bytes;) {
+    const int64_t n = std::min(kSlotBytes, bytes - done);
+    auto [slot, offset] = reserve(n);
+    MTC_CUDA_CHECK(cudaMemcpyAsync(slot->block.data + offset, src + done, static_cast<size_t>(n),
+                                   cudaMemcpyDeviceToHost, stream_));
+    MTC_CUDA_CHECK(cudaEventRecord(slot->event, stream_));
+    slot->pending.push_back({dst + done, offset, n});
+    done += n;
+  }
+}
+
+void PinnedPipeline::drain() {
+  for (Slot& slot : slots_) {
+    if (!slot.block) continue;
+    // The completion's event, recorded after all of this stream's work, covers the slot.
+    for (const PendingCopy& c : slot.pending)
+      completion_.copy_after(c.dst, slot.block.data + c.offset, c.bytes);
+    completion_.hold(slot.block);
+    EventPool::instance().release(device_, slot.event);
+    slot = Slot{};
+  }
+  current_ = -1;
+}
+
+}  // namespace mtc::detail

@@ -1,0 +1,71 @@
+// Host-side staging helpers shared by the routes: filling packed buffers (in parallel when the
+// bytes justify waking helpers) and moving large tensors through a ring of pinned slots so the
+// host copy of one slice overlaps the DMA of the previous one.
+#pragma once
+
+#include "detail/completion.h"
+#include "detail/pack_plan.h"
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace mtc::detail {
+
+// Below this many bytes a fill runs on one thread: waking helpers costs more than it saves.
+inline constexpr int64_t kParallelFillBytes = 1 << 20;
+
+// memcpy, split across the worker pool when large.
+void parallel_memcpy(std::byte* dst, const std::byte* src, int64_t bytes);
+
+// Copies each packed item's source tensor to host_base + chunk_offsets[item.chunk] + offset.
+void fill_packed(const PackPlan& plan, const std::vector<int64_t>& chunk_offsets,
+                 const std::vector<at::Tensor>& inputs, std::byte* host_base);
+
+class PinnedPipeline {
+ public:
+  static constexpr int64_t kSlotBytes = 4 << 20;
+  static constexpr int kSlots = 4;
+
+  PinnedPipeline(Completion& completion, c10::DeviceIndex device, cudaStream_t stream)
+      : completion_(completion), device_(device), stream_(stream) {}
+  PinnedPipeline(const PinnedPipeline&) = delete;  // owns slots until drained
+  PinnedPipeline& operator=(const PinnedPipeline&) = delete;
+  ~PinnedPipeline();
+
+  void host_to_device(std::byte* dst, const std::byte* src, int64_t bytes);
+  void device_to_host(std::byte* dst, const std::byte* src, int64_t bytes);
+  // Hands the slots and the last host copies over to the completion.
+  void drain();
+
+ private:
+  struct PendingCopy {
+    std::byte* dst;
+    int64_t offset;
+    int64_t bytes;
+  };
+  struct Slot {
+    PinnedBlock block;
+    cudaEvent_t event = nullptr;
+    int64_t used = 0;                   // bytes handed out since the slot was last recycled
+    std::vector<PendingCopy> pending;   // device-to-host: slot bytes still to copy out
+  };
+  // Room for `bytes` (<= kSlotBytes) in the current slot, moving on (and waiting for the
+  // oldest slot's DMA) when it is full. Returns the slot and the offset inside it.
+  std::pair<Slot*, int64_t> reserve(int64_t bytes);
+  void flush(Slot& slot);
+
+  Completion& completion_;
+  c10::DeviceIndex device_;
+  cudaStream_t stream_;
+  std::array<Slot, kSlots> slots_{};
+  int current_ = -1;
+};
+
+}  // namespace mtc::detail

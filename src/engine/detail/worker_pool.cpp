@@ -1,0 +1,122 @@
+#include "detail/worker_pool.h"
+
+#include "mtc/nvtx.h"
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <string>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define MTC_CPU_RELAX() _mm_pause()
+#else
+#define MTC_CPU_RELAX() std::this_thread::yield()
+#endif
+
+namespace mtc::detail {
+
+WorkerPool& WorkerPool::instance() {
+  static WorkerPool* pool = [] {
+    const int hw = static_cast<int>(std::thread::hardware_concurrency());
+    return new WorkerPool(std::clamp(hw, 1, 4), std::chrono::microseconds(200));
+  }();
+  return *pool;
+}
+
+WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin) : spin_(spin) {
+  threads_.reserve(threads);
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this, i] { run_worker(i); });
+}
+
+WorkerPool::~WorkerPool() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (std::thread& t : threads_) t.join();
+}
+
+void WorkerPool::submit(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    queue_.push_back(std::move(task));
+  }
+  // A spinning worker sees `pending_` without a wake-up; wake a sleeper only when needed.
+  const int64_t pending = pending_.fetch_add(1, std::memory_order_release) + 1;
+  if (spinners_.load(std::memory_order_acquire) == 0 || pending > 1) wake_.notify_one();
+}
+
+bool WorkerPool::try_pop(Task& task) {
+  if (pending_.load(std::memory_order_acquire) == 0) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (queue_.empty()) return false;
+  task = std::move(queue_.front());
+  queue_.pop_front();
+  pending_.fetch_sub(1, std::memory_order_release);
+  return true;
+}
+
+void WorkerPool::run_worker(int index) {
+  const std::string name = "mtc-worker-" + std::to_string(index);
+  nvtx::name_current_thread(name.c_str());
+  Task task;
+  while (true) {
+    if (try_pop(task)) {
+      task();
+      task = nullptr;
+      continue;
+    }
+    // Only one idle worker spins at a time; the others sleep.
+    int expected = 0;
+    if (spinners_.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
+      const auto deadline = std::chrono::steady_clock::now() + spin_;
+      while (pending_.load(std::memory_order_acquire) == 0 &&
+             std::chrono::steady_clock::now() < deadline) {
+        for (int i = 0; i < 32; ++i) MTC_CPU_RELAX();
+      }
+      spinners_.store(0, std::memory_order_release);
+      if (pending_.load(std::memory_order_acquire) > 0) continue;
+    }
+    std::unique_lock<std::mutex> lock(mutex_);
+    wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    if (stopping_ && queue_.empty()) return;
+  }
+}
+
+void WorkerPool::parallel_for(int64_t parts, const std::function<void(int64_t)>& fn) {
+  if (parts <= 0) return;
+  if (parts == 1) {
+    fn(0);
+    return;
+  }
+  // Shared with helpers that may start after every part is done and the caller has left.
+  struct State {
+    std::atomic<int64_t> next{0};
+    std::atomic<int64_t> done{0};
+    std::mutex error_mutex;
+    std::exception_ptr error;
+  };
+  auto state = std::make_shared<State>();
+  auto work = [state, parts, &fn] {
+    for (int64_t i; (i = state->next.fetch_add(1)) < parts;) {
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(state->error_mutex);
+        if (!state->error) state->error = std::current_exception();
+      }
+      state->done.fetch_add(1, std::memory_order_acq_rel);
+    }
+  };
+  const int64_t helpers = std::min<int64_t>(parts - 1, size());
+  // Helpers only touch `fn` while a part is unclaimed, and the caller waits for every part.
+  for (int64_t h = 0; h < helpers; ++h) submit(work);
+  work();
+  while (state->done.load(std::memory_order_acquire) < parts) MTC_CPU_RELAX();
+  if (state->error) std::rethrow_exception(state->error);
+}
+
+}  // namespace mtc::detail

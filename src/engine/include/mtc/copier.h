@@ -1,0 +1,88 @@
+// mtc/copier.h: copy every tensor of a nested structure to a device, asynchronously.
+//
+//   mtc::CopyHandle h = mtc::start_copy(batch, c10::Device(c10::kCUDA, 0));
+//   ... other work ...
+//   c10::IValue on_gpu = h.get();
+//
+// The structure may be a tensor, or lists (generic or typed), tuples and dicts (string or
+// integer keys) nested to any depth. Tensor leaves are copied; every other leaf passes
+// through unchanged. The result has new containers of the same kinds, in the same order.
+//
+// Contract: the input tensors must not be modified (by the host or by queued device work
+// issued after start_copy) until the copy has completed, that is until ready() returns true
+// or get() returns. Work queued on the relevant CUDA streams before start_copy is ordered
+// before the copy; get() returns only after the data is on the target.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <memory>
+
+namespace mtc {
+
+struct CopyOptions {
+  // Stage CPU sources through pooled pinned memory so the DMA runs asynchronously.
+  bool use_pinned_staging = true;
+  // Lay small contiguous CPU tensors (1 B .. 256 KiB) into shared chunks: one allocation and
+  // one host-to-device copy per chunk instead of one per tensor.
+  bool pack_cpu_tensors = true;
+  // Each packed tensor starts at a multiple of max(this, element size). Must be >= 1.
+  int64_t min_packed_alignment_bytes = 16;
+  // Payload limit of one packed chunk. Must be > 0.
+  int64_t max_packed_chunk_bytes = 32 << 20;
+  // Do planning, staging and submission on the shared worker pool; start_copy returns at once.
+  bool use_background_thread = true;
+};
+
+// Largest tensor (in bytes) that is packed.
+inline constexpr int64_t kMaxPackedTensorBytes = 256 << 10;
+
+// What one copy did, for benchmarks and diagnostics. Filled once the copy is complete.
+struct CopyStats {
+  int64_t tensors = 0;          // tensor leaves in the input
+  int64_t bytes = 0;            // payload bytes of all tensor leaves
+  int64_t reused = 0;           // leaves already on the target, returned as they are
+  int64_t packed = 0;           // leaves that went through a packed chunk
+  int64_t chunks = 0;           // packed chunks (one allocation and one DMA each)
+  int64_t per_tensor = 0;       // leaves copied one by one
+  int64_t pinned_bytes = 0;     // staging bytes taken from the pinned pool
+};
+
+namespace detail {
+class CopyJob;
+}
+
+// The pending result of start_copy. Move-only: it owns the copy's completion.
+class CopyHandle {
+ public:
+  CopyHandle() = default;
+  explicit CopyHandle(std::shared_ptr<detail::CopyJob> job);
+  CopyHandle(CopyHandle&&) noexcept;
+  CopyHandle& operator=(CopyHandle&&) noexcept;
+  CopyHandle(const CopyHandle&) = delete;
+  CopyHandle& operator=(const CopyHandle&) = delete;
+  // Waits for the copy's device work so no buffer in flight is released; never throws.
+  ~CopyHandle();
+
+  // Never blocks. True once every copy has completed; rethrows a failure of the copy.
+  bool ready() const;
+  // Blocks until done and returns the structure on the target; rethrows a failure.
+  // May be called more than once.
+  c10::IValue get();
+  // Valid after get() or once ready() returned true.
+  CopyStats stats() const;
+  bool valid() const { return job_ != nullptr; }
+
+ private:
+  std::shared_ptr<detail::CopyJob> job_;
+};
+
+// Starts copying every tensor of `data` to `device`. Throws c10::Error (std::exception) for
+// invalid arguments: a device index that does not exist, a CUDA target without CUDA,
+// alignment < 1, chunk size <= 0.
+CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
+                      const CopyOptions& options = {});
+
+}  // namespace mtc
