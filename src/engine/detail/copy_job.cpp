@@ -1,10 +1,13 @@
 #include "detail/copy_job.h"
 
+#include "detail/outputs.h"
+#include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
 
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -13,6 +16,11 @@
 #endif
 
 namespace mtc::detail {
+namespace {
+// Below this many leaves, splitting output creation and rebuild across workers costs more
+// than it saves.
+constexpr size_t kParallelBuildLeaves = 128;
+}  // namespace
 
 void CapturedStreams::add(c10::DeviceIndex device) {
   for (const auto& s : streams_)
@@ -36,6 +44,7 @@ void CopyJob::run_routes() {
   std::vector<at::Tensor>& inputs = flat_.leaves;
   std::vector<at::Tensor>& outputs = outputs_;
   outputs.resize(inputs.size());
+  views_.resize(inputs.size());
   std::vector<int64_t> to_device;
   std::map<c10::DeviceIndex, std::vector<int64_t>> from_device;  // by source device
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -52,7 +61,8 @@ void CopyJob::run_routes() {
   }
   stats_.tensors = static_cast<int64_t>(inputs.size());
 
-  RouteContext ctx{options_, target_, inputs, outputs, stats_, completion_, streams_};
+  RouteContext ctx{options_, target_, inputs,   outputs,     views_,
+                   storages_, stats_, completion_, streams_};
   if (!to_device.empty()) copy_host_to_device(ctx, to_device);
   for (const auto& [source, leaves] : from_device) {
     if (target_.is_cpu()) {
@@ -61,10 +71,46 @@ void CopyJob::run_routes() {
       copy_device_to_device(ctx, source, leaves);
     }
   }
-  MTC_RANGE(rebuild, "rebuild structure");
-  result_ = rebuild(flat_.skeleton, outputs);
+  build_result();
   flat_.skeleton.clear();
   outputs.clear();
+  views_.clear();
+  storages_.clear();
+}
+
+void CopyJob::build_result() {
+  MTC_RANGE(outputs, "create outputs");
+  const Skeleton& skeleton = flat_.skeleton;
+  const std::vector<at::Tensor>& inputs = flat_.leaves;
+  auto materialize = [&](size_t first, size_t last) {
+    for (size_t i = first; i < last; ++i) {
+      const DeferredView& v = views_[i];
+      if (v.storage >= 0) outputs_[i] = make_view(storages_[v.storage], v.byte_offset, inputs[i]);
+    }
+  };
+  WorkerPool& pool = WorkerPool::instance();
+  const size_t children = skeleton.root_children.size();
+  const size_t parts = std::min<size_t>(pool.size() + 1, children);
+  if (inputs.size() < kParallelBuildLeaves || parts < 2) {
+    materialize(0, inputs.size());
+    result_ = rebuild(skeleton, outputs_);
+    return;
+  }
+  // Groups of consecutive root children holding about the same number of leaves.
+  std::vector<size_t> bounds{0};
+  for (size_t c = 1; c < children && bounds.size() < parts; ++c) {
+    if (skeleton.root_children[c].leaf * parts >= inputs.size() * bounds.size()) bounds.push_back(c);
+  }
+  bounds.push_back(children);
+  std::vector<c10::IValue> built(children);
+  auto leaf_of = [&](size_t child) {
+    return child < children ? static_cast<size_t>(skeleton.root_children[child].leaf) : inputs.size();
+  };
+  pool.parallel_for(static_cast<int64_t>(bounds.size() - 1), [&](int64_t p) {
+    materialize(leaf_of(bounds[p]), leaf_of(bounds[p + 1]));
+    for (size_t c = bounds[p]; c < bounds[p + 1]; ++c) built[c] = rebuild_child(skeleton, outputs_, c);
+  });
+  result_ = assemble_root(skeleton, std::move(built));
 }
 
 void CopyJob::run() noexcept {

@@ -35,6 +35,7 @@ class CopyJob {
  private:
   enum State : int { kPending = 0, kSubmitted = 1, kFailed = 2 };
   void run_routes();
+  // Creates the deferred views and rebuilds the structure, split across workers when large.
   int wait_submitted() const;
   void sync_streams_noexcept() noexcept;
 
@@ -42,7 +43,11 @@ class CopyJob {
   c10::Device target_;
   CopyOptions options_;
   CapturedStreams streams_;
-  std::vector<at::Tensor> outputs_;  // by leaf, while the routes fill them
+  void build_result();
+
+  std::vector<at::Tensor> outputs_;    // by leaf, while the routes fill them
+  std::vector<DeferredView> views_;    // by leaf
+  std::vector<c10::Storage> storages_;
   CopyStats stats_;
   Completion completion_;
   std::mutex completion_mutex_;

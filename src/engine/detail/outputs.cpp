@@ -16,8 +16,14 @@ at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at:
                                    : c10::DispatchKey::CPU;
   auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(storage), c10::DispatchKeySet(key),
                                                    like.dtype());
-  impl->set_sizes_and_strides(like.sizes(), like.strides(),
-                              byte_offset / static_cast<int64_t>(like.element_size()));
+  const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
+  if (like.is_contiguous()) {
+    // Cheaper than set_sizes_and_strides: no strides to copy and check.
+    impl->set_sizes_contiguous(like.sizes());
+    impl->set_storage_offset(storage_offset);
+  } else {
+    impl->set_sizes_and_strides(like.sizes(), like.strides(), storage_offset);
+  }
   return at::Tensor(std::move(impl));
 }
 

@@ -56,7 +56,7 @@ void copy_device_to_device(RouteContext& ctx, c10::DeviceIndex source,
   // first waits for the target stream so no block freed there is still in use.
   const int64_t alignment = ctx.options.min_packed_alignment_bytes;
   const int64_t slack = alignment > kDeviceAllocAlignment ? alignment : 0;
-  std::vector<c10::Storage> chunks;
+  std::vector<int32_t> chunks;
   std::vector<int64_t> shifts;
   {
     MTC_RANGE(allocate, "allocate");
@@ -65,7 +65,7 @@ void copy_device_to_device(RouteContext& ctx, c10::DeviceIndex source,
       c10::DataPtr data =
           c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(chunk.bytes + slack));
       shifts.push_back(alignment_shift(data.get(), alignment));
-      chunks.push_back(make_storage(std::move(data), chunk.bytes + slack));
+      chunks.push_back(ctx.add_storage(make_storage(std::move(data), chunk.bytes + slack)));
     }
     for (const int64_t leaf : singles) {
       // Dense layouts keep their strides (one span to copy); others arrive contiguous.
@@ -92,7 +92,7 @@ void copy_device_to_device(RouteContext& ctx, c10::DeviceIndex source,
                           static_cast<uint64_t>(item.bytes)});
       }
       launch_gather(gather.data(), gather.size(), static_cast<std::byte*>(packed.get()), source_stream.stream());
-      auto* dst = static_cast<std::byte*>(chunks[c].mutable_data()) + shifts[c];
+      auto* dst = static_cast<std::byte*>(ctx.storages[chunks[c]].mutable_data()) + shifts[c];
       MTC_CUDA_CHECK(cudaMemcpyPeerAsync(dst, target, packed.get(), source,
                                          static_cast<size_t>(chunk.bytes), source_stream.stream()));
     }
@@ -111,10 +111,8 @@ void copy_device_to_device(RouteContext& ctx, c10::DeviceIndex source,
     // Later work on the target's current stream sees the data without a host wait.
     order_after(source, source_stream.stream(), target_stream.stream());
   }
-  MTC_RANGE(outputs, "create outputs");
   for (const PackItem& item : plan.items)
-    ctx.outputs[item.leaf] =
-        make_view(chunks[item.chunk], shifts[item.chunk] + item.offset, ctx.inputs[item.leaf]);
+    ctx.views[item.leaf] = {chunks[item.chunk], shifts[item.chunk] + item.offset};
   ctx.stats.packed += static_cast<int64_t>(plan.items.size());
   ctx.stats.chunks += static_cast<int64_t>(plan.chunks.size());
 }

@@ -63,12 +63,11 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
                                        cudaMemcpyDeviceToHost, stream));
       }
     }
-    MTC_RANGE(outputs, "create outputs");
-    const c10::Storage storage = host_buffer.storage();
+    const int32_t storage = ctx.add_storage(host_buffer.storage());
     const int64_t base = static_cast<int64_t>(host_buffer.storage_offset()) + shift;
     for (int64_t k = chunk.first_item; k < chunk.first_item + chunk.item_count; ++k) {
       const PackItem& item = plan.items[k];
-      ctx.outputs[item.leaf] = make_view(storage, base + item.offset, ctx.inputs[item.leaf]);
+      ctx.views[item.leaf] = {storage, base + item.offset};
     }
   }
   ctx.stats.packed += static_cast<int64_t>(plan.items.size());

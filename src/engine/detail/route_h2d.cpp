@@ -52,7 +52,7 @@ void pack_host_to_device(RouteContext& ctx, const std::vector<PackCandidate>& ca
 
   const int64_t alignment = ctx.options.min_packed_alignment_bytes;
   const int64_t slack = alignment > kDeviceAllocAlignment ? alignment : 0;
-  std::vector<c10::Storage> storages;
+  std::vector<int32_t> storages;
   std::vector<int64_t> shifts;
   storages.reserve(plan.chunks.size());
   shifts.reserve(plan.chunks.size());
@@ -69,15 +69,11 @@ void pack_host_to_device(RouteContext& ctx, const std::vector<PackCandidate>& ca
       MTC_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::byte*>(data.get()) + shift, host + chunk_offsets[c],
                                      static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream));
     }
-    storages.push_back(make_storage(std::move(data), bytes + slack));
+    storages.push_back(ctx.add_storage(make_storage(std::move(data), bytes + slack)));
     shifts.push_back(shift);
   }
-  // Built while the DMA runs.
-  MTC_RANGE(outputs, "create outputs");
-  for (const PackItem& item : plan.items) {
-    ctx.outputs[item.leaf] =
-        make_view(storages[item.chunk], shifts[item.chunk] + item.offset, ctx.inputs[item.leaf]);
-  }
+  for (const PackItem& item : plan.items)
+    ctx.views[item.leaf] = {storages[item.chunk], shifts[item.chunk] + item.offset};
   ctx.stats.packed += static_cast<int64_t>(plan.items.size());
   ctx.stats.chunks += static_cast<int64_t>(plan.chunks.size());
 }

@@ -26,14 +26,28 @@ class CapturedStreams {
   std::vector<c10::cuda::CUDAStream> streams_;
 };
 
+// An output that will be a view of a packed chunk. Views are created after every DMA is
+// queued, split across workers together with the structure rebuild.
+struct DeferredView {
+  int32_t storage = -1;  // index into RouteContext::storages; -1: none
+  int64_t byte_offset = 0;
+};
+
 struct RouteContext {
   const CopyOptions& options;
   c10::Device target;
   const std::vector<at::Tensor>& inputs;
-  std::vector<at::Tensor>& outputs;
+  std::vector<at::Tensor>& outputs;       // by leaf, for outputs created by the routes
+  std::vector<DeferredView>& views;       // by leaf, for outputs created later
+  std::vector<c10::Storage>& storages;    // packed chunks on the target
   CopyStats& stats;
   Completion& completion;
   const CapturedStreams& streams;
+
+  int32_t add_storage(c10::Storage storage) {
+    storages.push_back(std::move(storage));
+    return static_cast<int32_t>(storages.size() - 1);
+  }
 };
 
 // CPU sources (pageable or pinned) to the CUDA target.

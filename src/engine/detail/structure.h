@@ -18,24 +18,33 @@ enum class NodeKind : uint8_t {
   kDict,         // `size` (key node, value subtree) pairs follow
 };
 
+// 12 bytes: the walk touches one small node per element. Values and types live in side
+// tables so that flattening a batch allocates little and copies no IValue it need not.
 struct SkeletonNode {
   NodeKind kind;
-  uint32_t size = 0;
-  c10::IValue value;        // kPassthrough only
-  c10::TypePtr type;        // kList: element type; kDict: key type
-  c10::TypePtr value_type;  // kDict: value type
+  uint32_t size;  // children of a container
+  uint32_t aux;   // kPassthrough: index into values; kList: into types; kDict: key type at
+                  // types[aux], value type at types[aux + 1]
+};
 
-  static SkeletonNode tensor() { return make(NodeKind::kTensor, 0); }
-  static SkeletonNode passthrough(c10::IValue v) {
-    SkeletonNode n = make(NodeKind::kPassthrough, 0);
-    n.value = std::move(v);
-    return n;
-  }
-  static SkeletonNode make(NodeKind kind, size_t size, c10::TypePtr type = nullptr,
-                           c10::TypePtr value_type = nullptr) {
-    SkeletonNode n{kind, static_cast<uint32_t>(size), c10::IValue(), std::move(type),
-                   std::move(value_type)};
-    return n;
+// Where one child of the root container starts (for a dict: its key node), so the children
+// can be rebuilt independently, on several threads.
+struct ChildStart {
+  uint32_t node;
+  uint32_t leaf;
+};
+
+struct Skeleton {
+  std::vector<SkeletonNode> nodes;  // pre-order
+  std::vector<c10::IValue> values;
+  std::vector<c10::TypePtr> types;
+  std::vector<ChildStart> root_children;  // empty when the root is not a container
+
+  void clear() {
+    nodes.clear();
+    values.clear();
+    types.clear();
+    root_children.clear();
   }
 };
 
@@ -44,7 +53,7 @@ inline constexpr int kMaxNestingDepth = 1000;
 
 struct FlatStructure {
   std::vector<at::Tensor> leaves;
-  std::vector<SkeletonNode> skeleton;  // pre-order
+  Skeleton skeleton;
 };
 
 // Walks `data` once. Throws c10::Error for structures nested deeper than kMaxNestingDepth.
@@ -52,6 +61,12 @@ FlatStructure flatten(const c10::IValue& data);
 
 // Rebuilds the skeleton with `leaves` (one per kTensor node, in order): new containers of the
 // same kinds, element types, order and keys.
-c10::IValue rebuild(const std::vector<SkeletonNode>& skeleton, const std::vector<at::Tensor>& leaves);
+c10::IValue rebuild(const Skeleton& skeleton, const std::vector<at::Tensor>& leaves);
+
+// The same, in pieces: rebuild_child(i) builds the root's i-th child (a dict's value), and
+// assemble_root puts the built children into a new root container. Children may be built
+// concurrently.
+c10::IValue rebuild_child(const Skeleton& skeleton, const std::vector<at::Tensor>& leaves, size_t child);
+c10::IValue assemble_root(const Skeleton& skeleton, std::vector<c10::IValue> children);
 
 }  // namespace mtc::detail

@@ -44,9 +44,12 @@ void WorkerPool::submit(Task task) {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(task));
   }
-  // A spinning worker sees `pending_` without a wake-up; wake a sleeper only when needed.
-  const int64_t pending = pending_.fetch_add(1, std::memory_order_release) + 1;
-  if (spinners_.load(std::memory_order_acquire) == 0 || pending > 1) wake_.notify_one();
+  // Spinning workers see `pending_` without a wake-up; wake a sleeper only when they are
+  // too few for the tasks waiting.
+  // Sequentially consistent on both sides (Dekker): a worker that stops spinning re-reads
+  // `pending_` after leaving `spinners_`, so either it sees the task or we see it gone.
+  const int64_t pending = pending_.fetch_add(1) + 1;
+  if (spinners_.load() < pending) wake_.notify_one();
 }
 
 bool WorkerPool::try_pop(Task& task) {
@@ -69,17 +72,16 @@ void WorkerPool::run_worker(int index) {
       task = nullptr;
       continue;
     }
-    // Only one idle worker spins at a time; the others sleep.
-    int expected = 0;
-    if (spinners_.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) {
-      const auto deadline = std::chrono::steady_clock::now() + spin_;
-      while (pending_.load(std::memory_order_acquire) == 0 &&
-             std::chrono::steady_clock::now() < deadline) {
-        for (int i = 0; i < 32; ++i) MTC_CPU_RELAX();
-      }
-      spinners_.store(0, std::memory_order_release);
-      if (pending_.load(std::memory_order_acquire) > 0) continue;
+    // Spin a while before sleeping: copies tend to come in bursts (and parallel parts
+    // right behind their orchestration), and a sleeping worker costs a wake-up.
+    spinners_.fetch_add(1);
+    const auto deadline = std::chrono::steady_clock::now() + spin_;
+    while (pending_.load(std::memory_order_acquire) == 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+      for (int i = 0; i < 32; ++i) MTC_CPU_RELAX();
     }
+    spinners_.fetch_sub(1);
+    if (pending_.load() > 0) continue;
     std::unique_lock<std::mutex> lock(mutex_);
     wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     if (stopping_ && queue_.empty()) return;

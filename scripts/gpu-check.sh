@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The whole GPU check, run on the GPU host: build, every test (the GPU ones included), the
+# engine micro-benchmarks, the main benchmark, and (when nsys can write reports) a short
+# Nsight Systems capture. Reports go to the folder given as the first argument.
+#
+#   scripts/gpu-check.sh OUT_DIR [quick]
+#
+# "quick" skips the main benchmark's full run and the profile. At most eight files are
+# written to OUT_DIR (the device tool returns no more).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:?usage: scripts/gpu-check.sh OUT_DIR [quick]}"
+mode="${2:-full}"
+mkdir -p "$out"
+export MTC_BUILD_DIR="${MTC_BUILD_DIR:-build-gpu}" MTC_PYTHON="${MTC_PYTHON:-python3}"
+export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
+status=0
+step() { echo "=== $* ($(date -u +%T))"; }
+
+{
+  step "machine"
+  nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv
+  nproc; python3 -c 'import torch;print("torch", torch.__version__)'
+  step "build"
+  bash scripts/build.sh -DMTC_WERROR=ON || status=1
+} > "$out/build.log" 2>&1
+tail -5 "$out/build.log"
+
+step "tests" | tee "$out/tests.log"
+for t in "$MTC_BUILD_DIR"/tests/*/mtc_*_tests; do
+  [[ -x "$t" ]] || continue
+  echo "--- $t" >> "$out/tests.log"
+  "$t" --gtest_brief=1 >> "$out/tests.log" 2>&1 || { status=1; echo "FAILED: $t"; }
+done
+grep -E "^\[  (PASSED|FAILED|SKIPPED)|tests ran|FAILED" "$out/tests.log" | head -40
+
+if [[ -x "$MTC_BUILD_DIR/mtc_engine_bench" ]]; then
+  step "engine micro-benchmarks"
+  "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_out="$out/engine_bench.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
+  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/engine_bench.json" | tee "$out/engine_bench.md"
+fi
+
+if [[ -x "$MTC_BUILD_DIR/mtc-bench" && "$mode" != quick ]]; then
+  step "main benchmark"
+  start=$(date +%s)
+  "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --json "$out/streampetr.json" \
+    --md "$out/streampetr.md" --quiet || status=1
+  echo "main benchmark wall time: $(( $(date +%s) - start )) s"
+  nsys=/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys
+  if [[ -x "$nsys" && -d .carry/debs ]]; then
+    step "nsys profile"
+    libs=/tmp/nsys-libs
+    for d in .carry/debs/*.deb; do dpkg -x "$d" "$libs"; done
+    export LD_LIBRARY_PATH="$libs/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+    "$nsys" profile -t cuda,nvtx,osrt --capture-range=cudaProfilerApi -o /tmp/mtc-profile -f true \
+      "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --profile --quiet > /dev/null 2>&1
+    "$nsys" stats -r nvtx_sum,cuda_api_sum /tmp/mtc-profile.nsys-rep > "$out/nsys_stats.txt" 2>&1 || status=1
+    head -60 "$out/nsys_stats.txt"
+  fi
+fi
+step "done (status $status)"
+exit $status

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""Summarizes a Google Benchmark JSON of mtc_engine_bench: medians, and the ratios that the
+engine's speed targets are stated in (all figures from the one run in the file)."""
+import json
+import sys
+
+
+def main(path):
+    with open(path) as f:
+        data = json.load(f)
+    ctx = data.get("context", {})
+    medians = {}
+    for b in data["benchmarks"]:
+        if b.get("aggregate_name", "median") != "median" or b.get("error_occurred"):
+            continue
+        name = b["run_name"] if "run_name" in b else b["name"]
+        medians[name] = b
+    print(f"host {ctx.get('host_name')} date {ctx.get('date')} cpus {ctx.get('num_cpus')}")
+    print("| benchmark | median (us) | start_us |")
+    print("|---|---|---|")
+    for name, b in medians.items():
+        t = b["real_time"] if b.get("time_unit") == "us" else b["real_time"] / 1000.0
+        start = b.get("start_us")
+        print(f"| {name} | {t:.1f} | {'' if start is None else f'{start:.1f}'} |")
+
+    def us(prefix):
+        for name, b in medians.items():
+            if name.startswith(prefix):
+                return b["real_time"]
+        return None
+
+    h2d = "BM_EngineCopy<Direction::kHostToDevice>"
+    to = "BM_PerTensorTo<Direction::kHostToDevice>"
+    e1, e8 = us(f"{h2d}/1/7/"), us(f"{h2d}/8/7/")
+    t1, t8 = us(f"{to}/1/"), us(f"{to}/8/")
+    if e1 and t1:
+        print(f"\nreference batch H2D: engine {e1:.1f} us, per-tensor .to() {t1:.1f} us, speedup {t1 / e1:.1f}x")
+    if e1 and e8:
+        print(f"marginal cost per extra tensor: {(e8 - e1) / (4224 - 528):.3f} us")
+    if e8 and t8:
+        print(f"4,224 tensors H2D: engine {e8:.1f} us, .to() {t8:.1f} us, speedup {t8 / e8:.1f}x")
+    d1 = us("BM_EngineCopy<Direction::kDeviceToHost>/1/7/")
+    dt = us("BM_PerTensorTo<Direction::kDeviceToHost>/1/")
+    if d1 and dt:
+        print(f"reference batch D2H: engine {d1:.1f} us, .to() {dt:.1f} us, speedup {dt / d1:.1f}x")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])

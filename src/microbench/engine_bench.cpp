@@ -1,0 +1,188 @@
+// Google Benchmark binary for the engine's steps (flatten, plan, staging fill, output creation,
+// rebuild) and for whole copies beside the per-tensor .to() baseline, so each step's cost can
+// be tracked over time. Argument = batch multiplier: 1 -> 528 tensors, 8 -> 4,224 tensors.
+#include "detail/outputs.h"
+#include "detail/pack_plan.h"
+#include "detail/pinned_pool.h"
+#include "detail/staging.h"
+#include "detail/structure.h"
+#include "mtc/copier.h"
+#include "reference_batch.h"
+
+#include <ATen/ops/empty.h>
+#include <benchmark/benchmark.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <map>
+#include <vector>
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool has_gpu() { return c10::cuda::device_count() > 0; }
+
+const c10::IValue& batch(int repeat) {
+  static std::map<int, c10::IValue> cache;
+  auto it = cache.find(repeat);
+  if (it == cache.end()) it = cache.emplace(repeat, mtc::microbench::make_reference_batch(repeat)).first;
+  return it->second;
+}
+
+std::vector<mtc::detail::PackCandidate> candidates(const std::vector<at::Tensor>& leaves) {
+  std::vector<mtc::detail::PackCandidate> out;
+  for (size_t i = 0; i < leaves.size(); ++i)
+    out.push_back({static_cast<int64_t>(i), static_cast<int64_t>(leaves[i].nbytes()),
+                   static_cast<int64_t>(leaves[i].element_size())});
+  return out;
+}
+
+void BM_Flatten(benchmark::State& state) {
+  const c10::IValue& data = batch(static_cast<int>(state.range(0)));
+  for (auto _ : state) benchmark::DoNotOptimize(mtc::detail::flatten(data));
+}
+
+void BM_Plan(benchmark::State& state) {
+  const auto flat = mtc::detail::flatten(batch(static_cast<int>(state.range(0))));
+  const auto c = candidates(flat.leaves);
+  for (auto _ : state) benchmark::DoNotOptimize(mtc::detail::plan_packing(c, 16, 32 << 20));
+}
+
+void BM_StagingFill(benchmark::State& state) {
+  const auto flat = mtc::detail::flatten(batch(static_cast<int>(state.range(0))));
+  const auto plan = mtc::detail::plan_packing(candidates(flat.leaves), 16, 32 << 20);
+  std::vector<int64_t> offsets{0};
+  const int64_t bytes = plan.chunks.at(0).bytes;
+  // Pinned when a GPU is there (what the engine fills), plain host memory otherwise.
+  std::vector<std::byte> plain;
+  mtc::detail::PinnedBlock block;
+  std::byte* dst = nullptr;
+  if (has_gpu()) {
+    block = mtc::detail::PinnedPool::instance().acquire(bytes);
+    dst = block.data;
+  } else {
+    plain.resize(static_cast<size_t>(bytes));
+    dst = plain.data();
+  }
+  for (auto _ : state) {
+    mtc::detail::fill_packed(plan, offsets, flat.leaves, dst);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * bytes);
+  if (block) mtc::detail::PinnedPool::instance().release(block);
+}
+
+void BM_CreateOutputs(benchmark::State& state) {
+  const auto flat = mtc::detail::flatten(batch(static_cast<int>(state.range(0))));
+  const auto plan = mtc::detail::plan_packing(candidates(flat.leaves), 16, 32 << 20);
+  const auto device = has_gpu() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  const at::Tensor chunk =
+      at::empty({plan.chunks.at(0).bytes}, at::TensorOptions().dtype(at::kByte).device(device));
+  std::vector<at::Tensor> outputs(flat.leaves.size());
+  for (auto _ : state) {
+    for (const auto& item : plan.items)
+      outputs[item.leaf] = mtc::detail::make_view(chunk.storage(), item.offset, flat.leaves[item.leaf]);
+    benchmark::DoNotOptimize(outputs.data());
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(plan.items.size()));
+}
+
+void BM_Rebuild(benchmark::State& state) {
+  const auto flat = mtc::detail::flatten(batch(static_cast<int>(state.range(0))));
+  for (auto _ : state) benchmark::DoNotOptimize(mtc::detail::rebuild(flat.skeleton, flat.leaves));
+}
+
+// A competent user's per-tensor baseline: a recursive map calling .to() on every leaf.
+c10::IValue map_to(const c10::IValue& v, const c10::Device& device) {
+  if (v.isTensor()) return v.toTensor().to(device);
+  if (v.isList()) {
+    c10::impl::GenericList out(v.toList().elementType());
+    for (const auto& item : v.toListRef()) out.push_back(map_to(item, device));
+    return out;
+  }
+  if (v.isGenericDict()) {
+    const auto dict = v.toGenericDict();
+    c10::impl::GenericDict out(dict.keyType(), dict.valueType());
+    for (const auto& e : dict) out.insert(e.key(), map_to(e.value(), device));
+    return out;
+  }
+  if (v.isTuple()) {
+    std::vector<c10::IValue> items;
+    for (const auto& item : v.toTupleRef().elements()) items.push_back(map_to(item, device));
+    return c10::ivalue::Tuple::create(std::move(items));
+  }
+  return v;
+}
+
+c10::IValue source(int repeat, bool on_gpu) {
+  static std::map<int, c10::IValue> gpu;
+  if (!on_gpu) return batch(repeat);
+  auto it = gpu.find(repeat);
+  if (it == gpu.end()) it = gpu.emplace(repeat, map_to(batch(repeat), c10::Device(c10::kCUDA, 0))).first;
+  return it->second;
+}
+
+enum class Direction { kHostToDevice, kDeviceToHost };
+
+template <Direction dir>
+void BM_PerTensorTo(benchmark::State& state) {
+  if (!has_gpu()) return state.SkipWithError("no CUDA device");
+  const bool h2d = dir == Direction::kHostToDevice;
+  const c10::IValue data = source(static_cast<int>(state.range(0)), !h2d);
+  const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    c10::IValue out = map_to(data, target);
+    cudaDeviceSynchronize();
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+}
+
+// Whole copies: start_copy until get() returned (data on the target). The counter start_us is
+// how long start_copy kept the caller.
+template <Direction dir>
+void BM_EngineCopy(benchmark::State& state) {
+  if (!has_gpu()) return state.SkipWithError("no CUDA device");
+  const bool h2d = dir == Direction::kHostToDevice;
+  const c10::IValue data = source(static_cast<int>(state.range(0)), !h2d);
+  const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  mtc::CopyOptions options;
+  options.pack_cpu_tensors = state.range(1) & 1;
+  options.use_pinned_staging = state.range(1) & 2;
+  options.use_background_thread = state.range(1) & 4;
+  double start_seconds = 0;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    mtc::CopyHandle handle = mtc::start_copy(data, target, options);
+    const auto t1 = Clock::now();
+    c10::IValue out = handle.get();
+    const auto t2 = Clock::now();
+    state.SetIterationTime(std::chrono::duration<double>(t2 - t0).count());
+    start_seconds += std::chrono::duration<double>(t1 - t0).count();
+  }
+  state.counters["start_us"] =
+      benchmark::Counter(start_seconds * 1e6 / static_cast<double>(state.iterations()));
+}
+
+// Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread}.
+void engine_args(benchmark::internal::Benchmark* b) {
+  for (int repeat : {1, 8}) b->Args({repeat, 7});
+  b->Args({1, 6})->Args({1, 5})->Args({1, 3});
+  b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+}
+
+}  // namespace
+
+BENCHMARK(BM_Flatten)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Plan)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_StagingFill)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_CreateOutputs)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Rebuild)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EngineCopy<Direction::kHostToDevice>)->Apply(engine_args);
+BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Args({1, 7})->Args({8, 7})->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PerTensorTo<Direction::kHostToDevice>)->Arg(1)->Arg(8)->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PerTensorTo<Direction::kDeviceToHost>)->Arg(1)->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,66 @@
+#include "reference_batch.h"
+
+#include <ATen/ops/arange.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/remainder.h>
+
+#include <array>
+#include <string>
+
+namespace mtc::microbench {
+namespace {
+
+struct BaseConfig {
+  int64_t gt;
+  std::array<int64_t, 6> per_camera;
+};
+
+constexpr std::array<BaseConfig, 4> kBaseConfigs{{
+    {60, {30, 20, 40, 10, 50, 20}},
+    {100, {60, 40, 30, 70, 20, 50}},
+    {45, {10, 20, 10, 30, 20, 10}},
+    {120, {80, 50, 60, 40, 70, 30}},
+}};
+
+// Distinct, non-zero values per tensor so a misplaced byte shows up in verification.
+at::Tensor values(at::IntArrayRef shape, at::ScalarType dtype, int64_t& seed) {
+  int64_t numel = 1;
+  for (int64_t d : shape) numel *= d;
+  at::Tensor t = at::arange(seed, seed + numel, at::TensorOptions().dtype(at::kLong));
+  seed += numel + 7;
+  if (dtype == at::kBool) return at::remainder(t, 2).to(at::kBool).reshape(shape);
+  if (dtype == at::kFloat) return at::mul(t.to(at::kFloat), 0.25).reshape(shape);
+  return t.reshape(shape).to(dtype);
+}
+
+}  // namespace
+
+c10::IValue make_reference_batch(int repeat) {
+  c10::impl::GenericList samples(c10::AnyType::get());
+  int64_t seed = 1;
+  for (int r = 0; r < 4 * repeat; ++r) {
+    for (const BaseConfig& config : kBaseConfigs) {
+      c10::impl::GenericList cameras(c10::AnyType::get());
+      for (int64_t n : config.per_camera) {
+        c10::impl::GenericDict cam(c10::StringType::get(), c10::TensorType::get());
+        cam.insert("bounding_boxes", values({n, 4}, at::kFloat, seed));
+        cam.insert("class_ids", values({n}, at::kLong, seed));
+        cam.insert("active", values({n}, at::kBool, seed));
+        cam.insert("depths", values({n}, at::kFloat, seed));
+        cam.insert("proj_mat", values({3, 4}, at::kFloat, seed));
+        cameras.push_back(cam);
+      }
+      c10::impl::GenericDict gt(c10::StringType::get(), c10::TensorType::get());
+      gt.insert("bounding_boxes_3d", values({config.gt, 7}, at::kFloat, seed));
+      gt.insert("class_ids", values({config.gt}, at::kLong, seed));
+      gt.insert("active", values({config.gt}, at::kBool, seed));
+      c10::impl::GenericDict sample(c10::StringType::get(), c10::AnyType::get());
+      sample.insert("cams_gt", cameras);
+      sample.insert("gt_data", gt);
+      samples.push_back(sample);
+    }
+  }
+  return samples;
+}
+
+}  // namespace mtc::microbench
