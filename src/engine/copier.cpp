@@ -1,7 +1,6 @@
 #include "mtc/copier.h"
 
 #include "detail/copy_job.h"
-#include "detail/structure.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
 
@@ -70,31 +69,16 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device, const 
   validate(options);
   const c10::Device target = resolve_target(device);
 
-  detail::FlatStructure flat;
-  {
-    MTC_RANGE(traverse, "traverse");
-    flat = detail::flatten(data);
-  }
-  // Validate the leaves and capture the streams here, on the caller's thread: current streams
-  // are per thread, and misuse must throw from start_copy.
+  // Current streams are per thread, so they are captured here, on the caller's thread: the
+  // target's and every other device's (inputs may live on any; there are only a few, and the
+  // structure is walked on the worker so start_copy returns at once).
   detail::CapturedStreams streams;
-  bool device_work = false;
   if (target.is_cuda()) streams.add(target.index());
-  for (size_t i = 0; i < flat.leaves.size(); ++i) {
-    const at::Tensor& t = flat.leaves[i];
-    if (!t.defined()) continue;
-    TORCH_CHECK(t.layout() == c10::kStrided, "mtc::start_copy: tensor leaf ", i, " has layout ",
-                t.layout(), "; only strided tensors can be copied");
-    const c10::Device d = t.device();
-    TORCH_CHECK(d.is_cpu() || d.is_cuda(), "mtc::start_copy: tensor leaf ", i, " is on ", d.str(),
-                "; only cpu and cuda tensors can be copied");
-    if (d == target) continue;
-    device_work = true;
-    if (d.is_cuda()) streams.add(d.index());
-  }
+  const c10::DeviceIndex devices = c10::cuda::device_count();
+  for (c10::DeviceIndex d = 0; d < devices; ++d) streams.add(d);
 
-  auto job = std::make_shared<detail::CopyJob>(std::move(flat), target, options, std::move(streams));
-  if (device_work && options.use_background_thread) {
+  auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams));
+  if (options.use_background_thread) {
     detail::WorkerPool::instance().submit([job] { job->run(); });
   } else {
     job->run();

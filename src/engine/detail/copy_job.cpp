@@ -34,13 +34,18 @@ c10::cuda::CUDAStream CapturedStreams::of(c10::DeviceIndex device) const {
   TORCH_INTERNAL_ASSERT(false, "no stream captured for cuda:", static_cast<int>(device));
 }
 
-CopyJob::CopyJob(FlatStructure flat, c10::Device target, const CopyOptions& options,
+CopyJob::CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
                  CapturedStreams streams)
-    : flat_(std::move(flat)), target_(target), options_(options), streams_(std::move(streams)) {}
+    : input_(std::move(input)), target_(target), options_(options), streams_(std::move(streams)) {}
 
 CopyJob::~CopyJob() { wait_noexcept(); }
 
 void CopyJob::run_routes() {
+  {
+    MTC_RANGE(traverse, "traverse");
+    flat_ = flatten(input_);
+    input_ = c10::IValue();
+  }
   std::vector<at::Tensor>& inputs = flat_.leaves;
   std::vector<at::Tensor>& outputs = outputs_;
   outputs.resize(inputs.size());
@@ -49,6 +54,12 @@ void CopyJob::run_routes() {
   std::map<c10::DeviceIndex, std::vector<int64_t>> from_device;  // by source device
   for (size_t i = 0; i < inputs.size(); ++i) {
     const at::Tensor& t = inputs[i];
+    if (t.defined()) {
+      TORCH_CHECK(t.layout() == c10::kStrided, "mtc: tensor leaf ", i, " has layout ", t.layout(),
+                  "; only strided tensors can be copied");
+      TORCH_CHECK(t.is_cpu() || t.is_cuda(), "mtc: tensor leaf ", i, " is on ", t.device().str(),
+                  "; only cpu and cuda tensors can be copied");
+    }
     if (!t.defined() || t.device() == target_) {
       outputs[i] = t;
       ++stats_.reused;

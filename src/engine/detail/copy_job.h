@@ -17,7 +17,7 @@ namespace mtc::detail {
 
 class CopyJob {
  public:
-  CopyJob(FlatStructure flat, c10::Device target, const CopyOptions& options,
+  CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
           CapturedStreams streams);
   CopyJob(const CopyJob&) = delete;  // shared through shared_ptr only
   CopyJob& operator=(const CopyJob&) = delete;
@@ -39,6 +39,7 @@ class CopyJob {
   int wait_submitted() const;
   void sync_streams_noexcept() noexcept;
 
+  c10::IValue input_;  // until flattened
   FlatStructure flat_;
   c10::Device target_;
   CopyOptions options_;

@@ -8,7 +8,7 @@
 // integer keys) nested to any depth. Tensor leaves are copied; every other leaf passes
 // through unchanged. The result has new containers of the same kinds, in the same order.
 //
-// Contract: the input tensors must not be modified (by the host or by queued device work
+// Contract: the input (containers and tensors) must not be modified (by the host or by queued device work
 // issued after start_copy) until the copy has completed, that is until ready() returns true
 // or get() returns. Work queued on the relevant CUDA streams before start_copy is ordered
 // before the copy; get() returns only after the data is on the target.
@@ -81,7 +81,9 @@ class CopyHandle {
 
 // Starts copying every tensor of `data` to `device`. Throws c10::Error (std::exception) for
 // invalid arguments: a device index that does not exist, a CUDA target without CUDA,
-// alignment < 1, chunk size <= 0.
+// alignment < 1, chunk size <= 0. The structure itself is walked on the worker: a leaf that
+// cannot be copied (sparse, or on a device other than cpu/cuda) fails the copy, and get()
+// rethrows that error naming the leaf.
 CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
                       const CopyOptions& options = {});
 
