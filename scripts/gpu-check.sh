@@ -22,7 +22,8 @@ step() { echo "=== $* ($(date -u +%T))"; }
   nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv
   nproc; python3 -c 'import torch;print("torch", torch.__version__)'
   step "build"
-  bash scripts/build.sh -DMTC_WERROR=ON || status=1
+  # shellcheck disable=SC2086
+  bash scripts/build.sh -DMTC_WERROR=ON ${MTC_CMAKE_ARGS:-} || status=1
 } > "$out/build.log" 2>&1
 tail -5 "$out/build.log"
 

@@ -16,12 +16,13 @@ def main(path):
         name = b["run_name"] if "run_name" in b else b["name"]
         medians[name] = b
     print(f"host {ctx.get('host_name')} date {ctx.get('date')} cpus {ctx.get('num_cpus')}")
-    print("| benchmark | median (us) | start_us |")
-    print("|---|---|---|")
+    steps = ["start_us", "queued_us", "traverse_us", "submit_us", "outputs_us"]
+    print("| benchmark | median (us) | " + " | ".join(steps) + " |")
+    print("|---" * (2 + len(steps)) + "|")
     for name, b in medians.items():
         t = b["real_time"] if b.get("time_unit") == "us" else b["real_time"] / 1000.0
-        start = b.get("start_us")
-        print(f"| {name} | {t:.1f} | {'' if start is None else f'{start:.1f}'} |")
+        cells = ["" if b.get(k) is None else f"{b[k]:.1f}" for k in steps]
+        print(f"| {name} | {t:.1f} | " + " | ".join(cells) + " |")
 
     def us(prefix):
         for name, b in medians.items():

@@ -4,6 +4,7 @@
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
 
+#include <ATen/Context.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
 
@@ -75,6 +76,9 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device, const 
   detail::CapturedStreams streams;
   if (target.is_cuda()) streams.add(target.index());
   const c10::DeviceIndex devices = c10::cuda::device_count();
+  // The engine allocates through the CUDA caching allocator directly, which torch sets up
+  // lazily on first CUDA use; make sure that has happened (a no-op after the first call).
+  if (devices > 0) at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
   for (c10::DeviceIndex d = 0; d < devices; ++d) streams.add(d);
 
   auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams));

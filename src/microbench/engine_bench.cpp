@@ -153,6 +153,7 @@ void BM_EngineCopy(benchmark::State& state) {
   options.use_pinned_staging = state.range(1) & 2;
   options.use_background_thread = state.range(1) & 4;
   double start_seconds = 0;
+  mtc::CopyStats sum;
   for (auto _ : state) {
     const auto t0 = Clock::now();
     mtc::CopyHandle handle = mtc::start_copy(data, target, options);
@@ -161,9 +162,18 @@ void BM_EngineCopy(benchmark::State& state) {
     const auto t2 = Clock::now();
     state.SetIterationTime(std::chrono::duration<double>(t2 - t0).count());
     start_seconds += std::chrono::duration<double>(t1 - t0).count();
+    const mtc::CopyStats s = handle.stats();
+    sum.queued_us += s.queued_us;
+    sum.traverse_us += s.traverse_us;
+    sum.submit_us += s.submit_us;
+    sum.outputs_us += s.outputs_us;
   }
-  state.counters["start_us"] =
-      benchmark::Counter(start_seconds * 1e6 / static_cast<double>(state.iterations()));
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["start_us"] = start_seconds * 1e6 / n;
+  state.counters["queued_us"] = sum.queued_us / n;
+  state.counters["traverse_us"] = sum.traverse_us / n;
+  state.counters["submit_us"] = sum.submit_us / n;
+  state.counters["outputs_us"] = sum.outputs_us / n;
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread}.

@@ -40,12 +40,27 @@ CopyJob::CopyJob(c10::IValue input, c10::Device target, const CopyOptions& optio
 
 CopyJob::~CopyJob() { wait_noexcept(); }
 
+namespace {
+double micros_since(std::chrono::steady_clock::time_point& since) {
+  const auto now = std::chrono::steady_clock::now();
+  const double us = std::chrono::duration<double, std::micro>(now - since).count();
+  since = now;
+  return us;
+}
+}  // namespace
+
 void CopyJob::run_routes() {
+  auto clock = created_;
+  stats_.queued_us = micros_since(clock);
   {
     MTC_RANGE(traverse, "traverse");
-    flat_ = flatten(input_);
+    WorkerPool& pool = WorkerPool::instance();
+    flat_ = flatten(input_, pool.size() + 1, [&pool](int64_t parts, const std::function<void(int64_t)>& fn) {
+      pool.parallel_for(parts, fn);
+    });
     input_ = c10::IValue();
   }
+  stats_.traverse_us = micros_since(clock);
   std::vector<at::Tensor>& inputs = flat_.leaves;
   std::vector<at::Tensor>& outputs = outputs_;
   outputs.resize(inputs.size());
@@ -82,7 +97,9 @@ void CopyJob::run_routes() {
       copy_device_to_device(ctx, source, leaves);
     }
   }
+  stats_.submit_us = micros_since(clock);
   build_result();
+  stats_.outputs_us = micros_since(clock);
   flat_.skeleton.clear();
   outputs.clear();
   views_.clear();
@@ -168,17 +185,15 @@ bool CopyJob::ready() {
   if (state == kPending) return false;
   if (state == kFailed) std::rethrow_exception(error_);
   std::lock_guard<std::mutex> lock(completion_mutex_);
-  if (!completion_.query()) return false;
-  flat_.leaves.clear();
-  return true;
+  return completion_.query();
 }
 
 c10::IValue CopyJob::get() {
   if (wait_submitted() == kFailed) std::rethrow_exception(error_);
   std::lock_guard<std::mutex> lock(completion_mutex_);
+  // The inputs stay referenced until the job is destroyed (with its handle): releasing them
+  // here would put hundreds of reference-count drops on the caller's critical path.
   completion_.wait();
-  // The inputs were kept alive for the device work that reads them; it is done.
-  flat_.leaves.clear();
   return result_;
 }
 

@@ -10,6 +10,7 @@
 #include <ATen/core/ivalue.h>
 
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <mutex>
 
@@ -55,6 +56,7 @@ class CopyJob {
   c10::IValue result_;
   std::exception_ptr error_;
   std::atomic<int> state_{kPending};
+  std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
 };
 
 }  // namespace mtc::detail

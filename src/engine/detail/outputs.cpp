@@ -3,6 +3,8 @@
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/TensorImpl.h>
 
+#include <numeric>
+
 namespace mtc::detail {
 
 c10::Storage make_storage(c10::DataPtr data, int64_t bytes) {
@@ -24,7 +26,20 @@ at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at:
   } else {
     impl->set_sizes_and_strides(like.sizes(), like.strides(), storage_offset);
   }
-  return at::Tensor(std::move(impl));
+  at::Tensor out(std::move(impl));
+  copy_math_bits(like, out);
+  return out;
+}
+
+void copy_math_bits(const at::Tensor& like, at::Tensor& out) {
+  if (like.is_conj()) out._set_conj(true);
+  if (like.is_neg()) out._set_neg(true);
+}
+
+int64_t chunk_base_alignment(int64_t min_alignment) { return std::lcm(min_alignment, int64_t{16}); }
+
+int64_t chunk_slack(int64_t base_alignment, int64_t block_alignment) {
+  return block_alignment % base_alignment == 0 ? 0 : base_alignment;
 }
 
 int64_t alignment_shift(const void* address, int64_t alignment) {

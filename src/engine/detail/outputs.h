@@ -10,9 +10,17 @@
 
 namespace mtc::detail {
 
-// The CUDA caching allocator hands out 512-byte aligned blocks; larger packing alignments
-// allocate that much slack and shift the chunk start.
+// The CUDA caching allocator hands out 512-byte aligned blocks.
 inline constexpr int64_t kDeviceAllocAlignment = 512;
+
+// What a packed chunk's start must be a multiple of so that every item, at a multiple of
+// max(alignment, element size) from it, is aligned as promised: lcm(alignment, 16), 16 being
+// the largest element size. Equal to the alignment for powers of two of 16 and more.
+int64_t chunk_base_alignment(int64_t min_alignment);
+
+// Extra bytes to allocate so a chunk start of that alignment fits in a block whose own
+// address is a multiple of `block_alignment`.
+int64_t chunk_slack(int64_t base_alignment, int64_t block_alignment);
 
 // A storage of `bytes` owning `data` (allocation base may precede data by the alignment shift).
 c10::Storage make_storage(c10::DataPtr data, int64_t bytes);
@@ -20,6 +28,10 @@ c10::Storage make_storage(c10::DataPtr data, int64_t bytes);
 // A tensor of `like`'s dtype, sizes and strides over `storage`, starting `byte_offset` bytes in.
 // byte_offset must be a multiple of the element size.
 at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at::Tensor& like);
+
+// Gives `out` the conjugate and negative bits of `like`: outputs copy raw bytes, so a lazily
+// conjugated (or negated) input must come out flagged the same way to mean the same values.
+void copy_math_bits(const at::Tensor& like, at::Tensor& out);
 
 // Bytes to skip from `address` to reach the next multiple of `alignment`.
 int64_t alignment_shift(const void* address, int64_t alignment);

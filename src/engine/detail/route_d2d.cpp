@@ -54,8 +54,8 @@ void copy_device_to_device(RouteContext& ctx, c10::DeviceIndex source,
 
   // Outputs are allocated on the target's stream; the copies run on the source's stream, which
   // first waits for the target stream so no block freed there is still in use.
-  const int64_t alignment = ctx.options.min_packed_alignment_bytes;
-  const int64_t slack = alignment > kDeviceAllocAlignment ? alignment : 0;
+  const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
+  const int64_t slack = chunk_slack(alignment, kDeviceAllocAlignment);
   std::vector<int32_t> chunks;
   std::vector<int64_t> shifts;
   {
@@ -74,6 +74,7 @@ void copy_device_to_device(RouteContext& ctx, c10::DeviceIndex source,
       ctx.outputs[leaf] = input.is_non_overlapping_and_dense()
                               ? at::empty_strided(input.sizes(), input.strides(), options)
                               : at::empty(input.sizes(), options);
+      copy_math_bits(input, ctx.outputs[leaf]);
     }
     order_after(target, target_stream.stream(), source_stream.stream());
   }

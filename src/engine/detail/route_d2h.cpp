@@ -25,7 +25,7 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
                         ctx.options.max_packed_chunk_bytes);
     singles.insert(singles.end(), plan.too_large.begin(), plan.too_large.end());
   }
-  const int64_t alignment = ctx.options.min_packed_alignment_bytes;
+  const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
   std::vector<GatherItem> gather;
   for (size_t c = 0; c < plan.chunks.size(); ++c) {
     const PackChunk& chunk = plan.chunks[c];
@@ -89,6 +89,7 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
     MTC_RANGE(submit, "submit");
     MTC_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
   }
+  copy_math_bits(input, out);
   ctx.outputs[leaf] = std::move(out);
   ++ctx.stats.per_tensor;
 }
@@ -105,6 +106,7 @@ void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source, std::span<c
     const auto bytes = static_cast<int64_t>(t.nbytes());
     if (bytes == 0) {
       ctx.outputs[leaf] = at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kCPU));
+      copy_math_bits(t, ctx.outputs[leaf]);
       ++ctx.stats.per_tensor;
     } else if (ctx.options.pack_cpu_tensors && t.is_contiguous() && is_packable_size(bytes)) {
       candidates.push_back({leaf, bytes, static_cast<int64_t>(t.element_size())});
@@ -116,6 +118,7 @@ void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source, std::span<c
   if (!singles.empty()) {
     PinnedPipeline pipeline(ctx.completion, source, stream.stream());
     for (const int64_t leaf : singles) single_device_to_host(ctx, leaf, pipeline, stream.stream());
+    ctx.stats.pinned_bytes += pipeline.pinned_bytes();
     pipeline.drain();
   }
   ctx.completion.record(source, stream.stream());

@@ -50,8 +50,8 @@ void pack_host_to_device(RouteContext& ctx, const std::vector<PackCandidate>& ca
   }
   fill_packed(plan, chunk_offsets, ctx.inputs, host);
 
-  const int64_t alignment = ctx.options.min_packed_alignment_bytes;
-  const int64_t slack = alignment > kDeviceAllocAlignment ? alignment : 0;
+  const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
+  const int64_t slack = chunk_slack(alignment, kDeviceAllocAlignment);
   std::vector<int32_t> storages;
   std::vector<int64_t> shifts;
   storages.reserve(plan.chunks.size());
@@ -102,6 +102,7 @@ void single_host_to_device(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
     MTC_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream));
     if (source.is_pinned()) ctx.completion.hold(source);
   }
+  copy_math_bits(input, out);
   ctx.outputs[leaf] = std::move(out);
   ++ctx.stats.per_tensor;
 }
@@ -122,6 +123,7 @@ void copy_host_to_device(RouteContext& ctx, std::span<const int64_t> leaves) {
     const auto bytes = static_cast<int64_t>(t.nbytes());
     if (bytes == 0) {
       ctx.outputs[leaf] = at::empty_strided(t.sizes(), t.strides(), t.options().device(ctx.target));
+      copy_math_bits(t, ctx.outputs[leaf]);
       ++ctx.stats.per_tensor;
     } else if (ctx.options.pack_cpu_tensors && t.is_contiguous() && is_packable_size(bytes)) {
       candidates.push_back({leaf, bytes, static_cast<int64_t>(t.element_size())});
@@ -133,6 +135,7 @@ void copy_host_to_device(RouteContext& ctx, std::span<const int64_t> leaves) {
   if (!singles.empty()) {
     PinnedPipeline pipeline(ctx.completion, device, stream.stream());
     for (const int64_t leaf : singles) single_host_to_device(ctx, leaf, pipeline, stream.stream());
+    ctx.stats.pinned_bytes += pipeline.pinned_bytes();
     pipeline.drain();
   }
   ctx.completion.record(device, stream.stream());

@@ -110,6 +110,12 @@ void PinnedPipeline::device_to_host(std::byte* dst, const std::byte* src, int64_
   }
 }
 
+int64_t PinnedPipeline::pinned_bytes() const {
+  int64_t bytes = 0;
+  for (const Slot& slot : slots_) bytes += slot.block.bytes;
+  return bytes;
+}
+
 void PinnedPipeline::drain() {
   for (Slot& slot : slots_) {
     if (!slot.block) continue;

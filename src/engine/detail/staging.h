@@ -43,6 +43,8 @@ class PinnedPipeline {
   void device_to_host(std::byte* dst, const std::byte* src, int64_t bytes);
   // Hands the slots and the last host copies over to the completion.
   void drain();
+  // Pinned bytes this pipeline has taken from the pool.
+  int64_t pinned_bytes() const;
 
  private:
   struct PendingCopy {

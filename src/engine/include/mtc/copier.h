@@ -48,6 +48,11 @@ struct CopyStats {
   int64_t chunks = 0;           // packed chunks (one allocation and one DMA each)
   int64_t per_tensor = 0;       // leaves copied one by one
   int64_t pinned_bytes = 0;     // staging bytes taken from the pinned pool
+  // Where the time went, in microseconds of wall time, as the engine measured it.
+  double queued_us = 0;    // start_copy until a worker picked the job up
+  double traverse_us = 0;  // flattening the structure
+  double submit_us = 0;    // planning, staging and queuing the device work
+  double outputs_us = 0;   // creating the output tensors and rebuilding the structure
 };
 
 namespace detail {
