@@ -2,7 +2,7 @@
 
 #include "mtc/copier.h"
 
-#include <algorithm>
+#include <numeric>
 
 namespace mtc::detail {
 
@@ -22,7 +22,9 @@ PackPlan plan_packing(std::span<const PackCandidate> candidates, int64_t min_ali
       plan.too_large.push_back(c.leaf);
       continue;
     }
-    const int64_t alignment = std::max(min_alignment, c.element_size);
+    // lcm rather than max: equal for the usual powers of two, and for any other alignment
+    // still a multiple of both, so every element stays aligned.
+    const int64_t alignment = std::lcm(min_alignment, c.element_size);
     int64_t offset = (current.bytes + alignment - 1) / alignment * alignment;
     if (offset + c.bytes > max_chunk_bytes) {
       close_chunk();

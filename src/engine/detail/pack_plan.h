@@ -36,8 +36,9 @@ struct PackPlan {
 // True for the sizes the engine packs: 1 byte to kMaxPackedTensorBytes inclusive.
 bool is_packable_size(int64_t bytes);
 
-// Greedy, in order: each tensor starts at the next multiple of max(min_alignment, its
-// element size); a chunk is closed when the next tensor would end past max_chunk_bytes.
+// Greedy, in order: each tensor starts at the next multiple of lcm(min_alignment, its
+// element size) (which is max(...) for powers of two); a chunk is closed when the next
+// tensor would end past max_chunk_bytes.
 // Requires min_alignment >= 1 and max_chunk_bytes > 0.
 PackPlan plan_packing(std::span<const PackCandidate> candidates, int64_t min_alignment,
                       int64_t max_chunk_bytes);

@@ -71,10 +71,13 @@ void copy_device_to_device(RouteContext& ctx, c10::DeviceIndex source,
       // Dense layouts keep their strides (one span to copy); others arrive contiguous.
       const at::Tensor& input = ctx.inputs[leaf];
       const auto options = input.options().device(ctx.target);
-      ctx.outputs[leaf] = input.is_non_overlapping_and_dense()
-                              ? at::empty_strided(input.sizes(), input.strides(), options)
-                              : at::empty(input.sizes(), options);
-      copy_math_bits(input, ctx.outputs[leaf]);
+      if (input.is_non_overlapping_and_dense()) {
+        ctx.outputs[leaf] = at::empty_strided(input.sizes(), input.strides(), options);
+        copy_math_bits(input, ctx.outputs[leaf]);
+      } else {
+        // contiguous() below resolves the conjugate and negative bits into the values.
+        ctx.outputs[leaf] = at::empty(input.sizes(), options);
+      }
     }
     order_after(target, target_stream.stream(), source_stream.stream());
   }

@@ -89,7 +89,8 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
     MTC_RANGE(submit, "submit");
     MTC_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
   }
-  copy_math_bits(input, out);
+  // From `source`: contiguous() has already resolved the bits of a non-dense input.
+  copy_math_bits(source, out);
   ctx.outputs[leaf] = std::move(out);
   ++ctx.stats.per_tensor;
 }

@@ -102,7 +102,8 @@ void single_host_to_device(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
     MTC_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream));
     if (source.is_pinned()) ctx.completion.hold(source);
   }
-  copy_math_bits(input, out);
+  // From `source`: contiguous() has already resolved the bits of a non-dense input.
+  copy_math_bits(source, out);
   ctx.outputs[leaf] = std::move(out);
   ++ctx.stats.per_tensor;
 }

@@ -28,7 +28,8 @@ struct CopyOptions {
   // Lay small contiguous CPU tensors (1 B .. 256 KiB) into shared chunks: one allocation and
   // one host-to-device copy per chunk instead of one per tensor.
   bool pack_cpu_tensors = true;
-  // Each packed tensor starts at a multiple of max(this, element size). Must be >= 1.
+  // Each packed tensor starts at a multiple of max(this, element size); for an alignment that
+  // is not a power of two, of lcm(this, element size). Must be >= 1.
   int64_t min_packed_alignment_bytes = 16;
   // Payload limit of one packed chunk. Must be > 0.
   int64_t max_packed_chunk_bytes = 32 << 20;
