@@ -1,0 +1,267 @@
+#include "workload/config.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "workload/detail/bench_settings_parser.h"
+#include "workload/detail/files.h"
+#include "workload/detail/json_checks.h"
+#include "workload/detail/spec_parser.h"
+#include "workload/detail/tensor_spec_parser.h"
+
+namespace mtc::bench {
+namespace {
+
+namespace fs = std::filesystem;
+using detail::child_path;
+using detail::Json;
+using detail::JsonChecks;
+
+constexpr uint64_t kMaxConfigBytes = 16 << 20;
+// nlohmann's parser and our own walks recurse once per level; this keeps every one of them
+// far from the stack limit whatever the input.
+constexpr int kMaxJsonDepth = 256;
+
+const std::vector<std::string>& top_level_keys() {
+  static const std::vector<std::string> keys{"$schema",    "name",   "description", "seed",
+                                             "directions", "params", "bench",       "defs",
+                                             "structure",  "input"};
+  return keys;
+}
+
+const std::vector<std::string>& direction_names() {
+  static const std::vector<std::string> names{"h2d", "d2h", "d2d", "h2h"};
+  return names;
+}
+
+// Rejects nesting beyond kMaxJsonDepth before any recursive code sees the text.
+void check_depth(const JsonChecks& checks, const std::string& text, const std::string& path) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > kMaxJsonDepth) {
+        checks.fail(path, fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+}
+
+Json parse_json(const JsonChecks& checks, const std::string& text) {
+  check_depth(checks, text, "");
+  try {
+    return Json::parse(text);
+  } catch (const Json::exception& e) {
+    std::string message = e.what();
+    // "[json.exception.parse_error.101] parse error at line 3, ..." -> "parse error at line 3, ..."
+    if (const auto bracket = message.find("] ");
+        message.rfind("[json.", 0) == 0 && bracket != std::string::npos) {
+      message = message.substr(bracket + 2);
+    }
+    checks.fail("", "invalid JSON: " + message);
+  }
+}
+
+// --set VALUE: JSON when it parses as JSON, else the text itself as a string.
+Json parse_set_value(const JsonChecks& checks, const std::string& text, const std::string& path) {
+  check_depth(checks, text, path);
+  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!value.is_discarded()) return value;
+  value = text;
+  try {
+    (void)value.dump();
+  } catch (const Json::exception&) {
+    checks.fail(path, "--set value is not valid UTF-8");
+  }
+  return value;
+}
+
+void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
+  const auto eq = set.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    checks.fail("",
+                fmt::format("--set '{}': expected NAME=VALUE (a parameter name or a JSON pointer "
+                            "such as /bench/warmup)",
+                            set));
+  }
+  const std::string name = set.substr(0, eq);
+  if (name[0] == '/') {
+    Json value = parse_set_value(checks, set.substr(eq + 1), name);
+    try {
+      doc[Json::json_pointer(name)] = std::move(value);
+    } catch (const Json::exception& e) {
+      checks.fail(name,
+                  fmt::format("--set '{}': cannot set this JSON pointer ({})", set, e.what()));
+    }
+    return;
+  }
+  const std::string path = child_path("/params", name);
+  if (!doc.contains("params") || !doc["params"].is_object() || !doc["params"].contains(name)) {
+    std::vector<std::string> declared;
+    if (doc.contains("params") && doc["params"].is_object()) {
+      for (const auto& [key, unused] : doc["params"].items()) declared.push_back(key);
+    }
+    const std::string guess = detail::closest_name(name, declared);
+    checks.fail(path,
+                fmt::format("--set '{}': unknown parameter '{}'{}; declared in \"params\": {}", set,
+                            name, guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess),
+                            declared.empty() ? "none" : detail::join(declared)));
+  }
+  doc["params"][name] = parse_set_value(checks, set.substr(eq + 1), name);
+}
+
+// Replaces every {"param": NAME} object with the parameter's value.
+void substitute_params(const JsonChecks& checks, Json& value, const std::string& path,
+                       const Json& params) {
+  if (value.is_object() && value.size() == 1 && value.contains("param")) {
+    const std::string name = checks.get_string(value["param"], child_path(path, "param"));
+    if (!params.contains(name)) {
+      checks.fail(child_path(path, "param"),
+                  fmt::format("unknown parameter '{}': declare it in \"params\"", name));
+    }
+    value = params[name];
+    return;
+  }
+  if (value.is_object()) {
+    for (auto& [key, child] : value.items())
+      substitute_params(checks, child, child_path(path, key), params);
+  } else if (value.is_array()) {
+    for (size_t i = 0; i < value.size(); ++i)
+      substitute_params(checks, value[i], child_path(path, i), params);
+  }
+}
+
+std::vector<std::string> parse_directions(const JsonChecks& checks, const Json& value) {
+  checks.expect_array(value, "/directions");
+  if (value.empty()) checks.fail("/directions", "at least one direction is needed");
+  std::vector<std::string> out;
+  for (size_t i = 0; i < value.size(); ++i) {
+    const std::string path = child_path("/directions", i);
+    const std::string direction = checks.get_string(value[i], path);
+    if (!std::count(direction_names().begin(), direction_names().end(), direction)) {
+      checks.fail(path, fmt::format("unknown direction '{}'; expected one of {}", direction,
+                                    detail::join(direction_names())));
+    }
+    if (std::count(out.begin(), out.end(), direction))
+      checks.fail(path, fmt::format("duplicate direction '{}'", direction));
+    out.push_back(direction);
+  }
+  return out;
+}
+
+}  // namespace
+
+Config parse_config(const std::string& text, const std::string& file,
+                    const std::vector<std::string>& sets) {
+  const JsonChecks checks(file);
+  Json doc = parse_json(checks, text);
+  if (!doc.is_object())
+    checks.fail("", fmt::format("a config is a JSON object, got {}", detail::type_name(doc)));
+  Config config;
+  config.file = file;
+  config.given = nlohmann::json(doc);
+  for (const auto& set : sets) apply_set(checks, doc, set);
+  checks.allow_keys(doc, "", top_level_keys());
+
+  if (doc.contains("$schema")) checks.get_string(doc["$schema"], "/$schema");
+  if (doc.contains("description")) checks.get_string(doc["description"], "/description");
+  if (doc.contains("name")) {
+    config.name = checks.get_string(doc["name"], "/name");
+    if (config.name.empty()) checks.fail("/name", "the name is empty");
+  } else {
+    config.name = file.empty() ? "workload" : fs::path(file).stem().string();
+  }
+  if (doc.contains("seed")) config.seed = checks.get_uint64(doc["seed"], "/seed");
+  config.directions = doc.contains("directions") ? parse_directions(checks, doc["directions"])
+                                                 : std::vector<std::string>{"h2d", "d2h"};
+  if (doc.contains("bench"))
+    config.bench = detail::parse_bench_settings(checks, doc["bench"], "/bench");
+
+  Json params = Json::object();
+  if (doc.contains("params")) {
+    checks.expect_object(doc["params"], "/params");
+    params = doc["params"];
+    for (const auto& [name, unused] : params.items()) {
+      if (!detail::is_symbol_name(name)) {
+        checks.fail(child_path("/params", name),
+                    fmt::format("'{}' is not a parameter name ([A-Za-z_][A-Za-z0-9_]*)", name));
+      }
+    }
+  }
+
+  if (doc.contains("structure") == doc.contains("input")) {
+    checks.fail("",
+                "a config needs exactly one of \"structure\" (a workload spec) or \"input\" "
+                "(a file saved with torch.save)");
+  }
+  const fs::path base_dir = fs::path(file).parent_path();
+  if (doc.contains("input")) {
+    if (doc.contains("defs"))
+      checks.fail("/defs", "\"defs\" belongs with \"structure\", not \"input\"");
+    Json input = doc["input"];
+    substitute_params(checks, input, "/input", params);
+    config.workload = detail::compile_input(checks, input, "/input", base_dir);
+  } else {
+    Json structure = doc["structure"];
+    substitute_params(checks, structure, "/structure", params);
+    Json defs;
+    if (doc.contains("defs")) {
+      defs = doc["defs"];
+      substitute_params(checks, defs, "/defs", params);
+    }
+    config.workload = detail::compile_spec(checks, structure, "/structure",
+                                           doc.contains("defs") ? &defs : nullptr, base_dir);
+  }
+
+  doc["name"] = config.name;
+  doc["seed"] = config.seed;
+  doc["directions"] = config.directions;
+  doc["bench"] = detail::bench_settings_to_json(config.bench);
+  config.resolved = nlohmann::json(doc);
+  return config;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& sets) {
+  const JsonChecks checks(path);
+  const uint64_t size = detail::readable_file_size(path);
+  if (size > kMaxConfigBytes) {
+    checks.fail(
+        "", fmt::format("{} bytes is too large for a config (limit {})", size, kMaxConfigBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (!in) checks.fail("", "cannot read the config");
+  return parse_config(text.str(), path, sets);
+}
+
+Config config_from_saved_batch(const std::string& pt_path, const std::vector<std::string>& sets) {
+  // The input path is absolute so that it does not depend on the synthesized config's location.
+  if (pt_path.empty()) throw ConfigError(pt_path, "", "empty file name");
+  Json doc = Json::object();
+  const std::string stem = fs::path(pt_path).stem().string();
+  doc["name"] = stem.empty() ? "batch" : stem;
+  doc["input"] = detail::absolute_path(pt_path);
+  Config config = parse_config(doc.dump(), pt_path, sets);
+  config.given = nlohmann::json{{"input", pt_path}};
+  return config;
+}
+
+}  // namespace mtc::bench

@@ -1,0 +1,42 @@
+#include "workload/detail/files.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include "errors.h"
+
+namespace mtc::bench::detail {
+
+uint64_t readable_file_size(const std::string& path) {
+  if (path.empty()) throw ConfigError(path, "", "empty file name");
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) {
+    const int error = errno;
+    throw ConfigError(path, "",
+                      error == ENOENT ? std::string("cannot open: no such file")
+                                      : std::string("cannot open: ") + std::strerror(error));
+  }
+  if (S_ISDIR(info.st_mode)) throw ConfigError(path, "", "cannot open: it is a directory");
+  if (!S_ISREG(info.st_mode)) throw ConfigError(path, "", "cannot open: not a regular file");
+  if (::access(path.c_str(), R_OK) != 0)
+    throw ConfigError(path, "", "cannot open: permission denied");
+  return static_cast<uint64_t>(info.st_size);
+}
+
+std::string absolute_path(const std::string& path) {
+  const std::filesystem::path given(path);
+  if (given.is_absolute()) return given.lexically_normal().string();
+  std::vector<char> buffer(4096);
+  while (::getcwd(buffer.data(), buffer.size()) == nullptr) {
+    if (errno != ERANGE) return given.lexically_normal().string();
+    buffer.resize(buffer.size() * 2);
+  }
+  return (std::filesystem::path(buffer.data()) / given).lexically_normal().string();
+}
+
+}  // namespace mtc::bench::detail

@@ -1,0 +1,451 @@
+#include "workload/detail/tensor_spec_parser.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+namespace mtc::bench::detail {
+namespace {
+
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+constexpr double kMaxPoissonMean = 1e15;
+constexpr int kMaxCudaDevice = 1023;
+
+struct DtypeEntry {
+  const char* name;
+  c10::ScalarType type;
+};
+constexpr std::array<DtypeEntry, 12> kDtypes{{
+    {"bool", c10::ScalarType::Bool},
+    {"uint8", c10::ScalarType::Byte},
+    {"int8", c10::ScalarType::Char},
+    {"int16", c10::ScalarType::Short},
+    {"int32", c10::ScalarType::Int},
+    {"int64", c10::ScalarType::Long},
+    {"float16", c10::ScalarType::Half},
+    {"bfloat16", c10::ScalarType::BFloat16},
+    {"float32", c10::ScalarType::Float},
+    {"float64", c10::ScalarType::Double},
+    {"complex64", c10::ScalarType::ComplexFloat},
+    {"complex128", c10::ScalarType::ComplexDouble},
+}};
+
+// The one member of a distribution object ({"uniform": [0, 9]}) with its name checked.
+std::pair<std::string, const Json*> single_member(const JsonChecks& checks, const Json& object,
+                                                  const std::string& path,
+                                                  const std::vector<std::string>& kinds,
+                                                  const std::string& what) {
+  if (object.size() != 1) {
+    checks.fail(path, fmt::format("{} object has exactly one key, one of: {}; got {}", what,
+                                  join(kinds), brief(object)));
+  }
+  const auto& [key, body] = *object.items().begin();
+  checks.allow_keys(object, path, kinds);
+  return {key, &body};
+}
+
+std::pair<int64_t, int64_t> parse_pair(const JsonChecks& checks, const Json& value,
+                                       const std::string& path, int64_t lo, int64_t hi) {
+  if (!value.is_array() || value.size() != 2) {
+    checks.fail(path, fmt::format("expected [lo, hi], got {}", brief(value)));
+  }
+  const int64_t a = checks.get_int(value[0], child_path(path, size_t{0}), lo, hi);
+  const int64_t b = checks.get_int(value[1], child_path(path, size_t{1}), lo, hi);
+  if (a > b) checks.fail(path, fmt::format("empty range: lo {} > hi {}", a, b));
+  return {a, b};
+}
+
+std::pair<double, double> parse_real_pair(const JsonChecks& checks, const Json& value,
+                                          const std::string& path) {
+  if (!value.is_array() || value.size() != 2) {
+    checks.fail(path, fmt::format("expected [lo, hi], got {}", brief(value)));
+  }
+  const double a = checks.get_number(value[0], child_path(path, size_t{0}));
+  const double b = checks.get_number(value[1], child_path(path, size_t{1}));
+  if (a > b) checks.fail(path, fmt::format("empty range: lo {} > hi {}", a, b));
+  if (!std::isfinite(b - a)) checks.fail(path, "range too wide: hi - lo overflows");
+  return {a, b};
+}
+
+// min/max members shared by the normal and Poisson forms; `lo`..`hi` is what the context allows.
+void parse_clamp(const JsonChecks& checks, const Json& body, const std::string& path, int64_t lo,
+                 int64_t hi, int64_t& min_out, int64_t& max_out) {
+  min_out =
+      body.contains("min") ? checks.get_int(body["min"], child_path(path, "min"), lo, hi) : lo;
+  max_out =
+      body.contains("max") ? checks.get_int(body["max"], child_path(path, "max"), lo, hi) : hi;
+  if (min_out > max_out) {
+    checks.fail(path, fmt::format("empty range: min {} > max {}", min_out, max_out));
+  }
+}
+
+int64_t integral_value(const JsonChecks& checks, const Json& value, const std::string& path,
+                       c10::ScalarType dtype) {
+  if (dtype == c10::ScalarType::Bool && value.is_boolean()) return value.get<bool>() ? 1 : 0;
+  const auto [lo, hi] = integral_range(dtype);
+  return checks.get_int(value, path, lo, hi);
+}
+
+}  // namespace
+
+std::string Memory::name() const {
+  switch (kind) {
+    case Kind::kPageable:
+      return "pageable";
+    case Kind::kPinned:
+      return "pinned";
+    case Kind::kCuda:
+      return "cuda:" + std::to_string(device);
+  }
+  return "pageable";
+}
+
+std::optional<c10::ScalarType> dtype_from_name(const std::string& name) {
+  for (const auto& entry : kDtypes) {
+    if (name == entry.name) return entry.type;
+  }
+  return std::nullopt;
+}
+
+std::string dtype_name(c10::ScalarType dtype) {
+  for (const auto& entry : kDtypes) {
+    if (dtype == entry.type) return entry.name;
+  }
+  return c10::toString(dtype);
+}
+
+const std::vector<std::string>& dtype_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& entry : kDtypes) out.emplace_back(entry.name);
+    return out;
+  }();
+  return names;
+}
+
+std::pair<int64_t, int64_t> integral_range(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::Bool:
+      return {0, 1};
+    case c10::ScalarType::Byte:
+      return {0, 255};
+    case c10::ScalarType::Char:
+      return {-128, 127};
+    case c10::ScalarType::Short:
+      return {-32768, 32767};
+    case c10::ScalarType::Int:
+      return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    default:
+      return {std::numeric_limits<int64_t>::min(), kInt64Max};
+  }
+}
+
+bool is_symbol_name(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
+  if (!alpha(name[0])) return false;
+  for (char c : name) {
+    if (!alpha(c) && !(c >= '0' && c <= '9')) return false;
+  }
+  return true;
+}
+
+CountDist parse_count(const JsonChecks& checks, const Json& value, const std::string& path) {
+  CountDist dist;
+  dist.path = path;
+  if (value.is_number()) {
+    dist.kind = CountDist::Kind::kFixed;
+    dist.lo = checks.get_int(value, path, 0);
+    return dist;
+  }
+  if (value.is_string()) {
+    dist.kind = CountDist::Kind::kSymbol;
+    dist.symbol = value.get<std::string>();
+    if (!is_symbol_name(dist.symbol)) {
+      checks.fail(path,
+                  fmt::format("'{}' is not a symbol name ([A-Za-z_][A-Za-z0-9_]*)", dist.symbol));
+    }
+    return dist;
+  }
+  if (!value.is_object()) {
+    checks.fail(path, fmt::format("expected a count (an integer >= 0, a symbol name or a "
+                                  "distribution object), got {} ({})",
+                                  type_name(value), brief(value)));
+  }
+  const auto [kind, body_ptr] = single_member(
+      checks, value, path, {"fixed", "uniform", "choice", "normal", "poisson"}, "a distribution");
+  const Json& body = *body_ptr;
+  const std::string body_path = child_path(path, kind);
+  if (kind == "fixed") {
+    dist.kind = CountDist::Kind::kFixed;
+    dist.lo = checks.get_int(body, body_path, 0);
+  } else if (kind == "uniform") {
+    dist.kind = CountDist::Kind::kUniform;
+    std::tie(dist.lo, dist.hi) = parse_pair(checks, body, body_path, 0, kInt64Max);
+  } else if (kind == "choice") {
+    dist.kind = CountDist::Kind::kChoice;
+    checks.expect_array(body, body_path);
+    if (body.empty()) checks.fail(body_path, "the choice list is empty");
+    for (size_t i = 0; i < body.size(); ++i) {
+      dist.choices.push_back(checks.get_int(body[i], child_path(body_path, i), 0));
+    }
+  } else if (kind == "normal") {
+    dist.kind = CountDist::Kind::kNormal;
+    checks.expect_object(body, body_path);
+    checks.allow_keys(body, body_path, {"mean", "std", "min", "max"});
+    checks.require_key(body, body_path, "mean");
+    checks.require_key(body, body_path, "std");
+    dist.mean = checks.get_number(body["mean"], child_path(body_path, "mean"));
+    dist.stddev = checks.get_number(body["std"], child_path(body_path, "std"), 0.0);
+    parse_clamp(checks, body, body_path, 0, kInt64Max, dist.lo, dist.hi);
+  } else {
+    dist.kind = CountDist::Kind::kPoisson;
+    checks.expect_object(body, body_path);
+    checks.allow_keys(body, body_path, {"mean", "min", "max"});
+    checks.require_key(body, body_path, "mean");
+    dist.mean =
+        checks.get_number(body["mean"], child_path(body_path, "mean"), 0.0, kMaxPoissonMean);
+    parse_clamp(checks, body, body_path, 0, kInt64Max, dist.lo, dist.hi);
+  }
+  return dist;
+}
+
+ValueDist default_values(c10::ScalarType dtype) {
+  ValueDist dist;
+  dist.integral = c10::isIntegralType(dtype, /*includeBool=*/true);
+  if (dtype == c10::ScalarType::Bool) {
+    dist.kind = ValueDist::Kind::kBernoulli;
+    dist.mean = 0.5;
+  } else if (dist.integral) {
+    dist.kind = ValueDist::Kind::kUniform;
+    dist.int_lo = 0;
+    dist.int_hi = std::min<int64_t>(100, integral_range(dtype).second);
+  } else {
+    dist.kind = ValueDist::Kind::kUniform;
+    dist.lo = 0.0;
+    dist.hi = 1.0;
+  }
+  return dist;
+}
+
+ValueDist parse_values(const JsonChecks& checks, const Json& value, const std::string& path,
+                       c10::ScalarType dtype) {
+  checks.expect_object(value, path);
+  const auto [kind, body_ptr] =
+      single_member(checks, value, path,
+                    {"constant", "uniform", "normal", "choice", "bernoulli", "poisson", "arange"},
+                    "a value distribution");
+  const Json& body = *body_ptr;
+  const std::string body_path = child_path(path, kind);
+  ValueDist dist;
+  dist.integral = c10::isIntegralType(dtype, /*includeBool=*/true);
+  const auto [type_lo, type_hi] = integral_range(dtype);
+  if (kind == "constant") {
+    dist.kind = ValueDist::Kind::kConstant;
+    if (dist.integral) {
+      dist.int_lo = integral_value(checks, body, body_path, dtype);
+    } else {
+      dist.lo = checks.get_number(body, body_path);
+    }
+  } else if (kind == "uniform") {
+    dist.kind = ValueDist::Kind::kUniform;
+    if (dist.integral) {
+      std::tie(dist.int_lo, dist.int_hi) = parse_pair(checks, body, body_path, type_lo, type_hi);
+    } else {
+      std::tie(dist.lo, dist.hi) = parse_real_pair(checks, body, body_path);
+    }
+  } else if (kind == "normal") {
+    dist.kind = ValueDist::Kind::kNormal;
+    checks.expect_object(body, body_path);
+    checks.allow_keys(body, body_path, {"mean", "std", "min", "max"});
+    checks.require_key(body, body_path, "mean");
+    checks.require_key(body, body_path, "std");
+    dist.mean = checks.get_number(body["mean"], child_path(body_path, "mean"));
+    dist.stddev = checks.get_number(body["std"], child_path(body_path, "std"), 0.0);
+    if (dist.integral) {
+      parse_clamp(checks, body, body_path, type_lo, type_hi, dist.int_lo, dist.int_hi);
+    } else {
+      dist.lo = body.contains("min") ? checks.get_number(body["min"], child_path(body_path, "min"))
+                                     : -std::numeric_limits<double>::infinity();
+      dist.hi = body.contains("max") ? checks.get_number(body["max"], child_path(body_path, "max"))
+                                     : std::numeric_limits<double>::infinity();
+      if (dist.lo > dist.hi) {
+        checks.fail(body_path, fmt::format("empty range: min {} > max {}", dist.lo, dist.hi));
+      }
+    }
+  } else if (kind == "choice") {
+    dist.kind = ValueDist::Kind::kChoice;
+    checks.expect_array(body, body_path);
+    if (body.empty()) checks.fail(body_path, "the choice list is empty");
+    for (size_t i = 0; i < body.size(); ++i) {
+      const std::string item_path = child_path(body_path, i);
+      if (dist.integral) {
+        dist.int_choices.push_back(integral_value(checks, body[i], item_path, dtype));
+      } else {
+        dist.choices.push_back(checks.get_number(body[i], item_path));
+      }
+    }
+  } else if (kind == "bernoulli") {
+    dist.kind = ValueDist::Kind::kBernoulli;
+    dist.mean = checks.get_number(body, body_path, 0.0, 1.0);
+  } else if (kind == "poisson") {
+    dist.kind = ValueDist::Kind::kPoisson;
+    checks.expect_object(body, body_path);
+    checks.allow_keys(body, body_path, {"mean"});
+    checks.require_key(body, body_path, "mean");
+    dist.mean =
+        checks.get_number(body["mean"], child_path(body_path, "mean"), 0.0, kMaxPoissonMean);
+    dist.int_lo = 0;
+    dist.int_hi = type_hi;
+  } else {
+    dist.kind = ValueDist::Kind::kArange;
+    checks.expect_object(body, body_path);
+    checks.allow_keys(body, body_path, {"start", "step"});
+    const std::string start_path = child_path(body_path, "start");
+    const std::string step_path = child_path(body_path, "step");
+    if (dist.integral) {
+      dist.int_start = body.contains("start") ? checks.get_int(body["start"], start_path) : 0;
+      dist.int_step = body.contains("step") ? checks.get_int(body["step"], step_path) : 1;
+    } else {
+      dist.start = body.contains("start") ? checks.get_number(body["start"], start_path) : 0.0;
+      dist.step = body.contains("step") ? checks.get_number(body["step"], step_path) : 1.0;
+    }
+  }
+  return dist;
+}
+
+Memory parse_memory(const JsonChecks& checks, const Json& value, const std::string& path) {
+  const std::string text = checks.get_string(value, path);
+  Memory memory;
+  if (text == "pageable") return memory;
+  if (text == "pinned") {
+    memory.kind = Memory::Kind::kPinned;
+    return memory;
+  }
+  const std::string prefix = "cuda:";
+  if (text.rfind(prefix, 0) == 0 && text.size() > prefix.size() &&
+      text.size() <= prefix.size() + 4) {
+    int device = 0;
+    bool digits = true;
+    for (size_t i = prefix.size(); i < text.size(); ++i) {
+      if (text[i] < '0' || text[i] > '9') digits = false;
+      device = device * 10 + (text[i] - '0');
+    }
+    if (digits && device <= kMaxCudaDevice) {
+      memory.kind = Memory::Kind::kCuda;
+      memory.device = device;
+      return memory;
+    }
+  }
+  checks.fail(path, fmt::format("unknown memory kind '{}'; expected pageable, pinned or cuda:N "
+                                "(N a device index, e.g. cuda:0)",
+                                text));
+}
+
+Layout parse_layout(const JsonChecks& checks, const Json& value, const std::string& path,
+                    size_t rank) {
+  Layout layout;
+  if (value.is_string()) {
+    if (value.get<std::string>() != "contiguous") {
+      checks.fail(path, fmt::format("unknown layout '{}'; expected \"contiguous\", "
+                                    "{{\"transpose\": [d0, d1]}} or {{\"slice\": {{\"dim\": d, "
+                                    "\"step\": s}}}}",
+                                    value.get<std::string>()));
+    }
+    return layout;
+  }
+  checks.expect_object(value, path);
+  const auto [kind, body_ptr] =
+      single_member(checks, value, path, {"transpose", "slice"}, "a layout");
+  const Json& body = *body_ptr;
+  const std::string body_path = child_path(path, kind);
+  const auto r = static_cast<int64_t>(rank);
+  auto dimension = [&](const Json& dim, const std::string& dim_path) {
+    if (r == 0) checks.fail(dim_path, "a 0-dimensional tensor has no dimension to lay out");
+    const int64_t d = checks.get_int(dim, dim_path, -r, r - 1);
+    return d < 0 ? d + r : d;
+  };
+  if (kind == "transpose") {
+    layout.kind = Layout::Kind::kTranspose;
+    if (!body.is_array() || body.size() != 2) {
+      checks.fail(body_path, fmt::format("expected [d0, d1], got {}", brief(body)));
+    }
+    layout.dim0 = dimension(body[0], child_path(body_path, size_t{0}));
+    layout.dim1 = dimension(body[1], child_path(body_path, size_t{1}));
+    if (layout.dim0 == layout.dim1) {
+      checks.fail(body_path, "the two dimensions are the same: the tensor would stay contiguous");
+    }
+  } else {
+    layout.kind = Layout::Kind::kSlice;
+    checks.expect_object(body, body_path);
+    checks.allow_keys(body, body_path, {"dim", "step"});
+    checks.require_key(body, body_path, "dim");
+    checks.require_key(body, body_path, "step");
+    layout.dim0 = dimension(body["dim"], child_path(body_path, "dim"));
+    layout.step = checks.get_int(body["step"], child_path(body_path, "step"), 1, 1 << 20);
+  }
+  return layout;
+}
+
+TensorSpec parse_tensor(const JsonChecks& checks, const Json& value, const std::string& path) {
+  checks.expect_object(value, path);
+  checks.allow_keys(value, path, {"dtype", "shape", "values", "memory", "layout"});
+  checks.require_key(value, path, "dtype");
+  checks.require_key(value, path, "shape");
+  TensorSpec spec;
+  const std::string dtype_path = child_path(path, "dtype");
+  const std::string dtype_text = checks.get_string(value["dtype"], dtype_path);
+  const auto dtype = dtype_from_name(dtype_text);
+  if (!dtype) {
+    const std::string guess = closest_name(dtype_text, dtype_names());
+    checks.fail(dtype_path,
+                fmt::format("unknown dtype '{}'{}; supported: {}", dtype_text,
+                            guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess),
+                            join(dtype_names())));
+  }
+  spec.dtype = *dtype;
+
+  const std::string shape_path = child_path(path, "shape");
+  const Json& shape = value["shape"];
+  checks.expect_array(shape, shape_path);
+  if (shape.size() > kMaxRank) {
+    checks.fail(shape_path,
+                fmt::format("{} dimensions; at most {} are supported", shape.size(), kMaxRank));
+  }
+  for (size_t i = 0; i < shape.size(); ++i) {
+    spec.shape.push_back(parse_count(checks, shape[i], child_path(shape_path, i)));
+  }
+  spec.values = value.contains("values")
+                    ? parse_values(checks, value["values"], child_path(path, "values"), spec.dtype)
+                    : default_values(spec.dtype);
+  if (value.contains("memory"))
+    spec.memory = parse_memory(checks, value["memory"], child_path(path, "memory"));
+  if (value.contains("layout")) {
+    spec.layout =
+        parse_layout(checks, value["layout"], child_path(path, "layout"), spec.shape.size());
+  }
+
+  // A size known now that no machine could hold is a mistake in the config, not a runtime event.
+  uint64_t bytes = c10::elementSize(spec.dtype);
+  bool overflow = false;
+  for (size_t i = 0; i < spec.shape.size(); ++i) {
+    if (spec.shape[i].kind != CountDist::Kind::kFixed) return spec;
+    uint64_t extent = static_cast<uint64_t>(spec.shape[i].lo);
+    if (spec.layout.kind == Layout::Kind::kSlice && static_cast<int64_t>(i) == spec.layout.dim0) {
+      overflow |= __builtin_mul_overflow(extent, static_cast<uint64_t>(spec.layout.step), &extent);
+    }
+    overflow |= __builtin_mul_overflow(bytes, extent, &bytes);
+  }
+  if (overflow || bytes > kMaxTensorBytes) {
+    checks.fail(shape_path,
+                fmt::format("impossible size: the tensor would take {} bytes (limit {})",
+                            overflow ? std::string("more than 2^64") : std::to_string(bytes),
+                            kMaxTensorBytes));
+  }
+  return spec;
+}
+
+}  // namespace mtc::bench::detail
