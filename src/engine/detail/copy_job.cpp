@@ -52,6 +52,9 @@ double micros_since(std::chrono::steady_clock::time_point& since) {
 void CopyJob::run_routes() {
   auto clock = created_;
   stats_.queued_us = micros_since(clock);
+  // The steps below split their work across workers: get sleeping ones spinning now, so they
+  // are awake by the time the parts are queued.
+  WorkerPool::instance().wake_all();
   {
     MTC_RANGE(traverse, "traverse");
     WorkerPool& pool = WorkerPool::instance();
@@ -165,10 +168,13 @@ void CopyJob::sync_streams_noexcept() noexcept {
 int CopyJob::wait_submitted() const {
   int state = state_.load(std::memory_order_acquire);
   if (state != kPending) return state;
-  // The worker usually finishes within tens of microseconds: spin first, then sleep.
+  // The worker usually finishes within tens of microseconds: spin first, then sleep. While
+  // spinning, help with queued pool work (often the parts of this very copy).
+  WorkerPool& pool = WorkerPool::instance();
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
   while ((state = state_.load(std::memory_order_acquire)) == kPending &&
          std::chrono::steady_clock::now() < deadline) {
+    if (pool.try_run_one()) continue;
 #if defined(__x86_64__) || defined(_M_X64)
     _mm_pause();
 #endif

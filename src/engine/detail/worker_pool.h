@@ -29,6 +29,12 @@ class WorkerPool {
   ~WorkerPool();
 
   void submit(Task task);
+  // Wakes every sleeping worker so it spins, ready for tasks about to come (one system call;
+  // a no-op when none sleeps).
+  void wake_all();
+  // Runs one queued task on the calling thread, if there is one. Lets a thread that waits
+  // for pool work help with it instead of idling.
+  bool try_run_one();
   int size() const { return static_cast<int>(threads_.size()); }
 
   // Runs fn(i) for i in [0, parts): the calling thread takes parts too, idle workers help.
@@ -45,7 +51,9 @@ class WorkerPool {
   std::deque<Task> queue_;
   std::atomic<int64_t> pending_{0};
   std::atomic<int> spinners_{0};
+  std::atomic<int> sleepers_{0};
   bool stopping_ = false;
+  uint64_t wake_generation_ = 0;  // guarded by mutex_
   std::vector<std::thread> threads_;
 };
 
