@@ -48,6 +48,12 @@ if [[ -x "$MTC_BUILD_DIR/mtc-bench" && "$mode" != quick ]]; then
   "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --json "$out/streampetr.json" \
     --md "$out/streampetr.md" --quiet || status=1
   echo "main benchmark wall time: $(( $(date +%s) - start )) s"
+  gpus=$(nvidia-smi --list-gpus | wc -l)
+  if (( gpus >= 2 )); then
+    step "two GPUs at once, and GPU->GPU across them"
+    "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --devices 0,1 --direction h2d,d2h,d2d \
+      --json "$out/streampetr-2gpu.json" --quiet || status=1
+  fi
   nsys=/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys
   if [[ -x "$nsys" && -d .carry/debs ]]; then
     step "nsys profile"

@@ -1,6 +1,5 @@
 // Flattening a nested IValue into tensor leaves plus a skeleton, and rebuilding it.
 #include "detail/structure.h"
-#include "detail/worker_pool.h"
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
@@ -10,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <exception>
-#include <functional>
 #include <optional>
 #include <thread>
 #include <string>
@@ -540,146 +538,6 @@ TEST(Structure, RebuildInPiecesMatchesRebuild) {
         EXPECT_TRUE(a->key() == b->key());
     }
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Flattening the root's children in parallel parts must give exactly the serial result.
-
-void expect_same_flat(const FlatStructure& a, const FlatStructure& b) {
-  ASSERT_EQ(a.leaves.size(), b.leaves.size());
-  for (size_t i = 0; i < a.leaves.size(); ++i) EXPECT_TRUE(a.leaves[i].is_same(b.leaves[i])) << "leaf " << i;
-  ASSERT_EQ(a.skeleton.nodes.size(), b.skeleton.nodes.size());
-  for (size_t i = 0; i < a.skeleton.nodes.size(); ++i) {
-    EXPECT_EQ(a.skeleton.nodes[i].kind, b.skeleton.nodes[i].kind) << "node " << i;
-    EXPECT_EQ(a.skeleton.nodes[i].size, b.skeleton.nodes[i].size) << "node " << i;
-    EXPECT_EQ(a.skeleton.nodes[i].aux, b.skeleton.nodes[i].aux) << "node " << i;
-  }
-  ASSERT_EQ(a.skeleton.values.size(), b.skeleton.values.size());
-  for (size_t i = 0; i < a.skeleton.values.size(); ++i) {
-    const c10::IValue& x = a.skeleton.values[i];
-    const c10::IValue& y = b.skeleton.values[i];
-    EXPECT_TRUE((x.isNone() && y.isNone()) || x == y) << "value " << i;
-  }
-  ASSERT_EQ(a.skeleton.types.size(), b.skeleton.types.size());
-  for (size_t i = 0; i < a.skeleton.types.size(); ++i)
-    EXPECT_EQ(*a.skeleton.types[i], *b.skeleton.types[i]) << "type " << i;
-  ASSERT_EQ(a.skeleton.root_children.size(), b.skeleton.root_children.size());
-  for (size_t i = 0; i < a.skeleton.root_children.size(); ++i) {
-    EXPECT_EQ(a.skeleton.root_children[i].node, b.skeleton.root_children[i].node) << "child " << i;
-    EXPECT_EQ(a.skeleton.root_children[i].leaf, b.skeleton.root_children[i].leaf) << "child " << i;
-  }
-}
-
-// Runs the parts on their own threads, started last part first; rethrows a part's exception.
-void threads_backwards(int64_t parts, const std::function<void(int64_t)>& fn) {
-  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
-  std::vector<std::thread> threads;
-  for (int64_t p = parts; p-- > 0;) {
-    threads.emplace_back([&fn, &errors, p] {
-      try {
-        fn(p);
-      } catch (...) {
-        errors[static_cast<size_t>(p)] = std::current_exception();
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
-}
-
-std::vector<c10::IValue> parallel_flatten_roots() {
-  std::vector<c10::IValue> roots;
-  std::vector<c10::IValue> children = uneven_children();
-  for (int i = 0; i < 30; ++i) {
-    if (i % 4 == 0) {
-      children.push_back(tensor_of(i));
-    } else if (i % 4 == 1) {
-      c10::impl::GenericDict d(c10::IntType::get(), c10::TensorType::get());
-      for (int k = 0; k < i % 5; ++k) d.insert(int64_t{k}, tensor_of(k));
-      children.push_back(d);
-    } else if (i % 4 == 2) {
-      children.push_back(c10::ivalue::Tuple::create({c10::IValue(std::to_string(i)), c10::IValue(tensor_of(i))}));
-    } else {
-      c10::List<at::Tensor> typed;
-      typed.push_back(tensor_of(i));
-      children.push_back(typed);
-    }
-  }
-  {
-    c10::impl::GenericList l(c10::AnyType::get());
-    for (const auto& c : children) l.push_back(c);
-    roots.push_back(l);
-  }
-  roots.push_back(c10::ivalue::Tuple::create(children));
-  {
-    c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
-    for (size_t i = 0; i < children.size(); ++i) d.insert(std::to_string(i) += "key", children[i]);
-    roots.push_back(d);
-  }
-  {
-    c10::impl::GenericDict d(c10::IntType::get(), c10::AnyType::get());
-    for (size_t i = 0; i < children.size(); ++i) d.insert(int64_t{100} - static_cast<int64_t>(i), children[i]);
-    roots.push_back(d);
-  }
-  {
-    c10::List<at::Tensor> typed;
-    for (int i = 0; i < 100; ++i) typed.push_back(tensor_of(i));
-    roots.push_back(typed);
-  }
-  {
-    c10::impl::GenericList few(c10::AnyType::get());  // too few children to split
-    for (int i = 0; i < 3; ++i) few.push_back(tensor_of(i));
-    roots.push_back(few);
-  }
-  {
-    c10::impl::GenericList exactly_eight(c10::AnyType::get());
-    for (int i = 0; i < 8; ++i) exactly_eight.push_back(i % 2 ? c10::IValue(tensor_of(i)) : c10::IValue(int64_t{i}));
-    roots.push_back(exactly_eight);
-  }
-  roots.push_back(c10::IValue(tensor_of(1)));
-  roots.push_back(c10::IValue(std::string("leaf root")));
-  roots.push_back(c10::impl::GenericList(c10::AnyType::get()));
-  return roots;
-}
-
-TEST(Structure, ParallelFlattenEqualsSerialFlatten) {
-  for (const c10::IValue& root : parallel_flatten_roots()) {
-    const FlatStructure serial = flatten(root);
-    for (const int64_t parts : {1, 2, 3, 4, 7, 64}) {
-      SCOPED_TRACE(::testing::Message() << root.tagKind() << ", " << parts << " parts");
-      const FlatStructure parallel = flatten(root, parts, threads_backwards);
-      expect_same_flat(parallel, serial);
-      if (::testing::Test::HasFatalFailure()) return;
-      // And it rebuilds into the same structure.
-      expect_equal_structures(rebuild(parallel.skeleton, parallel.leaves), rebuild(serial.skeleton, serial.leaves));
-    }
-  }
-}
-
-TEST(Structure, ParallelFlattenOnTheWorkerPool) {
-  WorkerPool& pool = WorkerPool::instance();
-  const ParallelFor on_pool = [&pool](int64_t parts, const std::function<void(int64_t)>& fn) {
-    pool.parallel_for(parts, fn);
-  };
-  for (const c10::IValue& root : parallel_flatten_roots()) {
-    SCOPED_TRACE(root.tagKind());
-    expect_same_flat(flatten(root, pool.size() + 1, on_pool), flatten(root));
-  }
-  // Without a parallel_for it is the serial walk.
-  const c10::IValue first = parallel_flatten_roots().front();
-  expect_same_flat(flatten(first, 4, ParallelFor()), flatten(first));
-}
-
-TEST(Structure, ParallelFlattenReportsTooDeepNesting) {
-  c10::impl::GenericList root(c10::AnyType::get());
-  for (int i = 0; i < 20; ++i) root.push_back(tensor_of(i));
-  root.set(13, nested_lists(kMaxNestingDepth, tensor_of(0)));  // one level too deep under the root
-  EXPECT_THROW(flatten(root), c10::Error);
-  EXPECT_THROW(flatten(root, 4, threads_backwards), c10::Error);
-  root.set(13, nested_lists(kMaxNestingDepth - 1, tensor_of(0)));  // exactly at the limit
-  EXPECT_NO_THROW(flatten(root));
-  EXPECT_NO_THROW(flatten(root, 4, threads_backwards));
 }
 
 }  // namespace

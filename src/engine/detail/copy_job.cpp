@@ -18,8 +18,10 @@
 namespace mtc::detail {
 namespace {
 // Below this many leaves, splitting output creation and rebuild across workers costs more
-// than it saves.
-constexpr size_t kParallelBuildLeaves = 128;
+// than it saves: on the H200 host, 528 leaves took as long split five ways as on one thread
+// (the threads contend on shared reference counts, such as TensorType's), 4,224 leaves 1.7x
+// less time.
+constexpr size_t kParallelBuildLeaves = 1024;
 }  // namespace
 
 void CapturedStreams::add(c10::DeviceIndex device) {
@@ -52,15 +54,12 @@ double micros_since(std::chrono::steady_clock::time_point& since) {
 void CopyJob::run_routes() {
   auto clock = created_;
   stats_.queued_us = micros_since(clock);
-  // The steps below split their work across workers: get sleeping ones spinning now, so they
+  // Large copies split their work across workers: get sleeping ones spinning now, so they
   // are awake by the time the parts are queued.
   WorkerPool::instance().wake_all();
   {
     MTC_RANGE(traverse, "traverse");
-    WorkerPool& pool = WorkerPool::instance();
-    flat_ = flatten(input_, pool.size() + 1, [&pool](int64_t parts, const std::function<void(int64_t)>& fn) {
-      pool.parallel_for(parts, fn);
-    });
+    flat_ = flatten(input_);
     input_ = c10::IValue();
   }
   stats_.traverse_us = micros_since(clock);

@@ -2,8 +2,6 @@
 
 #include <c10/util/Exception.h>
 
-#include <algorithm>
-#include <utility>
 
 namespace mtc::detail {
 namespace {
@@ -45,13 +43,6 @@ class Flattener {
     } else {
       passthrough(v);
     }
-  }
-
-  // One child of a root container flattened on its own (see flatten with several parts).
-  void visit_root_child(const c10::IValue* key, const c10::IValue& value) {
-    mark_child(0);
-    if (key != nullptr) passthrough(*key);
-    visit(value, 1);
   }
 
  private:
@@ -135,70 +126,6 @@ FlatStructure flatten(const c10::IValue& data) {
   out.skeleton.nodes.reserve(512);
   out.skeleton.values.reserve(256);
   Flattener(out).visit(data, 0);
-  return out;
-}
-
-namespace {
-
-constexpr size_t kMinParallelChildren = 8;
-
-// Appends `piece` (the flattening of some root children) to `out`, rebasing its indices.
-void append_piece(FlatStructure& out, FlatStructure&& piece) {
-  Skeleton& sk = out.skeleton;
-  const auto node_base = static_cast<uint32_t>(sk.nodes.size());
-  const auto leaf_base = static_cast<uint32_t>(out.leaves.size());
-  const auto value_base = static_cast<uint32_t>(sk.values.size());
-  const auto type_base = static_cast<uint32_t>(sk.types.size());
-  for (SkeletonNode node : piece.skeleton.nodes) {
-    if (node.kind == NodeKind::kPassthrough) node.aux += value_base;
-    if (node.kind == NodeKind::kList || node.kind == NodeKind::kDict) node.aux += type_base;
-    sk.nodes.push_back(node);
-  }
-  for (const ChildStart c : piece.skeleton.root_children)
-    sk.root_children.push_back({c.node + node_base, c.leaf + leaf_base});
-  for (at::Tensor& t : piece.leaves) out.leaves.push_back(std::move(t));
-  for (c10::IValue& v : piece.skeleton.values) sk.values.push_back(std::move(v));
-  for (c10::TypePtr& t : piece.skeleton.types) sk.types.push_back(std::move(t));
-}
-
-}  // namespace
-
-FlatStructure flatten(const c10::IValue& data, int64_t max_parts, const ParallelFor& parallel_for) {
-  // The root's children, as (key or null, value).
-  std::vector<std::pair<const c10::IValue*, const c10::IValue*>> children;
-  FlatStructure out;
-  SkeletonNode root{};
-  if (data.isList()) {
-    for (const c10::IValue& item : data.toListRef()) children.emplace_back(nullptr, &item);
-    out.skeleton.types.push_back(data.toList().elementType());
-    root = {NodeKind::kList, 0, 0};
-  } else if (data.isTuple()) {
-    for (const c10::IValue& item : data.toTupleRef().elements()) children.emplace_back(nullptr, &item);
-    root = {NodeKind::kTuple, 0, 0};
-  } else if (data.isGenericDict()) {
-    const auto dict = data.toGenericDict();
-    for (const auto& entry : dict) children.emplace_back(&entry.key(), &entry.value());
-    out.skeleton.types.push_back(dict.keyType());
-    out.skeleton.types.push_back(dict.valueType());
-    root = {NodeKind::kDict, 0, 0};
-  }
-  const int64_t parts = std::min<int64_t>(max_parts, static_cast<int64_t>(children.size()));
-  // A root with few children is usually small: not worth waking helpers for.
-  if (parts < 2 || children.size() < kMinParallelChildren || !parallel_for) return flatten(data);
-
-  TORCH_CHECK(children.size() <= UINT32_MAX, "mtc::start_copy: a container of ", children.size(),
-              " elements is too large");
-  root.size = static_cast<uint32_t>(children.size());
-  out.skeleton.nodes.push_back(root);
-  std::vector<FlatStructure> pieces(parts);
-  const size_t per_part = (children.size() + parts - 1) / parts;
-  parallel_for(parts, [&](int64_t p) {
-    Flattener flattener(pieces[p]);
-    const size_t last = std::min(children.size(), (p + 1) * per_part);
-    for (size_t c = p * per_part; c < last; ++c)
-      flattener.visit_root_child(children[c].first, *children[c].second);
-  });
-  for (FlatStructure& piece : pieces) append_piece(out, std::move(piece));
   return out;
 }
 

@@ -6,7 +6,6 @@
 #include <ATen/core/ivalue.h>
 
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 namespace mtc::detail {
@@ -60,12 +59,6 @@ struct FlatStructure {
 // Walks `data` once. Throws c10::Error for structures nested deeper than kMaxNestingDepth.
 FlatStructure flatten(const c10::IValue& data);
 
-// Runs fn(0) .. fn(parts - 1), possibly concurrently, and returns when all are done.
-using ParallelFor = std::function<void(int64_t parts, const std::function<void(int64_t)>& fn)>;
-
-// The same result, with the root container's children walked in up to `max_parts` groups
-// through `parallel_for`.
-FlatStructure flatten(const c10::IValue& data, int64_t max_parts, const ParallelFor& parallel_for);
 
 // Rebuilds the skeleton with `leaves` (one per kTensor node, in order): new containers of the
 // same kinds, element types, order and keys.
