@@ -1,0 +1,63 @@
+// What the command line asked for, after parsing and before any config is loaded. Every
+// override is optional: unset means "as the config says".
+#pragma once
+
+#include "runner/cli/parse.h"
+#include "runner/measure/direction.h"
+#include "runner/strategies/engine_overrides.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mtc::bench {
+
+// `compare` (a separate issue) becomes one more value here and one more handler in
+// commands/dispatch.cpp; its options get their own struct beside RunOptions.
+enum class Command { kRun, kList, kValidate };
+
+struct RunOptions {
+  std::string config_path;  // --config (a file, or the name of a shipped config)
+  std::string input_path;   // --input batch.pt instead of a config
+  std::optional<std::vector<int>> devices;
+  std::optional<std::vector<Direction>> directions;
+  std::optional<std::vector<std::string>> strategies;
+  std::optional<int64_t> warmup;
+  std::optional<int64_t> min_samples;
+  std::optional<double> min_time_s;
+  std::optional<double> noise_target;
+  std::optional<double> timeout_s;
+  std::optional<double> overlap_us;
+  std::optional<uint64_t> seed;
+  bool raw_samples = false;
+  std::string json_path;
+  std::string md_path;
+  bool quiet = false;
+  bool profile = false;
+  int64_t profile_samples = 20;
+  EngineOverrides engine;
+  std::vector<std::string> sets;  // "NAME=VALUE", validated
+  std::vector<SweepAxis> sweeps;
+};
+
+struct ValidateOptions {
+  std::vector<std::string> config_paths;
+  std::vector<std::string> sets;
+  bool build = true;  // also build the workload and print its summary
+};
+
+struct ListOptions {
+  bool strategies = true;
+  bool configs = true;
+};
+
+struct CommandLine {
+  Command command = Command::kRun;
+  RunOptions run;
+  ValidateOptions validate;
+  ListOptions list;
+  std::vector<std::string> arguments;  // argv, for the report
+};
+
+}  // namespace mtc::bench

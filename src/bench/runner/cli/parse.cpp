@@ -1,0 +1,184 @@
+#include "runner/cli/parse.h"
+
+#include "errors.h"
+#include "runner/strategies/catalog.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <set>
+#include <stdexcept>
+
+namespace mtc::bench {
+namespace {
+
+std::string trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+template <typename T>
+bool parse_number(std::string_view text, T& out) {
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, out);
+  return ec == std::errc() && ptr == end;
+}
+
+}  // namespace
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> parts;
+  for (const std::string& item : items) {
+    size_t start = 0;
+    while (start <= item.size()) {
+      const size_t comma = std::min(item.find(',', start), item.size());
+      parts.push_back(trim(std::string_view(item).substr(start, comma - start)));
+      start = comma + 1;
+    }
+  }
+  return parts;
+}
+
+Assignment parse_assignment(std::string_view text) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos) {
+    throw UsageError(fmt::format("--set {}: expected NAME=VALUE", text));
+  }
+  Assignment a{trim(text.substr(0, eq)), trim(text.substr(eq + 1))};
+  if (a.name.empty()) throw UsageError(fmt::format("--set {}: empty NAME", text));
+  return a;
+}
+
+SweepAxis parse_sweep(std::string_view text) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos) {
+    throw UsageError(fmt::format("--sweep {}: expected NAME=V1,V2,...", text));
+  }
+  SweepAxis axis{trim(text.substr(0, eq)), split_list({std::string(text.substr(eq + 1))})};
+  if (axis.name.empty()) throw UsageError(fmt::format("--sweep {}: empty NAME", text));
+  for (const std::string& v : axis.values) {
+    if (v.empty()) throw UsageError(fmt::format("--sweep {}: empty value", text));
+  }
+  return axis;
+}
+
+std::vector<std::vector<std::string>> expand_sweeps(const std::vector<SweepAxis>& axes) {
+  std::set<std::string> names;
+  for (const SweepAxis& axis : axes) {
+    if (!names.insert(axis.name).second) {
+      throw UsageError(fmt::format("--sweep: '{}' is swept twice", axis.name));
+    }
+  }
+  std::vector<std::vector<std::string>> points{{}};
+  for (const SweepAxis& axis : axes) {
+    std::vector<std::vector<std::string>> next;
+    for (const auto& point : points) {
+      for (const std::string& value : axis.values) {
+        auto extended = point;
+        extended.push_back(axis.name + "=" + value);
+        next.push_back(std::move(extended));
+      }
+    }
+    points = std::move(next);
+  }
+  return points;
+}
+
+std::vector<Direction> parse_directions(const std::vector<std::string>& items) {
+  std::vector<Direction> directions;
+  for (const std::string& item : split_list(items)) {
+    if (item == "all") {
+      for (Direction d : all_directions()) {
+        if (std::find(directions.begin(), directions.end(), d) == directions.end()) directions.push_back(d);
+      }
+      continue;
+    }
+    const auto d = parse_direction(item);
+    if (!d) {
+      throw UsageError(fmt::format("--direction {}: expected h2d, d2h, d2d, h2h or all", item));
+    }
+    if (std::find(directions.begin(), directions.end(), *d) == directions.end()) directions.push_back(*d);
+  }
+  if (directions.empty()) throw UsageError("--direction: no direction given");
+  return directions;
+}
+
+std::vector<int> parse_devices(const std::vector<std::string>& items) {
+  std::vector<int> devices;
+  for (const std::string& item : split_list(items)) {
+    int index = -1;
+    if (!parse_number(item, index) || index < 0) {
+      throw UsageError(fmt::format("--devices {}: expected GPU indices such as 0,1", item));
+    }
+    if (std::find(devices.begin(), devices.end(), index) != devices.end()) {
+      throw UsageError(fmt::format("--devices: GPU {} given twice", index));
+    }
+    devices.push_back(index);
+  }
+  if (devices.empty()) throw UsageError("--devices: no device given");
+  return devices;
+}
+
+int64_t parse_bytes(std::string_view text) {
+  const std::string t = trim(text);
+  size_t digits = 0;
+  while (digits < t.size() && std::isdigit(static_cast<unsigned char>(t[digits]))) ++digits;
+  int64_t number = 0;
+  if (digits == 0 || !parse_number(std::string_view(t).substr(0, digits), number)) {
+    throw UsageError(fmt::format("{}: expected a byte count such as 4096, 64KiB or 32MiB", text));
+  }
+  const std::string unit = trim(std::string_view(t).substr(digits));
+  static const std::vector<std::pair<std::string, int64_t>> units{
+      {"", 1},          {"B", 1},          {"KiB", 1LL << 10}, {"MiB", 1LL << 20},
+      {"GiB", 1LL << 30}, {"KB", 1000},    {"MB", 1000000},    {"GB", 1000000000}};
+  for (const auto& [name, scale] : units) {
+    if (unit == name) {
+      if (number <= 0 || number > INT64_MAX / scale) {
+        throw UsageError(fmt::format("{}: byte count out of range", text));
+      }
+      return number * scale;
+    }
+  }
+  throw UsageError(fmt::format("{}: unknown unit '{}' (B, KiB, MiB, GiB, KB, MB, GB)", text, unit));
+}
+
+double parse_fraction(std::string_view text) {
+  std::string t = trim(text);
+  const bool percent = !t.empty() && t.back() == '%';
+  if (percent) t = trim(std::string_view(t).substr(0, t.size() - 1));
+  double value = 0.0;
+  try {
+    size_t used = 0;
+    value = std::stod(t, &used);
+    if (used != t.size()) throw std::invalid_argument(t);
+  } catch (const std::exception&) {
+    throw UsageError(fmt::format("{}: expected a fraction such as 0.005 or 0.5%", text));
+  }
+  if (percent) value /= 100.0;
+  if (!(value > 0.0 && value <= 1.0)) {
+    throw UsageError(fmt::format("{}: must lie in (0, 1], i.e. (0 %, 100 %]", text));
+  }
+  return value;
+}
+
+std::vector<std::string> parse_strategies(const std::vector<std::string>& items) {
+  std::vector<std::string> names;
+  for (const std::string& item : split_list(items)) {
+    if (item.empty()) continue;
+    if (find_strategy(item) == nullptr) {
+      throw UsageError(fmt::format("--strategy {}: unknown strategy (known: {})", item,
+                                   fmt::join(strategy_names(), ", ")));
+    }
+    if (std::find(names.begin(), names.end(), item) == names.end()) names.push_back(item);
+  }
+  if (names.empty()) throw UsageError("--strategy: no strategy given");
+  return names;
+}
+
+}  // namespace mtc::bench

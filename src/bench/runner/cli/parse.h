@@ -1,0 +1,52 @@
+// Parsing of the command line's value syntax: --set, --sweep, --direction, --devices, byte sizes.
+// Pure functions that throw UsageError (exit code 2) with a message naming the bad text.
+#pragma once
+
+#include "runner/measure/direction.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mtc::bench {
+
+struct Assignment {
+  std::string name;
+  std::string value;
+};
+
+// "samples=64" -> {samples, 64}. The name must be non-empty; the value may be empty.
+Assignment parse_assignment(std::string_view text);
+
+struct SweepAxis {
+  std::string name;
+  std::vector<std::string> values;
+};
+
+// "samples=1,4,16,64" -> {samples, [1, 4, 16, 64]}. At least one non-empty value.
+SweepAxis parse_sweep(std::string_view text);
+
+// The cartesian product of the axes, first axis outermost, as "NAME=VALUE" sets per point.
+// No axes -> one empty point. Throws when two axes name the same setting.
+std::vector<std::vector<std::string>> expand_sweeps(const std::vector<SweepAxis>& axes);
+
+// "h2d", "h2d,d2h" or "all" (every direction), each name once.
+std::vector<Direction> parse_directions(const std::vector<std::string>& items);
+
+// "0,1" -> {0, 1}: non-negative, no duplicates.
+std::vector<int> parse_devices(const std::vector<std::string>& items);
+
+// "4096", "64KiB", "32MiB", "1GiB", "16KB" (SI) -> bytes. Positive.
+int64_t parse_bytes(std::string_view text);
+
+// "0.005" or "0.5%" -> 0.005. Must lie in (0, 1].
+double parse_fraction(std::string_view text);
+
+// Checks strategy names against the catalog; throws naming the unknown one and the known ones.
+std::vector<std::string> parse_strategies(const std::vector<std::string>& items);
+
+// Splits "a,b,c" (and each element of a list already split by the parser) at commas.
+std::vector<std::string> split_list(const std::vector<std::string>& items);
+
+}  // namespace mtc::bench

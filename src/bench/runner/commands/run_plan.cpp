@@ -1,0 +1,93 @@
+#include "runner/commands/run_plan.h"
+
+#include "errors.h"
+#include "runner/strategies/catalog.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+
+namespace mtc::bench {
+
+RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_device_count) {
+  RunPlan plan;
+  plan.cuda_device_count = cuda_device_count;
+  plan.profile = options.profile;
+
+  if (cuda_device_count == 0) {
+    plan.directions = {Direction::kH2H};
+  } else if (options.directions) {
+    plan.directions = *options.directions;
+  } else {
+    for (const std::string& name : config.directions) {
+      const auto d = parse_direction(name);
+      if (!d) throw ConfigError(config.file, "/directions", "unknown direction " + name);
+      plan.directions.push_back(*d);
+    }
+    if (plan.directions.empty()) plan.directions = {Direction::kH2D};
+  }
+
+  const std::vector<std::string> wanted = options.strategies.value_or(config.bench.strategies);
+  for (const std::string& name : wanted) {
+    if (find_strategy(name) == nullptr) {
+      throw ConfigError(config.file, "/bench/strategies",
+                        fmt::format("unknown strategy {} (known: {})", name, fmt::join(strategy_names(), ", ")));
+    }
+  }
+  // Catalog order whatever order was asked for, so tables of different runs line up and the
+  // baseline comes first.
+  for (const StrategyInfo& info : strategy_catalog()) {
+    if (wanted.empty() || std::find(wanted.begin(), wanted.end(), info.name) != wanted.end()) {
+      plan.strategies.emplace_back(info.name);
+    }
+  }
+
+  if (cuda_device_count > 0) {
+    plan.devices = options.devices.value_or(config.bench.devices);
+    if (plan.devices.empty()) plan.devices = {0};
+    for (int d : plan.devices) {
+      if (d < 0 || d >= cuda_device_count) {
+        throw UsageError(fmt::format("GPU {} does not exist: this machine has {} CUDA device{}", d,
+                                     cuda_device_count, cuda_device_count == 1 ? "" : "s"));
+      }
+    }
+  }
+
+  CaseSettings& s = plan.settings;
+  s.warmup = options.warmup.value_or(config.bench.warmup);
+  s.stopping.min_samples = options.min_samples.value_or(config.bench.min_samples);
+  s.stopping.min_time_s = options.min_time_s.value_or(config.bench.min_time_s);
+  s.stopping.noise_target = options.noise_target.value_or(config.bench.noise_target);
+  s.stopping.timeout_s = options.timeout_s.value_or(config.bench.timeout_s);
+  s.overlap_s = options.overlap_us.value_or(config.bench.overlap_us) * 1e-6;
+  s.raw_samples = options.raw_samples || config.bench.raw_samples;
+  if (options.profile) s.fixed_samples = options.profile_samples;
+  plan.engine = options.engine;
+  return plan;
+}
+
+nlohmann::json plan_to_json(const RunPlan& plan) {
+  std::vector<std::string> directions;
+  for (Direction d : plan.directions) directions.emplace_back(to_string(d));
+  const CaseSettings& s = plan.settings;
+  return nlohmann::json{
+      {"directions", directions},
+      {"strategies", plan.strategies},
+      {"devices", plan.devices},
+      {"warmup", s.warmup},
+      {"min_samples", s.stopping.min_samples},
+      {"min_time_s", s.stopping.min_time_s},
+      {"noise_target", s.stopping.noise_target},
+      {"timeout_s", s.stopping.timeout_s},
+      {"noise_estimator", "relative standard error of the median: 1.2533 * 1.4826 * MAD / sqrt(n) / median"},
+      {"stable_drop", s.stopping.stable_drop},
+      {"stable_min_samples", s.stopping.stable_min_samples},
+      {"max_samples", s.stopping.max_samples},
+      {"overlap_us", s.overlap_s * 1e6},
+      {"raw_samples", s.raw_samples},
+      {"profile", plan.profile},
+      {"fixed_samples", s.fixed_samples > 0 ? nlohmann::json(s.fixed_samples) : nlohmann::json(nullptr)}};
+}
+
+}  // namespace mtc::bench

@@ -1,0 +1,33 @@
+// The report's context block: what ran, where, on what. No ATen: CUDA runtime and /proc only.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <istream>
+#include <optional>
+#include <string>
+
+namespace mtc::bench {
+
+// Number of CUDA devices; 0 without a driver or device. Never throws.
+int cuda_device_count();
+
+// The whole context block (tool, date, host, CPU, torch, CUDA, every GPU).
+nlohmann::json collect_environment();
+
+// Pieces of it, exposed for tests.
+struct PcieLink {
+  std::string speed;  // as the kernel reports it: "32.0 GT/s PCIe"
+  int generation = 0; // 0 when the speed is not one of the known rates
+  int width = 0;
+};
+std::string cpu_model_from_cpuinfo(std::istream& cpuinfo);
+// Reads current_link_speed and current_link_width in a sysfs PCI device folder.
+std::optional<PcieLink> read_pcie_link(const std::string& device_dir);
+int pcie_generation(double gigatransfers_per_s);
+// "13.0" for 13000.
+std::string cuda_version_string(int version);
+// "2025-11-22T00:18:00Z".
+std::string utc_now_iso8601();
+
+}  // namespace mtc::bench

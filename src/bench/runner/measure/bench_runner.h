@@ -1,0 +1,33 @@
+// The runner: for each direction and strategy, builds the cases (one per GPU), runs their
+// phases on the GPU threads and collects the report entries. Owns the NVTX phase structure
+// and, with --profile, the cudaProfilerStart/Stop bracket.
+#pragma once
+
+#include "runner/measure/case_runner.h"
+#include "runner/measure/direction.h"
+#include "runner/measure/progress.h"
+#include "runner/measure/run_plan.h"
+#include "runner/report/report.h"
+
+#include <ATen/core/ivalue.h>
+
+#include <string>
+#include <vector>
+
+namespace mtc::bench {
+
+struct RunOutcome {
+  std::vector<Entry> entries;
+  std::vector<std::string> notes;
+};
+
+RunOutcome run_benchmarks(const c10::IValue& workload, const RunPlan& plan, Progress& progress);
+
+// The input of a direction on one GPU: the workload itself for h2d and h2h, moved to the GPU
+// (untimed, synchronized) for d2h and d2d.
+c10::IValue input_for(const c10::IValue& workload, Direction direction, int device);
+
+// The route of a direction for one GPU thread, or empty with `why` set when it cannot run.
+std::optional<Route> route_for(Direction direction, int device, int cuda_device_count, std::string& why);
+
+}  // namespace mtc::bench

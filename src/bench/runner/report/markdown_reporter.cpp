@@ -1,0 +1,59 @@
+#include "runner/report/reporter.h"
+#include "runner/report/table.h"
+
+#include <fmt/format.h>
+
+namespace mtc::bench {
+namespace {
+
+void write_table(const Table& table, std::ostream& out) {
+  auto line = [&](const std::vector<std::string>& cells) {
+    out << '|';
+    for (const std::string& cell : cells) out << ' ' << cell << " |";
+    out << '\n';
+  };
+  line(table.header);
+  out << '|';
+  for (bool right : table.right_aligned) out << (right ? " ---: |" : " --- |");
+  out << '\n';
+  for (const auto& row : table.rows) line(row);
+}
+
+}  // namespace
+
+void MarkdownReporter::write(const Report& report, std::ostream& out) const {
+  const auto& tool = report.context.value("tool", nlohmann::json::object());
+  out << "# mtc-bench results\n\n";
+  out << fmt::format("- environment: {}\n", environment_line(report.context));
+  out << fmt::format("- tool: mtc-bench {} ({}), {}\n", tool.value("version", std::string("?")),
+                     tool.value("git_revision", std::string("unknown")),
+                     report.context.value("date", std::string("")));
+  if (report.profile) out << "- profile mode: fixed sample counts, not for comparison\n";
+  for (const RunSection& run : report.runs) {
+    out << "\n## " << (run.config_name.empty() ? run.config_file : run.config_name);
+    if (!run.sweep_point.empty()) out << ' ' << run.sweep_point.dump();
+    out << "\n\n" << workload_line(run) << ".\n\n";
+    write_table(results_table(run), out);
+    if (!run.aggregates.empty()) {
+      out << "\n| all GPUs | direction | GB/s | tensors/s | slowest median |\n"
+             "| --- | --- | ---: | ---: | ---: |\n";
+      for (const Aggregate& agg : run.aggregates) {
+        out << fmt::format("| {} | {} | {:.2f} | {:.0f} | {} |\n", agg.strategy, agg.direction,
+                           agg.gb_per_s, agg.tensors_per_s, format_duration(agg.slowest_median_s));
+      }
+    }
+    bool heading = false;
+    for (const Entry& e : run.entries) {
+      if (e.ok() || e.reason.empty()) continue;
+      if (!heading) out << '\n';
+      heading = true;
+      out << fmt::format("- `{}` {}: {}: {}\n", e.strategy, e.direction, to_string(e.status), e.reason);
+    }
+    for (const std::string& note : run.notes) out << "- note: " << note << '\n';
+  }
+  out << "\nmedian, p90: wall time from the start call until the data is usable on the target "
+         "(device synchronized); blocked: how long the start call kept the caller; noise: "
+         "relative standard error of the median; speedup: against per-tensor `.to()`.\n";
+}
+
+}  // namespace mtc::bench

@@ -1,0 +1,100 @@
+// The report's data model: what one invocation measured, independent of how it is shown.
+// Pure (no ATen); reporters (console, JSON, markdown) render it, `compare` will read the JSON.
+#pragma once
+
+#include "runner/stats/summary.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mtc::bench {
+
+// Bumped on every change a reader could trip over (renamed or retyped fields); adding fields is
+// not such a change: readers ignore fields they do not know.
+inline constexpr int kReportSchemaVersion = 1;
+
+enum class EntryStatus {
+  kOk,
+  kSkipped,             // the strategy does not apply to this direction or machine
+  kFailed,              // a runtime or CUDA error while running it
+  kVerificationFailed,  // its output differs from its input
+};
+
+std::string_view to_string(EntryStatus status);
+
+// One (device, direction, strategy) case.
+struct Entry {
+  int device = -1;  // the GPU whose thread ran it; -1 without a GPU
+  std::string direction;
+  std::string strategy;
+  std::string source;  // "cpu", "cuda:0", ...
+  std::string target;
+  EntryStatus status = EntryStatus::kOk;
+  std::string reason;             // why skipped or failed; empty when ok
+  std::optional<bool> verified;   // empty when it never ran
+  std::string stop_reason;        // StopReason as text
+  int64_t warmup = 0;
+  double measure_time_s = 0.0;    // wall time of the measuring loop
+  Summary wall;                   // start until usable on the target, synchronized
+  Summary caller_blocked;         // how long the start call kept the caller
+  std::optional<Summary> gpu;     // CUDA events around the sample; none for h2h
+  Summary cpu;                    // process CPU time (all threads) during the sample
+  std::optional<Summary> exposed; // overlap mode: wall minus the simulated caller work
+  double gb_per_s = 0.0;          // workload bytes / median wall, 1e9 bytes per second
+  double tensors_per_s = 0.0;
+  std::optional<double> speedup;  // median of `to` / median of this, same device and direction
+  nlohmann::json engine;          // engine options and CopyStats; null for other strategies
+  nlohmann::json raw_samples;     // per-sample series when asked for; null otherwise
+
+  bool ok() const { return status == EntryStatus::kOk; }
+};
+
+// Several GPUs driven at once: the figures of one (direction, strategy) over all of them.
+struct Aggregate {
+  std::string direction;
+  std::string strategy;
+  std::vector<int> devices;
+  double gb_per_s = 0.0;             // sum over the GPUs
+  double tensors_per_s = 0.0;        // sum over the GPUs
+  double slowest_median_s = 0.0;     // the largest per-GPU median wall time
+};
+
+// One loaded config (one point of a sweep) and everything measured on it.
+struct RunSection {
+  nlohmann::json sweep_point = nlohmann::json::object();  // {"samples": "16"}; {} without sweeps
+  std::string config_file;
+  std::string config_name;
+  uint64_t seed = 0;
+  nlohmann::json config_given;
+  nlohmann::json config_resolved;
+  nlohmann::json settings;  // the bench settings after the command line's overrides
+  nlohmann::json workload;  // the workload summary
+  int64_t tensors = 0;
+  int64_t bytes = 0;
+  std::vector<Entry> entries;
+  std::vector<Aggregate> aggregates;
+  std::vector<std::string> notes;  // e.g. why a direction was skipped
+};
+
+struct Report {
+  nlohmann::json context;  // environment: tool, host, CPU, GPUs, driver, runtime, torch
+  std::vector<std::string> command_line;
+  bool profile = false;
+  std::vector<RunSection> runs;
+  int exit_code = 0;
+};
+
+// Fills each entry's speedup against the baseline strategy of the same device and direction.
+void compute_speedups(RunSection& run);
+// Sums per-GPU figures when a run drove more than one GPU.
+void compute_aggregates(RunSection& run);
+
+// The process exit code the entries call for: 4 if any output failed verification (wrong data
+// is the worse finding), else 3 if any case failed at run time, else 0.
+int exit_code_for(const Report& report);
+
+}  // namespace mtc::bench

@@ -1,0 +1,49 @@
+#include "runner/strategies/engine.h"
+
+#include <utility>
+
+namespace mtc::bench {
+
+EngineStrategy::EngineStrategy(std::string name, mtc::CopyOptions options)
+    : name_(std::move(name)), options_(options) {}
+
+void EngineStrategy::start(const c10::IValue& input) {
+  handle_ = mtc::start_copy(input, target_, options_);
+}
+
+c10::IValue EngineStrategy::finish() {
+  // Moved out so the handle is released inside the timed region: releasing it is part of what
+  // a user of the engine pays.
+  mtc::CopyHandle handle = std::move(handle_);
+  c10::IValue output = handle.get();
+  stats_ = handle.stats();
+  return output;
+}
+
+mtc::CopyOptions engine_options(const EngineOverrides& overrides) {
+  mtc::CopyOptions o;
+  if (overrides.pinned_staging) o.use_pinned_staging = *overrides.pinned_staging;
+  if (overrides.pack) o.pack_cpu_tensors = *overrides.pack;
+  if (overrides.alignment_bytes) o.min_packed_alignment_bytes = *overrides.alignment_bytes;
+  if (overrides.max_chunk_bytes) o.max_packed_chunk_bytes = *overrides.max_chunk_bytes;
+  if (overrides.background_thread) o.use_background_thread = *overrides.background_thread;
+  return o;
+}
+
+nlohmann::json copy_options_json(const mtc::CopyOptions& o) {
+  return nlohmann::json{{"use_pinned_staging", o.use_pinned_staging},
+                        {"pack_cpu_tensors", o.pack_cpu_tensors},
+                        {"min_packed_alignment_bytes", o.min_packed_alignment_bytes},
+                        {"max_packed_chunk_bytes", o.max_packed_chunk_bytes},
+                        {"use_background_thread", o.use_background_thread}};
+}
+
+mtc::CopyOptions engine_variant_options(std::string_view variant, const mtc::CopyOptions& base) {
+  mtc::CopyOptions options = base;
+  if (variant == "engine_no_pack") options.pack_cpu_tensors = false;
+  if (variant == "engine_no_pinned") options.use_pinned_staging = false;
+  if (variant == "engine_no_thread") options.use_background_thread = false;
+  return options;
+}
+
+}  // namespace mtc::bench

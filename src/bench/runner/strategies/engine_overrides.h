@@ -1,0 +1,18 @@
+// The command line's overrides of the engine's five CopyOptions. Pure, so the command line and
+// the plan need no ATen; engine.h turns them into mtc::CopyOptions.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+namespace mtc::bench {
+
+struct EngineOverrides {
+  std::optional<bool> pinned_staging;
+  std::optional<bool> pack;
+  std::optional<int64_t> alignment_bytes;
+  std::optional<int64_t> max_chunk_bytes;
+  std::optional<bool> background_thread;
+};
+
+}  // namespace mtc::bench

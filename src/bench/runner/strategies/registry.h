@@ -1,0 +1,16 @@
+// Builds strategy objects by catalog name.
+#pragma once
+
+#include "runner/strategies/strategy.h"
+
+#include <memory>
+#include <string_view>
+
+namespace mtc::bench {
+
+// A fresh strategy (one per case and GPU thread: strategies hold streams and events).
+// `engine_base` is the CopyOptions the `engine` variants start from. Throws UsageError for a
+// name the catalog does not know.
+std::unique_ptr<Strategy> make_strategy(std::string_view name, const mtc::CopyOptions& engine_base);
+
+}  // namespace mtc::bench

@@ -1,0 +1,120 @@
+// The whole program through run_cli, as CI runs it on a machine without a GPU.
+#include "runner/commands/commands.h"
+#include "runner/env/environment.h"
+
+#include "temp_dir.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace mtc::bench {
+namespace {
+
+using testing_support::TempDir;
+
+struct Ran {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Ran run(std::vector<std::string> args) {
+  args.insert(args.begin(), "mtc-bench");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  std::ostringstream out;
+  std::ostringstream err;
+  const int code = run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
+  return {code, out.str(), err.str()};
+}
+
+class CliRun : public testing::Test {
+ protected:
+  void SetUp() override {
+    std::ofstream(dir_ / "small.json") << R"({
+      "name": "small", "seed": 1, "directions": ["h2d"],
+      "params": {"samples": 2},
+      "bench": {"warmup": 1, "min_samples": 3, "min_time_s": 0.0, "timeout_s": 0.5},
+      "structure": {"list": {"repeat": {"param": "samples"}, "item": {"dict": {
+        "boxes": {"tensor": {"dtype": "float32", "shape": [5, 4]}},
+        "ids": {"tensor": {"dtype": "int64", "shape": [5]}}}}}}})";
+    std::ofstream(dir_ / "broken.json") << R"({"name": "broken", "structure": {"tensor": {"dtype": "float99"}}})";
+  }
+  std::string path(const std::string& name) const { return dir_ / name; }
+  TempDir dir_;
+};
+
+TEST_F(CliRun, RunsAndWritesReports) {
+  const Ran r = run({"--config", path("small.json"), "--quiet", "--strategy", "to,engine,memcpy_batch",
+                     "--json", path("r.json"), "--md", path("r.md"), "--raw-samples"});
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  EXPECT_NE(r.out.find("strategy"), std::string::npos) << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(path("r.json")));
+  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["exit_code"], 0);
+  const auto& run0 = doc["runs"][0];
+  EXPECT_EQ(run0["config"]["name"], "small");
+  EXPECT_EQ(run0["workload"]["tensors"], 4);
+  EXPECT_EQ(run0["settings"]["warmup"], 1);
+  ASSERT_EQ(run0["results"].size(), 3u);
+  EXPECT_EQ(run0["results"][0]["strategy"], "to");  // catalog order, whatever the order asked
+  EXPECT_EQ(run0["results"][1]["strategy"], "memcpy_batch");
+  EXPECT_EQ(run0["results"][2]["strategy"], "engine");
+  EXPECT_EQ(run0["results"][0]["status"], "ok");
+  EXPECT_TRUE(run0["results"][0]["raw_samples"]["wall_s"].is_array());
+  if (cuda_device_count() == 0) {
+    EXPECT_NE(r.err.find("no CUDA device: running the h2h (CPU->CPU) direction only"), std::string::npos);
+    EXPECT_EQ(run0["results"][0]["direction"], "h2h");
+    EXPECT_EQ(run0["results"][1]["status"], "skipped");
+    EXPECT_EQ(run0["results"][2]["status"], "ok");
+  }
+  std::stringstream md;
+  md << std::ifstream(path("r.md")).rdbuf();
+  EXPECT_NE(md.str().find("| to |"), std::string::npos) << md.str();
+}
+
+TEST_F(CliRun, SweepsRunOncePerPoint) {
+  const Ran r = run({"--config", path("small.json"), "--quiet", "--strategy", "to", "--sweep",
+                     "samples=1,3", "--json", path("s.json")});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(path("s.json")));
+  ASSERT_EQ(doc["runs"].size(), 2u);
+  EXPECT_EQ(doc["runs"][0]["sweep_point"]["samples"], "1");
+  EXPECT_EQ(doc["runs"][0]["workload"]["tensors"], 2);
+  EXPECT_EQ(doc["runs"][1]["workload"]["tensors"], 6);
+}
+
+TEST_F(CliRun, ConfigErrorsExitTwo) {
+  EXPECT_EQ(run({"--config", path("missing.json")}).code, 2);
+  const Ran broken = run({"--config", path("broken.json")});
+  EXPECT_EQ(broken.code, 2);
+  EXPECT_NE(broken.err.find("broken.json"), std::string::npos) << broken.err;
+  EXPECT_EQ(run({"--config", path("small.json"), "--set", "nosuchparam=3"}).code, 2);
+  EXPECT_EQ(run({"--config", path("small.json"), "--json", path("no/such/dir/r.json")}).code, 2);
+}
+
+TEST_F(CliRun, Validate) {
+  const Ran ok = run({"validate", path("small.json")});
+  EXPECT_EQ(ok.code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("ok: "), std::string::npos);
+  EXPECT_EQ(run({"validate", path("small.json"), path("broken.json")}).code, 2);
+}
+
+TEST_F(CliRun, ListShowsStrategiesAndShippedConfigs) {
+  const Ran r = run({"list"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("engine_no_thread"), std::string::npos);
+  EXPECT_NE(r.out.find("streampetr.json"), std::string::npos) << r.out;
+}
+
+TEST_F(CliRun, HelpExitsZero) {
+  const Ran r = run({"--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("Exit codes"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mtc::bench

@@ -1,0 +1,69 @@
+#include "runner/env/environment.h"
+
+#include "temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace mtc::bench {
+namespace {
+
+using testing_support::TempDir;
+
+TEST(Environment, CpuModelFromCpuinfo) {
+  std::istringstream x86("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n");
+  EXPECT_EQ(cpu_model_from_cpuinfo(x86), "Intel(R) Xeon(R) Platinum 8480+");
+  std::istringstream none("processor : 0\n");
+  EXPECT_EQ(cpu_model_from_cpuinfo(none), "unknown");
+}
+
+TEST(Environment, PcieGenerations) {
+  EXPECT_EQ(pcie_generation(2.5), 1);
+  EXPECT_EQ(pcie_generation(16.0), 4);
+  EXPECT_EQ(pcie_generation(32.0), 5);
+  EXPECT_EQ(pcie_generation(64.0), 6);
+  EXPECT_EQ(pcie_generation(7.0), 0);
+}
+
+TEST(Environment, PcieLinkFromSysfs) {
+  const TempDir dir;
+  std::ofstream(dir / "current_link_speed") << "32.0 GT/s PCIe\n";
+  std::ofstream(dir / "current_link_width") << "16\n";
+  const auto link = read_pcie_link(dir.path());
+  ASSERT_TRUE(link);
+  EXPECT_EQ(link->speed, "32.0 GT/s PCIe");
+  EXPECT_EQ(link->generation, 5);
+  EXPECT_EQ(link->width, 16);
+  std::ofstream(dir / "current_link_speed") << "Unknown\n";
+  EXPECT_FALSE(read_pcie_link(dir.path()));
+  EXPECT_FALSE(read_pcie_link(dir / "absent"));
+}
+
+TEST(Environment, Versions) {
+  EXPECT_EQ(cuda_version_string(13000), "13.0");
+  EXPECT_EQ(cuda_version_string(12080), "12.8");
+}
+
+TEST(Environment, DateIsIsoUtc) {
+  EXPECT_TRUE(std::regex_match(utc_now_iso8601(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
+}
+
+TEST(Environment, ContextBlock) {
+  const nlohmann::json c = collect_environment();
+  EXPECT_EQ(c["tool"]["name"], "mtc-bench");
+  EXPECT_TRUE(c["tool"]["version"].is_string());
+  EXPECT_TRUE(c["tool"]["git_revision"].is_string());
+  EXPECT_TRUE(c["torch_version"].is_string());
+  EXPECT_TRUE(c["cpu"]["logical_cores"].is_number_integer());
+  EXPECT_TRUE(c["gpus"].is_array());
+  EXPECT_EQ(c["gpus"].size(), static_cast<size_t>(cuda_device_count()));
+  if (cuda_device_count() == 0) {
+    EXPECT_TRUE(c["cuda"].is_null());
+  }
+}
+
+}  // namespace
+}  // namespace mtc::bench

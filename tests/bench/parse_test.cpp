@@ -1,0 +1,94 @@
+#include "runner/cli/parse.h"
+
+#include "errors.h"
+
+#include <gtest/gtest.h>
+
+namespace mtc::bench {
+namespace {
+
+using Strings = std::vector<std::string>;
+
+TEST(Parse, Assignment) {
+  const Assignment a = parse_assignment("samples=64");
+  EXPECT_EQ(a.name, "samples");
+  EXPECT_EQ(a.value, "64");
+  EXPECT_EQ(parse_assignment("/bench/warmup = 3").name, "/bench/warmup");
+  EXPECT_EQ(parse_assignment("name=").value, "");
+  EXPECT_EQ(parse_assignment("expr=a=b").value, "a=b");
+  EXPECT_THROW(parse_assignment("samples"), UsageError);
+  EXPECT_THROW(parse_assignment("=3"), UsageError);
+}
+
+TEST(Parse, Sweep) {
+  const SweepAxis axis = parse_sweep("samples=1,4,16,64");
+  EXPECT_EQ(axis.name, "samples");
+  EXPECT_EQ(axis.values, (Strings{"1", "4", "16", "64"}));
+  EXPECT_THROW(parse_sweep("samples"), UsageError);
+  EXPECT_THROW(parse_sweep("samples=1,,2"), UsageError);
+  EXPECT_THROW(parse_sweep("samples="), UsageError);
+}
+
+TEST(Parse, ExpandSweepsIsTheCartesianProduct) {
+  const auto points = expand_sweeps({parse_sweep("a=1,2"), parse_sweep("b=x,y,z")});
+  ASSERT_EQ(points.size(), 6u);
+  EXPECT_EQ(points.front(), (Strings{"a=1", "b=x"}));
+  EXPECT_EQ(points[1], (Strings{"a=1", "b=y"}));
+  EXPECT_EQ(points.back(), (Strings{"a=2", "b=z"}));
+}
+
+TEST(Parse, NoSweepIsOneEmptyPoint) {
+  const auto points = expand_sweeps({});
+  ASSERT_EQ(points.size(), 1u);
+  EXPECT_TRUE(points.front().empty());
+}
+
+TEST(Parse, SweepingOneSettingTwiceIsAnError) {
+  EXPECT_THROW(expand_sweeps({parse_sweep("a=1"), parse_sweep("a=2")}), UsageError);
+}
+
+TEST(Parse, Directions) {
+  EXPECT_EQ(parse_directions({"h2d"}), std::vector<Direction>{Direction::kH2D});
+  EXPECT_EQ(parse_directions({"d2h,h2d", "h2d"}), (std::vector<Direction>{Direction::kD2H, Direction::kH2D}));
+  EXPECT_EQ(parse_directions({"all"}), all_directions());
+  EXPECT_THROW(parse_directions({"h2x"}), UsageError);
+  EXPECT_THROW(parse_directions({""}), UsageError);
+}
+
+TEST(Parse, Devices) {
+  EXPECT_EQ(parse_devices({"0,1"}), (std::vector<int>{0, 1}));
+  EXPECT_EQ(parse_devices({"1", "0"}), (std::vector<int>{1, 0}));
+  EXPECT_THROW(parse_devices({"0,0"}), UsageError);
+  EXPECT_THROW(parse_devices({"-1"}), UsageError);
+  EXPECT_THROW(parse_devices({"gpu0"}), UsageError);
+}
+
+TEST(Parse, Bytes) {
+  EXPECT_EQ(parse_bytes("4096"), 4096);
+  EXPECT_EQ(parse_bytes("64KiB"), 64 << 10);
+  EXPECT_EQ(parse_bytes("32 MiB"), 32 << 20);
+  EXPECT_EQ(parse_bytes("1GiB"), int64_t{1} << 30);
+  EXPECT_EQ(parse_bytes("16KB"), 16000);
+  EXPECT_THROW(parse_bytes("0"), UsageError);
+  EXPECT_THROW(parse_bytes("12parsecs"), UsageError);
+  EXPECT_THROW(parse_bytes("MiB"), UsageError);
+  EXPECT_THROW(parse_bytes("99999999999999GiB"), UsageError);
+}
+
+TEST(Parse, Fraction) {
+  EXPECT_DOUBLE_EQ(parse_fraction("0.005"), 0.005);
+  EXPECT_DOUBLE_EQ(parse_fraction("0.5%"), 0.005);
+  EXPECT_DOUBLE_EQ(parse_fraction("1"), 1.0);
+  EXPECT_THROW(parse_fraction("0"), UsageError);
+  EXPECT_THROW(parse_fraction("2"), UsageError);
+  EXPECT_THROW(parse_fraction("low"), UsageError);
+}
+
+TEST(Parse, Strategies) {
+  EXPECT_EQ(parse_strategies({"engine,to", "to"}), (Strings{"engine", "to"}));
+  EXPECT_THROW(parse_strategies({"teleport"}), UsageError);
+  EXPECT_THROW(parse_strategies({","}), UsageError);
+}
+
+}  // namespace
+}  // namespace mtc::bench

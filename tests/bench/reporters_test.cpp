@@ -1,0 +1,221 @@
+#include "runner/report/reporter.h"
+#include "runner/report/table.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+namespace mtc::bench {
+namespace {
+
+using json = nlohmann::json;
+
+Summary summary_of(double median) {
+  Summary s;
+  s.count = 100;
+  s.min = s.p10 = median * 0.9;
+  s.median = s.mean = median;
+  s.p90 = s.p99 = s.max = median * 1.2;
+  s.stdev = median * 0.1;
+  s.noise = 0.004;
+  return s;
+}
+
+Entry ok_entry(const std::string& strategy, double median, int device = 0) {
+  Entry e;
+  e.device = device;
+  e.direction = "h2d";
+  e.strategy = strategy;
+  e.source = "cpu";
+  e.target = "cuda:" + std::to_string(device);
+  e.verified = true;
+  e.stop_reason = "noise_target";
+  e.warmup = 5;
+  e.wall = summary_of(median);
+  e.caller_blocked = summary_of(median / 10);
+  e.gpu = summary_of(median * 0.8);
+  e.cpu = summary_of(median);
+  e.gb_per_s = 153628.0 / median / 1e9;
+  e.tensors_per_s = 528.0 / median;
+  return e;
+}
+
+Report sample_report() {
+  Report r;
+  r.context = {{"tool", {{"name", "mtc-bench"}, {"version", "0.1.0"}, {"git_revision", "abc1234"}}},
+               {"date", "2025-01-01T00:00:00Z"},
+               {"gpus", json::array({{{"name", "NVIDIA H100 80GB HBM3"}}})},
+               {"cuda", {{"driver_version", "13.0"}, {"runtime_version", "13.0"}}},
+               {"torch_version", "2.11.0"}};
+  r.command_line = {"mtc-bench", "--config", "configs/streampetr.json"};
+  RunSection run;
+  run.config_file = "configs/streampetr.json";
+  run.config_name = "streampetr";
+  run.tensors = 528;
+  run.bytes = 153628;
+  run.entries.push_back(ok_entry("to", 6.5e-3));
+  run.entries.push_back(ok_entry("engine", 1.3e-4));
+  Entry skipped;
+  skipped.direction = "h2d";
+  skipped.strategy = "memcpy_batch";
+  skipped.device = 0;
+  skipped.status = EntryStatus::kSkipped;
+  skipped.reason = "needs a driver for CUDA >= 12.8";
+  run.entries.push_back(skipped);
+  Entry bad = ok_entry("to_nb", 1e-3);
+  bad.status = EntryStatus::kVerificationFailed;
+  bad.verified = false;
+  bad.reason = "/0/gt: values differ";
+  run.entries.push_back(bad);
+  run.notes.push_back("d2d skipped: needs two GPUs");
+  compute_speedups(run);
+  r.runs.push_back(run);
+  r.exit_code = 4;
+  return r;
+}
+
+bool has_non_finite(const json& j) {
+  if (j.is_number_float()) return !std::isfinite(j.get<double>());
+  if (j.is_structured()) {
+    for (const auto& child : j) {
+      if (has_non_finite(child)) return true;
+    }
+  }
+  return false;
+}
+
+TEST(Report, SpeedupIsAgainstToOfTheSameDeviceAndDirection) {
+  const Report r = sample_report();
+  const auto& entries = r.runs[0].entries;
+  EXPECT_DOUBLE_EQ(*entries[0].speedup, 1.0);
+  EXPECT_DOUBLE_EQ(*entries[1].speedup, 6.5e-3 / 1.3e-4);
+  EXPECT_FALSE(entries[2].speedup);  // skipped
+  EXPECT_FALSE(entries[3].speedup);  // failed verification
+}
+
+TEST(Report, NoSpeedupWithoutTheBaseline) {
+  RunSection run;
+  run.entries.push_back(ok_entry("engine", 1e-4));
+  compute_speedups(run);
+  EXPECT_FALSE(run.entries[0].speedup);
+}
+
+TEST(Report, AggregatesSumOverGpus) {
+  RunSection run;
+  run.entries.push_back(ok_entry("engine", 1e-3, 0));
+  run.entries.push_back(ok_entry("engine", 2e-3, 1));
+  run.entries.push_back(ok_entry("to", 1e-2, 0));
+  compute_aggregates(run);
+  ASSERT_EQ(run.aggregates.size(), 1u);
+  const Aggregate& a = run.aggregates[0];
+  EXPECT_EQ(a.strategy, "engine");
+  EXPECT_EQ(a.devices, (std::vector<int>{0, 1}));
+  EXPECT_DOUBLE_EQ(a.tensors_per_s, 528.0 / 1e-3 + 528.0 / 2e-3);
+  EXPECT_DOUBLE_EQ(a.slowest_median_s, 2e-3);
+}
+
+TEST(Report, ExitCodes) {
+  Report r = sample_report();
+  EXPECT_EQ(exit_code_for(r), 4);  // verification failure wins
+  r.runs[0].entries[3].status = EntryStatus::kFailed;
+  EXPECT_EQ(exit_code_for(r), 3);
+  r.runs[0].entries[3].status = EntryStatus::kOk;
+  EXPECT_EQ(exit_code_for(r), 0);  // skipped entries are fine
+}
+
+TEST(JsonReporter, WritesValidJsonWithSchemaVersionAndContext) {
+  std::ostringstream out;
+  JsonReporter().write(sample_report(), out);
+  const json doc = json::parse(out.str());
+  EXPECT_EQ(doc["schema_version"], kReportSchemaVersion);
+  EXPECT_EQ(doc["context"]["tool"]["git_revision"], "abc1234");
+  EXPECT_EQ(doc["exit_code"], 4);
+  const json& results = doc["runs"][0]["results"];
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_EQ(results[1]["strategy"], "engine");
+  EXPECT_EQ(results[1]["status"], "ok");
+  EXPECT_DOUBLE_EQ(results[1]["wall_s"]["median"].get<double>(), 1.3e-4);
+  EXPECT_DOUBLE_EQ(results[1]["speedup_vs_to"].get<double>(), 50.0);
+  EXPECT_EQ(results[2]["status"], "skipped");
+  EXPECT_FALSE(results[2].contains("wall_s"));
+  EXPECT_EQ(results[3]["status"], "verification_failed");
+  EXPECT_EQ(results[3]["verified"], false);
+  EXPECT_TRUE(results[3]["speedup_vs_to"].is_null());
+  EXPECT_EQ(doc["runs"][0]["workload"]["bytes"], 153628);
+}
+
+TEST(JsonReporter, NeverWritesNanOrInfinity) {
+  Report r = sample_report();
+  Entry& e = r.runs[0].entries[0];
+  e.wall.median = std::numeric_limits<double>::quiet_NaN();
+  e.gb_per_s = std::numeric_limits<double>::infinity();
+  e.speedup = -std::numeric_limits<double>::infinity();
+  r.runs[0].settings = {{"x", std::numeric_limits<double>::quiet_NaN()}};
+  const json doc = report_to_json(r);
+  EXPECT_FALSE(has_non_finite(doc));
+  std::ostringstream out;
+  JsonReporter().write(r, out);
+  EXPECT_EQ(out.str().find("NaN"), std::string::npos);
+  EXPECT_EQ(out.str().find("Infinity"), std::string::npos);
+  const json reparsed = json::parse(out.str());
+  EXPECT_TRUE(reparsed["runs"][0]["results"][0]["wall_s"]["median"].is_null());
+}
+
+TEST(JsonReporter, RawSamplesOnlyWhenAsked) {
+  Report r = sample_report();
+  EXPECT_FALSE(report_to_json(r)["runs"][0]["results"][0].contains("raw_samples"));
+  r.runs[0].entries[0].raw_samples = {{"wall_s", {1e-3, 2e-3}}};
+  EXPECT_EQ(report_to_json(r)["runs"][0]["results"][0]["raw_samples"]["wall_s"].size(), 2u);
+}
+
+TEST(ConsoleReporter, ShowsTheTable) {
+  std::ostringstream out;
+  ConsoleReporter().write(sample_report(), out);
+  const std::string text = out.str();
+  for (const char* needle : {"NVIDIA H100 80GB HBM3", "strategy", "direction", "median", "p90", "noise",
+                             "GB/s", "speedup", "verified", "engine", "6.50 ms", "130 us", "50.00x",
+                             "0.40 %", "NO", "needs a driver", "note: d2d skipped", "528 tensors"}) {
+    EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
+  }
+}
+
+TEST(MarkdownReporter, ShowsTheSameTable) {
+  std::ostringstream out;
+  MarkdownReporter().write(sample_report(), out);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("| strategy | direction | median |"), std::string::npos) << text;
+  EXPECT_NE(text.find("| engine | h2d | 130 us |"), std::string::npos) << text;
+  EXPECT_NE(text.find("---: |"), std::string::npos);
+  EXPECT_NE(text.find("abc1234"), std::string::npos);
+}
+
+TEST(Table, DeviceColumnOnlyWithSeveralGpus) {
+  RunSection run;
+  run.entries.push_back(ok_entry("engine", 1e-3, 0));
+  EXPECT_EQ(results_table(run).header.front(), "strategy");
+  run.entries.push_back(ok_entry("engine", 1e-3, 1));
+  EXPECT_EQ(results_table(run).header.front(), "device");
+}
+
+TEST(Table, ExposedColumnInOverlapMode) {
+  RunSection run;
+  run.entries.push_back(ok_entry("engine", 1e-3));
+  run.entries[0].exposed = summary_of(2e-4);
+  const Table t = results_table(run);
+  EXPECT_NE(std::find(t.header.begin(), t.header.end(), "exposed"), t.header.end());
+}
+
+TEST(Table, Durations) {
+  EXPECT_EQ(format_duration(812e-9), "812 ns");
+  EXPECT_EQ(format_duration(81.2e-6), "81.2 us");
+  EXPECT_EQ(format_duration(6.589e-3), "6.59 ms");
+  EXPECT_EQ(format_duration(1.25), "1.25 s");
+  EXPECT_EQ(format_duration(0.0), "-");
+  EXPECT_EQ(format_duration(std::nan("")), "-");
+  EXPECT_EQ(format_percent(0.0048), "0.48 %");
+}
+
+}  // namespace
+}  // namespace mtc::bench
