@@ -206,9 +206,6 @@ void finish_run_options(const Options& o, const RawValues& raw, RunOptions& run)
   if (!run.config_path.empty() && !run.input_path.empty()) {
     throw UsageError("give --config or --input, not both");
   }
-  if (!run.input_path.empty() && (!run.sets.empty() || !run.sweeps.empty())) {
-    throw UsageError("--set and --sweep change a config; --input loads a saved batch as it is");
-  }
 }
 
 }  // namespace
