@@ -60,7 +60,7 @@ if [[ -x "$MTC_BUILD_DIR/mtc-bench" && "$mode" != quick ]]; then
     libs=/tmp/nsys-libs
     for d in .carry/debs/*.deb; do dpkg -x "$d" "$libs"; done
     export LD_LIBRARY_PATH="$libs/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-    "$nsys" profile -t cuda,nvtx,osrt --capture-range=cudaProfilerApi -o /tmp/mtc-profile -f true \
+    "$nsys" profile -t cuda,nvtx,osrt --capture-range=cudaProfilerApi --capture-range-end=stop -o /tmp/mtc-profile -f true \
       "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --profile --quiet > /dev/null 2>&1
     "$nsys" stats -r nvtx_sum,cuda_api_sum /tmp/mtc-profile.nsys-rep > "$out/nsys_stats.txt" 2>&1 || status=1
     head -60 "$out/nsys_stats.txt"
