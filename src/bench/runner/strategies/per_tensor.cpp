@@ -25,16 +25,14 @@ void ToStrategy::start(const c10::IValue& input) {
   output_ = map_tensors(input, [target](const at::Tensor& t) { return copy_to(t, target, false); });
 }
 
-c10::IValue ToStrategy::finish() { return std::exchange(output_, c10::IValue()); }
+c10::IValue PerTensorStrategy::finish() {
+  if (non_blocking_) synchronize_current_streams(*route_);
+  return std::exchange(output_, c10::IValue());
+}
 
 void ToNonBlockingStrategy::start(const c10::IValue& input) {
   const c10::Device target = route_->target;
   output_ = map_tensors(input, [target](const at::Tensor& t) { return copy_to(t, target, true); });
-}
-
-c10::IValue ToNonBlockingStrategy::finish() {
-  synchronize_current_streams(*route_);
-  return std::exchange(output_, c10::IValue());
 }
 
 void PinToNonBlockingStrategy::start(const c10::IValue& input) {
@@ -42,11 +40,6 @@ void PinToNonBlockingStrategy::start(const c10::IValue& input) {
   output_ = map_tensors(input, [target](const at::Tensor& t) {
     return copy_to(t.is_cpu() ? t.pin_memory() : t, target, true);
   });
-}
-
-c10::IValue PinToNonBlockingStrategy::finish() {
-  synchronize_current_streams(*route_);
-  return std::exchange(output_, c10::IValue());
 }
 
 }  // namespace mtc::bench

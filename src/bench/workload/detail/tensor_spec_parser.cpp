@@ -82,6 +82,18 @@ void parse_clamp(const JsonChecks& checks, const Json& body, const std::string& 
   }
 }
 
+// The {"mean", "std", "min", "max"} object of a clamped normal; min/max are read by the caller,
+// whose bounds depend on what is drawn.
+void parse_normal(const JsonChecks& checks, const Json& body, const std::string& path,
+                  double& mean, double& stddev) {
+  checks.expect_object(body, path);
+  checks.allow_keys(body, path, {"mean", "std", "min", "max"});
+  checks.require_key(body, path, "mean");
+  checks.require_key(body, path, "std");
+  mean = checks.get_number(body["mean"], child_path(path, "mean"));
+  stddev = checks.get_number(body["std"], child_path(path, "std"), 0.0);
+}
+
 int64_t integral_value(const JsonChecks& checks, const Json& value, const std::string& path,
                        c10::ScalarType dtype) {
   if (dtype == c10::ScalarType::Bool && value.is_boolean()) return value.get<bool>() ? 1 : 0;
@@ -194,12 +206,7 @@ CountDist parse_count(const JsonChecks& checks, const Json& value, const std::st
     }
   } else if (kind == "normal") {
     dist.kind = CountDist::Kind::kNormal;
-    checks.expect_object(body, body_path);
-    checks.allow_keys(body, body_path, {"mean", "std", "min", "max"});
-    checks.require_key(body, body_path, "mean");
-    checks.require_key(body, body_path, "std");
-    dist.mean = checks.get_number(body["mean"], child_path(body_path, "mean"));
-    dist.stddev = checks.get_number(body["std"], child_path(body_path, "std"), 0.0);
+    parse_normal(checks, body, body_path, dist.mean, dist.stddev);
     parse_clamp(checks, body, body_path, 0, kInt64Max, dist.lo, dist.hi);
   } else {
     dist.kind = CountDist::Kind::kPoisson;
@@ -259,12 +266,7 @@ ValueDist parse_values(const JsonChecks& checks, const Json& value, const std::s
     }
   } else if (kind == "normal") {
     dist.kind = ValueDist::Kind::kNormal;
-    checks.expect_object(body, body_path);
-    checks.allow_keys(body, body_path, {"mean", "std", "min", "max"});
-    checks.require_key(body, body_path, "mean");
-    checks.require_key(body, body_path, "std");
-    dist.mean = checks.get_number(body["mean"], child_path(body_path, "mean"));
-    dist.stddev = checks.get_number(body["std"], child_path(body_path, "std"), 0.0);
+    parse_normal(checks, body, body_path, dist.mean, dist.stddev);
     if (dist.integral) {
       parse_clamp(checks, body, body_path, type_lo, type_hi, dist.int_lo, dist.int_hi);
     } else {
