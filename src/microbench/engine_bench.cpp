@@ -6,6 +6,7 @@
 #include "detail/pinned_pool.h"
 #include "detail/staging.h"
 #include "detail/structure.h"
+#include "detail/worker_pool.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
 
@@ -93,6 +94,23 @@ void BM_CreateOutputs(benchmark::State& state) {
 void BM_Rebuild(benchmark::State& state) {
   const auto flat = mtc::detail::flatten(batch(static_cast<int>(state.range(0))));
   for (auto _ : state) benchmark::DoNotOptimize(mtc::detail::rebuild(flat.skeleton, flat.leaves));
+}
+
+// The rebuild split by root child into `parts` groups on the worker pool, as the engine does
+// for large structures.
+void BM_RebuildParallel(benchmark::State& state) {
+  const auto flat = mtc::detail::flatten(batch(static_cast<int>(state.range(0))));
+  const auto& children = flat.skeleton.root_children;
+  const int64_t parts = state.range(1);
+  auto& pool = mtc::detail::WorkerPool::instance();
+  for (auto _ : state) {
+    std::vector<c10::IValue> built(children.size());
+    pool.parallel_for(parts, [&](int64_t p) {
+      for (size_t c = static_cast<size_t>(p); c < children.size(); c += static_cast<size_t>(parts))
+        built[c] = mtc::detail::rebuild_child(flat.skeleton, flat.leaves, c);
+    });
+    benchmark::DoNotOptimize(mtc::detail::assemble_root(flat.skeleton, std::move(built)));
+  }
 }
 
 // A competent user's per-tensor baseline: a recursive map calling .to() on every leaf.
@@ -197,6 +215,7 @@ BENCHMARK(BM_Plan)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StagingFill)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CreateOutputs)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Rebuild)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_RebuildParallel)->Args({1, 1})->Args({1, 2})->Args({8, 1})->Args({8, 2})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EngineCopy<Direction::kHostToDevice>)->Apply(engine_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Args({1, 7})->Args({8, 7})->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PerTensorTo<Direction::kHostToDevice>)->Arg(1)->Arg(8)->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
