@@ -17,10 +17,11 @@
 
 namespace mtc::detail {
 namespace {
-// Below this many leaves, splitting output creation and rebuild across workers costs more
-// than it saves: on the H200 host, 528 leaves took as long split five ways as on one thread
-// (the threads contend on shared reference counts, such as TensorType's), 4,224 leaves 1.7x
-// less time.
+// Below this many leaves, splitting output creation and rebuild across workers does not pay:
+// on the H200 hosts 528 leaves took as long split five ways as on one thread (the threads
+// contend on shared reference counts, such as TensorType's, and on the allocator). Above it
+// the evidence is mixed (results/NOTES.md): whole 4,224-leaf copies were faster with the split
+// than the first serial engine, the rebuild alone in two parts was not.
 constexpr size_t kParallelBuildLeaves = 1024;
 }  // namespace
 
@@ -54,9 +55,6 @@ double micros_since(std::chrono::steady_clock::time_point& since) {
 void CopyJob::run_routes() {
   auto clock = created_;
   stats_.queued_us = micros_since(clock);
-  // Large copies split their work across workers: get sleeping ones spinning now, so they
-  // are awake by the time the parts are queued.
-  WorkerPool::instance().wake_all();
   {
     MTC_RANGE(traverse, "traverse");
     flat_ = flatten(input_);
@@ -64,6 +62,9 @@ void CopyJob::run_routes() {
   }
   stats_.traverse_us = micros_since(clock);
   std::vector<at::Tensor>& inputs = flat_.leaves;
+  // The outputs will be built in parts: get sleeping workers spinning now, so they are awake
+  // by the time the parts are queued, after the routes.
+  if (inputs.size() >= kParallelBuildLeaves) WorkerPool::instance().wake_all();
   std::vector<at::Tensor>& outputs = outputs_;
   outputs.resize(inputs.size());
   views_.resize(inputs.size());
