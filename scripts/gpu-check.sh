@@ -3,10 +3,12 @@
 # engine micro-benchmarks, the main benchmark, and (when nsys can write reports) a short
 # Nsight Systems capture. Reports go to the folder given as the first argument.
 #
-#   scripts/gpu-check.sh OUT_DIR [quick]
+#   scripts/gpu-check.sh OUT_DIR [quick|bench]
 #
-# "quick" skips the main benchmark's full run and the profile. At most eight files are
-# written to OUT_DIR (the device tool returns no more).
+# "quick" skips the main benchmark's full run and the profile. "bench" builds only the two
+# benchmark programs and runs the CPU->GPU copy benchmarks (the engine's micro-benchmarks of
+# whole copies and the walk, and mtc-bench's h2d cases): a fast check of a performance change,
+# no tests. At most eight files are written to OUT_DIR (the device tool returns no more).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR [quick]}"
@@ -23,9 +25,25 @@ step() { echo "=== $* ($(date -u +%T))"; }
   nproc; python3 -c 'import torch;print("torch", torch.__version__)'
   step "build"
   # shellcheck disable=SC2086
+  [[ "$mode" == bench ]] && export MTC_TARGETS="mtc_engine_bench mtc-bench"
   bash scripts/build.sh -DMTC_WERROR=ON ${MTC_CMAKE_ARGS:-} || status=1
 } > "$out/build.log" 2>&1
 tail -5 "$out/build.log"
+
+if [[ "$mode" == bench ]]; then
+  step "engine micro-benchmarks, CPU->GPU"
+  "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_filter='BM_Walk|BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15)/|BM_PerTensorTo<Direction::kHostToDevice>' \
+    --benchmark_out="$out/engine_bench.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
+  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/engine_bench.json" | tee "$out/engine_bench.md"
+  step "mtc-bench, CPU->GPU"
+  "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --direction h2d \
+    --strategy to,memcpy_batch,engine --json "$out/streampetr-h2d.json" --md "$out/streampetr-h2d.md" \
+    --quiet || status=1
+  cat "$out/streampetr-h2d.md"
+  step "done (status $status)"
+  exit $status
+fi
 
 step "tests" | tee "$out/tests.log"
 for t in "$MTC_BUILD_DIR"/tests/*/mtc_*_tests; do

@@ -1,12 +1,12 @@
-// Google Benchmark binary for the engine's steps (flatten, plan, staging fill, output creation,
-// rebuild) and for whole copies beside the per-tensor .to() baseline, so each step's cost can
+// Google Benchmark binary for the engine's steps (the walk, plan, staging fill, output
+// creation) and for whole copies beside the per-tensor .to() baseline, so each step's cost can
 // be tracked over time. Argument = batch multiplier: 1 -> 528 tensors, 8 -> 4,224 tensors.
+#include "detail/leaf_router.h"
 #include "detail/outputs.h"
 #include "detail/pack_plan.h"
 #include "detail/pinned_pool.h"
 #include "detail/staging.h"
 #include "detail/structure.h"
-#include "detail/worker_pool.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
 
@@ -15,6 +15,7 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <thread>
@@ -33,6 +34,25 @@ const c10::IValue& batch(int repeat) {
   return it->second;
 }
 
+// The tensor leaves of a structure, in order.
+void collect_leaves(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) {
+    out.push_back(v.toTensor());
+  } else if (v.isList()) {
+    for (const auto& item : v.toListRef()) collect_leaves(item, out);
+  } else if (v.isTuple()) {
+    for (const auto& item : v.toTupleRef().elements()) collect_leaves(item, out);
+  } else if (v.isGenericDict()) {
+    for (const auto& e : v.toGenericDict()) collect_leaves(e.value(), out);
+  }
+}
+
+std::vector<at::Tensor> leaves_of(int repeat) {
+  std::vector<at::Tensor> out;
+  collect_leaves(batch(repeat), out);
+  return out;
+}
+
 std::vector<mtc::detail::PackCandidate> candidates(const std::vector<at::Tensor>& leaves) {
   std::vector<mtc::detail::PackCandidate> out;
   for (size_t i = 0; i < leaves.size(); ++i)
@@ -41,21 +61,33 @@ std::vector<mtc::detail::PackCandidate> candidates(const std::vector<at::Tensor>
   return out;
 }
 
-void BM_Flatten(benchmark::State& state) {
+// The engine's walk with its own policy: new containers, packing plan and packed output views
+// (to a CUDA target: no CUDA call happens in the walk, so this runs without a GPU too), or for a
+// CPU target new containers around the same tensors. Second argument: 1 CUDA, 0 CPU target.
+void BM_Walk(benchmark::State& state) {
   const c10::IValue& data = batch(static_cast<int>(state.range(0)));
-  for (auto _ : state) benchmark::DoNotOptimize(mtc::detail::flatten(data));
+  const c10::Device target = state.range(1) ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  const mtc::CopyOptions options;
+  for (auto _ : state) {
+    mtc::CopyStats stats;
+    mtc::detail::LeafRouter router(target, options, stats);
+    c10::IValue result;
+    mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(data, result);
+    benchmark::DoNotOptimize(result);
+  }
 }
 
 void BM_Plan(benchmark::State& state) {
-  const auto flat = mtc::detail::flatten(batch(static_cast<int>(state.range(0))));
-  const auto c = candidates(flat.leaves);
+  const auto c = candidates(leaves_of(static_cast<int>(state.range(0))));
   for (auto _ : state) benchmark::DoNotOptimize(mtc::detail::plan_packing(c, 16, 32 << 20));
 }
 
 void BM_StagingFill(benchmark::State& state) {
-  const auto flat = mtc::detail::flatten(batch(static_cast<int>(state.range(0))));
-  const auto plan = mtc::detail::plan_packing(candidates(flat.leaves), 16, 32 << 20);
-  std::vector<int64_t> offsets{0};
+  const auto leaves = leaves_of(static_cast<int>(state.range(0)));
+  const auto plan = mtc::detail::plan_packing(candidates(leaves), 16, 32 << 20);
+  std::vector<mtc::detail::StagingCopy> copies;
+  for (const auto& item : plan.items)
+    copies.push_back({leaves[item.leaf].const_data_ptr(), item.offset, item.bytes});
   const int64_t bytes = plan.chunks.at(0).bytes;
   // Pinned when a GPU is there (what the engine fills), plain host memory otherwise.
   std::vector<std::byte> plain;
@@ -69,48 +101,27 @@ void BM_StagingFill(benchmark::State& state) {
     dst = plain.data();
   }
   for (auto _ : state) {
-    mtc::detail::fill_packed(plan, offsets, flat.leaves, dst);
+    mtc::detail::fill_staging(copies, dst);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * bytes);
   if (block) mtc::detail::PinnedPool::instance().release(block);
 }
 
+// Output views alone (part of the walk): a TensorImpl per packed tensor on a shared storage.
 void BM_CreateOutputs(benchmark::State& state) {
-  const auto flat = mtc::detail::flatten(batch(static_cast<int>(state.range(0))));
-  const auto plan = mtc::detail::plan_packing(candidates(flat.leaves), 16, 32 << 20);
+  const auto leaves = leaves_of(static_cast<int>(state.range(0)));
+  const auto plan = mtc::detail::plan_packing(candidates(leaves), 16, 32 << 20);
   const auto device = has_gpu() ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   const at::Tensor chunk =
       at::empty({plan.chunks.at(0).bytes}, at::TensorOptions().dtype(at::kByte).device(device));
-  std::vector<at::Tensor> outputs(flat.leaves.size());
+  std::vector<at::Tensor> outputs(leaves.size());
   for (auto _ : state) {
     for (const auto& item : plan.items)
-      outputs[item.leaf] = mtc::detail::make_view(chunk.storage(), item.offset, flat.leaves[item.leaf]);
+      outputs[item.leaf] = mtc::detail::make_view(chunk.storage(), item.offset, leaves[item.leaf]);
     benchmark::DoNotOptimize(outputs.data());
   }
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(plan.items.size()));
-}
-
-void BM_Rebuild(benchmark::State& state) {
-  const auto flat = mtc::detail::flatten(batch(static_cast<int>(state.range(0))));
-  for (auto _ : state) benchmark::DoNotOptimize(mtc::detail::rebuild(flat.skeleton, flat.leaves));
-}
-
-// The rebuild split by root child into `parts` groups on the worker pool, as the engine does
-// for large structures.
-void BM_RebuildParallel(benchmark::State& state) {
-  const auto flat = mtc::detail::flatten(batch(static_cast<int>(state.range(0))));
-  const auto& children = flat.skeleton.root_children;
-  const int64_t parts = state.range(1);
-  auto& pool = mtc::detail::WorkerPool::instance();
-  for (auto _ : state) {
-    std::vector<c10::IValue> built(children.size());
-    pool.parallel_for(parts, [&](int64_t p) {
-      for (size_t c = static_cast<size_t>(p); c < children.size(); c += static_cast<size_t>(parts))
-        built[c] = mtc::detail::rebuild_child(flat.skeleton, flat.leaves, c);
-    });
-    benchmark::DoNotOptimize(mtc::detail::assemble_root(flat.skeleton, std::move(built)));
-  }
 }
 
 // A competent user's per-tensor baseline: a recursive map calling .to() on every leaf.
@@ -143,6 +154,16 @@ c10::IValue source(int repeat, bool on_gpu) {
   return it->second;
 }
 
+// Google Benchmark reports the mean of the iterations; mtc-bench reports medians. The median
+// of the iterations as a counter makes the two comparable (a few slow iterations, such as a
+// worker that had gone to sleep, move the mean, not the median).
+void report_median(benchmark::State& state, std::vector<double>& seconds) {
+  if (seconds.empty()) return;
+  const auto mid = seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2);
+  std::nth_element(seconds.begin(), mid, seconds.end());
+  state.counters["median_us"] = *mid * 1e6;
+}
+
 enum class Direction { kHostToDevice, kDeviceToHost };
 
 template <Direction dir>
@@ -151,12 +172,15 @@ void BM_PerTensorTo(benchmark::State& state) {
   const bool h2d = dir == Direction::kHostToDevice;
   const c10::IValue data = source(static_cast<int>(state.range(0)), !h2d);
   const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  std::vector<double> seconds;
   for (auto _ : state) {
     const auto t0 = Clock::now();
     c10::IValue out = map_to(data, target);
     cudaDeviceSynchronize();
-    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - t0).count());
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    state.SetIterationTime(seconds.back());
   }
+  report_median(state, seconds);
 }
 
 // Whole copies: start_copy until get() returned (data on the target). The counter start_us is
@@ -175,6 +199,7 @@ void BM_EngineCopy(benchmark::State& state) {
   // (a training step's one copy), instead of back-to-back copies that find them spinning.
   const bool idle_gap = state.range(1) & 8;
   double start_seconds = 0;
+  std::vector<double> seconds;
   mtc::CopyStats sum;
   for (auto _ : state) {
     if (idle_gap) std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -183,7 +208,8 @@ void BM_EngineCopy(benchmark::State& state) {
     const auto t1 = Clock::now();
     c10::IValue out = handle.get();
     const auto t2 = Clock::now();
-    state.SetIterationTime(std::chrono::duration<double>(t2 - t0).count());
+    seconds.push_back(std::chrono::duration<double>(t2 - t0).count());
+    state.SetIterationTime(seconds.back());
     start_seconds += std::chrono::duration<double>(t1 - t0).count();
     const mtc::CopyStats s = handle.stats();
     sum.queued_us += s.queued_us;
@@ -197,6 +223,7 @@ void BM_EngineCopy(benchmark::State& state) {
   state.counters["traverse_us"] = sum.traverse_us / n;
   state.counters["submit_us"] = sum.submit_us / n;
   state.counters["outputs_us"] = sum.outputs_us / n;
+  report_median(state, seconds);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -210,12 +237,10 @@ void engine_args(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(BM_Flatten)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Walk)->Args({1, 1})->Args({8, 1})->Args({1, 0})->Args({8, 0})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Plan)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StagingFill)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CreateOutputs)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_Rebuild)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_RebuildParallel)->Args({1, 1})->Args({1, 2})->Args({8, 1})->Args({8, 2})->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EngineCopy<Direction::kHostToDevice>)->Apply(engine_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Args({1, 7})->Args({8, 7})->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PerTensorTo<Direction::kHostToDevice>)->Arg(1)->Arg(8)->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);

@@ -8,6 +8,8 @@
 #include "detail/structure.h"
 #include "mtc/copier.h"
 
+#include "structure_compare.h"
+
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
@@ -98,40 +100,10 @@ c10::IValue mixed_batch(std::vector<at::Tensor>& tensors) {
   return list;
 }
 
-// Checks that `out` has the shape of `in` with new containers; tensors compared by identity.
+// `out` has the shape of `in` with new containers, and every tensor is the input's own: a copy
+// to the CPU returns CPU tensors as they are.
 void expect_same_structure_same_tensors(const c10::IValue& out, const c10::IValue& in) {
-  ASSERT_EQ(out.tagKind(), in.tagKind());
-  if (in.isTensor()) {
-    EXPECT_TRUE(out.toTensor().is_same(in.toTensor())) << "a tensor already on the target was not reused";
-  } else if (in.isList()) {
-    EXPECT_FALSE(out.is(in)) << "the output must be a new list";
-    EXPECT_EQ(*out.toList().elementType(), *in.toList().elementType());
-    ASSERT_EQ(out.toList().size(), in.toList().size());
-    for (size_t i = 0; i < in.toList().size(); ++i)
-      expect_same_structure_same_tensors(out.toList().get(i), in.toList().get(i));
-  } else if (in.isTuple()) {
-    EXPECT_FALSE(out.is(in)) << "the output must be a new tuple";
-    const auto& a = out.toTupleRef().elements();
-    const auto& b = in.toTupleRef().elements();
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i) expect_same_structure_same_tensors(a[i], b[i]);
-  } else if (in.isGenericDict()) {
-    EXPECT_FALSE(out.is(in)) << "the output must be a new dict";
-    const auto a = out.toGenericDict();
-    const auto b = in.toGenericDict();
-    EXPECT_EQ(*a.keyType(), *b.keyType());
-    EXPECT_EQ(*a.valueType(), *b.valueType());
-    ASSERT_EQ(a.size(), b.size());
-    auto ia = a.begin();
-    for (auto ib = b.begin(); ib != b.end(); ++ib, ++ia) {
-      EXPECT_TRUE(ia->key() == ib->key());
-      expect_same_structure_same_tensors(ia->value(), ib->value());
-    }
-  } else if (in.isNone()) {
-    EXPECT_TRUE(out.isNone());
-  } else {
-    EXPECT_TRUE(out == in) << "passthrough leaf changed: " << in.tagKind();
-  }
+  mtc::test::expect_same_structure(out, in, mtc::test::expect_same_tensor);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -484,9 +456,9 @@ std::vector<at::Tensor> random_tensors(const std::vector<std::pair<int64_t, at::
   return out;
 }
 
-// fill_packed must put each tensor's bytes at its planned place and touch nothing else, on one
+// fill_staging must put each tensor's bytes at its planned place and touch nothing else, on one
 // thread (small totals) and split across the worker pool (>= kParallelFillBytes).
-TEST(Staging, FillPackedPlacesEveryItemAndNothingElse) {
+TEST(Staging, FillStagingPlacesEveryItemAndNothingElse) {
   using namespace mtc::detail;
   for (const int64_t scale : {int64_t{1}, int64_t{40}}) {
     SCOPED_TRACE(::testing::Message() << "scale " << scale);
@@ -513,8 +485,11 @@ TEST(Staging, FillPackedPlacesEveryItemAndNothingElse) {
     } else {
       EXPECT_LT(payload, kParallelFillBytes);
     }
+    std::vector<StagingCopy> copies;
+    for (const PackItem& item : plan.items)
+      copies.push_back({inputs[item.leaf].const_data_ptr(), chunk_offsets[item.chunk] + item.offset, item.bytes});
     std::vector<std::byte> buffer(static_cast<size_t>(total), std::byte{0xCD});
-    fill_packed(plan, chunk_offsets, inputs, buffer.data());
+    fill_staging(copies, buffer.data());
     std::vector<bool> covered(buffer.size(), false);
     for (const PackItem& item : plan.items) {
       const int64_t at_byte = chunk_offsets[item.chunk] + item.offset;

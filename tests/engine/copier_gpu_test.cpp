@@ -2,7 +2,10 @@
 // Every test skips (with the reason shown) on a machine without a CUDA device.
 #include "detail/pinned_pool.h"
 #include "detail/structure.h"
+#include "detail/worker_pool.h"
 #include "mtc/copier.h"
+
+#include "structure_compare.h"
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
@@ -45,6 +48,7 @@ using mtc::CopyOptions;
 using mtc::CopyStats;
 using mtc::start_copy;
 using mtc::detail::PinnedPool;
+using mtc::test::tensors_of;
 
 constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * 1024;
@@ -91,9 +95,7 @@ std::vector<uint8_t> bytes_of(const at::Tensor& t) {
 
 // Same dtype, sizes, device and bits. Strides too where the input layout is dense (the
 // engine keeps dense layouts and makes others contiguous).
-void expect_copy_of(const at::Tensor& out, const at::Tensor& in, const c10::Device& target,
-                    const std::string& what = "") {
-  SCOPED_TRACE(what);
+void expect_copy_of(const at::Tensor& out, const at::Tensor& in, const c10::Device& target) {
   ASSERT_EQ(out.defined(), in.defined());
   if (!in.defined()) return;
   EXPECT_EQ(out.device(), target);
@@ -107,67 +109,16 @@ void expect_copy_of(const at::Tensor& out, const at::Tensor& in, const c10::Devi
   EXPECT_TRUE(bytes_of(out) == bytes_of(in)) << "values differ";
 }
 
-// Walks both structures: same kinds, keys, passthrough leaves, new containers; tensor leaves
-// already on the target are the very same tensors, the others copies of them.
-void expect_structure_copy(const c10::IValue& out, const c10::IValue& in, const c10::Device& target,
-                           const std::string& path = "root") {
-  SCOPED_TRACE(path);
-  ASSERT_EQ(out.tagKind(), in.tagKind());
-  if (in.isTensor()) {
-    const at::Tensor& t = in.toTensor();
-    if (t.defined() && t.device() == target) {
-      EXPECT_TRUE(out.toTensor().is_same(t)) << "a tensor already on the target was not reused";
+// `out` has the shape of `in` with new containers; tensor leaves already on the target are the
+// very same tensors, the others copies of them.
+void expect_structure_copy(const c10::IValue& out, const c10::IValue& in, const c10::Device& target) {
+  mtc::test::expect_same_structure(out, in, [&target](const at::Tensor& o, const at::Tensor& i, size_t) {
+    if (i.defined() && i.device() == target) {
+      EXPECT_TRUE(o.is_same(i)) << "a tensor already on the target was not reused";
     } else {
-      expect_copy_of(out.toTensor(), t, target, path);
+      expect_copy_of(o, i, target);
     }
-  } else if (in.isList()) {
-    EXPECT_FALSE(out.is(in));
-    EXPECT_EQ(*out.toList().elementType(), *in.toList().elementType());
-    ASSERT_EQ(out.toList().size(), in.toList().size());
-    for (size_t i = 0; i < in.toList().size(); ++i)
-      expect_structure_copy(out.toList().get(i), in.toList().get(i), target, path + "[" + std::to_string(i) + "]");
-  } else if (in.isTuple()) {
-    EXPECT_FALSE(out.is(in));
-    const auto& a = out.toTupleRef().elements();
-    const auto& b = in.toTupleRef().elements();
-    ASSERT_EQ(a.size(), b.size());
-    for (size_t i = 0; i < a.size(); ++i)
-      expect_structure_copy(a[i], b[i], target, path + "(" + std::to_string(i) + ")");
-  } else if (in.isGenericDict()) {
-    EXPECT_FALSE(out.is(in));
-    const auto a = out.toGenericDict();
-    const auto b = in.toGenericDict();
-    EXPECT_EQ(*a.keyType(), *b.keyType());
-    EXPECT_EQ(*a.valueType(), *b.valueType());
-    ASSERT_EQ(a.size(), b.size());
-    auto ia = a.begin();
-    for (auto ib = b.begin(); ib != b.end(); ++ib, ++ia) {
-      EXPECT_TRUE(ia->key() == ib->key());
-      expect_structure_copy(ia->value(), ib->value(), target, path + "{" + ib->key().tagKind() + "}");
-    }
-  } else if (in.isNone()) {
-    EXPECT_TRUE(out.isNone());
-  } else {
-    EXPECT_TRUE(out == in) << "passthrough leaf changed";
-  }
-}
-
-void collect_tensors(const c10::IValue& v, std::vector<at::Tensor>& out) {
-  if (v.isTensor()) {
-    out.push_back(v.toTensor());
-  } else if (v.isList()) {
-    for (const c10::IValue& e : v.toListRef()) collect_tensors(e, out);
-  } else if (v.isTuple()) {
-    for (const c10::IValue& e : v.toTupleRef().elements()) collect_tensors(e, out);
-  } else if (v.isGenericDict()) {
-    for (const auto& e : v.toGenericDict()) collect_tensors(e.value(), out);
-  }
-}
-
-std::vector<at::Tensor> tensors_of(const c10::IValue& v) {
-  std::vector<at::Tensor> out;
-  collect_tensors(v, out);
-  return out;
+  });
 }
 
 // The same structure with every tensor replaced by fn(tensor).
@@ -805,6 +756,69 @@ INSTANTIATE_TEST_SUITE_P(AllOptions, OptionCombinations,
 
 // Staging of a large pageable tensor goes through pinned slots taken from the pool; the stats
 // say pinned_bytes is "staging bytes taken from the pinned pool".
+// A structure whose first root element suggests >= 1,024 leaves is walked in groups of root
+// elements on the pool, each group with its own chunk. Packed, deferred (non-contiguous, over
+// 256 KiB, zero-size) and reused leaves, nested and directly under the root, of every root kind,
+// must all land where they belong.
+TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
+  constexpr int kElements = 64;
+  auto element = [](int i) -> c10::IValue {
+    if (i % 7 == 3) {
+      // Tensors directly under the root: packed, and deferred.
+      return i % 2 ? random_tensor(at::kFloat, {5, 3}).t() : random_tensor(at::kInt, {i + 1});
+    }
+    c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+    int k = 0;
+    for (int round = 0; round < 2; ++round) {
+      for (const at::ScalarType dtype : all_dtypes()) {
+        ++k;
+        d.insert(std::to_string(k) += "t", random_tensor(dtype, {(i + k) % 9 + 1}));
+      }
+    }
+    d.insert(std::string("strided"), random_tensor(at::kLong, {12}).slice(0, 0, 12, 3));
+    d.insert(std::string("empty"), at::empty({0, 4}));
+    if (i % 16 == 0) d.insert(std::string("over_256KiB"), random_tensor(at::kFloat, {70 * 1024}));
+    d.insert(std::string("on_gpu"), random_tensor(at::kHalf, {3}, kCuda0));
+    d.insert(std::string("label"), std::to_string(i) += " label");
+    return d;
+  };
+  std::vector<c10::IValue> elements;
+  for (int i = 0; i < kElements; ++i) elements.push_back(element(i));
+  std::vector<c10::IValue> roots;
+  {
+    c10::impl::GenericList l(c10::AnyType::get());
+    for (const auto& e : elements) l.push_back(e);
+    roots.push_back(l);
+  }
+  roots.push_back(c10::ivalue::Tuple::create(elements));
+  {
+    c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+    for (size_t i = 0; i < elements.size(); ++i) d.insert(std::to_string(elements.size() - i) += "k", elements[i]);
+    roots.push_back(d);
+  }
+  const bool parallel = mtc::detail::WorkerPool::instance().size() > 0;
+  for (const c10::IValue& root : roots) {
+    const std::vector<at::Tensor> leaves = tensors_of(root);
+    ASSERT_GE(leaves.size(), 1024u);
+    for (const bool background : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << root.tagKind() << ", background " << background);
+      CopyOptions options;
+      options.use_background_thread = background;
+      CopyHandle h = start_copy(root, kCuda0, options);
+      expect_structure_copy(h.get(), root, kCuda0);
+      const CopyStats s = h.stats();
+      EXPECT_EQ(s.tensors, static_cast<int64_t>(leaves.size()));
+      EXPECT_EQ(s.bytes, total_bytes(leaves));
+      EXPECT_EQ(s.reused, expected_reused(leaves, kCuda0));
+      EXPECT_EQ(s.packed, expected_packed(leaves, kCuda0, options));
+      EXPECT_EQ(s.packed + s.per_tensor + s.reused, s.tensors);
+      if (parallel) {
+        EXPECT_GE(s.chunks, 2) << "the walk was not split";
+      }
+    }
+  }
+}
+
 TEST_F(GpuTest, PinnedBytesCountTheStagingOfLargeTensors) {
   for (const c10::Device& source : {kCpu, kCuda0}) {
     const c10::Device target = source.is_cpu() ? kCuda0 : kCpu;

@@ -1,6 +1,7 @@
 #include "detail/copy_job.h"
 
 #include "detail/outputs.h"
+#include "detail/structure.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
 
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <map>
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -17,12 +19,10 @@
 
 namespace mtc::detail {
 namespace {
-// Below this many leaves, splitting output creation and rebuild across workers does not pay:
-// on the H200 hosts 528 leaves took as long split five ways as on one thread (the threads
-// contend on shared reference counts, such as TensorType's, and on the allocator). Above it
-// the evidence is mixed (results/NOTES.md): whole 4,224-leaf copies were faster with the split
-// than the first serial engine, the rebuild alone in two parts was not.
-constexpr size_t kParallelBuildLeaves = 1024;
+// A structure whose first root element suggests at least this many leaves in all is walked in
+// parts on the worker pool. Below it, handing parts to other threads costs more than it saves
+// (results/NOTES.md).
+constexpr int64_t kParallelWalkLeaves = 1024;
 }  // namespace
 
 void CapturedStreams::add(c10::DeviceIndex device) {
@@ -39,7 +39,11 @@ c10::cuda::CUDAStream CapturedStreams::of(c10::DeviceIndex device) const {
 
 CopyJob::CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
                  CapturedStreams streams)
-    : input_(std::move(input)), target_(target), options_(options), streams_(std::move(streams)) {}
+    : input_(std::move(input)),
+      target_(target),
+      options_(options),
+      streams_(std::move(streams)),
+      router_(target, options_, stats_) {}
 
 CopyJob::~CopyJob() { wait_noexcept(); }
 
@@ -52,47 +56,74 @@ double micros_since(std::chrono::steady_clock::time_point& since) {
 }
 }  // namespace
 
+void CopyJob::walk() {
+  MTC_RANGE(traverse, "traverse");
+  using Copier = StructureCopier<LeafRouter>;
+  if (!Copier::is_container(input_)) {
+    Copier(router_).copy(input_, result_);
+    return;
+  }
+  // The root's elements are copied one by one and the root assembled around them. The first
+  // element tells how large the structure probably is; a large one is split into groups of
+  // consecutive elements, each group walked by its own router (its own chunks, so threads do
+  // not share a storage's reference count) on the pool.
+  const std::vector<const c10::IValue*> elements = Copier::elements_of(input_);
+  const size_t n = elements.size();
+  std::vector<c10::IValue> built(n);
+  Copier first(router_);
+  if (n > 0) built[0] = first.copy_element(*elements[0], 0);
+  WorkerPool& pool = WorkerPool::instance();
+  const auto parts = static_cast<int64_t>(std::min<size_t>(static_cast<size_t>(pool.size()) + 1, n - (n > 0)));
+  if (parts < 2 || stats_.tensors * static_cast<int64_t>(n) < kParallelWalkLeaves) {
+    for (size_t i = 1; i < n; ++i) built[i] = first.copy_element(*elements[i], static_cast<uint32_t>(i));
+    result_ = Copier::assemble(input_, built);
+    first.place_elements(result_);
+    return;
+  }
+  std::vector<CopyStats> part_stats(static_cast<size_t>(parts));
+  std::deque<LeafRouter> routers;  // parts 1.. (part 0 is router_, with `first`)
+  std::deque<Copier> copiers;
+  for (int64_t p = 1; p < parts; ++p) copiers.emplace_back(routers.emplace_back(target_, options_, part_stats[p]));
+  auto router_of = [&](int64_t p) -> LeafRouter& { return p == 0 ? router_ : routers[static_cast<size_t>(p - 1)]; };
+  auto copier_of = [&](int64_t p) -> Copier& { return p == 0 ? first : copiers[static_cast<size_t>(p - 1)]; };
+  // Elements [1, n) in `parts` consecutive groups.
+  const size_t rest = n - 1;
+  auto group_start = [&](int64_t p) { return 1 + rest * static_cast<size_t>(p) / static_cast<size_t>(parts); };
+  pool.parallel_for(parts, [&](int64_t p) {
+    for (size_t i = group_start(p); i < group_start(p + 1); ++i) {
+      router_of(p).begin_element(static_cast<int64_t>(i));
+      built[i] = copier_of(p).copy_element(*elements[i], static_cast<uint32_t>(i));
+    }
+  });
+  result_ = Copier::assemble(input_, built);
+  for (int64_t p = 0; p < parts; ++p) copier_of(p).place_elements(result_);
+  for (LeafRouter& router : routers) router_.absorb(router);
+}
+
 void CopyJob::run_routes() {
   auto clock = created_;
   stats_.queued_us = micros_since(clock);
-  {
-    MTC_RANGE(traverse, "traverse");
-    flat_ = flatten(input_);
-    input_ = c10::IValue();
-  }
+  walk();
   stats_.traverse_us = micros_since(clock);
-  std::vector<at::Tensor>& inputs = flat_.leaves;
-  // The outputs will be built in parts: get sleeping workers spinning now, so they are awake
-  // by the time the parts are queued, after the routes.
-  if (inputs.size() >= kParallelBuildLeaves) WorkerPool::instance().wake_all();
-  std::vector<at::Tensor>& outputs = outputs_;
-  outputs.resize(inputs.size());
-  views_.resize(inputs.size());
+
+  const std::vector<at::Tensor>& deferred = router_.deferred();
+  PackedChunks& packed = router_.packed();
+  outputs_.resize(deferred.size());
+  views_.resize(deferred.size());
   std::vector<int64_t> to_device;
   std::map<c10::DeviceIndex, std::vector<int64_t>> from_device;  // by source device
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    const at::Tensor& t = inputs[i];
-    if (t.defined()) {
-      TORCH_CHECK(t.layout() == c10::kStrided, "mtc: tensor leaf ", i, " has layout ", t.layout(),
-                  "; only strided tensors can be copied");
-      TORCH_CHECK(t.is_cpu() || t.is_cuda(), "mtc: tensor leaf ", i, " is on ", t.device().str(),
-                  "; only cpu and cuda tensors can be copied");
-    }
-    if (!t.defined() || t.device() == target_) {
-      outputs[i] = t;
-      ++stats_.reused;
-    } else if (t.is_cpu()) {
+  for (size_t i = 0; i < deferred.size(); ++i) {
+    const at::Tensor& t = deferred[i];
+    if (t.is_cpu()) {
       to_device.push_back(static_cast<int64_t>(i));
     } else {
       from_device[t.device().index()].push_back(static_cast<int64_t>(i));
     }
-    if (t.defined()) stats_.bytes += static_cast<int64_t>(t.nbytes());
   }
-  stats_.tensors = static_cast<int64_t>(inputs.size());
-
-  RouteContext ctx{options_, target_, inputs,   outputs,     views_,
-                   storages_, stats_, completion_, streams_};
-  if (!to_device.empty()) copy_host_to_device(ctx, to_device);
+  RouteContext ctx{options_, target_, deferred, outputs_,    views_,
+                   storages_, stats_,  completion_, streams_};
+  // CPU leaves are deferred only for a CUDA target (for a CPU one they are returned as they are).
+  if (!packed.chunks.empty() || !to_device.empty()) copy_host_to_device(ctx, packed, to_device);
   for (const auto& [source, leaves] : from_device) {
     if (target_.is_cpu()) {
       copy_device_to_host(ctx, source, leaves);
@@ -101,47 +132,25 @@ void CopyJob::run_routes() {
     }
   }
   stats_.submit_us = micros_since(clock);
-  build_result();
+  place_outputs();
   stats_.outputs_us = micros_since(clock);
-  flat_.skeleton.clear();
-  outputs.clear();
+  outputs_.clear();
   views_.clear();
   storages_.clear();
 }
 
-void CopyJob::build_result() {
+void CopyJob::place_outputs() {
   MTC_RANGE(outputs, "create outputs");
-  const Skeleton& skeleton = flat_.skeleton;
-  const std::vector<at::Tensor>& inputs = flat_.leaves;
-  auto materialize = [&](size_t first, size_t last) {
-    for (size_t i = first; i < last; ++i) {
-      const DeferredView& v = views_[i];
-      if (v.storage >= 0) outputs_[i] = make_view(storages_[v.storage], v.byte_offset, inputs[i]);
+  const std::vector<at::Tensor>& deferred = router_.deferred();
+  const std::vector<c10::IValue*>& slots = router_.slots();
+  for (size_t i = 0; i < deferred.size(); ++i) {
+    const DeferredView& v = views_[i];
+    if (v.storage >= 0) {
+      *slots[i] = make_view(storages_[v.storage], v.byte_offset, deferred[i]);
+    } else {
+      *slots[i] = std::move(outputs_[i]);
     }
-  };
-  WorkerPool& pool = WorkerPool::instance();
-  const size_t children = skeleton.root_children.size();
-  const size_t parts = std::min<size_t>(pool.size() + 1, children);
-  if (inputs.size() < kParallelBuildLeaves || parts < 2) {
-    materialize(0, inputs.size());
-    result_ = rebuild(skeleton, outputs_);
-    return;
   }
-  // Groups of consecutive root children holding about the same number of leaves.
-  std::vector<size_t> bounds{0};
-  for (size_t c = 1; c < children && bounds.size() < parts; ++c) {
-    if (skeleton.root_children[c].leaf * parts >= inputs.size() * bounds.size()) bounds.push_back(c);
-  }
-  bounds.push_back(children);
-  std::vector<c10::IValue> built(children);
-  auto leaf_of = [&](size_t child) {
-    return child < children ? static_cast<size_t>(skeleton.root_children[child].leaf) : inputs.size();
-  };
-  pool.parallel_for(static_cast<int64_t>(bounds.size() - 1), [&](int64_t p) {
-    materialize(leaf_of(bounds[p]), leaf_of(bounds[p + 1]));
-    for (size_t c = bounds[p]; c < bounds[p + 1]; ++c) built[c] = rebuild_child(skeleton, outputs_, c);
-  });
-  result_ = assemble_root(skeleton, std::move(built));
 }
 
 void CopyJob::run() noexcept {
@@ -155,6 +164,7 @@ void CopyJob::run() noexcept {
     // before anything is released.
     sync_streams_noexcept();
     completion_.wait_noexcept();
+    result_ = c10::IValue();
     outputs_.clear();
     state_.store(kFailed, std::memory_order_release);
   }

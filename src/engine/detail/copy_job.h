@@ -1,10 +1,10 @@
-// One copy in flight: its flattened input, its routes' results and its completion. Shared by
+// One copy in flight: its input, the new structure, its routes' results and its completion. Shared by
 // the handle and, while it runs, the worker that orchestrates it.
 #pragma once
 
 #include "detail/completion.h"
+#include "detail/leaf_router.h"
 #include "detail/routes.h"
-#include "detail/structure.h"
 #include "mtc/copier.h"
 
 #include <ATen/core/ivalue.h>
@@ -36,24 +36,26 @@ class CopyJob {
  private:
   enum State : int { kPending = 0, kSubmitted = 1, kFailed = 2 };
   void run_routes();
-  // Creates the deferred views and rebuilds the structure, split across workers when large.
+  // Builds result_ with router_ as the policy, in parts on the pool for large structures.
+  void walk();
+  // Puts the routes' outputs (and the deferred views) into their slots.
+  void place_outputs();
   int wait_submitted() const;
   void sync_streams_noexcept() noexcept;
 
-  c10::IValue input_;  // until flattened
-  FlatStructure flat_;
+  c10::IValue input_;  // kept to the end: the walk records pointers into its tensors
   c10::Device target_;
   CopyOptions options_;
   CapturedStreams streams_;
-  void build_result();
 
-  std::vector<at::Tensor> outputs_;    // by leaf, while the routes fill them
-  std::vector<DeferredView> views_;    // by leaf
-  std::vector<c10::Storage> storages_;
   CopyStats stats_;
+  c10::IValue result_;
+  LeafRouter router_;  // the walk's policy; holds the packed chunks and the deferred leaves
+  std::vector<at::Tensor> outputs_;    // by deferred leaf, while the routes fill them
+  std::vector<DeferredView> views_;    // by deferred leaf
+  std::vector<c10::Storage> storages_;
   Completion completion_;
   std::mutex completion_mutex_;
-  c10::IValue result_;
   std::exception_ptr error_;
   std::atomic<int> state_{kPending};
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();

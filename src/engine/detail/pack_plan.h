@@ -36,6 +36,33 @@ struct PackPlan {
 // True for the sizes the engine packs: 1 byte to kMaxPackedTensorBytes inclusive.
 bool is_packable_size(int64_t bytes);
 
+// The greedy layout, one tensor at a time: plan_packing uses it for a list of candidates, the
+// engine's walk while it discovers the tensors.
+class ChunkPacker {
+ public:
+  // Requires min_alignment >= 1 and max_chunk_bytes > 0.
+  ChunkPacker(int64_t min_alignment, int64_t max_chunk_bytes)
+      : min_alignment_(min_alignment), max_chunk_bytes_(max_chunk_bytes) {}
+
+  struct Place {
+    int64_t chunk;   // 0, 1, ...: a new chunk is opened when the tensor would end past the limit
+    int64_t offset;  // from the chunk's start
+  };
+  // True when a tensor of `bytes` fits an empty chunk; only such tensors may be added.
+  bool fits(int64_t bytes) const { return bytes <= max_chunk_bytes_; }
+  // Where a tensor of `bytes` (1 .. max_chunk_bytes) with that element size goes.
+  Place add(int64_t bytes, int64_t element_size);
+  // Chunks opened so far, and the payload of the last one (end of its last item).
+  int64_t chunks() const { return chunk_ + 1; }
+  int64_t last_chunk_bytes() const { return used_; }
+
+ private:
+  int64_t min_alignment_;
+  int64_t max_chunk_bytes_;
+  int64_t chunk_ = -1;
+  int64_t used_ = 0;
+};
+
 // Greedy, in order: each tensor starts at the next multiple of lcm(min_alignment, its
 // element size) (which is max(...) for powers of two); a chunk is closed when the next
 // tensor would end past max_chunk_bytes.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "detail/completion.h"
+#include "detail/staging.h"
 #include "mtc/copier.h"
 
 #include <ATen/core/Tensor.h>
@@ -26,8 +27,8 @@ class CapturedStreams {
   std::vector<c10::cuda::CUDAStream> streams_;
 };
 
-// An output that will be a view of a packed chunk. Views are created after every DMA is
-// queued, split across workers together with the structure rebuild.
+// An output that will be a view of a packed chunk (device-to-host, device-to-device), created
+// once every DMA is queued.
 struct DeferredView {
   int32_t storage = -1;  // index into RouteContext::storages; -1: none
   int64_t byte_offset = 0;
@@ -50,8 +51,28 @@ struct RouteContext {
   }
 };
 
-// CPU sources (pageable or pinned) to the CUDA target.
-void copy_host_to_device(RouteContext& ctx, std::span<const int64_t> leaves);
+// Small CPU tensors packed while the structure was walked. Their outputs already exist, as
+// views of chunk storages that have no device memory yet; copy_host_to_device attaches it.
+struct PackedChunks {
+  struct Chunk {
+    c10::Storage storage;    // on the target, device memory attached at submission
+    int64_t bytes = 0;       // payload
+    int64_t staging = 0;     // where the chunk starts in the staging buffer
+    size_t first_item = 0;   // its items are [first_item, next chunk's first_item)
+  };
+  std::vector<Chunk> chunks;
+  std::vector<StagingCopy> copies;     // by item: source, staging offset, bytes
+  std::vector<c10::TensorImpl*> views; // by item: the output (owned by the new structure)
+
+  // Staging bytes for all chunks, each starting at a multiple of kStagingAlignment.
+  int64_t staging_bytes() const;
+};
+
+inline constexpr int64_t kStagingAlignment = 256;
+
+// CPU sources (pageable or pinned) to the CUDA target: the chunks packed during the walk, then
+// `leaves` one by one.
+void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<const int64_t> leaves);
 // Sources on CUDA device `source` to the CPU target.
 void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source, std::span<const int64_t> leaves);
 // Sources on CUDA device `source` to a different CUDA target.

@@ -25,35 +25,33 @@ void parallel_memcpy(std::byte* dst, const std::byte* src, int64_t bytes) {
   });
 }
 
-void fill_packed(const PackPlan& plan, const std::vector<int64_t>& chunk_offsets,
-                 const std::vector<at::Tensor>& inputs, std::byte* host_base) {
+void fill_staging(std::span<const StagingCopy> copies, std::byte* host_base) {
   MTC_RANGE(stage, "stage");
-  auto copy_items = [&](size_t first, size_t last) {
+  auto copy_range = [&](size_t first, size_t last) {
     for (size_t k = first; k < last; ++k) {
-      const PackItem& item = plan.items[k];
-      std::memcpy(host_base + chunk_offsets[item.chunk] + item.offset,
-                  inputs[item.leaf].const_data_ptr(), static_cast<size_t>(item.bytes));
+      const StagingCopy& c = copies[k];
+      std::memcpy(host_base + c.dst_offset, c.src, static_cast<size_t>(c.bytes));
     }
   };
   int64_t total = 0;
-  for (const PackChunk& c : plan.chunks) total += c.bytes;
+  for (const StagingCopy& c : copies) total += c.bytes;
   WorkerPool& pool = WorkerPool::instance();
   if (total < kParallelFillBytes || pool.size() == 0) {
-    copy_items(0, plan.items.size());
+    copy_range(0, copies.size());
     return;
   }
-  // Split the items into parts of about equal bytes.
+  // Split the copies into parts of about equal bytes.
   const int64_t parts = std::min<int64_t>(pool.size() + 1, total / (kParallelFillBytes / 4));
   std::vector<size_t> bounds{0};
   int64_t acc = 0;
-  for (size_t k = 0; k < plan.items.size(); ++k) {
-    acc += plan.items[k].bytes;
-    if (acc * parts >= total * static_cast<int64_t>(bounds.size()) && k + 1 < plan.items.size())
+  for (size_t k = 0; k < copies.size(); ++k) {
+    acc += copies[k].bytes;
+    if (acc * parts >= total * static_cast<int64_t>(bounds.size()) && k + 1 < copies.size())
       bounds.push_back(k + 1);
   }
-  bounds.push_back(plan.items.size());
+  bounds.push_back(copies.size());
   pool.parallel_for(static_cast<int64_t>(bounds.size() - 1),
-                    [&](int64_t p) { copy_items(bounds[p], bounds[p + 1]); });
+                    [&](int64_t p) { copy_range(bounds[p], bounds[p + 1]); });
 }
 
 PinnedPipeline::~PinnedPipeline() { drain(); }

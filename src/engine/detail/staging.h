@@ -4,7 +4,6 @@
 #pragma once
 
 #include "detail/completion.h"
-#include "detail/pack_plan.h"
 
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
@@ -13,6 +12,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -24,9 +24,16 @@ inline constexpr int64_t kParallelFillBytes = 1 << 20;
 // memcpy, split across the worker pool when large.
 void parallel_memcpy(std::byte* dst, const std::byte* src, int64_t bytes);
 
-// Copies each packed item's source tensor to host_base + chunk_offsets[item.chunk] + offset.
-void fill_packed(const PackPlan& plan, const std::vector<int64_t>& chunk_offsets,
-                 const std::vector<at::Tensor>& inputs, std::byte* host_base);
+// One host copy into a staging buffer.
+struct StagingCopy {
+  const void* src;
+  int64_t dst_offset;  // from the buffer's start
+  int64_t bytes;
+};
+
+// Runs the copies into host_base, split across the worker pool when they add up to
+// kParallelFillBytes or more.
+void fill_staging(std::span<const StagingCopy> copies, std::byte* host_base);
 
 class PinnedPipeline {
  public:

@@ -1,73 +1,177 @@
-// Flattening a nested IValue into its tensor leaves plus a skeleton, and rebuilding the same
-// structure around new leaves. The skeleton is independent of the input's containers, so the
-// rebuild never re-reads (possibly since mutated) input containers.
+// One walk over a nested IValue that builds the output structure as it goes: new containers of
+// the same kinds, element types, order and keys, with every non-tensor leaf passed through and
+// every tensor leaf handed to a policy. The policy either gives the leaf's output at once (the
+// engine builds packed views during the walk) or defers it and is later told where in the new
+// structure the output goes, so it can be filled once it exists (after a route has run).
 #pragma once
 
+#include <ATen/core/Dict.h>
+#include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
+#include <c10/util/Exception.h>
+#include <c10/util/SmallVector.h>
 
 #include <cstdint>
-#include <vector>
+#include <type_traits>
+#include <utility>
 
 namespace mtc::detail {
-
-enum class NodeKind : uint8_t {
-  kTensor,       // the next tensor leaf, in order
-  kPassthrough,  // any non-container leaf (or a dict key), returned as it is
-  kList,         // `size` children follow
-  kTuple,        // `size` children follow
-  kDict,         // `size` (key node, value subtree) pairs follow
-};
-
-// 12 bytes: the walk touches one small node per element. Values and types live in side
-// tables so that flattening a batch allocates little and copies no IValue it need not.
-struct SkeletonNode {
-  NodeKind kind;
-  uint32_t size;  // children of a container
-  uint32_t aux;   // kPassthrough: index into values; kList: into types; kDict: key type at
-                  // types[aux], value type at types[aux + 1]
-};
-
-// Where one child of the root container starts (for a dict: its key node), so the children
-// can be rebuilt independently, on several threads.
-struct ChildStart {
-  uint32_t node;
-  uint32_t leaf;
-};
-
-struct Skeleton {
-  std::vector<SkeletonNode> nodes;  // pre-order
-  std::vector<c10::IValue> values;
-  std::vector<c10::TypePtr> types;
-  std::vector<ChildStart> root_children;  // empty when the root is not a container
-
-  void clear() {
-    nodes.clear();
-    values.clear();
-    types.clear();
-    root_children.clear();
-  }
-};
 
 // Containers deeper than this are rejected: a deeper structure is almost surely a cycle.
 inline constexpr int kMaxNestingDepth = 1000;
 
-struct FlatStructure {
-  std::vector<at::Tensor> leaves;
-  Skeleton skeleton;
+// What StructureCopier needs from its policy:
+//   int64_t leaf(const at::Tensor& input, c10::IValue& output)
+//     Called for every tensor leaf, in pre-order. Either sets `output` and returns -1, or
+//     leaves it alone and returns a non-negative id of its choosing (a deferred leaf).
+//   void place(int64_t id, c10::IValue* slot)
+//     Called once per deferred leaf, when its container is complete: `slot` is where the
+//     output goes in the new structure. It stays valid while the structure is not modified;
+//     the policy assigns the output through it before anyone else sees the structure.
+// Slots are given in post-order of their containers, not in leaf order.
+template <class Policy>
+class StructureCopier {
+ public:
+  explicit StructureCopier(Policy& policy) : policy_(policy) {}
+
+  // Builds the new structure in `result` (which must outlive the slots given out: a deferred
+  // tensor at the root is placed in `result` itself). Throws c10::Error for structures nested deeper than
+  // kMaxNestingDepth (the policy may throw too); the partial structure is then discarded.
+  void copy(const c10::IValue& data, c10::IValue& result) {
+    pending_root_ = -1;
+    result = visit(data, 0);
+    if (pending_root_ >= 0) policy_.place(pending_root_, &result);
+  }
+
+ // The same copy in parts, for a container root: each element of the root may be copied by a
+  // different copier (each with its own policy, on its own thread), then the root assembled.
+  //   copier_k.copy_element(element, position) for every element, by any copier;
+  //   root = assemble(data, outputs of copy_element in order);
+  //   copier_k.place_elements(root) for every copier.
+  static bool is_container(const c10::IValue& v) {
+    return v.isList() || v.isTuple() || v.isGenericDict();
+  }
+  // The elements of a container root, in order (a dict's values).
+  static std::vector<const c10::IValue*> elements_of(const c10::IValue& root) {
+    std::vector<const c10::IValue*> out;
+    if (root.isList()) {
+      for (const c10::IValue& item : root.toListRef()) out.push_back(&item);
+    } else if (root.isTuple()) {
+      for (const c10::IValue& item : root.toTupleRef().elements()) out.push_back(&item);
+    } else {
+      for (const auto& entry : root.toGenericDict()) out.push_back(&entry.value());
+    }
+    return out;
+  }
+  c10::IValue copy_element(const c10::IValue& element, uint32_t position) {
+    TORCH_INTERNAL_ASSERT(root_deferred_.empty() || root_deferred_.back().position < position,
+                          "copy_element: positions must increase");
+    return child(element, 0, position, root_deferred_);
+  }
+  static c10::IValue assemble(const c10::IValue& root, std::vector<c10::IValue>& elements) {
+    c10::SmallVector<Deferred, 8> none;
+    auto take = [&](const c10::IValue&, uint32_t position, c10::SmallVector<Deferred, 8>&) {
+      return std::move(elements[position]);
+    };
+    return build(root, take, none);
+  }
+  void place_elements(const c10::IValue& assembled) {
+    place_all(assembled, root_deferred_);
+    root_deferred_.clear();
+  }
+
+ private:
+  // A deferred child of the container being built: where it is in the container, and who
+  // deferred it.
+  struct Deferred {
+    Policy* policy;
+    int64_t id;
+    uint32_t position;
+  };
+  using DeferredList = c10::SmallVector<Deferred, 8>;
+
+  c10::IValue visit(const c10::IValue& v, int depth) {
+    if (v.isTensor()) {
+      c10::IValue out;
+      const int64_t id = policy_.leaf(v.toTensor(), out);
+      // Only reachable for a tensor at the root: containers handle their tensor children.
+      if (id >= 0) pending_root_ = id;
+      return out;
+    }
+    if (!is_container(v)) return v;
+    TORCH_CHECK(depth < kMaxNestingDepth, "mtc::start_copy: the input is nested deeper than ",
+                kMaxNestingDepth, " levels (a container that contains itself?)");
+    DeferredList deferred;
+    auto copy_child = [&](const c10::IValue& item, uint32_t position, DeferredList& d) {
+      return child(item, depth, position, d);
+    };
+    c10::IValue out = build(v, copy_child, deferred);
+    place_all(out, deferred);
+    return out;
+  }
+
+  // The output of child `v` at `position`, recording it in `deferred` when the policy defers it.
+  c10::IValue child(const c10::IValue& v, int depth, uint32_t position, DeferredList& deferred) {
+    if (!v.isTensor()) return visit(v, depth + 1);
+    c10::IValue out;
+    const int64_t id = policy_.leaf(v.toTensor(), out);
+    if (id >= 0) deferred.push_back({&policy_, id, position});
+    return out;
+  }
+
+  // A new container of v's kind (list, tuple or dict), element types and keys, whose k-th
+  // element is element(v's k-th element, k, deferred).
+  template <class Element>
+  static c10::IValue build(const c10::IValue& v, Element&& element, DeferredList& deferred) {
+    uint32_t position = 0;
+    if (v.isList()) {
+      const c10::ArrayRef<c10::IValue> items = v.toListRef();
+      c10::impl::GenericList out(v.toList().elementType());
+      out.reserve(items.size());
+      for (const c10::IValue& item : items) out.push_back(element(item, position++, deferred));
+      return out;
+    }
+    if (v.isTuple()) {
+      const auto& items = v.toTupleRef().elements();
+      std::vector<c10::IValue> elements;
+      elements.reserve(items.size());
+      for (const c10::IValue& item : items) elements.push_back(element(item, position++, deferred));
+      return c10::ivalue::Tuple::create(std::move(elements));
+    }
+    const c10::impl::GenericDict in = v.toGenericDict();
+    c10::impl::GenericDict out(in.keyType(), in.valueType());
+    out.reserve(in.size());
+    for (const auto& entry : in) out.insert(entry.key(), element(entry.value(), position++, deferred));
+    return out;
+  }
+
+  // Gives each deferred element of the complete `container` its slot. `deferred` is in
+  // position order.
+  static void place_all(const c10::IValue& container, const DeferredList& deferred) {
+    if (deferred.empty()) return;
+    if (container.isList() || container.isTuple()) {
+      // The container is complete: its elements no longer move.
+      auto* first = const_cast<c10::IValue*>(container.isList() ? container.toListRef().data()
+                                                                 : container.toTupleRef().elements().begin());
+      for (const Deferred& d : deferred) d.policy->place(d.id, first + d.position);
+      return;
+    }
+    // Entries move inside a dict's table while keys are inserted: find the deferred ones now
+    // that it is complete. Insertion order is the input's, so position k is the k-th entry.
+    const c10::impl::GenericDict dict = container.toGenericDict();
+    auto it = dict.begin();
+    uint32_t at = 0;
+    for (const Deferred& d : deferred) {
+      for (; at < d.position; ++at) ++it;
+      static_assert(std::is_same_v<decltype(it->value()), const c10::IValue&>,
+                    "a dict entry's value must be readable in place");
+      d.policy->place(d.id, const_cast<c10::IValue*>(&it->value()));
+    }
+  }
+
+  Policy& policy_;
+  int64_t pending_root_ = -1;
+  DeferredList root_deferred_;  // deferred tensor elements of the root (copy in parts)
 };
-
-// Walks `data` once. Throws c10::Error for structures nested deeper than kMaxNestingDepth.
-FlatStructure flatten(const c10::IValue& data);
-
-
-// Rebuilds the skeleton with `leaves` (one per kTensor node, in order): new containers of the
-// same kinds, element types, order and keys.
-c10::IValue rebuild(const Skeleton& skeleton, const std::vector<at::Tensor>& leaves);
-
-// The same, in pieces: rebuild_child(i) builds the root's i-th child (a dict's value), and
-// assemble_root puts the built children into a new root container. Children may be built
-// concurrently.
-c10::IValue rebuild_child(const Skeleton& skeleton, const std::vector<at::Tensor>& leaves, size_t child);
-c10::IValue assemble_root(const Skeleton& skeleton, std::vector<c10::IValue> children);
 
 }  // namespace mtc::detail

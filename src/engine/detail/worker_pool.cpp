@@ -52,15 +52,6 @@ void WorkerPool::submit(Task task) {
   if (spinners_.load() < pending) wake_.notify_one();
 }
 
-void WorkerPool::wake_all() {
-  if (sleepers_.load() == 0) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    ++wake_generation_;
-  }
-  wake_.notify_all();
-}
-
 bool WorkerPool::try_run_one() {
   Task task;
   if (!try_pop(task)) return false;
@@ -99,11 +90,7 @@ void WorkerPool::run_worker(int index) {
     spinners_.fetch_sub(1);
     if (pending_.load() > 0) continue;
     std::unique_lock<std::mutex> lock(mutex_);
-    sleepers_.fetch_add(1);
-    // A wake_all() with nothing queued also ends the sleep: the worker then spins again.
-    const uint64_t generation = wake_generation_;
-    wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || wake_generation_ != generation; });
-    sleepers_.fetch_sub(1);
+    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
     if (stopping_ && queue_.empty()) return;
   }
 }

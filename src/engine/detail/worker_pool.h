@@ -29,9 +29,6 @@ class WorkerPool {
   ~WorkerPool();
 
   void submit(Task task);
-  // Wakes every sleeping worker so it spins, ready for tasks about to come (one system call;
-  // a no-op when none sleeps).
-  void wake_all();
   // Runs one queued task on the calling thread, if there is one. Lets a thread that waits
   // for pool work help with it instead of idling.
   bool try_run_one();
@@ -51,9 +48,7 @@ class WorkerPool {
   std::deque<Task> queue_;
   std::atomic<int64_t> pending_{0};
   std::atomic<int> spinners_{0};
-  std::atomic<int> sleepers_{0};
   bool stopping_ = false;
-  uint64_t wake_generation_ = 0;  // guarded by mutex_
   std::vector<std::thread> threads_;
 };
 

@@ -1,0 +1,92 @@
+#include "detail/leaf_router.h"
+
+#include "detail/outputs.h"
+
+namespace mtc::detail {
+
+LeafRouter::LeafRouter(c10::Device target, const CopyOptions& options, CopyStats& stats)
+    : target_(target),
+      pack_to_device_(target.is_cuda() && options.pack_cpu_tensors),
+      packer_(options.min_packed_alignment_bytes, options.max_packed_chunk_bytes),
+      stats_(stats) {}
+
+int64_t LeafRouter::leaf(const at::Tensor& t, c10::IValue& output) {
+  const int64_t index = stats_.tensors++;
+  if (t.defined()) {
+    TORCH_CHECK(t.layout() == c10::kStrided, "mtc: ", where(index), " has layout ", t.layout(),
+                "; only strided tensors can be copied");
+    const c10::Device device = t.device();
+    TORCH_CHECK(device.is_cpu() || device.is_cuda(), "mtc: ", where(index), " is on ",
+                device.str(), "; only cpu and cuda tensors can be copied");
+    const auto bytes = static_cast<int64_t>(t.nbytes());
+    stats_.bytes += bytes;
+    if (device != target_) {
+      if (pack_to_device_ && device.is_cpu() && is_packable_size(bytes) && packer_.fits(bytes) &&
+          t.is_contiguous()) {
+        output = pack(t, bytes);
+        return -1;
+      }
+      deferred_.push_back(t);
+      slots_.push_back(nullptr);
+      return static_cast<int64_t>(deferred_.size() - 1);
+    }
+  }
+  // Undefined, or already on the target: returned as it is.
+  output = t;
+  ++stats_.reused;
+  return -1;
+}
+
+std::string LeafRouter::where(int64_t index) const {
+  if (element_ < 0) return "tensor leaf " + std::to_string(index);
+  return "tensor leaf " + std::to_string(index - element_first_leaf_) + " of root element " +
+         std::to_string(element_);
+}
+
+void LeafRouter::absorb(LeafRouter& other) {
+  deferred_.insert(deferred_.end(), std::make_move_iterator(other.deferred_.begin()),
+                   std::make_move_iterator(other.deferred_.end()));
+  slots_.insert(slots_.end(), other.slots_.begin(), other.slots_.end());
+  // The other's chunks follow ours in the staging buffer.
+  const int64_t base = (packed_.staging_bytes() + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+  const size_t first_item = packed_.views.size();
+  for (PackedChunks::Chunk& chunk : other.packed_.chunks) {
+    chunk.staging += base;
+    chunk.first_item += first_item;
+    packed_.chunks.push_back(std::move(chunk));
+  }
+  for (StagingCopy copy : other.packed_.copies) {
+    copy.dst_offset += base;
+    packed_.copies.push_back(copy);
+  }
+  packed_.views.insert(packed_.views.end(), other.packed_.views.begin(), other.packed_.views.end());
+  stats_.tensors += other.stats_.tensors;
+  stats_.bytes += other.stats_.bytes;
+  stats_.reused += other.stats_.reused;
+  other.deferred_.clear();
+  other.slots_.clear();
+  other.packed_ = PackedChunks();
+  other.stats_ = CopyStats();
+}
+
+at::Tensor LeafRouter::pack(const at::Tensor& t, int64_t bytes) {
+  const ChunkPacker::Place place = packer_.add(bytes, static_cast<int64_t>(t.element_size()));
+  if (place.chunk == static_cast<int64_t>(packed_.chunks.size())) {
+    // A new chunk: its storage exists now, its device memory once its size is known.
+    int64_t staging = 0;
+    if (!packed_.chunks.empty()) {
+      const PackedChunks::Chunk& last = packed_.chunks.back();
+      staging = (last.staging + last.bytes + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+    }
+    packed_.chunks.push_back(
+        {make_storage(c10::DataPtr(nullptr, target_), 0), 0, staging, packed_.views.size()});
+  }
+  PackedChunks::Chunk& chunk = packed_.chunks.back();
+  chunk.bytes = place.offset + bytes;
+  at::Tensor view = make_view(chunk.storage, place.offset, t);
+  packed_.copies.push_back({t.const_data_ptr(), chunk.staging + place.offset, bytes});
+  packed_.views.push_back(view.unsafeGetTensorImpl());
+  return view;
+}
+
+}  // namespace mtc::detail

@@ -1,0 +1,61 @@
+// The engine's policy for the structure walk (structure.h): decides, leaf by leaf, how each
+// tensor gets to the target. Small contiguous CPU tensors bound for a GPU are packed at once:
+// their outputs are created during the walk as views of chunk storages whose device memory
+// is attached when the chunk is submitted. Tensors already on the target are returned as they
+// are. Every other leaf is deferred to a route and placed in the new structure afterwards.
+#pragma once
+
+#include "detail/pack_plan.h"
+#include "detail/routes.h"
+#include "mtc/copier.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mtc::detail {
+
+class LeafRouter {
+ public:
+  LeafRouter(c10::Device target, const CopyOptions& options, CopyStats& stats);
+
+  // The walk's callbacks. leaf() throws c10::Error naming the leaf for tensors that cannot be
+  // copied (not strided, or on a device other than cpu/cuda).
+  int64_t leaf(const at::Tensor& input, c10::IValue& output);
+  void place(int64_t id, c10::IValue* slot) { slots_[id] = slot; }
+
+  // In a walk split by root element: names the element the next leaves belong to, so an
+  // error can say where a leaf is (leaf numbers then count from the element's first).
+  void begin_element(int64_t element) {
+    element_ = element;
+    element_first_leaf_ = stats_.tensors;
+  }
+  // Takes over another router's packed chunks, deferred leaves and counts (after its walk
+  // and placements are complete).
+  void absorb(LeafRouter& other);
+
+  PackedChunks& packed() { return packed_; }
+  // Leaves left to the routes, in leaf order, and where each one's output goes.
+  const std::vector<at::Tensor>& deferred() const { return deferred_; }
+  const std::vector<c10::IValue*>& slots() const { return slots_; }
+
+ private:
+  at::Tensor pack(const at::Tensor& input, int64_t bytes);
+  // "tensor leaf N" (and " of root element E" in a split walk), for error messages.
+  std::string where(int64_t index) const;
+
+  c10::Device target_;
+  bool pack_to_device_;  // a CUDA target with packing on
+  ChunkPacker packer_;
+  CopyStats& stats_;
+  int64_t element_ = -1;  // -1: leaves are numbered from the structure's first
+  int64_t element_first_leaf_ = 0;
+  PackedChunks packed_;
+  std::vector<at::Tensor> deferred_;
+  std::vector<c10::IValue*> slots_;
+};
+
+}  // namespace mtc::detail
