@@ -1,5 +1,6 @@
 // The copier on a GPU: values, layouts, packing, options, streams, handles and errors.
 // Every test skips (with the reason shown) on a machine without a CUDA device.
+#include "detail/copy_job.h"
 #include "detail/pinned_pool.h"
 #include "detail/structure.h"
 #include "detail/worker_pool.h"
@@ -35,6 +36,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <set>
 #include <string>
 #include <thread>
@@ -385,25 +387,39 @@ TEST_F(GpuTest, MixedDtypesShareOneChunk) {
   }
 }
 
-TEST_F(GpuTest, ReferenceBatchHostToDevicePacksIntoOneChunk) {
+// Walked on one thread, the reference batch packs into one chunk; walked in parts (the default
+// for this size), into one chunk per part.
+TEST_F(GpuTest, ReferenceBatchHostToDevicePacksIntoOneChunkPerPart) {
   const c10::IValue in = reference_batch();
   const std::vector<at::Tensor> leaves = tensors_of(in);
   ASSERT_EQ(leaves.size(), 528u);
   ASSERT_EQ(total_bytes(leaves), 153628);
-  CopyHandle h = start_copy(in, kCuda0);
-  const c10::IValue out = h.get();
-  expect_structure_copy(out, in, kCuda0);
-  const CopyStats s = h.stats();
-  EXPECT_EQ(s.tensors, 528);
-  EXPECT_EQ(s.bytes, 153628);
-  EXPECT_EQ(s.reused, 0);
-  EXPECT_EQ(s.packed, 528);
-  EXPECT_EQ(s.chunks, 1);
-  EXPECT_EQ(s.per_tensor, 0);
-  EXPECT_GE(s.pinned_bytes, 153628);
-  EXPECT_LE(s.pinned_bytes, 153628 + 528 * 16 + 256);
-  EXPECT_EQ(s.pinned_bytes % PinnedPool::kGranularity, 0);
-  EXPECT_EQ(storages_of(tensors_of(out)).size(), 1u);
+  for (const bool split : {false, true}) {
+    SCOPED_TRACE(split ? "walk in parts" : "walk on one thread");
+    mtc::detail::set_parallel_walk_leaves(split ? mtc::detail::kDefaultParallelWalkLeaves
+                                                : std::numeric_limits<int64_t>::max());
+    CopyHandle h = start_copy(in, kCuda0);
+    const c10::IValue out = h.get();
+    mtc::detail::set_parallel_walk_leaves(mtc::detail::kDefaultParallelWalkLeaves);
+    expect_structure_copy(out, in, kCuda0);
+    const CopyStats s = h.stats();
+    EXPECT_EQ(s.tensors, 528);
+    EXPECT_EQ(s.bytes, 153628);
+    EXPECT_EQ(s.reused, 0);
+    EXPECT_EQ(s.packed, 528);
+    const int64_t max_parts = mtc::detail::WorkerPool::instance().size() + 1;
+    if (split) {
+      EXPECT_GE(s.chunks, 1);
+      EXPECT_LE(s.chunks, max_parts);
+    } else {
+      EXPECT_EQ(s.chunks, 1);
+    }
+    EXPECT_EQ(s.per_tensor, 0);
+    EXPECT_GE(s.pinned_bytes, 153628);
+    EXPECT_LE(s.pinned_bytes, 153628 + 528 * 16 + 256 * s.chunks);
+    EXPECT_EQ(s.pinned_bytes % PinnedPool::kGranularity, 0);
+    EXPECT_EQ(static_cast<int64_t>(storages_of(tensors_of(out)).size()), s.chunks);
+  }
 }
 
 TEST_F(GpuTest, ReferenceBatchDeviceToHostPacksIntoOneChunk) {

@@ -1,5 +1,7 @@
 #include "detail/completion.h"
 
+#include <iterator>
+
 #include "detail/cuda_check.h"
 #include "detail/event_pool.h"
 #include "mtc/nvtx.h"
@@ -11,6 +13,17 @@
 namespace mtc::detail {
 
 Completion::~Completion() { wait_noexcept(); }
+
+void Completion::absorb(Completion& other) {
+  auto append = [](auto& to, auto& from) {
+    to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+    from.clear();
+  };
+  append(events_, other.events_);
+  append(staging_, other.staging_);
+  append(tensors_, other.tensors_);
+  append(host_copies_, other.host_copies_);
+}
 
 void Completion::record(c10::DeviceIndex device, cudaStream_t stream) {
   cudaEvent_t event = EventPool::instance().acquire(device);

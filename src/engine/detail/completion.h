@@ -30,6 +30,10 @@ class Completion {
     host_copies_.push_back({dst, src, bytes});
   }
 
+  // Takes over everything `other` waits for and holds (a part of the same copy, built on
+  // another thread).
+  void absorb(Completion& other);
+
   // Non-blocking; true once every event has fired (then finishes like wait()).
   bool query();
   // Blocks until every event has fired, runs the pending host copies, releases staging.

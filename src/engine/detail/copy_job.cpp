@@ -19,11 +19,13 @@
 
 namespace mtc::detail {
 namespace {
-// A structure whose first root element suggests at least this many leaves in all is walked in
-// parts on the worker pool. Below it, handing parts to other threads costs more than it saves
-// (results/NOTES.md).
-constexpr int64_t kParallelWalkLeaves = 1024;
+std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
+// A split walk has at most one part per this many (estimated) leaves: fewer, larger parts for
+// smaller structures, as each part costs a hand-off and a DMA of its own.
+constexpr int64_t kLeavesPerPart = 128;
 }  // namespace
+
+void set_parallel_walk_leaves(int64_t leaves) { parallel_walk_leaves.store(leaves); }
 
 void CapturedStreams::add(c10::DeviceIndex device) {
   for (const auto& s : streams_)
@@ -73,31 +75,55 @@ void CopyJob::walk() {
   Copier first(router_);
   if (n > 0) built[0] = first.copy_element(*elements[0], 0);
   WorkerPool& pool = WorkerPool::instance();
-  const auto parts = static_cast<int64_t>(std::min<size_t>(static_cast<size_t>(pool.size()) + 1, n - (n > 0)));
-  if (parts < 2 || stats_.tensors * static_cast<int64_t>(n) < kParallelWalkLeaves) {
+  const int64_t estimate = stats_.tensors * static_cast<int64_t>(n);
+  const auto parts = std::min<int64_t>({static_cast<int64_t>(pool.size()) + 1, static_cast<int64_t>(n) - 1, estimate / kLeavesPerPart});
+  if (parts < 2 || estimate < parallel_walk_leaves.load(std::memory_order_relaxed)) {
     for (size_t i = 1; i < n; ++i) built[i] = first.copy_element(*elements[i], static_cast<uint32_t>(i));
     result_ = Copier::assemble(input_, built);
     first.place_elements(result_);
     return;
   }
+  // Each part also stages and submits its own chunks as soon as its walk is done, so the
+  // submissions overlap the other parts' walks.
   std::vector<CopyStats> part_stats(static_cast<size_t>(parts));
   std::deque<LeafRouter> routers;  // parts 1.. (part 0 is router_, with `first`)
   std::deque<Copier> copiers;
+  std::deque<Completion> completions;  // what each part's submission holds
   for (int64_t p = 1; p < parts; ++p) copiers.emplace_back(routers.emplace_back(target_, options_, part_stats[p]));
   auto router_of = [&](int64_t p) -> LeafRouter& { return p == 0 ? router_ : routers[static_cast<size_t>(p - 1)]; };
   auto copier_of = [&](int64_t p) -> Copier& { return p == 0 ? first : copiers[static_cast<size_t>(p - 1)]; };
+  std::vector<at::Tensor> no_inputs;
+  std::vector<at::Tensor> no_outputs;
+  std::vector<DeferredView> no_views;
+  std::vector<c10::Storage> no_storages;
+  std::deque<RouteContext> contexts;
+  for (int64_t p = 0; p < parts; ++p) {
+    contexts.push_back({options_, target_, no_inputs, no_outputs, no_views, no_storages,
+                        p == 0 ? stats_ : part_stats[p], completions.emplace_back(), streams_});
+  }
   // Elements [1, n) in `parts` consecutive groups.
   const size_t rest = n - 1;
   auto group_start = [&](int64_t p) { return 1 + rest * static_cast<size_t>(p) / static_cast<size_t>(parts); };
-  pool.parallel_for(parts, [&](int64_t p) {
-    for (size_t i = group_start(p); i < group_start(p + 1); ++i) {
-      router_of(p).begin_element(static_cast<int64_t>(i));
-      built[i] = copier_of(p).copy_element(*elements[i], static_cast<uint32_t>(i));
-    }
-  });
+  try {
+    pool.parallel_for(parts, [&](int64_t p) {
+      LeafRouter& router = router_of(p);
+      for (size_t i = group_start(p); i < group_start(p + 1); ++i) {
+        router.begin_element(static_cast<int64_t>(i));
+        built[i] = copier_of(p).copy_element(*elements[i], static_cast<uint32_t>(i));
+      }
+      if (pack_submitted_in_walk()) submit_packed_host_to_device(contexts[p], router.packed());
+    });
+  } catch (...) {
+    // Parts that did submit hold staging their DMAs may still read: keep it with the job's
+    // completion, which the failure path waits for after synchronizing the streams.
+    for (Completion& c : completions) completion_.absorb(c);
+    throw;
+  }
+  for (Completion& c : completions) completion_.absorb(c);
   result_ = Copier::assemble(input_, built);
   for (int64_t p = 0; p < parts; ++p) copier_of(p).place_elements(result_);
   for (LeafRouter& router : routers) router_.absorb(router);
+  split_ = true;
 }
 
 void CopyJob::run_routes() {
@@ -123,7 +149,9 @@ void CopyJob::run_routes() {
   RouteContext ctx{options_, target_, deferred, outputs_,    views_,
                    storages_, stats_,  completion_, streams_};
   // CPU leaves are deferred only for a CUDA target (for a CPU one they are returned as they are).
-  if (!packed.chunks.empty() || !to_device.empty()) copy_host_to_device(ctx, packed, to_device);
+  // A split walk has submitted its chunks already; the event is still to record.
+  if (!packed.chunks.empty() || !to_device.empty() || (split_ && pack_submitted_in_walk()))
+    copy_host_to_device(ctx, packed, to_device);
   for (const auto& [source, leaves] : from_device) {
     if (target_.is_cpu()) {
       copy_device_to_host(ctx, source, leaves);

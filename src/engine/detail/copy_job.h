@@ -16,6 +16,13 @@
 
 namespace mtc::detail {
 
+// A structure whose first root element suggests at least this many leaves in all is walked in
+// parts on the worker pool. Below it, handing parts to other threads costs more than it saves
+// (results/NOTES.md).
+inline constexpr int64_t kDefaultParallelWalkLeaves = 256;
+// Changes that threshold, process-wide (for benchmarks that compare both ways in one run).
+void set_parallel_walk_leaves(int64_t leaves);
+
 class CopyJob {
  public:
   CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
@@ -38,6 +45,8 @@ class CopyJob {
   void run_routes();
   // Builds result_ with router_ as the policy, in parts on the pool for large structures.
   void walk();
+  // Whether the parts of a split walk submit their packed chunks themselves.
+  bool pack_submitted_in_walk() const { return target_.is_cuda() && options_.pack_cpu_tensors; }
   // Puts the routes' outputs (and the deferred views) into their slots.
   void place_outputs();
   int wait_submitted() const;
@@ -51,6 +60,7 @@ class CopyJob {
   CopyStats stats_;
   c10::IValue result_;
   LeafRouter router_;  // the walk's policy; holds the packed chunks and the deferred leaves
+  bool split_ = false;  // the walk ran in parts
   std::vector<at::Tensor> outputs_;    // by deferred leaf, while the routes fill them
   std::vector<DeferredView> views_;    // by deferred leaf
   std::vector<c10::Storage> storages_;

@@ -63,6 +63,9 @@ void LeafRouter::absorb(LeafRouter& other) {
   stats_.tensors += other.stats_.tensors;
   stats_.bytes += other.stats_.bytes;
   stats_.reused += other.stats_.reused;
+  stats_.packed += other.stats_.packed;
+  stats_.chunks += other.stats_.chunks;
+  stats_.pinned_bytes += other.stats_.pinned_bytes;
   other.deferred_.clear();
   other.slots_.clear();
   other.packed_ = PackedChunks();

@@ -33,8 +33,8 @@ class LeafRouter {
     element_ = element;
     element_first_leaf_ = stats_.tensors;
   }
-  // Takes over another router's packed chunks, deferred leaves and counts (after its walk
-  // and placements are complete).
+  // Takes over another router's packed chunks (unless already submitted), deferred leaves and
+  // counts (after its walk and placements are complete).
   void absorb(LeafRouter& other);
 
   PackedChunks& packed() { return packed_; }

@@ -94,6 +94,14 @@ void single_host_to_device(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
 
 }  // namespace
 
+void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
+  if (packed.chunks.empty()) return;
+  const c10::cuda::CUDAStream stream = ctx.streams.of(ctx.target.index());
+  c10::cuda::CUDAStreamGuard guard(stream);
+  submit_packed(ctx, packed, stream.stream());
+  packed = PackedChunks();
+}
+
 int64_t PackedChunks::staging_bytes() const {
   return chunks.empty() ? 0 : chunks.back().staging + chunks.back().bytes;
 }

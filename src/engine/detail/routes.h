@@ -70,8 +70,13 @@ struct PackedChunks {
 
 inline constexpr int64_t kStagingAlignment = 256;
 
-// CPU sources (pageable or pinned) to the CUDA target: the chunks packed during the walk, then
-// `leaves` one by one.
+// Stages and submits packed chunks on the target's captured stream, then empties `packed` (the
+// chunks' storages live on in their views). Safe to run for several routers at once, each with
+// its own context (stats, completion); records no event.
+void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
+
+// CPU sources (pageable or pinned) to the CUDA target: the chunks packed during the walk that
+// are not yet submitted, then `leaves` one by one; records the completion event.
 void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<const int64_t> leaves);
 // Sources on CUDA device `source` to the CPU target.
 void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source, std::span<const int64_t> leaves);
