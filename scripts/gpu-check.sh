@@ -5,10 +5,10 @@
 #
 #   scripts/gpu-check.sh OUT_DIR [quick|bench]
 #
-# "quick" skips the main benchmark's full run and the profile. "bench" builds only the two
-# benchmark programs and runs the CPU->GPU copy benchmarks (the engine's micro-benchmarks of
-# whole copies and the walk, and mtc-bench's h2d cases): a fast check of a performance change,
-# no tests. At most eight files are written to OUT_DIR (the device tool returns no more).
+# "quick" skips the main benchmark's full run and the profile. "bench" builds only the engine's
+# tests and the two benchmark programs, runs the engine's tests and the CPU->GPU copy
+# benchmarks (the engine's micro-benchmarks of whole copies and the walk, and mtc-bench's h2d
+# cases): a fast check of an engine change. At most eight files are written to OUT_DIR (the device tool returns no more).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR [quick]}"
@@ -25,10 +25,20 @@ step() { echo "=== $* ($(date -u +%T))"; }
   nproc; python3 -c 'import torch;print("torch", torch.__version__)'
   step "build"
   # shellcheck disable=SC2086
-  [[ "$mode" == bench ]] && export MTC_TARGETS="mtc_engine_bench mtc-bench"
+  [[ "$mode" == bench ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc-bench"
   bash scripts/build.sh -DMTC_WERROR=ON ${MTC_CMAKE_ARGS:-} || status=1
 } > "$out/build.log" 2>&1
 tail -5 "$out/build.log"
+
+step "tests" | tee "$out/tests.log"
+tests=("$MTC_BUILD_DIR"/tests/*/mtc_*_tests)
+[[ "$mode" == bench ]] && tests=("$MTC_BUILD_DIR"/tests/engine/mtc_engine_tests)
+for t in "${tests[@]}"; do
+  [[ -x "$t" ]] || continue
+  echo "--- $t" >> "$out/tests.log"
+  "$t" --gtest_brief=1 >> "$out/tests.log" 2>&1 || { status=1; echo "FAILED: $t"; }
+done
+grep -E "^\[  (PASSED|FAILED|SKIPPED)|tests ran|FAILED" "$out/tests.log" | head -40
 
 if [[ "$mode" == bench ]]; then
   step "engine micro-benchmarks, CPU->GPU"
@@ -44,14 +54,6 @@ if [[ "$mode" == bench ]]; then
   step "done (status $status)"
   exit $status
 fi
-
-step "tests" | tee "$out/tests.log"
-for t in "$MTC_BUILD_DIR"/tests/*/mtc_*_tests; do
-  [[ -x "$t" ]] || continue
-  echo "--- $t" >> "$out/tests.log"
-  "$t" --gtest_brief=1 >> "$out/tests.log" 2>&1 || { status=1; echo "FAILED: $t"; }
-done
-grep -E "^\[  (PASSED|FAILED|SKIPPED)|tests ran|FAILED" "$out/tests.log" | head -40
 
 if [[ -x "$MTC_BUILD_DIR/mtc_engine_bench" ]]; then
   step "engine micro-benchmarks"
