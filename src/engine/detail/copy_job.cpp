@@ -10,7 +10,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
+#include <memory>
 #include <map>
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -84,45 +84,59 @@ void CopyJob::walk() {
     return;
   }
   // Each part also stages and submits its own chunks as soon as its walk is done, so the
-  // submissions overlap the other parts' walks.
-  std::vector<CopyStats> part_stats(static_cast<size_t>(parts));
-  std::deque<LeafRouter> routers;  // parts 1.. (part 0 is router_, with `first`)
-  std::deque<Copier> copiers;
-  std::deque<Completion> completions;  // what each part's submission holds
-  for (int64_t p = 1; p < parts; ++p) copiers.emplace_back(routers.emplace_back(target_, options_, part_stats[p]));
-  auto router_of = [&](int64_t p) -> LeafRouter& { return p == 0 ? router_ : routers[static_cast<size_t>(p - 1)]; };
-  auto copier_of = [&](int64_t p) -> Copier& { return p == 0 ? first : copiers[static_cast<size_t>(p - 1)]; };
-  std::vector<at::Tensor> no_inputs;
-  std::vector<at::Tensor> no_outputs;
-  std::vector<DeferredView> no_views;
-  std::vector<c10::Storage> no_storages;
-  std::deque<RouteContext> contexts;
-  for (int64_t p = 0; p < parts; ++p) {
-    contexts.push_back({options_, target_, no_inputs, no_outputs, no_views, no_storages,
-                        p == 0 ? stats_ : part_stats[p], completions.emplace_back(), streams_});
-  }
+  // submissions overlap the other parts' walks. Part 0 continues with router_ (and `first`);
+  // the others have their own, each on cache lines of its own: routers write their counts and
+  // vectors at every leaf, and neighbours sharing a line would slow each other down.
+  struct NoLeaves {  // submissions route no single leaf
+    std::vector<at::Tensor> inputs, outputs;
+    std::vector<DeferredView> views;
+    std::vector<c10::Storage> storages;
+  } none;
+  struct alignas(128) Part {
+    Part(CopyJob& job, NoLeaves& no, LeafRouter* router_to_use, CopyStats* stats_to_use)
+        : own_router(job.target_, job.options_, own_stats),
+          router(router_to_use ? *router_to_use : own_router),
+          copier(router),
+          context{job.options_, job.target_, no.inputs, no.outputs, no.views, no.storages,
+                  stats_to_use ? *stats_to_use : own_stats, completion, job.streams_} {}
+    CopyStats own_stats;
+    LeafRouter own_router;
+    LeafRouter& router;
+    Copier copier;
+    Completion completion;  // what the part's submission holds
+    RouteContext context;
+  };
+  std::vector<std::unique_ptr<Part>> part;
+  for (int64_t p = 0; p < parts; ++p)
+    part.push_back(std::make_unique<Part>(*this, none, p == 0 ? &router_ : nullptr, p == 0 ? &stats_ : nullptr));
   // Elements [1, n) in `parts` consecutive groups.
   const size_t rest = n - 1;
   auto group_start = [&](int64_t p) { return 1 + rest * static_cast<size_t>(p) / static_cast<size_t>(parts); };
+  auto keep_staging = [&] {
+    for (const auto& q : part) completion_.absorb(q->completion);
+  };
   try {
     pool.parallel_for(parts, [&](int64_t p) {
-      LeafRouter& router = router_of(p);
+      Part& q = *part[static_cast<size_t>(p)];
+      // Part 0 goes on with `first`, which holds element 0's deferred root entries.
+      Copier& copier = p == 0 ? first : q.copier;
       for (size_t i = group_start(p); i < group_start(p + 1); ++i) {
-        router.begin_element(static_cast<int64_t>(i));
-        built[i] = copier_of(p).copy_element(*elements[i], static_cast<uint32_t>(i));
+        q.router.begin_element(static_cast<int64_t>(i));
+        built[i] = copier.copy_element(*elements[i], static_cast<uint32_t>(i));
       }
-      if (pack_submitted_in_walk()) submit_packed_host_to_device(contexts[p], router.packed());
+      if (pack_submitted_in_walk()) submit_packed_host_to_device(q.context, q.router.packed());
     });
   } catch (...) {
     // Parts that did submit hold staging their DMAs may still read: keep it with the job's
     // completion, which the failure path waits for after synchronizing the streams.
-    for (Completion& c : completions) completion_.absorb(c);
+    keep_staging();
     throw;
   }
-  for (Completion& c : completions) completion_.absorb(c);
+  keep_staging();
   result_ = Copier::assemble(input_, built);
-  for (int64_t p = 0; p < parts; ++p) copier_of(p).place_elements(result_);
-  for (LeafRouter& router : routers) router_.absorb(router);
+  first.place_elements(result_);
+  for (int64_t p = 1; p < parts; ++p) part[static_cast<size_t>(p)]->copier.place_elements(result_);
+  for (int64_t p = 1; p < parts; ++p) router_.absorb(part[static_cast<size_t>(p)]->router);
   split_ = true;
 }
 

@@ -67,7 +67,8 @@ class CopyJob {
   Completion completion_;
   std::mutex completion_mutex_;
   std::exception_ptr error_;
-  std::atomic<int> state_{kPending};
+  // Its own cache lines: get() spins reading it while the worker writes the fields above.
+  alignas(128) std::atomic<int> state_{kPending};
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
 };
 
