@@ -430,6 +430,24 @@ TEST(CopierCpu, LeafOnAnUnsupportedDeviceThrows) {
   }
 }
 
+// A structure large enough to be walked in parts: a bad leaf deep in a later root element fails
+// the copy, and the message says which element (leaves are numbered within it).
+TEST(CopierCpu, LeafErrorInAWalkSplitInParts) {
+  c10::impl::GenericList root(c10::AnyType::get());
+  for (int i = 0; i < 40; ++i) {
+    c10::impl::GenericList element(c10::AnyType::get());
+    for (int k = 0; k < 20; ++k) element.push_back(at::ones({k + 1}));
+    root.push_back(element);
+  }
+  c10::impl::GenericList bad = root.get(33).toList();
+  bad.set(4, at::empty({3}, at::TensorOptions().device(c10::kMeta)));
+  for (const bool background : {true, false}) {
+    CopyOptions options;
+    options.use_background_thread = background;
+    expect_copy_fails(root, kCpu, options, "tensor leaf 4 of root element 33");
+  }
+}
+
 TEST(CopierCpu, SparseLeafThrows) {
   const at::Tensor sparse = at::sparse_coo_tensor(at::zeros({1, 2}, at::kLong), at::ones({2}), {4});
   ASSERT_EQ(sparse.layout(), c10::kSparse);

@@ -835,6 +835,31 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
   }
 }
 
+// A leaf that cannot be copied, late in a structure walked in parts: other parts may already
+// have queued their chunks' DMAs. get() names the leaf, and the staging comes back to the pool
+// (the fixture checks) only after that device work is done.
+TEST_F(GpuTest, LeafErrorInAWalkSplitInPartsReleasesEverything) {
+  c10::impl::GenericList root(c10::AnyType::get());
+  for (int i = 0; i < 40; ++i) {
+    c10::impl::GenericList element(c10::AnyType::get());
+    for (int k = 0; k < 20; ++k) element.push_back(random_tensor(at::kFloat, {k + 1}));
+    root.push_back(element);
+  }
+  c10::impl::GenericList bad = root.get(37).toList();
+  bad.set(2, at::empty({3}, at::TensorOptions().device(c10::kMeta)));
+  for (const bool background : {true, false}) {
+    CopyOptions options;
+    options.use_background_thread = background;
+    CopyHandle h = start_copy(root, kCuda0, options);
+    try {
+      h.get();
+      ADD_FAILURE() << "no exception";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tensor leaf 2 of root element 37"), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST_F(GpuTest, PinnedBytesCountTheStagingOfLargeTensors) {
   for (const c10::Device& source : {kCpu, kCuda0}) {
     const c10::Device target = source.is_cpu() ? kCuda0 : kCpu;
