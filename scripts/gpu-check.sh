@@ -43,7 +43,7 @@ grep -E "^\[  (PASSED|FAILED|SKIPPED)|tests ran|FAILED" "$out/tests.log" | head 
 if [[ "$mode" == bench ]]; then
   step "engine micro-benchmarks, CPU->GPU"
   "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-    --benchmark_filter='BM_Walk|BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15|23|31)/|BM_PerTensorTo<Direction::kHostToDevice>' \
+    --benchmark_filter='BM_Walk|BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15|23|31|39)/|BM_PerTensorTo<Direction::kHostToDevice>' \
     --benchmark_out="$out/engine_bench.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
   "$MTC_PYTHON" scripts/summarize-microbench.py "$out/engine_bench.json" | tee "$out/engine_bench.md"
   step "mtc-bench, CPU->GPU"

@@ -200,9 +200,11 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 8: leave the engine idle for 5 ms before each copy, so its workers have gone to sleep
   // (a training step's one copy), instead of back-to-back copies that find them spinning.
   const bool idle_gap = state.range(1) & 8;
-  // Bit 16: never split the walk across the pool (one thread walks), to compare with the split.
-  mtc::detail::set_parallel_walk_leaves(state.range(1) & 16 ? std::numeric_limits<int64_t>::max()
-                                                            : mtc::detail::kDefaultParallelWalkLeaves);
+  // Bit 16: never split the walk across the pool (one thread walks), to compare with the split;
+  // bit 32: split into parts of 256 leaves or more instead of 128 (fewer parts).
+  mtc::detail::set_parallel_walk(
+      state.range(1) & 16 ? std::numeric_limits<int64_t>::max() : mtc::detail::kDefaultParallelWalkLeaves,
+      state.range(1) & 32 ? 256 : mtc::detail::kDefaultLeavesPerPart);
   double start_seconds = 0;
   std::vector<double> seconds;
   mtc::CopyStats sum;
@@ -229,15 +231,15 @@ void BM_EngineCopy(benchmark::State& state) {
   state.counters["submit_us"] = sum.submit_us / n;
   state.counters["outputs_us"] = sum.outputs_us / n;
   report_median(state, seconds);
-  mtc::detail::set_parallel_walk_leaves(mtc::detail::kDefaultParallelWalkLeaves);
+  mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
-// 8 idle gap before each copy, 16 walk never split}.
+// 8 idle gap before each copy, 16 walk never split, 32 parts of >= 256 leaves}.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7});
   b->Args({1, 15});
-  b->Args({1, 23})->Args({1, 31})->Args({8, 23});
+  b->Args({1, 23})->Args({1, 31})->Args({8, 23})->Args({1, 39});
   b->Args({1, 6})->Args({1, 5})->Args({1, 3});
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }

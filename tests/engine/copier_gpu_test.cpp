@@ -396,11 +396,11 @@ TEST_F(GpuTest, ReferenceBatchHostToDevicePacksIntoOneChunkPerPart) {
   ASSERT_EQ(total_bytes(leaves), 153628);
   for (const bool split : {false, true}) {
     SCOPED_TRACE(split ? "walk in parts" : "walk on one thread");
-    mtc::detail::set_parallel_walk_leaves(split ? mtc::detail::kDefaultParallelWalkLeaves
+    mtc::detail::set_parallel_walk(split ? mtc::detail::kDefaultParallelWalkLeaves
                                                 : std::numeric_limits<int64_t>::max());
     CopyHandle h = start_copy(in, kCuda0);
     const c10::IValue out = h.get();
-    mtc::detail::set_parallel_walk_leaves(mtc::detail::kDefaultParallelWalkLeaves);
+    mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
     expect_structure_copy(out, in, kCuda0);
     const CopyStats s = h.stats();
     EXPECT_EQ(s.tensors, 528);

@@ -20,12 +20,13 @@
 namespace mtc::detail {
 namespace {
 std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
-// A split walk has at most one part per this many (estimated) leaves: fewer, larger parts for
-// smaller structures, as each part costs a hand-off and a DMA of its own.
-constexpr int64_t kLeavesPerPart = 128;
+std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
 }  // namespace
 
-void set_parallel_walk_leaves(int64_t leaves) { parallel_walk_leaves.store(leaves); }
+void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
+  parallel_walk_leaves.store(min_leaves);
+  leaves_per_part.store(std::max<int64_t>(1, leaves_per_part_));
+}
 
 void CapturedStreams::add(c10::DeviceIndex device) {
   for (const auto& s : streams_)
@@ -76,7 +77,7 @@ void CopyJob::walk() {
   if (n > 0) built[0] = first.copy_element(*elements[0], 0);
   WorkerPool& pool = WorkerPool::instance();
   const int64_t estimate = stats_.tensors * static_cast<int64_t>(n);
-  const auto parts = std::min<int64_t>({static_cast<int64_t>(pool.size()) + 1, static_cast<int64_t>(n) - 1, estimate / kLeavesPerPart});
+  const auto parts = std::min<int64_t>({static_cast<int64_t>(pool.size()) + 1, static_cast<int64_t>(n) - 1, estimate / leaves_per_part.load(std::memory_order_relaxed)});
   if (parts < 2 || estimate < parallel_walk_leaves.load(std::memory_order_relaxed)) {
     for (size_t i = 1; i < n; ++i) built[i] = first.copy_element(*elements[i], static_cast<uint32_t>(i));
     result_ = Copier::assemble(input_, built);

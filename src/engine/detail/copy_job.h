@@ -20,8 +20,11 @@ namespace mtc::detail {
 // parts on the worker pool. Below it, handing parts to other threads costs more than it saves
 // (results/NOTES.md).
 inline constexpr int64_t kDefaultParallelWalkLeaves = 256;
-// Changes that threshold, process-wide (for benchmarks that compare both ways in one run).
-void set_parallel_walk_leaves(int64_t leaves);
+// A split walk has at most one part per this many (estimated) leaves: fewer, larger parts for
+// smaller structures, as each part costs a hand-off and a DMA of its own.
+inline constexpr int64_t kDefaultLeavesPerPart = 128;
+// Changes both, process-wide (for benchmarks that compare settings in one run).
+void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);
 
 class CopyJob {
  public:
