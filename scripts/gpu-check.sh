@@ -68,6 +68,11 @@ if [[ -x "$MTC_BUILD_DIR/mtc-bench" && "$mode" != quick ]]; then
   "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --json "$out/streampetr.json" \
     --md "$out/streampetr.md" --quiet || status=1
   echo "main benchmark wall time: $(( $(date +%s) - start )) s"
+  # The same CPU->GPU cases with glibc's malloc tuned (more per-thread cached blocks, no heap
+  # trimming between copies): how much of the engine's time is the allocator's. Console only.
+  step "main benchmark, h2d, glibc malloc tuned"
+  GLIBC_TUNABLES=glibc.malloc.tcache_count=1000:glibc.malloc.trim_threshold=268435456 \
+    "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --direction h2d --strategy to,engine --quiet || status=1
   gpus=$(nvidia-smi --list-gpus | wc -l)
   if (( gpus >= 2 )); then
     step "two GPUs at once, and GPU->GPU across them"
