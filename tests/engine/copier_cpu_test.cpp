@@ -448,6 +448,24 @@ TEST(CopierCpu, LeafErrorInAWalkSplitInParts) {
   }
 }
 
+// Two bad leaves in elements walked by different parts: the error reported is always the
+// earlier one, whichever part fails first in time.
+TEST(CopierCpu, SplitWalkReportsTheEarliestBadLeaf) {
+  c10::impl::GenericList root(c10::AnyType::get());
+  for (int i = 0; i < 40; ++i) {
+    c10::impl::GenericList element(c10::AnyType::get());
+    for (int k = 0; k < 20; ++k) element.push_back(at::ones({k + 1}));
+    root.push_back(element);
+  }
+  const at::Tensor meta = at::empty({3}, at::TensorOptions().device(c10::kMeta));
+  root.get(38).toList().set(0, meta);  // near the end: its part is the last
+  root.get(12).toList().set(7, meta);
+  for (int round = 0; round < 20; ++round) {
+    expect_copy_fails(root, kCpu, CopyOptions(), "tensor leaf 7 of root element 12");
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
 TEST(CopierCpu, SparseLeafThrows) {
   const at::Tensor sparse = at::sparse_coo_tensor(at::zeros({1, 2}, at::kLong), at::ones({2}), {4});
   ASSERT_EQ(sparse.layout(), c10::kSparse);

@@ -22,6 +22,7 @@
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randn.h>
 #include <ATen/ops/zeros.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -856,6 +857,43 @@ TEST_F(GpuTest, LeafErrorInAWalkSplitInPartsReleasesEverything) {
       ADD_FAILURE() << "no exception";
     } catch (const c10::Error& e) {
       EXPECT_NE(std::string(e.what()).find("tensor leaf 2 of root element 37"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Outputs are created on other threads; under the caller's InferenceMode they must still be
+// inference tensors (as .to() gives there), and normal tensors outside it, in both directions
+// and in a walk split in parts.
+TEST_F(GpuTest, OutputsFollowTheCallersInferenceMode) {
+  c10::impl::GenericList big(c10::AnyType::get());
+  for (int i = 0; i < 40; ++i) {
+    c10::impl::GenericList element(c10::AnyType::get());
+    for (int k = 0; k < 20; ++k) element.push_back(random_tensor(at::kFloat, {k + 1}));
+    big.push_back(element);
+  }
+  for (const c10::Device& source : {kCpu, kCuda0}) {
+    const c10::Device target = source.is_cpu() ? kCuda0 : kCpu;
+    const c10::IValue small = mixed_batch(source);
+    const c10::IValue large = source.is_cpu() ? c10::IValue(big) : map_tensors(big, [](const at::Tensor& t) { return to_device(t, kCuda0); });
+    for (const c10::IValue* in : {&small, &large}) {
+      for (const bool inference : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << source << " -> " << target << (in == &small ? ", mixed" : ", large")
+                                          << (inference ? ", in InferenceMode" : ""));
+        c10::IValue out;
+        {
+          c10::InferenceMode guard(inference);
+          out = start_copy(*in, target).get();
+        }
+        for (const at::Tensor& t : tensors_of(out)) {
+          if (!t.defined() || t.device() != target) continue;
+          // Tensors already on the target come back as they are, whatever the mode.
+          bool reused = false;
+          for (const at::Tensor& i : tensors_of(*in)) reused = reused || i.is_same(t);
+          if (!reused) {
+            EXPECT_EQ(t.is_inference(), inference);
+          }
+        }
+      }
     }
   }
 }

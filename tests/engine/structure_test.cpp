@@ -378,6 +378,18 @@ TEST(Structure, PassthroughLeafAtTheNestingLimit) {
   }
 }
 
+// The limit counts values, not containers: an empty container may sit kMaxNestingDepth deep,
+// one holding anything may not.
+TEST(Structure, EmptyContainerAtTheNestingLimit) {
+  EXPECT_NO_THROW(expect_copied(nested_lists(kMaxNestingDepth, c10::impl::GenericList(c10::AnyType::get()))));
+  c10::impl::GenericList holding(c10::AnyType::get());
+  holding.push_back(int64_t{1});
+  RecordingPolicy policy;
+  c10::IValue out;
+  EXPECT_THROW(StructureCopier<RecordingPolicy>(policy).copy(nested_lists(kMaxNestingDepth, holding), out),
+               c10::Error);
+}
+
 TEST(Structure, NestingDeeperThanTheLimitThrows) {
   RecordingPolicy policy;
   c10::IValue out;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <map>
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -116,9 +117,14 @@ void CopyJob::walk() {
   auto keep_staging = [&] {
     for (const auto& q : part) completion_.absorb(q->completion);
   };
-  try {
-    pool.parallel_for(parts, [&](int64_t p) {
-      Part& q = *part[static_cast<size_t>(p)];
+  // A failing part records its error and stops; the others go on. The error reported is the
+  // one of the earliest part, whichever failed first in time, so it does not vary from run to
+  // run (within a part, the walk stops at its first bad leaf).
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(parts));
+  pool.parallel_for(parts, [&](int64_t p) {
+    Part& q = *part[static_cast<size_t>(p)];
+    const std::optional<c10::InferenceMode> inference = inference_guard();
+    try {
       // Part 0 goes on with `first`, which holds element 0's deferred root entries.
       Copier& copier = p == 0 ? first : q.copier;
       for (size_t i = group_start(p); i < group_start(p + 1); ++i) {
@@ -126,14 +132,15 @@ void CopyJob::walk() {
         built[i] = copier.copy_element(*elements[i], static_cast<uint32_t>(i));
       }
       if (pack_submitted_in_walk()) submit_packed_host_to_device(q.context, q.router.packed());
-    });
-  } catch (...) {
-    // Parts that did submit hold staging their DMAs may still read: keep it with the job's
-    // completion, which the failure path waits for after synchronizing the streams.
-    keep_staging();
-    throw;
-  }
+    } catch (...) {
+      errors[static_cast<size_t>(p)] = std::current_exception();
+    }
+  });
+  // Parts that did submit hold staging their DMAs may still read: it goes to the job's
+  // completion, which the failure path waits for after synchronizing the streams.
   keep_staging();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
   result_ = Copier::assemble(input_, built);
   first.place_elements(result_);
   for (int64_t p = 1; p < parts; ++p) part[static_cast<size_t>(p)]->copier.place_elements(result_);
@@ -198,6 +205,7 @@ void CopyJob::place_outputs() {
 
 void CopyJob::run() noexcept {
   MTC_RANGE(job, "copy job");
+  const std::optional<c10::InferenceMode> inference = inference_guard();
   try {
     run_routes();
     state_.store(kSubmitted, std::memory_order_release);

@@ -8,11 +8,13 @@
 #include "mtc/copier.h"
 
 #include <ATen/core/ivalue.h>
+#include <c10/core/InferenceMode.h>
 
 #include <atomic>
 #include <chrono>
 #include <exception>
 #include <mutex>
+#include <optional>
 
 namespace mtc::detail {
 
@@ -48,6 +50,12 @@ class CopyJob {
   void run_routes();
   // Builds result_ with router_ as the policy, in parts on the pool for large structures.
   void walk();
+  // The caller's InferenceMode at start_copy, for the threads that create the outputs: tensors
+  // created inside it are inference tensors, as .to() would give there.
+  std::optional<c10::InferenceMode> inference_guard() const {
+    if (!inference_mode_) return std::nullopt;
+    return std::optional<c10::InferenceMode>(std::in_place, true);
+  }
   // Whether the parts of a split walk submit their packed chunks themselves.
   bool pack_submitted_in_walk() const { return target_.is_cuda() && options_.pack_cpu_tensors; }
   // Puts the routes' outputs (and the deferred views) into their slots.
@@ -59,6 +67,7 @@ class CopyJob {
   c10::Device target_;
   CopyOptions options_;
   CapturedStreams streams_;
+  bool inference_mode_ = c10::InferenceMode::is_enabled();  // constructed on the caller's thread
 
   CopyStats stats_;
   c10::IValue result_;

@@ -84,6 +84,10 @@ at::Tensor LeafRouter::pack(const at::Tensor& t, int64_t bytes) {
     packed_.chunks.push_back(
         {make_storage(c10::DataPtr(nullptr, target_), 0), 0, staging, packed_.views.size()});
   }
+  // The packer and the chunks move together (a router packs nothing once its chunks are
+  // submitted or absorbed).
+  TORCH_INTERNAL_ASSERT(static_cast<size_t>(place.chunk) + 1 == packed_.chunks.size(),
+                        "LeafRouter: packing after the chunks were handed over");
   PackedChunks::Chunk& chunk = packed_.chunks.back();
   chunk.bytes = place.offset + bytes;
   at::Tensor view = make_view(chunk.storage, place.offset, t);

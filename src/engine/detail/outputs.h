@@ -10,8 +10,9 @@
 
 namespace mtc::detail {
 
-// The CUDA caching allocator hands out 512-byte aligned blocks.
-inline constexpr int64_t kDeviceAllocAlignment = 512;
+// What a device allocation's address is assumed to be a multiple of: the native CUDA caching
+// allocator gives 512 bytes, the cudaMallocAsync backend may give only 256.
+inline constexpr int64_t kDeviceAllocAlignment = 256;
 
 // What a packed chunk's start must be a multiple of so that every item, at a multiple of
 // max(alignment, element size) from it, is aligned as promised: lcm(alignment, 16), 16 being

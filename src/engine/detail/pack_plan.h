@@ -9,7 +9,7 @@
 namespace mtc::detail {
 
 struct PackCandidate {
-  int64_t leaf;          // index of the tensor leaf in the flattened input
+  int64_t leaf;          // index of the tensor leaf in the caller's list
   int64_t bytes;         // payload, > 0
   int64_t element_size;  // bytes of one element
 };

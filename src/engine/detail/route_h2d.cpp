@@ -111,7 +111,10 @@ void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<cons
   const c10::cuda::CUDAStream stream = ctx.streams.of(device);
   // Allocations below are associated with the captured stream, as .to() on it would be.
   c10::cuda::CUDAStreamGuard guard(stream);
-  if (!packed.chunks.empty()) submit_packed(ctx, packed, stream.stream());
+  if (!packed.chunks.empty()) {
+    submit_packed(ctx, packed, stream.stream());
+    packed = PackedChunks();  // the chunks' storages live on in their views
+  }
 
   std::vector<int64_t> singles;
   singles.reserve(leaves.size());

@@ -76,7 +76,8 @@ inline constexpr int64_t kStagingAlignment = 256;
 void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 
 // CPU sources (pageable or pinned) to the CUDA target: the chunks packed during the walk that
-// are not yet submitted, then `leaves` one by one; records the completion event.
+// are not yet submitted (then empties `packed`), then `leaves` one by one; records the
+// completion event.
 void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<const int64_t> leaves);
 // Sources on CUDA device `source` to the CPU target.
 void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source, std::span<const int64_t> leaves);

@@ -43,9 +43,10 @@ class StructureCopier {
     if (pending_root_ >= 0) policy_.place(pending_root_, &result);
   }
 
- // The same copy in parts, for a container root: each element of the root may be copied by a
+  // The same copy in parts, for a container root: each element of the root may be copied by a
   // different copier (each with its own policy, on its own thread), then the root assembled.
-  //   copier_k.copy_element(element, position) for every element, by any copier;
+  //   copier_k.copy_element(element, position) for every element, by any copier, each copier
+  //     in increasing positions;
   //   root = assemble(data, outputs of copy_element in order);
   //   copier_k.place_elements(root) for every copier.
   static bool is_container(const c10::IValue& v) {
@@ -99,8 +100,7 @@ class StructureCopier {
       return out;
     }
     if (!is_container(v)) return v;
-    TORCH_CHECK(depth < kMaxNestingDepth, "mtc::start_copy: the input is nested deeper than ",
-                kMaxNestingDepth, " levels (a container that contains itself?)");
+    check_depth(depth);
     DeferredList deferred;
     auto copy_child = [&](const c10::IValue& item, uint32_t position, DeferredList& d) {
       return child(item, depth, position, d);
@@ -112,11 +112,22 @@ class StructureCopier {
 
   // The output of child `v` at `position`, recording it in `deferred` when the policy defers it.
   c10::IValue child(const c10::IValue& v, int depth, uint32_t position, DeferredList& deferred) {
+    check_depth(depth + 1);
     if (!v.isTensor()) return visit(v, depth + 1);
     c10::IValue out;
     const int64_t id = policy_.leaf(v.toTensor(), out);
     if (id >= 0) deferred.push_back({&policy_, id, position});
     return out;
+  }
+
+  // Every value (container or leaf) may be at most kMaxNestingDepth containers deep.
+  static void check_depth(int depth) {
+    TORCH_CHECK(depth <= kMaxNestingDepth, "mtc::start_copy: the input is nested deeper than ",
+                kMaxNestingDepth, " levels (a container that contains itself?)");
+  }
+
+  static void check_size(size_t n) {
+    TORCH_CHECK(n <= UINT32_MAX, "mtc::start_copy: a container of ", n, " elements is too large");
   }
 
   // A new container of v's kind (list, tuple or dict), element types and keys, whose k-th
@@ -126,6 +137,7 @@ class StructureCopier {
     uint32_t position = 0;
     if (v.isList()) {
       const c10::ArrayRef<c10::IValue> items = v.toListRef();
+      check_size(items.size());
       c10::impl::GenericList out(v.toList().elementType());
       out.reserve(items.size());
       for (const c10::IValue& item : items) out.push_back(element(item, position++, deferred));
@@ -133,12 +145,14 @@ class StructureCopier {
     }
     if (v.isTuple()) {
       const auto& items = v.toTupleRef().elements();
+      check_size(items.size());
       std::vector<c10::IValue> elements;
       elements.reserve(items.size());
       for (const c10::IValue& item : items) elements.push_back(element(item, position++, deferred));
       return c10::ivalue::Tuple::create(std::move(elements));
     }
     const c10::impl::GenericDict in = v.toGenericDict();
+    check_size(in.size());
     c10::impl::GenericDict out(in.keyType(), in.valueType());
     out.reserve(in.size());
     for (const auto& entry : in) out.insert(entry.key(), element(entry.value(), position++, deferred));

@@ -51,8 +51,9 @@ struct CopyStats {
   int64_t pinned_bytes = 0;     // staging bytes taken from the pinned pool
   // Where the time went, in microseconds of wall time, as the engine measured it.
   double queued_us = 0;    // start_copy until a worker picked the job up
-  double traverse_us = 0;  // the walk: new containers, packing plan, packed output views
-  double submit_us = 0;    // staging, device allocations and queuing the device work
+  double traverse_us = 0;  // the walk: new containers, packing plan, packed output views (a
+                           // walk split in parts also stages and queues its chunks here)
+  double submit_us = 0;    // staging, device allocations and queuing the remaining device work
   double outputs_us = 0;   // placing the outputs of the tensors that were not packed
 };
 
