@@ -433,12 +433,7 @@ TEST(CopierCpu, LeafOnAnUnsupportedDeviceThrows) {
 // A structure large enough to be walked in parts: a bad leaf deep in a later root element fails
 // the copy, and the message says which element (leaves are numbered within it).
 TEST(CopierCpu, LeafErrorInAWalkSplitInParts) {
-  c10::impl::GenericList root(c10::AnyType::get());
-  for (int i = 0; i < 40; ++i) {
-    c10::impl::GenericList element(c10::AnyType::get());
-    for (int k = 0; k < 20; ++k) element.push_back(at::ones({k + 1}));
-    root.push_back(element);
-  }
+  c10::impl::GenericList root = mtc::test::list_of_lists(40, 20, [](int k) { return at::ones({k + 1}); });
   c10::impl::GenericList bad = root.get(33).toList();
   bad.set(4, at::empty({3}, at::TensorOptions().device(c10::kMeta)));
   for (const bool background : {true, false}) {
@@ -451,12 +446,7 @@ TEST(CopierCpu, LeafErrorInAWalkSplitInParts) {
 // Two bad leaves in elements walked by different parts: the error reported is always the
 // earlier one, whichever part fails first in time.
 TEST(CopierCpu, SplitWalkReportsTheEarliestBadLeaf) {
-  c10::impl::GenericList root(c10::AnyType::get());
-  for (int i = 0; i < 40; ++i) {
-    c10::impl::GenericList element(c10::AnyType::get());
-    for (int k = 0; k < 20; ++k) element.push_back(at::ones({k + 1}));
-    root.push_back(element);
-  }
+  c10::impl::GenericList root = mtc::test::list_of_lists(40, 20, [](int k) { return at::ones({k + 1}); });
   const at::Tensor meta = at::empty({3}, at::TensorOptions().device(c10::kMeta));
   root.get(38).toList().set(0, meta);  // near the end: its part is the last
   root.get(12).toList().set(7, meta);

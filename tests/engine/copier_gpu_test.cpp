@@ -840,12 +840,8 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
 // have queued their chunks' DMAs. get() names the leaf, and the staging comes back to the pool
 // (the fixture checks) only after that device work is done.
 TEST_F(GpuTest, LeafErrorInAWalkSplitInPartsReleasesEverything) {
-  c10::impl::GenericList root(c10::AnyType::get());
-  for (int i = 0; i < 40; ++i) {
-    c10::impl::GenericList element(c10::AnyType::get());
-    for (int k = 0; k < 20; ++k) element.push_back(random_tensor(at::kFloat, {k + 1}));
-    root.push_back(element);
-  }
+  c10::impl::GenericList root =
+      mtc::test::list_of_lists(40, 20, [](int k) { return random_tensor(at::kFloat, {k + 1}); });
   c10::impl::GenericList bad = root.get(37).toList();
   bad.set(2, at::empty({3}, at::TensorOptions().device(c10::kMeta)));
   for (const bool background : {true, false}) {
@@ -865,12 +861,8 @@ TEST_F(GpuTest, LeafErrorInAWalkSplitInPartsReleasesEverything) {
 // inference tensors (as .to() gives there), and normal tensors outside it, in both directions
 // and in a walk split in parts.
 TEST_F(GpuTest, OutputsFollowTheCallersInferenceMode) {
-  c10::impl::GenericList big(c10::AnyType::get());
-  for (int i = 0; i < 40; ++i) {
-    c10::impl::GenericList element(c10::AnyType::get());
-    for (int k = 0; k < 20; ++k) element.push_back(random_tensor(at::kFloat, {k + 1}));
-    big.push_back(element);
-  }
+  const c10::impl::GenericList big =
+      mtc::test::list_of_lists(40, 20, [](int k) { return random_tensor(at::kFloat, {k + 1}); });
   for (const c10::Device& source : {kCpu, kCuda0}) {
     const c10::Device target = source.is_cpu() ? kCuda0 : kCpu;
     const c10::IValue small = mixed_batch(source);

@@ -110,4 +110,17 @@ inline std::vector<at::Tensor> tensors_of(const c10::IValue& v) {
   return out;
 }
 
+// A list of `elements` lists of `per_element` tensors, make(k) being the k-th of each: large
+// enough (from ~256 leaves) for the engine to walk it in parts.
+inline c10::impl::GenericList list_of_lists(int elements, int per_element,
+                                            const std::function<at::Tensor(int)>& make) {
+  c10::impl::GenericList root(c10::AnyType::get());
+  for (int i = 0; i < elements; ++i) {
+    c10::impl::GenericList element(c10::AnyType::get());
+    for (int k = 0; k < per_element; ++k) element.push_back(make(k));
+    root.push_back(element);
+  }
+  return root;
+}
+
 }  // namespace mtc::test
