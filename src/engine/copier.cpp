@@ -83,9 +83,11 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device, const 
 
   auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams));
   if (options.use_background_thread) {
-    detail::WorkerPool::instance().submit([job] { job->run(); });
+    // Whoever claims the job first runs it: a worker, or the caller if it reaches get() before
+    // any worker has picked the job up.
+    detail::WorkerPool::instance().submit([job] { job->run_if_unclaimed(); });
   } else {
-    job->run();
+    job->run_if_unclaimed();
   }
   return CopyHandle(std::move(job));
 }

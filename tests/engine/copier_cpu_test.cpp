@@ -6,6 +6,7 @@
 #include "detail/pinned_pool.h"
 #include "detail/staging.h"
 #include "detail/structure.h"
+#include "detail/worker_pool.h"
 #include "mtc/copier.h"
 
 #include "structure_compare.h"
@@ -28,6 +29,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -313,6 +315,34 @@ TEST(CopierCpu, PinnedPoolIsNotTouchedByCpuToCpu) {
   const mtc::detail::PinnedPoolStats after = mtc::detail::PinnedPool::instance().stats();
   EXPECT_EQ(after.slab_allocations, before.slab_allocations);
   EXPECT_EQ(after.in_use_bytes, before.in_use_bytes);
+}
+
+// With every worker busy and other work queued ahead of the copy, get() neither waits for a
+// worker nor runs the queued work first: the caller runs the copy itself. (Otherwise get() would
+// not return before the blocking tasks are released below.)
+TEST(CopierCpu, GetRunsTheCopyWhenNoWorkerHasStartedIt) {
+  auto& pool = mtc::detail::WorkerPool::instance();
+  std::atomic<bool> release{false};
+  std::atomic<int> blocked{0};
+  auto block = [&] {
+    blocked.fetch_add(1);
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  };
+  for (int w = 0; w < pool.size(); ++w) pool.submit(block);
+  while (blocked.load() < pool.size()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  pool.submit(block);  // queued ahead of the copy
+  std::vector<at::Tensor> tensors;
+  const c10::IValue in = mixed_batch(tensors);
+  std::atomic<bool> done{false};
+  std::thread caller([&] {
+    CopyHandle h = start_copy(in, kCpu);
+    expect_same_structure_same_tensors(h.get(), in);
+    done.store(true);
+  });
+  for (int i = 0; i < 2000 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(done.load()) << "get() waited for a worker";
+  release.store(true);
+  caller.join();
 }
 
 TEST(CopierCpu, ManyConcurrentCallers) {

@@ -256,6 +256,9 @@ bool CopyJob::ready() {
 }
 
 c10::IValue CopyJob::get() {
+  // Not started yet (the workers are asleep, or busy): rather than wait for one to wake up,
+  // the caller runs the job itself. Its cache often still holds the input it just built.
+  run_if_unclaimed();
   if (wait_submitted() == kFailed) std::rethrow_exception(error_);
   std::lock_guard<std::mutex> lock(completion_mutex_);
   // The inputs stay referenced until the job is destroyed (with its handle): releasing them

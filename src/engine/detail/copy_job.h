@@ -36,8 +36,11 @@ class CopyJob {
   CopyJob& operator=(const CopyJob&) = delete;
   ~CopyJob();
 
-  // Plans, stages, submits and builds the outputs. Never throws: a failure is kept for get().
-  void run() noexcept;
+  // Walks, stages, submits and builds the outputs, unless another thread already claimed the
+  // job. Never throws: a failure is kept for get().
+  void run_if_unclaimed() noexcept {
+    if (!claimed_.exchange(true, std::memory_order_acq_rel)) run();
+  }
 
   bool ready();
   c10::IValue get();
@@ -47,6 +50,7 @@ class CopyJob {
 
  private:
   enum State : int { kPending = 0, kSubmitted = 1, kFailed = 2 };
+  void run() noexcept;
   void run_routes();
   // Builds result_ with router_ as the policy, in parts on the pool for large structures.
   void walk();
@@ -79,6 +83,7 @@ class CopyJob {
   Completion completion_;
   std::mutex completion_mutex_;
   std::exception_ptr error_;
+  std::atomic<bool> claimed_{false};  // a thread has started run()
   // Its own cache lines: get() spins reading it while the worker writes the fields above.
   alignas(128) std::atomic<int> state_{kPending};
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();

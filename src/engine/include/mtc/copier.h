@@ -76,7 +76,8 @@ class CopyHandle {
   // Never blocks. True once every copy has completed; rethrows a failure of the copy.
   bool ready() const;
   // Blocks until done and returns the structure on the target; rethrows a failure.
-  // May be called more than once.
+  // May be called more than once. If no worker has started the copy yet, the calling thread
+  // runs it (instead of waiting for a worker to wake up).
   c10::IValue get();
   // Valid after get() or once ready() returned true.
   CopyStats stats() const;
