@@ -48,7 +48,7 @@ void LeafRouter::absorb(LeafRouter& other) {
                    std::make_move_iterator(other.deferred_.end()));
   slots_.insert(slots_.end(), other.slots_.begin(), other.slots_.end());
   // The other's chunks follow ours in the staging buffer.
-  const int64_t base = (packed_.staging_bytes() + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+  const int64_t base = packed_.next_chunk_staging();
   const size_t first_item = packed_.views.size();
   for (PackedChunks::Chunk& chunk : other.packed_.chunks) {
     chunk.staging += base;
@@ -76,11 +76,7 @@ at::Tensor LeafRouter::pack(const at::Tensor& t, int64_t bytes) {
   const ChunkPacker::Place place = packer_.add(bytes, static_cast<int64_t>(t.element_size()));
   if (place.chunk == static_cast<int64_t>(packed_.chunks.size())) {
     // A new chunk: its storage exists now, its device memory once its size is known.
-    int64_t staging = 0;
-    if (!packed_.chunks.empty()) {
-      const PackedChunks::Chunk& last = packed_.chunks.back();
-      staging = (last.staging + last.bytes + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
-    }
+    const int64_t staging = packed_.next_chunk_staging();
     packed_.chunks.push_back(
         {make_storage(c10::DataPtr(nullptr, target_), 0), 0, staging, packed_.views.size()});
   }

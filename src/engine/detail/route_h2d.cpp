@@ -106,15 +106,16 @@ int64_t PackedChunks::staging_bytes() const {
   return chunks.empty() ? 0 : chunks.back().staging + chunks.back().bytes;
 }
 
+int64_t PackedChunks::next_chunk_staging() const {
+  return (staging_bytes() + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+}
+
 void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<const int64_t> leaves) {
   const c10::DeviceIndex device = ctx.target.index();
   const c10::cuda::CUDAStream stream = ctx.streams.of(device);
   // Allocations below are associated with the captured stream, as .to() on it would be.
   c10::cuda::CUDAStreamGuard guard(stream);
-  if (!packed.chunks.empty()) {
-    submit_packed(ctx, packed, stream.stream());
-    packed = PackedChunks();  // the chunks' storages live on in their views
-  }
+  submit_packed_host_to_device(ctx, packed);
 
   std::vector<int64_t> singles;
   singles.reserve(leaves.size());

@@ -66,6 +66,8 @@ struct PackedChunks {
 
   // Staging bytes for all chunks, each starting at a multiple of kStagingAlignment.
   int64_t staging_bytes() const;
+  // Where a chunk added after these would start in the staging buffer.
+  int64_t next_chunk_staging() const;
 };
 
 inline constexpr int64_t kStagingAlignment = 256;
