@@ -36,14 +36,15 @@ tests=("$MTC_BUILD_DIR"/tests/*/mtc_*_tests)
 for t in "${tests[@]}"; do
   [[ -x "$t" ]] || continue
   echo "--- $t" >> "$out/tests.log"
-  "$t" --gtest_brief=1 >> "$out/tests.log" 2>&1 || { status=1; echo "FAILED: $t"; }
+  # Line-buffered, so a test that crashes leaves its name in the log.
+  stdbuf -oL "$t" --gtest_brief=1 >> "$out/tests.log" 2>&1 || { rc=$?; status=1; echo "FAILED ($rc): $t" | tee -a "$out/tests.log"; }
 done
 grep -E "^\[  (PASSED|FAILED|SKIPPED)|tests ran|FAILED" "$out/tests.log" | head -40
 
 if [[ "$mode" == bench ]]; then
   step "engine micro-benchmarks, CPU->GPU"
   "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-    --benchmark_filter='BM_Walk|BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15|23|31|39)/|BM_PerTensorTo<Direction::kHostToDevice>' \
+    --benchmark_filter='BM_Walk/|BM_WalkThreads/1/[14]/[019]/|BM_CreateOutputs|BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15|23|31|39|71|3)/|BM_PerTensorTo<Direction::kHostToDevice>' \
     --benchmark_out="$out/engine_bench.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
   "$MTC_PYTHON" scripts/summarize-microbench.py "$out/engine_bench.json" | tee "$out/engine_bench.md"
   step "mtc-bench, CPU->GPU"

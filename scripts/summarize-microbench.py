@@ -18,7 +18,7 @@ def main(path):
         name = b["run_name"] if "run_name" in b else b["name"]
         medians[name] = b
     print(f"host {ctx.get('host_name')} date {ctx.get('date')} cpus {ctx.get('num_cpus')}")
-    steps = ["median_us", "start_us", "queued_us", "traverse_us", "submit_us", "outputs_us"]
+    steps = ["median_us", "start_us", "queued_us", "traverse_us", "submit_us", "outputs_us", "walk_threads"]
     print("| benchmark | time (us) | " + " | ".join(steps) + " |")
     print("|---" * (2 + len(steps)) + "|")
     for name, b in medians.items():

@@ -8,6 +8,7 @@
 #include "detail/pinned_pool.h"
 #include "detail/staging.h"
 #include "detail/structure.h"
+#include "detail/worker_pool.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
 
@@ -17,9 +18,11 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <limits>
 #include <map>
+#include <tuple>
 #include <thread>
 #include <vector>
 
@@ -29,10 +32,12 @@ using Clock = std::chrono::steady_clock;
 
 bool has_gpu() { return c10::cuda::device_count() > 0; }
 
-const c10::IValue& batch(int repeat) {
-  static std::map<int, c10::IValue> cache;
-  auto it = cache.find(repeat);
-  if (it == cache.end()) it = cache.emplace(repeat, mtc::microbench::make_reference_batch(repeat)).first;
+const c10::IValue& batch(int repeat, bool shared_keys = false, bool any_values = false) {
+  static std::map<std::tuple<int, bool, bool>, c10::IValue> cache;
+  const std::tuple<int, bool, bool> key{repeat, shared_keys, any_values};
+  auto it = cache.find(key);
+  if (it == cache.end())
+    it = cache.emplace(key, mtc::microbench::make_reference_batch(repeat, shared_keys, any_values)).first;
   return it->second;
 }
 
@@ -77,6 +82,65 @@ void BM_Walk(benchmark::State& state) {
     mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(data, result);
     benchmark::DoNotOptimize(result);
   }
+}
+
+// The walk of BM_Walk (CUDA target) split across `threads` threads other than the caller's, each
+// walking a consecutive group of root elements with its own router: how well the walk itself
+// scales, apart from wake-ups, submissions and the device. Each thread times its own walk; an
+// iteration is the slowest thread's. Flags: 1: each thread frees its previous result itself
+// (otherwise the caller frees it, as a training loop would); 2: every dict shares its key
+// objects with the others (otherwise each has keys of its own); 4: dicts of tensors typed
+// Dict[str, Any] (a type without a reference count) instead of Dict[str, Tensor]; 8: to the CPU
+// (new containers only, the tensors are returned as they are).
+void BM_WalkThreads(benchmark::State& state) {
+  const int flags = static_cast<int>(state.range(2));
+  const bool free_on_walker = flags & 1;
+  const c10::IValue& data = batch(static_cast<int>(state.range(0)), flags & 2, flags & 4);
+  const int threads = static_cast<int>(state.range(1));
+  const c10::Device target = flags & 8 ? c10::Device(c10::kCPU) : c10::Device(c10::kCUDA, 0);
+  const mtc::CopyOptions options;
+  using Copier = mtc::detail::StructureCopier<mtc::detail::LeafRouter>;
+  const std::vector<const c10::IValue*> elements = Copier::elements_of(data);
+  const size_t n = elements.size();
+  std::vector<c10::IValue> built(n);
+  std::vector<double> took(static_cast<size_t>(threads));
+  std::atomic<int64_t> generation{0};
+  std::atomic<int> done{0};
+  std::atomic<bool> quit{false};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      const size_t first = n * static_cast<size_t>(t) / static_cast<size_t>(threads);
+      const size_t last = n * static_cast<size_t>(t + 1) / static_cast<size_t>(threads);
+      for (int64_t seen = 0;;) {
+        int64_t g;
+        while ((g = generation.load(std::memory_order_acquire)) == seen && !quit.load()) {
+        }
+        if (quit.load()) return;
+        seen = g;
+        if (free_on_walker)
+          for (size_t i = first; i < last; ++i) built[i] = c10::IValue();
+        const auto t0 = Clock::now();
+        mtc::CopyStats stats;
+        mtc::detail::LeafRouter router(target, options, stats);
+        Copier copier(router);
+        for (size_t i = first; i < last; ++i) built[i] = copier.copy_element(*elements[i], static_cast<uint32_t>(i));
+        took[static_cast<size_t>(t)] = std::chrono::duration<double>(Clock::now() - t0).count();
+        done.fetch_add(1, std::memory_order_acq_rel);
+      }
+    });
+  }
+  for (auto _ : state) {
+    if (!free_on_walker)
+      for (auto& b : built) b = c10::IValue();
+    done.store(0);
+    generation.fetch_add(1, std::memory_order_acq_rel);
+    while (done.load(std::memory_order_acquire) < threads) {
+    }
+    state.SetIterationTime(*std::max_element(took.begin(), took.end()));
+  }
+  quit.store(true);
+  for (auto& t : pool) t.join();
 }
 
 void BM_Plan(benchmark::State& state) {
@@ -201,10 +265,13 @@ void BM_EngineCopy(benchmark::State& state) {
   // (a training step's one copy), instead of back-to-back copies that find them spinning.
   const bool idle_gap = state.range(1) & 8;
   // Bit 16: never split the walk across the pool (one thread walks), to compare with the split;
-  // bit 32: split into parts of 256 leaves or more instead of 128 (fewer parts).
+  // bit 32: at most one walking thread per 256 leaves instead of 128 (fewer helpers).
   mtc::detail::set_parallel_walk(
       state.range(1) & 16 ? std::numeric_limits<int64_t>::max() : mtc::detail::kDefaultParallelWalkLeaves,
       state.range(1) & 32 ? 256 : mtc::detail::kDefaultLeavesPerPart);
+  // Bit 64: idle workers spin 2 ms instead of 200 us before sleeping, so back-to-back copies
+  // always find them awake (to tell wake-up costs from walking costs).
+  if (state.range(1) & 64) mtc::detail::WorkerPool::instance().set_spin(std::chrono::milliseconds(2));
   double start_seconds = 0;
   std::vector<double> seconds;
   mtc::CopyStats sum;
@@ -223,6 +290,7 @@ void BM_EngineCopy(benchmark::State& state) {
     sum.traverse_us += s.traverse_us;
     sum.submit_us += s.submit_us;
     sum.outputs_us += s.outputs_us;
+    sum.walk_threads += s.walk_threads;
   }
   const auto n = static_cast<double>(state.iterations());
   state.counters["start_us"] = start_seconds * 1e6 / n;
@@ -230,14 +298,18 @@ void BM_EngineCopy(benchmark::State& state) {
   state.counters["traverse_us"] = sum.traverse_us / n;
   state.counters["submit_us"] = sum.submit_us / n;
   state.counters["outputs_us"] = sum.outputs_us / n;
+  state.counters["walk_threads"] = static_cast<double>(sum.walk_threads) / n;
   report_median(state, seconds);
   mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
+  mtc::detail::WorkerPool::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
-// 8 idle gap before each copy, 16 walk never split, 32 parts of >= 256 leaves}.
+// 8 idle gap before each copy, 16 walk never split, 32 one walking thread per 256 leaves,
+// 64 workers spin 2 ms}.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7});
+  b->Args({1, 71});
   b->Args({1, 15});
   b->Args({1, 23})->Args({1, 31})->Args({8, 23})->Args({1, 39});
   b->Args({1, 6})->Args({1, 5})->Args({1, 3});
@@ -247,6 +319,7 @@ void engine_args(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(BM_Walk)->Args({1, 1})->Args({8, 1})->Args({1, 0})->Args({8, 0})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_WalkThreads)->ArgsProduct({{1, 8}, {1, 2, 4}, {0, 1, 2, 3, 4, 6, 7, 8, 9}})->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Plan)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StagingFill)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CreateOutputs)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);

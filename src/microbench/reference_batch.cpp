@@ -5,6 +5,7 @@
 #include <ATen/ops/remainder.h>
 
 #include <array>
+#include <map>
 #include <string>
 
 namespace mtc::microbench {
@@ -35,28 +36,39 @@ at::Tensor values(at::IntArrayRef shape, at::ScalarType dtype, int64_t& seed) {
 
 }  // namespace
 
-c10::IValue make_reference_batch(int repeat) {
+c10::IValue make_reference_batch(int repeat, bool shared_keys, bool any_values) {
+  // Dicts of tensors typed Dict[str, Tensor] (a reference-counted type), or Dict[str, Any].
+  const c10::TypePtr tensor_type = any_values ? c10::TypePtr(c10::AnyType::get()) : c10::TypePtr(c10::TensorType::get());
+  // Each insert makes a key of its own (as a batch built key by key would have), or every dict
+  // uses the same key objects.
+  std::map<std::string, c10::IValue> keys;
+  auto key = [&](const char* k) -> c10::IValue {
+    if (!shared_keys) return std::string(k);
+    auto it = keys.find(k);
+    if (it == keys.end()) it = keys.emplace(k, std::string(k)).first;
+    return it->second;
+  };
   c10::impl::GenericList samples(c10::AnyType::get());
   int64_t seed = 1;
   for (int r = 0; r < 4 * repeat; ++r) {
     for (const BaseConfig& config : kBaseConfigs) {
       c10::impl::GenericList cameras(c10::AnyType::get());
       for (int64_t n : config.per_camera) {
-        c10::impl::GenericDict cam(c10::StringType::get(), c10::TensorType::get());
-        cam.insert("bounding_boxes", values({n, 4}, at::kFloat, seed));
-        cam.insert("class_ids", values({n}, at::kLong, seed));
-        cam.insert("active", values({n}, at::kBool, seed));
-        cam.insert("depths", values({n}, at::kFloat, seed));
-        cam.insert("proj_mat", values({3, 4}, at::kFloat, seed));
+        c10::impl::GenericDict cam(c10::StringType::get(), tensor_type);
+        cam.insert(key("bounding_boxes"), values({n, 4}, at::kFloat, seed));
+        cam.insert(key("class_ids"), values({n}, at::kLong, seed));
+        cam.insert(key("active"), values({n}, at::kBool, seed));
+        cam.insert(key("depths"), values({n}, at::kFloat, seed));
+        cam.insert(key("proj_mat"), values({3, 4}, at::kFloat, seed));
         cameras.push_back(cam);
       }
-      c10::impl::GenericDict gt(c10::StringType::get(), c10::TensorType::get());
-      gt.insert("bounding_boxes_3d", values({config.gt, 7}, at::kFloat, seed));
-      gt.insert("class_ids", values({config.gt}, at::kLong, seed));
-      gt.insert("active", values({config.gt}, at::kBool, seed));
+      c10::impl::GenericDict gt(c10::StringType::get(), tensor_type);
+      gt.insert(key("bounding_boxes_3d"), values({config.gt, 7}, at::kFloat, seed));
+      gt.insert(key("class_ids"), values({config.gt}, at::kLong, seed));
+      gt.insert(key("active"), values({config.gt}, at::kBool, seed));
       c10::impl::GenericDict sample(c10::StringType::get(), c10::AnyType::get());
-      sample.insert("cams_gt", cameras);
-      sample.insert("gt_data", gt);
+      sample.insert(key("cams_gt"), cameras);
+      sample.insert(key("gt_data"), gt);
       samples.push_back(sample);
     }
   }

@@ -7,6 +7,8 @@
 
 namespace mtc::microbench {
 
-c10::IValue make_reference_batch(int repeat = 1);
+// With `shared_keys`, every dict uses the same key objects instead of keys of its own; with
+// `any_values`, dicts of tensors are typed Dict[str, Any] instead of Dict[str, Tensor].
+c10::IValue make_reference_batch(int repeat = 1, bool shared_keys = false, bool any_values = false);
 
 }  // namespace mtc::microbench

@@ -1,6 +1,7 @@
 // The copier's CPU side: argument validation, the CPU->CPU path (every leaf already on the
 // target), handles, and the host-side helpers (packed staging fill, parallel memcpy, output
 // views). Runs without a GPU.
+#include "detail/impl_pool.h"
 #include "detail/outputs.h"
 #include "detail/pack_plan.h"
 #include "detail/pinned_pool.h"
@@ -33,6 +34,7 @@
 #include <cstring>
 #include <functional>
 #include <numeric>
+#include <set>
 #include <thread>
 #include <string>
 #include <utility>
@@ -486,6 +488,34 @@ TEST(CopierCpu, SplitWalkReportsTheEarliestBadLeaf) {
   }
 }
 
+// A large structure is walked by the copy's thread and whichever workers wake up in time, each
+// taking root elements in turn. Back-to-back copies (helpers of one copy still arriving while the
+// next runs) and copies after an idle gap (helpers asleep, arriving late or never) must all be
+// complete, and some must have been walked by more than one thread.
+TEST(CopierCpu, SplitWalkIsCompleteWhicheverHelpersJoin) {
+  const c10::impl::GenericList root =
+      mtc::test::list_of_lists(40, 20, [](int k) { return at::full({1}, static_cast<double>(k)); });
+  const int pool = mtc::detail::WorkerPool::instance().size();
+  int64_t most_threads = 0;
+  for (int round = 0; round < 200; ++round) {
+    if (round % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    CopyOptions options;
+    options.use_background_thread = round % 2 == 0;
+    CopyHandle h = start_copy(root, kCpu, options);
+    const c10::IValue out = h.get();
+    expect_same_structure_same_tensors(out, root);
+    const mtc::CopyStats s = h.stats();
+    EXPECT_EQ(s.tensors, 800);
+    EXPECT_GE(s.walk_threads, 1);
+    EXPECT_LE(s.walk_threads, pool + 1);
+    most_threads = std::max(most_threads, s.walk_threads);
+    if (::testing::Test::HasFailure()) return;
+  }
+  if (pool > 0) {
+    EXPECT_GE(most_threads, 2) << "no copy was walked by more than one thread";
+  }
+}
+
 TEST(CopierCpu, SparseLeafThrows) {
   const at::Tensor sparse = at::sparse_coo_tensor(at::zeros({1, 2}, at::kLong), at::ones({2}), {4});
   ASSERT_EQ(sparse.layout(), c10::kSparse);
@@ -616,6 +646,41 @@ TEST(Outputs, MakeViewOverASharedStorage) {
   const at::Tensor t = make_view(storage, 6, like_t);
   EXPECT_EQ(t.strides(), like_t.strides());
   EXPECT_EQ(t.data_ptr(), static_cast<void*>(raw + 6));
+}
+
+// Outputs are usually made on a worker and freed on the caller's thread. The TensorImpls freed
+// on one thread go, in whole batches, to a shared list from which another thread that makes
+// outputs takes them back, and a thread that exits hands over the blocks it kept.
+TEST(Outputs, TensorImplsFreedOnAnotherThreadAreReusedInBatches) {
+  using namespace mtc::detail;
+  const at::Tensor like = at::ones({2});
+  const c10::Storage storage = like.storage();
+  constexpr int kCount = 1000;
+  auto make = [&](std::vector<at::Tensor>& out) {
+    for (int i = 0; i < kCount; ++i) out.push_back(make_view(storage, 0, like));
+  };
+  std::vector<at::Tensor> made;
+  std::thread(make, std::ref(made)).join();
+  std::set<const void*> impls;
+  for (const at::Tensor& t : made) impls.insert(t.unsafeGetTensorImpl());
+  const int64_t before = impl_pool::shared_blocks();
+  made.clear();  // this thread keeps fewer than two batches and hands the rest on
+  const int64_t handed = impl_pool::shared_blocks() - before;
+  EXPECT_GE(handed, kCount - 2 * static_cast<int64_t>(impl_pool::kBatch));
+  EXPECT_EQ(handed % static_cast<int64_t>(impl_pool::kBatch), 0);
+
+  std::vector<at::Tensor> again;
+  std::thread(make, std::ref(again)).join();  // takes batches back; at exit, hands over the rest
+  int reused = 0;
+  for (const at::Tensor& t : again) reused += impls.count(t.unsafeGetTensorImpl()) ? 1 : 0;
+  // The first blocks handed on may be ones this thread kept from earlier tests.
+  EXPECT_GE(reused, handed - 2 * static_cast<int64_t>(impl_pool::kBatch));
+  EXPECT_GT(reused, kCount / 2);
+  EXPECT_LE(impl_pool::shared_blocks(), before + static_cast<int64_t>(impl_pool::kBatch));
+  for (const at::Tensor& t : again) {
+    EXPECT_EQ(t.sizes(), like.sizes());
+    EXPECT_TRUE(t.storage().is_alias_of(storage));
+  }
 }
 
 // Packed outputs copy raw bytes, so a view over them must carry the input's conj / neg bits to

@@ -13,17 +13,20 @@
 #include <atomic>
 #include <chrono>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <optional>
 
 namespace mtc::detail {
 
-// A structure whose first root element suggests at least this many leaves in all is walked in
-// parts on the worker pool. Below it, handing parts to other threads costs more than it saves
-// (results/NOTES.md).
+struct ElementTickets;
+
+// A structure whose first root element suggests at least this many leaves in all is walked by
+// several threads: the copy's own and pool workers, which take root elements in turn as they
+// wake up. Below it, handing work to other threads costs more than it saves (results/NOTES.md).
 inline constexpr int64_t kDefaultParallelWalkLeaves = 256;
-// A split walk has at most one part per this many (estimated) leaves: fewer, larger parts for
-// smaller structures, as each part costs a hand-off and a DMA of its own.
+// At most one walking thread per this many (estimated) leaves: each costs a wake-up and a
+// chunk, an allocation and a DMA of its own.
 inline constexpr int64_t kDefaultLeavesPerPart = 128;
 // Changes both, process-wide (for benchmarks that compare settings in one run).
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);
@@ -54,6 +57,8 @@ class CopyJob {
   void run_routes();
   // Builds result_ with router_ as the policy, in parts on the pool for large structures.
   void walk();
+  // From get(): walks root elements of a walk in parts that is under way on another thread.
+  void join_walk();
   // The caller's InferenceMode at start_copy, for the threads that create the outputs: tensors
   // created inside it are inference tensors, as .to() would give there.
   std::optional<c10::InferenceMode> inference_guard() const {
@@ -64,7 +69,8 @@ class CopyJob {
   bool pack_submitted_in_walk() const { return target_.is_cuda() && options_.pack_cpu_tensors; }
   // Puts the routes' outputs (and the deferred views) into their slots.
   void place_outputs();
-  int wait_submitted() const;
+  // Waits until the job is submitted or failed; with `join`, walks part of a split walk meanwhile.
+  int wait_submitted(bool join);
   void sync_streams_noexcept() noexcept;
 
   c10::IValue input_;  // kept to the end: the walk records pointers into its tensors
@@ -83,6 +89,9 @@ class CopyJob {
   Completion completion_;
   std::mutex completion_mutex_;
   std::exception_ptr error_;
+  std::mutex walk_mutex_;
+  std::shared_ptr<ElementTickets> open_walk_;  // while a walk in parts hands out elements
+  std::atomic<bool> walk_open_{false};         // open_walk_ is set (read without the lock)
   std::atomic<bool> claimed_{false};  // a thread has started run()
   // Its own cache lines: get() spins reading it while the worker writes the fields above.
   alignas(128) std::atomic<int> state_{kPending};

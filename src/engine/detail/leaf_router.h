@@ -38,7 +38,8 @@ class LeafRouter {
   void absorb(LeafRouter& other);
 
   PackedChunks& packed() { return packed_; }
-  // Leaves left to the routes, in leaf order, and where each one's output goes.
+  // Leaves left to the routes and where each one's output goes: in leaf order for one router;
+  // after absorbing the routers of a split walk, grouped by router.
   const std::vector<at::Tensor>& deferred() const { return deferred_; }
   const std::vector<c10::IValue*>& slots() const { return slots_; }
 

@@ -1,11 +1,25 @@
 #include "detail/outputs.h"
 
+#include "detail/impl_pool.h"
+
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/TensorImpl.h>
 
 #include <numeric>
 
 namespace mtc::detail {
+namespace {
+
+// A plain TensorImpl whose memory comes from impl_pool: outputs are usually freed on another
+// thread than the one that made them.
+class OutputImpl final : public c10::TensorImpl {
+ public:
+  using c10::TensorImpl::TensorImpl;
+  static void* operator new(size_t bytes) { return impl_pool::allocate(bytes); }
+  static void operator delete(void* block, size_t bytes) noexcept { impl_pool::release(block, bytes); }
+};
+
+}  // namespace
 
 c10::Storage make_storage(c10::DataPtr data, int64_t bytes) {
   return c10::Storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(bytes), std::move(data),
@@ -16,8 +30,8 @@ at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at:
   const c10::DispatchKey key = storage.device_type() == c10::DeviceType::CUDA
                                    ? c10::DispatchKey::CUDA
                                    : c10::DispatchKey::CPU;
-  auto impl = c10::make_intrusive<c10::TensorImpl>(c10::Storage(storage), c10::DispatchKeySet(key),
-                                                   like.dtype());
+  auto impl = c10::make_intrusive<OutputImpl>(c10::Storage(storage), c10::DispatchKeySet(key),
+                                               like.dtype());
   const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
   if (like.is_contiguous()) {
     // Cheaper than set_sizes_and_strides: no strides to copy and check.

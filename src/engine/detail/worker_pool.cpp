@@ -20,12 +20,12 @@ namespace mtc::detail {
 WorkerPool& WorkerPool::instance() {
   static WorkerPool* pool = [] {
     const int hw = static_cast<int>(std::thread::hardware_concurrency());
-    return new WorkerPool(std::clamp(hw, 1, 4), std::chrono::microseconds(200));
+    return new WorkerPool(std::clamp(hw, 1, 4), kDefaultSpin);
   }();
   return *pool;
 }
 
-WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin) : spin_(spin) {
+WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin) : spin_us_(spin.count()) {
   threads_.reserve(threads);
   for (int i = 0; i < threads; ++i) threads_.emplace_back([this, i] { run_worker(i); });
 }
@@ -44,11 +44,24 @@ void WorkerPool::submit(Task task) {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(task));
   }
+  count_and_wake(1);
+}
+
+void WorkerPool::submit_copies(const Task& task, int copies) {
+  if (copies <= 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (int i = 0; i < copies; ++i) queue_.push_back(task);
+  }
+  count_and_wake(copies);
+}
+
+void WorkerPool::count_and_wake(int64_t added) {
   // Spinning workers see `pending_` without a wake-up; wake a sleeper only when they are
-  // too few for the tasks waiting.
+  // too few for the tasks waiting (the woken worker passes the wake-up on, see run_worker).
   // Sequentially consistent on both sides (Dekker): a worker that stops spinning re-reads
   // `pending_` after leaving `spinners_`, so either it sees the task or we see it gone.
-  const int64_t pending = pending_.fetch_add(1) + 1;
+  const int64_t pending = pending_.fetch_add(added) + added;
   if (spinners_.load() < pending) wake_.notify_one();
 }
 
@@ -75,6 +88,8 @@ void WorkerPool::run_worker(int index) {
   Task task;
   while (true) {
     if (try_pop(task)) {
+      // Pass the wake-up on while more tasks wait than spinning workers can take.
+      if (pending_.load() > spinners_.load()) wake_.notify_one();
       task();
       task = nullptr;
       continue;
@@ -82,7 +97,8 @@ void WorkerPool::run_worker(int index) {
     // Spin a while before sleeping: copies tend to come in bursts (and parallel parts
     // right behind their orchestration), and a sleeping worker costs a wake-up.
     spinners_.fetch_add(1);
-    const auto deadline = std::chrono::steady_clock::now() + spin_;
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
     while (pending_.load(std::memory_order_acquire) == 0 &&
            std::chrono::steady_clock::now() < deadline) {
       for (int i = 0; i < 32; ++i) MTC_CPU_RELAX();

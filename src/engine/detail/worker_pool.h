@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -29,10 +30,17 @@ class WorkerPool {
   ~WorkerPool();
 
   void submit(Task task);
+  // Queues `copies` copies of `task`, waking at most one sleeping worker: each worker that
+  // picks up a task wakes the next while tasks wait, so the submitting thread pays for one
+  // wake-up, not one per task.
+  void submit_copies(const Task& task, int copies);
   // Runs one queued task on the calling thread, if there is one. Lets a thread that waits
   // for pool work help with it instead of idling.
   bool try_run_one();
   int size() const { return static_cast<int>(threads_.size()); }
+  // How long an idle worker spins before sleeping (for benchmarks that compare settings).
+  void set_spin(std::chrono::microseconds spin) { spin_us_.store(spin.count()); }
+  static constexpr std::chrono::microseconds kDefaultSpin{200};
 
   // Runs fn(i) for i in [0, parts): the calling thread takes parts too, idle workers help.
   // Returns once every part has run; rethrows the first exception of a part.
@@ -40,9 +48,11 @@ class WorkerPool {
 
  private:
   void run_worker(int index);
+  // After `added` tasks were queued: counts them and wakes a sleeping worker if needed.
+  void count_and_wake(int64_t added);
   bool try_pop(Task& task);
 
-  std::chrono::microseconds spin_;
+  std::atomic<int64_t> spin_us_;
   std::mutex mutex_;
   std::condition_variable wake_;
   std::deque<Task> queue_;

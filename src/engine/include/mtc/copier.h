@@ -49,6 +49,7 @@ struct CopyStats {
   int64_t chunks = 0;           // packed chunks (one allocation and one DMA each)
   int64_t per_tensor = 0;       // leaves copied one by one
   int64_t pinned_bytes = 0;     // staging bytes taken from the pinned pool
+  int64_t walk_threads = 0;     // threads that walked part of the structure (1: not split)
   // Where the time went, in microseconds of wall time, as the engine measured it.
   double queued_us = 0;    // start_copy until a worker picked the job up
   double traverse_us = 0;  // the walk: new containers, packing plan, packed output views (a
