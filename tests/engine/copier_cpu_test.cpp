@@ -507,7 +507,7 @@ TEST(CopierCpu, SplitWalkIsCompleteWhicheverHelpersJoin) {
     const mtc::CopyStats s = h.stats();
     EXPECT_EQ(s.tensors, 800);
     EXPECT_GE(s.walk_threads, 1);
-    EXPECT_LE(s.walk_threads, pool + 1);
+    EXPECT_LE(s.walk_threads, pool + 2);  // the copy's thread, the workers and a waiting caller
     most_threads = std::max(most_threads, s.walk_threads);
     if (::testing::Test::HasFailure()) return;
   }
