@@ -319,7 +319,9 @@ void engine_args(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(BM_Walk)->Args({1, 1})->Args({8, 1})->Args({1, 0})->Args({8, 0})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_WalkThreads)->ArgsProduct({{1, 8}, {1, 2, 4}, {0, 1, 2, 3, 4, 6, 7, 8, 9}})->UseManualTime()->Unit(benchmark::kMicrosecond);
+// Flags 2 and 4 made no difference on their own (results/NOTES.md), so they are not combined;
+// the full GPU check runs every registered case five times.
+BENCHMARK(BM_WalkThreads)->ArgsProduct({{1, 8}, {1, 2, 4}, {0, 1, 2, 4, 8, 9}})->UseManualTime()->MinTime(0.2)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Plan)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StagingFill)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CreateOutputs)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);

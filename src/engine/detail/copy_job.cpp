@@ -10,18 +10,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <memory>
-#include <optional>
 #include <functional>
 #include <map>
-#include <thread>
-
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define MTC_PAUSE() _mm_pause()
-#else
-#define MTC_PAUSE() std::this_thread::yield()
-#endif
+#include <memory>
+#include <optional>
 
 namespace mtc::detail {
 namespace {
@@ -194,7 +186,7 @@ void CopyJob::walk() {
     std::lock_guard<std::mutex> lock(walk_mutex_);
     open_walk_.reset();
   }
-  while (tickets->active.load(std::memory_order_acquire) != 0) MTC_PAUSE();
+  while (tickets->active.load(std::memory_order_acquire) != 0) cpu_relax();
   // Threads that did submit hold staging their DMAs may still read: it goes to the job's
   // completion, which the failure path waits for after synchronizing the streams.
   const Walker* failed = nullptr;
@@ -316,7 +308,7 @@ int CopyJob::wait_submitted(bool join) {
       continue;
     }
     if (pool.try_run_one()) continue;
-    MTC_PAUSE();
+    cpu_relax();
   }
   while (state == kPending) {
     state_.wait(kPending, std::memory_order_acquire);

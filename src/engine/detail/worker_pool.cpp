@@ -8,13 +8,6 @@
 #include <memory>
 #include <string>
 
-#if defined(__x86_64__) || defined(_M_X64)
-#include <immintrin.h>
-#define MTC_CPU_RELAX() _mm_pause()
-#else
-#define MTC_CPU_RELAX() std::this_thread::yield()
-#endif
-
 namespace mtc::detail {
 
 WorkerPool& WorkerPool::instance() {
@@ -101,7 +94,7 @@ void WorkerPool::run_worker(int index) {
                           std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
     while (pending_.load(std::memory_order_acquire) == 0 &&
            std::chrono::steady_clock::now() < deadline) {
-      for (int i = 0; i < 32; ++i) MTC_CPU_RELAX();
+      for (int i = 0; i < 32; ++i) cpu_relax();
     }
     spinners_.fetch_sub(1);
     if (pending_.load() > 0) continue;
@@ -140,7 +133,7 @@ void WorkerPool::parallel_for(int64_t parts, const std::function<void(int64_t)>&
   // Helpers only touch `fn` while a part is unclaimed, and the caller waits for every part.
   for (int64_t h = 0; h < helpers; ++h) submit(work);
   work();
-  while (state->done.load(std::memory_order_acquire) < parts) MTC_CPU_RELAX();
+  while (state->done.load(std::memory_order_acquire) < parts) cpu_relax();
   if (state->error) std::rethrow_exception(state->error);
 }
 

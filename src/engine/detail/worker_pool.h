@@ -14,7 +14,21 @@
 #include <thread>
 #include <vector>
 
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#endif
+
 namespace mtc::detail {
+
+// One step of a spin-wait: a pause instruction on x86 (lets the sibling hyperthread run and
+// saves power), a yield elsewhere.
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(_M_X64)
+  _mm_pause();
+#else
+  std::this_thread::yield();
+#endif
+}
 
 class WorkerPool {
  public:
