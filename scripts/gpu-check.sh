@@ -4,11 +4,14 @@
 # Nsight Systems capture. Reports go to the folder given as the first argument.
 #
 #   scripts/gpu-check.sh OUT_DIR [quick|bench]
+#   scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]
 #
 # "quick" skips the main benchmark's full run and the profile. "bench" builds only the engine's
 # tests and the two benchmark programs, runs the engine's tests and the CPU->GPU copy
 # benchmarks (the engine's micro-benchmarks of whole copies and the walk, and mtc-bench's h2d
-# cases): a fast check of an engine change. At most eight files are written to OUT_DIR (the device tool returns no more).
+# cases): a fast check of an engine change. "repeat" builds mtc-bench only and runs it N times
+# (at most 7) one process after another, by default on configs/streampetr.json, writing
+# run-I.json for each (scripts/repeatability.py compares them). At most eight files are written to OUT_DIR (the device tool returns no more).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR [quick]}"
@@ -26,9 +29,28 @@ step() { echo "=== $* ($(date -u +%T))"; }
   step "build"
   # shellcheck disable=SC2086
   [[ "$mode" == bench ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc-bench"
+  [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
   bash scripts/build.sh -DMTC_WERROR=ON ${MTC_CMAKE_ARGS:-} || status=1
 } > "$out/build.log" 2>&1
 tail -5 "$out/build.log"
+
+if [[ "$mode" == repeat ]]; then
+  count="${3:?usage: scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]}"
+  shift 3
+  args=("$@")
+  (( ${#args[@]} )) || args=(--config configs/streampetr.json)
+  (( count <= 7 )) || { echo "repeat: at most 7 runs (8 files come back)"; exit 2; }
+  for i in $(seq 1 "$count"); do
+    step "run $i/$count: mtc-bench ${args[*]}"
+    start=$(date +%s)
+    "$MTC_BUILD_DIR/mtc-bench" "${args[@]}" --quiet --json "$out/run-$i.json" > "$out/last-run.txt" 2>&1 || status=1
+    echo "wall time: $(( $(date +%s) - start )) s; $(grep -c warning "$out/last-run.txt") warnings"
+    grep -E "warning|error" "$out/last-run.txt" | head -5
+  done
+  rm -f "$out/last-run.txt"
+  step "done (status $status)"
+  exit $status
+fi
 
 step "tests" | tee "$out/tests.log"
 tests=("$MTC_BUILD_DIR"/tests/*/mtc_*_tests)

@@ -10,6 +10,9 @@ bash scripts/build.sh
 echo "=== unit tests"
 ctest --test-dir "$MTC_BUILD_DIR" --output-on-failure -j "${MTC_JOBS:-$(nproc)}" --timeout 600
 
+echo "=== a separate project against the installed engine"
+bash scripts/test-consumer.sh
+
 echo "=== shipped configs against configs/spec.schema.json"
 "$MTC_PYTHON" scripts/check-configs.py
 

@@ -1,4 +1,4 @@
-// The reference batch of ../shared/anchors.md (StreamPETR-like detection metadata), built in
+// The reference batch (StreamPETR-like detection metadata, the original package's example), built in
 // code so the engine's micro-benchmarks need nothing but the engine. 16 samples give 528
 // tensors and 153,628 bytes; `repeat` multiplies the sample count (8 -> 4,224 tensors).
 #pragma once

@@ -49,11 +49,19 @@ class CliRun : public testing::Test {
 
 TEST_F(CliRun, RunsAndWritesReports) {
   const Ran r = run({"--config", path("small.json"), "--quiet", "--strategy", "to,engine,memcpy_batch",
-                     "--json", path("r.json"), "--md", path("r.md"), "--raw-samples"});
+                     "--pattern", "hot", "--min-rounds", "2", "--max-rounds", "2", "--round-time", "0.001",
+                     "--ab-label", "job-1:baseline:3", "--json", path("r.json"), "--md", path("r.md"),
+                     "--raw-samples"});
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("strategy"), std::string::npos) << r.out;
   const nlohmann::json doc = nlohmann::json::parse(std::ifstream(path("r.json")));
-  EXPECT_EQ(doc["schema_version"], 1);
+  EXPECT_EQ(doc["schema_version"], 2);
+  EXPECT_EQ(doc["ab"]["job"], "job-1");
+  EXPECT_EQ(doc["ab"]["side"], "baseline");
+  EXPECT_EQ(doc["ab"]["round"], 3);
+  EXPECT_EQ(doc["runs"][0]["workload"]["hash"].get<std::string>().size(), 16u);
+  EXPECT_EQ(doc["runs"][0]["results"][0]["rounds"]["count"], 2);
+  EXPECT_EQ(doc["runs"][0]["results"][0]["pattern"], "hot");
   EXPECT_EQ(doc["exit_code"], 0);
   const auto& run0 = doc["runs"][0];
   EXPECT_EQ(run0["config"]["name"], "small");

@@ -90,5 +90,28 @@ TEST(Parse, Strategies) {
   EXPECT_THROW(parse_strategies({","}), UsageError);
 }
 
+TEST(Parse, Patterns) {
+  EXPECT_EQ(parse_patterns({"hot,step"}), (std::vector<Pattern>{Pattern::kHot, Pattern::kStep}));
+  EXPECT_EQ(parse_patterns({"step", "step"}), std::vector<Pattern>{Pattern::kStep});
+  EXPECT_THROW(parse_patterns({"warm"}), UsageError);
+  EXPECT_THROW(parse_patterns({""}), UsageError);
+}
+
+TEST(Parse, AbLabel) {
+  const AbLabel label = parse_ab_label("pr-7:candidate:12");
+  EXPECT_EQ(label.job, "pr-7");
+  EXPECT_EQ(label.side, "candidate");
+  EXPECT_EQ(label.round, 12);
+  for (const char* bad : {"pr-7:candidate", ":b:1", "a::1", "a:b:", "a:b:-1", "a:b:x", "a:b:1:2"}) {
+    EXPECT_THROW(parse_ab_label(bad), UsageError) << bad;
+  }
+}
+
+TEST(Parse, CpuList) {
+  EXPECT_EQ(parse_cpu_list("0-3,8"), (std::vector<int>{0, 1, 2, 3, 8}));
+  EXPECT_EQ(parse_cpu_list("5"), std::vector<int>{5});
+  for (const char* bad : {"", "3-1", "a", "1,,2", "-1", "0-"}) EXPECT_THROW(parse_cpu_list(bad), UsageError) << bad;
+}
+
 }  // namespace
 }  // namespace mtc::bench

@@ -28,12 +28,22 @@ Entry ok_entry(const std::string& strategy, double median, int device = 0) {
   e.device = device;
   e.direction = "h2d";
   e.strategy = strategy;
+  e.pattern = "hot";
   e.source = "cpu";
   e.target = "cuda:" + std::to_string(device);
   e.verified = true;
   e.stop_reason = "noise_target";
   e.warmup = 5;
   e.wall = summary_of(median);
+  // Round medians move together (one host state per round): paired ratios are exact.
+  e.rounds.rounds = 3;
+  e.rounds.medians = {median, median * 1.1, median * 0.9};
+  e.rounds.samples = {30, 30, 40};
+  e.rounds.process = {0, 0, 0};
+  e.rounds.median = median;
+  e.rounds.within = 0.004;
+  e.rounds.between = 0.003;
+  e.rounds.interval = {median * 0.95, median * 1.05, 0.95};
   e.caller_blocked = summary_of(median / 10);
   e.gpu = summary_of(median * 0.8);
   e.cpu = summary_of(median);
@@ -86,11 +96,13 @@ bool has_non_finite(const json& j) {
   return false;
 }
 
-TEST(Report, SpeedupIsAgainstToOfTheSameDeviceAndDirection) {
+TEST(Report, SpeedupIsAgainstToOfTheSameDeviceDirectionAndPattern) {
   const Report r = sample_report();
   const auto& entries = r.runs[0].entries;
-  EXPECT_DOUBLE_EQ(*entries[0].speedup, 1.0);
-  EXPECT_DOUBLE_EQ(*entries[1].speedup, 6.5e-3 / 1.3e-4);
+  EXPECT_DOUBLE_EQ(entries[0].speedup->estimate, 1.0);
+  EXPECT_NEAR(entries[1].speedup->estimate, 6.5e-3 / 1.3e-4, 1e-9);
+  EXPECT_NEAR(*entries[1].speedup->low, 50.0, 1e-9);
+  EXPECT_EQ(entries[1].speedup->pairs, 3);
   EXPECT_FALSE(entries[2].speedup);  // skipped
   EXPECT_FALSE(entries[3].speedup);  // failed verification
 }
@@ -98,8 +110,19 @@ TEST(Report, SpeedupIsAgainstToOfTheSameDeviceAndDirection) {
 TEST(Report, NoSpeedupWithoutTheBaseline) {
   RunSection run;
   run.entries.push_back(ok_entry("engine", 1e-4));
+  run.entries.push_back(ok_entry("to", 1e-2));
+  run.entries.back().pattern = "step";  // another pattern's baseline does not count
   compute_speedups(run);
   EXPECT_FALSE(run.entries[0].speedup);
+}
+
+TEST(Report, WorkloadHashIdentifiesConfigAndSeed) {
+  const json a = {{"name", "x"}, {"params", {{"samples", 16}}}};
+  const json b = {{"params", {{"samples", 16}}}, {"name", "x"}};  // same, keys in another order
+  EXPECT_EQ(workload_hash(a, 0), workload_hash(b, 0));
+  EXPECT_EQ(workload_hash(a, 0).size(), 16u);
+  EXPECT_NE(workload_hash(a, 0), workload_hash(a, 1));
+  EXPECT_NE(workload_hash(a, 0), workload_hash({{"name", "x"}, {"params", {{"samples", 17}}}}, 0));
 }
 
 TEST(Report, AggregatesSumOverGpus) {
@@ -137,7 +160,13 @@ TEST(JsonReporter, WritesValidJsonWithSchemaVersionAndContext) {
   EXPECT_EQ(results[1]["strategy"], "engine");
   EXPECT_EQ(results[1]["status"], "ok");
   EXPECT_DOUBLE_EQ(results[1]["wall_s"]["median"].get<double>(), 1.3e-4);
-  EXPECT_DOUBLE_EQ(results[1]["speedup_vs_to"].get<double>(), 50.0);
+  EXPECT_NEAR(results[1]["speedup_vs_to"]["estimate"].get<double>(), 50.0, 1e-9);
+  EXPECT_EQ(results[1]["speedup_vs_to"]["rounds"], 3);
+  EXPECT_EQ(results[1]["pattern"], "hot");
+  EXPECT_EQ(results[1]["rounds"]["count"], 3);
+  EXPECT_EQ(results[1]["rounds"]["median_s"].size(), 3u);
+  EXPECT_DOUBLE_EQ(results[1]["interval_s"]["low"].get<double>(), 1.3e-4 * 0.95);
+  EXPECT_DOUBLE_EQ(results[1]["noise"]["reported"].get<double>(), 0.004);
   EXPECT_EQ(results[2]["status"], "skipped");
   EXPECT_FALSE(results[2].contains("wall_s"));
   EXPECT_EQ(results[3]["status"], "verification_failed");
@@ -151,7 +180,8 @@ TEST(JsonReporter, NeverWritesNanOrInfinity) {
   Entry& e = r.runs[0].entries[0];
   e.wall.median = std::numeric_limits<double>::quiet_NaN();
   e.gb_per_s = std::numeric_limits<double>::infinity();
-  e.speedup = -std::numeric_limits<double>::infinity();
+  e.speedup = RatioEstimate{-std::numeric_limits<double>::infinity(), std::nullopt, std::nullopt, 0.95, 1};
+  e.rounds.interval.high = std::numeric_limits<double>::infinity();
   r.runs[0].settings = {{"x", std::numeric_limits<double>::quiet_NaN()}};
   const json doc = report_to_json(r);
   EXPECT_FALSE(has_non_finite(doc));
@@ -161,6 +191,7 @@ TEST(JsonReporter, NeverWritesNanOrInfinity) {
   EXPECT_EQ(out.str().find("Infinity"), std::string::npos);
   const json reparsed = json::parse(out.str());
   EXPECT_TRUE(reparsed["runs"][0]["results"][0]["wall_s"]["median"].is_null());
+  EXPECT_TRUE(reparsed["runs"][0]["results"][0]["interval_s"]["high"].is_null());
 }
 
 TEST(JsonReporter, RawSamplesOnlyWhenAsked) {
@@ -175,7 +206,8 @@ TEST(ConsoleReporter, ShowsTheTable) {
   ConsoleReporter().write(sample_report(), out);
   const std::string text = out.str();
   for (const char* needle : {"NVIDIA H100 80GB HBM3", "strategy", "direction", "median", "p90", "noise",
-                             "GB/s", "speedup", "verified", "engine", "6.50 ms", "130 us", "50.00x",
+                             "GB/s", "speedup", "verified", "engine", "6.50 ms", "130 us", "50.0x (50.0-50.0)",
+                             "pattern", "hot", "124 us - 136 us", "rounds",
                              "0.40 %", "NO", "needs a driver", "note: d2d skipped", "528 tensors"}) {
     EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
   }
@@ -185,8 +217,8 @@ TEST(MarkdownReporter, ShowsTheSameTable) {
   std::ostringstream out;
   MarkdownReporter().write(sample_report(), out);
   const std::string text = out.str();
-  EXPECT_NE(text.find("| strategy | direction | median |"), std::string::npos) << text;
-  EXPECT_NE(text.find("| engine | h2d | 130 us |"), std::string::npos) << text;
+  EXPECT_NE(text.find("| strategy | direction | pattern | median | interval |"), std::string::npos) << text;
+  EXPECT_NE(text.find("| engine | h2d | hot | 130 us | 124 us - 136 us |"), std::string::npos) << text;
   EXPECT_NE(text.find("---: |"), std::string::npos);
   EXPECT_NE(text.find("abc1234"), std::string::npos);
 }

@@ -23,8 +23,41 @@ TEST(RunPlan, DefaultsFromTheConfig) {
   EXPECT_EQ(plan.settings.warmup, 2);
   EXPECT_EQ(plan.settings.stopping.min_samples, 30);
   EXPECT_DOUBLE_EQ(plan.settings.stopping.timeout_s, 4.0);
-  EXPECT_DOUBLE_EQ(plan.settings.stopping.min_time_s, 0.5);
+  EXPECT_DOUBLE_EQ(plan.settings.stopping.min_time_s, 0.25);
+  EXPECT_EQ(plan.settings.patterns, (std::vector<Pattern>{Pattern::kHot, Pattern::kStep}));
+  EXPECT_EQ(plan.settings.inputs, 8);
+  EXPECT_DOUBLE_EQ(plan.settings.gap_s, 0.002);
+  EXPECT_EQ(plan.settings.stopping.min_rounds, 5);
   EXPECT_EQ(plan.settings.fixed_samples, 0);
+}
+
+TEST(RunPlan, QuickIsThreeShortRounds) {
+  RunOptions o;
+  o.quick = true;
+  const RunPlan plan = make_run_plan(config_with(""), o, 1);
+  EXPECT_EQ(plan.settings.stopping.min_rounds, 3);
+  EXPECT_EQ(plan.settings.stopping.max_rounds, 3);
+  EXPECT_LT(plan.settings.stopping.round_time_s, 0.05);
+  EXPECT_TRUE(plan.quick);
+  EXPECT_EQ(plan_to_json(plan)["quick"], true);
+}
+
+TEST(RunPlan, RoundsAndPatternsFromTheConfigAndTheCommandLine) {
+  const Config config = config_with(
+      R"("bench": {"patterns": ["step"], "inputs": 3, "gap_us": 500, "min_rounds": 2, "max_rounds": 4},)");
+  RunPlan plan = make_run_plan(config, RunOptions{}, 1);
+  EXPECT_EQ(plan.settings.patterns, std::vector<Pattern>{Pattern::kStep});
+  EXPECT_EQ(plan.settings.inputs, 3);
+  EXPECT_DOUBLE_EQ(plan.settings.gap_s, 500e-6);
+  EXPECT_EQ(plan.settings.stopping.max_rounds, 4);
+  RunOptions o;
+  o.patterns = std::vector<Pattern>{Pattern::kHot};
+  o.max_rounds = 9;
+  plan = make_run_plan(config, o, 1);
+  EXPECT_EQ(plan.settings.patterns, std::vector<Pattern>{Pattern::kHot});
+  EXPECT_EQ(plan.settings.stopping.max_rounds, 9);
+  o.max_rounds = 1;
+  EXPECT_THROW(make_run_plan(config, o, 1), UsageError);  // below min_rounds 2
 }
 
 TEST(RunPlan, CommandLineWins) {

@@ -34,11 +34,25 @@ c10::IValue make_batch() {
 CaseSettings fast_settings() {
   CaseSettings s;
   s.warmup = 1;
+  s.patterns = {Pattern::kHot};
   s.stopping.min_samples = 5;
   s.stopping.min_time_s = 0.0;
   s.stopping.timeout_s = 2.0;
+  s.stopping.min_rounds = 2;
+  s.stopping.max_rounds = 3;
+  s.stopping.round_time_s = 0.005;
   return s;
 }
+
+// Measures `rounds` rounds of one case alone, as the runner does for each member of a block.
+void measure_rounds(CaseRunner& runner, const CaseSettings& settings, int rounds) {
+  for (int r = 0; r < rounds; ++r) {
+    MeasureGroup group(1);
+    runner.measure_round(settings, group, 0, nullptr);
+  }
+}
+
+std::vector<c10::IValue> one(c10::IValue input) { return {std::move(input)}; }
 
 TEST(Structure, MapRebuildsEveryContainerKind) {
   const c10::IValue in = make_batch();
@@ -110,19 +124,20 @@ TEST_P(HostToHost, CopiesFaithfully) {
 }
 
 TEST_P(HostToHost, MeasuresWithTheCaseRunner) {
-  CaseRunner runner(make_strategy(GetParam(), mtc::CopyOptions{}), kH2H, make_batch(), -1);
+  CaseRunner runner(make_strategy(GetParam(), mtc::CopyOptions{}), kH2H, one(make_batch()), Pattern::kHot, -1);
   const CaseSettings settings = fast_settings();
   runner.prepare();
   runner.warmup(settings.warmup);
   runner.verify();
   ASSERT_TRUE(runner.ok());
-  MeasureGroup group(1);
-  runner.measure(settings, group, nullptr);
+  measure_rounds(runner, settings, settings.fixed_samples > 0 ? 1 : 2);
   const Entry e = runner.entry(settings, WorkloadSize{9, 1000});
   EXPECT_EQ(e.status, EntryStatus::kOk) << e.reason;
   EXPECT_EQ(e.verified, true);
-  EXPECT_GE(e.wall.count, 5);
-  EXPECT_NE(e.stop_reason, "none");
+  EXPECT_GE(e.wall.count, 6);  // two rounds of at least three
+  EXPECT_EQ(e.rounds.rounds, 2);
+  EXPECT_EQ(e.pattern, "hot");
+  EXPECT_GT(e.rounds.interval.high, e.rounds.interval.low);
   EXPECT_FALSE(e.gpu);
   EXPECT_FALSE(e.exposed);
   EXPECT_GT(e.wall.median, 0.0);
@@ -157,7 +172,7 @@ class FlippingStrategy final : public Strategy {
 };
 
 TEST(CaseRunner, AFlippedBitFailsVerificationAndIsNotMeasured) {
-  CaseRunner runner(std::make_unique<FlippingStrategy>(), kH2H, make_batch(), -1);
+  CaseRunner runner(std::make_unique<FlippingStrategy>(), kH2H, one(make_batch()), Pattern::kHot, -1);
   runner.prepare();
   runner.verify();
   EXPECT_FALSE(runner.ok());
@@ -171,10 +186,9 @@ TEST(CaseRunner, AFlippedBitFailsVerificationAndIsNotMeasured) {
 TEST(CaseRunner, OverlapModeReportsTheExposedCopy) {
   CaseSettings settings = fast_settings();
   settings.overlap_s = 200e-6;
-  CaseRunner runner(make_strategy("to", mtc::CopyOptions{}), kH2H, make_batch(), -1);
+  CaseRunner runner(make_strategy("to", mtc::CopyOptions{}), kH2H, one(make_batch()), Pattern::kHot, -1);
   runner.prepare();
-  MeasureGroup group(1);
-  runner.measure(settings, group, nullptr);
+  measure_rounds(runner, settings, settings.fixed_samples > 0 ? 1 : 2);
   const Entry e = runner.entry(settings, WorkloadSize{9, 1000});
   ASSERT_TRUE(e.exposed);
   EXPECT_GE(e.wall.min, 200e-6);
@@ -185,13 +199,12 @@ TEST(CaseRunner, FixedCountForProfiling) {
   CaseSettings settings = fast_settings();
   settings.fixed_samples = 7;
   settings.stopping.min_samples = 100;
-  CaseRunner runner(make_strategy("to", mtc::CopyOptions{}), kH2H, make_batch(), -1);
+  CaseRunner runner(make_strategy("to", mtc::CopyOptions{}), kH2H, one(make_batch()), Pattern::kHot, -1);
   runner.prepare();
-  MeasureGroup group(1);
-  runner.measure(settings, group, nullptr);
+  measure_rounds(runner, settings, settings.fixed_samples > 0 ? 1 : 2);
   const Entry e = runner.entry(settings, WorkloadSize{});
   EXPECT_EQ(e.wall.count, 7);
-  EXPECT_EQ(e.stop_reason, "fixed_count");
+  EXPECT_EQ(e.rounds.rounds, 1);
 }
 
 TEST(BenchRunner, HostToHostWithoutAGpu) {
@@ -201,7 +214,7 @@ TEST(BenchRunner, HostToHostWithoutAGpu) {
   plan.cuda_device_count = 0;
   plan.settings = fast_settings();
   Progress progress(false);
-  const RunOutcome outcome = run_benchmarks(make_batch(), plan, progress);
+  const RunOutcome outcome = run_benchmarks(one(make_batch()), plan, progress);
   ASSERT_EQ(outcome.entries.size(), 3u);
   EXPECT_EQ(outcome.entries[0].status, EntryStatus::kOk) << outcome.entries[0].reason;
   EXPECT_EQ(outcome.entries[1].status, EntryStatus::kSkipped);
@@ -212,6 +225,29 @@ TEST(BenchRunner, HostToHostWithoutAGpu) {
   EXPECT_TRUE(outcome.entries[2].engine["options"]["pack_cpu_tensors"].get<bool>());
   EXPECT_EQ(outcome.entries[2].engine["stats"]["tensors"], 9);
   EXPECT_TRUE(outcome.entries[2].engine["steps_median_us"]["traverse"].is_number());
+  for (const Entry& e : {outcome.entries[0], outcome.entries[2]}) {
+    EXPECT_GE(e.rounds.rounds, 2);
+    EXPECT_LE(e.rounds.rounds, 3);
+    EXPECT_NE(e.stop_reason, "none");
+  }
+  // Interleaved: both cases ran the same rounds, so the speedup is paired per round.
+  EXPECT_EQ(outcome.entries[0].rounds.rounds, outcome.entries[2].rounds.rounds);
+}
+
+TEST(BenchRunner, EveryPatternGetsItsEntries) {
+  RunPlan plan;
+  plan.directions = {Direction::kH2H};
+  plan.strategies = {"to", "engine"};
+  plan.settings = fast_settings();
+  plan.settings.patterns = {Pattern::kHot, Pattern::kStep};
+  plan.settings.gap_s = 1e-4;
+  Progress progress(false);
+  const RunOutcome outcome = run_benchmarks({make_batch(), make_batch(), make_batch()}, plan, progress);
+  ASSERT_EQ(outcome.entries.size(), 4u);
+  EXPECT_EQ(outcome.entries[0].pattern, "hot");
+  EXPECT_EQ(outcome.entries[2].pattern, "step");
+  EXPECT_EQ(outcome.entries[3].strategy, "engine");
+  for (const Entry& e : outcome.entries) EXPECT_EQ(e.status, EntryStatus::kOk) << e.reason;
 }
 
 TEST(BenchRunner, ProfileModeKeepsTableOrder) {
@@ -222,7 +258,7 @@ TEST(BenchRunner, ProfileModeKeepsTableOrder) {
   plan.settings.fixed_samples = 3;
   plan.profile = true;
   Progress progress(false);
-  const RunOutcome outcome = run_benchmarks(make_batch(), plan, progress);
+  const RunOutcome outcome = run_benchmarks(one(make_batch()), plan, progress);
   ASSERT_EQ(outcome.entries.size(), 3u);
   EXPECT_EQ(outcome.entries[0].strategy, "to");
   EXPECT_EQ(outcome.entries[0].wall.count, 3);
@@ -258,13 +294,12 @@ TEST_P(OnGpu, VerifiesAndMeasures) {
   if (!reason.empty()) GTEST_SKIP() << reason;
   auto strategy = make_strategy(name, mtc::CopyOptions{});
   if (const std::string r = strategy->unsupported_reason(*route); !r.empty()) GTEST_SKIP() << r;
-  CaseRunner runner(std::move(strategy), *route, input_for(make_batch(), direction, 0), 0);
+  CaseRunner runner(std::move(strategy), *route, one(input_for(make_batch(), direction, 0)), Pattern::kHot, 0);
   const CaseSettings settings = fast_settings();
   runner.prepare();
   runner.warmup(2);
   runner.verify();
-  MeasureGroup group(1);
-  runner.measure(settings, group, nullptr);
+  measure_rounds(runner, settings, settings.fixed_samples > 0 ? 1 : 2);
   const Entry e = runner.entry(settings, WorkloadSize{9, 1000});
   EXPECT_EQ(e.status, EntryStatus::kOk) << e.reason;
   EXPECT_EQ(e.verified, true);

@@ -32,7 +32,9 @@ TEST(Config, DefaultsFillEverythingNotGiven) {
   EXPECT_EQ(config.resolved["seed"], 0);
   EXPECT_EQ(config.resolved["directions"], nlohmann::json({"h2d", "d2h"}));
   EXPECT_EQ(config.resolved["bench"]["warmup"], 5);
-  EXPECT_EQ(config.resolved["bench"]["noise_target"], 0.005);
+  EXPECT_EQ(config.resolved["bench"]["noise_target"], 0.01);
+  EXPECT_EQ(config.resolved["bench"]["patterns"], (nlohmann::json{"hot", "step"}));
+  EXPECT_EQ(config.resolved["bench"]["inputs"], 8);
   EXPECT_EQ(config.resolved["bench"]["raw_samples"], false);
 }
 

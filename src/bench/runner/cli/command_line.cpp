@@ -36,9 +36,12 @@ std::string footer_text() {
       "\n"
       "Strategies (--strategy; speedups are against `to`):\n{}"
       "\n"
-      "Stopping rule: at least --min-samples samples and --min-time seconds of sample time,\n"
-      "then stop when the relative standard error of the median (from the MAD) is under\n"
-      "--noise-target, or it stopped falling (noise_stable), or after --timeout seconds.\n"
+      "Rounds: every strategy of a direction and pattern runs once per round, in an order\n"
+      "shuffled by the seed, for --round-time seconds. Rounds go on until every case has\n"
+      "--min-rounds rounds, --min-samples samples and --min-time seconds of samples and its\n"
+      "noise (the larger of the within- and between-round standard errors of the median) is\n"
+      "under --noise-target; at most --max-rounds, and a case stops after --timeout seconds.\n"
+      "The interval of each median (95 %) includes the variation between rounds.\n"
       "\n"
       "Exit codes: 0 success, 1 regression (compare), 2 usage or config error,\n"
       "            3 runtime or CUDA error, 4 a strategy's output failed verification.\n"
@@ -74,6 +77,13 @@ struct RawValues {
   bool pinned_staging = true;
   bool pack = true;
   bool background_thread = true;
+  std::vector<std::string> patterns;
+  std::string ab_label;
+  int64_t inputs = 0;
+  double gap_us = 0;
+  int64_t min_rounds = 0;
+  int64_t max_rounds = 0;
+  double round_time_s = 0;
 };
 
 struct Options {
@@ -92,7 +102,54 @@ struct Options {
   CLI::Option* pinned_staging;
   CLI::Option* pack;
   CLI::Option* background_thread;
+  CLI::Option* patterns;
+  CLI::Option* ab_label;
+  CLI::Option* inputs;
+  CLI::Option* gap;
+  CLI::Option* min_rounds;
+  CLI::Option* max_rounds;
+  CLI::Option* round_time;
 };
+
+// The rounds, the patterns and the host: what makes figures repeatable (measure/stopping.h).
+void add_round_options(CLI::App& app, RunOptions& run, RawValues& raw, Options& o) {
+  const std::string rounds = "Rounds and patterns";
+  o.patterns = app.add_option("--pattern", raw.patterns,
+                              "hot (same input back to back), step (new input after an idle gap, previous "
+                              "output freed inside the sample) or hot,step (default: the config's, else both)")
+                   ->type_name("LIST")
+                   ->group(rounds);
+  o.inputs = app.add_option("--inputs", raw.inputs, "Step pattern: inputs in rotation, successive seeds (default 8)")
+                 ->check(CLI::Range(int64_t{1}, int64_t{1024}))
+                 ->group(rounds);
+  o.gap = app.add_option("--gap-us", raw.gap_us, "Step pattern: idle gap before each sample, outside the clock (default 2000)")
+              ->check(CLI::Range(0.0, 1e7))
+              ->group(rounds);
+  o.min_rounds = app.add_option("--min-rounds", raw.min_rounds, "Fewest rounds per case (default 5)")
+                     ->check(CLI::Range(int64_t{1}, int64_t{10000}))
+                     ->group(rounds);
+  o.max_rounds = app.add_option("--max-rounds", raw.max_rounds, "Most rounds per case (default 20)")
+                     ->check(CLI::Range(int64_t{1}, int64_t{10000}))
+                     ->group(rounds);
+  o.round_time = app.add_option("--round-time", raw.round_time_s, "Loop time per case and round, seconds (default 0.05)")
+                     ->check(CLI::NonNegativeNumber)
+                     ->group(rounds);
+  app.add_flag("--quick", run.quick, "3 short rounds per case: a run of seconds, with the wide intervals it earns")
+      ->group(rounds);
+  app.add_option("--processes", run.processes,
+                 "Measure in N fresh processes one after another and merge their rounds: the interval then "
+                 "covers what differs between processes (default 1)")
+      ->check(CLI::Range(int64_t{1}, int64_t{64}))
+      ->group(rounds);
+  app.add_option("--pin-cpu", run.pin_cpu, "Bind the process to CPUs: auto (the first GPU's local CPUs) or a list such as 0-7,16")
+      ->type_name("auto|LIST")
+      ->group(rounds);
+  o.ab_label = app.add_option("--ab-label", raw.ab_label, "Label the report as one side of an A/B job, for `compare`")
+                   ->type_name("JOB:SIDE:ROUND")
+                   ->group(rounds);
+  app.add_option("--child-index", run.child_index, "Internal: set by --processes in the processes it starts")
+      ->group("");
+}
 
 Options add_run_options(CLI::App& app, RunOptions& run, RawValues& raw) {
   Options o{};
@@ -180,6 +237,7 @@ Options add_run_options(CLI::App& app, RunOptions& run, RawValues& raw) {
                                        "Plan, stage and submit on the worker pool (default on)")
                             ->type_name("on|off")
                             ->group(engine);
+  add_round_options(app, run, raw, o);
   return o;
 }
 
@@ -200,6 +258,18 @@ void finish_run_options(const Options& o, const RawValues& raw, RunOptions& run)
   if (o.background_thread->count() > 0) run.engine.background_thread = raw.background_thread;
   if (o.engine_alignment->count() > 0) run.engine.alignment_bytes = parse_bytes(raw.engine_alignment);
   if (o.engine_max_chunk->count() > 0) run.engine.max_chunk_bytes = parse_bytes(raw.engine_max_chunk);
+  if (o.patterns->count() > 0) run.patterns = parse_patterns(raw.patterns);
+  if (o.inputs->count() > 0) run.inputs = raw.inputs;
+  if (o.gap->count() > 0) run.gap_us = raw.gap_us;
+  if (o.min_rounds->count() > 0) run.min_rounds = raw.min_rounds;
+  if (o.max_rounds->count() > 0) run.max_rounds = raw.max_rounds;
+  if (o.round_time->count() > 0) run.round_time_s = raw.round_time_s;
+  if (o.ab_label->count() > 0) run.ab_label = parse_ab_label(raw.ab_label);
+  if (run.min_rounds && run.max_rounds && *run.max_rounds < *run.min_rounds) {
+    throw UsageError(fmt::format("--max-rounds {} is below --min-rounds {}", *run.max_rounds, *run.min_rounds));
+  }
+  if (run.processes > 1 && run.profile) throw UsageError("--processes and --profile do not mix: profile one process");
+  if (!run.pin_cpu.empty() && run.pin_cpu != "auto") parse_cpu_list(run.pin_cpu);
   for (const std::string& set : run.sets) parse_assignment(set);
   for (const std::string& sweep : raw.sweeps) run.sweeps.push_back(parse_sweep(sweep));
   expand_sweeps(run.sweeps);  // rejects an axis swept twice

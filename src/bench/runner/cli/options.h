@@ -30,6 +30,18 @@ struct RunOptions {
   std::optional<double> timeout_s;
   std::optional<double> overlap_us;
   std::optional<uint64_t> seed;
+  // Rounds and patterns (measure/stopping.h, measure/pattern.h).
+  std::optional<std::vector<Pattern>> patterns;
+  std::optional<int64_t> inputs;
+  std::optional<double> gap_us;
+  std::optional<int64_t> min_rounds;
+  std::optional<int64_t> max_rounds;
+  std::optional<double> round_time_s;
+  bool quick = false;      // few short rounds: wide intervals, reported as they are
+  int64_t processes = 1;   // fresh processes whose rounds are merged
+  std::optional<AbLabel> ab_label;
+  std::string pin_cpu;     // "", "auto" (the GPU's local CPUs) or a CPU list "0-7,16"
+  int64_t child_index = -1;  // internal: this process is child N of --processes
   bool raw_samples = false;
   std::string json_path;
   std::string md_path;

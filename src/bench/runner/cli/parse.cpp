@@ -1,5 +1,7 @@
 #include "runner/cli/parse.h"
 
+#include "runner/env/host_state.h"
+
 #include "errors.h"
 #include "runner/strategies/catalog.h"
 
@@ -165,6 +167,40 @@ double parse_fraction(std::string_view text) {
     throw UsageError(fmt::format("{}: must lie in (0, 1], i.e. (0 %, 100 %]", text));
   }
   return value;
+}
+
+std::vector<Pattern> parse_patterns(const std::vector<std::string>& items) {
+  std::vector<Pattern> patterns;
+  for (const std::string& item : split_list(items)) {
+    const auto p = parse_pattern(item);
+    if (!p) throw UsageError(fmt::format("--pattern {}: expected hot, step or hot,step", item));
+    if (std::find(patterns.begin(), patterns.end(), *p) == patterns.end()) patterns.push_back(*p);
+  }
+  if (patterns.empty()) throw UsageError("--pattern: no pattern given");
+  return patterns;
+}
+
+AbLabel parse_ab_label(std::string_view text) {
+  const auto bad = [&](std::string_view why) {
+    return UsageError(fmt::format("--ab-label {}: {} (expected JOB:SIDE:ROUND, e.g. pr-7:baseline:0)", text, why));
+  };
+  const size_t first = text.find(':');
+  const size_t second = first == std::string_view::npos ? first : text.find(':', first + 1);
+  if (second == std::string_view::npos) throw bad("needs three parts separated by ':'");
+  AbLabel label{std::string(text.substr(0, first)), std::string(text.substr(first + 1, second - first - 1)), 0};
+  const std::string_view round = text.substr(second + 1);
+  if (label.job.empty() || label.side.empty()) throw bad("JOB and SIDE must not be empty");
+  if (round.empty() || round.size() > 9 || round.find_first_not_of("0123456789") != std::string_view::npos) {
+    throw bad("ROUND must be a non-negative integer");
+  }
+  label.round = std::stoll(std::string(round));
+  return label;
+}
+
+std::vector<int> parse_cpu_list(std::string_view text) {
+  const auto cpus = cpu_list_from_text(text);
+  if (!cpus) throw UsageError(fmt::format("CPU list {}: expected numbers and ranges such as 0-7,16", text));
+  return *cpus;
 }
 
 std::vector<std::string> parse_strategies(const std::vector<std::string>& items) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "runner/measure/direction.h"
+#include "runner/measure/pattern.h"
 
 #include <cstdint>
 #include <string>
@@ -45,6 +46,22 @@ double parse_fraction(std::string_view text);
 
 // Checks strategy names against the catalog; throws naming the unknown one and the known ones.
 std::vector<std::string> parse_strategies(const std::vector<std::string>& items);
+
+// "hot", "step" or "hot,step", each once.
+std::vector<Pattern> parse_patterns(const std::vector<std::string>& items);
+
+// "JOB:SIDE:ROUND" (--ab-label), e.g. "pr-123:baseline:2". JOB and SIDE are non-empty and
+// free of ':'; ROUND is a non-negative integer.
+struct AbLabel {
+  std::string job;
+  std::string side;
+  int64_t round = 0;
+};
+AbLabel parse_ab_label(std::string_view text);
+
+// "0-7,16" -> {0, ..., 7, 16}: the Linux CPU list syntax (also what sysfs local_cpulist holds).
+// Throws UsageError naming the bad text.
+std::vector<int> parse_cpu_list(std::string_view text);
 
 // Splits "a,b,c" (and each element of a list already split by the parser) at commas.
 std::vector<std::string> split_list(const std::vector<std::string>& items);

@@ -3,7 +3,9 @@
 #include "runner/commands/run_plan.h"
 #include "errors.h"
 #include "runner/cli/config_paths.h"
+#include "runner/commands/processes.h"
 #include "runner/env/environment.h"
+#include "runner/env/host_state.h"
 #include "runner/measure/bench_runner.h"
 #include "runner/report/reporter.h"
 #include "runner/strategies/engine.h"
@@ -12,6 +14,7 @@
 #include <fmt/format.h>
 #include <mtc/nvtx.h>
 
+#include <algorithm>
 #include <fstream>
 #include <memory>
 
@@ -38,12 +41,88 @@ nlohmann::json sweep_point_json(const std::vector<std::string>& point) {
   return j;
 }
 
+// --pin-cpu: "auto" binds to the first GPU's local CPUs (from sysfs), a list binds to it.
+// Returns the CPUs bound to, or null when not asked or not possible (said on `err`).
+nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devices, const nlohmann::json& gpus,
+                        std::ostream& err) {
+  if (request.empty()) return nullptr;
+  std::vector<int> cpus;
+  if (request == "auto") {
+    const int device = devices.empty() ? -1 : devices.front();
+    if (device < 0 || device >= static_cast<int>(gpus.size())) {
+      err << "mtc-bench: warning: --pin-cpu auto: no GPU to take the local CPUs of; not pinned\n";
+      return nullptr;
+    }
+    const GpuLocality locality =
+        read_gpu_locality("/sys/bus/pci/devices/" + gpus[device].value("pci_bus_id", std::string()));
+    if (!locality.local_cpus) {
+      err << "mtc-bench: warning: --pin-cpu auto: GPU " << device << "'s local CPUs are unknown; not pinned\n";
+      return nullptr;
+    }
+    cpus = *locality.local_cpus;
+  } else {
+    cpus = parse_cpu_list(request);
+  }
+  if (const std::string error = pin_process_to(cpus); !error.empty()) {
+    throw UsageError("--pin-cpu " + request + ": " + error);
+  }
+  return cpu_list_to_text(cpus);
+}
+
+// The inputs of the run: the config's workload, and for the step pattern K - 1 more built with
+// the following seeds (a saved batch is copied again: the same values in fresh memory).
+std::vector<c10::IValue> build_inputs(const Config& config, const RunPlan& plan, const BuildOptions& options,
+                                      BuildInfo& info) {
+  const auto& patterns = plan.settings.patterns;
+  const bool step = std::find(patterns.begin(), patterns.end(), Pattern::kStep) != patterns.end();
+  const int64_t count = step ? plan.settings.inputs : 1;
+  std::vector<c10::IValue> inputs;
+  for (int64_t k = 0; k < count; ++k) {
+    Config next = config;
+    next.seed = config.seed + static_cast<uint64_t>(k);
+    inputs.push_back(build_workload(next, options, k == 0 ? &info : nullptr));
+  }
+  return inputs;
+}
+
+// Writes the report files, says why the exit code is not 0, and returns it.
+int write_reports(Report& report, std::ofstream* json_file, std::ofstream* md_file, std::ostream& err) {
+  report.exit_code = exit_code_for(report);
+  if (json_file) JsonReporter().write(report, *json_file);
+  if (md_file) MarkdownReporter().write(report, *md_file);
+  for (auto* file : {json_file, md_file}) {
+    if (file != nullptr && !file->flush()) throw std::runtime_error("writing a report failed");
+  }
+  if (report.exit_code == static_cast<int>(ExitCode::kVerification)) {
+    err << "mtc-bench: a strategy's output failed verification (see the table)\n";
+  } else if (report.exit_code == static_cast<int>(ExitCode::kRuntime)) {
+    err << "mtc-bench: a strategy failed at run time (see the table)\n";
+  }
+  return report.exit_code;
+}
+
+// --processes N in the parent: the children measure, the parent merges and reports.
+int run_in_processes(const CommandLine& command_line, std::ofstream* json_file, std::ofstream* md_file,
+                     std::ostream& out, std::ostream& err) {
+  Report report = run_child_processes(command_line, err);
+  report.command_line = command_line.arguments;
+  const ConsoleReporter console;
+  console.write_environment(report.context, out);
+  for (const RunSection& run : report.runs) console.write_run(run, out);
+  return write_reports(report, json_file, md_file, err);
+}
+
 }  // namespace
 
 int run_command(const CommandLine& command_line, std::ostream& out, std::ostream& err) {
   const RunOptions& options = command_line.run;
   auto json_file = open_output(options.json_path);
   auto md_file = open_output(options.md_path);
+  if (options.processes > 1 && options.child_index < 0) {
+    // Load the configs once here too, so a bad one fails before any child starts.
+    if (options.input_path.empty()) load_config(resolve_config_path(options.config_path, config_search_dirs()), options.sets);
+    return run_in_processes(command_line, json_file.get(), md_file.get(), out, err);
+  }
 
   // Every config (one per sweep point) is loaded before anything is measured, so a bad value
   // at the last point fails in a second, not after the other points ran.
@@ -64,8 +143,18 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
 
   Report report;
   report.context = collect_environment();
+  // Before this process creates a CUDA context: any process NVML lists now is another one.
+  const GpuMonitor monitor;
+  const nlohmann::json host_start = host_snapshot(monitor, report.context["gpus"]);
+  nlohmann::json host = host_layout(report.context["gpus"]);
+  host["pinned"] = pin_cpus(options.pin_cpu, plans.front().devices, report.context["gpus"], err);
+  if (!host["pinned"].is_null()) host["affinity"] = cpu_list_to_text(process_affinity());
+  host["nvml"] = monitor.available() ? nlohmann::json("ok") : nlohmann::json(monitor.why_unavailable());
   report.command_line = command_line.arguments;
   report.profile = options.profile;
+  if (options.ab_label) {
+    report.ab = {{"job", options.ab_label->job}, {"side", options.ab_label->side}, {"round", options.ab_label->round}};
+  }
   const ConsoleReporter console;
   console.write_environment(report.context, out);
   Progress progress(!options.quiet);
@@ -76,11 +165,12 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
     BuildOptions build_options;
     build_options.cuda_available = cuda_devices > 0;
     BuildInfo info;
-    c10::IValue workload;
+    std::vector<c10::IValue> workloads;
     {
       MTC_RANGE(setup, "setup");
-      workload = build_workload(config, build_options, &info);
+      workloads = build_inputs(config, plan, build_options, info);
     }
+    const c10::IValue& workload = workloads.front();
     const WorkloadSummary summary = summarize_workload(workload, info);
     if (!options.quiet) {
       out << '\n';
@@ -97,11 +187,12 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
     run.settings = plan_to_json(plan);
     run.settings["engine_options"] = copy_options_json(engine_options(plan.engine));
     run.workload = summary.to_json();
+    run.workload_hash = workload_hash(config.resolved, config.seed);
     const LeafCount count = count_tensors(workload);
     run.tensors = count.tensors;
     run.bytes = count.bytes;
 
-    RunOutcome outcome = run_benchmarks(workload, plan, progress);
+    RunOutcome outcome = run_benchmarks(workloads, plan, progress);
     run.entries = std::move(outcome.entries);
     run.notes = std::move(outcome.notes);
     compute_speedups(run);
@@ -112,18 +203,17 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   }
   if (options.profile) out << "\nprofile mode: fixed sample counts, figures are not for comparison\n";
 
-  report.exit_code = exit_code_for(report);
-  if (json_file) JsonReporter().write(report, *json_file);
-  if (md_file) MarkdownReporter().write(report, *md_file);
-  for (auto* file : {json_file.get(), md_file.get()}) {
-    if (file != nullptr && !file->flush()) throw std::runtime_error("writing a report failed");
-  }
-  if (report.exit_code == static_cast<int>(ExitCode::kVerification)) {
-    err << "mtc-bench: a strategy's output failed verification (see the table)\n";
-  } else if (report.exit_code == static_cast<int>(ExitCode::kRuntime)) {
-    err << "mtc-bench: a strategy failed at run time (see the table)\n";
-  }
-  return report.exit_code;
+  const nlohmann::json host_end = host_snapshot(monitor, report.context["gpus"]);
+  const std::vector<std::string> warnings = busy_host_warnings(
+      host_start, host_end, report.context["cpu"].value("logical_cores", 1), plans.front().devices);
+  for (const std::string& w : warnings) err << "mtc-bench: warning: busy host: " << w << '\n';
+  host["start"] = host_start;
+  host["end"] = host_end;
+  host["busy"] = !warnings.empty();
+  host["warnings"] = warnings;
+  report.context["host_state"] = std::move(host);
+
+  return write_reports(report, json_file.get(), md_file.get(), err);
 }
 
 }  // namespace mtc::bench

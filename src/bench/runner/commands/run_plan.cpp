@@ -62,7 +62,36 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
   s.stopping.timeout_s = options.timeout_s.value_or(config.bench.timeout_s);
   s.overlap_s = options.overlap_us.value_or(config.bench.overlap_us) * 1e-6;
   s.raw_samples = options.raw_samples || config.bench.raw_samples;
+  if (options.patterns) {
+    s.patterns = *options.patterns;
+  } else {
+    s.patterns.clear();
+    for (const std::string& name : config.bench.patterns) s.patterns.push_back(*parse_pattern(name));
+  }
+  s.inputs = options.inputs.value_or(config.bench.inputs);
+  s.gap_s = options.gap_us.value_or(config.bench.gap_us) * 1e-6;
+  s.stopping.min_rounds = options.min_rounds.value_or(config.bench.min_rounds);
+  s.stopping.max_rounds = options.max_rounds.value_or(config.bench.max_rounds);
+  s.stopping.round_time_s = options.round_time_s.value_or(config.bench.round_time_s);
+  if (options.quick) {
+    // Seconds, not a minute: three short rounds, whatever the noise. The intervals widen
+    // accordingly and are reported as they are.
+    s.warmup = options.warmup.value_or(std::min<int64_t>(s.warmup, 2));
+    s.stopping.min_rounds = options.min_rounds.value_or(3);
+    s.stopping.max_rounds = options.max_rounds.value_or(3);
+    s.stopping.round_time_s = options.round_time_s.value_or(0.02);
+    s.stopping.min_samples = options.min_samples.value_or(3);
+    s.stopping.min_time_s = options.min_time_s.value_or(0.0);
+  }
+  if (s.stopping.max_rounds < s.stopping.min_rounds) {
+    throw UsageError(fmt::format("max_rounds ({}) is below min_rounds ({})", s.stopping.max_rounds,
+                                 s.stopping.min_rounds));
+  }
+  s.order_seed = config.seed;
   if (options.profile) s.fixed_samples = options.profile_samples;
+  plan.process_index = static_cast<int>(std::max<int64_t>(options.child_index, 0));
+  plan.processes = static_cast<int>(options.processes);
+  plan.quick = options.quick;
   plan.engine = options.engine;
   return plan;
 }
@@ -70,19 +99,32 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
 nlohmann::json plan_to_json(const RunPlan& plan) {
   std::vector<std::string> directions;
   for (Direction d : plan.directions) directions.emplace_back(to_string(d));
+  std::vector<std::string> patterns;
+  for (Pattern p : plan.settings.patterns) patterns.emplace_back(to_string(p));
   const CaseSettings& s = plan.settings;
   return nlohmann::json{
       {"directions", directions},
       {"strategies", plan.strategies},
       {"devices", plan.devices},
+      {"patterns", patterns},
+      {"inputs", s.inputs},
+      {"gap_us", s.gap_s * 1e6},
       {"warmup", s.warmup},
+      {"rounds_min", s.stopping.min_rounds},
+      {"rounds_max", s.stopping.max_rounds},
+      {"round_time_s", s.stopping.round_time_s},
+      {"round_min_samples", s.stopping.round_min_samples},
       {"min_samples", s.stopping.min_samples},
       {"min_time_s", s.stopping.min_time_s},
       {"noise_target", s.stopping.noise_target},
       {"timeout_s", s.stopping.timeout_s},
-      {"noise_estimator", "relative standard error of the median: 1.2533 * 1.4826 * MAD / sqrt(n) / median"},
-      {"stable_drop", s.stopping.stable_drop},
-      {"stable_min_samples", s.stopping.stable_min_samples},
+      {"interval_level", s.interval_level},
+      {"noise_estimator",
+       "the larger of: within, 1.2533 * 1.4826 * MAD / sqrt(n) / median over all samples; between, the "
+       "standard error of the mean log round median (and of the process means with several processes)"},
+      {"order_seed", s.order_seed},
+      {"quick", plan.quick},
+      {"processes", plan.processes},
       {"max_samples", s.stopping.max_samples},
       {"overlap_us", s.overlap_s * 1e6},
       {"raw_samples", s.raw_samples},

@@ -1,6 +1,7 @@
 #include "runner/measure/bench_runner.h"
 
 #include "runner/measure/device_threads.h"
+#include "runner/measure/round_order.h"
 #include "runner/strategies/catalog.h"
 #include "runner/strategies/engine.h"
 #include "runner/strategies/registry.h"
@@ -18,19 +19,31 @@
 namespace mtc::bench {
 namespace {
 
-// One (direction, strategy) over every GPU thread.
+// One (direction, pattern, strategy) over every GPU thread.
 struct CaseGroup {
   std::string label;
-  DeviceThreads* threads = nullptr;  // where its members run
   std::vector<std::unique_ptr<CaseRunner>> members;  // one per GPU thread; null when skipped
   std::vector<Entry> skipped;                        // entries of members that cannot run
+  bool runnable() const {
+    return std::any_of(members.begin(), members.end(), [](const auto& m) { return m != nullptr; });
+  }
 };
 
-Entry skipped_entry(Direction direction, const std::string& strategy, int device, std::string reason) {
+// Every strategy of one direction and pattern: the unit of interleaving. Its rounds run each
+// group once, in an order shuffled per round.
+struct Block {
+  Direction direction;
+  Pattern pattern;
+  DeviceThreads* threads = nullptr;  // where its members run
+  std::vector<std::unique_ptr<CaseGroup>> groups;
+};
+
+Entry skipped_entry(Direction direction, Pattern pattern, const std::string& strategy, int device, std::string reason) {
   Entry e;
   e.device = device;
   e.direction = std::string(to_string(direction));
   e.strategy = strategy;
+  e.pattern = std::string(to_string(pattern));
   e.status = EntryStatus::kSkipped;
   e.reason = std::move(reason);
   return e;
@@ -58,10 +71,9 @@ void prepare_phases(CaseGroup& group, DeviceThreads& threads, const CaseSettings
   });
 }
 
-void measure_phase(CaseGroup& group, DeviceThreads& threads, const CaseSettings& settings,
+void measure_round(CaseGroup& group, DeviceThreads& threads, const CaseSettings& settings, int process,
                    Progress& progress) {
   MeasureGroup sync(static_cast<int>(group.members.size()));
-  progress.begin_case(group.label);
   threads.run([&](size_t i) {
     CaseRunner* member = group.members[i].get();
     if (member == nullptr || !member->ok()) {
@@ -69,16 +81,61 @@ void measure_phase(CaseGroup& group, DeviceThreads& threads, const CaseSettings&
       return;
     }
     const nvtx3::scoped_range_in<mtc::nvtx::domain> range{nvtx3::message{group.label.c_str()}};
-    member->measure(settings, sync, i == 0 ? &progress : nullptr);
+    member->measure_round(settings, sync, process, i == 0 ? &progress : nullptr);
   });
-  progress.end_case();
 }
 
-void collect(CaseGroup& group, const CaseSettings& settings, const WorkloadSize& size,
-             std::vector<Entry>& entries) {
-  for (Entry& e : group.skipped) entries.push_back(std::move(e));
-  for (const auto& member : group.members) {
-    if (member) entries.push_back(member->entry(settings, size));
+// The stopping verdicts of a block after a round; kNone while it goes on. A limit hit by one
+// case (timeout, max_samples, max_rounds) ends the block for all: interleaving needs every case
+// in every round.
+StopReason block_verdict(const Block& block, const StoppingParams& params) {
+  bool all_satisfied = true;
+  for (const auto& group : block.groups) {
+    for (const auto& member : group->members) {
+      if (member == nullptr || !member->ok()) continue;
+      const StopReason verdict = case_verdict(params, member->progress());
+      if (verdict == StopReason::kNoiseTarget) continue;
+      if (verdict != StopReason::kNone) return verdict;
+      all_satisfied = false;
+    }
+  }
+  return all_satisfied ? StopReason::kNoiseTarget : StopReason::kNone;
+}
+
+void measure_block(Block& block, const CaseSettings& settings, int process, Progress& progress) {
+  const uint64_t salt = static_cast<uint64_t>(block.direction) * 16 + static_cast<uint64_t>(block.pattern);
+  const std::string what = fmt::format("{} {}", to_string(block.direction), to_string(block.pattern));
+  StopReason verdict = StopReason::kNone;
+  const int64_t max_rounds = settings.fixed_samples > 0 ? 1 : settings.stopping.max_rounds;
+  for (int64_t round = 0; round < max_rounds && verdict == StopReason::kNone; ++round) {
+    const std::vector<size_t> order = round_order(block.groups.size(), settings.order_seed, round, salt);
+    for (size_t index : order) {
+      CaseGroup& group = *block.groups[index];
+      if (!group.runnable()) continue;
+      progress.begin_case(fmt::format("{} round {} {}", what, round + 1, group.label));
+      measure_round(group, *block.threads, settings, process, progress);
+      progress.end_case();
+    }
+    verdict = settings.fixed_samples > 0 ? StopReason::kFixedCount : block_verdict(block, settings.stopping);
+  }
+  if (verdict == StopReason::kNone) verdict = StopReason::kMaxRounds;
+  for (const auto& group : block.groups) {
+    for (const auto& member : group->members) {
+      if (member == nullptr) continue;
+      const StopReason own = case_verdict(settings.stopping, member->progress());
+      member->set_stop_reason(settings.fixed_samples > 0 ? StopReason::kFixedCount
+                              : own == StopReason::kNoiseTarget ? own
+                                                                 : verdict);
+    }
+  }
+}
+
+void collect(Block& block, const CaseSettings& settings, const WorkloadSize& size, std::vector<Entry>& entries) {
+  for (auto& group : block.groups) {
+    for (Entry& e : group->skipped) entries.push_back(std::move(e));
+    for (const auto& member : group->members) {
+      if (member) entries.push_back(member->entry(settings, size));
+    }
   }
 }
 
@@ -117,21 +174,21 @@ c10::IValue input_for(const c10::IValue& workload, Direction direction, int devi
   return moved;
 }
 
-RunOutcome run_benchmarks(const c10::IValue& workload, const RunPlan& plan, Progress& progress) {
+RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPlan& plan, Progress& progress) {
   RunOutcome outcome;
-  const LeafCount count = count_tensors(workload);
+  const LeafCount count = count_tensors(workloads.front());
   const WorkloadSize size{count.tensors, count.bytes};
   const bool cuda = plan.cuda_device_count > 0;
   // h2h does not involve a GPU: one thread is enough whatever --devices says.
   const std::vector<int> gpu_threads = cuda && !plan.devices.empty() ? plan.devices : std::vector<int>{-1};
   DeviceThreads cpu_pool(std::vector<int>{-1});
   DeviceThreads gpu_pool(gpu_threads);
-
+  const CaseSettings& settings = plan.settings;
   const mtc::CopyOptions engine_base = engine_options(plan.engine);
-  const size_t total_cases = plan.directions.size() * plan.strategies.size();
+  const size_t total_cases = plan.directions.size() * plan.strategies.size() * settings.patterns.size();
   size_t case_number = 0;
-  // With --profile every group is measured only after all are prepared; kept in table order.
-  std::vector<std::unique_ptr<CaseGroup>> deferred;
+  // With --profile every block is measured only after all are prepared; kept in table order.
+  std::vector<std::unique_ptr<Block>> deferred;
 
   for (const Direction direction : plan.directions) {
     const bool host_only = direction == Direction::kH2H;
@@ -145,42 +202,47 @@ RunOutcome run_benchmarks(const c10::IValue& workload, const RunPlan& plan, Prog
     }
     if (!routes.front()) {
       outcome.notes.push_back(fmt::format("{} skipped: {}", to_string(direction), why.front()));
-      case_number += plan.strategies.size();
+      case_number += plan.strategies.size() * settings.patterns.size();
       continue;
     }
 
-    std::vector<c10::IValue> inputs(devices.size());
-    {
-      MTC_RANGE(setup, "setup");
-      threads.run([&](size_t i) { inputs[i] = input_for(workload, direction, devices[i]); });
-    }
-
-    for (const std::string& name : plan.strategies) {
-      ++case_number;
-      auto group = std::make_unique<CaseGroup>();
-      group->label = fmt::format("[{}/{}] {} {}", case_number, total_cases, to_string(direction), name);
-      group->threads = &threads;
-      const StrategyInfo& info = *find_strategy(name);
-      const std::string static_reason = unsupported_reason(info, direction, cuda);
-      for (size_t i = 0; i < devices.size(); ++i) {
-        auto strategy = make_strategy(name, engine_base);
-        std::string reason = static_reason.empty() ? strategy->unsupported_reason(*routes[i]) : static_reason;
-        if (!reason.empty()) {
-          group->skipped.push_back(skipped_entry(direction, name, devices[i], std::move(reason)));
-          group->members.emplace_back(nullptr);
-          continue;
-        }
-        group->members.push_back(std::make_unique<CaseRunner>(std::move(strategy), *routes[i], inputs[i], devices[i]));
+    for (const Pattern pattern : settings.patterns) {
+      // The hot pattern copies the first input only; moving the others to a GPU would be waste.
+      const size_t used = pattern == Pattern::kHot ? 1 : workloads.size();
+      std::vector<std::vector<c10::IValue>> inputs(devices.size());
+      {
+        MTC_RANGE(setup, "setup");
+        threads.run([&](size_t i) {
+          for (size_t k = 0; k < used; ++k) inputs[i].push_back(input_for(workloads[k], direction, devices[i]));
+        });
       }
-      const bool runnable = std::any_of(group->members.begin(), group->members.end(),
-                                        [](const auto& m) { return m != nullptr; });
-      if (runnable) prepare_phases(*group, threads, plan.settings);
+      auto block = std::make_unique<Block>(Block{direction, pattern, &threads, {}});
+      for (const std::string& name : plan.strategies) {
+        ++case_number;
+        auto group = std::make_unique<CaseGroup>();
+        group->label = fmt::format("[{}/{}] {}", case_number, total_cases, name);
+        const StrategyInfo& info = *find_strategy(name);
+        const std::string static_reason = unsupported_reason(info, direction, cuda);
+        for (size_t i = 0; i < devices.size(); ++i) {
+          auto strategy = make_strategy(name, engine_base);
+          std::string reason = static_reason.empty() ? strategy->unsupported_reason(*routes[i]) : static_reason;
+          if (!reason.empty()) {
+            group->skipped.push_back(skipped_entry(direction, pattern, name, devices[i], std::move(reason)));
+            group->members.emplace_back(nullptr);
+            continue;
+          }
+          group->members.push_back(
+              std::make_unique<CaseRunner>(std::move(strategy), *routes[i], inputs[i], pattern, devices[i]));
+        }
+        if (group->runnable()) prepare_phases(*group, threads, settings);
+        block->groups.push_back(std::move(group));
+      }
       if (plan.profile) {
-        deferred.push_back(std::move(group));
+        deferred.push_back(std::move(block));
         continue;
       }
-      if (runnable) measure_phase(*group, threads, plan.settings, progress);
-      collect(*group, plan.settings, size, outcome.entries);
+      measure_block(*block, settings, plan.process_index, progress);
+      collect(*block, settings, size, outcome.entries);
     }
   }
 
@@ -188,13 +250,9 @@ RunOutcome run_benchmarks(const c10::IValue& workload, const RunPlan& plan, Prog
     // Only the fixed-count samples go between Start and Stop, so
     // `nsys profile --capture-range=cudaProfilerApi` records them and nothing of the set-up.
     if (cuda) cudaProfilerStart();
-    for (auto& group : deferred) {
-      const bool runnable = std::any_of(group->members.begin(), group->members.end(),
-                                        [](const auto& m) { return m != nullptr; });
-      if (runnable) measure_phase(*group, *group->threads, plan.settings, progress);
-    }
+    for (auto& block : deferred) measure_block(*block, settings, plan.process_index, progress);
     if (cuda) cudaProfilerStop();
-    for (auto& group : deferred) collect(*group, plan.settings, size, outcome.entries);
+    for (auto& block : deferred) collect(*block, settings, size, outcome.entries);
   }
   return outcome;
 }

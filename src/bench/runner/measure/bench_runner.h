@@ -1,5 +1,6 @@
-// The runner: for each direction and strategy, builds the cases (one per GPU), runs their
-// phases on the GPU threads and collects the report entries. Owns the NVTX phase structure
+// The runner: for each direction and pattern, builds the cases of every strategy (one per
+// GPU), prepares them, measures them in interleaved rounds on the GPU threads and collects the
+// report entries. Owns the NVTX phase structure
 // and, with --profile, the cudaProfilerStart/Stop bracket.
 #pragma once
 
@@ -21,7 +22,9 @@ struct RunOutcome {
   std::vector<std::string> notes;
 };
 
-RunOutcome run_benchmarks(const c10::IValue& workload, const RunPlan& plan, Progress& progress);
+// workloads: the config's workload built with successive seeds (at least one). The hot pattern
+// copies the first; the step pattern rotates through all of them.
+RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPlan& plan, Progress& progress);
 
 // The input of a direction on one GPU: the workload itself for h2d and h2h, moved to the GPU
 // (untimed, synchronized) for d2h and d2d.

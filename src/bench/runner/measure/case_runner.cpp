@@ -9,7 +9,11 @@
 #include <c10/cuda/CUDAStream.h>
 #include <mtc/nvtx.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace mtc::bench {
 namespace {
@@ -30,8 +34,10 @@ double median_or_zero(const std::vector<double>& values) { return summarize(valu
 
 }  // namespace
 
-CaseRunner::CaseRunner(std::unique_ptr<Strategy> strategy, Route route, c10::IValue input, int device)
-    : strategy_(std::move(strategy)), route_(route), input_(std::move(input)), device_(device) {
+CaseRunner::CaseRunner(std::unique_ptr<Strategy> strategy, Route route, std::vector<c10::IValue> inputs,
+                       Pattern pattern, int device)
+    : strategy_(std::move(strategy)), route_(route), inputs_(std::move(inputs)), pattern_(pattern), device_(device) {
+  if (pattern_ == Pattern::kHot) inputs_.resize(std::min<size_t>(inputs_.size(), 1));
   if (route_.target.is_cuda()) {
     timer_device_ = route_.target.index();
   } else if (route_.source.is_cuda()) {
@@ -48,6 +54,7 @@ void CaseRunner::fail(std::string reason) {
 
 void CaseRunner::prepare() {
   MTC_RANGE(setup, "setup");
+  if (inputs_.empty()) throw std::logic_error("a case needs at least one input");
   strategy_->prepare(route_);
 }
 
@@ -62,8 +69,14 @@ void CaseRunner::synchronize_devices() const {
   if (route_.target.is_cuda() && route_.target != route_.source) synchronize(route_.target);
 }
 
-c10::IValue CaseRunner::run_untimed() {
-  strategy_->start(input_);
+const c10::IValue& CaseRunner::next_input() {
+  const c10::IValue& input = inputs_[next_input_ % inputs_.size()];
+  ++next_input_;
+  return input;
+}
+
+c10::IValue CaseRunner::run_untimed(const c10::IValue& input) {
+  strategy_->start(input);
   c10::IValue out = strategy_->finish();
   synchronize_devices();
   return out;
@@ -71,33 +84,39 @@ c10::IValue CaseRunner::run_untimed() {
 
 void CaseRunner::warmup(int64_t count) {
   MTC_RANGE(warmup, "warm-up");
-  for (int64_t i = 0; i < count; ++i) run_untimed();
+  for (int64_t i = 0; i < count; ++i) run_untimed(next_input());
   warmup_done_ = count;
 }
 
 void CaseRunner::verify() {
   MTC_RANGE(verify, "verify");
-  const c10::IValue output = run_untimed();
-  if (const auto mismatch = verify_copy(input_, output, route_.target)) {
-    verified_ = false;
-    status_ = EntryStatus::kVerificationFailed;
-    reason_ = mismatch->describe();
-  } else {
-    verified_ = true;
+  for (size_t k = 0; k < inputs_.size(); ++k) {
+    const c10::IValue output = run_untimed(inputs_[k]);
+    if (const auto mismatch = verify_copy(inputs_[k], output, route_.target)) {
+      verified_ = false;
+      status_ = EntryStatus::kVerificationFailed;
+      reason_ = inputs_.size() > 1 ? fmt::format("input {}: {}", k, mismatch->describe()) : mismatch->describe();
+      return;
+    }
   }
+  verified_ = true;
 }
 
 CaseRunner::Sample CaseRunner::take_sample(int64_t index, double overlap_s) {
   static const mtc::nvtx::registered_string sample_message{"sample"};
+  const c10::IValue& input = next_input();
   const mtc::nvtx::scoped_range range{mtc::nvtx::attributes(sample_message, index)};
   if (timer_device_) gpu_start_.record(c10::cuda::getCurrentCUDAStream(*timer_device_));
   const double cpu_before = process_cpu_seconds();
   const auto t0 = SteadyClock::now();
-  strategy_->start(input_);
+  strategy_->start(input);
   const auto t1 = SteadyClock::now();
   const double spun = overlap_s > 0.0 ? spin_for(overlap_s) : 0.0;
   c10::IValue output = strategy_->finish();
   synchronize_devices();
+  // `batch = copy(next)`: the previous batch dies on the caller's thread once the new one is
+  // there. In the hot pattern the output dies after the clock stops, at the end of this scope.
+  if (pattern_ == Pattern::kStep) previous_output_ = std::move(output);
   const auto t2 = SteadyClock::now();
   const double cpu_after = process_cpu_seconds();
 
@@ -121,35 +140,55 @@ CaseRunner::Sample CaseRunner::take_sample(int64_t index, double overlap_s) {
   return s;
 }
 
-void CaseRunner::measure(const CaseSettings& settings, MeasureGroup& group, Progress* progress) {
+void CaseRunner::record(const Sample& s, double overlap_s) {
+  rounds_.back().samples.push_back(s.wall);
+  round_of_sample_.push_back(static_cast<int64_t>(rounds_.size()) - 1);
+  wall_.push_back(s.wall);
+  blocked_.push_back(s.blocked);
+  cpu_.push_back(s.cpu);
+  if (timer_device_) gpu_.push_back(s.gpu);
+  if (overlap_s > 0.0) exposed_.push_back(s.exposed);
+  sample_time_s_ += s.wall;
+}
+
+CaseProgress CaseRunner::progress() const {
+  CaseProgress p;
+  p.rounds = static_cast<int64_t>(rounds_.size());
+  p.samples = static_cast<int64_t>(wall_.size());
+  p.sample_time_s = sample_time_s_;
+  p.loop_time_s = loop_time_s_;
+  p.noise = summarize_rounds(rounds_).reported();
+  return p;
+}
+
+void CaseRunner::measure_round(const CaseSettings& settings, MeasureGroup& group, int process, Progress* progress) {
   MTC_RANGE(measure, "measure");
-  StoppingRule rule(settings.stopping);
+  const CaseProgress before = this->progress();
+  const bool step = pattern_ == Pattern::kStep;
+  const auto gap = std::chrono::duration<double>(settings.gap_s);
   bool done = false;
   group.arrive_and_wait();
   const auto loop_start = SteadyClock::now();
   try {
+    if (step) {
+      std::this_thread::sleep_for(gap);
+      previous_output_ = run_untimed(next_input());
+    } else {
+      run_untimed(next_input());
+    }
+    rounds_.push_back(Round{{}, process});
     for (int64_t i = 0;; ++i) {
-      const Sample s = take_sample(i, settings.overlap_s);
-      wall_.push_back(s.wall);
-      blocked_.push_back(s.blocked);
-      cpu_.push_back(s.cpu);
-      if (timer_device_) gpu_.push_back(s.gpu);
-      if (settings.overlap_s > 0.0) exposed_.push_back(s.exposed);
-      rule.add(s.wall);
+      // The idle gap of a training step: the caller is busy elsewhere and nothing is copied.
+      if (step) std::this_thread::sleep_for(gap);
+      record(take_sample(before.samples + i, settings.overlap_s), settings.overlap_s);
       const double elapsed = seconds_between(loop_start, SteadyClock::now());
       if (!done) {
-        const StopReason reason =
-            settings.fixed_samples > 0
-                ? (i + 1 >= settings.fixed_samples ? StopReason::kFixedCount : StopReason::kNone)
-                : rule.check(elapsed);
-        if (reason != StopReason::kNone) {
-          done = true;
-          stop_reason_ = reason;
-          group.mark_done();
-        }
+        done = settings.fixed_samples > 0 ? i + 1 >= settings.fixed_samples
+                                          : round_complete(settings.stopping, i + 1, elapsed, before);
+        if (done) group.mark_done();
         if (progress != nullptr) {
-          progress->update(rule.samples(), rule.evaluated() ? rule.noise() : -1.0,
-                           elapsed / settings.stopping.timeout_s);
+          progress->update(before.samples + i + 1, before.noise,
+                           std::min(1.0, (before.loop_time_s + elapsed) / settings.stopping.timeout_s));
         }
       }
       if (done && group.all_done()) break;
@@ -158,7 +197,9 @@ void CaseRunner::measure(const CaseSettings& settings, MeasureGroup& group, Prog
     if (!done) group.mark_done();
     fail(e.what());
   }
-  measure_time_s_ = seconds_between(loop_start, SteadyClock::now());
+  // Outside the clock: a case must not hold its last output while the others measure.
+  previous_output_ = c10::IValue();
+  loop_time_s_ += seconds_between(loop_start, SteadyClock::now());
 }
 
 Entry CaseRunner::entry(const CaseSettings& settings, const WorkloadSize& size) const {
@@ -166,6 +207,7 @@ Entry CaseRunner::entry(const CaseSettings& settings, const WorkloadSize& size) 
   e.device = device_;
   e.direction = std::string(to_string(route_.direction));
   e.strategy = std::string(strategy_->name());
+  e.pattern = std::string(to_string(pattern_));
   e.source = route_.source.str();
   e.target = route_.target.str();
   e.status = status_;
@@ -173,8 +215,10 @@ Entry CaseRunner::entry(const CaseSettings& settings, const WorkloadSize& size) 
   e.verified = verified_;
   e.stop_reason = std::string(to_string(stop_reason_));
   e.warmup = warmup_done_;
-  e.measure_time_s = measure_time_s_;
+  e.measure_time_s = loop_time_s_;
+  e.rounds = summarize_rounds(rounds_, settings.interval_level);
   e.wall = summarize(wall_);
+  e.wall.noise = e.rounds.reported();
   e.caller_blocked = summarize(blocked_);
   e.cpu = summarize(cpu_);
   if (timer_device_) e.gpu = summarize(gpu_);
@@ -192,7 +236,8 @@ Entry CaseRunner::entry(const CaseSettings& settings, const WorkloadSize& size) 
                                    {"outputs", median_or_zero(outputs_us_)}};
   }
   if (settings.raw_samples && !wall_.empty()) {
-    e.raw_samples = {{"wall_s", wall_},
+    e.raw_samples = {{"round", round_of_sample_},
+                     {"wall_s", wall_},
                      {"caller_blocked_s", blocked_},
                      {"gpu_s", timer_device_ ? nlohmann::json(gpu_) : nlohmann::json(nullptr)},
                      {"cpu_s", cpu_},

@@ -1,6 +1,7 @@
-// One case: one strategy copying one prepared input along one route, on the calling thread.
-// Its phases (prepare, warm-up, verify, measure) are separate calls so the runner can put
-// cudaProfilerStart/Stop around just the measuring in --profile mode.
+// One case: one strategy copying prepared inputs along one route in one pattern, on the
+// calling thread. Its phases (prepare, warm-up, verify, rounds) are separate calls so the
+// runner can interleave the rounds of every strategy and put cudaProfilerStart/Stop around
+// just the measuring in --profile mode.
 #pragma once
 
 #include "runner/measure/case_settings.h"
@@ -8,6 +9,7 @@
 #include "runner/measure/progress.h"
 #include "runner/measure/stopping.h"
 #include "runner/report/report.h"
+#include "runner/stats/rounds.h"
 #include "runner/strategies/strategy.h"
 
 #include <ATen/cuda/CUDAEvent.h>
@@ -21,16 +23,25 @@ namespace mtc::bench {
 
 class CaseRunner {
  public:
+  // inputs: the hot pattern copies inputs[0]; the step pattern rotates through all of them.
   // device: the GPU this case's thread drives (-1 without one), for the report.
-  CaseRunner(std::unique_ptr<Strategy> strategy, Route route, c10::IValue input, int device);
+  CaseRunner(std::unique_ptr<Strategy> strategy, Route route, std::vector<c10::IValue> inputs, Pattern pattern,
+             int device);
 
   void prepare();
   void warmup(int64_t count);
-  // Runs once more and checks the output; a mismatch marks the case verification_failed.
+  // Copies every input the pattern uses once more and checks each output; a mismatch marks
+  // the case verification_failed.
   void verify();
-  // Samples until this case's rule and every other member of `group` are done. Never leaves
-  // the group waiting: on failure it still marks itself done.
-  void measure(const CaseSettings& settings, MeasureGroup& group, Progress* progress);
+  // One round: an untimed sample (the strategies before it in the round left caches and
+  // workers in their state, not this one's), then samples until this case's round is complete
+  // and every other member of `group` is done. Never leaves the group waiting: on failure it
+  // still marks itself done. `process` labels the round in the report.
+  void measure_round(const CaseSettings& settings, MeasureGroup& group, int process, Progress* progress);
+
+  // Where the case stands, with its reported noise, for the stopping rule.
+  CaseProgress progress() const;
+  void set_stop_reason(StopReason reason) { stop_reason_ = reason; }
 
   // Marks the case failed (a runtime or CUDA error in one of its phases).
   void fail(std::string reason);
@@ -39,7 +50,8 @@ class CaseRunner {
   Entry entry(const CaseSettings& settings, const WorkloadSize& size) const;
 
  private:
-  // The timed unit: start, optional caller work, finish, device synchronize.
+  // The timed unit: start, optional caller work, finish, device synchronize; in the step
+  // pattern also the release of the previous output.
   struct Sample {
     double wall;
     double blocked;
@@ -48,13 +60,18 @@ class CaseRunner {
     double exposed;
   };
   Sample take_sample(int64_t index, double overlap_s);
-  c10::IValue run_untimed();
+  const c10::IValue& next_input();
+  c10::IValue run_untimed(const c10::IValue& input);
   void synchronize_devices() const;
+  void record(const Sample& s, double overlap_s);
 
   std::unique_ptr<Strategy> strategy_;
   Route route_;
-  c10::IValue input_;
+  std::vector<c10::IValue> inputs_;
+  Pattern pattern_;
   int device_;
+  size_t next_input_ = 0;
+  c10::IValue previous_output_;  // step pattern: released inside the next sample
   // CUDA events on the current stream of the GPU side of the route; absent for h2h.
   std::optional<c10::DeviceIndex> timer_device_;
   at::cuda::CUDAEvent gpu_start_{cudaEventDefault};
@@ -65,7 +82,10 @@ class CaseRunner {
   std::optional<bool> verified_;
   int64_t warmup_done_ = 0;
   StopReason stop_reason_ = StopReason::kNone;
-  double measure_time_s_ = 0.0;
+  double loop_time_s_ = 0.0;
+  double sample_time_s_ = 0.0;
+  std::vector<Round> rounds_;  // wall times, per round
+  std::vector<int64_t> round_of_sample_;
   std::vector<double> wall_, blocked_, gpu_, cpu_, exposed_;
   // The engine's own per-step timings of each sample (CopyStats), for its rows only.
   std::vector<double> queued_us_, traverse_us_, submit_us_, outputs_us_;

@@ -18,6 +18,9 @@ struct RunPlan {
   CaseSettings settings;
   EngineOverrides engine;               // what the `engine` variants start from
   bool profile = false;                 // settings.fixed_samples is then the sample count
+  int process_index = 0;                // which of --processes N measured (labels rounds)
+  int processes = 1;                    // --processes
+  bool quick = false;                   // --quick
 };
 
 }  // namespace mtc::bench

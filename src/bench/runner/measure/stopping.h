@@ -1,69 +1,53 @@
-// When to stop sampling one case: an adaptive rule modelled on nvbench's "stdrel" criterion.
+// When to stop measuring. Cases are measured in rounds (see stats/rounds.h for why); two rules:
 //
-// Sampling always continues until both minimums are met (min_samples samples and min_time_s of
-// accumulated sample time). After that it stops at the first of:
-//   noise_target  the relative noise of the median (relative_median_noise) is under the target;
-//   noise_stable  the noise stopped falling: over the last doubling of the sample count it fell
-//                 by less than stable_drop (a stationary process falls by 29%, 1 - 1/sqrt(2)),
-//                 so more samples would not make the median better known;
-//   timeout       timeout_s of wall time in the measuring loop (sample time plus overhead);
-//   max_samples   a memory guard for sub-microsecond cases.
+// Inside a round, a case samples until it has round_min_samples samples and round_time_s of
+// loop time (so a 5 ms case and a 50 us case get the same share of the round's wall time).
+//
+// After each round, every case of the block (one direction and pattern) is asked whether it
+// wants more. A case is satisfied once it has min_rounds rounds, min_samples samples and
+// min_time_s of accumulated sample time, and its reported noise (the larger of the within- and
+// between-round relative standard errors of the median) is at most noise_target. Rounds go on
+// while some case is unsatisfied, up to max_rounds, and end early when a case has spent
+// timeout_s of loop time (a slow case must not hold the run) or max_samples samples.
 #pragma once
 
 #include <cstdint>
 #include <string_view>
-#include <vector>
 
 namespace mtc::bench {
 
-// Every default of the stopping rule lives here.
+// Every default of the stopping rules lives here.
 struct StoppingParams {
-  int64_t min_samples = 10;
-  double min_time_s = 0.5;      // of accumulated sample (wall) time, not loop time
-  double noise_target = 0.005;  // relative noise of the median, 0.005 = 0.5 %
-  double timeout_s = 15.0;      // of loop time, measured by the caller
-  double stable_drop = 0.05;
-  // Noise estimates from fewer samples are too coarse to call "stable".
-  int64_t stable_min_samples = 64;
-  int64_t max_samples = 1'000'000;
+  int64_t min_rounds = 5;
+  int64_t max_rounds = 20;
+  double round_time_s = 0.05;      // loop time per case and round
+  int64_t round_min_samples = 3;
+  int64_t min_samples = 10;        // per case, over all rounds
+  double min_time_s = 0.25;        // accumulated sample (wall) time per case, over all rounds
+  double noise_target = 0.01;      // reported relative noise of the median
+  double timeout_s = 15.0;         // loop time per case, over all rounds
+  int64_t max_samples = 1'000'000; // a memory guard for sub-microsecond cases
 };
 
-enum class StopReason { kNone, kNoiseTarget, kNoiseStable, kTimeout, kMaxSamples, kFixedCount };
+enum class StopReason { kNone, kNoiseTarget, kMaxRounds, kTimeout, kMaxSamples, kFixedCount };
 
 std::string_view to_string(StopReason reason);
 
-class StoppingRule {
- public:
-  explicit StoppingRule(StoppingParams params = {});
-
-  // Records one sample's wall time in seconds.
-  void add(double sample_s);
-  // Whether to stop now, `loop_elapsed_s` after the measuring loop began. Evaluates the noise
-  // only at checkpoints spaced ~3% of the sample count apart, so the rule costs O(n) amortized
-  // per doubling instead of O(n) per sample.
-  StopReason check(double loop_elapsed_s);
-
-  int64_t samples() const { return static_cast<int64_t>(samples_.size()); }
-  double accumulated_s() const { return accumulated_s_; }
-  // The last evaluated noise (1 until the first checkpoint).
-  double noise() const { return noise_; }
-  // Whether the noise has been evaluated yet (the minimums are met).
-  bool evaluated() const { return !history_.empty(); }
-  const StoppingParams& params() const { return params_; }
-
- private:
-  struct Checkpoint {
-    int64_t samples;
-    double noise;
-  };
-  bool stabilized() const;
-
-  StoppingParams params_;
-  std::vector<double> samples_;
-  double accumulated_s_ = 0.0;
-  double noise_ = 1.0;
-  int64_t next_check_ = 0;
-  std::vector<Checkpoint> history_;
+// Where one case stands after a round.
+struct CaseProgress {
+  int64_t rounds = 0;
+  int64_t samples = 0;
+  double sample_time_s = 0.0;  // accumulated wall time of its samples
+  double loop_time_s = 0.0;    // time spent in its measuring loops, gaps included
+  double noise = 1.0;          // reported relative noise of the median
 };
+
+// kNone while the case wants more rounds; kNoiseTarget when satisfied; kTimeout, kMaxSamples or
+// kMaxRounds when it must stop unsatisfied.
+StopReason case_verdict(const StoppingParams& params, const CaseProgress& progress);
+
+// Whether a round may end for a case: `round_samples` samples and `round_loop_s` seconds into it.
+bool round_complete(const StoppingParams& params, int64_t round_samples, double round_loop_s,
+                    const CaseProgress& before_round);
 
 }  // namespace mtc::bench

@@ -58,13 +58,13 @@ void ConsoleReporter::write_run(const RunSection& run, std::ostream& out) const 
   out << ": " << workload_line(run) << '\n';
   write_table(results_table(run), out);
   for (const Aggregate& agg : run.aggregates) {
-    out << fmt::format("  all GPUs: {} {}: {:.2f} GB/s, {:.0f} tensors/s, slowest median {}\n",
-                       agg.direction, agg.strategy, agg.gb_per_s, agg.tensors_per_s,
+    out << fmt::format("  all GPUs: {} {} {}: {:.2f} GB/s, {:.0f} tensors/s, slowest median {}\n",
+                       agg.direction, agg.pattern, agg.strategy, agg.gb_per_s, agg.tensors_per_s,
                        format_duration(agg.slowest_median_s));
   }
   for (const Entry& e : run.entries) {
     if (!e.reason.empty() && !e.ok()) {
-      out << fmt::format("  {} {}: {}: {}\n", e.direction, e.strategy, to_string(e.status), e.reason);
+      out << fmt::format("  {} {} {}: {}: {}\n", e.direction, e.pattern, e.strategy, to_string(e.status), e.reason);
     }
   }
   for (const std::string& note : run.notes) out << "  note: " << note << '\n';

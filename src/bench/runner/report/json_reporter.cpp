@@ -17,10 +17,27 @@ json optional_summary(const std::optional<Summary>& s) {
   return s ? summary_json(*s) : json(nullptr);
 }
 
+// +inf (an unbounded interval) becomes null through replace_non_finite.
+json interval_json(const Interval& i) { return json{{"low", i.low}, {"high", i.high}, {"level", i.level}}; }
+
+json speedup_json(const std::optional<RatioEstimate>& r) {
+  if (!r) return nullptr;
+  return json{{"estimate", r->estimate},
+              {"low", r->low ? json(*r->low) : json(nullptr)},
+              {"high", r->high ? json(*r->high) : json(nullptr)},
+              {"level", r->level},
+              {"rounds", r->pairs}};
+}
+
+json rounds_json(const RoundsSummary& r) {
+  return json{{"count", r.rounds}, {"median_s", r.medians}, {"samples", r.samples}, {"process", r.process}};
+}
+
 json entry_json(const Entry& e) {
   json j{{"device", e.device},
          {"direction", e.direction},
          {"strategy", e.strategy},
+         {"pattern", e.pattern},
          {"source", e.source},
          {"target", e.target},
          {"status", std::string(to_string(e.status))},
@@ -32,12 +49,15 @@ json entry_json(const Entry& e) {
   j["samples"] = e.wall.count;
   j["measure_time_s"] = e.measure_time_s;
   j["wall_s"] = summary_json(e.wall);
+  j["interval_s"] = interval_json(e.rounds.interval);
+  j["noise"] = {{"within", e.rounds.within}, {"between", e.rounds.between}, {"reported", e.rounds.reported()}};
+  j["rounds"] = rounds_json(e.rounds);
   j["caller_blocked_s"] = summary_json(e.caller_blocked);
   j["gpu_s"] = optional_summary(e.gpu);
   j["cpu_s"] = summary_json(e.cpu);
   j["exposed_s"] = optional_summary(e.exposed);
   j["throughput"] = {{"gb_per_s", e.gb_per_s}, {"tensors_per_s", e.tensors_per_s}};
-  j["speedup_vs_to"] = e.speedup ? json(*e.speedup) : json(nullptr);
+  j["speedup_vs_to"] = speedup_json(e.speedup);
   if (!e.engine.is_null()) j["engine"] = e.engine;
   if (!e.raw_samples.is_null()) j["raw_samples"] = e.raw_samples;
   return j;
@@ -46,6 +66,7 @@ json entry_json(const Entry& e) {
 json aggregate_json(const Aggregate& a) {
   return json{{"direction", a.direction},
               {"strategy", a.strategy},
+              {"pattern", a.pattern},
               {"devices", a.devices},
               {"gb_per_s", a.gb_per_s},
               {"tensors_per_s", a.tensors_per_s},
@@ -65,7 +86,8 @@ json run_json(const RunSection& run) {
                 {"given", run.config_given},
                 {"resolved", run.config_resolved}}},
               {"settings", run.settings},
-              {"workload", {{"tensors", run.tensors}, {"bytes", run.bytes}, {"summary", run.workload}}},
+              {"workload",
+               {{"hash", run.workload_hash}, {"tensors", run.tensors}, {"bytes", run.bytes}, {"summary", run.workload}}},
               {"results", std::move(entries)},
               {"aggregates", std::move(aggregates)},
               {"notes", run.notes}};
@@ -88,6 +110,7 @@ json report_to_json(const Report& report) {
            {"context", report.context},
            {"command_line", report.command_line},
            {"profile", report.profile},
+           {"ab", report.ab},
            {"runs", std::move(runs)},
            {"exit_code", report.exit_code}};
   replace_non_finite(doc);

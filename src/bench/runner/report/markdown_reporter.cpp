@@ -38,7 +38,7 @@ void MarkdownReporter::write(const Report& report, std::ostream& out) const {
       out << "\n| all GPUs | direction | GB/s | tensors/s | slowest median |\n"
              "| --- | --- | ---: | ---: | ---: |\n";
       for (const Aggregate& agg : run.aggregates) {
-        out << fmt::format("| {} | {} | {:.2f} | {:.0f} | {} |\n", agg.strategy, agg.direction,
+        out << fmt::format("| {} | {} {} | {:.2f} | {:.0f} | {} |\n", agg.strategy, agg.direction, agg.pattern,
                            agg.gb_per_s, agg.tensors_per_s, format_duration(agg.slowest_median_s));
       }
     }
@@ -51,9 +51,7 @@ void MarkdownReporter::write(const Report& report, std::ostream& out) const {
     }
     for (const std::string& note : run.notes) out << "- note: " << note << '\n';
   }
-  out << "\nmedian, p90: wall time from the start call until the data is usable on the target "
-         "(device synchronized); blocked: how long the start call kept the caller; noise: "
-         "relative standard error of the median; speedup: against per-tensor `.to()`.\n";
+  out << "\n" << kTableLegend << '\n';
 }
 
 }  // namespace mtc::bench

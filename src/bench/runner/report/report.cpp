@@ -3,8 +3,11 @@
 #include "errors.h"
 #include "runner/strategies/catalog.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <map>
+#include <tuple>
 #include <utility>
 
 namespace mtc::bench {
@@ -19,14 +22,30 @@ std::string_view to_string(EntryStatus status) {
   return "failed";
 }
 
+std::string workload_hash(const nlohmann::json& config_resolved, uint64_t seed) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  const auto mix = [&hash](std::string_view bytes) {
+    for (const char c : bytes) {
+      hash ^= static_cast<unsigned char>(c);
+      hash *= 0x100000001b3ULL;
+    }
+  };
+  // nlohmann's dump() sorts object keys (std::map), so equal configs give equal text.
+  mix(config_resolved.dump());
+  mix(std::to_string(seed));
+  return fmt::format("{:016x}", hash);
+}
+
 void compute_speedups(RunSection& run) {
   for (Entry& entry : run.entries) {
     entry.speedup.reset();
     if (!entry.ok() || entry.wall.median <= 0.0) continue;
     for (const Entry& base : run.entries) {
       if (base.ok() && base.strategy == kBaselineStrategy && base.device == entry.device &&
-          base.direction == entry.direction) {
-        entry.speedup = base.wall.median / entry.wall.median;
+          base.direction == entry.direction && base.pattern == entry.pattern) {
+        // Round r of every case of a block ran in the same round of interleaving, so the pair
+        // shares the host's state of that moment.
+        entry.speedup = paired_ratio(base.rounds.medians, entry.rounds.medians, entry.rounds.interval.level);
         break;
       }
     }
@@ -35,11 +54,12 @@ void compute_speedups(RunSection& run) {
 
 void compute_aggregates(RunSection& run) {
   run.aggregates.clear();
-  // Keyed by (direction, strategy) in first-seen order so the output follows the table.
-  std::vector<std::pair<std::string, std::string>> order;
-  std::map<std::pair<std::string, std::string>, std::vector<const Entry*>> groups;
+  // Keyed by (direction, strategy, pattern) in first-seen order so the output follows the table.
+  using Key = std::tuple<std::string, std::string, std::string>;
+  std::vector<Key> order;
+  std::map<Key, std::vector<const Entry*>> groups;
   for (const Entry& entry : run.entries) {
-    auto key = std::make_pair(entry.direction, entry.strategy);
+    Key key{entry.direction, entry.strategy, entry.pattern};
     if (!groups.contains(key)) order.push_back(key);
     groups[key].push_back(&entry);
   }
@@ -48,8 +68,9 @@ void compute_aggregates(RunSection& run) {
     if (members.size() < 2) continue;
     if (!std::all_of(members.begin(), members.end(), [](const Entry* e) { return e->ok(); })) continue;
     Aggregate agg;
-    agg.direction = key.first;
-    agg.strategy = key.second;
+    agg.direction = std::get<0>(key);
+    agg.strategy = std::get<1>(key);
+    agg.pattern = std::get<2>(key);
     for (const Entry* e : members) {
       agg.devices.push_back(e->device);
       agg.gb_per_s += e->gb_per_s;

@@ -2,6 +2,7 @@
 // Pure (no ATen); reporters (console, JSON, markdown) render it, `compare` will read the JSON.
 #pragma once
 
+#include "runner/stats/rounds.h"
 #include "runner/stats/summary.h"
 
 #include <nlohmann/json.hpp>
@@ -15,7 +16,7 @@ namespace mtc::bench {
 
 // Bumped on every change a reader could trip over (renamed or retyped fields); adding fields is
 // not such a change: readers ignore fields they do not know.
-inline constexpr int kReportSchemaVersion = 1;
+inline constexpr int kReportSchemaVersion = 2;
 
 enum class EntryStatus {
   kOk,
@@ -26,11 +27,12 @@ enum class EntryStatus {
 
 std::string_view to_string(EntryStatus status);
 
-// One (device, direction, strategy) case.
+// One (device, direction, strategy, pattern) case.
 struct Entry {
   int device = -1;  // the GPU whose thread ran it; -1 without a GPU
   std::string direction;
   std::string strategy;
+  std::string pattern;  // "hot" or "step" (measure/pattern.h)
   std::string source;  // "cpu", "cuda:0", ...
   std::string target;
   EntryStatus status = EntryStatus::kOk;
@@ -38,15 +40,18 @@ struct Entry {
   std::optional<bool> verified;   // empty when it never ran
   std::string stop_reason;        // StopReason as text
   int64_t warmup = 0;
-  double measure_time_s = 0.0;    // wall time of the measuring loop
-  Summary wall;                   // start until usable on the target, synchronized
+  double measure_time_s = 0.0;    // wall time of the measuring loops, gaps included
+  RoundsSummary rounds;           // per-round medians, the interval of the median, noise
+  Summary wall;                   // start until usable on the target, synchronized; pooled over
+                                  // rounds, its noise is rounds.reported()
   Summary caller_blocked;         // how long the start call kept the caller
   std::optional<Summary> gpu;     // CUDA events around the sample; none for h2h
   Summary cpu;                    // process CPU time (all threads) during the sample
   std::optional<Summary> exposed; // overlap mode: wall minus the simulated caller work
   double gb_per_s = 0.0;          // workload bytes / median wall, 1e9 bytes per second
   double tensors_per_s = 0.0;
-  std::optional<double> speedup;  // median of `to` / median of this, same device and direction
+  // `to` / this, paired per round, same device, direction and pattern.
+  std::optional<RatioEstimate> speedup;
   nlohmann::json engine;          // engine options and CopyStats; null for other strategies
   nlohmann::json raw_samples;     // per-sample series when asked for; null otherwise
 
@@ -61,6 +66,7 @@ struct Aggregate {
   double gb_per_s = 0.0;             // sum over the GPUs
   double tensors_per_s = 0.0;        // sum over the GPUs
   double slowest_median_s = 0.0;     // the largest per-GPU median wall time
+  std::string pattern;
 };
 
 // One loaded config (one point of a sweep) and everything measured on it.
@@ -73,6 +79,7 @@ struct RunSection {
   nlohmann::json config_resolved;
   nlohmann::json settings;  // the bench settings after the command line's overrides
   nlohmann::json workload;  // the workload summary
+  std::string workload_hash;  // identifies the exact workload across reports (workload_hash())
   int64_t tensors = 0;
   int64_t bytes = 0;
   std::vector<Entry> entries;
@@ -84,9 +91,14 @@ struct Report {
   nlohmann::json context;  // environment: tool, host, CPU, GPUs, driver, runtime, torch
   std::vector<std::string> command_line;
   bool profile = false;
+  nlohmann::json ab = nullptr;  // {"job", "side", "round"} when one side of an A/B job
   std::vector<RunSection> runs;
   int exit_code = 0;
 };
+
+// 16 hex digits: FNV-1a 64 over the resolved config's canonical JSON and the seed, so two
+// reports of the same config, parameters and seed match in `compare`.
+std::string workload_hash(const nlohmann::json& config_resolved, uint64_t seed);
 
 // Fills each entry's speedup against the baseline strategy of the same device and direction.
 void compute_speedups(RunSection& run);

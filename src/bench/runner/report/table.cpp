@@ -55,6 +55,17 @@ std::string format_percent(double fraction) {
   return fmt::format("{:.2f} %", fraction * 100.0);
 }
 
+std::string format_interval(const Interval& interval) {
+  if (!std::isfinite(interval.high)) return "unknown";
+  return format_duration(interval.low) + " - " + format_duration(interval.high);
+}
+
+std::string format_speedup(const RatioEstimate& speedup) {
+  const auto number = [](double x) { return x >= 10.0 ? fmt::format("{:.1f}", x) : fmt::format("{:.2f}", x); };
+  if (!speedup.low || !speedup.high) return number(speedup.estimate) + "x";
+  return fmt::format("{}x ({}-{})", number(speedup.estimate), number(*speedup.low), number(*speedup.high));
+}
+
 std::string workload_line(const RunSection& run) {
   return fmt::format("{} tensors, {} bytes ({:.1f} KiB)", with_thousands(run.tensors),
                      with_thousands(run.bytes), static_cast<double>(run.bytes) / 1024.0);
@@ -94,13 +105,16 @@ Table results_table(const RunSection& run) {
   if (show_device) column("device", false);
   column("strategy", false);
   column("direction", false);
+  column("pattern", false);
   column("median", true);
+  column("interval", true);
   column("p90", true);
   column("blocked", true);
   if (overlap) column("exposed", true);
   column("noise", true);
   column("GB/s", true);
   column("speedup", true);
+  column("rounds", true);
   column("verified", false);
   column("stop", false);
 
@@ -109,14 +123,17 @@ Table results_table(const RunSection& run) {
     if (show_device) row.push_back(e.device < 0 ? "cpu" : fmt::format("cuda:{}", e.device));
     row.push_back(e.strategy);
     row.push_back(e.direction);
+    row.push_back(e.pattern);
     const bool measured = e.ok() && e.wall.count > 0;
     row.push_back(measured ? format_duration(e.wall.median) : "-");
+    row.push_back(measured ? format_interval(e.rounds.interval) : "-");
     row.push_back(measured ? format_duration(e.wall.p90) : "-");
     row.push_back(measured ? format_duration(e.caller_blocked.median) : "-");
     if (overlap) row.push_back(measured && e.exposed ? format_duration(e.exposed->median) : "-");
     row.push_back(measured ? format_percent(e.wall.noise) : "-");
     row.push_back(measured ? format_rate(e.gb_per_s) : "-");
-    row.push_back(e.speedup ? fmt::format("{:.2f}x", *e.speedup) : "-");
+    row.push_back(e.speedup ? format_speedup(*e.speedup) : "-");
+    row.push_back(measured ? std::to_string(e.rounds.rounds) : "-");
     row.push_back(verified_cell(e));
     row.push_back(stop_cell(e));
     table.rows.push_back(std::move(row));

@@ -20,14 +20,54 @@ void reject_duplicates(const JsonChecks& checks, const std::vector<T>& items,
   }
 }
 
+// The rounds and the training-step pattern (see the runner's measure/stopping.h, pattern.h).
+void parse_round_settings(const JsonChecks& checks, const Json& value, const std::string& path,
+                          BenchSettings& settings) {
+  auto at = [&](const char* key) { return child_path(path, key); };
+  if (value.contains("patterns")) {
+    const Json& list = value["patterns"];
+    checks.expect_array(list, at("patterns"));
+    if (list.empty()) checks.fail(at("patterns"), "must name at least one pattern (hot, step)");
+    settings.patterns.clear();
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string item_path = child_path(at("patterns"), i);
+      settings.patterns.push_back(checks.get_string(list[i], item_path));
+      if (settings.patterns.back() != "hot" && settings.patterns.back() != "step") {
+        checks.fail(item_path, fmt::format("unknown pattern {} (known: hot, step)", settings.patterns.back()));
+      }
+    }
+    reject_duplicates(checks, settings.patterns, at("patterns"));
+  }
+  if (value.contains("inputs")) {
+    settings.inputs = static_cast<int>(checks.get_int(value["inputs"], at("inputs"), 1, 1024));
+  }
+  if (value.contains("gap_us")) {
+    settings.gap_us = checks.get_number(value["gap_us"], at("gap_us"), 0.0, 1e7);
+  }
+  if (value.contains("min_rounds")) {
+    settings.min_rounds = static_cast<int>(checks.get_int(value["min_rounds"], at("min_rounds"), 1, 10'000));
+  }
+  if (value.contains("max_rounds")) {
+    settings.max_rounds = static_cast<int>(checks.get_int(value["max_rounds"], at("max_rounds"), 1, 10'000));
+  }
+  if (settings.max_rounds < settings.min_rounds) {
+    checks.fail(at(value.contains("max_rounds") ? "max_rounds" : "min_rounds"),
+                fmt::format("max_rounds ({}) is below min_rounds ({})", settings.max_rounds, settings.min_rounds));
+  }
+  if (value.contains("round_time_s")) {
+    settings.round_time_s = checks.get_number(value["round_time_s"], at("round_time_s"), 0.0, kOneDay);
+  }
+}
+
 }  // namespace
 
 BenchSettings parse_bench_settings(const JsonChecks& checks, const Json& value,
                                    const std::string& path) {
   checks.expect_object(value, path);
   checks.allow_keys(value, path,
-                    {"warmup", "min_samples", "min_time_s", "noise_target", "timeout_s",
-                     "strategies", "devices", "overlap_us", "raw_samples"});
+                    {"warmup", "min_samples", "min_time_s", "noise_target", "timeout_s", "strategies",
+                     "devices", "overlap_us", "raw_samples", "patterns", "inputs", "gap_us", "min_rounds",
+                     "max_rounds", "round_time_s"});
   BenchSettings settings;
   auto at = [&](const char* key) { return child_path(path, key); };
   if (value.contains("warmup")) {
@@ -73,6 +113,7 @@ BenchSettings parse_bench_settings(const JsonChecks& checks, const Json& value,
   if (value.contains("raw_samples")) {
     settings.raw_samples = checks.get_bool(value["raw_samples"], at("raw_samples"));
   }
+  parse_round_settings(checks, value, path, settings);
   return settings;
 }
 
@@ -87,6 +128,12 @@ Json bench_settings_to_json(const BenchSettings& settings) {
   out["devices"] = settings.devices;
   out["overlap_us"] = settings.overlap_us;
   out["raw_samples"] = settings.raw_samples;
+  out["patterns"] = settings.patterns;
+  out["inputs"] = settings.inputs;
+  out["gap_us"] = settings.gap_us;
+  out["min_rounds"] = settings.min_rounds;
+  out["max_rounds"] = settings.max_rounds;
+  out["round_time_s"] = settings.round_time_s;
   return out;
 }
 

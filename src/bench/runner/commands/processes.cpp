@@ -1,0 +1,229 @@
+#include "runner/commands/processes.h"
+
+#include "errors.h"
+
+#include <fmt/format.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+extern char** environ;
+
+namespace mtc::bench {
+namespace {
+
+using json = nlohmann::json;
+
+// Options the parent handles itself; the bool says whether it takes a value.
+const std::vector<std::pair<std::string, bool>> kParentOnly{
+    {"--processes", true}, {"--json", true}, {"--md", true}, {"--child-index", true},
+    {"--quiet", false},    {"-q", false},    {"--raw-samples", false}};
+
+// Not std::filesystem::remove_all: libtorch exports its own copy of it, built for another
+// standard library ABI, and the dynamic linker may bind this call to that one.
+void remove_folder(const std::string& folder) {
+  nftw(
+      folder.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
+      FTW_DEPTH | FTW_PHYS);
+}
+
+int run_child(const std::vector<std::string>& arguments, const std::string& stdout_path) {
+  std::vector<char*> argv;
+  for (const std::string& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  // The children's tables would repeat the merged one: they go to a file.
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int spawned = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (spawned != 0) throw std::runtime_error(fmt::format("--processes: cannot start a child: error {}", spawned));
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw std::runtime_error("--processes: lost a child process");
+  }
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WEXITSTATUS(status);
+}
+
+// Appends one child's samples of one case to the merged series.
+struct CaseSeries {
+  std::vector<Round> rounds;
+  std::vector<double> wall, blocked, cpu, gpu, exposed;
+  std::vector<int64_t> round_of_sample;
+  bool has_gpu = false;
+  bool has_exposed = false;
+
+  void add(const json& raw, int process) {
+    const auto w = raw["wall_s"].get<std::vector<double>>();
+    const auto round = raw["round"].get<std::vector<int64_t>>();
+    const size_t first_round = rounds.size();
+    for (size_t i = 0; i < w.size(); ++i) {
+      const size_t r = first_round + static_cast<size_t>(round.at(i));
+      if (rounds.size() <= r) rounds.resize(r + 1, Round{{}, process});
+      rounds[r].samples.push_back(w[i]);
+      round_of_sample.push_back(static_cast<int64_t>(r));
+    }
+    wall.insert(wall.end(), w.begin(), w.end());
+    const auto append = [&raw](const char* name, std::vector<double>& to) {
+      const json& series = raw.value(name, json());
+      if (!series.is_array()) return false;
+      const auto values = series.get<std::vector<double>>();
+      to.insert(to.end(), values.begin(), values.end());
+      return true;
+    };
+    append("caller_blocked_s", blocked);
+    append("cpu_s", cpu);
+    has_gpu = append("gpu_s", gpu) || has_gpu;
+    has_exposed = append("exposed_s", exposed) || has_exposed;
+  }
+};
+
+Entry entry_head(const json& j) {
+  Entry e;
+  e.device = j.value("device", -1);
+  e.direction = j.value("direction", "");
+  e.strategy = j.value("strategy", "");
+  e.pattern = j.value("pattern", "");
+  e.source = j.value("source", "");
+  e.target = j.value("target", "");
+  e.reason = j.value("reason", "");
+  const std::string status = j.value("status", "failed");
+  e.status = status == "ok"                    ? EntryStatus::kOk
+             : status == "skipped"             ? EntryStatus::kSkipped
+             : status == "verification_failed" ? EntryStatus::kVerificationFailed
+                                               : EntryStatus::kFailed;
+  if (j.contains("verified") && !j["verified"].is_null()) e.verified = j["verified"].get<bool>();
+  return e;
+}
+
+// One case over every process: the worst status wins (a failure in one process fails the case).
+Entry merged_entry(const std::vector<const json*>& parts, int64_t tensors, int64_t bytes, double level, bool keep_raw) {
+  Entry e = entry_head(*parts.front());
+  CaseSeries series;
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const json& j = *parts[p];
+    const Entry head = entry_head(j);
+    if (head.status != EntryStatus::kOk && e.status == EntryStatus::kOk) {
+      e.status = head.status;
+      e.reason = fmt::format("process {}: {}", p, head.reason);
+      e.verified = head.verified;
+    }
+    if (head.status == EntryStatus::kSkipped) return e;
+    e.stop_reason = j.value("stop_reason", "none");
+    e.warmup += j.value("warmup", int64_t{0});
+    e.measure_time_s += j.value("measure_time_s", 0.0);
+    if (j.contains("engine")) e.engine = j["engine"];
+    if (j.contains("raw_samples") && j["raw_samples"].is_object()) series.add(j["raw_samples"], static_cast<int>(p));
+  }
+  e.rounds = summarize_rounds(series.rounds, level);
+  e.wall = summarize(series.wall);
+  e.wall.noise = e.rounds.reported();
+  e.caller_blocked = summarize(series.blocked);
+  e.cpu = summarize(series.cpu);
+  if (series.has_gpu) e.gpu = summarize(series.gpu);
+  if (series.has_exposed) e.exposed = summarize(series.exposed);
+  if (e.wall.median > 0.0) {
+    e.gb_per_s = static_cast<double>(bytes) / e.wall.median / 1e9;
+    e.tensors_per_s = static_cast<double>(tensors) / e.wall.median;
+  }
+  if (keep_raw && !series.wall.empty()) {
+    e.raw_samples = {{"round", series.round_of_sample}, {"wall_s", series.wall},     {"caller_blocked_s", series.blocked},
+                     {"gpu_s", series.has_gpu ? json(series.gpu) : json(nullptr)}, {"cpu_s", series.cpu},
+                     {"exposed_s", series.has_exposed ? json(series.exposed) : json(nullptr)}};
+  }
+  return e;
+}
+
+}  // namespace
+
+std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index, const std::string& json_path) {
+  std::vector<std::string> args{parent.empty() ? "mtc-bench" : parent.front()};
+  for (size_t i = 1; i < parent.size(); ++i) {
+    const std::string& a = parent[i];
+    bool dropped = false;
+    for (const auto& [name, takes_value] : kParentOnly) {
+      if (a == name) {
+        if (takes_value) ++i;
+        dropped = true;
+      } else if (takes_value && a.rfind(name + "=", 0) == 0) {
+        dropped = true;
+      }
+    }
+    if (!dropped) args.push_back(a);
+  }
+  for (const char* a : {"--quiet", "--raw-samples"}) args.emplace_back(a);
+  args.insert(args.end(), {"--child-index", std::to_string(index), "--json", json_path});
+  return args;
+}
+
+Report merge_process_reports(const std::vector<json>& reports, bool keep_raw) {
+  const json& first = reports.front();
+  Report merged;
+  merged.context = first["context"];
+  merged.context["host_state_by_process"] = json::array();
+  for (const json& r : reports) merged.context["host_state_by_process"].push_back(r["context"].value("host_state", json()));
+  merged.profile = first.value("profile", false);
+  merged.ab = first.value("ab", json());
+  for (size_t s = 0; s < first["runs"].size(); ++s) {
+    const json& run = first["runs"][s];
+    RunSection section;
+    section.sweep_point = run["sweep_point"];
+    section.config_file = run["config"].value("file", "");
+    section.config_name = run["config"].value("name", "");
+    section.seed = run["config"].value("seed", uint64_t{0});
+    section.config_given = run["config"]["given"];
+    section.config_resolved = run["config"]["resolved"];
+    section.settings = run["settings"];
+    section.settings["processes"] = reports.size();
+    section.workload = run["workload"]["summary"];
+    section.workload_hash = run["workload"].value("hash", "");
+    section.tensors = run["workload"].value("tensors", int64_t{0});
+    section.bytes = run["workload"].value("bytes", int64_t{0});
+    section.notes = run["notes"].get<std::vector<std::string>>();
+    const double level = section.settings.value("interval_level", kDefaultIntervalLevel);
+    for (size_t i = 0; i < run["results"].size(); ++i) {
+      std::vector<const json*> parts;
+      for (const json& r : reports) parts.push_back(&r["runs"].at(s)["results"].at(i));
+      section.entries.push_back(merged_entry(parts, section.tensors, section.bytes, level, keep_raw));
+    }
+    compute_speedups(section);
+    compute_aggregates(section);
+    merged.runs.push_back(std::move(section));
+  }
+  merged.exit_code = exit_code_for(merged);
+  return merged;
+}
+
+Report run_child_processes(const CommandLine& command_line, std::ostream& err) {
+  const int count = static_cast<int>(command_line.run.processes);
+  const char* tmp = std::getenv("TMPDIR");
+  std::string folder = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/mtc-bench-processes-XXXXXX";
+  if (mkdtemp(folder.data()) == nullptr) throw std::runtime_error("--processes: cannot create a temporary folder");
+  std::vector<json> reports;
+  try {
+    for (int i = 0; i < count; ++i) {
+      err << fmt::format("mtc-bench: process {}/{}\n", i + 1, count);
+      const std::string json_path = fmt::format("{}/process-{}.json", folder, i);
+      const int code = run_child(child_arguments(command_line.arguments, i, json_path),
+                                 fmt::format("{}/process-{}.txt", folder, i));
+      if (code == static_cast<int>(ExitCode::kUsage)) throw UsageError(fmt::format("process {} rejected its input", i));
+      std::ifstream in(json_path);
+      if (!in) throw std::runtime_error(fmt::format("--processes: process {} wrote no report (exit code {})", i, code));
+      reports.push_back(json::parse(in));
+    }
+  } catch (...) {
+    remove_folder(folder);
+    throw;
+  }
+  remove_folder(folder);
+  return merge_process_reports(reports, command_line.run.raw_samples);
+}
+
+}  // namespace mtc::bench

@@ -1,0 +1,33 @@
+// --processes N: the cases measured in N fresh processes, one after another, their rounds
+// merged. Rounds inside one process share that process's lot (which cores its threads landed
+// on, how its allocator and page tables grew); a fresh process draws again. The merged
+// interval (stats/rounds.h) then covers the variation between processes too.
+#pragma once
+
+#include "runner/cli/options.h"
+#include "runner/report/report.h"
+
+#include <nlohmann/json.hpp>
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace mtc::bench {
+
+// Runs this executable N times with the same arguments (each child writes a JSON report with
+// raw samples to a temporary folder) and merges the children's reports into one. Returns the
+// merged report; throws UsageError when a child rejects its input, std::runtime_error when
+// one cannot be started or writes no report.
+Report run_child_processes(const CommandLine& command_line, std::ostream& err);
+
+// The arguments of child `index`: the parent's without the output and process options, plus
+// what a child needs. Exposed for tests.
+std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index, const std::string& json_path);
+
+// Merges the children's JSON reports (same command, same configs) into one Report: samples and
+// rounds are pooled, each round labelled with its process; summaries, intervals, speedups and
+// aggregates are computed again. `keep_raw` keeps the raw samples in the result.
+Report merge_process_reports(const std::vector<nlohmann::json>& reports, bool keep_raw);
+
+}  // namespace mtc::bench

@@ -1,0 +1,51 @@
+// The host's state around a run, recorded in the report and checked for signs of a busy host:
+// which CPUs the process may use, which CPUs and NUMA node are local to each GPU, the load, the
+// CPU frequency governor, and (through GpuMonitor) the GPUs' clocks, throttling and other
+// processes. Figures from a busy host are flagged, not hidden. No ATen.
+#pragma once
+
+#include "runner/env/gpu_monitor.h"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mtc::bench {
+
+// "0-7,16" -> {0..7, 16}: the Linux CPU list syntax of sysfs and taskset; empty on bad text.
+std::optional<std::vector<int>> cpu_list_from_text(std::string_view text);
+// {0,1,2,3,8} -> "0-3,8".
+std::string cpu_list_to_text(const std::vector<int>& cpus);
+
+// The CPUs this process may run on.
+std::vector<int> process_affinity();
+// Binds every thread of the process (and so the threads they start later) to `cpus`; returns
+// an error message, or empty on success.
+std::string pin_process_to(const std::vector<int>& cpus);
+
+// A GPU's local CPUs and NUMA node from sysfs (/sys/bus/pci/devices/<bus id>/).
+struct GpuLocality {
+  std::optional<std::vector<int>> local_cpus;
+  std::optional<int> numa_node;  // absent when the kernel says -1 (one node, or unknown)
+};
+GpuLocality read_gpu_locality(const std::string& sysfs_device_dir);
+
+// The 1, 5 and 15 minute load averages, from /proc/loadavg; absent when unreadable.
+std::optional<std::vector<double>> read_load_average(const std::string& path = "/proc/loadavg");
+
+// The host's state now: {"load_average": [..], "gpus": [GpuMonitor snapshots with "index"]}.
+nlohmann::json host_snapshot(const GpuMonitor& monitor, const nlohmann::json& gpus);
+
+// The parts that do not change during a run: affinity, governor, each GPU's locality.
+nlohmann::json host_layout(const nlohmann::json& gpus);
+
+// Why figures from this host may be disturbed, one line each: the load above half of the
+// CPUs, another process on a GPU in `used_gpus`, or a GPU's clocks throttled, at the start or
+// the end. `start` and `end` are host_snapshot()s.
+std::vector<std::string> busy_host_warnings(const nlohmann::json& start, const nlohmann::json& end,
+                                            int logical_cpus, const std::vector<int>& used_gpus);
+
+}  // namespace mtc::bench

@@ -1,0 +1,32 @@
+#include "runner/measure/round_order.h"
+
+#include <numeric>
+#include <utility>
+
+namespace mtc::bench {
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::vector<size_t> round_order(size_t count, uint64_t seed, uint64_t round, uint64_t salt) {
+  std::vector<size_t> order(count);
+  std::iota(order.begin(), order.end(), size_t{0});
+  uint64_t state = seed;
+  // Mix the round and salt through the generator so nearby rounds give unrelated orders.
+  state ^= splitmix64(state) ^ round;
+  state ^= splitmix64(state) ^ salt;
+  for (size_t i = count; i > 1; --i) {
+    const size_t j = static_cast<size_t>(splitmix64(state) % i);
+    std::swap(order[i - 1], order[j]);
+  }
+  return order;
+}
+
+}  // namespace mtc::bench

@@ -1,0 +1,16 @@
+// The order in which a round runs its cases: a permutation drawn from the run's seed, the
+// round's number and a salt (the direction and pattern), so drift and host noise fall on every
+// strategy alike and a rerun with the same seed runs the same order. Pure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace mtc::bench {
+
+// A permutation of 0..count-1. Fisher-Yates over a SplitMix64 stream: its own generator, so the
+// order does not depend on the standard library's shuffle.
+std::vector<size_t> round_order(size_t count, uint64_t seed, uint64_t round, uint64_t salt);
+
+}  // namespace mtc::bench

@@ -1,0 +1,141 @@
+// The step pattern, through a fake strategy that records what the runner does with it.
+#include "runner/measure/case_runner.h"
+
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/from_blob.h>
+#include <ATen/ops/full.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+namespace mtc::bench {
+namespace {
+
+const c10::Device kCpu(c10::kCPU);
+const Route kH2H{Direction::kH2H, kCpu, kCpu};
+constexpr double kReleaseSeconds = 0.004;
+
+// What the fake saw: which input each copy got, and on which thread its outputs were released.
+struct Record {
+  std::mutex mutex;
+  std::vector<int64_t> inputs;  // the tag of each start() call's input
+  std::vector<std::thread::id> release_threads;
+};
+
+// Copies its input (a one-element int64 tag) into an output whose release takes
+// kReleaseSeconds: its buffer's deleter sleeps, then records the releasing thread.
+class RecordingStrategy final : public Strategy {
+ public:
+  explicit RecordingStrategy(Record* record) : record_(record) {}
+  std::string_view name() const override { return "recording"; }
+  void prepare(const Route&) override {}
+  void start(const c10::IValue& input) override {
+    const int64_t tag = input.toTensor().item<int64_t>();
+    {
+      std::lock_guard lock(record_->mutex);
+      record_->inputs.push_back(tag);
+    }
+    auto* buffer = new int64_t[1]{tag};
+    Record* record = record_;
+    output_ = at::from_blob(
+        buffer, {1},
+        [record](void* data) {
+          std::this_thread::sleep_for(std::chrono::duration<double>(kReleaseSeconds));
+          {
+            std::lock_guard lock(record->mutex);
+            record->release_threads.push_back(std::this_thread::get_id());
+          }
+          delete[] static_cast<int64_t*>(data);
+        },
+        at::TensorOptions().dtype(at::kLong));
+  }
+  c10::IValue finish() override { return c10::IValue(std::exchange(output_, at::Tensor())); }
+
+ private:
+  Record* record_;
+  at::Tensor output_;
+};
+
+std::vector<c10::IValue> tagged_inputs(int count) {
+  std::vector<c10::IValue> inputs;
+  for (int k = 0; k < count; ++k) inputs.emplace_back(at::full({1}, 100 + k, at::kLong));
+  return inputs;
+}
+
+CaseSettings step_settings(double gap_s) {
+  CaseSettings s;
+  s.gap_s = gap_s;
+  s.stopping.round_min_samples = 6;
+  s.stopping.round_time_s = 0.0;
+  return s;
+}
+
+void measure_rounds(CaseRunner& runner, const CaseSettings& settings, int rounds) {
+  for (int r = 0; r < rounds; ++r) {
+    MeasureGroup group(1);
+    runner.measure_round(settings, group, 0, nullptr);
+  }
+}
+
+TEST(StepPattern, UsesTheInputsInRotation) {
+  Record record;
+  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(3), Pattern::kStep, -1);
+  runner.prepare();
+  runner.verify();  // every input once
+  ASSERT_TRUE(runner.ok());
+  measure_rounds(runner, step_settings(0.0), 1);
+  // verify: 100, 101, 102; then the round's untimed sample and six timed ones, continuing the
+  // rotation.
+  EXPECT_EQ(record.inputs, (std::vector<int64_t>{100, 101, 102, 100, 101, 102, 100, 101, 102, 100}));
+}
+
+TEST(StepPattern, TheHotPatternCopiesTheFirstInputOnly) {
+  Record record;
+  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(3), Pattern::kHot, -1);
+  runner.prepare();
+  runner.verify();
+  measure_rounds(runner, step_settings(0.0), 1);
+  for (int64_t tag : record.inputs) EXPECT_EQ(tag, 100);
+}
+
+TEST(StepPattern, TheGapPassesOutsideTheClock) {
+  Record record;
+  constexpr double kGap = 0.02;
+  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(2), Pattern::kStep, -1);
+  runner.prepare();
+  const CaseSettings settings = step_settings(kGap);
+  measure_rounds(runner, settings, 1);
+  const Entry e = runner.entry(settings, WorkloadSize{});
+  // Seven gaps passed in the loop (the untimed sample's and six timed ones) ...
+  EXPECT_GE(e.measure_time_s, 7 * kGap);
+  // ... and none inside a sample: a sample is the copy plus one release, far below the gap.
+  EXPECT_LT(e.wall.median, kGap / 2);
+}
+
+TEST(StepPattern, ThePreviousOutputIsReleasedInsideTheSampleOnTheCallersThread) {
+  Record record;
+  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(2), Pattern::kStep, -1);
+  runner.prepare();
+  const CaseSettings settings = step_settings(0.0);
+  measure_rounds(runner, settings, 2);
+  const Entry e = runner.entry(settings, WorkloadSize{});
+  EXPECT_GE(e.wall.min, kReleaseSeconds);  // every timed sample paid for one release
+  ASSERT_FALSE(record.release_threads.empty());
+  for (const auto& id : record.release_threads) EXPECT_EQ(id, std::this_thread::get_id());
+  // All outputs are gone after the rounds: none is held while other cases measure.
+  EXPECT_EQ(record.release_threads.size(), record.inputs.size());
+}
+
+TEST(StepPattern, TheHotPatternReleasesAfterTheClock) {
+  Record record;
+  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(1), Pattern::kHot, -1);
+  runner.prepare();
+  const CaseSettings settings = step_settings(0.0);
+  measure_rounds(runner, settings, 1);
+  EXPECT_LT(runner.entry(settings, WorkloadSize{}).wall.median, kReleaseSeconds);
+}
+
+}  // namespace
+}  // namespace mtc::bench
