@@ -11,9 +11,9 @@ using Strings = std::vector<std::string>;
 TEST(Processes, ChildArgumentsDropWhatTheParentHandles) {
   const Strings parent{"mtc-bench", "--config", "streampetr", "--processes", "3", "--json", "out.json",
                        "--md=out.md", "-q", "--raw-samples", "--strategy", "to,engine"};
-  EXPECT_EQ(child_arguments(parent, 2, "/tmp/x/2.json"),
+  EXPECT_EQ(child_arguments(parent, 2, 3, "/tmp/x/2.json"),
             (Strings{"mtc-bench", "--config", "streampetr", "--strategy", "to,engine", "--quiet", "--raw-samples",
-                     "--child-index", "2", "--json", "/tmp/x/2.json"}));
+                     "--child-index", "2", "--child-count", "3", "--json", "/tmp/x/2.json"}));
 }
 
 // A child's report of one case: rounds of samples as `--raw-samples` writes them.

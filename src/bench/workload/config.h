@@ -33,6 +33,7 @@ struct BenchSettings {
   int min_rounds = 5;
   int max_rounds = 20;
   double round_time_s = 0.05;           // loop time per case and round
+  int processes = 3;                    // fresh processes sharing the rounds (--processes)
   std::vector<std::string> strategies;  // empty = all
   std::vector<int> devices;             // empty = device 0
   double overlap_us = 0.0;              // simulated caller work between start and get

@@ -84,6 +84,7 @@ struct RawValues {
   int64_t min_rounds = 0;
   int64_t max_rounds = 0;
   double round_time_s = 0;
+  int64_t processes = 0;
 };
 
 struct Options {
@@ -109,6 +110,7 @@ struct Options {
   CLI::Option* min_rounds;
   CLI::Option* max_rounds;
   CLI::Option* round_time;
+  CLI::Option* processes;
 };
 
 // The rounds, the patterns and the host: what makes figures repeatable (measure/stopping.h).
@@ -136,11 +138,12 @@ void add_round_options(CLI::App& app, RunOptions& run, RawValues& raw, Options& 
                      ->group(rounds);
   app.add_flag("--quick", run.quick, "3 short rounds per case: a run of seconds, with the wide intervals it earns")
       ->group(rounds);
-  app.add_option("--processes", run.processes,
-                 "Measure in N fresh processes one after another and merge their rounds: the interval then "
-                 "covers what differs between processes (default 1)")
-      ->check(CLI::Range(int64_t{1}, int64_t{64}))
-      ->group(rounds);
+  o.processes = app.add_option("--processes", raw.processes,
+                               "Measure in N fresh processes one after another, each with 1/N of the rounds, "
+                               "and merge them: the interval then covers what differs between processes "
+                               "(default: the config's, else 3; 1 with --quick or --profile)")
+                    ->check(CLI::Range(int64_t{1}, int64_t{64}))
+                    ->group(rounds);
   app.add_option("--pin-cpu", run.pin_cpu, "Bind the process to CPUs: auto (the first GPU's local CPUs) or a list such as 0-7,16")
       ->type_name("auto|LIST")
       ->group(rounds);
@@ -148,6 +151,9 @@ void add_round_options(CLI::App& app, RunOptions& run, RawValues& raw, Options& 
                    ->type_name("JOB:SIDE:ROUND")
                    ->group(rounds);
   app.add_option("--child-index", run.child_index, "Internal: set by --processes in the processes it starts")
+      ->group("");
+  app.add_option("--child-count", run.child_count, "Internal: set by --processes in the processes it starts")
+      ->check(CLI::Range(int64_t{1}, int64_t{64}))
       ->group("");
 }
 
@@ -268,7 +274,8 @@ void finish_run_options(const Options& o, const RawValues& raw, RunOptions& run)
   if (run.min_rounds && run.max_rounds && *run.max_rounds < *run.min_rounds) {
     throw UsageError(fmt::format("--max-rounds {} is below --min-rounds {}", *run.max_rounds, *run.min_rounds));
   }
-  if (run.processes > 1 && run.profile) throw UsageError("--processes and --profile do not mix: profile one process");
+  if (o.processes->count() > 0) run.processes = raw.processes;
+  if (run.processes.value_or(1) > 1 && run.profile) throw UsageError("--processes and --profile do not mix: profile one process");
   if (!run.pin_cpu.empty() && run.pin_cpu != "auto") parse_cpu_list(run.pin_cpu);
   for (const std::string& set : run.sets) parse_assignment(set);
   for (const std::string& sweep : raw.sweeps) run.sweeps.push_back(parse_sweep(sweep));

@@ -38,10 +38,11 @@ struct RunOptions {
   std::optional<int64_t> max_rounds;
   std::optional<double> round_time_s;
   bool quick = false;      // few short rounds: wide intervals, reported as they are
-  int64_t processes = 1;   // fresh processes whose rounds are merged
+  std::optional<int64_t> processes;  // fresh processes whose rounds are merged
   std::optional<AbLabel> ab_label;
   std::string pin_cpu;     // "", "auto" (the GPU's local CPUs) or a CPU list "0-7,16"
-  int64_t child_index = -1;  // internal: this process is child N of --processes
+  int64_t child_index = -1;  // internal: this process is child I of --processes N ...
+  int64_t child_count = 0;   // ... and N
   bool raw_samples = false;
   std::string json_path;
   std::string md_path;

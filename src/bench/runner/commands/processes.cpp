@@ -21,7 +21,7 @@ using json = nlohmann::json;
 
 // Options the parent handles itself; the bool says whether it takes a value.
 const std::vector<std::pair<std::string, bool>> kParentOnly{
-    {"--processes", true}, {"--json", true}, {"--md", true}, {"--child-index", true},
+    {"--processes", true}, {"--json", true}, {"--md", true}, {"--child-index", true}, {"--child-count", true},
     {"--quiet", false},    {"-q", false},    {"--raw-samples", false}};
 
 // Not std::filesystem::remove_all: libtorch exports its own copy of it, built for another
@@ -41,7 +41,7 @@ int run_child(const std::vector<std::string>& arguments, const std::string& stdo
   // The children's tables would repeat the merged one: they go to a file.
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, "/proc/self/exe", &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&pid, executable_for_children().c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw std::runtime_error(fmt::format("--processes: cannot start a child: error {}", spawned));
   int status = 0;
@@ -141,9 +141,18 @@ Entry merged_entry(const std::vector<const json*>& parts, int64_t tensors, int64
   return e;
 }
 
+std::string& child_executable() {
+  static std::string path;
+  return path;
+}
+
 }  // namespace
 
-std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index, const std::string& json_path) {
+void set_executable_for_children(std::string path) { child_executable() = std::move(path); }
+const std::string& executable_for_children() { return child_executable(); }
+
+std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index, int count,
+                                         const std::string& json_path) {
   std::vector<std::string> args{parent.empty() ? "mtc-bench" : parent.front()};
   for (size_t i = 1; i < parent.size(); ++i) {
     const std::string& a = parent[i];
@@ -159,7 +168,8 @@ std::vector<std::string> child_arguments(const std::vector<std::string>& parent,
     if (!dropped) args.push_back(a);
   }
   for (const char* a : {"--quiet", "--raw-samples"}) args.emplace_back(a);
-  args.insert(args.end(), {"--child-index", std::to_string(index), "--json", json_path});
+  args.insert(args.end(), {"--child-index", std::to_string(index), "--child-count", std::to_string(count), "--json",
+                           json_path});
   return args;
 }
 
@@ -201,8 +211,7 @@ Report merge_process_reports(const std::vector<json>& reports, bool keep_raw) {
   return merged;
 }
 
-Report run_child_processes(const CommandLine& command_line, std::ostream& err) {
-  const int count = static_cast<int>(command_line.run.processes);
+Report run_child_processes(const CommandLine& command_line, int count, std::ostream& err) {
   const char* tmp = std::getenv("TMPDIR");
   std::string folder = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/mtc-bench-processes-XXXXXX";
   if (mkdtemp(folder.data()) == nullptr) throw std::runtime_error("--processes: cannot create a temporary folder");
@@ -211,7 +220,7 @@ Report run_child_processes(const CommandLine& command_line, std::ostream& err) {
     for (int i = 0; i < count; ++i) {
       err << fmt::format("mtc-bench: process {}/{}\n", i + 1, count);
       const std::string json_path = fmt::format("{}/process-{}.json", folder, i);
-      const int code = run_child(child_arguments(command_line.arguments, i, json_path),
+      const int code = run_child(child_arguments(command_line.arguments, i, count, json_path),
                                  fmt::format("{}/process-{}.txt", folder, i));
       if (code == static_cast<int>(ExitCode::kUsage)) throw UsageError(fmt::format("process {} rejected its input", i));
       std::ifstream in(json_path);

@@ -15,15 +15,21 @@
 
 namespace mtc::bench {
 
+// The program the children run: main() registers "/proc/self/exe". Where nothing is registered
+// (mtc-bench's entry point embedded in a test or another program) runs stay in one process.
+void set_executable_for_children(std::string path);
+const std::string& executable_for_children();
+
 // Runs this executable N times with the same arguments (each child writes a JSON report with
 // raw samples to a temporary folder) and merges the children's reports into one. Returns the
 // merged report; throws UsageError when a child rejects its input, std::runtime_error when
 // one cannot be started or writes no report.
-Report run_child_processes(const CommandLine& command_line, std::ostream& err);
+Report run_child_processes(const CommandLine& command_line, int count, std::ostream& err);
 
 // The arguments of child `index`: the parent's without the output and process options, plus
 // what a child needs. Exposed for tests.
-std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index, const std::string& json_path);
+std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index, int count,
+                                         const std::string& json_path);
 
 // Merges the children's JSON reports (same command, same configs) into one Report: samples and
 // rounds are pooled, each round labelled with its process; summaries, intervals, speedups and

@@ -102,9 +102,9 @@ int write_reports(Report& report, std::ofstream* json_file, std::ofstream* md_fi
 }
 
 // --processes N in the parent: the children measure, the parent merges and reports.
-int run_in_processes(const CommandLine& command_line, std::ofstream* json_file, std::ofstream* md_file,
+int run_in_processes(const CommandLine& command_line, int processes, std::ofstream* json_file, std::ofstream* md_file,
                      std::ostream& out, std::ostream& err) {
-  Report report = run_child_processes(command_line, err);
+  Report report = run_child_processes(command_line, processes, err);
   report.command_line = command_line.arguments;
   const ConsoleReporter console;
   console.write_environment(report.context, out);
@@ -118,11 +118,6 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   const RunOptions& options = command_line.run;
   auto json_file = open_output(options.json_path);
   auto md_file = open_output(options.md_path);
-  if (options.processes > 1 && options.child_index < 0) {
-    // Load the configs once here too, so a bad one fails before any child starts.
-    if (options.input_path.empty()) load_config(resolve_config_path(options.config_path, config_search_dirs()), options.sets);
-    return run_in_processes(command_line, json_file.get(), md_file.get(), out, err);
-  }
 
   // Every config (one per sweep point) is loaded before anything is measured, so a bad value
   // at the last point fails in a second, not after the other points ran.
@@ -139,6 +134,13 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   const int cuda_devices = cuda_device_count();
   std::vector<RunPlan> plans;
   for (const Config& config : configs) plans.push_back(make_run_plan(config, options, cuda_devices));
+  if (executable_for_children().empty()) {
+    if (options.processes.value_or(1) > 1) throw UsageError("--processes needs the mtc-bench program itself to start");
+    for (RunPlan& plan : plans) plan.processes = 1;
+  }
+  if (plans.front().processes > 1 && options.child_index < 0) {
+    return run_in_processes(command_line, plans.front().processes, json_file.get(), md_file.get(), out, err);
+  }
   if (cuda_devices == 0) err << "no CUDA device: running the h2h (CPU->CPU) direction only\n";
 
   Report report;

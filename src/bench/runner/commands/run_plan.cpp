@@ -90,7 +90,15 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
   s.order_seed = config.seed;
   if (options.profile) s.fixed_samples = options.profile_samples;
   plan.process_index = static_cast<int>(std::max<int64_t>(options.child_index, 0));
-  plan.processes = static_cast<int>(options.processes);
+  // Several processes by default (see commands/processes.h); one for --quick and --profile,
+  // whose point is a short run or one timeline.
+  plan.processes = static_cast<int>(options.processes.value_or(options.quick || options.profile ? 1 : config.bench.processes));
+  if (options.child_count > 1) {
+    // A child of --processes N measures its share of the rounds.
+    const auto share = [&](int64_t rounds) { return (rounds + options.child_count - 1) / options.child_count; };
+    s.stopping.min_rounds = share(s.stopping.min_rounds);
+    s.stopping.max_rounds = share(s.stopping.max_rounds);
+  }
   plan.quick = options.quick;
   plan.engine = options.engine;
   return plan;

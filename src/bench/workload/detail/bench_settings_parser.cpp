@@ -54,6 +54,9 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
     checks.fail(at(value.contains("max_rounds") ? "max_rounds" : "min_rounds"),
                 fmt::format("max_rounds ({}) is below min_rounds ({})", settings.max_rounds, settings.min_rounds));
   }
+  if (value.contains("processes")) {
+    settings.processes = static_cast<int>(checks.get_int(value["processes"], at("processes"), 1, 64));
+  }
   if (value.contains("round_time_s")) {
     settings.round_time_s = checks.get_number(value["round_time_s"], at("round_time_s"), 0.0, kOneDay);
   }
@@ -67,7 +70,7 @@ BenchSettings parse_bench_settings(const JsonChecks& checks, const Json& value,
   checks.allow_keys(value, path,
                     {"warmup", "min_samples", "min_time_s", "noise_target", "timeout_s", "strategies",
                      "devices", "overlap_us", "raw_samples", "patterns", "inputs", "gap_us", "min_rounds",
-                     "max_rounds", "round_time_s"});
+                     "max_rounds", "round_time_s", "processes"});
   BenchSettings settings;
   auto at = [&](const char* key) { return child_path(path, key); };
   if (value.contains("warmup")) {
@@ -134,6 +137,7 @@ Json bench_settings_to_json(const BenchSettings& settings) {
   out["min_rounds"] = settings.min_rounds;
   out["max_rounds"] = settings.max_rounds;
   out["round_time_s"] = settings.round_time_s;
+  out["processes"] = settings.processes;
   return out;
 }
 
