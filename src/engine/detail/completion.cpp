@@ -4,6 +4,7 @@
 
 #include "detail/cuda_check.h"
 #include "detail/event_pool.h"
+#include "detail/staging.h"
 #include "mtc/nvtx.h"
 
 #include <c10/cuda/CUDAGuard.h>
@@ -52,7 +53,8 @@ void Completion::wait() {
 }
 
 void Completion::finish() {
-  for (const HostCopy& c : host_copies_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+  // Split across the pool when large (a big tensor's last slot of a device-to-host copy).
+  for (const HostCopy& c : host_copies_) parallel_memcpy(c.dst, c.src, c.bytes);
   host_copies_.clear();
   release_noexcept();
   finished_ = true;

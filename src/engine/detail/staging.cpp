@@ -57,8 +57,7 @@ void fill_staging(std::span<const StagingCopy> copies, std::byte* host_base) {
 PinnedPipeline::~PinnedPipeline() { drain(); }
 
 void PinnedPipeline::flush(Slot& slot) {
-  for (const PendingCopy& c : slot.pending)
-    std::memcpy(c.dst, slot.block.data + c.offset, static_cast<size_t>(c.bytes));
+  for (const PendingCopy& c : slot.pending) parallel_memcpy(c.dst, slot.block.data + c.offset, c.bytes);
   slot.pending.clear();
 }
 
@@ -70,30 +69,31 @@ std::pair<PinnedPipeline::Slot*, int64_t> PinnedPipeline::reserve(int64_t bytes)
     slot.used += bytes;
     return {&slot, offset};
   }
-  current_ = (current_ + 1) % kSlots;
+  int next = (current_ + 1) % capacity_;
+  bool fresh = false;
+  if (!slots_[next].block) {
+    // Slots are taken in order, so those before `next` exist: with no room for another, the
+    // ring is what it has (without even one, the pool's limit error goes to the copy).
+    const PinnedBlock block = next == 0 ? PinnedPool::instance().acquire(kSlotBytes)
+                                        : PinnedPool::instance().try_acquire(kSlotBytes);
+    if (block) {
+      slots_[next].block = block;
+      slots_[next].event = EventPool::instance().acquire(device_);
+      fresh = true;
+    } else {
+      capacity_ = next;
+      next = 0;
+    }
+  }
+  current_ = next;
   Slot& slot = slots_[current_];
-  if (!slot.block) {
-    slot.block = PinnedPool::instance().acquire(kSlotBytes);
-    slot.event = EventPool::instance().acquire(device_);
-  } else {
+  if (!fresh) {
     // Recycling: the DMA that last used this slot must be done.
     MTC_CUDA_CHECK(cudaEventSynchronize(slot.event));
     flush(slot);
   }
   slot.used = bytes;
   return {&slot, 0};
-}
-
-void PinnedPipeline::host_to_device(std::byte* dst, const std::byte* src, int64_t bytes) {
-  for (int64_t done = 0; done < bytes;) {
-    const int64_t n = std::min(kSlotBytes, bytes - done);
-    auto [slot, offset] = reserve(n);
-    parallel_memcpy(slot->block.data + offset, src + done, n);
-    MTC_CUDA_CHECK(cudaMemcpyAsync(dst + done, slot->block.data + offset, static_cast<size_t>(n),
-                                   cudaMemcpyHostToDevice, stream_));
-    MTC_CUDA_CHECK(cudaEventRecord(slot->event, stream_));
-    done += n;
-  }
 }
 
 void PinnedPipeline::device_to_host(std::byte* dst, const std::byte* src, int64_t bytes) {
@@ -121,10 +121,11 @@ void PinnedPipeline::drain() {
     for (const PendingCopy& c : slot.pending)
       completion_.copy_after(c.dst, slot.block.data + c.offset, c.bytes);
     completion_.hold(slot.block);
-    EventPool::instance().release(device_, slot.event);
+    if (slot.event != nullptr) EventPool::instance().release(device_, slot.event);
     slot = Slot{};
   }
   current_ = -1;
+  capacity_ = kSlots;
 }
 
 }  // namespace mtc::detail

@@ -1,6 +1,7 @@
 // Host-side staging helpers shared by the routes: filling packed buffers (in parallel when the
-// bytes justify waking helpers) and moving large tensors through a ring of pinned slots so the
-// host copy of one slice overlaps the DMA of the previous one.
+// bytes justify waking helpers) and moving large device tensors to the host through a ring of
+// pinned slots, so the host copy out of one slot overlaps the DMAs into the others. (Large host
+// tensors go to a device through pinned_upload.h.)
 #pragma once
 
 #include "detail/completion.h"
@@ -38,6 +39,7 @@ void fill_staging(std::span<const StagingCopy> copies, std::byte* host_base);
 class PinnedPipeline {
  public:
   static constexpr int64_t kSlotBytes = 4 << 20;
+  // At most; fewer when the pinned pool's limit leaves no room for more (at least one).
   static constexpr int kSlots = 4;
 
   PinnedPipeline(Completion& completion, c10::DeviceIndex device, cudaStream_t stream)
@@ -46,7 +48,6 @@ class PinnedPipeline {
   PinnedPipeline& operator=(const PinnedPipeline&) = delete;
   ~PinnedPipeline();
 
-  void host_to_device(std::byte* dst, const std::byte* src, int64_t bytes);
   void device_to_host(std::byte* dst, const std::byte* src, int64_t bytes);
   // Hands the slots and the last host copies over to the completion.
   void drain();
@@ -75,6 +76,7 @@ class PinnedPipeline {
   cudaStream_t stream_;
   std::array<Slot, kSlots> slots_{};
   int current_ = -1;
+  int capacity_ = kSlots;  // slots in the ring: kSlots, or those the pool's limit allowed
 };
 
 }  // namespace mtc::detail
