@@ -2,11 +2,13 @@
 // needed.
 #include "detail/worker_pool.h"
 
+#include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -112,6 +114,27 @@ TEST(WorkerPool, ConcurrentParallelForCallers) {
   }
   for (std::thread& th : callers) th.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+TEST(WorkerPool, WorkerCountVariableParsesCounts) {
+  EXPECT_EQ(parse_worker_threads(nullptr, 4), 4);
+  EXPECT_EQ(parse_worker_threads("", 3), 3);
+  EXPECT_EQ(parse_worker_threads("1", 4), 1);
+  EXPECT_EQ(parse_worker_threads("12", 4), 12);
+  EXPECT_EQ(parse_worker_threads("256", 4), 256);
+}
+
+TEST(WorkerPool, WorkerCountVariableRejectsAnythingElseNamingIt) {
+  for (const char* bad : {"0", "257", "-1", "two", "4 ", "1.5", "99999999999"}) {
+    SCOPED_TRACE(bad);
+    try {
+      parse_worker_threads(bad, 4);
+      ADD_FAILURE() << "accepted";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(kWorkerThreadsVariable) + "='" + bad + "'"), std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 }  // namespace

@@ -53,8 +53,8 @@ void Completion::wait() {
 }
 
 void Completion::finish() {
-  // Split across the pool when large (a big tensor's last slot of a device-to-host copy).
-  for (const HostCopy& c : host_copies_) parallel_memcpy(c.dst, c.src, c.bytes);
+  // All at once, split across the pool when large (device-to-host copies of large tensors).
+  run_host_copies(host_copies_);
   host_copies_.clear();
   release_noexcept();
   finished_ = true;

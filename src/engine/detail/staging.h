@@ -22,8 +22,9 @@ namespace mtc::detail {
 // Below this many bytes a fill runs on one thread: waking helpers costs more than it saves.
 inline constexpr int64_t kParallelFillBytes = 1 << 20;
 
-// memcpy, split across the worker pool when large.
-void parallel_memcpy(std::byte* dst, const std::byte* src, int64_t bytes);
+// Runs the copies, split by bytes across the worker pool when they add up to kParallelFillBytes
+// or more (a part may cover the end of one copy and the start of the next).
+void run_host_copies(std::span<const HostCopy> copies);
 
 // One host copy into a staging buffer.
 struct StagingCopy {
@@ -55,16 +56,11 @@ class PinnedPipeline {
   int64_t pinned_bytes() const;
 
  private:
-  struct PendingCopy {
-    std::byte* dst;
-    int64_t offset;
-    int64_t bytes;
-  };
   struct Slot {
     PinnedBlock block;
     cudaEvent_t event = nullptr;
-    int64_t used = 0;                   // bytes handed out since the slot was last recycled
-    std::vector<PendingCopy> pending;   // device-to-host: slot bytes still to copy out
+    int64_t used = 0;               // bytes handed out since the slot was last recycled
+    std::vector<HostCopy> pending;  // slot bytes still to copy out to their outputs
   };
   // Room for `bytes` (<= kSlotBytes) in the current slot, moving on (and waiting for the
   // oldest slot's DMA) when it is full. Returns the slot and the offset inside it.
