@@ -74,6 +74,9 @@ def main(path):
         engine, to = us(f"BM_MixedBatch/{arg}/0/"), us(f"BM_MixedBatch/{arg}/1/")
         if engine and to:
             print(f"mixed batch {direction}: engine {engine:.1f} us, .to() {to:.1f} us, speedup {to / engine:.1f}x")
+    pinned_outputs, to = us("BM_MixedBatch/0/2/"), us("BM_MixedBatch/0/1/")
+    if pinned_outputs and to:
+        print(f"mixed batch d2h, pinned outputs: engine {pinned_outputs:.1f} us, speedup {to / pinned_outputs:.1f}x")
     for name, b in medians.items():
         if name.startswith("BM_PinnedPoolFootprint") and "pool_over_peak" in b:
             levelled = b["grew_after_1000"] == 0 and b["slab_allocations_after_1000"] == 0

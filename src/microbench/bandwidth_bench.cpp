@@ -101,12 +101,14 @@ const c10::IValue& mixed_source(bool on_gpu) {
   return on_gpu ? gpu : host;
 }
 
-// The mixed batch, argument 1: to the GPU, 0: back to the host. The engine (median_us), or with
-// a second argument 1 per-tensor .to().
+// The mixed batch, argument 1: to the GPU, 0: back to the host. Second argument: 0 the engine
+// (median_us), 1 per-tensor .to(), 2 the engine with pinned_host_outputs (back to the host).
 void BM_MixedBatch(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const bool h2d = state.range(0) == 1;
   const bool per_tensor = state.range(1) == 1;
+  mtc::CopyOptions options;
+  options.pinned_host_outputs = state.range(1) == 2;
   const c10::IValue& data = mixed_source(!h2d);
   const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   std::vector<double> seconds;
@@ -117,7 +119,7 @@ void BM_MixedBatch(benchmark::State& state) {
       out = map_to(data, target);
       cudaDeviceSynchronize();
     } else {
-      out = mtc::start_copy(data, target).get();
+      out = mtc::start_copy(data, target, options).get();
     }
     seconds.push_back(seconds_since(t0));
     state.SetIterationTime(seconds.back());
@@ -130,4 +132,4 @@ void BM_MixedBatch(benchmark::State& state) {
 // Beyond 5 threads only with more workers (MTC_WORKER_THREADS); fill_threads says how many ran.
 BENCHMARK(BM_LargePageableToDevice)->DenseRange(0, 5)->Arg(7)->Arg(9)->UseManualTime()->MinTime(0.5)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_LargePageableToDevicePerTensorTo)->UseManualTime()->MinTime(0.5)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_MixedBatch)->ArgsProduct({{1, 0}, {0, 1}})->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MixedBatch)->Args({1, 0})->Args({1, 1})->Args({0, 0})->Args({0, 1})->Args({0, 2})->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);

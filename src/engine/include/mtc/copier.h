@@ -35,6 +35,10 @@ struct CopyOptions {
   int64_t max_packed_chunk_bytes = 32 << 20;
   // Do planning, staging and submission on the shared worker pool; start_copy returns at once.
   bool use_background_thread = true;
+  // GPU->CPU: tensors that are not packed are copied straight into pinned (page-locked) output
+  // tensors from torch's pinned-memory cache, with no host copy after the DMA. The outputs are
+  // then pinned; they hold page-locked memory for as long as they live.
+  bool pinned_host_outputs = false;
 };
 
 // Largest tensor (in bytes) that is packed.

@@ -1,11 +1,13 @@
-// Large pageable tensors to a GPU through the parallel pinned upload (pinned_upload.h): bitwise
-// the same as per-tensor .to(), with any number of filling threads, with more chunks than ring
-// slots, beside packed small tensors, and from non-dense and pinned sources. Skipped without a
-// CUDA device (but for the settings test).
+// Large tensors. To a GPU, pageable ones go through the parallel pinned upload
+// (pinned_upload.h): bitwise the same as per-tensor .to(), with any number of filling threads,
+// with more chunks than ring slots, beside packed small tensors, and from non-dense and pinned
+// sources. Back to the host, optionally straight into pinned outputs. Skipped without a CUDA
+// device (but for the settings test).
 #include "detail/pinned_upload.h"
 #include "mtc/copier.h"
 
 #include "gpu_test_support.h"
+#include "structure_compare.h"
 
 #include <ATen/core/List.h>
 #include <gtest/gtest.h>
@@ -16,12 +18,14 @@
 namespace {
 
 using mtc::CopyHandle;
+using mtc::CopyOptions;
 using mtc::start_copy;
 using mtc::test::bytes_of;
 using mtc::test::expect_structure_copy;
 using mtc::test::GpuTest;
 using mtc::test::kCpu;
 using mtc::test::kCuda0;
+using mtc::test::tensors_of;
 using mtc::test::kKiB;
 using mtc::test::kMiB;
 using mtc::test::random_tensor;
@@ -107,6 +111,36 @@ std::string threads_name(const ::testing::TestParamInfo<int>& info) {
 
 // 0: the default (the calling thread and every worker).
 INSTANTIATE_TEST_SUITE_P(FillThreads, PinnedUploadGpu, ::testing::Values(1, 2, 0), threads_name);
+
+// GPU->CPU with pinned_host_outputs: the small tensors still come back packed (views of one
+// pageable chunk), the others land in pinned outputs; all bitwise what .to() gives.
+TEST_F(GpuTest, PinnedHostOutputsAreBitwiseWhatToGives) {
+  c10::impl::GenericList large(c10::AnyType::get());
+  for (int i = 0; i < 4; ++i) large.push_back(random_tensor(at::kFloat, {512 * 1024 + 1000 * i}, kCuda0));
+  large.push_back(random_tensor(at::kFloat, {2048, 1024}, kCuda0).slice(0, 0, 2048, 2));  // not dense
+  large.push_back(random_tensor(at::kByte, {300 * kKiB + 1}, kCuda0));
+  c10::impl::GenericList batch(c10::AnyType::get());
+  batch.push_back(reference_batch(kCuda0));
+  batch.push_back(large);
+  for (const bool pinned_outputs : {true, false}) {
+    SCOPED_TRACE(pinned_outputs ? "pinned outputs" : "pageable outputs");
+    CopyOptions options;
+    options.pinned_host_outputs = pinned_outputs;
+    CopyHandle h = start_copy(batch, kCpu, options);
+    const c10::IValue out = h.get();
+    expect_structure_copy(out, batch, kCpu);
+    const c10::ArrayRef<c10::IValue> outs = out.toListRef()[1].toListRef();
+    for (size_t i = 0; i < large.size(); ++i) {
+      SCOPED_TRACE("large leaf " + std::to_string(i));
+      const at::Tensor got = outs[i].toTensor();
+      EXPECT_EQ(got.is_pinned(), pinned_outputs);
+      EXPECT_TRUE(bytes_of(got) == bytes_of(large.get(i).toTensor().cpu()));
+    }
+    for (const at::Tensor& small : tensors_of(out.toListRef()[0])) EXPECT_FALSE(small.is_pinned());
+    EXPECT_EQ(h.stats().packed, 528);
+    EXPECT_EQ(h.stats().per_tensor, static_cast<int64_t>(large.size()));
+  }
+}
 
 TEST(PinnedUploadSettings, ThreadLimitIsKept) {
   mtc::detail::set_upload_threads(3);
