@@ -2,12 +2,6 @@
 // 4 MiB against one pinned cudaMemcpy of the same bytes (measured in the same benchmark), by the
 // number of threads that fill the pinned chunks; and the mixed batch of configs/mixed.json
 // (792 small tensors and 4 of 2 MiB) in both directions, beside per-tensor .to().
-#include "bench_support.h"
-#include "detail/pinned_upload.h"
-#include "detail/worker_pool.h"
-#include "mtc/copier.h"
-#include "reference_batch.h"
-
 #include <ATen/core/List.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/rand.h>
@@ -17,6 +11,12 @@
 #include <algorithm>
 #include <chrono>
 #include <vector>
+
+#include "bench_support.h"
+#include "detail/pinned_upload.h"
+#include "detail/worker_pool.h"
+#include "mtc/copier.h"
+#include "reference_batch.h"
 
 namespace {
 
@@ -39,24 +39,30 @@ const c10::impl::GenericList& large_batch() {
   return batch;
 }
 
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // The yardstick: one cudaMemcpy of the same bytes from pinned memory, median of a few.
 double pinned_copy_gbps() {
-  const at::Tensor host = at::empty({kLargeBytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
-  const at::Tensor device = at::empty({kLargeBytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, 0));
+  const at::Tensor host =
+      at::empty({kLargeBytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+  const at::Tensor device =
+      at::empty({kLargeBytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, 0));
   std::vector<double> seconds;
   for (int i = 0; i < 7; ++i) {
     const auto t0 = Clock::now();
-    cudaMemcpy(device.data_ptr(), host.const_data_ptr(), static_cast<size_t>(kLargeBytes), cudaMemcpyHostToDevice);
+    cudaMemcpy(device.data_ptr(), host.const_data_ptr(), static_cast<size_t>(kLargeBytes),
+               cudaMemcpyHostToDevice);
     seconds.push_back(seconds_since(t0));
   }
   return static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
 }
 
 // 64 x 4 MiB pageable float32 to the GPU through the engine. Argument: the most threads that fill
-// pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many). Counters: engine_GBps (median),
-// pinned_GBps (one pinned cudaMemcpy of the same 256 MiB, same run) and their ratio of_pinned.
+// pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many).
+// Counters: engine_GBps (median), pinned_GBps (one pinned cudaMemcpy of the same 256 MiB, same run)
+// and their ratio of_pinned.
 void BM_LargePageableToDevice(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const c10::impl::GenericList& batch = large_batch();
@@ -73,7 +79,8 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   mtc::detail::set_upload_threads(0);
   const double engine = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
   const int workers = mtc::detail::WorkerPool::instance().size();
-  state.counters["fill_threads"] = state.range(0) == 0 ? workers + 1 : std::min<int64_t>(state.range(0), workers + 1);
+  state.counters["fill_threads"] =
+      state.range(0) == 0 ? workers + 1 : std::min<int64_t>(state.range(0), workers + 1);
   state.counters["engine_GBps"] = engine;
   state.counters["pinned_GBps"] = pinned;
   state.counters["of_pinned"] = engine / pinned;
@@ -97,7 +104,8 @@ void BM_LargePageableToDevicePerTensorTo(benchmark::State& state) {
 
 const c10::IValue& mixed_source(bool on_gpu) {
   static const c10::IValue host = mtc::microbench::make_mixed_batch();
-  static const c10::IValue gpu = has_gpu() ? map_to(host, c10::Device(c10::kCUDA, 0)) : c10::IValue();
+  static const c10::IValue gpu =
+      has_gpu() ? map_to(host, c10::Device(c10::kCUDA, 0)) : c10::IValue();
   return on_gpu ? gpu : host;
 }
 
@@ -130,6 +138,23 @@ void BM_MixedBatch(benchmark::State& state) {
 }  // namespace
 
 // Beyond 5 threads only with more workers (MTC_WORKER_THREADS); fill_threads says how many ran.
-BENCHMARK(BM_LargePageableToDevice)->DenseRange(0, 5)->Arg(7)->Arg(9)->UseManualTime()->MinTime(0.5)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_LargePageableToDevicePerTensorTo)->UseManualTime()->MinTime(0.5)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_MixedBatch)->Args({1, 0})->Args({1, 1})->Args({0, 0})->Args({0, 1})->Args({0, 2})->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_LargePageableToDevice)
+    ->DenseRange(0, 5)
+    ->Arg(7)
+    ->Arg(9)
+    ->UseManualTime()
+    ->MinTime(0.5)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LargePageableToDevicePerTensorTo)
+    ->UseManualTime()
+    ->MinTime(0.5)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MixedBatch)
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Args({0, 0})
+    ->Args({0, 1})
+    ->Args({0, 2})
+    ->UseManualTime()
+    ->MinTime(0.3)
+    ->Unit(benchmark::kMicrosecond);

@@ -3,11 +3,11 @@
 // (the most staging in flight at once), pool_over_peak (their ratio; the target is <= 1.25),
 // grew_after_1000 (bytes the pool grew by after the first 1,000 copies; levelled off: 0) and
 // slab_allocations_after_1000 (pinned allocations after them; levelled off: 0).
+#include <benchmark/benchmark.h>
+
 #include "bench_support.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
-
-#include <benchmark/benchmark.h>
 
 namespace {
 
@@ -31,9 +31,12 @@ void BM_PinnedPoolFootprint(benchmark::State& state) {
   state.counters["peak_pool_bytes"] = static_cast<double>(end.peak_reserved_bytes);
   state.counters["peak_in_flight"] = static_cast<double>(end.peak_in_use_bytes);
   state.counters["pool_over_peak"] =
-      end.peak_in_use_bytes > 0 ? static_cast<double>(end.reserved_bytes) / static_cast<double>(end.peak_in_use_bytes) : 0;
+      end.peak_in_use_bytes > 0
+          ? static_cast<double>(end.reserved_bytes) / static_cast<double>(end.peak_in_use_bytes)
+          : 0;
   state.counters["grew_after_1000"] = static_cast<double>(end.reserved_bytes - warm.reserved_bytes);
-  state.counters["slab_allocations_after_1000"] = static_cast<double>(end.slab_allocations - warm.slab_allocations);
+  state.counters["slab_allocations_after_1000"] =
+      static_cast<double>(end.slab_allocations - warm.slab_allocations);
 }
 
 }  // namespace

@@ -2,8 +2,6 @@
 // pinned pool's bookkeeping is tested on machines without a GPU.
 #pragma once
 
-#include "detail/pinned_pool.h"
-
 #include <c10/util/Exception.h>
 
 #include <cstdint>
@@ -12,6 +10,8 @@
 #include <new>
 #include <set>
 #include <vector>
+
+#include "detail/pinned_pool.h"
 
 namespace mtc::detail::test {
 

@@ -1,8 +1,5 @@
 #include "gpu_test_support.h"
 
-#include "detail/pinned_pool.h"
-#include "structure_compare.h"
-
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/ops/arange.h>
@@ -12,12 +9,15 @@
 #include <array>
 #include <cstring>
 
+#include "detail/pinned_pool.h"
+#include "structure_compare.h"
+
 namespace mtc::test {
 
 const std::vector<at::ScalarType>& all_dtypes() {
   static const std::vector<at::ScalarType> dtypes{
-      at::kBool,  at::kByte,     at::kChar,  at::kShort,  at::kInt,           at::kLong,
-      at::kHalf,  at::kBFloat16, at::kFloat, at::kDouble, at::kComplexFloat, at::kComplexDouble};
+      at::kBool, at::kByte,     at::kChar,  at::kShort,  at::kInt,          at::kLong,
+      at::kHalf, at::kBFloat16, at::kFloat, at::kDouble, at::kComplexFloat, at::kComplexDouble};
   return dtypes;
 }
 
@@ -65,18 +65,21 @@ void expect_copy_of(const at::Tensor& out, const at::Tensor& in, const c10::Devi
 
 // `out` has the shape of `in` with new containers; tensor leaves already on the target are the
 // very same tensors, the others copies of them.
-void expect_structure_copy(const c10::IValue& out, const c10::IValue& in, const c10::Device& target) {
-  mtc::test::expect_same_structure(out, in, [&target](const at::Tensor& o, const at::Tensor& i, size_t) {
-    if (i.defined() && i.device() == target) {
-      EXPECT_TRUE(o.is_same(i)) << "a tensor already on the target was not reused";
-    } else {
-      expect_copy_of(o, i, target);
-    }
-  });
+void expect_structure_copy(const c10::IValue& out, const c10::IValue& in,
+                           const c10::Device& target) {
+  mtc::test::expect_same_structure(
+      out, in, [&target](const at::Tensor& o, const at::Tensor& i, size_t) {
+        if (i.defined() && i.device() == target) {
+          EXPECT_TRUE(o.is_same(i)) << "a tensor already on the target was not reused";
+        } else {
+          expect_copy_of(o, i, target);
+        }
+      });
 }
 
 // The same structure with every tensor replaced by fn(tensor).
-c10::IValue map_tensors(const c10::IValue& v, const std::function<at::Tensor(const at::Tensor&)>& fn) {
+c10::IValue map_tensors(const c10::IValue& v,
+                        const std::function<at::Tensor(const at::Tensor&)>& fn) {
   if (v.isTensor()) return v.toTensor().defined() ? c10::IValue(fn(v.toTensor())) : v;
   if (v.isList()) {
     c10::impl::GenericList l(v.toList().elementType());
@@ -172,16 +175,21 @@ c10::IValue mixed_batch(const c10::Device& device) {
   layouts.insert(std::string("9MiB"), random_tensor(at::kByte, {9 * kMiB + 3}, device));
   layouts.insert(std::string("20MiB"), random_tensor(at::kInt, {5 * kMiB + 1}, device));
   layouts.insert(std::string("transposed_small"), random_tensor(at::kHalf, {5, 3}, device).t());
-  layouts.insert(std::string("transposed_large"), random_tensor(at::kFloat, {512, 300}, device).t());
+  layouts.insert(std::string("transposed_large"),
+                 random_tensor(at::kFloat, {512, 300}, device).t());
   layouts.insert(std::string("channels_last"),
                  random_tensor(at::kFloat, {2, 8, 9, 3}, device).permute({0, 3, 1, 2}));
-  layouts.insert(std::string("strided_small"), random_tensor(at::kLong, {20}, device).slice(0, 0, 20, 2));
+  layouts.insert(std::string("strided_small"),
+                 random_tensor(at::kLong, {20}, device).slice(0, 0, 20, 2));
   layouts.insert(std::string("strided_large"),
                  random_tensor(at::kFloat, {1000, 300}, device).slice(0, 0, 1000, 2));
   layouts.insert(std::string("column"), random_tensor(at::kShort, {40, 6}, device).select(1, 2));
-  layouts.insert(std::string("expanded"), random_tensor(at::kFloat, {1, 7}, device).expand({300, 7}));
-  layouts.insert(std::string("offset_view"), random_tensor(at::kInt, {50}, device).narrow(0, 13, 9));
-  layouts.insert(std::string("zero_size"), at::empty({0}, at::TensorOptions().dtype(at::kFloat).device(device)));
+  layouts.insert(std::string("expanded"),
+                 random_tensor(at::kFloat, {1, 7}, device).expand({300, 7}));
+  layouts.insert(std::string("offset_view"),
+                 random_tensor(at::kInt, {50}, device).narrow(0, 13, 9));
+  layouts.insert(std::string("zero_size"),
+                 at::empty({0}, at::TensorOptions().dtype(at::kFloat).device(device)));
   layouts.insert(std::string("zero_size_2d"),
                  at::empty({3, 0, 2}, at::TensorOptions().dtype(at::kLong).device(device)));
   c10::List<at::Tensor> typed;
@@ -202,7 +210,6 @@ c10::IValue mixed_batch(const c10::Device& device) {
   root.push_back(c10::impl::GenericDict(c10::StringType::get(), c10::TensorType::get()));
   return root;
 }
-
 
 int64_t pinned_in_use() { return mtc::detail::PinnedPool::instance().stats().in_use_bytes; }
 

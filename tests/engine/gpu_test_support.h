@@ -26,7 +26,8 @@ inline const c10::Device kCuda1(c10::kCUDA, 1);
 const std::vector<at::ScalarType>& all_dtypes();
 at::Tensor to_device(const at::Tensor& t, const c10::Device& device);
 // Random bytes of `dtype` (NaN payloads included for the floating types; 0/1 for bool).
-at::Tensor random_tensor(at::ScalarType dtype, at::IntArrayRef sizes, const c10::Device& device = kCpu);
+at::Tensor random_tensor(at::ScalarType dtype, at::IntArrayRef sizes,
+                         const c10::Device& device = kCpu);
 // The values' bytes, in logical order (lazy conjugation resolved).
 std::vector<uint8_t> bytes_of(const at::Tensor& t);
 // Same dtype, sizes, device and bits. Strides too where the input layout is dense (the
@@ -34,9 +35,11 @@ std::vector<uint8_t> bytes_of(const at::Tensor& t);
 void expect_copy_of(const at::Tensor& out, const at::Tensor& in, const c10::Device& target);
 // `out` has the shape of `in` with new containers; tensor leaves already on the target are the
 // very same tensors, the others copies of them.
-void expect_structure_copy(const c10::IValue& out, const c10::IValue& in, const c10::Device& target);
+void expect_structure_copy(const c10::IValue& out, const c10::IValue& in,
+                           const c10::Device& target);
 // The same structure with every tensor replaced by fn(tensor).
-c10::IValue map_tensors(const c10::IValue& v, const std::function<at::Tensor(const at::Tensor&)>& fn);
+c10::IValue map_tensors(const c10::IValue& v,
+                        const std::function<at::Tensor(const at::Tensor&)>& fn);
 int64_t total_bytes(const std::vector<at::Tensor>& ts);
 // The reference batch of the project's anchors (StreamPETR-like detection metadata):
 // 16 samples x (6 camera dicts of 5 tensors + a gt dict of 3) = 528 tensors, 153,628 bytes.
@@ -72,7 +75,9 @@ class MultiGpuTest : public GpuTest {
   void SetUp() override {
     GpuTest::SetUp();
     if (IsSkipped()) return;
-    if (!two_gpus()) GTEST_SKIP() << "needs 2 CUDA devices, " << static_cast<int>(c10::cuda::device_count()) << " visible: multi-GPU test skipped";
+    if (!two_gpus())
+      GTEST_SKIP() << "needs 2 CUDA devices, " << static_cast<int>(c10::cuda::device_count())
+                   << " visible: multi-GPU test skipped";
   }
 };
 

@@ -3,17 +3,16 @@
 // with more chunks than ring slots, beside packed small tensors, and from non-dense and pinned
 // sources. Back to the host, optionally straight into pinned outputs. Skipped without a CUDA
 // device (but for the settings test).
-#include "detail/pinned_upload.h"
-#include "mtc/copier.h"
-
-#include "gpu_test_support.h"
-#include "structure_compare.h"
-
 #include <ATen/core/List.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "detail/pinned_upload.h"
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
 
 namespace {
 
@@ -25,11 +24,11 @@ using mtc::test::expect_structure_copy;
 using mtc::test::GpuTest;
 using mtc::test::kCpu;
 using mtc::test::kCuda0;
-using mtc::test::tensors_of;
 using mtc::test::kKiB;
 using mtc::test::kMiB;
 using mtc::test::random_tensor;
 using mtc::test::reference_batch;
+using mtc::test::tensors_of;
 using mtc::test::to_device;
 
 // Sets the upload's thread limit for one test and puts the default back.
@@ -95,7 +94,8 @@ TEST_P(PinnedUploadGpu, MixedBatchIsBitwiseWhatToGives) {
   c10::impl::GenericList batch(c10::AnyType::get());
   batch.push_back(reference_batch());
   c10::impl::GenericList large(c10::AnyType::get());
-  for (int i = 0; i < 4; ++i) large.push_back(random_tensor(at::kFloat, {512 * 1024 + 1000 * i}));  // ~2 MB
+  for (int i = 0; i < 4; ++i)
+    large.push_back(random_tensor(at::kFloat, {512 * 1024 + 1000 * i}));  // ~2 MB
   batch.push_back(large);
   CopyHandle h = start_copy(batch, kCuda0);
   const c10::IValue out = h.get();
@@ -116,8 +116,10 @@ INSTANTIATE_TEST_SUITE_P(FillThreads, PinnedUploadGpu, ::testing::Values(1, 2, 0
 // pageable chunk), the others land in pinned outputs; all bitwise what .to() gives.
 TEST_F(GpuTest, PinnedHostOutputsAreBitwiseWhatToGives) {
   c10::impl::GenericList large(c10::AnyType::get());
-  for (int i = 0; i < 4; ++i) large.push_back(random_tensor(at::kFloat, {512 * 1024 + 1000 * i}, kCuda0));
-  large.push_back(random_tensor(at::kFloat, {2048, 1024}, kCuda0).slice(0, 0, 2048, 2));  // not dense
+  for (int i = 0; i < 4; ++i)
+    large.push_back(random_tensor(at::kFloat, {512 * 1024 + 1000 * i}, kCuda0));
+  large.push_back(
+      random_tensor(at::kFloat, {2048, 1024}, kCuda0).slice(0, 0, 2048, 2));  // not dense
   large.push_back(random_tensor(at::kByte, {300 * kKiB + 1}, kCuda0));
   c10::impl::GenericList batch(c10::AnyType::get());
   batch.push_back(reference_batch(kCuda0));

@@ -1,15 +1,14 @@
 // The pinned staging pool seen through the public API on a GPU: it levels off near the peak
 // staging in flight, gives idle memory back, and a copy that would need more than its limit
 // fails from get() with the engine usable afterwards. Skipped without a CUDA device.
-#include "mtc/copier.h"
-
-#include "gpu_test_support.h"
-
 #include <ATen/core/List.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
 
 namespace {
 
@@ -60,7 +59,8 @@ TEST_P(PinnedPoolGpu, RepeatedCopiesLevelOffNearThePeakInFlight) {
   EXPECT_GT(s.peak_in_use_bytes, 0);
   EXPECT_GE(s.reserved_bytes, s.peak_in_use_bytes);
   EXPECT_LE(s.reserved_bytes * 4, s.peak_in_use_bytes * 5)
-      << s.reserved_bytes << " bytes reserved for a peak of " << s.peak_in_use_bytes << " in flight";
+      << s.reserved_bytes << " bytes reserved for a peak of " << s.peak_in_use_bytes
+      << " in flight";
   EXPECT_EQ(s.in_use_bytes, 0);
 
   EXPECT_EQ(mtc::release_idle_pinned_memory(), s.reserved_bytes);
@@ -81,7 +81,8 @@ TEST_P(PinnedPoolGpu, ACopyPastTheLimitFailsFromGetAndTheEngineStaysUsable) {
     options.use_background_thread = background;
     {
       ScopedPoolLimit limit(64 * kKiB);
-      EXPECT_LE(mtc::pinned_pool_stats().reserved_bytes, 64 * kKiB) << "idle memory past the new limit stayed";
+      EXPECT_LE(mtc::pinned_pool_stats().reserved_bytes, 64 * kKiB)
+          << "idle memory past the new limit stayed";
       CopyHandle h;
       ASSERT_NO_THROW(h = start_copy(batch, target, options)) << "the failure belongs to get()";
       try {
@@ -98,7 +99,8 @@ TEST_P(PinnedPoolGpu, ACopyPastTheLimitFailsFromGetAndTheEngineStaysUsable) {
 
       // A copy that fits the limit works under it.
       c10::impl::GenericList small(c10::AnyType::get());
-      for (int i = 0; i < 8; ++i) small.push_back(random_tensor(at::kFloat, {100}, h2d ? kCpu : kCuda0));
+      for (int i = 0; i < 8; ++i)
+        small.push_back(random_tensor(at::kFloat, {100}, h2d ? kCpu : kCuda0));
       CopyHandle ok = start_copy(small, target, options);
       expect_structure_copy(ok.get(), small, target);
     }

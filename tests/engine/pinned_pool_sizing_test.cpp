@@ -1,10 +1,6 @@
 // How the pinned pool sizes itself (grows with the demand, merges into one slab when idle,
 // levels off near the peak in flight), gives memory back, keeps its peaks and obeys its limit.
 // Over plain host memory (an injected SlabSource): no GPU needed.
-#include "detail/pinned_pool.h"
-
-#include "fake_slabs.h"
-
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
@@ -12,6 +8,9 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include "detail/pinned_pool.h"
+#include "fake_slabs.h"
 
 namespace mtc::detail {
 namespace {
@@ -64,7 +63,8 @@ TEST_F(PinnedPoolSizing, GrowsWithTheDemandThenMergesIntoOneSlabWhenIdle) {
   pool.release(next);
   blocks.clear();
   for (int i = 0; i < 8; ++i) blocks.push_back(pool.acquire(kMiB));
-  EXPECT_EQ(pool.stats().slab_allocations, merged.slab_allocations) << "the merged slab does not fit the demand";
+  EXPECT_EQ(pool.stats().slab_allocations, merged.slab_allocations)
+      << "the merged slab does not fit the demand";
   for (const PinnedBlock& b : blocks) pool.release(b);
 }
 
@@ -81,10 +81,12 @@ TEST_F(PinnedPoolSizing, ARepeatedWorkloadLevelsOffWithinAQuarterOfItsPeak) {
       if (copy == 9) allocations_after_warmup = pool.stats().slab_allocations;
     }
     const PinnedPoolStats s = pool.stats();
-    EXPECT_EQ(s.slab_allocations, allocations_after_warmup) << "the pool still grew after 10 copies";
+    EXPECT_EQ(s.slab_allocations, allocations_after_warmup)
+        << "the pool still grew after 10 copies";
     EXPECT_EQ(s.slabs, 1);
     EXPECT_LE(s.reserved_bytes * 4, s.peak_in_use_bytes * 5)
-        << s.reserved_bytes << " bytes reserved for a peak of " << s.peak_in_use_bytes << " in flight";
+        << s.reserved_bytes << " bytes reserved for a peak of " << s.peak_in_use_bytes
+        << " in flight";
     EXPECT_GE(s.reserved_bytes, s.peak_in_use_bytes);
   }
 }
@@ -215,7 +217,8 @@ TEST(PinnedPoolLimitVariable, RejectsAnythingElseNamingTheVariable) {
                           "99999999999999999999999"}) {
     SCOPED_TRACE(bad);
     const std::string message = error_of([bad] { parse_pinned_pool_limit(bad); });
-    EXPECT_NE(message.find(std::string(kPinnedPoolLimitVariable) + "='" + bad + "'"), std::string::npos)
+    EXPECT_NE(message.find(std::string(kPinnedPoolLimitVariable) + "='" + bad + "'"),
+              std::string::npos)
         << message;
   }
 }

@@ -3,8 +3,6 @@
 // No GPU needed.
 #include "detail/pinned_pool.h"
 
-#include "fake_slabs.h"
-
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
@@ -14,6 +12,8 @@
 #include <random>
 #include <thread>
 #include <vector>
+
+#include "fake_slabs.h"
 
 namespace mtc::detail {
 namespace {
@@ -94,7 +94,8 @@ TEST_F(PinnedPoolTest, ANewSlabHasRoomForEverythingInFlight) {
   ASSERT_EQ(FakeSlabs::allocated_sizes.size(), 2u);
   EXPECT_EQ(FakeSlabs::allocated_sizes[1], slab_for(11 * kMiB + 256));
   EXPECT_EQ(next.slab, 1);
-  EXPECT_EQ(pool.stats().reserved_bytes, FakeSlabs::allocated_sizes[0] + FakeSlabs::allocated_sizes[1]);
+  EXPECT_EQ(pool.stats().reserved_bytes,
+            FakeSlabs::allocated_sizes[0] + FakeSlabs::allocated_sizes[1]);
   pool.release(big);
   pool.release(next);
 }
@@ -287,4 +288,3 @@ TEST_F(PinnedPoolTest, ConcurrentAcquireAndReleaseKeepTheBooks) {
 
 }  // namespace
 }  // namespace mtc::detail
-

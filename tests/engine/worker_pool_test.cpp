@@ -53,7 +53,8 @@ TEST(WorkerPool, ParallelForRunsEachPartExactlyOnce) {
   for (const int64_t parts : {0, 1, 2, 3, 5, 17, 1000}) {
     std::vector<std::atomic<int>> hits(static_cast<size_t>(parts));
     pool.parallel_for(parts, [&hits](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
-    for (int64_t i = 0; i < parts; ++i) EXPECT_EQ(hits[i].load(), 1) << parts << " parts, part " << i;
+    for (int64_t i = 0; i < parts; ++i)
+      EXPECT_EQ(hits[i].load(), 1) << parts << " parts, part " << i;
   }
 }
 
@@ -131,7 +132,8 @@ TEST(WorkerPool, WorkerCountVariableRejectsAnythingElseNamingIt) {
       parse_worker_threads(bad, 4);
       ADD_FAILURE() << "accepted";
     } catch (const c10::Error& e) {
-      EXPECT_NE(std::string(e.what()).find(std::string(kWorkerThreadsVariable) + "='" + bad + "'"), std::string::npos)
+      EXPECT_NE(std::string(e.what()).find(std::string(kWorkerThreadsVariable) + "='" + bad + "'"),
+                std::string::npos)
           << e.what();
     }
   }

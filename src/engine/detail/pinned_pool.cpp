@@ -1,13 +1,13 @@
 #include "detail/pinned_pool.h"
 
-#include "detail/cuda_check.h"
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <iterator>
 #include <limits>
 #include <string>
+
+#include "detail/cuda_check.h"
 
 namespace mtc::detail {
 namespace {
@@ -32,14 +32,16 @@ SlabSource cuda_host_slabs() { return SlabSource{&cuda_host_allocate, &cuda_host
 int64_t parse_pinned_pool_limit(const char* text) {
   if (text == nullptr || *text == '\0') return 0;
   const std::string value(text);
-  const bool digits = std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool digits =
+      std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
   errno = 0;
   char* end = nullptr;
   const unsigned long long parsed = digits ? std::strtoull(text, &end, 10) : 0;
-  TORCH_CHECK(digits && errno == 0 && end != nullptr && *end == '\0' &&
-                  parsed <= static_cast<unsigned long long>(std::numeric_limits<int64_t>::max()),
-              "mtc: ", kPinnedPoolLimitVariable, "='", value,
-              "' is not a byte count (a non-negative decimal integer such as 268435456; 0: no limit)");
+  TORCH_CHECK(
+      digits && errno == 0 && end != nullptr && *end == '\0' &&
+          parsed <= static_cast<unsigned long long>(std::numeric_limits<int64_t>::max()),
+      "mtc: ", kPinnedPoolLimitVariable, "='", value,
+      "' is not a byte count (a non-negative decimal integer such as 268435456; 0: no limit)");
   return static_cast<int64_t>(parsed);
 }
 
@@ -54,8 +56,8 @@ PinnedPool::~PinnedPool() {
 }
 
 PinnedPool& PinnedPool::instance() {
-  static PinnedPool* pool =
-      new PinnedPool(cuda_host_slabs(), parse_pinned_pool_limit(std::getenv(kPinnedPoolLimitVariable)));
+  static PinnedPool* pool = new PinnedPool(
+      cuda_host_slabs(), parse_pinned_pool_limit(std::getenv(kPinnedPoolLimitVariable)));
   return *pool;
 }
 
@@ -90,7 +92,8 @@ int32_t PinnedPool::add_slab(int64_t bytes, int64_t minimum) {
   // Allocated before any bookkeeping changes: if it throws, the pool is as it was.
   void* base = source_.allocate(bytes);
   ++slab_allocations_;
-  auto entry = std::find_if(slabs_.begin(), slabs_.end(), [](const Slab& s) { return s.base == nullptr; });
+  auto entry =
+      std::find_if(slabs_.begin(), slabs_.end(), [](const Slab& s) { return s.base == nullptr; });
   if (entry == slabs_.end()) entry = slabs_.insert(slabs_.end(), Slab{});
   entry->base = static_cast<std::byte*>(base);
   entry->bytes = bytes;
@@ -152,7 +155,8 @@ PinnedBlock PinnedPool::acquire(int64_t bytes) {
   TORCH_CHECK(block, "mtc: pinned staging of ", round_up(bytes, kGranularity),
               " bytes does not fit the pinned pool's limit of ", limit_, " bytes (", reserved_,
               " reserved, ", in_use_, " in use by copies in flight); raise it with ",
-              kPinnedPoolLimitVariable, " or mtc::set_pinned_pool_limit (0: no limit), or copy less at once");
+              kPinnedPoolLimitVariable,
+              " or mtc::set_pinned_pool_limit (0: no limit), or copy less at once");
   return block;
 }
 
@@ -209,7 +213,9 @@ int64_t PinnedPool::release_idle() {
 }
 
 void PinnedPool::set_limit(int64_t bytes) {
-  TORCH_CHECK(bytes >= 0, "mtc::set_pinned_pool_limit: the limit must be >= 0 bytes (0: no limit), got ", bytes);
+  TORCH_CHECK(bytes >= 0,
+              "mtc::set_pinned_pool_limit: the limit must be >= 0 bytes (0: no limit), got ",
+              bytes);
   std::lock_guard<std::mutex> lock(mutex_);
   limit_ = bytes;
   if (limit_ > 0 && reserved_ > limit_) release_idle_locked();

@@ -11,13 +11,13 @@
 // reserved bytes: a request that only a larger pool could serve fails with a message saying so.
 #pragma once
 
-#include "mtc/copier.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <vector>
+
+#include "mtc/copier.h"
 
 namespace mtc::detail {
 
@@ -86,7 +86,9 @@ class PinnedPool {
     std::byte* base = nullptr;  // null: a free entry (its index may be reused)
     int64_t bytes = 0;
     std::map<int64_t, int64_t> free;  // offset -> length, coalesced
-    bool idle() const { return base != nullptr && free.size() == 1 && free.begin()->second == bytes; }
+    bool idle() const {
+      return base != nullptr && free.size() == 1 && free.begin()->second == bytes;
+    }
   };
   // Shared by acquire and try_acquire: an empty block when the limit is in the way.
   PinnedBlock acquire_locked(int64_t bytes);

@@ -1,11 +1,5 @@
 #include "detail/pinned_upload.h"
 
-#include "detail/cuda_check.h"
-#include "detail/event_pool.h"
-#include "detail/pinned_pool.h"
-#include "detail/worker_pool.h"
-#include "mtc/nvtx.h"
-
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
@@ -15,6 +9,12 @@
 #include <memory>
 #include <mutex>
 #include <vector>
+
+#include "detail/cuda_check.h"
+#include "detail/event_pool.h"
+#include "detail/pinned_pool.h"
+#include "detail/worker_pool.h"
+#include "mtc/nvtx.h"
 
 namespace mtc::detail {
 namespace {
@@ -75,7 +75,9 @@ class Upload {
     try {
       if (next_.load(std::memory_order_relaxed) < size()) {
         const c10::cuda::CUDAGuard guard(device_);
-        for (int64_t i; !failed_.load(std::memory_order_relaxed) && (i = next_.fetch_add(1)) < size();) move(i);
+        for (int64_t i;
+             !failed_.load(std::memory_order_relaxed) && (i = next_.fetch_add(1)) < size();)
+          move(i);
       }
     } catch (...) {
       std::lock_guard<std::mutex> lock(error_mutex_);
@@ -167,7 +169,8 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
           ? 0
           : std::min<int64_t>({limit - 1, pool.size(), static_cast<int64_t>(chunks.size()) - 1});
 
-  const auto upload = std::make_shared<Upload>(std::move(chunks), ring.data, slots, slot_bytes, device, stream);
+  const auto upload =
+      std::make_shared<Upload>(std::move(chunks), ring.data, slots, slot_bytes, device, stream);
   try {
     upload->create_events();
     pool.submit_copies([upload] { upload->join(); }, static_cast<int>(helpers));

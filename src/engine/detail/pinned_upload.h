@@ -6,14 +6,14 @@
 // reaches only a fraction of the link's bandwidth.
 #pragma once
 
-#include "detail/completion.h"
-
 #include <c10/core/Device.h>
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <cstdint>
 #include <span>
+
+#include "detail/completion.h"
 
 namespace mtc::detail {
 
