@@ -3,7 +3,7 @@
 # engine micro-benchmarks, the main benchmark, and (when nsys can write reports) a short
 # Nsight Systems capture. Reports go to the folder given as the first argument.
 #
-#   scripts/gpu-check.sh OUT_DIR [quick|bench]
+#   scripts/gpu-check.sh OUT_DIR [quick|bench|engine]
 #   scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]
 #
 # "quick" skips the main benchmark's full run and the profile. "bench" builds only the engine's
@@ -11,7 +11,13 @@
 # benchmarks (the engine's micro-benchmarks of whole copies and the walk, and mtc-bench's h2d
 # cases): a fast check of an engine change. "repeat" builds mtc-bench only and runs it N times
 # (at most 7) one process after another, by default on configs/streampetr.json, writing
-# run-I.json for each (scripts/repeatability.py compares them). At most eight files are written to OUT_DIR (the device tool returns no more).
+# run-I.json for each (scripts/repeatability.py compares them). "engine" builds the same as
+# "bench", runs the engine's tests and
+# the micro-benchmarks of a training loop's patterns (hot, after an idle gap, fresh batches, the
+# previous result freed inside the copy; both directions), of large pageable tensors by fill
+# threads against one pinned copy, of the mixed batch and of the pinned pool's footprint over
+# 10,000 copies, then mtc-bench on configs/mixed.json (to, memcpy_batch, engine; h2d and d2h).
+# At most eight files are written to OUT_DIR (the device tool returns no more).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR [quick]}"
@@ -28,8 +34,9 @@ step() { echo "=== $* ($(date -u +%T))"; }
   nproc; python3 -c 'import torch;print("torch", torch.__version__)'
   step "build"
   # shellcheck disable=SC2086
-  [[ "$mode" == bench ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc-bench"
+  [[ "$mode" == bench || "$mode" == engine ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc-bench"
   [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
+
   bash scripts/build.sh -DMTC_WERROR=ON ${MTC_CMAKE_ARGS:-} || status=1
 } > "$out/build.log" 2>&1
 tail -5 "$out/build.log"
@@ -54,7 +61,7 @@ fi
 
 step "tests" | tee "$out/tests.log"
 tests=("$MTC_BUILD_DIR"/tests/*/mtc_*_tests)
-[[ "$mode" == bench ]] && tests=("$MTC_BUILD_DIR"/tests/engine/mtc_engine_tests)
+[[ "$mode" == bench || "$mode" == engine ]] && tests=("$MTC_BUILD_DIR"/tests/engine/mtc_engine_tests)
 for t in "${tests[@]}"; do
   [[ -x "$t" ]] || continue
   echo "--- $t" >> "$out/tests.log"
@@ -63,12 +70,17 @@ for t in "${tests[@]}"; do
 done
 grep -E "^\[  (PASSED|FAILED|SKIPPED)|tests ran|FAILED" "$out/tests.log" | head -40
 
+# The engine's micro-benchmarks matching $1, five repetitions, into $out/$2.json and its summary
+# appended to $out/engine_bench.md.
+microbench() {
+  "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_filter="$1" --benchmark_out="$out/$2.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
+  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/$2.json" | tee -a "$out/engine_bench.md"
+}
+
 if [[ "$mode" == bench ]]; then
   step "engine micro-benchmarks, CPU->GPU"
-  "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-    --benchmark_filter='BM_Walk/|BM_WalkThreads/1/[14]/[019]/|BM_CreateOutputs|BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15|23|31|39|71|3)/|BM_PerTensorTo<Direction::kHostToDevice>' \
-    --benchmark_out="$out/engine_bench.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
-  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/engine_bench.json" | tee "$out/engine_bench.md"
+  microbench 'BM_Walk/|BM_WalkThreads/1/[14]/[019]/|BM_CreateOutputs|BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15|23|31|39|71|3)/|BM_PerTensorTo<Direction::kHostToDevice>' engine_bench
   step "mtc-bench, CPU->GPU"
   "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --direction h2d \
     --strategy to,memcpy_batch,engine --json "$out/streampetr-h2d.json" --md "$out/streampetr-h2d.md" \
@@ -78,11 +90,22 @@ if [[ "$mode" == bench ]]; then
   exit $status
 fi
 
+if [[ "$mode" == engine ]]; then
+  step "engine micro-benchmarks: training-loop patterns, bandwidth, mixed batch, pinned pool"
+  microbench 'BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15|135|391|399)/|BM_EngineCopy<Direction::kDeviceToHost>/1/(7|135|399)/|BM_PerTensorTo|BM_LargePageableToDevice/[0-5]/|BM_LargePageableToDevicePerTensorTo|BM_MixedBatch|BM_PinnedPoolFootprint' engine_bench
+  step "large pageable tensors with 8 workers (MTC_WORKER_THREADS=8)"
+  MTC_WORKER_THREADS=8 microbench 'BM_LargePageableToDevice/[079]/' engine_bench_8workers
+  step "mtc-bench, mixed batch"
+  "$MTC_BUILD_DIR/mtc-bench" --config configs/mixed.json --strategy to,memcpy_batch,engine \
+    --json "$out/mixed.json" --md "$out/mixed.md" --quiet || status=1
+  cat "$out/mixed.md"
+  step "done (status $status)"
+  exit $status
+fi
+
 if [[ -x "$MTC_BUILD_DIR/mtc_engine_bench" ]]; then
   step "engine micro-benchmarks"
-  "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-    --benchmark_out="$out/engine_bench.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
-  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/engine_bench.json" | tee "$out/engine_bench.md"
+  microbench '.' engine_bench
 fi
 
 if [[ -x "$MTC_BUILD_DIR/mtc-bench" && "$mode" != quick ]]; then

@@ -26,6 +26,20 @@ def main(path):
         cells = ["" if b.get(k) is None else f"{b[k]:.1f}" for k in steps]
         print(f"| {name} | {t:.1f} | " + " | ".join(cells) + " |")
 
+    # Counters of the other benchmarks (bandwidth, pool footprint), one line each.
+    known = set(steps) | {"iterations", "real_time", "cpu_time", "bytes_per_second", "items_per_second"}
+    others = []
+    for name, b in medians.items():
+        extra = {k: v for k, v in b.items() if isinstance(v, (int, float)) and k not in known
+                 and k not in ("repetitions", "repetition_index", "threads", "family_index",
+                               "per_family_instance_index")}
+        if any(k.endswith("GBps") or k.startswith(("pool", "peak", "grew", "slab")) for k in extra):
+            others.append((name, extra))
+    if others:
+        print()
+        for name, extra in others:
+            print(f"- {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(extra.items())))
+
     def us(prefix):
         for name, b in medians.items():
             if name.startswith(prefix):
@@ -46,6 +60,29 @@ def main(path):
     dt = us("BM_PerTensorTo<Direction::kDeviceToHost>/1/")
     if d1 and dt:
         print(f"reference batch D2H: engine {d1:.1f} us, .to() {dt:.1f} us, speedup {dt / d1:.1f}x")
+    cold, step = us(f"{h2d}/1/15/"), us(f"{h2d}/1/399/")
+    if e1 and cold:
+        print(f"after a 5 ms idle gap: {cold:.1f} us = {cold / e1:.2f}x the hot copy (target <= 1.3x)")
+    if e1 and step:
+        print(f"training step (fresh batch, idle gap, previous freed inside): {step:.1f} us = {step / e1:.2f}x hot"
+              + (f", {t1 / step:.1f}x .to()" if t1 else ""))
+    for name, b in medians.items():
+        if name.startswith("BM_LargePageableToDevice/") and "of_pinned" in b:
+            print(f"64 x 4 MiB pageable H2D, {b['fill_threads']:.0f} thread(s): {b['engine_GBps']:.1f} GB/s = "
+                  f"{100 * b['of_pinned']:.0f} % of one pinned copy ({b['pinned_GBps']:.1f} GB/s; target >= 80 %)")
+    for direction, arg in (("h2d", 1), ("d2h", 0)):
+        engine, to = us(f"BM_MixedBatch/{arg}/0/"), us(f"BM_MixedBatch/{arg}/1/")
+        if engine and to:
+            print(f"mixed batch {direction}: engine {engine:.1f} us, .to() {to:.1f} us, speedup {to / engine:.1f}x")
+    pinned_outputs, to = us("BM_MixedBatch/0/2/"), us("BM_MixedBatch/0/1/")
+    if pinned_outputs and to:
+        print(f"mixed batch d2h, pinned outputs: engine {pinned_outputs:.1f} us, speedup {to / pinned_outputs:.1f}x")
+    for name, b in medians.items():
+        if name.startswith("BM_PinnedPoolFootprint") and "pool_over_peak" in b:
+            levelled = b["grew_after_1000"] == 0 and b["slab_allocations_after_1000"] == 0
+            print(f"pinned pool after 10,000 copies: {b['pool_bytes']:.0f} B for a peak of {b['peak_in_flight']:.0f} B "
+                  f"in flight = {b['pool_over_peak']:.2f}x (target <= 1.25), "
+                  f"{'levelled off' if levelled else 'STILL GROWING'} after 1,000 copies")
 
 
 if __name__ == "__main__":

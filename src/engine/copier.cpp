@@ -1,6 +1,7 @@
 #include "mtc/copier.h"
 
 #include "detail/copy_job.h"
+#include "detail/pinned_pool.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
 
@@ -91,5 +92,13 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device, const 
   }
   return CopyHandle(std::move(job));
 }
+
+PinnedPoolStats pinned_pool_stats() { return detail::PinnedPool::instance().stats(); }
+
+int64_t release_idle_pinned_memory() { return detail::PinnedPool::instance().release_idle(); }
+
+void set_pinned_pool_limit(int64_t bytes) { detail::PinnedPool::instance().set_limit(bytes); }
+
+void reset_pinned_pool_peaks() { detail::PinnedPool::instance().reset_peaks(); }
 
 }  // namespace mtc

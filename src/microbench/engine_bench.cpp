@@ -10,6 +10,7 @@
 #include "detail/structure.h"
 #include "detail/worker_pool.h"
 #include "mtc/copier.h"
+#include "bench_support.h"
 #include "reference_batch.h"
 
 #include <ATen/ops/empty.h>
@@ -29,8 +30,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-bool has_gpu() { return c10::cuda::device_count() > 0; }
+using mtc::microbench::has_gpu;
+using mtc::microbench::map_to;
+using mtc::microbench::report_median;
 
 const c10::IValue& batch(int repeat, bool shared_keys = false, bool any_values = false) {
   static std::map<std::tuple<int, bool, bool>, c10::IValue> cache;
@@ -190,28 +192,6 @@ void BM_CreateOutputs(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(plan.items.size()));
 }
 
-// A competent user's per-tensor baseline: a recursive map calling .to() on every leaf.
-c10::IValue map_to(const c10::IValue& v, const c10::Device& device) {
-  if (v.isTensor()) return v.toTensor().to(device);
-  if (v.isList()) {
-    c10::impl::GenericList out(v.toList().elementType());
-    for (const auto& item : v.toListRef()) out.push_back(map_to(item, device));
-    return out;
-  }
-  if (v.isGenericDict()) {
-    const auto dict = v.toGenericDict();
-    c10::impl::GenericDict out(dict.keyType(), dict.valueType());
-    for (const auto& e : dict) out.insert(e.key(), map_to(e.value(), device));
-    return out;
-  }
-  if (v.isTuple()) {
-    std::vector<c10::IValue> items;
-    for (const auto& item : v.toTupleRef().elements()) items.push_back(map_to(item, device));
-    return c10::ivalue::Tuple::create(std::move(items));
-  }
-  return v;
-}
-
 c10::IValue source(int repeat, bool on_gpu) {
   static std::map<int, c10::IValue> gpu;
   if (!on_gpu) return batch(repeat);
@@ -220,14 +200,16 @@ c10::IValue source(int repeat, bool on_gpu) {
   return it->second;
 }
 
-// Google Benchmark reports the mean of the iterations; mtc-bench reports medians. The median
-// of the iterations as a counter makes the two comparable (a few slow iterations, such as a
-// worker that had gone to sleep, move the mean, not the median).
-void report_median(benchmark::State& state, std::vector<double>& seconds) {
-  if (seconds.empty()) return;
-  const auto mid = seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2);
-  std::nth_element(seconds.begin(), mid, seconds.end());
-  state.counters["median_us"] = *mid * 1e6;
+// Eight distinct batches, each built anew (so cache-cold when its turn comes, as a training
+// loop's next batch is), on the CPU or copied to the GPU.
+const std::vector<c10::IValue>& rotation(int repeat, bool on_gpu) {
+  static std::map<std::pair<int, bool>, std::vector<c10::IValue>> cache;
+  std::vector<c10::IValue>& batches = cache[{repeat, on_gpu}];
+  while (batches.size() < 8) {
+    const c10::IValue fresh = mtc::microbench::make_reference_batch(repeat);
+    batches.push_back(on_gpu ? map_to(fresh, c10::Device(c10::kCUDA, 0)) : fresh);
+  }
+  return batches;
 }
 
 enum class Direction { kHostToDevice, kDeviceToHost };
@@ -255,7 +237,14 @@ template <Direction dir>
 void BM_EngineCopy(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const bool h2d = dir == Direction::kHostToDevice;
-  const c10::IValue data = source(static_cast<int>(state.range(0)), !h2d);
+  // Bit 128: a different batch each copy, from a rotation of eight.
+  const std::vector<c10::IValue> inputs =
+      state.range(1) & 128 ? rotation(static_cast<int>(state.range(0)), !h2d)
+                           : std::vector<c10::IValue>{source(static_cast<int>(state.range(0)), !h2d)};
+  // Bit 256: the previous copy's result is freed on the caller right after start_copy, inside
+  // the timed copy (a training step drops the last batch when the next one arrives); otherwise
+  // it is freed after the clock stopped.
+  const bool free_previous_in_copy = state.range(1) & 256;
   const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   mtc::CopyOptions options;
   options.pack_cpu_tensors = state.range(1) & 1;
@@ -275,13 +264,18 @@ void BM_EngineCopy(benchmark::State& state) {
   double start_seconds = 0;
   std::vector<double> seconds;
   mtc::CopyStats sum;
+  c10::IValue previous;
+  size_t turn = 0;
   for (auto _ : state) {
     if (idle_gap) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const c10::IValue& data = inputs[turn++ % inputs.size()];
     const auto t0 = Clock::now();
     mtc::CopyHandle handle = mtc::start_copy(data, target, options);
     const auto t1 = Clock::now();
+    if (free_previous_in_copy) previous = c10::IValue();
     c10::IValue out = handle.get();
     const auto t2 = Clock::now();
+    if (free_previous_in_copy) previous = std::move(out);
     seconds.push_back(std::chrono::duration<double>(t2 - t0).count());
     state.SetIterationTime(seconds.back());
     start_seconds += std::chrono::duration<double>(t1 - t0).count();
@@ -306,11 +300,14 @@ void BM_EngineCopy(benchmark::State& state) {
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
 // 8 idle gap before each copy, 16 walk never split, 32 one walking thread per 256 leaves,
-// 64 workers spin 2 ms}.
+// 64 workers spin 2 ms, 128 a fresh batch each copy (rotation of 8), 256 previous result freed
+// inside the copy}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an
+// idle gap, the last one dropped meanwhile.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7});
   b->Args({1, 71});
   b->Args({1, 15});
+  b->Args({1, 135})->Args({1, 391})->Args({1, 399});
   b->Args({1, 23})->Args({1, 31})->Args({8, 23})->Args({1, 39});
   b->Args({1, 6})->Args({1, 5})->Args({1, 3});
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
@@ -326,7 +323,7 @@ BENCHMARK(BM_Plan)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StagingFill)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CreateOutputs)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EngineCopy<Direction::kHostToDevice>)->Apply(engine_args);
-BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Args({1, 7})->Args({8, 7})->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Args({1, 7})->Args({8, 7})->Args({1, 135})->Args({1, 399})->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PerTensorTo<Direction::kHostToDevice>)->Arg(1)->Arg(8)->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PerTensorTo<Direction::kDeviceToHost>)->Arg(1)->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 

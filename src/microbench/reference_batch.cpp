@@ -5,6 +5,7 @@
 #include <ATen/ops/remainder.h>
 
 #include <array>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -34,6 +35,29 @@ at::Tensor values(at::IntArrayRef shape, at::ScalarType dtype, int64_t& seed) {
   return t.reshape(shape).to(dtype);
 }
 
+// One sample: 6 camera dicts of 5 tensors and a ground-truth dict of 3.
+c10::impl::GenericDict make_sample(const BaseConfig& config, const c10::TypePtr& tensor_type,
+                                   const std::function<c10::IValue(const char*)>& key, int64_t& seed) {
+  c10::impl::GenericList cameras(c10::AnyType::get());
+  for (int64_t n : config.per_camera) {
+    c10::impl::GenericDict cam(c10::StringType::get(), tensor_type);
+    cam.insert(key("bounding_boxes"), values({n, 4}, at::kFloat, seed));
+    cam.insert(key("class_ids"), values({n}, at::kLong, seed));
+    cam.insert(key("active"), values({n}, at::kBool, seed));
+    cam.insert(key("depths"), values({n}, at::kFloat, seed));
+    cam.insert(key("proj_mat"), values({3, 4}, at::kFloat, seed));
+    cameras.push_back(cam);
+  }
+  c10::impl::GenericDict gt(c10::StringType::get(), tensor_type);
+  gt.insert(key("bounding_boxes_3d"), values({config.gt, 7}, at::kFloat, seed));
+  gt.insert(key("class_ids"), values({config.gt}, at::kLong, seed));
+  gt.insert(key("active"), values({config.gt}, at::kBool, seed));
+  c10::impl::GenericDict sample(c10::StringType::get(), c10::AnyType::get());
+  sample.insert(key("cams_gt"), cameras);
+  sample.insert(key("gt_data"), gt);
+  return sample;
+}
+
 }  // namespace
 
 c10::IValue make_reference_batch(int repeat, bool shared_keys, bool any_values) {
@@ -51,26 +75,22 @@ c10::IValue make_reference_batch(int repeat, bool shared_keys, bool any_values) 
   c10::impl::GenericList samples(c10::AnyType::get());
   int64_t seed = 1;
   for (int r = 0; r < 4 * repeat; ++r) {
-    for (const BaseConfig& config : kBaseConfigs) {
-      c10::impl::GenericList cameras(c10::AnyType::get());
-      for (int64_t n : config.per_camera) {
-        c10::impl::GenericDict cam(c10::StringType::get(), tensor_type);
-        cam.insert(key("bounding_boxes"), values({n, 4}, at::kFloat, seed));
-        cam.insert(key("class_ids"), values({n}, at::kLong, seed));
-        cam.insert(key("active"), values({n}, at::kBool, seed));
-        cam.insert(key("depths"), values({n}, at::kFloat, seed));
-        cam.insert(key("proj_mat"), values({3, 4}, at::kFloat, seed));
-        cameras.push_back(cam);
-      }
-      c10::impl::GenericDict gt(c10::StringType::get(), tensor_type);
-      gt.insert(key("bounding_boxes_3d"), values({config.gt, 7}, at::kFloat, seed));
-      gt.insert(key("class_ids"), values({config.gt}, at::kLong, seed));
-      gt.insert(key("active"), values({config.gt}, at::kBool, seed));
-      c10::impl::GenericDict sample(c10::StringType::get(), c10::AnyType::get());
-      sample.insert(key("cams_gt"), cameras);
-      sample.insert(key("gt_data"), gt);
-      samples.push_back(sample);
-    }
+    for (const BaseConfig& config : kBaseConfigs) samples.push_back(make_sample(config, tensor_type, key, seed));
+  }
+  return samples;
+}
+
+c10::IValue make_mixed_batch() {
+  const auto key = [](const char* k) -> c10::IValue { return std::string(k); };
+  c10::impl::GenericList samples(c10::AnyType::get());
+  int64_t seed = 1;
+  for (int s = 0; s < kMixedSamples; ++s) {
+    c10::impl::GenericDict sample =
+        make_sample(kBaseConfigs[static_cast<size_t>(s) % kBaseConfigs.size()], c10::TensorType::get(), key, seed);
+    c10::IValue depth_map;
+    if (s % kMixedLargeEvery == 0) depth_map = values({512, 1024}, at::kFloat, seed);
+    sample.insert(std::string("depth_map"), depth_map);
+    samples.push_back(sample);
   }
   return samples;
 }

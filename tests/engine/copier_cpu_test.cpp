@@ -592,20 +592,34 @@ TEST(Staging, FillStagingPlacesEveryItemAndNothingElse) {
   }
 }
 
-TEST(Staging, ParallelMemcpyCopiesExactlyTheRange) {
+TEST(Staging, RunHostCopiesCopiesExactlyTheRanges) {
   using mtc::detail::kParallelFillBytes;
-  for (const int64_t bytes : {int64_t{0}, int64_t{1}, kParallelFillBytes - 1, kParallelFillBytes,
-                              kParallelFillBytes + 3, 5 * kParallelFillBytes + 7,
-                              33 * kParallelFillBytes + 1}) {
-    SCOPED_TRACE(::testing::Message() << bytes << " bytes");
-    const at::Tensor src = at::randint(256, {bytes + 1}, at::kByte);
-    std::vector<std::byte> dst(static_cast<size_t>(bytes + 64), std::byte{0x5A});
-    const auto* s = static_cast<const std::byte*>(src.const_data_ptr()) + 1;  // unaligned
-    mtc::detail::parallel_memcpy(dst.data() + 3, s, bytes);
-    EXPECT_EQ(std::memcmp(dst.data() + 3, s, static_cast<size_t>(bytes)), 0);
-    for (int k = 0; k < 3; ++k) EXPECT_EQ(dst[k], std::byte{0x5A});
-    for (size_t k = static_cast<size_t>(bytes) + 3; k < dst.size(); ++k)
-      ASSERT_EQ(dst[k], std::byte{0x5A}) << "written past the end at " << k;
+  // One copy of each size, then several copies at once whose parts begin and end inside copies.
+  const std::vector<std::vector<int64_t>> cases{
+      {0}, {1}, {kParallelFillBytes - 1}, {kParallelFillBytes}, {kParallelFillBytes + 3},
+      {5 * kParallelFillBytes + 7}, {33 * kParallelFillBytes + 1},
+      {3, kParallelFillBytes / 2 + 1, 0, 2 * kParallelFillBytes + 5, 17, kParallelFillBytes - 9},
+      {kParallelFillBytes / 3, kParallelFillBytes / 3, kParallelFillBytes / 3, kParallelFillBytes / 3}};
+  for (const std::vector<int64_t>& sizes : cases) {
+    SCOPED_TRACE(::testing::Message() << sizes.size() << " copies, the first of " << sizes[0] << " bytes");
+    std::vector<at::Tensor> sources;
+    std::vector<std::vector<std::byte>> targets;
+    std::vector<mtc::detail::HostCopy> copies;
+    for (const int64_t bytes : sizes) {
+      sources.push_back(at::randint(256, {bytes + 1}, at::kByte));
+      targets.emplace_back(static_cast<size_t>(bytes + 64), std::byte{0x5A});
+      const auto* src = static_cast<const std::byte*>(sources.back().const_data_ptr()) + 1;  // unaligned
+      copies.push_back({targets.back().data() + 3, src, bytes});
+    }
+    mtc::detail::run_host_copies(copies);
+    for (size_t c = 0; c < copies.size(); ++c) {
+      const std::vector<std::byte>& dst = targets[c];
+      const auto bytes = static_cast<size_t>(sizes[c]);
+      EXPECT_EQ(std::memcmp(dst.data() + 3, copies[c].src, bytes), 0) << "copy " << c;
+      for (size_t k = 0; k < 3; ++k) EXPECT_EQ(dst[k], std::byte{0x5A}) << "copy " << c;
+      for (size_t k = bytes + 3; k < dst.size(); ++k)
+        ASSERT_EQ(dst[k], std::byte{0x5A}) << "copy " << c << " written past its end at " << k;
+    }
   }
 }
 

@@ -1,64 +1,33 @@
-// PinnedPool's carving logic over plain host memory (an injected SlabSource), and the
-// WorkerPool that runs copy orchestration and parallel staging fills. No GPU needed.
+// PinnedPool's carving logic over plain host memory (an injected SlabSource): blocks, rounding,
+// coalescing, failures and threads. How the pool sizes itself is in pinned_pool_sizing_test.cpp.
+// No GPU needed.
 #include "detail/pinned_pool.h"
-#include "detail/worker_pool.h"
 
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <new>
 #include <random>
-#include <set>
-#include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include "fake_slabs.h"
 
 namespace mtc::detail {
 namespace {
 
+using test::FakeSlabs;
+
 constexpr int64_t kMiB = 1024 * 1024;
 
-// A SlabSource over aligned host memory that counts what it hands out and takes back.
-struct FakeSlabs {
-  static inline std::mutex mutex;
-  static inline std::vector<int64_t> allocated_sizes;
-  static inline std::set<void*> live;
-  static inline int frees = 0;
-  static inline bool fail_next = false;
+// The size of a slab made for `demand` bytes in flight: the demand plus an eighth, in pages.
+int64_t slab_for(int64_t demand) { return (demand + demand / 8 + 4095) / 4096 * 4096; }
 
-  static void reset() {
-    std::lock_guard<std::mutex> lock(mutex);
-    allocated_sizes.clear();
-    live.clear();
-    frees = 0;
-    fail_next = false;
-  }
-  static void* allocate(int64_t bytes) {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (fail_next) {
-      fail_next = false;
-      TORCH_CHECK(false, "fake slab allocation failure");
-    }
-    void* p = std::aligned_alloc(4096, static_cast<size_t>(bytes));
-    if (p == nullptr) throw std::bad_alloc();
-    allocated_sizes.push_back(bytes);
-    live.insert(p);
-    return p;
-  }
-  static void free(void* base) noexcept {
-    std::lock_guard<std::mutex> lock(mutex);
-    live.erase(base);
-    ++frees;
-    std::free(base);
-  }
-  static SlabSource source() { return SlabSource{&FakeSlabs::allocate, &FakeSlabs::free}; }
-};
+// A pool whose first slab is made for `bytes` and is idle again: blocks carved after this come
+// from that one slab, one behind the other.
+void presize(PinnedPool& pool, int64_t bytes) { pool.release(pool.acquire(bytes)); }
 
 class PinnedPoolTest : public ::testing::Test {
  protected:
@@ -101,33 +70,34 @@ TEST_F(PinnedPoolTest, RequestsRoundUpToTheGranularity) {
   EXPECT_EQ(pool.stats().in_use_bytes, 0);
 }
 
-TEST_F(PinnedPoolTest, FirstSlabHasTheMinimumSize) {
+TEST_F(PinnedPoolTest, FirstSlabFitsItsRequestPlusAnEighthInPages) {
   PinnedPool pool(FakeSlabs::source());
   const PinnedBlock a = pool.acquire(1000);
   ASSERT_EQ(FakeSlabs::allocated_sizes.size(), 1u);
-  EXPECT_EQ(FakeSlabs::allocated_sizes[0], PinnedPool::kMinSlabBytes);
-  EXPECT_EQ(PinnedPool::kMinSlabBytes, 8 * kMiB);
+  EXPECT_EQ(FakeSlabs::allocated_sizes[0], 4096);  // 1,024 + 128 bytes, in whole pages
   const PinnedPoolStats s = pool.stats();
-  EXPECT_EQ(s.reserved_bytes, PinnedPool::kMinSlabBytes);
+  EXPECT_EQ(s.reserved_bytes, 4096);
   EXPECT_EQ(s.slabs, 1);
   EXPECT_EQ(s.slab_allocations, 1);
   EXPECT_EQ(s.in_use_bytes, 1024);
   pool.release(a);
 }
 
-TEST_F(PinnedPoolTest, LargeRequestsGetASlabRoundedTo2MiB) {
+TEST_F(PinnedPoolTest, ANewSlabHasRoomForEverythingInFlight) {
   PinnedPool pool(FakeSlabs::source());
   const PinnedBlock big = pool.acquire(9 * kMiB + 1);
   ASSERT_EQ(FakeSlabs::allocated_sizes.size(), 1u);
-  EXPECT_EQ(FakeSlabs::allocated_sizes[0], 10 * kMiB);
   EXPECT_EQ(big.bytes, 9 * kMiB + 256);
-  const PinnedBlock exact = pool.acquire(12 * kMiB);  // does not fit the 1 MiB left
+  EXPECT_EQ(FakeSlabs::allocated_sizes[0], slab_for(9 * kMiB + 256));
+  // Does not fit what is left: the next slab is made for both blocks.
+  const PinnedBlock next = pool.acquire(2 * kMiB);
   ASSERT_EQ(FakeSlabs::allocated_sizes.size(), 2u);
-  EXPECT_EQ(FakeSlabs::allocated_sizes[1], 12 * kMiB);
-  EXPECT_EQ(exact.slab, 1);
-  EXPECT_EQ(pool.stats().reserved_bytes, 22 * kMiB);
+  EXPECT_EQ(FakeSlabs::allocated_sizes[1], slab_for(11 * kMiB + 256));
+  EXPECT_EQ(next.slab, 1);
+  EXPECT_EQ(pool.stats().reserved_bytes,
+            FakeSlabs::allocated_sizes[0] + FakeSlabs::allocated_sizes[1]);
   pool.release(big);
-  pool.release(exact);
+  pool.release(next);
 }
 
 TEST_F(PinnedPoolTest, ReleasedMemoryIsReusedWithoutANewSlab) {
@@ -147,10 +117,13 @@ TEST_F(PinnedPoolTest, ReleasedMemoryIsReusedWithoutANewSlab) {
 
 TEST_F(PinnedPoolTest, ASlabFilledExactlyNeedsNoSecondSlab) {
   PinnedPool pool(FakeSlabs::source());
+  presize(pool, 8 * kMiB);
+  const int64_t slab = pool.stats().reserved_bytes;
+  ASSERT_EQ(slab % kMiB, 0) << "the test wants a slab of whole MiB";
   std::vector<PinnedBlock> blocks;
-  for (int i = 0; i < 8; ++i) blocks.push_back(pool.acquire(kMiB));
+  for (int64_t i = 0; i < slab / kMiB; ++i) blocks.push_back(pool.acquire(kMiB));
   EXPECT_EQ(pool.stats().slab_allocations, 1);
-  EXPECT_EQ(pool.stats().in_use_bytes, 8 * kMiB);
+  EXPECT_EQ(pool.stats().in_use_bytes, slab);
   // Full: the next byte needs a new slab.
   const PinnedBlock extra = pool.acquire(1);
   EXPECT_EQ(pool.stats().slab_allocations, 2);
@@ -167,6 +140,7 @@ TEST_F(PinnedPoolTest, NeighboursCoalesceInEveryReleaseOrder) {
   do {
     SCOPED_TRACE(::testing::Message() << "release order " << order[0] << order[1] << order[2]);
     PinnedPool pool(FakeSlabs::source());
+    presize(pool, 8 * kMiB);
     // Three blocks that together with the tail cover the slab.
     const PinnedBlock blocks[3] = {pool.acquire(kMiB), pool.acquire(3 * kMiB),
                                    pool.acquire(512 * 1024)};
@@ -174,7 +148,7 @@ TEST_F(PinnedPoolTest, NeighboursCoalesceInEveryReleaseOrder) {
     EXPECT_EQ(blocks[2].data, blocks[1].data + blocks[1].bytes);
     for (const int i : order) pool.release(blocks[i]);
     EXPECT_EQ(pool.stats().in_use_bytes, 0);
-    const PinnedBlock whole = pool.acquire(PinnedPool::kMinSlabBytes);
+    const PinnedBlock whole = pool.acquire(pool.stats().reserved_bytes);
     EXPECT_EQ(whole.data, blocks[0].data);
     EXPECT_EQ(whole.slab, 0);
     EXPECT_EQ(pool.stats().slab_allocations, 1) << "the freed extents did not coalesce";
@@ -184,6 +158,7 @@ TEST_F(PinnedPoolTest, NeighboursCoalesceInEveryReleaseOrder) {
 
 TEST_F(PinnedPoolTest, HoleIsReusedFirstFit) {
   PinnedPool pool(FakeSlabs::source());
+  presize(pool, 8 * kMiB);
   const PinnedBlock a = pool.acquire(kMiB);
   const PinnedBlock b = pool.acquire(kMiB);
   const PinnedBlock c = pool.acquire(kMiB);
@@ -199,8 +174,9 @@ TEST_F(PinnedPoolTest, HoleIsReusedFirstFit) {
   EXPECT_EQ(pool.stats().slab_allocations, 1);
   for (const PinnedBlock& blk : {a, c, small, large, rest}) pool.release(blk);
   EXPECT_EQ(pool.stats().in_use_bytes, 0);
-  const PinnedBlock whole = pool.acquire(PinnedPool::kMinSlabBytes);
+  const PinnedBlock whole = pool.acquire(pool.stats().reserved_bytes);
   EXPECT_EQ(whole.data, a.data);
+  EXPECT_EQ(pool.stats().slab_allocations, 1);
   pool.release(whole);
 }
 
@@ -240,13 +216,14 @@ TEST_F(PinnedPoolTest, ReleasingAnEmptyBlockDoesNothing) {
 TEST_F(PinnedPoolTest, FailedSlabAllocationLeavesThePoolUnchanged) {
   PinnedPool pool(FakeSlabs::source());
   const PinnedBlock a = pool.acquire(kMiB);
+  const int64_t reserved = pool.stats().reserved_bytes;
   FakeSlabs::fail_next = true;
   EXPECT_THROW(pool.acquire(16 * kMiB), c10::Error);
   const PinnedPoolStats s = pool.stats();
   EXPECT_EQ(s.in_use_bytes, kMiB);
   EXPECT_EQ(s.slabs, 1);
   EXPECT_EQ(s.slab_allocations, 1);
-  EXPECT_EQ(s.reserved_bytes, PinnedPool::kMinSlabBytes);
+  EXPECT_EQ(s.reserved_bytes, reserved);
   // And it still works afterwards.
   const PinnedBlock b = pool.acquire(16 * kMiB);
   EXPECT_EQ(pool.stats().slabs, 2);
@@ -304,116 +281,9 @@ TEST_F(PinnedPoolTest, ConcurrentAcquireAndReleaseKeepTheBooks) {
   EXPECT_EQ(s.in_use_bytes, 0);
   // At most 4 threads x 8 blocks x 512 KiB = 16 MiB live at once: the pool must not keep growing.
   EXPECT_LE(s.reserved_bytes, 64 * kMiB);
-  // Everything coalesced: each slab can be handed out whole again.
-  for (int64_t i = 0; i < s.slabs; ++i) {
-    const PinnedBlock whole = pool.acquire(PinnedPool::kMinSlabBytes);
-    EXPECT_EQ(pool.stats().slab_allocations, s.slab_allocations);
-    (void)whole;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// WorkerPool
-
-TEST(WorkerPool, RunsEverySubmittedTask) {
-  WorkerPool pool(3, std::chrono::microseconds(50));
-  EXPECT_EQ(pool.size(), 3);
-  std::atomic<int> done{0};
-  constexpr int kTasks = 5000;
-  for (int i = 0; i < kTasks; ++i) pool.submit([&done] { done.fetch_add(1); });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (done.load() < kTasks && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  EXPECT_EQ(done.load(), kTasks);
-}
-
-TEST(WorkerPool, WakesASleepingWorker) {
-  // Submissions spaced past the spin window must still run (no lost wake-up).
-  WorkerPool pool(2, std::chrono::microseconds(10));
-  std::atomic<int> done{0};
-  for (int i = 0; i < 20; ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    pool.submit([&done] { done.fetch_add(1); });
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (done.load() <= i && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::yield();
-    ASSERT_EQ(done.load(), i + 1) << "task " << i << " never ran";
-  }
-}
-
-TEST(WorkerPool, InstanceHasOneToFourWorkers) {
-  WorkerPool& pool = WorkerPool::instance();
-  EXPECT_GE(pool.size(), 1);
-  EXPECT_LE(pool.size(), 4);
-  EXPECT_EQ(&pool, &WorkerPool::instance());
-}
-
-TEST(WorkerPool, ParallelForRunsEachPartExactlyOnce) {
-  WorkerPool pool(4, std::chrono::microseconds(50));
-  for (const int64_t parts : {0, 1, 2, 3, 5, 17, 1000}) {
-    std::vector<std::atomic<int>> hits(static_cast<size_t>(parts));
-    pool.parallel_for(parts, [&hits](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
-    for (int64_t i = 0; i < parts; ++i) EXPECT_EQ(hits[i].load(), 1) << parts << " parts, part " << i;
-  }
-}
-
-TEST(WorkerPool, ParallelForWithOnePartRunsOnTheCaller) {
-  WorkerPool pool(2, std::chrono::microseconds(50));
-  std::thread::id ran_on;
-  pool.parallel_for(1, [&ran_on](int64_t) { ran_on = std::this_thread::get_id(); });
-  EXPECT_EQ(ran_on, std::this_thread::get_id());
-}
-
-TEST(WorkerPool, ParallelForRethrowsAfterEveryPartRan) {
-  WorkerPool pool(3, std::chrono::microseconds(50));
-  std::atomic<int> ran{0};
-  try {
-    pool.parallel_for(64, [&ran](int64_t i) {
-      ran.fetch_add(1);
-      if (i == 37) throw std::runtime_error("part 37 failed");
-    });
-    ADD_FAILURE() << "parallel_for swallowed the exception";
-  } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "part 37 failed");
-  }
-  EXPECT_EQ(ran.load(), 64);
-}
-
-TEST(WorkerPool, NestedParallelForFromWorkersDoesNotDeadlock) {
-  // The engine calls parallel_for from a worker (a background copy's staging fill) while the
-  // pool's other workers may be busy: the caller must be able to finish alone.
-  WorkerPool pool(2, std::chrono::microseconds(50));
-  std::atomic<int64_t> sum{0};
-  std::atomic<int> finished{0};
-  for (int t = 0; t < 6; ++t) {
-    pool.submit([&] {
-      pool.parallel_for(50, [&sum](int64_t i) { sum.fetch_add(i); });
-      finished.fetch_add(1);
-    });
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (finished.load() < 6 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  ASSERT_EQ(finished.load(), 6);
-  EXPECT_EQ(sum.load(), 6 * (49 * 50 / 2));
-}
-
-TEST(WorkerPool, ConcurrentParallelForCallers) {
-  WorkerPool pool(3, std::chrono::microseconds(50));
-  std::vector<std::thread> callers;
-  std::atomic<int> bad{0};
-  for (int t = 0; t < 4; ++t) {
-    callers.emplace_back([&pool, &bad] {
-      for (int round = 0; round < 200; ++round) {
-        std::vector<std::atomic<int>> hits(13);
-        pool.parallel_for(13, [&hits](int64_t i) { hits[static_cast<size_t>(i)].fetch_add(1); });
-        for (auto& h : hits)
-          if (h.load() != 1) bad.fetch_add(1);
-      }
-    });
-  }
-  for (std::thread& th : callers) th.join();
-  EXPECT_EQ(bad.load(), 0);
+  // Everything coalesced: every slab is idle, so all of them can be given back.
+  EXPECT_EQ(pool.release_idle(), s.reserved_bytes);
+  EXPECT_EQ(pool.stats().slabs, 0);
 }
 
 }  // namespace

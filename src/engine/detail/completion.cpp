@@ -4,6 +4,7 @@
 
 #include "detail/cuda_check.h"
 #include "detail/event_pool.h"
+#include "detail/staging.h"
 #include "mtc/nvtx.h"
 
 #include <c10/cuda/CUDAGuard.h>
@@ -52,7 +53,8 @@ void Completion::wait() {
 }
 
 void Completion::finish() {
-  for (const HostCopy& c : host_copies_) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
+  // All at once, split across the pool when large (device-to-host copies of large tensors).
+  run_host_copies(host_copies_);
   host_copies_.clear();
   release_noexcept();
   finished_ = true;

@@ -15,6 +15,13 @@
 
 namespace mtc::detail {
 
+// A host copy: pinned staging to a pageable output once the DMA into the staging has landed.
+struct HostCopy {
+  std::byte* dst;
+  const std::byte* src;
+  int64_t bytes;
+};
+
 class Completion {
  public:
   Completion() = default;
@@ -45,11 +52,6 @@ class Completion {
   struct Event {
     c10::DeviceIndex device;
     cudaEvent_t event;
-  };
-  struct HostCopy {
-    std::byte* dst;
-    const std::byte* src;
-    int64_t bytes;
   };
   void finish();
   void release_noexcept() noexcept;

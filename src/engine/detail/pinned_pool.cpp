@@ -1,13 +1,22 @@
 #include "detail/pinned_pool.h"
 
-#include "detail/cuda_check.h"
-
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <iterator>
+#include <limits>
+#include <string>
+
+#include "detail/cuda_check.h"
 
 namespace mtc::detail {
 namespace {
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+// A slab for `demand` bytes in flight: the demand, the headroom, whole pages.
+int64_t slab_bytes_for(int64_t demand) {
+  return round_up(demand + demand / PinnedPool::kHeadroomDivisor, PinnedPool::kSlabRounding);
+}
 
 void* cuda_host_allocate(int64_t bytes) {
   void* base = nullptr;
@@ -20,12 +29,35 @@ void cuda_host_free(void* base) noexcept { (void)cudaFreeHost(base); }
 
 SlabSource cuda_host_slabs() { return SlabSource{&cuda_host_allocate, &cuda_host_free}; }
 
+int64_t parse_pinned_pool_limit(const char* text) {
+  if (text == nullptr || *text == '\0') return 0;
+  const std::string value(text);
+  const bool digits =
+      std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  errno = 0;
+  char* end = nullptr;
+  const unsigned long long parsed = digits ? std::strtoull(text, &end, 10) : 0;
+  TORCH_CHECK(
+      digits && errno == 0 && end != nullptr && *end == '\0' &&
+          parsed <= static_cast<unsigned long long>(std::numeric_limits<int64_t>::max()),
+      "mtc: ", kPinnedPoolLimitVariable, "='", value,
+      "' is not a byte count (a non-negative decimal integer such as 268435456; 0: no limit)");
+  return static_cast<int64_t>(parsed);
+}
+
+PinnedPool::PinnedPool(SlabSource source, int64_t limit_bytes) : source_(source) {
+  TORCH_CHECK(limit_bytes >= 0, "mtc: pinned pool limit must be >= 0 bytes, got ", limit_bytes);
+  limit_ = limit_bytes;
+}
+
 PinnedPool::~PinnedPool() {
-  for (Slab& slab : slabs_) source_.free(slab.base);
+  for (Slab& slab : slabs_)
+    if (slab.base != nullptr) source_.free(slab.base);
 }
 
 PinnedPool& PinnedPool::instance() {
-  static PinnedPool* pool = new PinnedPool();
+  static PinnedPool* pool = new PinnedPool(
+      cuda_host_slabs(), parse_pinned_pool_limit(std::getenv(kPinnedPoolLimitVariable)));
   return *pool;
 }
 
@@ -43,28 +75,88 @@ bool PinnedPool::try_carve(int32_t slab_index, int64_t bytes, PinnedBlock& out) 
   return false;
 }
 
-PinnedBlock PinnedPool::acquire(int64_t bytes) {
+void PinnedPool::free_slab(Slab& slab) noexcept {
+  source_.free(slab.base);
+  reserved_ -= slab.bytes;
+  --live_slabs_;
+  ++slab_frees_;
+  slab = Slab{};
+}
+
+int32_t PinnedPool::add_slab(int64_t bytes, int64_t minimum) {
+  if (limit_ > 0 && reserved_ + minimum > limit_) release_idle_locked();
+  if (limit_ > 0) {
+    if (reserved_ + minimum > limit_) return -1;
+    bytes = std::max(minimum, std::min(bytes, limit_ - reserved_));
+  }
+  // Allocated before any bookkeeping changes: if it throws, the pool is as it was.
+  void* base = source_.allocate(bytes);
+  ++slab_allocations_;
+  auto entry =
+      std::find_if(slabs_.begin(), slabs_.end(), [](const Slab& s) { return s.base == nullptr; });
+  if (entry == slabs_.end()) entry = slabs_.insert(slabs_.end(), Slab{});
+  entry->base = static_cast<std::byte*>(base);
+  entry->bytes = bytes;
+  entry->free.emplace(0, bytes);
+  reserved_ += bytes;
+  ++live_slabs_;
+  peak_reserved_ = std::max(peak_reserved_, reserved_);
+  return static_cast<int32_t>(entry - slabs_.begin());
+}
+
+void PinnedPool::merge_idle_slabs() {
+  const int64_t target = slab_bytes_for(demand_since_merge_);
+  for (Slab& slab : slabs_)
+    if (slab.base != nullptr) free_slab(slab);
+  slabs_.clear();
+  demand_since_merge_ = 0;
+  // If the limit or the allocation says no, the request that follows grows the pool as usual.
+  try {
+    add_slab(target, kGranularity);
+  } catch (const c10::Error&) {
+  }
+}
+
+void PinnedPool::note_granted(int64_t bytes) {
+  in_use_ += bytes;
+  peak_in_use_ = std::max(peak_in_use_, in_use_);
+  demand_since_merge_ = std::max(demand_since_merge_, in_use_);
+}
+
+PinnedBlock PinnedPool::acquire_locked(int64_t bytes) {
   TORCH_CHECK(bytes > 0, "mtc: pinned block of ", bytes, " bytes requested");
   bytes = round_up(bytes, kGranularity);
-  std::lock_guard<std::mutex> lock(mutex_);
+  if (in_use_ == 0 && live_slabs_ > 1) merge_idle_slabs();
   PinnedBlock block;
   for (int32_t i = 0; i < static_cast<int32_t>(slabs_.size()); ++i) {
-    if (try_carve(i, bytes, block)) {
-      in_use_ += bytes;
+    if (slabs_[i].base != nullptr && try_carve(i, bytes, block)) {
+      note_granted(bytes);
       return block;
     }
   }
-  const int64_t slab_bytes = std::max(kMinSlabBytes, round_up(bytes, kSlabRounding));
-  void* base = source_.allocate(slab_bytes);
-  ++slab_allocations_;
-  Slab slab;
-  slab.base = static_cast<std::byte*>(base);
-  slab.bytes = slab_bytes;
-  slab.free.emplace(0, slab_bytes);
-  slabs_.push_back(std::move(slab));
-  const bool carved = try_carve(static_cast<int32_t>(slabs_.size() - 1), bytes, block);
+  // Room for everything in flight and this request: if the demand stays, one merge later
+  // finds a pool that already fits it.
+  const int32_t slab = add_slab(std::max(bytes, slab_bytes_for(in_use_ + bytes)), bytes);
+  if (slab < 0) return block;
+  const bool carved = try_carve(slab, bytes, block);
   TORCH_INTERNAL_ASSERT(carved);
-  in_use_ += bytes;
+  note_granted(bytes);
+  return block;
+}
+
+PinnedBlock PinnedPool::try_acquire(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return acquire_locked(bytes);
+}
+
+PinnedBlock PinnedPool::acquire(int64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const PinnedBlock block = acquire_locked(bytes);
+  TORCH_CHECK(block, "mtc: pinned staging of ", round_up(bytes, kGranularity),
+              " bytes does not fit the pinned pool's limit of ", limit_, " bytes (", reserved_,
+              " reserved, ", in_use_, " in use by copies in flight); raise it with ",
+              kPinnedPoolLimitVariable,
+              " or mtc::set_pinned_pool_limit (0: no limit), or copy less at once");
   return block;
 }
 
@@ -94,11 +186,45 @@ void PinnedPool::release(const PinnedBlock& block) noexcept {
 PinnedPoolStats PinnedPool::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   PinnedPoolStats s;
-  for (const Slab& slab : slabs_) s.reserved_bytes += slab.bytes;
+  s.reserved_bytes = reserved_;
+  s.peak_reserved_bytes = peak_reserved_;
   s.in_use_bytes = in_use_;
-  s.slabs = static_cast<int64_t>(slabs_.size());
+  s.peak_in_use_bytes = peak_in_use_;
+  s.limit_bytes = limit_;
+  s.slabs = live_slabs_;
   s.slab_allocations = slab_allocations_;
+  s.slab_frees = slab_frees_;
   return s;
+}
+
+int64_t PinnedPool::release_idle_locked() {
+  const int64_t before = reserved_;
+  for (Slab& slab : slabs_)
+    if (slab.idle()) free_slab(slab);
+  // Entries stay (blocks in use name their slab by index) but trailing free ones can go.
+  while (!slabs_.empty() && slabs_.back().base == nullptr) slabs_.pop_back();
+  if (live_slabs_ == 0) demand_since_merge_ = 0;
+  return before - reserved_;
+}
+
+int64_t PinnedPool::release_idle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return release_idle_locked();
+}
+
+void PinnedPool::set_limit(int64_t bytes) {
+  TORCH_CHECK(bytes >= 0,
+              "mtc::set_pinned_pool_limit: the limit must be >= 0 bytes (0: no limit), got ",
+              bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  limit_ = bytes;
+  if (limit_ > 0 && reserved_ > limit_) release_idle_locked();
+}
+
+void PinnedPool::reset_peaks() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  peak_reserved_ = reserved_;
+  peak_in_use_ = in_use_;
 }
 
 }  // namespace mtc::detail

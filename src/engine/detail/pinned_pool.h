@@ -1,6 +1,14 @@
 // Page-locked staging memory, pooled for the life of the process. Slabs are allocated with
-// cudaHostAlloc once and carved into exact-size blocks (256-byte granularity, no power-of-two
+// cudaHostAlloc and carved into exact-size blocks (256-byte granularity, no power-of-two
 // rounding); a block goes back to its slab when the copy that used it has completed.
+//
+// The pool is sized by demand: a request that fits no free extent gets a new slab large enough
+// for everything in flight plus 1/8, and when the pool is idle (nothing in flight) and holds
+// several slabs, the next request replaces them by one slab sized for the most that was in
+// flight at once since the last such merge, plus 1/8. So a repeated workload settles, after a
+// copy or two, on one slab of about 1.125x its peak in-flight staging, and allocates nothing
+// more. A limit (set_limit, or MTC_PINNED_POOL_LIMIT_BYTES for the process-wide pool) caps the
+// reserved bytes: a request that only a larger pool could serve fails with a message saying so.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +16,8 @@
 #include <map>
 #include <mutex>
 #include <vector>
+
+#include "mtc/copier.h"
 
 namespace mtc::detail {
 
@@ -19,12 +29,7 @@ struct PinnedBlock {
   explicit operator bool() const { return data != nullptr; }
 };
 
-struct PinnedPoolStats {
-  int64_t reserved_bytes = 0;  // pinned memory held by the pool
-  int64_t in_use_bytes = 0;    // granted and not yet released
-  int64_t slabs = 0;
-  int64_t slab_allocations = 0;  // cudaHostAlloc calls so far (should stop growing once warm)
-};
+using PinnedPoolStats = mtc::PinnedPoolStats;
 
 // Where slabs come from: cudaHostAlloc in the engine; plain host memory in unit tests of the
 // carving logic on machines without a GPU.
@@ -34,39 +39,81 @@ struct SlabSource {
 };
 SlabSource cuda_host_slabs();
 
+// The environment variable that sets the process-wide pool's limit, in bytes (0: no limit).
+inline constexpr const char* kPinnedPoolLimitVariable = "MTC_PINNED_POOL_LIMIT_BYTES";
+// `text` as a limit: a non-negative decimal integer of bytes. Throws c10::Error naming the
+// variable for anything else. Null (unset) or empty: 0.
+int64_t parse_pinned_pool_limit(const char* text);
+
 class PinnedPool {
  public:
   static constexpr int64_t kGranularity = 256;
-  static constexpr int64_t kMinSlabBytes = 8 << 20;
-  static constexpr int64_t kSlabRounding = 2 << 20;
+  // Slab sizes are whole pages.
+  static constexpr int64_t kSlabRounding = 4 << 10;
+  // A new slab holds its demand plus demand / kHeadroomDivisor, so a demand that grows a little
+  // from copy to copy does not need a new slab every time.
+  static constexpr int64_t kHeadroomDivisor = 8;
 
-  // The process-wide pool. Deliberately never destroyed: at static destruction the CUDA
-  // runtime may already be gone, and the OS reclaims pinned pages at exit anyway.
+  // The process-wide pool, limited by MTC_PINNED_POOL_LIMIT_BYTES when set. Deliberately never
+  // destroyed: at static destruction the CUDA runtime may already be gone, and the OS reclaims
+  // pinned pages at exit anyway. Throws c10::Error when the variable is not a byte count.
   static PinnedPool& instance();
 
-  explicit PinnedPool(SlabSource source = cuda_host_slabs()) : source_(source) {}
+  explicit PinnedPool(SlabSource source = cuda_host_slabs(), int64_t limit_bytes = 0);
   PinnedPool(const PinnedPool&) = delete;  // owns slabs
   PinnedPool& operator=(const PinnedPool&) = delete;
   ~PinnedPool();
 
-  // Throws (c10::Error) when cudaHostAlloc fails.
+  // A block of at least `bytes`. Throws c10::Error when cudaHostAlloc fails or when only a
+  // pool larger than the limit could serve the request; the pool is unchanged then.
   PinnedBlock acquire(int64_t bytes);
+  // The same, but an empty block instead of the limit error (allocation failures still throw):
+  // for callers that can make do with less.
+  PinnedBlock try_acquire(int64_t bytes);
   void release(const PinnedBlock& block) noexcept;
+
   PinnedPoolStats stats() const;
+  // Frees every slab with no block in use; returns the bytes freed.
+  int64_t release_idle();
+  // 0: no limit. Frees idle slabs while the pool is larger than the new limit (blocks in use
+  // stay where they are; the pool then only shrinks as they come back and release_idle runs).
+  void set_limit(int64_t bytes);
+  // Restarts both peaks from the current figures.
+  void reset_peaks();
 
  private:
   struct Slab {
-    std::byte* base = nullptr;
+    std::byte* base = nullptr;  // null: a free entry (its index may be reused)
     int64_t bytes = 0;
     std::map<int64_t, int64_t> free;  // offset -> length, coalesced
+    bool idle() const {
+      return base != nullptr && free.size() == 1 && free.begin()->second == bytes;
+    }
   };
+  // Shared by acquire and try_acquire: an empty block when the limit is in the way.
+  PinnedBlock acquire_locked(int64_t bytes);
   bool try_carve(int32_t slab_index, int64_t bytes, PinnedBlock& out);
+  // A new slab of `bytes`, or of less (but at least `minimum`) to stay within the limit;
+  // -1 when the limit leaves no room for `minimum` even after freeing idle slabs.
+  int32_t add_slab(int64_t bytes, int64_t minimum);
+  void free_slab(Slab& slab) noexcept;
+  int64_t release_idle_locked();
+  // Several slabs and nothing in flight: one slab for the demand seen since the last merge.
+  void merge_idle_slabs();
+  void note_granted(int64_t bytes);
 
   SlabSource source_;
   mutable std::mutex mutex_;
   std::vector<Slab> slabs_;
+  int64_t live_slabs_ = 0;
+  int64_t reserved_ = 0;
   int64_t in_use_ = 0;
+  int64_t limit_ = 0;
+  int64_t peak_reserved_ = 0;
+  int64_t peak_in_use_ = 0;
+  int64_t demand_since_merge_ = 0;  // most in use at once since the last merge
   int64_t slab_allocations_ = 0;
+  int64_t slab_frees_ = 0;
 };
 
 }  // namespace mtc::detail

@@ -79,11 +79,21 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
   const at::Tensor& input = ctx.inputs[leaf];
   // contiguous() runs on the captured (current) stream, ordered before the copy.
   const at::Tensor source = input.is_non_overlapping_and_dense() ? input : input.contiguous();
-  at::Tensor out = at::empty_strided(source.sizes(), source.strides(), source.options().device(at::kCPU));
+  const bool pinned_output = ctx.options.pinned_host_outputs;
+  at::Tensor out;
+  {
+    MTC_RANGE(allocate, "allocate");
+    out = at::empty_strided(source.sizes(), source.strides(),
+                            source.options().device(at::kCPU).pinned_memory(pinned_output));
+  }
   const int64_t bytes = static_cast<int64_t>(source.nbytes());
   auto* dst = static_cast<std::byte*>(out.data_ptr());
   const auto* src = static_cast<const std::byte*>(source.const_data_ptr());
-  if (ctx.options.use_pinned_staging) {
+  if (pinned_output) {
+    // The DMA lands in the output itself; nothing frees the output before get() has waited.
+    MTC_RANGE(submit, "submit");
+    MTC_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
+  } else if (ctx.options.use_pinned_staging) {
     pipeline.device_to_host(dst, src, bytes);
   } else {
     MTC_RANGE(submit, "submit");

@@ -1,5 +1,6 @@
 #include "detail/cuda_check.h"
 #include "detail/outputs.h"
+#include "detail/pinned_upload.h"
 #include "detail/routes.h"
 #include "detail/staging.h"
 #include "mtc/nvtx.h"
@@ -61,8 +62,11 @@ void submit_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream)
   ctx.stats.chunks += static_cast<int64_t>(packed.chunks.size());
 }
 
-void single_host_to_device(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipeline,
-                           cudaStream_t stream) {
+// Allocates the output and queues the copy of a tensor that is not packed. Pageable sources
+// staged through pinned memory are only collected in `pageable`, to be uploaded together;
+// `temporaries` keeps contiguous copies of non-dense inputs alive until then.
+void single_host_to_device(RouteContext& ctx, int64_t leaf, std::vector<HostToDeviceSpan>& pageable,
+                           std::vector<at::Tensor>& temporaries, cudaStream_t stream) {
   const at::Tensor& input = ctx.inputs[leaf];
   // Dense layouts (contiguous or permuted) copy as one span and keep their strides, as .to()
   // does; anything else is made contiguous on the host first.
@@ -78,7 +82,8 @@ void single_host_to_device(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
   const auto* src = static_cast<const std::byte*>(source.const_data_ptr());
   const bool pinned = source.is_pinned();
   if (ctx.options.use_pinned_staging && !pinned) {
-    pipeline.host_to_device(dst, src, bytes);
+    pageable.push_back({dst, src, bytes});
+    if (!source.is_same(input)) temporaries.push_back(source);
   } else {
     // Pinned sources need no staging. From pageable memory the driver stages the bytes itself
     // and returns once the source may be reused.
@@ -117,8 +122,8 @@ void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<cons
   c10::cuda::CUDAStreamGuard guard(stream);
   submit_packed_host_to_device(ctx, packed);
 
-  std::vector<int64_t> singles;
-  singles.reserve(leaves.size());
+  std::vector<HostToDeviceSpan> pageable;
+  std::vector<at::Tensor> temporaries;
   for (const int64_t leaf : leaves) {
     const at::Tensor& t = ctx.inputs[leaf];
     if (t.nbytes() == 0) {
@@ -126,15 +131,11 @@ void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<cons
       copy_math_bits(t, ctx.outputs[leaf]);
       ++ctx.stats.per_tensor;
     } else {
-      singles.push_back(leaf);
+      single_host_to_device(ctx, leaf, pageable, temporaries, stream.stream());
     }
   }
-  if (!singles.empty()) {
-    PinnedPipeline pipeline(ctx.completion, device, stream.stream());
-    for (const int64_t leaf : singles) single_host_to_device(ctx, leaf, pipeline, stream.stream());
-    ctx.stats.pinned_bytes += pipeline.pinned_bytes();
-    pipeline.drain();
-  }
+  // Returns once every host copy is done (the temporaries may go), the DMAs queued.
+  if (!pageable.empty()) ctx.stats.pinned_bytes += upload_pageable(pageable, ctx.completion, device, stream.stream());
   ctx.completion.record(device, stream.stream());
 }
 

@@ -10,18 +10,28 @@
 
 namespace mtc::detail {
 
-void parallel_memcpy(std::byte* dst, const std::byte* src, int64_t bytes) {
-  if (bytes < kParallelFillBytes) {
-    std::memcpy(dst, src, static_cast<size_t>(bytes));
+void run_host_copies(std::span<const HostCopy> copies) {
+  int64_t total = 0;
+  for (const HostCopy& c : copies) total += c.bytes;
+  WorkerPool& pool = WorkerPool::instance();
+  if (total < kParallelFillBytes || pool.size() == 0) {
+    for (const HostCopy& c : copies) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
     return;
   }
-  WorkerPool& pool = WorkerPool::instance();
-  const int64_t parts = std::min<int64_t>(pool.size() + 1, bytes / (kParallelFillBytes / 4));
-  const int64_t step = (bytes + parts - 1) / parts;
+  const int64_t parts = std::min<int64_t>(pool.size() + 1, total / (kParallelFillBytes / 4));
+  const int64_t step = (total + parts - 1) / parts;
+  // Part p copies bytes [p * step, (p + 1) * step) of the copies laid end to end.
   pool.parallel_for(parts, [&](int64_t p) {
     const int64_t begin = p * step;
-    const int64_t end = std::min(bytes, begin + step);
-    if (begin < end) std::memcpy(dst + begin, src + begin, static_cast<size_t>(end - begin));
+    const int64_t end = std::min(total, begin + step);
+    int64_t at = 0;  // where the current copy starts, laid end to end
+    for (const HostCopy& c : copies) {
+      const int64_t from = std::max(begin, at);
+      const int64_t to = std::min(end, at + c.bytes);
+      if (from < to) std::memcpy(c.dst + (from - at), c.src + (from - at), static_cast<size_t>(to - from));
+      at += c.bytes;
+      if (at >= end) break;
+    }
   });
 }
 
@@ -57,8 +67,7 @@ void fill_staging(std::span<const StagingCopy> copies, std::byte* host_base) {
 PinnedPipeline::~PinnedPipeline() { drain(); }
 
 void PinnedPipeline::flush(Slot& slot) {
-  for (const PendingCopy& c : slot.pending)
-    std::memcpy(c.dst, slot.block.data + c.offset, static_cast<size_t>(c.bytes));
+  run_host_copies(slot.pending);
   slot.pending.clear();
 }
 
@@ -70,30 +79,31 @@ std::pair<PinnedPipeline::Slot*, int64_t> PinnedPipeline::reserve(int64_t bytes)
     slot.used += bytes;
     return {&slot, offset};
   }
-  current_ = (current_ + 1) % kSlots;
+  int next = (current_ + 1) % capacity_;
+  bool fresh = false;
+  if (!slots_[next].block) {
+    // Slots are taken in order, so those before `next` exist: with no room for another, the
+    // ring is what it has (without even one, the pool's limit error goes to the copy).
+    const PinnedBlock block = next == 0 ? PinnedPool::instance().acquire(kSlotBytes)
+                                        : PinnedPool::instance().try_acquire(kSlotBytes);
+    if (block) {
+      slots_[next].block = block;
+      slots_[next].event = EventPool::instance().acquire(device_);
+      fresh = true;
+    } else {
+      capacity_ = next;
+      next = 0;
+    }
+  }
+  current_ = next;
   Slot& slot = slots_[current_];
-  if (!slot.block) {
-    slot.block = PinnedPool::instance().acquire(kSlotBytes);
-    slot.event = EventPool::instance().acquire(device_);
-  } else {
+  if (!fresh) {
     // Recycling: the DMA that last used this slot must be done.
     MTC_CUDA_CHECK(cudaEventSynchronize(slot.event));
     flush(slot);
   }
   slot.used = bytes;
   return {&slot, 0};
-}
-
-void PinnedPipeline::host_to_device(std::byte* dst, const std::byte* src, int64_t bytes) {
-  for (int64_t done = 0; done < bytes;) {
-    const int64_t n = std::min(kSlotBytes, bytes - done);
-    auto [slot, offset] = reserve(n);
-    parallel_memcpy(slot->block.data + offset, src + done, n);
-    MTC_CUDA_CHECK(cudaMemcpyAsync(dst + done, slot->block.data + offset, static_cast<size_t>(n),
-                                   cudaMemcpyHostToDevice, stream_));
-    MTC_CUDA_CHECK(cudaEventRecord(slot->event, stream_));
-    done += n;
-  }
 }
 
 void PinnedPipeline::device_to_host(std::byte* dst, const std::byte* src, int64_t bytes) {
@@ -103,7 +113,7 @@ void PinnedPipeline::device_to_host(std::byte* dst, const std::byte* src, int64_
     MTC_CUDA_CHECK(cudaMemcpyAsync(slot->block.data + offset, src + done, static_cast<size_t>(n),
                                    cudaMemcpyDeviceToHost, stream_));
     MTC_CUDA_CHECK(cudaEventRecord(slot->event, stream_));
-    slot->pending.push_back({dst + done, offset, n});
+    slot->pending.push_back({dst + done, slot->block.data + offset, n});
     done += n;
   }
 }
@@ -118,13 +128,13 @@ void PinnedPipeline::drain() {
   for (Slot& slot : slots_) {
     if (!slot.block) continue;
     // The completion's event, recorded after all of this stream's work, covers the slot.
-    for (const PendingCopy& c : slot.pending)
-      completion_.copy_after(c.dst, slot.block.data + c.offset, c.bytes);
+    for (const HostCopy& c : slot.pending) completion_.copy_after(c.dst, c.src, c.bytes);
     completion_.hold(slot.block);
-    EventPool::instance().release(device_, slot.event);
+    if (slot.event != nullptr) EventPool::instance().release(device_, slot.event);
     slot = Slot{};
   }
   current_ = -1;
+  capacity_ = kSlots;
 }
 
 }  // namespace mtc::detail

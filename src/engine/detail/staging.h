@@ -1,6 +1,7 @@
 // Host-side staging helpers shared by the routes: filling packed buffers (in parallel when the
-// bytes justify waking helpers) and moving large tensors through a ring of pinned slots so the
-// host copy of one slice overlaps the DMA of the previous one.
+// bytes justify waking helpers) and moving large device tensors to the host through a ring of
+// pinned slots, so the host copy out of one slot overlaps the DMAs into the others. (Large host
+// tensors go to a device through pinned_upload.h.)
 #pragma once
 
 #include "detail/completion.h"
@@ -21,8 +22,9 @@ namespace mtc::detail {
 // Below this many bytes a fill runs on one thread: waking helpers costs more than it saves.
 inline constexpr int64_t kParallelFillBytes = 1 << 20;
 
-// memcpy, split across the worker pool when large.
-void parallel_memcpy(std::byte* dst, const std::byte* src, int64_t bytes);
+// Runs the copies, split by bytes across the worker pool when they add up to kParallelFillBytes
+// or more (a part may cover the end of one copy and the start of the next).
+void run_host_copies(std::span<const HostCopy> copies);
 
 // One host copy into a staging buffer.
 struct StagingCopy {
@@ -38,6 +40,7 @@ void fill_staging(std::span<const StagingCopy> copies, std::byte* host_base);
 class PinnedPipeline {
  public:
   static constexpr int64_t kSlotBytes = 4 << 20;
+  // At most; fewer when the pinned pool's limit leaves no room for more (at least one).
   static constexpr int kSlots = 4;
 
   PinnedPipeline(Completion& completion, c10::DeviceIndex device, cudaStream_t stream)
@@ -46,7 +49,6 @@ class PinnedPipeline {
   PinnedPipeline& operator=(const PinnedPipeline&) = delete;
   ~PinnedPipeline();
 
-  void host_to_device(std::byte* dst, const std::byte* src, int64_t bytes);
   void device_to_host(std::byte* dst, const std::byte* src, int64_t bytes);
   // Hands the slots and the last host copies over to the completion.
   void drain();
@@ -54,16 +56,11 @@ class PinnedPipeline {
   int64_t pinned_bytes() const;
 
  private:
-  struct PendingCopy {
-    std::byte* dst;
-    int64_t offset;
-    int64_t bytes;
-  };
   struct Slot {
     PinnedBlock block;
     cudaEvent_t event = nullptr;
-    int64_t used = 0;                   // bytes handed out since the slot was last recycled
-    std::vector<PendingCopy> pending;   // device-to-host: slot bytes still to copy out
+    int64_t used = 0;               // bytes handed out since the slot was last recycled
+    std::vector<HostCopy> pending;  // slot bytes still to copy out to their outputs
   };
   // Room for `bytes` (<= kSlotBytes) in the current slot, moving on (and waiting for the
   // oldest slot's DMA) when it is full. Returns the slot and the offset inside it.
@@ -75,6 +72,7 @@ class PinnedPipeline {
   cudaStream_t stream_;
   std::array<Slot, kSlots> slots_{};
   int current_ = -1;
+  int capacity_ = kSlots;  // slots in the ring: kSlots, or those the pool's limit allowed
 };
 
 }  // namespace mtc::detail

@@ -2,18 +2,31 @@
 
 #include "mtc/nvtx.h"
 
+#include <c10/util/Exception.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <string>
 
 namespace mtc::detail {
 
+int parse_worker_threads(const char* text, int fallback) {
+  if (text == nullptr || *text == '\0') return fallback;
+  const std::string value(text);
+  const bool digits = value.size() <= 4 && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const int threads = digits ? std::stoi(value) : 0;
+  TORCH_CHECK(threads >= 1 && threads <= kMaxWorkerThreads, "mtc: ", kWorkerThreadsVariable, "='", value,
+              "' is not a worker count (an integer from 1 to ", kMaxWorkerThreads, ")");
+  return threads;
+}
+
 WorkerPool& WorkerPool::instance() {
   static WorkerPool* pool = [] {
     const int hw = static_cast<int>(std::thread::hardware_concurrency());
-    return new WorkerPool(std::clamp(hw, 1, 4), kDefaultSpin);
+    return new WorkerPool(parse_worker_threads(std::getenv(kWorkerThreadsVariable), std::clamp(hw, 1, 4)), kDefaultSpin);
   }();
   return *pool;
 }

@@ -30,12 +30,21 @@ inline void cpu_relax() {
 #endif
 }
 
+// The environment variable that sets the process-wide pool's worker count (default: min(4,
+// hardware threads)); more workers fill large tensors' pinned chunks with more threads.
+inline constexpr const char* kWorkerThreadsVariable = "MTC_WORKER_THREADS";
+inline constexpr int kMaxWorkerThreads = 256;
+// `text` as a worker count (1 .. kMaxWorkerThreads); `fallback` when null or empty. Throws
+// c10::Error naming the variable for anything else.
+int parse_worker_threads(const char* text, int fallback);
+
 class WorkerPool {
  public:
   using Task = std::function<void()>;
 
-  // The process-wide pool (min(4, hardware threads) workers, at least 1). Never destroyed, so
-  // copies still in flight at exit do not race a joining destructor.
+  // The process-wide pool (MTC_WORKER_THREADS workers, or min(4, hardware threads), at least 1).
+  // Never destroyed, so copies still in flight at exit do not race a joining destructor. Throws
+  // c10::Error when MTC_WORKER_THREADS is set to something other than a worker count.
   static WorkerPool& instance();
 
   WorkerPool(int threads, std::chrono::microseconds spin);

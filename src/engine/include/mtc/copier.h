@@ -35,6 +35,10 @@ struct CopyOptions {
   int64_t max_packed_chunk_bytes = 32 << 20;
   // Do planning, staging and submission on the shared worker pool; start_copy returns at once.
   bool use_background_thread = true;
+  // GPU->CPU: tensors that are not packed are copied straight into pinned (page-locked) output
+  // tensors from torch's pinned-memory cache, with no host copy after the DMA. The outputs are
+  // then pinned; they hold page-locked memory for as long as they live.
+  bool pinned_host_outputs = false;
 };
 
 // Largest tensor (in bytes) that is packed.
@@ -95,5 +99,34 @@ class CopyHandle {
 // rethrows that error naming the leaf.
 CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
                       const CopyOptions& options = {});
+
+// The process-wide pool of pinned (page-locked) host memory that stages copies. It grows with
+// the demand and, once a repeated workload has run a copy or two, holds about 1.125x the most
+// staging that was in flight at once and allocates nothing more.
+struct PinnedPoolStats {
+  int64_t reserved_bytes = 0;       // pinned memory the pool holds now: its size
+  int64_t peak_reserved_bytes = 0;  // the largest size since start or reset_pinned_pool_peaks()
+  int64_t in_use_bytes = 0;         // staging held by copies in flight
+  int64_t peak_in_use_bytes = 0;    // the most in flight at once, same period
+  int64_t limit_bytes = 0;          // the most the pool may hold; 0: no limit
+  int64_t slabs = 0;                // separate pinned allocations held now
+  int64_t slab_allocations = 0;     // pinned allocations made so far (cudaHostAlloc)
+  int64_t slab_frees = 0;           // pinned allocations given back so far (cudaFreeHost)
+};
+
+// The figures above. Never blocks on copies; throws c10::Error only when
+// MTC_PINNED_POOL_LIMIT_BYTES is set to something other than a byte count.
+PinnedPoolStats pinned_pool_stats();
+// Gives every pinned allocation with nothing in flight back to the system; returns the bytes
+// freed. The next copies allocate again (about 0.5-1 ms per MB), so call it between phases of
+// a program, not between steps. cudaFreeHost may wait for the device to be idle.
+int64_t release_idle_pinned_memory();
+// The most pinned memory the pool may hold, in bytes; 0 removes the limit. The environment
+// variable MTC_PINNED_POOL_LIMIT_BYTES sets it when the pool is first used. A copy whose staging
+// would need a larger pool fails, and get() throws c10::Error saying so; the engine stays usable.
+// Lowering the limit below the current size frees idle allocations at once.
+void set_pinned_pool_limit(int64_t bytes);
+// Restarts both peaks from the current figures (to measure one workload's peak).
+void reset_pinned_pool_peaks();
 
 }  // namespace mtc

@@ -1,0 +1,50 @@
+// Large pageable host tensors to a GPU at pinned bandwidth. Their bytes are cut into chunks;
+// several threads (the calling one, and pool workers that join as they wake) each take the next
+// chunk, wait until its slot in a ring of pinned slots is free (the DMA that last used the slot
+// has run), copy the chunk into it and queue the chunk's DMA. Host copies thus run in parallel
+// with each other and with the DMAs of earlier chunks; one thread copying pageable memory alone
+// reaches only a fraction of the link's bandwidth.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "detail/completion.h"
+
+namespace mtc::detail {
+
+// One host-to-device copy: pageable host bytes to device memory.
+struct HostToDeviceSpan {
+  std::byte* dst;
+  const std::byte* src;
+  int64_t bytes;
+};
+
+// Bytes of one chunk (and slot): large enough that a DMA runs near the link's bandwidth and its
+// submission (~5 us) is small beside it (2 MiB take ~38 us at 55 GB/s).
+inline constexpr int64_t kUploadChunkBytes = 2 << 20;
+// Slots in the ring: more than the threads that fill them, so DMAs queue behind the fills.
+inline constexpr int kUploadSlots = 8;
+// Smallest slot the ring shrinks to when the pinned pool's limit leaves no room for more.
+inline constexpr int64_t kUploadMinSlotBytes = 256 << 10;
+// Below this many bytes in all, one thread does it all: waking helpers costs more than it saves.
+inline constexpr int64_t kUploadParallelBytes = 1 << 20;
+
+// The most threads that fill chunks of one upload: the calling one and pool workers. Process-wide,
+// for benchmarks that compare thread counts in one run; 0 (the default): the calling thread and
+// every worker.
+void set_upload_threads(int threads);
+int upload_threads();
+
+// Queues the copy of every span on `stream`, whose device must be current; the pinned ring goes
+// to `completion`, which must be waited for before the ring is reused. Returns the pinned bytes
+// used. Throws c10::Error on CUDA errors and when the pinned pool's limit leaves no room for even
+// one small slot; DMAs queued before a failure may still read the ring (held by `completion`).
+int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& completion,
+                        c10::DeviceIndex device, cudaStream_t stream);
+
+}  // namespace mtc::detail

@@ -1,0 +1,160 @@
+// Large tensors and mixed batches: the engine's bandwidth on 64 pageable float32 tensors of
+// 4 MiB against one pinned cudaMemcpy of the same bytes (measured in the same benchmark), by the
+// number of threads that fill the pinned chunks; and the mixed batch of configs/mixed.json
+// (792 small tensors and 4 of 2 MiB) in both directions, beside per-tensor .to().
+#include <ATen/core/List.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/rand.h>
+#include <benchmark/benchmark.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include "bench_support.h"
+#include "detail/pinned_upload.h"
+#include "detail/worker_pool.h"
+#include "mtc/copier.h"
+#include "reference_batch.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using mtc::microbench::has_gpu;
+using mtc::microbench::map_to;
+using mtc::microbench::median_of;
+using mtc::microbench::report_median;
+
+constexpr int kLargeCount = 64;
+constexpr int64_t kLargeElements = int64_t{1} << 20;  // float32: 4 MiB
+constexpr int64_t kLargeBytes = kLargeCount * kLargeElements * 4;
+
+const c10::impl::GenericList& large_batch() {
+  static const c10::impl::GenericList batch = [] {
+    c10::impl::GenericList list(c10::AnyType::get());
+    for (int i = 0; i < kLargeCount; ++i) list.push_back(at::rand({kLargeElements}));
+    return list;
+  }();
+  return batch;
+}
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// The yardstick: one cudaMemcpy of the same bytes from pinned memory, median of a few.
+double pinned_copy_gbps() {
+  const at::Tensor host =
+      at::empty({kLargeBytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+  const at::Tensor device =
+      at::empty({kLargeBytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, 0));
+  std::vector<double> seconds;
+  for (int i = 0; i < 7; ++i) {
+    const auto t0 = Clock::now();
+    cudaMemcpy(device.data_ptr(), host.const_data_ptr(), static_cast<size_t>(kLargeBytes),
+               cudaMemcpyHostToDevice);
+    seconds.push_back(seconds_since(t0));
+  }
+  return static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
+}
+
+// 64 x 4 MiB pageable float32 to the GPU through the engine. Argument: the most threads that fill
+// pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many).
+// Counters: engine_GBps (median), pinned_GBps (one pinned cudaMemcpy of the same 256 MiB, same run)
+// and their ratio of_pinned.
+void BM_LargePageableToDevice(benchmark::State& state) {
+  if (!has_gpu()) return state.SkipWithError("no CUDA device");
+  const c10::impl::GenericList& batch = large_batch();
+  const double pinned = pinned_copy_gbps();
+  mtc::detail::set_upload_threads(static_cast<int>(state.range(0)));
+  std::vector<double> seconds;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    mtc::CopyHandle handle = mtc::start_copy(batch, c10::Device(c10::kCUDA, 0));
+    c10::IValue out = handle.get();
+    seconds.push_back(seconds_since(t0));
+    state.SetIterationTime(seconds.back());
+  }
+  mtc::detail::set_upload_threads(0);
+  const double engine = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
+  const int workers = mtc::detail::WorkerPool::instance().size();
+  state.counters["fill_threads"] =
+      state.range(0) == 0 ? workers + 1 : std::min<int64_t>(state.range(0), workers + 1);
+  state.counters["engine_GBps"] = engine;
+  state.counters["pinned_GBps"] = pinned;
+  state.counters["of_pinned"] = engine / pinned;
+  state.SetBytesProcessed(state.iterations() * kLargeBytes);
+}
+
+// The same 256 MiB with per-tensor .to().
+void BM_LargePageableToDevicePerTensorTo(benchmark::State& state) {
+  if (!has_gpu()) return state.SkipWithError("no CUDA device");
+  const c10::impl::GenericList& batch = large_batch();
+  std::vector<double> seconds;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    c10::IValue out = map_to(batch, c10::Device(c10::kCUDA, 0));
+    cudaDeviceSynchronize();
+    seconds.push_back(seconds_since(t0));
+    state.SetIterationTime(seconds.back());
+  }
+  state.counters["to_GBps"] = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
+}
+
+const c10::IValue& mixed_source(bool on_gpu) {
+  static const c10::IValue host = mtc::microbench::make_mixed_batch();
+  static const c10::IValue gpu =
+      has_gpu() ? map_to(host, c10::Device(c10::kCUDA, 0)) : c10::IValue();
+  return on_gpu ? gpu : host;
+}
+
+// The mixed batch, argument 1: to the GPU, 0: back to the host. Second argument: 0 the engine
+// (median_us), 1 per-tensor .to(), 2 the engine with pinned_host_outputs (back to the host).
+void BM_MixedBatch(benchmark::State& state) {
+  if (!has_gpu()) return state.SkipWithError("no CUDA device");
+  const bool h2d = state.range(0) == 1;
+  const bool per_tensor = state.range(1) == 1;
+  mtc::CopyOptions options;
+  options.pinned_host_outputs = state.range(1) == 2;
+  const c10::IValue& data = mixed_source(!h2d);
+  const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  std::vector<double> seconds;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    c10::IValue out;
+    if (per_tensor) {
+      out = map_to(data, target);
+      cudaDeviceSynchronize();
+    } else {
+      out = mtc::start_copy(data, target, options).get();
+    }
+    seconds.push_back(seconds_since(t0));
+    state.SetIterationTime(seconds.back());
+  }
+  report_median(state, seconds);
+}
+
+}  // namespace
+
+// Beyond 5 threads only with more workers (MTC_WORKER_THREADS); fill_threads says how many ran.
+BENCHMARK(BM_LargePageableToDevice)
+    ->DenseRange(0, 5)
+    ->Arg(7)
+    ->Arg(9)
+    ->UseManualTime()
+    ->MinTime(0.5)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_LargePageableToDevicePerTensorTo)
+    ->UseManualTime()
+    ->MinTime(0.5)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MixedBatch)
+    ->Args({1, 0})
+    ->Args({1, 1})
+    ->Args({0, 0})
+    ->Args({0, 1})
+    ->Args({0, 2})
+    ->UseManualTime()
+    ->MinTime(0.3)
+    ->Unit(benchmark::kMicrosecond);

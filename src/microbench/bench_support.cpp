@@ -1,0 +1,47 @@
+#include "bench_support.h"
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/List.h>
+#include <c10/cuda/CUDAFunctions.h>
+
+#include <algorithm>
+#include <utility>
+
+namespace mtc::microbench {
+
+bool has_gpu() { return c10::cuda::device_count() > 0; }
+
+c10::IValue map_to(const c10::IValue& v, const c10::Device& device) {
+  if (v.isTensor()) return v.toTensor().to(device);
+  if (v.isList()) {
+    c10::impl::GenericList out(v.toList().elementType());
+    for (const auto& item : v.toListRef()) out.push_back(map_to(item, device));
+    return out;
+  }
+  if (v.isGenericDict()) {
+    const auto dict = v.toGenericDict();
+    c10::impl::GenericDict out(dict.keyType(), dict.valueType());
+    for (const auto& e : dict) out.insert(e.key(), map_to(e.value(), device));
+    return out;
+  }
+  if (v.isTuple()) {
+    std::vector<c10::IValue> items;
+    for (const auto& item : v.toTupleRef().elements()) items.push_back(map_to(item, device));
+    return c10::ivalue::Tuple::create(std::move(items));
+  }
+  return v;
+}
+
+double median_of(std::vector<double>& seconds) {
+  if (seconds.empty()) return 0;
+  const auto mid = seconds.begin() + static_cast<std::ptrdiff_t>(seconds.size() / 2);
+  std::nth_element(seconds.begin(), mid, seconds.end());
+  return *mid;
+}
+
+void report_median(benchmark::State& state, std::vector<double>& seconds) {
+  if (seconds.empty()) return;
+  state.counters["median_us"] = median_of(seconds) * 1e6;
+}
+
+}  // namespace mtc::microbench

@@ -1,0 +1,24 @@
+// What the engine's micro-benchmark files share: whether a GPU is there, the per-tensor .to()
+// baseline, and the median of a benchmark's iterations as a counter.
+#pragma once
+
+#include <ATen/core/ivalue.h>
+#include <benchmark/benchmark.h>
+#include <c10/core/Device.h>
+
+#include <vector>
+
+namespace mtc::microbench {
+
+bool has_gpu();
+
+// A competent user's per-tensor baseline: a recursive map calling .to() on every leaf.
+c10::IValue map_to(const c10::IValue& v, const c10::Device& device);
+
+// Google Benchmark reports the mean of the iterations; mtc-bench reports medians. The median
+// of the iterations as a counter makes the two comparable (a few slow iterations, such as a
+// worker that had gone to sleep, move the mean, not the median). Reorders `seconds`.
+double median_of(std::vector<double>& seconds);
+void report_median(benchmark::State& state, std::vector<double>& seconds);
+
+}  // namespace mtc::microbench

@@ -1,0 +1,84 @@
+// What the GPU tests of the engine share: devices, random and reference inputs, bitwise
+// comparison of copied structures, and the fixture every GPU test derives from (skipped without a
+// device; afterwards no CUDA error and no pinned staging held).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/ivalue.h>
+#include <c10/core/Device.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace mtc::test {
+
+inline constexpr int64_t kKiB = 1024;
+inline constexpr int64_t kMiB = 1024 * 1024;
+inline const c10::Device kCpu(c10::kCPU);
+inline const c10::Device kCuda0(c10::kCUDA, 0);
+inline const c10::Device kCuda1(c10::kCUDA, 1);
+
+// Every dtype the engine copies.
+const std::vector<at::ScalarType>& all_dtypes();
+at::Tensor to_device(const at::Tensor& t, const c10::Device& device);
+// Random bytes of `dtype` (NaN payloads included for the floating types; 0/1 for bool).
+at::Tensor random_tensor(at::ScalarType dtype, at::IntArrayRef sizes,
+                         const c10::Device& device = kCpu);
+// The values' bytes, in logical order (lazy conjugation resolved).
+std::vector<uint8_t> bytes_of(const at::Tensor& t);
+// Same dtype, sizes, device and bits. Strides too where the input layout is dense (the
+// engine keeps dense layouts and makes others contiguous).
+void expect_copy_of(const at::Tensor& out, const at::Tensor& in, const c10::Device& target);
+// `out` has the shape of `in` with new containers; tensor leaves already on the target are the
+// very same tensors, the others copies of them.
+void expect_structure_copy(const c10::IValue& out, const c10::IValue& in,
+                           const c10::Device& target);
+// The same structure with every tensor replaced by fn(tensor).
+c10::IValue map_tensors(const c10::IValue& v,
+                        const std::function<at::Tensor(const at::Tensor&)>& fn);
+int64_t total_bytes(const std::vector<at::Tensor>& ts);
+// The reference batch of the project's anchors (StreamPETR-like detection metadata):
+// 16 samples x (6 camera dicts of 5 tensors + a gt dict of 3) = 528 tensors, 153,628 bytes.
+c10::IValue reference_batch(const c10::Device& device = kCpu);
+// A batch of every container kind, dtype and layout the engine distinguishes, on `device`.
+c10::IValue mixed_batch(const c10::Device& device);
+// Pinned staging held by copies in flight (the process-wide pool).
+int64_t pinned_in_use();
+
+// Every GPU test: skipped without a device; afterwards no CUDA error and no pinned staging held.
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (c10::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU test skipped";
+    active_ = true;
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    baseline_in_use_ = pinned_in_use();
+  }
+  void TearDown() override {
+    if (!active_) return;
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+    EXPECT_EQ(pinned_in_use(), baseline_in_use_) << "pinned staging still held after the test";
+  }
+  static bool two_gpus() { return c10::cuda::device_count() >= 2; }
+
+  bool active_ = false;
+  int64_t baseline_in_use_ = 0;
+};
+
+class MultiGpuTest : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped()) return;
+    if (!two_gpus())
+      GTEST_SKIP() << "needs 2 CUDA devices, " << static_cast<int>(c10::cuda::device_count())
+                   << " visible: multi-GPU test skipped";
+  }
+};
+
+}  // namespace mtc::test

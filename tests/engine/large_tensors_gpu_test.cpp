@@ -1,0 +1,155 @@
+// Large tensors. To a GPU, pageable ones go through the parallel pinned upload
+// (pinned_upload.h): bitwise the same as per-tensor .to(), with any number of filling threads,
+// with more chunks than ring slots, beside packed small tensors, and from non-dense and pinned
+// sources. Back to the host, optionally straight into pinned outputs. Skipped without a CUDA
+// device (but for the settings test).
+#include <ATen/core/List.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "detail/pinned_upload.h"
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
+
+namespace {
+
+using mtc::CopyHandle;
+using mtc::CopyOptions;
+using mtc::start_copy;
+using mtc::test::bytes_of;
+using mtc::test::expect_structure_copy;
+using mtc::test::GpuTest;
+using mtc::test::kCpu;
+using mtc::test::kCuda0;
+using mtc::test::kKiB;
+using mtc::test::kMiB;
+using mtc::test::random_tensor;
+using mtc::test::reference_batch;
+using mtc::test::tensors_of;
+using mtc::test::to_device;
+
+// Sets the upload's thread limit for one test and puts the default back.
+class ScopedUploadThreads {
+ public:
+  explicit ScopedUploadThreads(int threads) { mtc::detail::set_upload_threads(threads); }
+  ScopedUploadThreads(const ScopedUploadThreads&) = delete;  // restores once
+  ScopedUploadThreads& operator=(const ScopedUploadThreads&) = delete;
+  ~ScopedUploadThreads() { mtc::detail::set_upload_threads(0); }
+};
+
+// Sizes around the chunk and slot boundaries, more chunks than the ring has slots, odd lengths,
+// a non-dense view and a pinned tensor (copied without staging) among them.
+c10::impl::GenericList large_pageable_batch() {
+  c10::impl::GenericList batch(c10::AnyType::get());
+  for (int i = 0; i < 12; ++i) batch.push_back(random_tensor(at::kFloat, {kMiB}));  // 4 MiB each
+  batch.push_back(random_tensor(at::kByte, {mtc::detail::kUploadChunkBytes + 3}));
+  batch.push_back(random_tensor(at::kByte, {mtc::detail::kUploadChunkBytes - 1}));
+  batch.push_back(random_tensor(at::kDouble, {300 * kKiB / 8 + 1}));
+  batch.push_back(random_tensor(at::kHalf, {5 * kMiB + 7}));
+  batch.push_back(random_tensor(at::kFloat, {1024, 1536}).t());  // dense, permuted: kept as is
+  batch.push_back(random_tensor(at::kFloat, {2048, 1024}).slice(0, 0, 2048, 2));  // not dense
+  batch.push_back(random_tensor(at::kFloat, {kMiB}).pin_memory());
+  return batch;
+}
+
+// Every leaf equal, bit for bit, to what per-tensor .to() gives.
+void expect_same_as_per_tensor_to(const c10::IValue& out, const c10::impl::GenericList& in) {
+  const c10::ArrayRef<c10::IValue> outs = out.toListRef();
+  ASSERT_EQ(outs.size(), in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    SCOPED_TRACE("leaf " + std::to_string(i));
+    const at::Tensor expected = to_device(in.get(i).toTensor(), kCuda0);
+    const at::Tensor got = outs[i].toTensor();
+    EXPECT_EQ(got.device(), kCuda0);
+    EXPECT_EQ(got.sizes(), expected.sizes());
+    EXPECT_EQ(got.scalar_type(), expected.scalar_type());
+    EXPECT_TRUE(bytes_of(got) == bytes_of(expected)) << "values differ from .to()";
+  }
+}
+
+class PinnedUploadGpu : public GpuTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(PinnedUploadGpu, LargePageableTensorsAreBitwiseWhatToGives) {
+  const ScopedUploadThreads threads(GetParam());
+  const c10::impl::GenericList batch = large_pageable_batch();
+  for (int round = 0; round < 3; ++round) {  // the second and third find a warm pool and ring
+    SCOPED_TRACE("round " + std::to_string(round));
+    CopyHandle h = start_copy(batch, kCuda0);
+    const c10::IValue out = h.get();
+    expect_same_as_per_tensor_to(out, batch);
+    expect_structure_copy(out, batch, kCuda0);
+    EXPECT_EQ(h.stats().per_tensor, static_cast<int64_t>(batch.size()));
+    EXPECT_GT(h.stats().pinned_bytes, 0);
+    EXPECT_LE(h.stats().pinned_bytes, mtc::detail::kUploadSlots * mtc::detail::kUploadChunkBytes)
+        << "the ring holds more than its slots";
+  }
+}
+
+// A training batch: a few MB-sized tensors beside hundreds of small ones (packed).
+TEST_P(PinnedUploadGpu, MixedBatchIsBitwiseWhatToGives) {
+  const ScopedUploadThreads threads(GetParam());
+  c10::impl::GenericList batch(c10::AnyType::get());
+  batch.push_back(reference_batch());
+  c10::impl::GenericList large(c10::AnyType::get());
+  for (int i = 0; i < 4; ++i)
+    large.push_back(random_tensor(at::kFloat, {512 * 1024 + 1000 * i}));  // ~2 MB
+  batch.push_back(large);
+  CopyHandle h = start_copy(batch, kCuda0);
+  const c10::IValue out = h.get();
+  expect_structure_copy(out, batch, kCuda0);
+  expect_same_as_per_tensor_to(out.toListRef()[1], large);
+  EXPECT_EQ(h.stats().per_tensor, 4);
+  EXPECT_EQ(h.stats().packed, 528);
+}
+
+std::string threads_name(const ::testing::TestParamInfo<int>& info) {
+  return info.param == 0 ? "AllThreads" : std::to_string(info.param) + "Threads";
+}
+
+// 0: the default (the calling thread and every worker).
+INSTANTIATE_TEST_SUITE_P(FillThreads, PinnedUploadGpu, ::testing::Values(1, 2, 0), threads_name);
+
+// GPU->CPU with pinned_host_outputs: the small tensors still come back packed (views of one
+// pageable chunk), the others land in pinned outputs; all bitwise what .to() gives.
+TEST_F(GpuTest, PinnedHostOutputsAreBitwiseWhatToGives) {
+  c10::impl::GenericList large(c10::AnyType::get());
+  for (int i = 0; i < 4; ++i)
+    large.push_back(random_tensor(at::kFloat, {512 * 1024 + 1000 * i}, kCuda0));
+  large.push_back(
+      random_tensor(at::kFloat, {2048, 1024}, kCuda0).slice(0, 0, 2048, 2));  // not dense
+  large.push_back(random_tensor(at::kByte, {300 * kKiB + 1}, kCuda0));
+  c10::impl::GenericList batch(c10::AnyType::get());
+  batch.push_back(reference_batch(kCuda0));
+  batch.push_back(large);
+  for (const bool pinned_outputs : {true, false}) {
+    SCOPED_TRACE(pinned_outputs ? "pinned outputs" : "pageable outputs");
+    CopyOptions options;
+    options.pinned_host_outputs = pinned_outputs;
+    CopyHandle h = start_copy(batch, kCpu, options);
+    const c10::IValue out = h.get();
+    expect_structure_copy(out, batch, kCpu);
+    const c10::ArrayRef<c10::IValue> outs = out.toListRef()[1].toListRef();
+    for (size_t i = 0; i < large.size(); ++i) {
+      SCOPED_TRACE("large leaf " + std::to_string(i));
+      const at::Tensor got = outs[i].toTensor();
+      EXPECT_EQ(got.is_pinned(), pinned_outputs);
+      EXPECT_TRUE(bytes_of(got) == bytes_of(large.get(i).toTensor().cpu()));
+    }
+    for (const at::Tensor& small : tensors_of(out.toListRef()[0])) EXPECT_FALSE(small.is_pinned());
+    EXPECT_EQ(h.stats().packed, 528);
+    EXPECT_EQ(h.stats().per_tensor, static_cast<int64_t>(large.size()));
+  }
+}
+
+TEST(PinnedUploadSettings, ThreadLimitIsKept) {
+  mtc::detail::set_upload_threads(3);
+  EXPECT_EQ(mtc::detail::upload_threads(), 3);
+  mtc::detail::set_upload_threads(-2);
+  EXPECT_EQ(mtc::detail::upload_threads(), 0) << "a negative limit means the default";
+  mtc::detail::set_upload_threads(0);
+}
+
+}  // namespace
