@@ -13,6 +13,8 @@ truth it checks against:
 - h200.json: base.json measured on an H200.
 - stored.json: base.json from another host and day.
 - v1.json: a schema version 1 report.
+- sweep.json: three sweep points (132, 528 and 2,112 tensors) whose times grow with the tensors,
+  for the plots.
 - one-round.json: base.json from a single round: its intervals are [0, null) (nothing known).
 - ab/{baseline,candidate}/round-R.json: an A/B job of 6 rounds whose host state moves the
   medians by up to 25 % from round to round, equally on both sides; the candidate's engine is
@@ -127,6 +129,26 @@ def main():
     v1 = report(BASE_MEDIANS)
     v1["schema_version"] = 1
     write("v1.json", v1)
+    sweep = report(BASE_MEDIANS)
+    runs = []
+    for samples in (4, 16, 64):
+        run = json.loads(json.dumps(sweep["runs"][0]))
+        scale = samples / 16
+        run["sweep_point"] = {"samples": str(samples)}
+        run["workload"].update({"hash": f"{samples:016x}", "tensors": 33 * samples, "bytes": 9602 * samples})
+        for e in run["results"]:
+            if e["status"] == "ok":
+                growth = scale if e["strategy"] == "to" else scale ** 0.7
+                for key in ("median",):
+                    e["wall_s"][key] *= growth
+                e["interval_s"]["low"] *= growth
+                e["interval_s"]["high"] *= growth
+                if e["strategy"] != "to":
+                    for key in ("estimate", "low", "high"):
+                        e["speedup_vs_to"][key] *= scale ** 0.3
+        runs.append(run)
+    sweep["runs"] = runs
+    write("sweep.json", sweep)
     for job, change in (("ab", 1.10), ("aa", 1.00)):
         for r, (host, jitter) in enumerate(zip(HOST_FACTORS, JITTER)):
             for side, factor in (("baseline", 1.0), ("candidate", change)):
