@@ -113,7 +113,7 @@ fi
 base_bin="$base_build/mtc-bench"
 cand_bin="$cand_build/mtc-bench"
 for bin in "$base_bin" "$cand_bin"; do
-  "$bin" --help | grep -q -- "--ab-label" ||
+  grep -q -- "--ab-label" <<< "$("$bin" --help)" ||
     { log "$bin has no --ab-label: a revision older than report schema v2 cannot take part"; exit 2; }
 done
 log "builds done in $(( $(date +%s) - start )) s"

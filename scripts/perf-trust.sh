@@ -23,23 +23,10 @@ shift 2
 mkdir -p "$out"
 work="${MTC_PERF_WORK:-.perf-ci}"
 stamp="$(date -u +%Y%m%dT%H%M%SZ)"
-results=()
-for (( j = 0; j < jobs; j++ )); do
-  job_out="$work/trust-$stamp/job$j"
-  mkdir -p "$work/trust-$stamp"
-  rc=0
-  MTC_PERF_OUT="$job_out" MTC_PERF_JOB="trust-$stamp-$j" MTC_PERF_FAIL_ON=none \
-    bash scripts/perf-ci.sh "$@" > "$job_out.log" 2>&1 || rc=$?
-  if (( rc != 0 )); then
-    echo "perf-trust: job $j failed (exit $rc):" >&2
-    tail -30 "$job_out.log" >&2
-    exit "$rc"
-  fi
-  results+=("$job_out/compare.json")
-  echo "perf-trust: job $((j + 1))/$jobs done" >&2
-done
-
-"${MTC_PYTHON:-python3}" - "$out" "${results[@]}" << 'EOF'
+# Tallies the jobs done so far into OUT_DIR/trust.md and trust.json (rewritten after every job,
+# so a run cut short by a time limit still leaves what finished).
+tally() {
+  "${MTC_PYTHON:-python3}" - "$out" "${results[@]}" << 'EOF'
 import collections
 import json
 import pathlib
@@ -74,3 +61,23 @@ lines += ["", f"jobs with a SLOWER case: {flagged} of {len(docs)}; with a FASTER
 (out / "trust.json").write_text(json.dumps(docs, indent=1) + "\n")
 print("\n".join(lines))
 EOF
+}
+
+results=()
+for (( j = 0; j < jobs; j++ )); do
+  job_out="$work/trust-$stamp/job$j"
+  mkdir -p "$work/trust-$stamp"
+  rc=0
+  MTC_PERF_OUT="$job_out" MTC_PERF_JOB="trust-$stamp-$j" MTC_PERF_FAIL_ON=none \
+    bash scripts/perf-ci.sh "$@" > "$job_out.log" 2>&1 || rc=$?
+  if (( rc != 0 )); then
+    echo "perf-trust: job $j failed (exit $rc):" >&2
+    tail -30 "$job_out.log" >&2
+    exit "$rc"
+  fi
+  results+=("$job_out/compare.json")
+  tally > /dev/null
+  echo "perf-trust: job $((j + 1))/$jobs done" >&2
+done
+
+tally
