@@ -180,6 +180,15 @@ TEST(Comparison, MissingRoundsAreNoted) {
   EXPECT_EQ(wall.verdict, Verdict::kSlower);
 }
 
+TEST(Comparison, PairedCasesWithoutACommonRoundAreListed) {
+  const Comparison c = run(data("ab/baseline/round-0.json"), data("ab/candidate/round-1.json"));
+  EXPECT_EQ(c.method, Method::kPaired);
+  EXPECT_TRUE(c.cases.empty());
+  ASSERT_FALSE(c.unmatched.empty());
+  EXPECT_EQ(c.unmatched.back().reason, "no round of the A/B job measured it on both sides");
+  EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 2);
+}
+
 TEST(Comparison, StoredBaselineWidensTheDefaultThresholdAndSaysSo) {
   const Comparison c = run_fixtures("stored.json", "slower.json");
   EXPECT_EQ(c.basis, BaselineKind::kStored);

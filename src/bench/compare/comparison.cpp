@@ -233,6 +233,12 @@ std::optional<CaseResult> unpaired_result(const Records& base, const Records& ca
   return result;
 }
 
+bool share_a_round(const Records& base, const Records& cand) {
+  std::set<int64_t> rounds;
+  for (const Found& f : base) rounds.insert(f.report->ab->round);
+  return std::any_of(cand.begin(), cand.end(), [&](const Found& f) { return rounds.contains(f.report->ab->round); });
+}
+
 void list_one_sided(const Groups& mine, const Groups& other, const char* side, const char* other_side,
                     std::vector<Unmatched>& unmatched) {
   for (const CaseKey& key : mine.order) {
@@ -280,6 +286,10 @@ Comparison compare_reports(const std::vector<ReportFile>& baseline, const std::v
     const auto it = cand.by_key.find(key);
     if (it == cand.by_key.end()) continue;
     const CaseKey& shown = base_records.front().record->key;
+    if (out.method == Method::kPaired && !share_a_round(base_records, it->second)) {
+      out.unmatched.push_back({shown, "baseline", "no round of the A/B job measured it on both sides"});
+      continue;
+    }
     for (Metric metric : {Metric::kWall, Metric::kSpeedup}) {
       // `to` is the reference of every speedup: its own is 1 by definition.
       if (metric == Metric::kSpeedup && shown.strategy == "to") continue;
