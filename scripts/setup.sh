@@ -27,8 +27,9 @@ command -v nvcc >/dev/null || { echo "setup: nvcc not found; install the CUDA 13
 if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
   echo "setup: installing torch==$TORCH_VERSION into $VENV (about 4 GB, a few minutes)" >&2
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy jsonschema
+  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy jsonschema matplotlib
 fi
-"$VENV/bin/python" -c "import jsonschema, numpy" 2>/dev/null ||
-  "$VENV/bin/pip" install -q --disable-pip-version-check numpy jsonschema
+# matplotlib: scripts/plot.py.
+"$VENV/bin/python" -c "import jsonschema, numpy, matplotlib" 2>/dev/null ||
+  "$VENV/bin/pip" install -q --disable-pip-version-check numpy jsonschema matplotlib
 echo "setup: ok (torch $("$VENV/bin/python" -c 'import torch;print(torch.__version__)') in $VENV)" >&2

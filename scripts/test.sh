@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything and runs the test suites, then smoke-tests the main job: on a machine
 # without a GPU the GPU tests skip (saying so) and mtc-bench runs the CPU->CPU direction; the
-# report it writes and every shipped config are validated against their JSON Schemas.
+# report it writes and every shipped config are validated against their JSON Schemas; then the
+# plots and the CI performance job (scripts/perf-ci.sh) run end to end in its CPU smoke mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -22,4 +23,25 @@ mkdir -p "$smoke"
 "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --min-time 0.05 --min-samples 5 --warmup 1 \
   --json "$smoke/report.json" --md "$smoke/report.md"
 "$MTC_PYTHON" scripts/check-report.py "$smoke/report.json"
+
+echo "=== plots of the synthetic reports and of a comparison"
+"$MTC_PYTHON" tests/scripts/plot_test.py "$MTC_BUILD_DIR/mtc-bench"
+
+echo "=== the CI performance job in smoke mode: both builds (HEAD and this tree), h2h, 3 rounds"
+# The candidate reuses this build; the baseline (HEAD) builds in its own worktree and folder.
+# Without git history (a tarball), this tree serves as both sides, built once.
+perf="$MTC_BUILD_DIR/perf-ci"
+base=HEAD
+git rev-parse --quiet --verify HEAD > /dev/null 2>&1 || base=.
+start=$(date +%s)
+MTC_PERF_SMOKE=1 MTC_PERF_FAIL_ON=none MTC_PERF_CANDIDATE_BUILD="$MTC_BUILD_DIR" MTC_PERF_WORK="$perf" \
+  MTC_PERF_JOB=ci-smoke bash scripts/perf-ci.sh "$base"
+echo "perf-ci smoke took $(( $(date +%s) - start )) s"
+"$MTC_PYTHON" - "$perf/out/compare.json" << 'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["method"] == "paired" and doc["ab_job"] == "ci-smoke", doc["notes"]
+assert doc["cases"] and all(c["rounds"] == 3 for c in doc["cases"]), "every case paired over 3 rounds"
+print(f'perf-ci smoke: {len(doc["cases"])} cases compared, {doc["counts"]}')
+EOF
 echo "=== all checks passed"

@@ -1,7 +1,7 @@
 // The whole program through run_cli, as CI runs it on a machine without a GPU.
-#include "runner/commands/commands.h"
 #include "runner/env/environment.h"
 
+#include "cli_runner.h"
 #include "temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -13,23 +13,9 @@
 namespace mtc::bench {
 namespace {
 
+using testing_support::Ran;
+using testing_support::run;
 using testing_support::TempDir;
-
-struct Ran {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Ran run(std::vector<std::string> args) {
-  args.insert(args.begin(), "mtc-bench");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
 
 class CliRun : public testing::Test {
  protected:

@@ -1,6 +1,7 @@
 #include "runner/cli/command_line.h"
 
 #include "errors.h"
+#include "runner/cli/compare_subcommand.h"
 #include "runner/cli/parse.h"
 #include "runner/strategies/catalog.h"
 
@@ -312,6 +313,9 @@ ParseResult parse_command_line(int argc, const char* const* argv, std::ostream& 
   bool no_build = false;
   validate->add_flag("--no-build", no_build, "Only parse and resolve; do not build the workloads");
 
+  CompareArguments compare_arguments;
+  CLI::App* compare = add_compare_subcommand(app, compare_arguments);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -328,6 +332,9 @@ ParseResult parse_command_line(int argc, const char* const* argv, std::ostream& 
       cl.command = Command::kValidate;
       cl.validate.build = !no_build;
       for (const std::string& set : cl.validate.sets) parse_assignment(set);
+    } else if (compare->parsed()) {
+      cl.command = Command::kCompare;
+      cl.compare = finish_compare_options(compare_arguments);
     } else {
       cl.command = Command::kRun;
       finish_run_options(options, raw, cl.run);

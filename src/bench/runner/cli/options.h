@@ -2,6 +2,7 @@
 // override is optional: unset means "as the config says".
 #pragma once
 
+#include "compare/compare_options.h"
 #include "runner/cli/parse.h"
 #include "runner/measure/direction.h"
 #include "runner/strategies/engine_overrides.h"
@@ -13,9 +14,8 @@
 
 namespace mtc::bench {
 
-// `compare` (a separate issue) becomes one more value here and one more handler in
-// commands/dispatch.cpp; its options get their own struct beside RunOptions.
-enum class Command { kRun, kList, kValidate };
+// Each value has one handler in commands/dispatch.cpp.
+enum class Command { kRun, kList, kValidate, kCompare };
 
 struct RunOptions {
   std::string config_path;  // --config (a file, or the name of a shipped config)
@@ -70,6 +70,7 @@ struct CommandLine {
   RunOptions run;
   ValidateOptions validate;
   ListOptions list;
+  compare::CompareOptions compare;
   std::vector<std::string> arguments;  // argv, for the report
 };
 

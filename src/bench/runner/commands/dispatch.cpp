@@ -21,6 +21,7 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
       case Command::kRun: return run_command(cl, out, err);
       case Command::kList: return list_command(cl.list, out);
       case Command::kValidate: return validate_command(cl.validate, out, err);
+      case Command::kCompare: return compare_command(cl.compare, out, err);
     }
   } catch (const UsageError& e) {
     err << "mtc-bench: error: " << e.what() << "\nRun with --help for more information.\n";

@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The CI performance job: builds two revisions and measures them interleaved on one machine,
+# then judges every case with `mtc-bench compare` (paired by round).
+#
+#   scripts/perf-ci.sh BASE_REF [CANDIDATE_REF]
+#
+# BASE_REF and CANDIDATE_REF are git revisions (checked out as worktrees under the work folder)
+# or source folders used as they are (for a machine without the git history, e.g. a copy made
+# with `git archive`). CANDIDATE_REF defaults to this working tree, uncommitted changes included.
+# Each side builds only mtc-bench, in its own build folder, reused by the next run.
+#
+# Then, for R rounds: the baseline runs every CI case, then the candidate does (A, B, A, B, ...),
+# each run labelled `--ab-label JOB:baseline:R` / `JOB:candidate:R` so compare pairs them. The
+# host's state of the moment is shared by the two runs of one round and cancels in their ratio.
+#
+# Writes to the output folder: baseline/ and candidate/ (the reports), summary.md (also appended
+# to $GITHUB_STEP_SUMMARY when set), compare.json, and exits with compare's code (0 pass,
+# 1 a case matched the fail-on rule, 2 bad input) or 3 when a build or a run failed.
+#
+# Environment:
+#   MTC_PERF_ROUNDS     rounds (default 6; 3 in smoke mode)
+#   MTC_PERF_OUT        output folder (default .perf-ci/out)
+#   MTC_PERF_WORK       worktrees and build folders (default .perf-ci)
+#   MTC_PERF_JOB        the A/B job's name (default perf-<UTC time>-<pid>)
+#   MTC_PERF_FAIL_ON    slower (default), faster, any or none
+#   MTC_PERF_COMPARE_ARGS  more compare options, e.g. "--threshold 3"
+#   MTC_PERF_BENCH_ARGS    more mtc-bench options for every run
+#   MTC_PERF_SMOKE=1    CPU smoke mode: the h2h direction, 3 rounds (for CI without a GPU)
+#   MTC_PERF_CANDIDATE_BUILD  an existing build folder of the working tree to reuse as the
+#                       candidate's (only when CANDIDATE_REF is not given)
+#   MTC_CMAKE_ARGS      extra CMake configure options for both builds
+#   MTC_JOBS            build parallelism (default: all cores)
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$repo"
+if [[ $# -lt 1 || $# -gt 2 || "$1" == -h || "$1" == --help ]]; then
+  sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+  exit 2
+fi
+source scripts/env.sh
+
+smoke="${MTC_PERF_SMOKE:-0}"
+rounds="${MTC_PERF_ROUNDS:-$([[ "$smoke" == 1 ]] && echo 3 || echo 6)}"
+work="$(mkdir -p "${MTC_PERF_WORK:-.perf-ci}" && cd "${MTC_PERF_WORK:-.perf-ci}" && pwd)"
+out="${MTC_PERF_OUT:-$work/out}"
+job="${MTC_PERF_JOB:-perf-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
+fail_on="${MTC_PERF_FAIL_ON:-slower}"
+[[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ci: MTC_PERF_ROUNDS must be a positive integer" >&2; exit 2; }
+
+# The shipped CI cases (configs/ci/cases): one mtc-bench run per line, per round and side.
+cases_file="$repo/configs/ci/$([[ "$smoke" == 1 ]] && echo smoke-cases || echo cases)"
+mapfile -t ci_cases < <(grep -v -e '^#' -e '^[[:space:]]*$' "$cases_file")
+
+log() { echo "perf-ci: $*" >&2; }
+
+# Prints the source folder of a side: a folder as given, or a worktree of the revision.
+checkout() {
+  local name="$1" ref="$2"
+  if [[ -d "$ref" ]]; then
+    (cd "$ref" && pwd)
+    return
+  fi
+  local commit
+  commit="$(git rev-parse --verify --quiet "$ref^{commit}")" || { log "$ref is neither a folder nor a git revision"; return 2; }
+  local tree="$work/src-$name"
+  if [[ -d "$tree" ]]; then
+    git -C "$tree" checkout --quiet --detach "$commit"
+  else
+    git worktree add --quiet --detach "$tree" "$commit" >&2
+  fi
+  echo "$tree"
+}
+
+# Builds mtc-bench of the source folder $1 into $2 (a repeat rebuilds only what changed);
+# configures first unless $3 is 0 (a build folder made elsewhere, reused as it is). Logs go to
+# $work/logs.
+build() {
+  local src="$1" dir="$2" configure="${3:-1}" name generator=()
+  name="$(basename "$dir")"
+  command -v ninja > /dev/null && generator=(-G Ninja)
+  if [[ "$configure" == 1 ]]; then
+    # shellcheck disable=SC2086
+    cmake -S "$src" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${MTC_BUILD_TYPE:-Release}" \
+      -DCMAKE_PREFIX_PATH="$MTC_TORCH_PREFIX" -DMTC_BUILD_TESTS=OFF -DMTC_BUILD_MICROBENCH=OFF \
+      ${MTC_CMAKE_ARGS:-} > "$work/logs/$name.configure.log" 2>&1 ||
+      { tail -20 "$work/logs/$name.configure.log" >&2; return 3; }
+  fi
+  cmake --build "$dir" -j "${MTC_JOBS:-$(nproc)}" --target mtc-bench > "$work/logs/$name.build.log" 2>&1 ||
+    { tail -40 "$work/logs/$name.build.log" >&2; return 3; }
+}
+
+start=$(date +%s)
+base_src="$(checkout baseline "$1")" || exit 2
+if [[ $# -eq 2 ]]; then
+  cand_src="$(checkout candidate "$2")" || exit 2
+else
+  cand_src="$repo"
+fi
+base_build="$work/build-baseline"
+cand_build="${MTC_PERF_CANDIDATE_BUILD:-$work/build-candidate}"
+[[ $# -eq 2 && -n "${MTC_PERF_CANDIDATE_BUILD:-}" ]] && { log "MTC_PERF_CANDIDATE_BUILD needs the working tree as candidate"; exit 2; }
+mkdir -p "$work/logs"
+log "baseline $1 ($base_src), candidate ${2:-working tree} ($cand_src)"
+log "building both (logs in $work/logs)"
+build "$base_src" "$base_build" || exit 3
+if [[ "$cand_src" == "$base_src" ]]; then
+  cand_build="$base_build"  # the same sources: one build serves both sides
+elif [[ -n "${MTC_PERF_CANDIDATE_BUILD:-}" ]]; then
+  build "$cand_src" "$cand_build" 0 || exit 3
+else
+  build "$cand_src" "$cand_build" || exit 3
+fi
+base_bin="$base_build/mtc-bench"
+cand_bin="$cand_build/mtc-bench"
+for bin in "$base_bin" "$cand_bin"; do
+  grep -q -- "--ab-label" <<< "$("$bin" --help)" ||
+    { log "$bin has no --ab-label: a revision older than report schema v2 cannot take part"; exit 2; }
+done
+log "builds done in $(( $(date +%s) - start )) s"
+
+rm -rf "$out/baseline" "$out/candidate"
+mkdir -p "$out/baseline" "$out/candidate"
+for (( round = 0; round < rounds; round++ )); do
+  for i in "${!ci_cases[@]}"; do
+    read -r -a args <<< "${ci_cases[$i]}"
+    # Both sides read the candidate's copy of the config: a changed config cannot make the two
+    # workloads differ.
+    config="$cand_src/configs/${args[0]}"
+    for side in baseline candidate; do
+      bin="$base_bin"
+      [[ "$side" == candidate ]] && bin="$cand_bin"
+      report="$out/$side/case$i-round$round.json"
+      # shellcheck disable=SC2086
+      "$bin" --config "$config" "${args[@]:1}" --quick --quiet --ab-label "$job:$side:$round" \
+        --json "$report" ${MTC_PERF_BENCH_ARGS:-} > "$out/$side/case$i-round$round.log" 2>&1 ||
+        { log "$side run failed (round $round, case $i):"; tail -20 "$out/$side/case$i-round$round.log" >&2; exit 3; }
+    done
+  done
+  log "round $((round + 1))/$rounds done ($(( $(date +%s) - start )) s)"
+done
+
+rc=0
+# shellcheck disable=SC2086
+"$cand_bin" compare "$out/baseline" "$out/candidate" --fail-on "$fail_on" --md "$out/summary.md" \
+  --json "$out/compare.json" ${MTC_PERF_COMPARE_ARGS:-} || rc=$?
+if [[ -n "${GITHUB_STEP_SUMMARY:-}" && -f "$out/summary.md" ]]; then
+  cat "$out/summary.md" >> "$GITHUB_STEP_SUMMARY"
+fi
+log "job $job: compare exit $rc; $(( $(date +%s) - start )) s in all; reports and summary in $out"
+exit $rc

@@ -1,0 +1,102 @@
+#include "compare/change.h"
+
+#include "runner/stats/distributions.h"
+#include "errors.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+namespace mtc::bench::compare {
+namespace {
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// ln(a / b), +inf when b is 0 or below (an interval reaching 0 bounds nothing).
+double log_distance(double a, double b) { return b > 0.0 ? std::log(a / b) : kInfinity; }
+
+}  // namespace
+
+std::string_view to_string(Metric metric) {
+  switch (metric) {
+    case Metric::kWall: return "wall";
+    case Metric::kSpeedup: return "speedup";
+  }
+  return "?";
+}
+
+bool larger_is_better(Metric metric) { return metric == Metric::kSpeedup; }
+
+std::string_view to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kSame: return "SAME";
+    case Verdict::kFaster: return "FASTER";
+    case Verdict::kSlower: return "SLOWER";
+    case Verdict::kUnsure: return "UNSURE";
+  }
+  return "?";
+}
+
+Change paired_change(std::span<const double> baseline, std::span<const double> candidate, double level) {
+  if (baseline.size() != candidate.size()) throw std::invalid_argument("paired_change: unequal round counts");
+  const size_t n = baseline.size();
+  Change change;
+  change.level = level;
+  change.rounds = static_cast<int64_t>(n);
+  if (n == 0) return change;
+  double sum = 0.0;
+  std::vector<double> logs;
+  logs.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    logs.push_back(std::log(candidate[i] / baseline[i]));
+    sum += logs.back();
+  }
+  const double mean = sum / static_cast<double>(n);
+  change.ratio = std::exp(mean);
+  if (n < 2) {
+    change.low = 0.0;
+    change.high = kInfinity;
+    return change;
+  }
+  double squares = 0.0;
+  for (double x : logs) squares += (x - mean) * (x - mean);
+  const double sd = std::sqrt(squares / static_cast<double>(n - 1));
+  const double half = student_t_quantile(0.5 + level / 2.0, static_cast<double>(n - 1)) * sd / std::sqrt(static_cast<double>(n));
+  change.low = std::exp(mean - half);
+  change.high = std::exp(mean + half);
+  return change;
+}
+
+Change unpaired_change(const Estimate& baseline, const Estimate& candidate) {
+  if (std::abs(baseline.level - candidate.level) > 1e-9) {
+    throw UsageError(fmt::format("the intervals have different levels ({} and {}): measure both at one level",
+                                 baseline.level, candidate.level));
+  }
+  Change change;
+  change.level = baseline.level;
+  change.rounds = std::min(baseline.rounds, candidate.rounds);
+  change.ratio = candidate.value / baseline.value;
+  const double below_b = log_distance(baseline.value, baseline.low);
+  const double below_c = log_distance(candidate.value, candidate.low);
+  const double above_b = baseline.high ? std::log(*baseline.high / baseline.value) : kInfinity;
+  const double above_c = candidate.high ? std::log(*candidate.high / candidate.value) : kInfinity;
+  const double log_ratio = std::log(change.ratio);
+  change.low = std::exp(log_ratio - std::hypot(below_c, above_b));
+  change.high = std::exp(log_ratio + std::hypot(above_c, below_b));
+  return change;
+}
+
+Verdict judge(const Change& change, double threshold, Metric metric) {
+  if (change.rounds < kMinRounds) return Verdict::kUnsure;
+  const double upper = 1.0 + threshold;
+  const double lower = 1.0 / upper;
+  const Verdict above = larger_is_better(metric) ? Verdict::kFaster : Verdict::kSlower;
+  const Verdict below = larger_is_better(metric) ? Verdict::kSlower : Verdict::kFaster;
+  if (change.low > upper) return above;
+  if (change.high < lower) return below;
+  if (change.low >= lower && change.high <= upper) return Verdict::kSame;
+  return Verdict::kUnsure;
+}
+
+}  // namespace mtc::bench::compare

@@ -1,0 +1,328 @@
+#include "compare/comparison.h"
+
+#include "errors.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace mtc::bench::compare {
+namespace {
+
+// A successful case and the report it came from (whose A/B label gives its round).
+struct Found {
+  const ReportFile* report;
+  const CaseRecord* record;
+};
+using Records = std::vector<Found>;
+// The successful cases of one side by key, and the keys in the order the reports list them
+// (the order every output follows).
+struct Groups {
+  std::map<CaseKey, Records> by_key;
+  std::vector<CaseKey> order;
+};
+
+// The key cases match on: without the device model when the user said to ignore it.
+CaseKey match_key(CaseKey key, bool ignore_device) {
+  if (ignore_device) key.device_model.clear();
+  return key;
+}
+
+std::set<std::string> device_models(const std::vector<ReportFile>& reports) {
+  std::set<std::string> models;
+  for (const ReportFile& r : reports) {
+    for (const CaseRecord& c : r.cases) models.insert(c.key.device_model);
+  }
+  return models;
+}
+
+template <typename Member>
+std::set<std::string> collect(const std::vector<ReportFile>& reports, Member member) {
+  std::set<std::string> values;
+  for (const ReportFile& r : reports) values.insert(r.*member);
+  return values;
+}
+
+void check_devices(const std::vector<ReportFile>& baseline, const std::vector<ReportFile>& candidate,
+                   const CompareOptions& options, std::vector<std::string>& notes) {
+  const auto base = device_models(baseline);
+  const auto cand = device_models(candidate);
+  if (base == cand) return;
+  const std::string what = fmt::format("the baseline was measured on {} and the candidate on {}",
+                                       fmt::join(base, ", "), fmt::join(cand, ", "));
+  if (!options.ignore_device) {
+    throw UsageError(what + ": times do not carry between devices (give --ignore-device to compare anyway)");
+  }
+  notes.push_back(what + "; compared anyway (--ignore-device)");
+}
+
+// The job's name when both sides are the two sides of one A/B job, else empty.
+std::string paired_job(const std::vector<ReportFile>& baseline, const std::vector<ReportFile>& candidate) {
+  std::set<std::string> jobs;
+  std::set<std::string> base_sides;
+  std::set<std::string> cand_sides;
+  for (const auto* side : {&baseline, &candidate}) {
+    for (const ReportFile& r : *side) {
+      if (!r.ab) return "";
+      jobs.insert(r.ab->job);
+      (side == &baseline ? base_sides : cand_sides).insert(r.ab->side);
+    }
+  }
+  if (jobs.size() != 1) return "";
+  const std::string& job = *jobs.begin();
+  if (base_sides.size() != 1 || cand_sides.size() != 1) {
+    throw UsageError(fmt::format("A/B job {}: each input must hold one side (baseline has {}; candidate has {})",
+                                 job, fmt::join(base_sides, ", "), fmt::join(cand_sides, ", ")));
+  }
+  if (base_sides == cand_sides) {
+    throw UsageError(fmt::format("A/B job {}: both inputs are its `{}` side", job, *base_sides.begin()));
+  }
+  return job;
+}
+
+BaselineKind resolve_basis(const CompareOptions& options, bool paired, const std::vector<ReportFile>& baseline,
+                           const std::vector<ReportFile>& candidate, std::vector<std::string>& notes) {
+  if (options.baseline_kind != BaselineKind::kAuto) return options.baseline_kind;
+  if (paired) return BaselineKind::kFresh;
+  std::vector<std::string> differ;
+  const auto base_hosts = collect(baseline, &ReportFile::host);
+  const auto cand_hosts = collect(candidate, &ReportFile::host);
+  const auto base_days = collect(baseline, &ReportFile::day);
+  const auto cand_days = collect(candidate, &ReportFile::day);
+  if (base_hosts != cand_hosts) {
+    differ.push_back(fmt::format("hosts {} vs {}", fmt::join(base_hosts, ", "), fmt::join(cand_hosts, ", ")));
+  }
+  if (base_days != cand_days) {
+    differ.push_back(fmt::format("days {} vs {}", fmt::join(base_days, ", "), fmt::join(cand_days, ", ")));
+  }
+  if (differ.empty()) return BaselineKind::kFresh;
+  notes.push_back(fmt::format("stored baseline detected ({}): not one A/B job", fmt::join(differ, "; ")));
+  return BaselineKind::kStored;
+}
+
+std::map<Metric, double> resolve_thresholds(const CompareOptions& options, BaselineKind basis,
+                                            std::vector<std::string>& notes) {
+  const double fallback = basis == BaselineKind::kStored ? kStoredThreshold : kDefaultThreshold;
+  std::map<Metric, double> thresholds;
+  std::vector<std::string> parts;
+  for (Metric m : {Metric::kWall, Metric::kSpeedup}) {
+    const auto given = options.metric_thresholds.find(m);
+    thresholds[m] = given != options.metric_thresholds.end() ? given->second : options.threshold.value_or(fallback);
+    parts.push_back(fmt::format("{} {:g} %", to_string(m), thresholds[m] * 100.0));
+  }
+  std::string note = fmt::format("thresholds: {}", fmt::join(parts, ", "));
+  if (basis == BaselineKind::kStored && !options.threshold && options.metric_thresholds.size() < 2) {
+    note += fmt::format(" (a stored baseline from another day or host: the default is {:g} %, not {:g} %; it "
+                        "catches large regressions only)",
+                        kStoredThreshold * 100.0, kDefaultThreshold * 100.0);
+  }
+  notes.push_back(note);
+  return thresholds;
+}
+
+// Successful cases by key; the others are listed as unmatched, once per key, side and status.
+Groups group_cases(const std::vector<ReportFile>& reports, const char* side, bool ignore_device,
+                   std::vector<Unmatched>& unmatched, std::set<std::string>& listed) {
+  Groups groups;
+  for (const ReportFile& r : reports) {
+    for (const CaseRecord& c : r.cases) {
+      if (c.status == "ok") {
+        const CaseKey key = match_key(c.key, ignore_device);
+        auto [it, inserted] = groups.by_key.try_emplace(key);
+        if (inserted) groups.order.push_back(key);
+        it->second.push_back({&r, &c});
+        continue;
+      }
+      const std::string reason = c.reason.empty() ? c.status : fmt::format("{}: {}", c.status, c.reason);
+      if (listed.insert(fmt::format("{}|{}|{}|{}", side, case_label(c.key), c.key.device_model, reason)).second) {
+        unmatched.push_back({c.key, side, reason});
+      }
+    }
+  }
+  return groups;
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  if (n == 0) return 0.0;
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+std::optional<double> metric_value(const CaseRecord& c, Metric metric) {
+  if (metric == Metric::kWall) return c.wall.value;
+  if (c.speedup) return c.speedup->value;
+  return std::nullopt;
+}
+
+const Estimate* metric_estimate(const CaseRecord& c, Metric metric) {
+  if (metric == Metric::kWall) return &c.wall;
+  return c.speedup ? &*c.speedup : nullptr;
+}
+
+std::string rounds_note(const Change& change) {
+  if (change.rounds < kMinRounds) return fmt::format("{} round(s); a verdict needs {}", change.rounds, kMinRounds);
+  if (!std::isfinite(change.high)) return "no upper bound on the change";
+  return "";
+}
+
+// One paired metric of one case: the rounds both sides measured, ratio per round.
+std::optional<CaseResult> paired_result(const Records& base, const Records& cand, Metric metric,
+                                        const std::string& label) {
+  std::map<int64_t, std::pair<const CaseRecord*, const CaseRecord*>> rounds;
+  for (const auto* side : {&base, &cand}) {
+    for (const Found& f : *side) {
+      auto& slot = rounds[f.report->ab->round];
+      const CaseRecord*& mine = side == &base ? slot.first : slot.second;
+      if (mine != nullptr) {
+        throw UsageError(fmt::format("{} appears twice in round {} of the {}: {} and {}", label, f.report->ab->round,
+                                     side == &base ? "baseline" : "candidate", mine->file, f.record->file));
+      }
+      mine = f.record;
+    }
+  }
+  std::vector<double> b;
+  std::vector<double> c;
+  int64_t unpaired = 0;
+  for (const auto& [round, pair] : rounds) {
+    const auto bv = pair.first ? metric_value(*pair.first, metric) : std::nullopt;
+    const auto cv = pair.second ? metric_value(*pair.second, metric) : std::nullopt;
+    if (bv && cv) {
+      b.push_back(*bv);
+      c.push_back(*cv);
+    } else if (bv || cv) {
+      ++unpaired;
+    }
+  }
+  if (b.empty() && unpaired == 0) return std::nullopt;  // neither side has this metric
+  CaseResult result;
+  result.metric = metric;
+  result.baseline = median_of(b);
+  result.candidate = median_of(c);
+  result.change = paired_change(b, c, kPairedLevel);
+  result.note = rounds_note(result.change);
+  if (unpaired > 0) {
+    if (!result.note.empty()) result.note += "; ";
+    result.note += fmt::format("{} round(s) measured on one side only", unpaired);
+  }
+  return result;
+}
+
+std::optional<CaseResult> unpaired_result(const Records& base, const Records& cand, Metric metric,
+                                          const std::string& label) {
+  for (const auto* side : {&base, &cand}) {
+    if (side->size() > 1) {
+      throw UsageError(fmt::format("{} appears in {} reports of the {} ({} and {}): outside one A/B job, give one "
+                                   "report per case and side",
+                                   label, side->size(), side == &base ? "baseline" : "candidate",
+                                   side->front().record->file, side->back().record->file));
+    }
+  }
+  const Estimate* b = metric_estimate(*base.front().record, metric);
+  const Estimate* c = metric_estimate(*cand.front().record, metric);
+  if (b == nullptr || c == nullptr) return std::nullopt;
+  CaseResult result;
+  result.metric = metric;
+  result.baseline = b->value;
+  result.candidate = c->value;
+  result.change = unpaired_change(*b, *c);
+  result.note = rounds_note(result.change);
+  return result;
+}
+
+bool share_a_round(const Records& base, const Records& cand) {
+  std::set<int64_t> rounds;
+  for (const Found& f : base) rounds.insert(f.report->ab->round);
+  return std::any_of(cand.begin(), cand.end(), [&](const Found& f) { return rounds.contains(f.report->ab->round); });
+}
+
+void list_one_sided(const Groups& mine, const Groups& other, const char* side, const char* other_side,
+                    std::vector<Unmatched>& unmatched) {
+  for (const CaseKey& key : mine.order) {
+    if (!other.by_key.contains(key)) {
+      unmatched.push_back({mine.by_key.at(key).front().record->key, side, fmt::format("no match in the {}", other_side)});
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(Method method) { return method == Method::kPaired ? "paired" : "unpaired"; }
+
+Comparison compare_reports(const std::vector<ReportFile>& baseline, const std::vector<ReportFile>& candidate,
+                           const CompareOptions& options) {
+  Comparison out;
+  out.baseline_reports = static_cast<int64_t>(baseline.size());
+  out.candidate_reports = static_cast<int64_t>(candidate.size());
+  check_devices(baseline, candidate, options, out.notes);
+  out.ab_job = paired_job(baseline, candidate);
+  out.method = out.ab_job.empty() ? Method::kUnpaired : Method::kPaired;
+  if (out.method == Method::kPaired) {
+    out.notes.push_back(fmt::format("paired by round (A/B job {}): per-round log ratio of the median wall time, "
+                                    "t-interval at {:g} % over the rounds",
+                                    out.ab_job, kPairedLevel * 100.0));
+  } else {
+    out.notes.push_back("unpaired: ratio of the medians; each run's interval as log half-widths, added in quadrature");
+  }
+  out.basis = resolve_basis(options, out.method == Method::kPaired, baseline, candidate, out.notes);
+  out.thresholds = resolve_thresholds(options, out.basis, out.notes);
+  for (const auto* side : {&baseline, &candidate}) {
+    for (const ReportFile& r : *side) {
+      if (r.interrupted) out.notes.push_back(fmt::format("{} was interrupted: it holds what finished", r.path));
+    }
+  }
+
+  std::set<std::string> listed;
+  const Groups base = group_cases(baseline, "baseline", options.ignore_device, out.unmatched, listed);
+  const Groups cand = group_cases(candidate, "candidate", options.ignore_device, out.unmatched, listed);
+  list_one_sided(base, cand, "baseline", "candidate", out.unmatched);
+  list_one_sided(cand, base, "candidate", "baseline", out.unmatched);
+
+  for (const CaseKey& key : base.order) {
+    const Records& base_records = base.by_key.at(key);
+    const auto it = cand.by_key.find(key);
+    if (it == cand.by_key.end()) continue;
+    const CaseKey& shown = base_records.front().record->key;
+    if (out.method == Method::kPaired && !share_a_round(base_records, it->second)) {
+      out.unmatched.push_back({shown, "baseline", "no round of the A/B job measured it on both sides"});
+      continue;
+    }
+    for (Metric metric : {Metric::kWall, Metric::kSpeedup}) {
+      // `to` is the reference of every speedup: its own is 1 by definition.
+      if (metric == Metric::kSpeedup && shown.strategy == "to") continue;
+      const std::string label = case_label(shown);
+      auto result = out.method == Method::kPaired ? paired_result(base_records, it->second, metric, label)
+                                                  : unpaired_result(base_records, it->second, metric, label);
+      if (!result) continue;
+      result->key = shown;
+      result->candidate_device_model = it->second.front().record->key.device_model;
+      result->threshold = out.thresholds.at(metric);
+      result->verdict = judge(result->change, result->threshold, metric);
+      out.cases.push_back(std::move(*result));
+    }
+  }
+  return out;
+}
+
+bool fails_on(Verdict verdict, FailOn fail_on) {
+  switch (fail_on) {
+    case FailOn::kSlower: return verdict == Verdict::kSlower;
+    case FailOn::kFaster: return verdict == Verdict::kFaster;
+    case FailOn::kAny: return verdict == Verdict::kSlower || verdict == Verdict::kFaster;
+    case FailOn::kNone: return false;
+  }
+  return false;
+}
+
+int exit_code_for(const Comparison& comparison, FailOn fail_on) {
+  if (comparison.cases.empty()) return static_cast<int>(ExitCode::kUsage);
+  for (const CaseResult& c : comparison.cases) {
+    if (fails_on(c.verdict, fail_on)) return static_cast<int>(ExitCode::kRegression);
+  }
+  return static_cast<int>(ExitCode::kOk);
+}
+
+}  // namespace mtc::bench::compare

@@ -1,0 +1,80 @@
+// Reads mtc-bench JSON reports (schema version 2) into what `compare` needs: one record per
+// measured case, keyed as the schema says cases match across reports. The only reader of the
+// report format: everything that consumes reports in C++ goes through it. Pure (no ATen).
+#pragma once
+
+#include "runner/report/report.h"
+
+#include <compare>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mtc::bench::compare {
+
+// The report schema this reader understands (runner/report/report.h writes it); any other
+// version is refused, never guessed at.
+inline constexpr int kReadableSchemaVersion = kReportSchemaVersion;
+
+// What identifies one case across reports (schema v2: "Key for matching entries").
+struct CaseKey {
+  std::string config;         // runs[i].config.name
+  std::string workload_hash;  // runs[i].workload.hash
+  std::string pattern;        // "hot" or "step"
+  std::string device_model;   // context.gpus[device].name, or "cpu"
+  std::string direction;
+  std::string strategy;
+  int device = -1;            // GPU index; -1 without a GPU
+
+  auto operator<=>(const CaseKey&) const = default;
+};
+
+// "streampetr hot h2d engine" (with " gpu1" when the device index is not 0 or -1).
+std::string case_label(const CaseKey& key);
+
+// A point estimate with the interval the report gives for it. `high` is empty when the report
+// knows no upper bound (a single round: schema v2 writes null).
+struct Estimate {
+  double value = 0.0;
+  double low = 0.0;
+  std::optional<double> high;
+  double level = 0.95;
+  int64_t rounds = 0;
+};
+
+struct CaseRecord {
+  CaseKey key;
+  std::string status;               // "ok", "skipped", "failed", "verification_failed"
+  std::string reason;               // why not ok
+  Estimate wall;                    // wall_s.median with interval_s; meaningful when ok
+  std::optional<Estimate> speedup;  // speedup_vs_to, when the run measured `to` too
+  std::string file;                 // the report it came from
+};
+
+// The report's "ab" label: one side of one round of an interleaved A/B job.
+struct AbLabel {
+  std::string job;
+  std::string side;
+  int64_t round = 0;
+};
+
+struct ReportFile {
+  std::string path;
+  std::optional<AbLabel> ab;
+  std::string host;  // context.host
+  std::string day;   // the date part of context.date (YYYY-MM-DD)
+  bool interrupted = false;
+  std::vector<CaseRecord> cases;
+};
+
+// Reads one report. Throws ConfigError (errors.h) naming the file and the JSON pointer of the
+// first problem: unreadable, not JSON, another schema version, a required field missing or of
+// the wrong type.
+ReportFile read_report(const std::string& path);
+
+// A report file, or every *.json file under a folder (recursively, in name order). Throws
+// ConfigError when the path does not exist or a folder holds no report.
+std::vector<ReportFile> read_reports(const std::string& file_or_folder);
+
+}  // namespace mtc::bench::compare

@@ -1,0 +1,74 @@
+// `mtc-bench compare` through run_cli: its exit codes and files, on the synthetic reports of
+// tests/compare/data (see tests/compare/make_fixtures.py).
+#include "cli_runner.h"
+#include "temp_dir.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+namespace mtc::bench {
+namespace {
+
+using testing_support::Ran;
+using testing_support::TempDir;
+
+std::string data(const std::string& name) { return std::string(MTC_COMPARE_DATA) + "/" + name; }
+
+Ran compare(const std::string& baseline, const std::string& candidate, std::vector<std::string> extra = {}) {
+  std::vector<std::string> args{"compare", data(baseline), data(candidate)};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return testing_support::run(std::move(args));
+}
+
+TEST(CliCompare, SameIsExitZero) {
+  const Ran r = compare("base.json", "same.json");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("0 SLOWER, 0 FASTER, 0 UNSURE, 6 SAME"), std::string::npos) << r.out;
+}
+
+TEST(CliCompare, FailOnDecidesWhatExitsOne) {
+  EXPECT_EQ(compare("base.json", "slower.json").code, 1);
+  EXPECT_EQ(compare("base.json", "slower.json", {"--fail-on", "faster"}).code, 0);
+  EXPECT_EQ(compare("base.json", "slower.json", {"--fail-on", "none"}).code, 0);
+  EXPECT_EQ(compare("base.json", "faster.json").code, 0);
+  EXPECT_EQ(compare("base.json", "faster.json", {"--fail-on", "faster"}).code, 1);
+  EXPECT_EQ(compare("base.json", "faster.json", {"--fail-on", "any"}).code, 1);
+  EXPECT_EQ(compare("base.json", "slower.json", {"--threshold", "15"}).code, 0);
+  EXPECT_EQ(compare("base.json", "slower.json", {"--threshold", "15", "--threshold-metric", "speedup=5"}).code, 1);
+  EXPECT_EQ(compare("ab/baseline", "ab/candidate").code, 1);
+  EXPECT_EQ(compare("aa/baseline", "aa/candidate").code, 0);
+}
+
+TEST(CliCompare, BadInputIsExitTwo) {
+  Ran r = compare("base.json", "v1.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("v1.json: /schema_version: schema version 1"), std::string::npos) << r.err;
+  r = compare("base.json", "h200.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--ignore-device"), std::string::npos) << r.err;
+  EXPECT_EQ(compare("base.json", "h200.json", {"--ignore-device"}).code, 0);
+  EXPECT_EQ(compare("base.json", "missing.json").code, 2);
+  EXPECT_EQ(compare("base.json", "same.json", {"--threshold", "five"}).code, 2);
+  EXPECT_EQ(compare("base.json", "same.json", {"--fail-on", "sometimes"}).code, 2);
+  EXPECT_EQ(compare("ab/baseline", "ab/baseline").code, 2);
+}
+
+TEST(CliCompare, WritesMarkdownAndJson) {
+  TempDir dir;
+  const Ran r = compare("stored.json", "slower.json", {"--md", dir / "c.md", "--json", dir / "c.json"});
+  EXPECT_EQ(r.code, 0) << r.err;  // 10 % is within a stored baseline's 25 %
+  std::stringstream md;
+  md << std::ifstream(dir / "c.md").rdbuf();
+  EXPECT_NE(md.str().find("the default is 25 %"), std::string::npos) << md.str();
+  const auto doc = nlohmann::json::parse(std::ifstream(dir / "c.json"));
+  EXPECT_EQ(doc["baseline_kind"], "stored");
+  EXPECT_EQ(doc["exit_code"], 0);
+  EXPECT_EQ(doc["cases"].size(), 6u);
+  EXPECT_EQ(compare("base.json", "same.json", {"--md", "/no/such/folder/c.md"}).code, 2);
+}
+
+}  // namespace
+}  // namespace mtc::bench

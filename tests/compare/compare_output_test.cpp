@@ -1,0 +1,63 @@
+#include "compare/compare_output.h"
+
+#include "fixtures.h"
+
+#include <gtest/gtest.h>
+
+namespace mtc::bench::compare {
+namespace {
+
+using testing_support::data;
+
+Comparison slower() { return compare_reports(read_reports(data("base.json")), read_reports(data("slower.json")), {}); }
+
+TEST(CompareOutput, Formats) {
+  EXPECT_EQ(format_change(1.102), "+10.2 %");
+  EXPECT_EQ(format_change(0.9), "-10.0 %");
+  Change c;
+  c.low = 1.081;
+  c.high = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(format_interval(c), "[+8.1 %, +inf]");
+  EXPECT_EQ(format_value(Metric::kWall, 2.5e-4), "250 us");
+  EXPECT_EQ(format_value(Metric::kWall, 5.5e-3), "5.5 ms");
+  EXPECT_EQ(format_value(Metric::kSpeedup, 19.94), "19.9x");
+}
+
+TEST(CompareOutput, ConsoleShowsEveryCaseTheNotesAndTheSummary) {
+  const Comparison c = slower();
+  const std::string text = console_text(c, FailOn::kSlower, 1);
+  EXPECT_NE(text.find("unpaired: ratio of the medians"), std::string::npos) << text;
+  EXPECT_NE(text.find("+10.0 %"), std::string::npos) << text;
+  EXPECT_NE(text.find("SLOWER"), std::string::npos);
+  EXPECT_NE(text.find("not compared:\n  baseline: streampetr hot d2d engine"), std::string::npos) << text;
+  EXPECT_NE(text.find("4 SLOWER, 0 FASTER, 0 UNSURE, 2 SAME; 4 unmatched; fail on slower: exit 1"), std::string::npos)
+      << text;
+}
+
+TEST(CompareOutput, MarkdownTableWithFlaggedVerdictsInBold) {
+  const std::string md = markdown_text(slower(), FailOn::kSlower, 1);
+  EXPECT_NE(md.find("| config | pattern | direction |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| **SLOWER** |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| SAME |"), std::string::npos) << md;
+}
+
+TEST(CompareOutput, JsonCarriesEachCaseWithItsInterval) {
+  const nlohmann::json j = comparison_json(slower(), FailOn::kSlower, 1);
+  EXPECT_EQ(j["compare_version"], kCompareJsonVersion);
+  EXPECT_EQ(j["method"], "unpaired");
+  EXPECT_EQ(j["exit_code"], 1);
+  EXPECT_EQ(j["counts"]["SLOWER"], 4);
+  EXPECT_EQ(j["unmatched"].size(), 4u);
+  const auto& first = j["cases"][0];
+  EXPECT_EQ(first["metric"], "wall");
+  EXPECT_EQ(first["verdict"], "SAME");
+  EXPECT_TRUE(first["low"].is_number());
+  EXPECT_DOUBLE_EQ(first["threshold"].get<double>(), 0.05);
+  const nlohmann::json one = comparison_json(
+      compare_reports(read_reports(data("same.json")), read_reports(data("one-round.json")), {}), FailOn::kSlower, 0);
+  EXPECT_TRUE(one["cases"][0]["high"].is_null());  // unbounded, never Infinity
+  EXPECT_EQ(one["cases"][0]["low"], 0.0);
+}
+
+}  // namespace
+}  // namespace mtc::bench::compare

@@ -1,0 +1,216 @@
+#include "compare/comparison.h"
+
+#include "errors.h"
+#include "fixtures.h"
+
+#include <gtest/gtest.h>
+
+namespace mtc::bench::compare {
+namespace {
+
+using mtc::bench::testing_support::TempDir;
+using testing_support::data;
+using testing_support::edited;
+
+Comparison run(const std::string& baseline, const std::string& candidate, CompareOptions options = {}) {
+  return compare_reports(read_reports(baseline), read_reports(candidate), options);
+}
+
+Comparison run_fixtures(const std::string& baseline, const std::string& candidate, CompareOptions options = {}) {
+  return run(data(baseline), data(candidate), std::move(options));
+}
+
+const CaseResult& find(const Comparison& c, const std::string& pattern, const std::string& strategy, Metric metric) {
+  for (const CaseResult& r : c.cases) {
+    if (r.key.pattern == pattern && r.key.strategy == strategy && r.metric == metric) return r;
+  }
+  throw std::runtime_error("no such case: " + pattern + " " + strategy);
+}
+
+int count(const Comparison& c, Verdict v) {
+  return static_cast<int>(std::count_if(c.cases.begin(), c.cases.end(), [&](const CaseResult& r) { return r.verdict == v; }));
+}
+
+TEST(Comparison, EqualReportsAreSame) {
+  const Comparison c = run_fixtures("base.json", "same.json");
+  EXPECT_EQ(c.method, Method::kUnpaired);
+  EXPECT_EQ(c.basis, BaselineKind::kFresh);
+  // 4 wall cases + 2 engine speedups (`to` has none of its own).
+  ASSERT_EQ(c.cases.size(), 6u);
+  EXPECT_EQ(count(c, Verdict::kSame), 6);
+  EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 0);
+  EXPECT_EQ(exit_code_for(c, FailOn::kAny), 0);
+}
+
+TEST(Comparison, TenPercentSlowerWithTightIntervalsIsSlower) {
+  const Comparison c = run_fixtures("base.json", "slower.json");
+  const CaseResult& wall = find(c, "hot", "engine", Metric::kWall);
+  EXPECT_NEAR(wall.change.ratio, 1.10, 1e-12);
+  EXPECT_EQ(wall.verdict, Verdict::kSlower);
+  EXPECT_EQ(find(c, "step", "engine", Metric::kWall).verdict, Verdict::kSlower);
+  // The speedup over `to` fell by the same factor: a lower speedup is also SLOWER.
+  EXPECT_NEAR(find(c, "hot", "engine", Metric::kSpeedup).change.ratio, 1 / 1.10, 1e-12);
+  EXPECT_EQ(find(c, "hot", "engine", Metric::kSpeedup).verdict, Verdict::kSlower);
+  EXPECT_EQ(find(c, "hot", "to", Metric::kWall).verdict, Verdict::kSame);
+  EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 1);
+  EXPECT_EQ(exit_code_for(c, FailOn::kFaster), 0);
+  EXPECT_EQ(exit_code_for(c, FailOn::kAny), 1);
+  EXPECT_EQ(exit_code_for(c, FailOn::kNone), 0);
+}
+
+TEST(Comparison, FasterFailsOnlyWhenAskedTo) {
+  const Comparison c = run_fixtures("base.json", "faster.json");
+  EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kFaster);
+  EXPECT_EQ(find(c, "hot", "engine", Metric::kSpeedup).verdict, Verdict::kFaster);
+  EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 0);
+  EXPECT_EQ(exit_code_for(c, FailOn::kFaster), 1);
+  EXPECT_EQ(exit_code_for(c, FailOn::kAny), 1);
+}
+
+TEST(Comparison, AnIntervalStraddlingTheThresholdIsUnsure) {
+  const Comparison c = run_fixtures("base.json", "noisy.json");
+  EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kUnsure);
+  EXPECT_EQ(find(c, "hot", "to", Metric::kWall).verdict, Verdict::kUnsure);  // no change, but +-8 %
+  EXPECT_EQ(exit_code_for(c, FailOn::kAny), 0);  // UNSURE fails nothing
+}
+
+TEST(Comparison, TooFewRoundsIsUnsureAndSaysTheMinimum) {
+  const Comparison c = run_fixtures("one-round.json", "slower.json");
+  const CaseResult& wall = find(c, "hot", "engine", Metric::kWall);
+  EXPECT_EQ(wall.verdict, Verdict::kUnsure);
+  EXPECT_EQ(wall.note, "1 round(s); a verdict needs 3");
+}
+
+TEST(Comparison, ThresholdsPerMetric) {
+  CompareOptions options;
+  options.threshold = 0.15;  // the 10 % slowdown lies within it...
+  options.metric_thresholds[Metric::kSpeedup] = 0.05;  // ...but not within this one
+  const Comparison c = run_fixtures("base.json", "slower.json", options);
+  EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kSame);
+  EXPECT_DOUBLE_EQ(find(c, "hot", "engine", Metric::kWall).threshold, 0.15);
+  EXPECT_EQ(find(c, "hot", "engine", Metric::kSpeedup).verdict, Verdict::kSlower);
+}
+
+TEST(Comparison, UnmatchedAndSkippedCasesAreListed) {
+  const Comparison c = run_fixtures("base.json", "extra.json");
+  EXPECT_EQ(c.cases.size(), 6u);
+  std::vector<std::string> listed;
+  for (const Unmatched& u : c.unmatched) listed.push_back(u.side + ": " + case_label(u.key) + ": " + u.reason);
+  EXPECT_EQ(listed, (std::vector<std::string>{"baseline: streampetr hot d2d engine: skipped: needs two GPUs",
+                                              "baseline: streampetr step d2d engine: skipped: needs two GPUs",
+                                              "candidate: streampetr hot d2d engine: skipped: needs two GPUs",
+                                              "candidate: streampetr step d2d engine: skipped: needs two GPUs",
+                                              "candidate: streampetr hot h2d memcpy_batch: no match in the baseline"}));
+}
+
+TEST(Comparison, ADifferentWorkloadDoesNotMatch) {
+  TempDir dir;
+  const std::string other = edited(dir, "other.json", "base.json", [](auto& d) { d["runs"][0]["workload"]["hash"] = "0000000000000000"; });
+  const Comparison c = run(data("base.json"), other);
+  EXPECT_TRUE(c.cases.empty());
+  EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 2);  // nothing compared is bad input
+}
+
+TEST(Comparison, RefusesDifferentGpuModelsUnlessIgnored) {
+  try {
+    run_fixtures("base.json", "h200.json");
+    FAIL() << "expected a refusal";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("baseline was measured on NVIDIA H100 80GB HBM3 and the candidate on NVIDIA H200"),
+              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--ignore-device"), std::string::npos);
+  }
+  CompareOptions options;
+  options.ignore_device = true;
+  const Comparison c = run_fixtures("base.json", "h200.json", options);
+  EXPECT_EQ(c.cases.size(), 6u);
+  EXPECT_EQ(c.cases[0].candidate_device_model, "NVIDIA H200");
+}
+
+TEST(Comparison, PairedRoundsSeeThroughHostNoise) {
+  // The host moves both sides by up to 25 % per round; the engine is 10 % slower in each.
+  const Comparison c = run_fixtures("ab/baseline", "ab/candidate");
+  EXPECT_EQ(c.method, Method::kPaired);
+  EXPECT_EQ(c.ab_job, "fixture-ab");
+  const CaseResult& wall = find(c, "hot", "engine", Metric::kWall);
+  EXPECT_EQ(wall.change.rounds, 6);
+  EXPECT_GT(wall.change.low, 1.09);
+  EXPECT_LT(wall.change.high, 1.12);
+  EXPECT_EQ(wall.verdict, Verdict::kSlower);
+  EXPECT_EQ(find(c, "step", "engine", Metric::kSpeedup).verdict, Verdict::kSlower);
+  EXPECT_EQ(find(c, "hot", "to", Metric::kWall).verdict, Verdict::kSame);
+}
+
+TEST(Comparison, PairedAaJobIsSame) {
+  const Comparison c = run_fixtures("aa/baseline", "aa/candidate");
+  EXPECT_EQ(c.method, Method::kPaired);
+  EXPECT_EQ(count(c, Verdict::kSame), static_cast<int>(c.cases.size()));
+}
+
+TEST(Comparison, UnpairedRoundsOfTheSameJobAreRefused) {
+  // Two sides of different jobs: not paired, and several reports per case are ambiguous.
+  TempDir dir;
+  const std::string base = dir.make_dir("base");
+  for (int r = 0; r < 2; ++r) {
+    edited(dir, "base/" + std::to_string(r) + ".json", "ab/baseline/round-" + std::to_string(r) + ".json",
+           [](auto& d) { d["ab"]["job"] = "another-job"; });
+  }
+  EXPECT_THROW(run(base, data("ab/candidate")), UsageError);
+}
+
+TEST(Comparison, BothInputsTheSameSideIsRefused) {
+  try {
+    run_fixtures("ab/baseline", "ab/baseline");
+    FAIL() << "expected a refusal";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("both inputs are its `baseline` side"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Comparison, MissingRoundsAreNoted) {
+  TempDir dir;
+  const std::string cand = dir.make_dir("cand");
+  for (int r = 0; r < 4; ++r) {  // rounds 4 and 5 never finished
+    edited(dir, "cand/" + std::to_string(r) + ".json", "ab/candidate/round-" + std::to_string(r) + ".json", [](auto&) {});
+  }
+  const Comparison c = run(data("ab/baseline"), cand);
+  const CaseResult& wall = find(c, "hot", "engine", Metric::kWall);
+  EXPECT_EQ(wall.change.rounds, 4);
+  EXPECT_EQ(wall.note, "2 round(s) measured on one side only");
+  EXPECT_EQ(wall.verdict, Verdict::kSlower);
+}
+
+TEST(Comparison, PairedCasesWithoutACommonRoundAreListed) {
+  const Comparison c = run(data("ab/baseline/round-0.json"), data("ab/candidate/round-1.json"));
+  EXPECT_EQ(c.method, Method::kPaired);
+  EXPECT_TRUE(c.cases.empty());
+  ASSERT_FALSE(c.unmatched.empty());
+  EXPECT_EQ(c.unmatched.back().reason, "no round of the A/B job measured it on both sides");
+  EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 2);
+}
+
+TEST(Comparison, StoredBaselineWidensTheDefaultThresholdAndSaysSo) {
+  const Comparison c = run_fixtures("stored.json", "slower.json");
+  EXPECT_EQ(c.basis, BaselineKind::kStored);
+  EXPECT_DOUBLE_EQ(c.thresholds.at(Metric::kWall), 0.25);
+  EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kSame);  // 10 % < 25 %
+  std::string notes;
+  for (const auto& n : c.notes) notes += n + "\n";
+  EXPECT_NE(notes.find("stored baseline detected (hosts gpu-host-b vs gpu-host-a; days 2026-10-02 vs 2026-11-20)"),
+            std::string::npos) << notes;
+  EXPECT_NE(notes.find("the default is 25 %"), std::string::npos) << notes;
+
+  CompareOptions explicit_stored;
+  explicit_stored.baseline_kind = BaselineKind::kStored;
+  EXPECT_DOUBLE_EQ(run_fixtures("base.json", "slower.json", explicit_stored).thresholds.at(Metric::kWall), 0.25);
+  CompareOptions fresh;
+  fresh.baseline_kind = BaselineKind::kFresh;
+  EXPECT_EQ(find(run_fixtures("stored.json", "slower.json", fresh), "hot", "engine", Metric::kWall).verdict,
+            Verdict::kSlower);
+  CompareOptions given;
+  given.threshold = 0.05;
+  EXPECT_DOUBLE_EQ(run_fixtures("stored.json", "slower.json", given).thresholds.at(Metric::kWall), 0.05);
+}
+
+}  // namespace
+}  // namespace mtc::bench::compare
