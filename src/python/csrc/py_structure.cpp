@@ -96,8 +96,16 @@ at::Tensor tensor_from_array(PyObject* array) {
 PyStructure::PyStructure(PyObject* data) {
   const PyTypeObject* type = Py_TYPE(data);
   root_is_container_ = type == &PyList_Type || type == &PyTuple_Type || type == &PyDict_Type;
+  // A training loop copies structures of the same shape again and again: the last one's sizes
+  // spare the vectors their growth.
+  thread_local size_t last_tape = 0;
+  thread_local size_t last_tensors = 0;
+  tape_.reserve(last_tape);
+  tensors_.reserve(last_tensors);
   try {
     walk(data, 0);
+    last_tape = tape_.size();
+    last_tensors = tensors_.size();
   } catch (const PathError& e) {
     clear();
     // A structure that holds itself gives a path a thousand levels long: its ends say enough.
@@ -136,7 +144,11 @@ void PyStructure::walk(PyObject* object, int depth) {
   if (type == &PyList_Type) return walk_elements(object, Kind::kList, depth);
   if (type == &PyTuple_Type) return walk_elements(object, Kind::kTuple, depth);
   if (type == &PyDict_Type) return walk_elements(object, Kind::kDict, depth);
+  if (THPVariable_CheckExact(object)) return add_tensor(THPVariable_Unpack(object));
   if (is_plain_leaf(object)) return add_object(object);
+  // What follows may run Python code (an __instancecheck__, numpy), which could drop the
+  // object from its container: hold it meanwhile.
+  const py::object hold = py::reinterpret_borrow<py::object>(object);
   if (is_tensor(object)) return add_tensor(THPVariable_Unpack(object));
   PyTypeObject* ndarray = ndarray_type();
   if (ndarray != nullptr && PyObject_TypeCheck(object, ndarray))
@@ -149,13 +161,12 @@ void PyStructure::walk_elements(PyObject* container, Kind kind, int depth) {
     throw PathError("nested deeper than " + std::to_string(kMaxNestingDepth) +
                     " levels (a container that holds itself?)");
   }
+  // Held while walked: code run by the walk could drop it from its parent.
+  const py::object hold = py::reinterpret_borrow<py::object>(container);
   const size_t node = tape_.size();
   tape_.push_back({kind, 0, nullptr});
   Py_ssize_t count = 0;
-  // Each element is held while it is walked: code run by the walk (an isinstance check, numpy)
-  // could otherwise drop it from its container.
   auto element = [&](PyObject* item, PyObject* key) {
-    const py::object hold = py::reinterpret_borrow<py::object>(item);
     const size_t first_tensor = tensors_.size();
     const size_t first_node = tape_.size();
     try {
