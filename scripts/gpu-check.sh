@@ -3,12 +3,14 @@
 # engine micro-benchmarks, the main benchmark, and (when nsys can write reports) a short
 # Nsight Systems capture. Reports go to the folder given as the first argument.
 #
-#   scripts/gpu-check.sh OUT_DIR [quick|bench]
+#   scripts/gpu-check.sh OUT_DIR [quick|bench|python]
 #
 # "quick" skips the main benchmark's full run and the profile. "bench" builds only the engine's
 # tests and the two benchmark programs, runs the engine's tests and the CPU->GPU copy
 # benchmarks (the engine's micro-benchmarks of whole copies and the walk, and mtc-bench's h2d
-# cases): a fast check of an engine change. At most eight files are written to OUT_DIR (the device tool returns no more).
+# cases): a fast check of an engine change. "python" installs the Python module into python3's
+# environment (pip install --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs
+# its tests (GPU ones included) and scripts/bench_python.py. At most eight files are written to OUT_DIR (the device tool returns no more).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR [quick]}"
@@ -18,6 +20,11 @@ export MTC_BUILD_DIR="${MTC_BUILD_DIR:-build-gpu}" MTC_PYTHON="${MTC_PYTHON:-pyt
 export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
 status=0
 step() { echo "=== $* ($(date -u +%T))"; }
+
+if [[ "$mode" == python ]]; then
+  bash scripts/gpu-check-python.sh "$out"
+  exit $?
+fi
 
 {
   step "machine"
