@@ -226,10 +226,14 @@ def main(argv=None):
             print(f"{pattern:8} {name:6} median {fmt_time(summary['median_s'])}", file=sys.stderr)
     table = markdown(report)
     print(table)
-    if args.md:
-        args.md.write_text(table)
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
+    try:
+        if args.md:
+            args.md.write_text(table)
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2) + "\n")
+    except OSError as error:
+        print(f"bench_python.py: cannot write the report: {error}", file=sys.stderr)
+        return 2
     return 0 if all(r["verified"] for r in report["rows"]) else 4
 
 

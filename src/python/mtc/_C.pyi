@@ -24,7 +24,10 @@ class AsyncCopyHandle:
         """Waits until the copy has completed and returns the structure on the target.
 
         The GIL is released while waiting. Raises the copy's error if it failed, on every
-        call. A later call returns the same object.
+        call: ``RuntimeError`` with the engine's message (a tensor that cannot be copied, such
+        as a sparse one or one on a device other than cpu and cuda, is named by its number in
+        pre-order: "tensor leaf K of root element E"), ``torch.OutOfMemoryError`` when memory
+        ran out. A later call returns the same object.
         """
 
     def stats(self) -> Dict[str, Union[int, float]]:
