@@ -3,7 +3,7 @@
 # engine micro-benchmarks, the main benchmark, and (when nsys can write reports) a short
 # Nsight Systems capture. Reports go to the folder given as the first argument.
 #
-#   scripts/gpu-check.sh OUT_DIR [quick|bench|engine]
+#   scripts/gpu-check.sh OUT_DIR [quick|bench|engine|python]
 #   scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]
 #
 # "quick" skips the main benchmark's full run and the profile. "bench" builds only the engine's
@@ -17,7 +17,10 @@
 # previous result freed inside the copy; both directions), of large pageable tensors by fill
 # threads against one pinned copy, of the mixed batch and of the pinned pool's footprint over
 # 10,000 copies, then mtc-bench on configs/mixed.json (to, memcpy_batch, engine; h2d and d2h).
-# At most eight files are written to OUT_DIR (the device tool returns no more).
+# "python" installs the Python module into python3's environment (pip install
+# --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
+# included) and scripts/bench_python.py. At most eight files are written to OUT_DIR (the
+# device tool returns no more).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR [quick]}"
@@ -27,6 +30,11 @@ export MTC_BUILD_DIR="${MTC_BUILD_DIR:-build-gpu}" MTC_PYTHON="${MTC_PYTHON:-pyt
 export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
 status=0
 step() { echo "=== $* ($(date -u +%T))"; }
+
+if [[ "$mode" == python ]]; then
+  bash scripts/gpu-check-python.sh "$out"
+  exit $?
+fi
 
 {
   step "machine"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what building mtc-bench needs on a fresh Debian/Ubuntu CPU machine:
 # the -dev packages (CLI11, nlohmann/json, fmt, GoogleTest, Google Benchmark, ninja) and a
-# Python venv holding libtorch from the `torch` package (CUDA 13 build, matching the toolkit).
+# Python venv holding libtorch from the `torch` package (CUDA 13 build, matching the toolkit),
+# numpy, jsonschema, and what the Python module's build and tests need (setuptools, pytest).
 # Idempotent: it skips what is already there. The CUDA toolkit (nvcc) must already be installed.
 set -euo pipefail
 
@@ -32,4 +33,7 @@ fi
 # matplotlib: scripts/plot.py.
 "$VENV/bin/python" -c "import jsonschema, numpy, matplotlib" 2>/dev/null ||
   "$VENV/bin/pip" install -q --disable-pip-version-check numpy jsonschema matplotlib
+# The Python module's build (setuptools with its own bdist_wheel; torch caps it below 82) and tests.
+"$VENV/bin/python" -c "import pytest, setuptools, sys; sys.exit(tuple(map(int, setuptools.__version__.split('.')[:2])) < (70, 1))" 2>/dev/null ||
+  "$VENV/bin/pip" install -q --disable-pip-version-check "setuptools>=70.1,<82" pytest
 echo "setup: ok (torch $("$VENV/bin/python" -c 'import torch;print(torch.__version__)') in $VENV)" >&2

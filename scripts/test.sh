@@ -2,7 +2,8 @@
 # Builds everything and runs the test suites, then smoke-tests the main job: on a machine
 # without a GPU the GPU tests skip (saying so) and mtc-bench runs the CPU->CPU direction; the
 # report it writes and every shipped config are validated against their JSON Schemas; then the
-# plots and the CI performance job (scripts/perf-ci.sh) run end to end in its CPU smoke mode.
+# plots and the CI performance job (scripts/perf-ci.sh) run end to end in its CPU smoke mode, and
+# the Python module is installed into the venv and its tests run (the GPU ones skip, saying so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -44,4 +45,11 @@ assert doc["method"] == "paired" and doc["ab_job"] == "ci-smoke", doc["notes"]
 assert doc["cases"] and all(c["rounds"] == 3 for c in doc["cases"]), "every case paired over 3 rounds"
 print(f'perf-ci smoke: {len(doc["cases"])} cases compared, {doc["counts"]}')
 EOF
+
+echo "=== Python module: pip install --no-build-isolation ., then its tests"
+start=$(date +%s)
+"$MTC_PYTHON" -m pip install -q --no-build-isolation --no-deps --disable-pip-version-check .
+echo "install took $(( $(date +%s) - start )) s"
+"$MTC_PYTHON" -m pytest -q -rs -p no:cacheprovider tests/python
+"$MTC_PYTHON" scripts/bench_python.py --warmup 1 --runs 2 --iters 3 --json "$smoke/bench_python.json" > /dev/null
 echo "=== all checks passed"

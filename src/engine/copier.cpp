@@ -1,37 +1,38 @@
 #include "mtc/copier.h"
 
+#include <ATen/Context.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/util/Exception.h>
+
 #include "detail/copy_job.h"
 #include "detail/pinned_pool.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
 
-#include <ATen/Context.h>
-#include <c10/cuda/CUDAFunctions.h>
-#include <c10/util/Exception.h>
-
 namespace mtc {
 namespace {
 
+// Argument errors are c10::ValueError (a c10::Error), so bindings can tell them from failures.
 c10::Device resolve_target(const c10::Device& device) {
   if (device.is_cpu()) return c10::Device(c10::kCPU);
-  TORCH_CHECK(device.is_cuda(), "mtc::start_copy: unsupported target device ", device.str(),
-              " (only cpu and cuda are supported)");
+  TORCH_CHECK_VALUE(device.is_cuda(), "mtc::start_copy: unsupported target device ", device.str(),
+                    " (only cpu and cuda are supported)");
   const c10::DeviceIndex count = c10::cuda::device_count();
-  TORCH_CHECK(count > 0, "mtc::start_copy: target ", device.str(),
-              " requested but no CUDA device is available");
+  TORCH_CHECK_VALUE(count > 0, "mtc::start_copy: target ", device.str(),
+                    " requested but no CUDA device is available");
   const c10::DeviceIndex index = device.has_index() ? device.index() : c10::cuda::current_device();
-  TORCH_CHECK(index >= 0 && index < count, "mtc::start_copy: target ", device.str(),
-              " does not exist (", static_cast<int>(count), " CUDA device(s) visible)");
+  TORCH_CHECK_VALUE(index >= 0 && index < count, "mtc::start_copy: target ", device.str(),
+                    " does not exist (", static_cast<int>(count), " CUDA device(s) visible)");
   return c10::Device(c10::kCUDA, index);
 }
 
 void validate(const CopyOptions& options) {
-  TORCH_CHECK(options.min_packed_alignment_bytes >= 1,
-              "mtc::start_copy: min_packed_alignment_bytes must be >= 1, got ",
-              options.min_packed_alignment_bytes);
-  TORCH_CHECK(options.max_packed_chunk_bytes > 0,
-              "mtc::start_copy: max_packed_chunk_bytes must be > 0, got ",
-              options.max_packed_chunk_bytes);
+  TORCH_CHECK_VALUE(options.min_packed_alignment_bytes >= 1,
+                    "mtc::start_copy: min_packed_alignment_bytes must be >= 1, got ",
+                    options.min_packed_alignment_bytes);
+  TORCH_CHECK_VALUE(options.max_packed_chunk_bytes > 0,
+                    "mtc::start_copy: max_packed_chunk_bytes must be > 0, got ",
+                    options.max_packed_chunk_bytes);
 }
 
 }  // namespace
@@ -66,7 +67,8 @@ CopyStats CopyHandle::stats() const {
   return job_->stats();
 }
 
-CopyHandle start_copy(const c10::IValue& data, const c10::Device& device, const CopyOptions& options) {
+CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
+                      const CopyOptions& options) {
   MTC_RANGE(start, "start_copy");
   validate(options);
   const c10::Device target = resolve_target(device);

@@ -424,7 +424,7 @@ TEST(CopierCpu, ChunkLimitNotPositiveThrows) {
 TEST(CopierCpu, OptionsAreValidatedEvenWithoutTensors) {
   CopyOptions options;
   options.min_packed_alignment_bytes = 0;
-  EXPECT_THROW(start_copy(c10::IValue(), kCpu, options), c10::Error);
+  EXPECT_THROW(start_copy(c10::IValue(), kCpu, options), c10::ValueError);
 }
 
 TEST(CopierCpu, CudaTargetWithoutCudaThrows) {
@@ -432,14 +432,14 @@ TEST(CopierCpu, CudaTargetWithoutCudaThrows) {
   const at::Tensor t = at::ones({4});
   expect_throws_with([&] { start_copy(t, c10::Device(c10::kCUDA, 0)); }, "no CUDA device");
   expect_throws_with([&] { start_copy(t, c10::Device(c10::kCUDA)); }, "no CUDA device");
-  EXPECT_THROW(start_copy(c10::IValue(), c10::Device(c10::kCUDA, 0)), c10::Error);
+  EXPECT_THROW(start_copy(c10::IValue(), c10::Device(c10::kCUDA, 0)), c10::ValueError);
 }
 
 TEST(CopierCpu, CudaIndexOutOfRangeThrows) {
   const at::Tensor t = at::ones({4});
   const auto count = static_cast<c10::DeviceIndex>(c10::cuda::device_count());
-  EXPECT_THROW(start_copy(t, c10::Device(c10::kCUDA, count)), c10::Error);
-  EXPECT_THROW(start_copy(t, c10::Device(c10::kCUDA, 100)), c10::Error);
+  EXPECT_THROW(start_copy(t, c10::Device(c10::kCUDA, count)), c10::ValueError);
+  EXPECT_THROW(start_copy(t, c10::Device(c10::kCUDA, 100)), c10::ValueError);
 }
 
 TEST(CopierCpu, UnsupportedTargetDeviceTypesThrow) {

@@ -92,7 +92,7 @@ class CopyHandle {
   std::shared_ptr<detail::CopyJob> job_;
 };
 
-// Starts copying every tensor of `data` to `device`. Throws c10::Error (std::exception) for
+// Starts copying every tensor of `data` to `device`. Throws c10::ValueError (a c10::Error) for
 // invalid arguments: a device index that does not exist, a CUDA target without CUDA,
 // alignment < 1, chunk size <= 0. The structure itself is walked on the worker: a leaf that
 // cannot be copied (sparse, or on a device other than cpu/cuda) fails the copy, and get()

@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Times copying a nested batch from Python: per-tensor .to(), .to(non_blocking=True), and
+mtc.start_copy(...).get(), on the batch a workload config describes (configs/streampetr.json:
+the 528-tensor reference batch).
+
+Two patterns, each timed per call with a device synchronize at the end for every method:
+- protocol: the original package's evaluation: warm-up, then RUNS runs of ITERS calls on one
+  batch; each run's mean per call, reported as mean +- std over the runs (and the median of
+  all calls);
+- step: a training step: each call copies the next batch of a rotation of K=8 (distinct
+  tensors), after an idle gap of 2 ms, and drops the previous call's output inside the timed
+  region, as a training loop replacing its batch does.
+For mtc, how long start_copy() itself takes to return is timed too.
+
+    python scripts/bench_python.py [--config configs/streampetr.json] [--md OUT.md] [--json OUT.json]
+
+Exit codes: 0 ok; 2 bad arguments or config; 4 a method's output differs from its input.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spec_batch import SpecBatch, SpecError  # noqa: E402
+
+ROTATION = 8
+IDLE_GAP_S = 0.002
+
+
+def per_tensor(data, device, non_blocking):
+    if type(data) is list:
+        return [per_tensor(x, device, non_blocking) for x in data]
+    if type(data) is tuple:
+        return tuple(per_tensor(x, device, non_blocking) for x in data)
+    if type(data) is dict:
+        return {k: per_tensor(v, device, non_blocking) for k, v in data.items()}
+    if isinstance(data, torch.Tensor):
+        return data.to(device, non_blocking=non_blocking)
+    return data
+
+
+def methods(device):
+    import mtc
+
+    def start_copy(data, timings):
+        t0 = time.perf_counter_ns()
+        handle = mtc.start_copy(data, device)
+        timings.append(time.perf_counter_ns() - t0)
+        return handle.get()
+
+    return {
+        "to": lambda data, timings: per_tensor(data, device, False),
+        "to_nb": lambda data, timings: per_tensor(data, device, True),
+        "mtc": start_copy,
+    }
+
+
+def synchronize(device):
+    if torch.device(device).type == "cuda" or torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def same(out, ref, device):
+    if type(ref) in (list, tuple, dict):
+        if type(out) is not type(ref) or len(out) != len(ref):
+            return False
+        pairs = zip(out.values(), ref.values()) if type(ref) is dict else zip(out, ref)
+        return (type(ref) is not dict or list(out) == list(ref)) and all(same(o, r, device) for o, r in pairs)
+    if isinstance(ref, torch.Tensor):
+        return out.device == torch.device(device) and out.dtype == ref.dtype and torch.equal(out.cpu(), ref)
+    return out is ref
+
+
+def summarize(samples_ns, run_means_ns):
+    s = sorted(samples_ns)
+    return {
+        "count": len(s),
+        "mean_s": statistics.fmean(run_means_ns) * 1e-9,
+        "std_s": (statistics.stdev(run_means_ns) if len(run_means_ns) > 1 else 0.0) * 1e-9,
+        "median_s": statistics.median(s) * 1e-9,
+        "p90_s": s[min(len(s) - 1, int(0.9 * len(s)))] * 1e-9,
+        "min_s": s[0] * 1e-9,
+    }
+
+
+def measure(copy, batches, device, pattern, warmup, runs, iters):
+    """Times `copy` per call; returns (summary, start_copy return times in ns)."""
+    starts = []
+    out = None
+    for i in range(warmup):
+        out = copy(batches[i % len(batches)], [])
+        synchronize(device)
+    samples, run_means = [], []
+    for _ in range(runs):
+        run = []
+        for i in range(iters):
+            if pattern == "step":
+                time.sleep(IDLE_GAP_S)
+                batch = batches[i % len(batches)]
+                t0 = time.perf_counter_ns()
+                out = None  # the previous step's output dies inside the step
+                out = copy(batch, starts)
+            else:
+                batch = batches[0]
+                out = None
+                t0 = time.perf_counter_ns()
+                out = copy(batch, starts)
+            synchronize(device)
+            run.append(time.perf_counter_ns() - t0)
+        samples += run
+        run_means.append(statistics.fmean(run))
+    return summarize(samples, run_means), starts
+
+
+def environment(device):
+    gpu = torch.cuda.get_device_name(torch.device(device)) if torch.device(device).type == "cuda" else "no GPU"
+    return {
+        "gpu": gpu,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "host": platform.node(),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+
+
+def fmt_time(seconds):
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def markdown(report):
+    env = report["environment"]
+    lines = [
+        f"{env['gpu']}, torch {env['torch']}, Python {env['python']}, {env['cpus']} CPUs, {env['date']}",
+        "",
+        f"{report['config']}: {report['tensors']} tensors, {report['bytes']:,} bytes, target {report['device']}",
+        "",
+        "| pattern | method | mean ± std (per call, over runs) | median | p90 | start_copy returns (median) "
+        "| speedup vs `.to()` (median) | verified |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["rows"]:
+        t = row["time"]
+        base = next(r for r in report["rows"] if r["pattern"] == row["pattern"] and r["method"] == "to")
+        start = fmt_time(row["start_median_s"]) if row["start_median_s"] is not None else "-"
+        lines.append(
+            f"| {row['pattern']} | {row['method']} | {fmt_time(t['mean_s'])} ± {fmt_time(t['std_s'])} "
+            f"| {fmt_time(t['median_s'])} | {fmt_time(t['p90_s'])} | {start} "
+            f"| {base['time']['median_s'] / t['median_s']:.1f}x | {'yes' if row['verified'] else 'NO'} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default=str(Path(__file__).resolve().parent.parent / "configs/streampetr.json"))
+    parser.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE", help="a config parameter")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--iters", type=int, default=50)
+    parser.add_argument("--methods", default="to,to_nb,mtc")
+    parser.add_argument("--md", type=Path)
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args(argv)
+    if min(args.runs, args.iters) < 1 or args.warmup < 0:
+        parser.error("--runs and --iters must be >= 1, --warmup >= 0")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    try:
+        overrides = {}
+        for item in args.set:
+            name, _, value = item.partition("=")
+            overrides[name] = json.loads(value)
+        batches = [SpecBatch(args.config, overrides).build() for _ in range(ROTATION)]
+    except (SpecError, OSError, ValueError) as error:
+        print(f"bench_python.py: {error}", file=sys.stderr)
+        return 2
+    leaves = []
+    stack = [batches[0]]
+    while stack:
+        x = stack.pop()
+        if type(x) in (list, tuple):
+            stack += list(x)
+        elif type(x) is dict:
+            stack += list(x.values())
+        elif isinstance(x, torch.Tensor):
+            leaves.append(x)
+    available = methods(args.device)
+    chosen = args.methods.split(",")
+    if "to" not in chosen or any(m not in available for m in chosen):
+        print(f"bench_python.py: --methods: a list of {', '.join(available)} that includes 'to'", file=sys.stderr)
+        return 2
+    report = {
+        "environment": environment(args.device),
+        "config": os.path.relpath(args.config),
+        "device": args.device,
+        "tensors": len(leaves),
+        "bytes": sum(t.nbytes for t in leaves),
+        "settings": {"warmup": args.warmup, "runs": args.runs, "iters": args.iters,
+                     "rotation": ROTATION, "idle_gap_s": IDLE_GAP_S},
+        "rows": [],
+    }
+    for pattern in ("protocol", "step"):
+        for name in chosen:
+            copy = available[name]
+            verified = same(copy(batches[0], []), batches[0], args.device)
+            summary, starts = measure(copy, batches, args.device, pattern, args.warmup, args.runs, args.iters)
+            report["rows"].append({
+                "pattern": pattern, "method": name, "time": summary, "verified": verified,
+                "start_median_s": statistics.median(starts) * 1e-9 if starts else None,
+            })
+            print(f"{pattern:8} {name:6} median {fmt_time(summary['median_s'])}", file=sys.stderr)
+    table = markdown(report)
+    print(table)
+    try:
+        if args.md:
+            args.md.write_text(table)
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=2) + "\n")
+    except OSError as error:
+        print(f"bench_python.py: cannot write the report: {error}", file=sys.stderr)
+        return 2
+    return 0 if all(r["verified"] for r in report["rows"]) else 4
+
+
+if __name__ == "__main__":
+    sys.exit(main())

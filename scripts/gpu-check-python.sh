@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# The Python module's GPU check, run by `scripts/gpu-check.sh OUT_DIR python` on the GPU host:
+# install the module into python3's environment, run tests/python (GPU tests included) and
+# scripts/bench_python.py. Writes four files to OUT_DIR: python-build.log, pytest.log,
+# bench_python.md, bench_python.json.
+#
+# The host has no network: pytest (and optionally numpy) come from wheels downloaded on a CPU
+# machine into .carry/wheels (`pip download -d .carry/wheels pytest`), unpacked onto PYTHONPATH
+# when python3 lacks them. Without pip, the module is built with CMake and put on PYTHONPATH.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:?usage: scripts/gpu-check-python.sh OUT_DIR}"
+mkdir -p "$out"
+export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}" MTC_JOBS="${MTC_JOBS:-$(nproc)}"
+export MTC_PYTHON_BUILD_DIR="${MTC_PYTHON_BUILD_DIR:-build-gpu-python}"
+status=0
+step() { echo "=== $* ($(date -u +%T))"; }
+
+{
+  step "machine"
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv
+  python3 -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__)'
+  step "install the module"
+  start=$(date +%s)
+  if python3 -m pip --version; then
+    python3 -m pip install --no-build-isolation --no-deps --disable-pip-version-check . || status=1
+  else
+    echo "no pip in python3's environment: building with CMake onto PYTHONPATH instead"
+    cmake -S . -B "$MTC_PYTHON_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
+      -DPython_EXECUTABLE="$(command -v python3)" -DMTC_BUILD_PYTHON=ON -DMTC_BUILD_BENCH=OFF \
+      -DMTC_BUILD_TESTS=OFF -DMTC_BUILD_MICROBENCH=OFF &&
+      cmake --build "$MTC_PYTHON_BUILD_DIR" -j "$MTC_JOBS" --target mtc_python || status=1
+    export PYTHONPATH="$PWD/$MTC_PYTHON_BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}"
+  fi
+  echo "install took $(( $(date +%s) - start )) s"
+  for module in pytest numpy; do
+    python3 -c "import $module" 2>/dev/null && continue
+    if compgen -G ".carry/wheels/*.whl" > /dev/null; then
+      echo "$module missing: unpacking .carry/wheels onto PYTHONPATH"
+      for wheel in .carry/wheels/*.whl; do python3 -m zipfile -e "$wheel" /tmp/mtc-pylibs; done
+      export PYTHONPATH="/tmp/mtc-pylibs${PYTHONPATH:+:$PYTHONPATH}"
+      break
+    fi
+  done
+  # Run from outside the tree, so `import mtc` finds the installed module, not src/python.
+  (cd /tmp && python3 -c 'import mtc; print("mtc", mtc.__version__, "from", mtc.__file__)') || status=1
+} > "$out/python-build.log" 2>&1  # a group, not a subshell: its PYTHONPATH stays
+tail -4 "$out/python-build.log"
+
+step "pytest tests/python" | tee "$out/pytest.log"
+if python3 -c "import pytest" 2>/dev/null; then
+  python3 -m pytest -v -rs -p no:cacheprovider tests/python >> "$out/pytest.log" 2>&1 || status=1
+  tail -25 "$out/pytest.log"
+else
+  echo "pytest is not installed and .carry/wheels has no wheel of it: tests not run" | tee -a "$out/pytest.log"
+  status=1
+fi
+
+step "bench_python.py"
+python3 scripts/bench_python.py --md "$out/bench_python.md" --json "$out/bench_python.json" || status=1
+step "done (status $status)"
+exit $status

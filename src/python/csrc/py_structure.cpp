@@ -1,0 +1,302 @@
+#include "py_structure.h"
+
+#include <ATen/core/List.h>
+#include <c10/util/Exception.h>
+#include <pybind11/pybind11.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/tensor_numpy.h>
+
+#include <exception>
+#include <string>
+#include <utility>
+
+namespace py = pybind11;
+
+namespace mtc::python {
+namespace {
+
+// A leaf that cannot be copied, with where it is; each container it unwinds through prepends
+// its own part of the place.
+struct PathError : std::exception {
+  explicit PathError(std::string why) : message(std::move(why)) {}
+  const char* what() const noexcept override { return message.c_str(); }
+  std::string path;
+  std::string message;
+};
+
+std::string key_text(PyObject* key) {
+  PyObject* repr = PyObject_Repr(key);
+  if (repr == nullptr) {
+    PyErr_Clear();
+    return "?";
+  }
+  const char* text = PyUnicode_AsUTF8(repr);
+  std::string out = text != nullptr ? text : "?";
+  if (text == nullptr) PyErr_Clear();
+  Py_DECREF(repr);
+  return out;
+}
+
+// Leaves that are never tensors, told apart without an isinstance call.
+bool is_plain_leaf(PyObject* object) {
+  const PyTypeObject* type = Py_TYPE(object);
+  return object == Py_None || type == &PyUnicode_Type || type == &PyLong_Type ||
+         type == &PyFloat_Type || type == &PyBool_Type || type == &PyBytes_Type;
+}
+
+bool is_tensor(PyObject* object) {
+  if (THPVariable_CheckExact(object)) return true;
+  if (THPVariableClass == nullptr) return false;
+  const int result = PyObject_IsInstance(object, THPVariableClass);
+  if (result < 0) throw py::error_already_set();
+  return result == 1;
+}
+
+// numpy.ndarray once some code has imported numpy (no object is an array before that).
+PyTypeObject* ndarray_type() {
+  static PyTypeObject* type = nullptr;  // the GIL guards it; kept for the process's life
+  if (type != nullptr) return type;
+  PyObject* numpy = PyDict_GetItemString(PyImport_GetModuleDict(), "numpy");  // borrowed
+  if (numpy == nullptr) return nullptr;
+  PyObject* found = PyObject_GetAttrString(numpy, "ndarray");
+  if (found != nullptr && PyType_Check(found)) {
+    type = reinterpret_cast<PyTypeObject*>(found);
+  } else {
+    PyErr_Clear();
+    Py_XDECREF(found);
+  }
+  return type;
+}
+
+at::Tensor tensor_from_array(PyObject* array) {
+  // The copy only reads the array, so a read-only one needs no warning.
+  try {
+    return torch::utils::tensor_from_numpy(array, /*warn_if_not_writeable=*/false);
+  } catch (const std::exception&) {
+    PyErr_Clear();
+  }
+  // from_numpy refuses negative strides (a reversed view); a contiguous copy of the array is
+  // the one case it refuses that can still be copied.
+  const py::object contiguous =
+      py::module_::import("numpy").attr("ascontiguousarray")(py::handle(array));
+  try {
+    return torch::utils::tensor_from_numpy(contiguous.ptr(), /*warn_if_not_writeable=*/false);
+  } catch (const c10::Error& e) {
+    PyErr_Clear();
+    throw PathError(std::string("numpy array cannot become a tensor: ") +
+                    e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    PyErr_Clear();
+    throw PathError(std::string("numpy array cannot become a tensor: ") + e.what());
+  }
+}
+
+}  // namespace
+
+PyStructure::PyStructure(PyObject* data) {
+  const PyTypeObject* type = Py_TYPE(data);
+  root_is_container_ = type == &PyList_Type || type == &PyTuple_Type || type == &PyDict_Type;
+  // A training loop copies structures of the same shape again and again: the last one's sizes
+  // spare the vectors their growth.
+  thread_local size_t last_tape = 0;
+  thread_local size_t last_tensors = 0;
+  tape_.reserve(last_tape);
+  tensors_.reserve(last_tensors);
+  try {
+    walk(data, 0);
+    last_tape = tape_.size();
+    last_tensors = tensors_.size();
+  } catch (const PathError& e) {
+    clear();
+    // A structure that holds itself gives a path a thousand levels long: its ends say enough.
+    constexpr size_t kEnd = 60;
+    const std::string path = e.path.size() <= 3 * kEnd ? e.path
+                                                       : e.path.substr(0, kEnd) + "..." +
+                                                             e.path.substr(e.path.size() - kEnd);
+    throw py::value_error("mtc.start_copy: data" + path + ": " + e.message);
+  } catch (...) {
+    clear();
+    throw;
+  }
+}
+
+PyStructure::~PyStructure() { clear(); }
+
+void PyStructure::clear() {
+  for (const Node& node : tape_) Py_XDECREF(node.object);
+  tape_.clear();
+  tensors_.clear();
+  roots_.clear();
+}
+
+void PyStructure::add_tensor(at::Tensor tensor) {
+  tape_.push_back({Kind::kTensor, 0, nullptr});
+  tensors_.push_back(std::move(tensor));
+}
+
+void PyStructure::add_object(PyObject* object) {
+  Py_INCREF(object);
+  tape_.push_back({Kind::kObject, 0, object});
+}
+
+void PyStructure::walk(PyObject* object, int depth) {
+  PyTypeObject* type = Py_TYPE(object);
+  if (type == &PyList_Type) return walk_elements(object, Kind::kList, depth);
+  if (type == &PyTuple_Type) return walk_elements(object, Kind::kTuple, depth);
+  if (type == &PyDict_Type) return walk_elements(object, Kind::kDict, depth);
+  if (THPVariable_CheckExact(object)) return add_tensor(THPVariable_Unpack(object));
+  if (is_plain_leaf(object)) return add_object(object);
+  // What follows may run Python code (an __instancecheck__, numpy), which could drop the
+  // object from its container: hold it meanwhile.
+  const py::object hold = py::reinterpret_borrow<py::object>(object);
+  if (is_tensor(object)) return add_tensor(THPVariable_Unpack(object));
+  PyTypeObject* ndarray = ndarray_type();
+  if (ndarray != nullptr && PyObject_TypeCheck(object, ndarray))
+    return add_tensor(tensor_from_array(object));
+  add_object(object);
+}
+
+void PyStructure::walk_elements(PyObject* container, Kind kind, int depth) {
+  if (depth >= kMaxNestingDepth) {
+    throw PathError("nested deeper than " + std::to_string(kMaxNestingDepth) +
+                    " levels (a container that holds itself?)");
+  }
+  // Held while walked: code run by the walk could drop it from its parent.
+  const py::object hold = py::reinterpret_borrow<py::object>(container);
+  const size_t node = tape_.size();
+  tape_.push_back({kind, 0, nullptr});
+  Py_ssize_t count = 0;
+  auto element = [&](PyObject* item, PyObject* key) {
+    const size_t first_tensor = tensors_.size();
+    const size_t first_node = tape_.size();
+    try {
+      walk(item, depth + 1);
+    } catch (PathError& e) {
+      e.path =
+          (key != nullptr ? "[" + key_text(key) + "]" : "[" + std::to_string(count) + "]") + e.path;
+      throw;
+    }
+    if (depth == 0)
+      roots_.push_back({first_tensor, tensors_.size(), tape_[first_node].kind == Kind::kTensor});
+    ++count;
+  };
+  if (kind == Kind::kDict) {
+    Py_ssize_t position = 0;
+    PyObject* key = nullptr;
+    PyObject* value = nullptr;
+    while (PyDict_Next(container, &position, &key, &value)) {
+      add_object(key);
+      element(value, key);
+    }
+  } else if (kind == Kind::kList) {
+    // The size is read at every step: walking an element may run code that resizes the list.
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(container); ++i)
+      element(PyList_GET_ITEM(container, i), nullptr);
+  } else {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(container); ++i)
+      element(PyTuple_GET_ITEM(container, i), nullptr);
+  }
+  tape_[node].size = count;
+}
+
+c10::IValue PyStructure::take_engine_input() {
+  if (!root_is_container_)
+    return tensors_.empty() ? c10::IValue() : c10::IValue(std::move(tensors_.front()));
+  c10::impl::GenericList entries(c10::AnyType::get());
+  entries.reserve(roots_.size());
+  for (const RootElement& root : roots_) {
+    if (root.is_tensor) {
+      entries.emplace_back(std::move(tensors_[root.first_tensor]));
+    } else if (root.first_tensor == root.end_tensor) {
+      entries.emplace_back(c10::IValue());
+    } else {
+      c10::List<at::Tensor> part;
+      part.reserve(root.end_tensor - root.first_tensor);
+      for (size_t i = root.first_tensor; i < root.end_tensor; ++i)
+        part.push_back(std::move(tensors_[i]));
+      entries.emplace_back(std::move(part));
+    }
+  }
+  tensors_.clear();
+  return entries;
+}
+
+// Reads the tape in pre-order and the engine's outputs in the same order.
+class PyStructure::Reader {
+ public:
+  Reader(const PyStructure& structure, const c10::IValue& output)
+      : tape_(structure.tape_),
+        output_(output),
+        entry_(&output),
+        root_is_container_(structure.root_is_container_) {}
+
+  PyObject* read(bool at_root) {
+    const Node& node = tape_[next_++];
+    switch (node.kind) {
+      case Kind::kTensor:
+        return wrap(next_tensor());
+      case Kind::kObject:
+        Py_INCREF(node.object);
+        return node.object;
+      case Kind::kList: {
+        py::object list = steal(PyList_New(node.size));
+        for (Py_ssize_t i = 0; i < node.size; ++i)
+          PyList_SET_ITEM(list.ptr(), i, element(at_root, i));
+        return list.release().ptr();
+      }
+      case Kind::kTuple: {
+        py::object tuple = steal(PyTuple_New(node.size));
+        for (Py_ssize_t i = 0; i < node.size; ++i)
+          PyTuple_SET_ITEM(tuple.ptr(), i, element(at_root, i));
+        return tuple.release().ptr();
+      }
+      case Kind::kDict: {
+        py::object dict = steal(PyDict_New());
+        for (Py_ssize_t i = 0; i < node.size; ++i) {
+          PyObject* key = tape_[next_++].object;
+          const py::object value = steal(element(at_root, i));
+          if (PyDict_SetItem(dict.ptr(), key, value.ptr()) < 0) throw py::error_already_set();
+        }
+        return dict.release().ptr();
+      }
+    }
+    TORCH_INTERNAL_ASSERT(false, "mtc: unknown node kind in the structure's tape");
+  }
+
+ private:
+  static py::object steal(PyObject* object) {
+    if (object == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(object);
+  }
+  static PyObject* wrap(const at::Tensor& tensor) {
+    PyObject* object = THPVariable_Wrap(tensor);
+    if (object == nullptr) throw py::error_already_set();
+    return object;
+  }
+  // The next element of a container; a root element's tensors are in its own entry.
+  PyObject* element(bool at_root, Py_ssize_t index) {
+    if (at_root && root_is_container_) {
+      entry_ = &output_.toListRef()[static_cast<size_t>(index)];
+      in_entry_ = 0;
+    }
+    return read(false);
+  }
+  const at::Tensor& next_tensor() {
+    if (entry_->isTensor()) return entry_->toTensor();
+    return entry_->toListRef()[in_entry_++].toTensor();
+  }
+
+  const std::vector<Node>& tape_;
+  const c10::IValue& output_;
+  const c10::IValue* entry_;
+  size_t in_entry_ = 0;
+  size_t next_ = 0;
+  bool root_is_container_;
+};
+
+PyObject* PyStructure::rebuild(const c10::IValue& output) const {
+  TORCH_INTERNAL_ASSERT(!tape_.empty(), "mtc: rebuild() after clear()");
+  return Reader(*this, output).read(/*at_root=*/true);
+}
+
+}  // namespace mtc::python

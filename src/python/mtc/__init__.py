@@ -1,0 +1,15 @@
+"""Copies of nested structures of many small tensors between devices, in one call.
+
+    handle = mtc.start_copy(batch, "cuda")  # returns at once; the copy runs on worker threads
+    batch_on_gpu = handle.get()             # waits (without the GIL) until the data is there
+
+``start_copy`` takes lists, tuples and dicts nested to any depth, with tensors and numpy arrays
+as leaves; every other object comes back as it is. See ``help(mtc.start_copy)``.
+"""
+
+# torch first: it loads libtorch and torch's Python bindings, which mtc._C is linked against.
+import torch  # noqa: F401
+
+from mtc._C import AsyncCopyHandle, __version__, start_copy
+
+__all__ = ["AsyncCopyHandle", "start_copy", "__version__"]

@@ -1,0 +1,84 @@
+"""Helpers shared by the mtc tests: comparing structures, and watching the GIL."""
+
+import sys
+import threading
+import time
+
+import torch
+
+
+
+def _cuda_reason():
+    if torch.cuda.is_available():
+        return ""
+    return "no CUDA device: torch.cuda.is_available() is False on this machine"
+
+
+def gpu_mark():
+    """pytest marks for a test that needs a CUDA device: the gpu marker and a visible skip."""
+    import pytest
+
+    return [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason=_cuda_reason())]
+
+
+def assert_copied(out, ref, device):
+    """`out` has ref's containers (same types, order, keys), tensors equal to ref's on `device`,
+    and every other leaf the very object of ref."""
+    if type(ref) in (list, tuple):
+        assert type(out) is type(ref)
+        assert out is not ref or ref == ()  # the empty tuple is a singleton
+        assert len(out) == len(ref)
+        for o, r in zip(out, ref):
+            assert_copied(o, r, device)
+    elif type(ref) is dict:
+        assert type(out) is dict and out is not ref
+        assert list(out.keys()) == list(ref.keys())
+        for ko, kr in zip(out.keys(), ref.keys()):
+            assert ko is kr
+        for key in ref:
+            assert_copied(out[key], ref[key], device)
+    elif isinstance(ref, torch.Tensor):
+        assert isinstance(out, torch.Tensor)
+        assert out.device == torch.device(device)
+        assert out.dtype == ref.dtype and out.shape == ref.shape
+        assert torch.equal(out.cpu(), ref.cpu())
+    else:
+        assert out is ref
+
+
+class ProgressWatcher:
+    """A Python thread that records the time of each step of a busy loop: if another thread holds
+    the GIL, no step happens until it lets go."""
+
+    def __init__(self):
+        self.times = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        while not self._stop.is_set():
+            self.times.append(time.perf_counter())
+            for _ in range(200):
+                pass
+
+    def __enter__(self):
+        self._old_interval = sys.getswitchinterval()
+        # Short slices: a thread that keeps the GIL lets the watcher run for at most 1 ms at
+        # the edges of the watched call.
+        sys.setswitchinterval(0.001)
+        self._thread.start()
+        while not self.times:
+            time.sleep(0.001)
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        sys.setswitchinterval(self._old_interval)
+
+    def coverage(self, start, end, bins=20):
+        """The fraction of `bins` equal slices of (start, end) in which the watcher made a step.
+        A call that keeps the GIL throughout leaves it at most a slice at either edge."""
+        width = (end - start) / bins
+        hit = {int((t - start) / width) for t in self.times if start <= t < end}
+        return len(hit) / bins

@@ -1,0 +1,68 @@
+"""numpy arrays as leaves: they become tensors, without a copy where the memory allows it."""
+
+import warnings
+
+import pytest
+import torch
+
+import mtc
+
+np = pytest.importorskip("numpy", reason="numpy is not installed: the numpy tests need it")
+
+
+def copy(data, device="cpu"):
+    return mtc.start_copy(data, device).get()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int64", "int32", "int8", "uint8", "bool", "complex64"])
+def test_arrays_become_tensors_of_the_same_dtype_and_values(dtype):
+    array = (np.arange(12) % 3).astype(dtype).reshape(3, 4)
+    out = copy({"a": [array]})["a"][0]
+    assert isinstance(out, torch.Tensor)
+    assert out.numpy().dtype == array.dtype
+    np.testing.assert_array_equal(out.numpy(), array)
+
+
+def test_a_contiguous_array_is_not_copied():
+    array = np.arange(10, dtype=np.float32)
+    out = copy([array])[0]
+    assert out.data_ptr() == array.ctypes.data
+
+
+def test_a_strided_array_is_not_copied():
+    array = np.arange(24, dtype=np.int64).reshape(4, 6)[:, ::2]
+    out = copy([array])[0]
+    assert out.data_ptr() == array.ctypes.data
+    np.testing.assert_array_equal(out.numpy(), array)
+
+
+def test_an_array_with_negative_strides_is_copied_to_a_contiguous_one():
+    array = np.arange(10, dtype=np.float32)[::-1]
+    out = copy([array])[0]
+    np.testing.assert_array_equal(out.numpy(), array)
+
+
+def test_a_read_only_array_is_copied_without_a_warning():
+    array = np.arange(4.0)
+    array.flags.writeable = False
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = copy([array])[0]
+    np.testing.assert_array_equal(out.numpy(), array)
+
+
+def test_zero_d_and_empty_arrays():
+    data = [np.float32(2.0) * np.ones(()), np.empty((0, 3))]
+    out = copy(data)
+    assert out[0].shape == () and out[0].item() == 2.0
+    assert out[1].shape == (0, 3)
+
+
+def test_numpy_scalars_are_opaque_leaves():
+    scalar = np.float32(1.5)
+    assert copy([scalar])[0] is scalar
+
+
+def test_an_array_of_an_unsupported_dtype_names_its_place():
+    with pytest.raises(ValueError, match=r"data\['k'\]\[1\]: numpy array cannot become a tensor"):
+        mtc.start_copy({"k": [np.ones(1), np.array(["a"], dtype=object)]}, "cpu")

@@ -1,0 +1,146 @@
+"""The options of start_copy, the device argument, and the errors (CPU target)."""
+
+import ast
+import itertools
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import mtc
+from support import assert_copied
+
+DEFAULTS = dict(
+    use_pinned_staging=True,
+    pack_cpu_tensors=True,
+    min_packed_alignment_bytes=16,
+    max_packed_chunk_bytes=32 * 1024 * 1024,
+    use_background_thread=True,
+)
+
+
+def batch():
+    return {"a": [torch.arange(5), torch.ones(2, 3)], "b": (torch.tensor(True), "s", 3)}
+
+
+@pytest.mark.parametrize(
+    "pinned,pack,background", list(itertools.product([True, False], repeat=3)), ids=lambda v: str(v)
+)
+@pytest.mark.parametrize("alignment,chunk", [(1, 1), (3, 100), (16, 32 << 20), (4096, 1 << 40)])
+def test_every_option_combination_copies_right(pinned, pack, background, alignment, chunk):
+    data = batch()
+    handle = mtc.start_copy(
+        data,
+        "cpu",
+        use_pinned_staging=pinned,
+        pack_cpu_tensors=pack,
+        min_packed_alignment_bytes=alignment,
+        max_packed_chunk_bytes=chunk,
+        use_background_thread=background,
+    )
+    assert_copied(handle.get(), data, "cpu")
+    assert handle.stats()["tensors"] == 3
+
+
+def test_options_are_keyword_only():
+    with pytest.raises(TypeError):
+        mtc.start_copy([], "cpu", True)
+
+
+def test_option_of_the_wrong_type():
+    with pytest.raises(TypeError):
+        mtc.start_copy([], "cpu", min_packed_alignment_bytes="16")
+
+
+def test_unknown_option():
+    with pytest.raises(TypeError):
+        mtc.start_copy([], "cpu", pin=True)
+
+
+def test_the_stubs_defaults_are_the_bindings():
+    stub = ast.parse(Path(mtc.__file__).with_name("_C.pyi").read_text())
+    function = next(n for n in stub.body if isinstance(n, ast.FunctionDef) and n.name == "start_copy")
+    names = [a.arg for a in function.args.kwonlyargs]
+    values = [eval(compile(ast.Expression(d), "_C.pyi", "eval")) for d in function.args.kw_defaults]
+    assert dict(zip(names, values)) == DEFAULTS
+    for name, value in DEFAULTS.items():
+        assert re.search(rf"{name}: [\w.]+ = {value}\b", mtc.start_copy.__doc__), name
+
+
+@pytest.mark.parametrize("device", ["cpu", "cpu:0", torch.device("cpu")])
+def test_device_as_str_or_torch_device(device):
+    t = torch.ones(1)
+    assert mtc.start_copy([t], device).get()[0] is t
+
+
+@pytest.mark.parametrize(
+    "options,message",
+    [
+        (dict(min_packed_alignment_bytes=0), "min_packed_alignment_bytes must be >= 1, got 0"),
+        (dict(min_packed_alignment_bytes=-4), "min_packed_alignment_bytes must be >= 1, got -4"),
+        (dict(max_packed_chunk_bytes=0), "max_packed_chunk_bytes must be > 0, got 0"),
+        (dict(max_packed_chunk_bytes=-1), "max_packed_chunk_bytes must be > 0, got -1"),
+    ],
+)
+def test_options_out_of_range_are_value_errors_with_the_engines_message(options, message):
+    for data in ([torch.ones(1)], None):  # validated even without tensors
+        with pytest.raises(ValueError, match=message):
+            mtc.start_copy(data, "cpu", **options)
+
+
+def test_a_device_string_that_does_not_parse():
+    with pytest.raises(ValueError, match="bad device 'gpu0'"):
+        mtc.start_copy([], "gpu0")
+
+
+@pytest.mark.parametrize("device", [0, None, b"cpu"])
+def test_a_device_that_is_neither_str_nor_torch_device(device):
+    with pytest.raises(TypeError, match="device must be a str or a torch.device"):
+        mtc.start_copy([], device)
+
+
+@pytest.mark.parametrize("device", ["meta", "xpu:0", torch.device("mps")])
+def test_an_unsupported_device_type(device):
+    with pytest.raises(ValueError, match="unsupported target device"):
+        mtc.start_copy([torch.ones(1)], device)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="CUDA is available here: this test needs a machine without one")
+def test_a_cuda_target_without_cuda():
+    with pytest.raises(ValueError, match="no CUDA device is available"):
+        mtc.start_copy([torch.ones(1)], "cuda")
+
+
+@pytest.mark.parametrize("background", [True, False])
+def test_a_leaf_that_cannot_be_copied_fails_the_copy_on_every_get(background):
+    data = [1, {"ok": torch.ones(2), "bad": torch.ones(3).to_sparse()}]
+    handle = mtc.start_copy(data, "cpu", use_background_thread=background)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="tensor leaf 1 has layout Sparse"):
+            handle.get()
+    with pytest.raises(RuntimeError, match="layout Sparse"):
+        handle.ready()
+
+
+def test_a_leaf_on_an_unsupported_device_fails_the_copy():
+    with pytest.raises(RuntimeError, match="is on meta"):
+        mtc.start_copy([torch.empty(2, device="meta")], "cpu").get()
+
+
+def test_a_structure_that_holds_itself():
+    loop = []
+    loop.append(loop)
+    with pytest.raises(ValueError, match=r"data\['x'\]\[0\]\[0\].*nested deeper than 1000 levels"):
+        mtc.start_copy({"x": loop}, "cpu")
+    inner = {}
+    inner["self"] = [inner]
+    with pytest.raises(ValueError, match=r"data\['self'\]\[0\]\['self'\]"):
+        mtc.start_copy(inner, "cpu")
+
+
+def test_engine_messages_carry_no_cpp_backtrace():
+    with pytest.raises(ValueError) as error:
+        mtc.start_copy([], "cpu", max_packed_chunk_bytes=0)
+    assert "Exception raised from" not in str(error.value)
+    assert "\n" not in str(error.value)
