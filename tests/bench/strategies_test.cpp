@@ -224,6 +224,7 @@ TEST(BenchRunner, HostToHostWithoutAGpu) {
   ASSERT_TRUE(outcome.entries[2].engine.is_object());
   EXPECT_TRUE(outcome.entries[2].engine["options"]["pack_cpu_tensors"].get<bool>());
   EXPECT_EQ(outcome.entries[2].engine["stats"]["tensors"], 9);
+  EXPECT_TRUE(outcome.entries[2].engine["pinned_pool"]["reserved_bytes"].is_number());
   EXPECT_TRUE(outcome.entries[2].engine["steps_median_us"]["traverse"].is_number());
   for (const Entry& e : {outcome.entries[0], outcome.entries[2]}) {
     EXPECT_GE(e.rounds.rounds, 2);

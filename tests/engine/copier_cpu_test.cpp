@@ -497,7 +497,11 @@ TEST(CopierCpu, SplitWalkIsCompleteWhicheverHelpersJoin) {
       mtc::test::list_of_lists(40, 20, [](int k) { return at::full({1}, static_cast<double>(k)); });
   const int pool = mtc::detail::WorkerPool::instance().size();
   int64_t most_threads = 0;
-  for (int round = 0; round < 200; ++round) {
+  // At least 200 copies; then more until one was split, for up to 20 s: on a loaded 2-core
+  // machine the helpers often wake only after the copy's own thread has walked everything.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int round = 0; round < 200 || (most_threads < 2 && pool > 0 && std::chrono::steady_clock::now() < deadline);
+       ++round) {
     if (round % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     CopyOptions options;
     options.use_background_thread = round % 2 == 0;

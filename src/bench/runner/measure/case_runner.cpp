@@ -27,6 +27,17 @@ nlohmann::json engine_json(const Strategy& strategy) {
                   {"packed", s->packed},   {"chunks", s->chunks}, {"per_tensor", s->per_tensor},
                   {"pinned_bytes", s->pinned_bytes}};
   }
+  // The pool is shared by every engine case of the process: these are its figures when this
+  // case's entry is written, peaks since the process started.
+  const mtc::PinnedPoolStats pool = mtc::pinned_pool_stats();
+  j["pinned_pool"] = {{"reserved_bytes", pool.reserved_bytes},
+                      {"peak_reserved_bytes", pool.peak_reserved_bytes},
+                      {"peak_in_use_bytes", pool.peak_in_use_bytes},
+                      {"slab_allocations", pool.slab_allocations},
+                      {"reserved_over_peak_in_use",
+                       pool.peak_in_use_bytes > 0 ? nlohmann::json(static_cast<double>(pool.reserved_bytes) /
+                                                                   static_cast<double>(pool.peak_in_use_bytes))
+                                                  : nlohmann::json(nullptr)}};
   return j;
 }
 
