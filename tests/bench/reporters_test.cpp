@@ -139,6 +139,15 @@ TEST(Report, AggregatesSumOverGpus) {
   EXPECT_DOUBLE_EQ(a.slowest_median_s, 2e-3);
 }
 
+TEST(Report, StatusNamesReadBack) {
+  for (const EntryStatus status :
+       {EntryStatus::kOk, EntryStatus::kSkipped, EntryStatus::kFailed, EntryStatus::kVerificationFailed}) {
+    EXPECT_EQ(parse_entry_status(to_string(status)), status);
+  }
+  EXPECT_FALSE(parse_entry_status("fine"));
+  EXPECT_FALSE(parse_entry_status(""));
+}
+
 TEST(Report, ExitCodes) {
   Report r = sample_report();
   EXPECT_EQ(exit_code_for(r), 4);  // verification failure wins

@@ -1,6 +1,8 @@
 // The step pattern, through a fake strategy that records what the runner does with it.
 #include "runner/measure/case_runner.h"
 
+#include "measure_support.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/full.h>
@@ -72,12 +74,7 @@ CaseSettings step_settings(double gap_s) {
   return s;
 }
 
-void measure_rounds(CaseRunner& runner, const CaseSettings& settings, int rounds) {
-  for (int r = 0; r < rounds; ++r) {
-    MeasureGroup group(1);
-    runner.measure_round(settings, group, 0, nullptr);
-  }
-}
+using testing_support::measure_rounds;
 
 TEST(StepPattern, UsesTheInputsInRotation) {
   Record record;

@@ -2,6 +2,8 @@
 #include "runner/env/environment.h"
 #include "runner/measure/bench_runner.h"
 #include "runner/measure/case_runner.h"
+
+#include "measure_support.h"
 #include "runner/strategies/catalog.h"
 #include "runner/strategies/engine.h"
 #include "runner/strategies/registry.h"
@@ -44,13 +46,7 @@ CaseSettings fast_settings() {
   return s;
 }
 
-// Measures `rounds` rounds of one case alone, as the runner does for each member of a block.
-void measure_rounds(CaseRunner& runner, const CaseSettings& settings, int rounds) {
-  for (int r = 0; r < rounds; ++r) {
-    MeasureGroup group(1);
-    runner.measure_round(settings, group, 0, nullptr);
-  }
-}
+using testing_support::measure_rounds;
 
 std::vector<c10::IValue> one(c10::IValue input) { return {std::move(input)}; }
 

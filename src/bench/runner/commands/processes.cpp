@@ -94,11 +94,8 @@ Entry entry_head(const json& j) {
   e.source = j.value("source", "");
   e.target = j.value("target", "");
   e.reason = j.value("reason", "");
-  const std::string status = j.value("status", "failed");
-  e.status = status == "ok"                    ? EntryStatus::kOk
-             : status == "skipped"             ? EntryStatus::kSkipped
-             : status == "verification_failed" ? EntryStatus::kVerificationFailed
-                                               : EntryStatus::kFailed;
+  // A status a child could not have written counts as a failure, never as a pass.
+  e.status = parse_entry_status(j.value("status", "")).value_or(EntryStatus::kFailed);
   if (j.contains("verified") && !j["verified"].is_null()) e.verified = j["verified"].get<bool>();
   return e;
 }

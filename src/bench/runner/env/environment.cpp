@@ -37,13 +37,6 @@ std::string trim(std::string text) {
   return text.substr(first, last - first + 1);
 }
 
-std::optional<std::string> read_first_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) return std::nullopt;
-  return trim(line);
-}
-
 std::string host_name() {
   std::array<char, 256> buffer{};
   if (gethostname(buffer.data(), buffer.size() - 1) != 0) return "unknown";
@@ -91,6 +84,13 @@ json gpu_json(int index) {
 }
 
 }  // namespace
+
+std::optional<std::string> read_first_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  if (!in || !std::getline(in, line)) return std::nullopt;
+  return trim(line);
+}
 
 int cuda_device_count() {
   int count = 0;

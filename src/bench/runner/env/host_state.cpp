@@ -1,5 +1,7 @@
 #include "runner/env/host_state.h"
 
+#include "runner/env/environment.h"
+
 #include <dirent.h>
 #include <sched.h>
 #include <unistd.h>
@@ -15,14 +17,6 @@ namespace mtc::bench {
 namespace {
 
 using json = nlohmann::json;
-
-std::optional<std::string> first_line(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  if (!in || !std::getline(in, line)) return std::nullopt;
-  while (!line.empty() && (line.back() == '\n' || line.back() == ' ')) line.pop_back();
-  return line;
-}
 
 std::optional<int> parse_int(std::string_view text) {
   if (text.empty() || text.size() > 9) return std::nullopt;
@@ -108,8 +102,8 @@ std::string pin_process_to(const std::vector<int>& cpus) {
 
 GpuLocality read_gpu_locality(const std::string& sysfs_device_dir) {
   GpuLocality locality;
-  if (const auto list = first_line(sysfs_device_dir + "/local_cpulist")) locality.local_cpus = cpu_list_from_text(*list);
-  if (const auto node = first_line(sysfs_device_dir + "/numa_node")) locality.numa_node = parse_int(*node);
+  if (const auto list = read_first_line(sysfs_device_dir + "/local_cpulist")) locality.local_cpus = cpu_list_from_text(*list);
+  if (const auto node = read_first_line(sysfs_device_dir + "/numa_node")) locality.numa_node = parse_int(*node);
   return locality;
 }
 
@@ -132,7 +126,7 @@ json host_snapshot(const GpuMonitor& monitor, const json& gpus) {
 }
 
 json host_layout(const json& gpus) {
-  const auto governor = first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
+  const auto governor = read_first_line("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor");
   json layout{{"affinity", cpu_list_to_text(process_affinity())},
               {"cpu_governor", governor ? json(*governor) : json(nullptr)},
               {"gpus", json::array()}};

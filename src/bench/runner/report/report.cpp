@@ -36,6 +36,14 @@ std::string workload_hash(const nlohmann::json& config_resolved, uint64_t seed) 
   return fmt::format("{:016x}", hash);
 }
 
+std::optional<EntryStatus> parse_entry_status(std::string_view text) {
+  for (const EntryStatus status :
+       {EntryStatus::kOk, EntryStatus::kSkipped, EntryStatus::kFailed, EntryStatus::kVerificationFailed}) {
+    if (to_string(status) == text) return status;
+  }
+  return std::nullopt;
+}
+
 void compute_speedups(RunSection& run) {
   for (Entry& entry : run.entries) {
     entry.speedup.reset();

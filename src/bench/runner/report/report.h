@@ -26,6 +26,8 @@ enum class EntryStatus {
 };
 
 std::string_view to_string(EntryStatus status);
+// The inverse of to_string; empty for text that names no status.
+std::optional<EntryStatus> parse_entry_status(std::string_view text);
 
 // One (device, direction, strategy, pattern) case.
 struct Entry {
