@@ -326,9 +326,12 @@ TEST(CopierCpu, GetRunsTheCopyWhenNoWorkerHasStartedIt) {
   auto& pool = mtc::detail::WorkerPool::instance();
   std::atomic<bool> release{false};
   std::atomic<int> blocked{0};
+  std::atomic<int> finished{0};
+  // Its last access to the test's stack is the increment of `finished`: the test waits for it.
   auto block = [&] {
     blocked.fetch_add(1);
     while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    finished.fetch_add(1);
   };
   for (int w = 0; w < pool.size(); ++w) pool.submit(block);
   while (blocked.load() < pool.size()) std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -345,6 +348,9 @@ TEST(CopierCpu, GetRunsTheCopyWhenNoWorkerHasStartedIt) {
   EXPECT_TRUE(done.load()) << "get() waited for a worker";
   release.store(true);
   caller.join();
+  // The task queued ahead of the copy still runs after the copy; it must be done before the
+  // variables it uses go out of scope.
+  while (finished.load() < pool.size() + 1) std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 TEST(CopierCpu, ManyConcurrentCallers) {
