@@ -2,6 +2,7 @@
 #include "runner/commands/commands.h"
 #include "runner/env/environment.h"
 
+#include "cli_runner.h"
 #include "temp_dir.h"
 
 #include <gtest/gtest.h>
@@ -15,21 +16,9 @@ namespace {
 
 using testing_support::TempDir;
 
-struct Ran {
-  int code;
-  std::string out;
-  std::string err;
-};
+using Ran = testing_support::CliResult;
 
-Ran run(std::vector<std::string> args) {
-  args.insert(args.begin(), "mtc-bench");
-  std::vector<const char*> argv;
-  for (const std::string& a : args) argv.push_back(a.c_str());
-  std::ostringstream out;
-  std::ostringstream err;
-  const int code = run_cli(static_cast<int>(argv.size()), argv.data(), out, err);
-  return {code, out.str(), err.str()};
-}
+Ran run(const std::vector<std::string>& args) { return testing_support::run_mtc_bench(args); }
 
 class CliRun : public testing::Test {
  protected:
@@ -63,6 +52,7 @@ TEST_F(CliRun, RunsAndWritesReports) {
   EXPECT_EQ(doc["runs"][0]["results"][0]["rounds"]["count"], 2);
   EXPECT_EQ(doc["runs"][0]["results"][0]["pattern"], "hot");
   EXPECT_EQ(doc["exit_code"], 0);
+  EXPECT_EQ(doc["interrupted"], false);
   const auto& run0 = doc["runs"][0];
   EXPECT_EQ(run0["config"]["name"], "small");
   EXPECT_EQ(run0["workload"]["tensors"], 4);
