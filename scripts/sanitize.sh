@@ -4,9 +4,8 @@
 #                              the engine, workload and runner suites, in build-asan
 #   scripts/sanitize.sh tsan   ThreadSanitizer: the engine suite (the worker pool, pinned pool,
 #                              TensorImpl pool, completion and the concurrent copies), in build-tsan
-# GPU tests skip on a machine without a GPU, as in scripts/test.sh. LeakSanitizer runs with
-# ASan and needs no suppression; ThreadSanitizer's, each with its reason, are in
-# tests/sanitizers/tsan.supp. MTC_SANITIZE_BUILD_DIR overrides the build folder.
+# GPU tests skip on a machine without a GPU, as in scripts/test.sh. Suppressions, each with
+# its reason, are in tests/sanitizers/. MTC_SANITIZE_BUILD_DIR overrides the build folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind="${1:-asan}"
@@ -17,6 +16,7 @@ case "$kind" in
     suites=(tests/engine/mtc_engine_tests tests/workload/mtc_workload_tests tests/bench/mtc_bench_tests)
     export ASAN_OPTIONS="detect_leaks=1:detect_stack_use_after_return=1:strict_init_order=1:abort_on_error=1${ASAN_OPTIONS:+:$ASAN_OPTIONS}"
     export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1${UBSAN_OPTIONS:+:$UBSAN_OPTIONS}"
+    export LSAN_OPTIONS="suppressions=$root/tests/sanitizers/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
     ;;
   tsan)
     flags="-fsanitize=thread"
