@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building mtc-bench needs on a fresh Debian/Ubuntu CPU machine:
-# the -dev packages (CLI11, nlohmann/json, fmt, GoogleTest, Google Benchmark, ninja) and a
-# Python venv holding libtorch from the `torch` package (CUDA 13 build, matching the toolkit),
-# numpy, jsonschema, and what the Python module's build and tests need (setuptools, pytest).
+# the -dev packages (CLI11, nlohmann/json, fmt, GoogleTest, Google Benchmark, ninja), clang
+# with libFuzzer (for scripts/fuzz.sh) and a Python venv holding libtorch from the `torch`
+# package (CUDA 13 build, matching the toolkit), numpy, jsonschema, and what the Python
+# module's build and tests need (setuptools, pytest).
 # Idempotent: it skips what is already there. The CUDA toolkit (nvcc) must already be installed.
 set -euo pipefail
 
@@ -10,17 +11,30 @@ TORCH_VERSION="${MTC_TORCH_VERSION:-2.11.0}"
 VENV="${MTC_VENV:-$HOME/.cache/mtc-bench/venv}"
 
 packages=(build-essential cmake ninja-build python3-venv libcli11-dev nlohmann-json3-dev libfmt-dev
-          libgtest-dev libgmock-dev libbenchmark-dev)
+          libgtest-dev libgmock-dev libbenchmark-dev clang)
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
+# libFuzzer's runtime (scripts/fuzz.sh): the package libclang-rt-dev on Debian 12, part of
+# clang's own packages on older releases; a name ending in ? is installed where it exists.
+fuzzer_present() { command -v clang >/dev/null && [[ -f "$(clang -print-runtime-dir)/libclang_rt.fuzzer-$(uname -m).a" ]]; }
+fuzzer_present || missing+=("libclang-rt-dev?")
 if ((${#missing[@]})); then
-  echo "setup: installing ${missing[*]}" >&2
   sudo_cmd=()
   [[ $(id -u) -ne 0 ]] && sudo_cmd=(sudo)
   "${sudo_cmd[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  wanted=()
+  for p in "${missing[@]}"; do
+    if [[ "$p" == *"?" ]]; then
+      apt-cache show "${p%"?"}" >/dev/null 2>&1 && wanted+=("${p%"?"}")
+    else
+      wanted+=("$p")
+    fi
+  done
+  if ((${#wanted[@]})); then
+    echo "setup: installing ${wanted[*]}" >&2
+    DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${wanted[@]}"
+  fi
 fi
 
 command -v nvcc >/dev/null || { echo "setup: nvcc not found; install the CUDA 13 toolkit" >&2; exit 1; }

@@ -13,6 +13,7 @@ enum class ExitCode : int {
   kUsage = 2,         // bad command line, config, spec or input file
   kRuntime = 3,       // CUDA or other runtime failure
   kVerification = 4,  // a strategy's output differs from its input
+  kInterrupted = 130,  // SIGINT or SIGTERM stopped the run (128 + SIGINT, as shells report it)
 };
 
 // A bad config, spec or input file. `where` names the place: a file and a JSON pointer

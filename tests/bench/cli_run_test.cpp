@@ -49,6 +49,7 @@ TEST_F(CliRun, RunsAndWritesReports) {
   EXPECT_EQ(doc["runs"][0]["results"][0]["rounds"]["count"], 2);
   EXPECT_EQ(doc["runs"][0]["results"][0]["pattern"], "hot");
   EXPECT_EQ(doc["exit_code"], 0);
+  EXPECT_EQ(doc["interrupted"], false);
   const auto& run0 = doc["runs"][0];
   EXPECT_EQ(run0["config"]["name"], "small");
   EXPECT_EQ(run0["workload"]["tensors"], 4);

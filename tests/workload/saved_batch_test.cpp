@@ -94,5 +94,14 @@ TEST(SavedBatch, RejectedFilesNameTheReason) {
                                "not a zip archive");
 }
 
+// Found by fuzz_saved_batch (tests/fuzz): a damaged archive whose directory points past the end
+// of the file. libtorch's own reader (behind torch::jit::pickle_load) copied from beyond the
+// buffer and crashed the process; now it is a ConfigError like any other damaged file. The
+// fixture is the fuzzer's input as found (make_fixtures.py does not make it).
+TEST(SavedBatch, ArchiveDirectoryPastTheEndIsRejectedNotRead) {
+  testing::expect_config_error([] { load_saved_batch(fixture("pt/directory_past_end.pt")); }, "",
+                               "not a readable torch.save file");
+}
+
 }  // namespace
 }  // namespace mtc::bench

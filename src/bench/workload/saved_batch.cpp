@@ -2,11 +2,17 @@
 // outside the ATen/c10 subset the rest of the project uses).
 #include "workload/saved_batch.h"
 
+#include <caffe2/serialize/inline_container.h>
+#include <caffe2/serialize/read_adapter_interface.h>
 #include <fmt/format.h>
-#include <torch/csrc/jit/serialization/pickle.h>
+#include <torch/csrc/jit/serialization/import_read.h>
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "errors.h"
@@ -17,6 +23,34 @@ namespace {
 
 // c10::Error messages carry a C++ backtrace; the first line is the reason.
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
+// The file's bytes for libtorch's zip reader, never read past their end. (torch::jit::pickle_load
+// reads through VectorReader, which copies whatever range the archive's directory names: a
+// damaged archive pointing past the end read wild memory and crashed. A short read here makes
+// the zip reader reject the archive instead.)
+class BoundedReader final : public caffe2::serialize::ReadAdapterInterface {
+ public:
+  explicit BoundedReader(std::vector<char> data) : data_(std::move(data)) {}
+  size_t size() const override { return data_.size(); }
+  size_t read(uint64_t pos, void* buf, size_t n, const char* /*what*/) const override {
+    if (pos >= data_.size()) return 0;
+    const size_t count = std::min<uint64_t>(n, data_.size() - pos);
+    std::memcpy(buf, data_.data() + pos, count);
+    return count;
+  }
+
+ private:
+  std::vector<char> data_;
+};
+
+// What torch::jit::pickle_load does, through BoundedReader.
+c10::IValue unpickle_archive(std::vector<char> data) {
+  caffe2::serialize::PyTorchStreamReader reader(std::make_shared<BoundedReader>(std::move(data)));
+  return torch::jit::readArchiveAndTensors("data", /*pickle_prefix=*/"", /*tensor_prefix=*/"",
+                                           /*type_resolver=*/std::nullopt,
+                                           /*obj_loader=*/std::nullopt, /*device=*/std::nullopt,
+                                           reader);
+}
 
 }  // namespace
 
@@ -38,7 +72,7 @@ c10::IValue load_saved_batch(const std::string& path) {
     throw ConfigError(path, "", "not a torch.save file: it is not a zip archive");
   }
   try {
-    return torch::jit::pickle_load(data);
+    return unpickle_archive(std::move(data));
   } catch (const c10::Error& e) {
     throw ConfigError(path, "",
                       "not a readable torch.save file: " + first_line(e.what_without_backtrace()));

@@ -1,10 +1,12 @@
 #include "runner/commands/processes.h"
 
 #include "errors.h"
+#include "runner/measure/interrupt.h"
 
 #include <fmt/format.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -45,8 +47,11 @@ int run_child(const std::vector<std::string>& arguments, const std::string& stdo
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0) throw std::runtime_error(fmt::format("--processes: cannot start a child: error {}", spawned));
   int status = 0;
+  bool passed_on = false;
   while (waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw std::runtime_error("--processes: lost a child process");
+    // A SIGTERM sent to this process alone: the child stops at its next sample too and reports.
+    if (interrupted() && !passed_on) passed_on = kill(pid, SIGTERM) == 0;
   }
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);
@@ -222,7 +227,11 @@ Report run_child_processes(const CommandLine& command_line, int count, std::ostr
       if (code == static_cast<int>(ExitCode::kUsage)) throw UsageError(fmt::format("process {} rejected its input", i));
       std::ifstream in(json_path);
       if (!in) throw std::runtime_error(fmt::format("--processes: process {} wrote no report (exit code {})", i, code));
-      reports.push_back(json::parse(in));
+      // An interrupted process measured only some cases: its report is merged only when there is
+      // no other, as the others' cases would not line up with it.
+      const bool partial = code == static_cast<int>(ExitCode::kInterrupted);
+      if (!partial || reports.empty()) reports.push_back(json::parse(in));
+      if (partial || interrupted()) break;
     }
   } catch (...) {
     remove_folder(folder);

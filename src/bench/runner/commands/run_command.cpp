@@ -3,10 +3,12 @@
 #include "runner/commands/run_plan.h"
 #include "errors.h"
 #include "runner/cli/config_paths.h"
+#include "runner/measure/interrupt.h"
 #include "runner/commands/processes.h"
 #include "runner/env/environment.h"
 #include "runner/env/host_state.h"
 #include "runner/measure/bench_runner.h"
+#include "runner/report/report_file.h"
 #include "runner/report/reporter.h"
 #include "runner/strategies/engine.h"
 #include "runner/strategies/structure.h"
@@ -15,22 +17,13 @@
 #include <mtc/nvtx.h>
 
 #include <algorithm>
-#include <fstream>
-#include <memory>
+#include <sstream>
 
 #include "workload/summary.h"
 #include "workload/workload.h"
 
 namespace mtc::bench {
 namespace {
-
-// Opened before anything is measured, so a bad path fails in a second, not after the run.
-std::unique_ptr<std::ofstream> open_output(const std::string& path) {
-  if (path.empty()) return nullptr;
-  auto file = std::make_unique<std::ofstream>(path);
-  if (!*file) throw UsageError(fmt::format("cannot write {}", path));
-  return file;
-}
 
 nlohmann::json sweep_point_json(const std::vector<std::string>& point) {
   nlohmann::json j = nlohmann::json::object();
@@ -85,15 +78,25 @@ std::vector<c10::IValue> build_inputs(const Config& config, const RunPlan& plan,
   return inputs;
 }
 
-// Writes the report files, says why the exit code is not 0, and returns it.
-int write_reports(Report& report, std::ofstream* json_file, std::ofstream* md_file, std::ostream& err) {
+// Writes the report files, says why the exit code is not 0, and returns it. An interrupted run
+// exits with 130 unless an output failed verification (wrong data is the worse finding).
+int write_reports(Report& report, ReportFile& json_file, ReportFile& md_file, std::ostream& err) {
+  report.interrupted = interrupted();
   report.exit_code = exit_code_for(report);
-  if (json_file) JsonReporter().write(report, *json_file);
-  if (md_file) MarkdownReporter().write(report, *md_file);
-  for (auto* file : {json_file, md_file}) {
-    if (file != nullptr && !file->flush()) throw std::runtime_error("writing a report failed");
+  if (report.interrupted && report.exit_code != static_cast<int>(ExitCode::kVerification)) {
+    report.exit_code = static_cast<int>(ExitCode::kInterrupted);
   }
-  if (report.exit_code == static_cast<int>(ExitCode::kVerification)) {
+  const auto commit = [&report](const Reporter& reporter, ReportFile& file) {
+    if (file.path().empty()) return;
+    std::ostringstream text;
+    reporter.write(report, text);
+    file.commit(text.str());
+  };
+  commit(JsonReporter(), json_file);
+  commit(MarkdownReporter(), md_file);
+  if (report.interrupted) {
+    err << "mtc-bench: interrupted: the reports hold what was measured until then\n";
+  } else if (report.exit_code == static_cast<int>(ExitCode::kVerification)) {
     err << "mtc-bench: a strategy's output failed verification (see the table)\n";
   } else if (report.exit_code == static_cast<int>(ExitCode::kRuntime)) {
     err << "mtc-bench: a strategy failed at run time (see the table)\n";
@@ -102,7 +105,7 @@ int write_reports(Report& report, std::ofstream* json_file, std::ofstream* md_fi
 }
 
 // --processes N in the parent: the children measure, the parent merges and reports.
-int run_in_processes(const CommandLine& command_line, int processes, std::ofstream* json_file, std::ofstream* md_file,
+int run_in_processes(const CommandLine& command_line, int processes, ReportFile& json_file, ReportFile& md_file,
                      std::ostream& out, std::ostream& err) {
   Report report = run_child_processes(command_line, processes, err);
   report.command_line = command_line.arguments;
@@ -116,8 +119,10 @@ int run_in_processes(const CommandLine& command_line, int processes, std::ofstre
 
 int run_command(const CommandLine& command_line, std::ostream& out, std::ostream& err) {
   const RunOptions& options = command_line.run;
-  auto json_file = open_output(options.json_path);
-  auto md_file = open_output(options.md_path);
+  install_interrupt_handlers();
+  // Created before anything is measured, so a bad path fails in a second, not after the run.
+  ReportFile json_file(options.json_path);
+  ReportFile md_file(options.md_path);
 
   // Every config (one per sweep point) is loaded before anything is measured, so a bad value
   // at the last point fails in a second, not after the other points ran.
@@ -139,7 +144,7 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
     for (RunPlan& plan : plans) plan.processes = 1;
   }
   if (plans.front().processes > 1 && options.child_index < 0) {
-    return run_in_processes(command_line, plans.front().processes, json_file.get(), md_file.get(), out, err);
+    return run_in_processes(command_line, plans.front().processes, json_file, md_file, out, err);
   }
   if (cuda_devices == 0) err << "no CUDA device: running the h2h (CPU->CPU) direction only\n";
 
@@ -161,7 +166,7 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   console.write_environment(report.context, out);
   Progress progress(!options.quiet);
 
-  for (size_t p = 0; p < configs.size(); ++p) {
+  for (size_t p = 0; p < configs.size() && !interrupted(); ++p) {
     const Config& config = configs[p];
     const RunPlan& plan = plans[p];
     BuildOptions build_options;
@@ -215,7 +220,7 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   host["warnings"] = warnings;
   report.context["host_state"] = std::move(host);
 
-  return write_reports(report, json_file.get(), md_file.get(), err);
+  return write_reports(report, json_file, md_file, err);
 }
 
 }  // namespace mtc::bench

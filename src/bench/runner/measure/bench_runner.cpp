@@ -1,5 +1,6 @@
 #include "runner/measure/bench_runner.h"
 
+#include "runner/measure/interrupt.h"
 #include "runner/measure/device_threads.h"
 #include "runner/measure/round_order.h"
 #include "runner/strategies/catalog.h"
@@ -116,6 +117,7 @@ void measure_block(Block& block, const CaseSettings& settings, int process, Prog
       measure_round(group, *block.threads, settings, process, progress);
       progress.end_case();
     }
+    if (interrupted()) break;  // a started round completes, so every case has samples; no new one
     verdict = settings.fixed_samples > 0 ? StopReason::kFixedCount : block_verdict(block, settings.stopping);
   }
   if (verdict == StopReason::kNone) verdict = StopReason::kMaxRounds;
@@ -207,6 +209,7 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
     }
 
     for (const Pattern pattern : settings.patterns) {
+      if (interrupted()) break;  // no new block is prepared or measured
       // The hot pattern copies the first input only; moving the others to a GPU would be waste.
       const size_t used = pattern == Pattern::kHot ? 1 : workloads.size();
       std::vector<std::vector<c10::IValue>> inputs(devices.size());

@@ -1,5 +1,6 @@
 #include "runner/measure/case_runner.h"
 
+#include "runner/measure/interrupt.h"
 #include "runner/measure/clock.h"
 #include "runner/strategies/engine.h"
 #include "runner/verify/verify.h"
@@ -202,7 +203,7 @@ void CaseRunner::measure_round(const CaseSettings& settings, MeasureGroup& group
                            std::min(1.0, (before.loop_time_s + elapsed) / settings.stopping.timeout_s));
         }
       }
-      if (done && group.all_done()) break;
+      if ((done && group.all_done()) || interrupted()) break;
     }
   } catch (const std::exception& e) {
     if (!done) group.mark_done();

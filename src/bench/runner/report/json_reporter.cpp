@@ -112,7 +112,8 @@ json report_to_json(const Report& report) {
            {"profile", report.profile},
            {"ab", report.ab},
            {"runs", std::move(runs)},
-           {"exit_code", report.exit_code}};
+           {"exit_code", report.exit_code},
+           {"interrupted", report.interrupted}};
   replace_non_finite(doc);
   return doc;
 }

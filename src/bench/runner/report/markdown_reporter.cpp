@@ -51,6 +51,9 @@ void MarkdownReporter::write(const Report& report, std::ostream& out) const {
     }
     for (const std::string& note : run.notes) out << "- note: " << note << '\n';
   }
+  if (report.interrupted) {
+    out << "\n**Interrupted** (SIGINT or SIGTERM): the figures cover what was measured until then.\n";
+  }
   out << "\n" << kTableLegend << '\n';
 }
 

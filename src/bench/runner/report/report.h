@@ -96,6 +96,7 @@ struct Report {
   nlohmann::json ab = nullptr;  // {"job", "side", "round"} when one side of an A/B job
   std::vector<RunSection> runs;
   int exit_code = 0;
+  bool interrupted = false;  // SIGINT/SIGTERM stopped the run: the runs hold what finished
 };
 
 // 16 hex digits: FNV-1a 64 over the resolved config's canonical JSON and the seed, so two

@@ -33,7 +33,10 @@ constexpr std::array<DtypeEntry, 12> kDtypes{{
     {"complex128", c10::ScalarType::ComplexDouble},
 }};
 
-// The one member of a distribution object ({"uniform": [0, 9]}) with its name checked.
+// The one member of a distribution object ({"uniform": [0, 9]}) with its name checked. Read
+// through an iterator of `object` itself: the name is copied and the body points into `object`.
+// (Not `*object.items().begin()`: that is a reference into a temporary iterator, which dies at
+// the end of the statement.)
 std::pair<std::string, const Json*> single_member(const JsonChecks& checks, const Json& object,
                                                   const std::string& path,
                                                   const std::vector<std::string>& kinds,
@@ -42,9 +45,9 @@ std::pair<std::string, const Json*> single_member(const JsonChecks& checks, cons
     checks.fail(path, fmt::format("{} object has exactly one key, one of: {}; got {}", what,
                                   join(kinds), brief(object)));
   }
-  const auto& [key, body] = *object.items().begin();
   checks.allow_keys(object, path, kinds);
-  return {key, &body};
+  const auto member = object.begin();
+  return {member.key(), &member.value()};
 }
 
 std::pair<int64_t, int64_t> parse_pair(const JsonChecks& checks, const Json& value,

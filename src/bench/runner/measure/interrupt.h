@@ -1,0 +1,17 @@
+// Ctrl-C (SIGINT) and SIGTERM during a run: the handler only sets a flag; the measuring loops
+// look at it at each sample boundary, and the run then writes what it measured, marked
+// `"interrupted": true`, and exits with 130 (ExitCode::kInterrupted).
+#pragma once
+
+namespace mtc::bench {
+
+// Installs the handlers of SIGINT and SIGTERM for the rest of the process. Each is one-shot: a
+// second signal gets the default action and ends the process at once, for a user who will not
+// wait for the report.
+void install_interrupt_handlers();
+
+// True once SIGINT or SIGTERM arrived after install_interrupt_handlers(). Cheap: one relaxed
+// atomic load, fit for a per-sample check.
+bool interrupted();
+
+}  // namespace mtc::bench

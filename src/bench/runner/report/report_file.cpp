@@ -1,0 +1,88 @@
+#include "runner/report/report_file.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include "errors.h"
+
+namespace mtc::bench {
+namespace {
+
+std::string folder_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+std::string name_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string error_text(int error) { return std::strerror(error); }
+
+}  // namespace
+
+ReportFile::ReportFile(std::string path) : path_(std::move(path)) {
+  if (path_.empty()) return;
+  struct stat info {};
+  if (::stat(path_.c_str(), &info) == 0) {
+    if (S_ISDIR(info.st_mode))
+      throw UsageError(fmt::format("cannot write {}: it is a folder", path_));
+    // rename() would replace a read-only file; a file made read-only is one not to overwrite.
+    if (::access(path_.c_str(), W_OK) != 0) {
+      throw UsageError(fmt::format("cannot write {}: {}", path_, error_text(errno)));
+    }
+  }
+  // Hidden, next to the destination (rename() is atomic only within one file system), unique to
+  // this process and object. Mode 0666 less the umask, as the file itself would get.
+  static std::atomic<int> counter{0};
+  const std::string stem = fmt::format("{}/.{}.", folder_of(path_), name_of(path_));
+  for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
+    temp_path_ = fmt::format("{}{}-{}.tmp", stem, ::getpid(), counter.fetch_add(1));
+    fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ < 0 && errno != EEXIST) break;
+  }
+  if (fd_ < 0) throw UsageError(fmt::format("cannot write {}: {}", path_, error_text(errno)));
+}
+
+ReportFile::~ReportFile() {
+  if (fd_ >= 0) {
+    ::close(fd_);
+    ::unlink(temp_path_.c_str());
+  }
+}
+
+void ReportFile::commit(const std::string& text) {
+  if (fd_ < 0) return;
+  const int fd = std::exchange(fd_, -1);  // from here on this function closes it
+  auto fail = [&](const char* step, bool still_open) {
+    const int error = errno;
+    if (still_open) ::close(fd);
+    ::unlink(temp_path_.c_str());
+    throw std::runtime_error(
+        fmt::format("writing {} failed ({}): {}", path_, step, error_text(error)));
+  };
+  size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) fail("write", true);
+    written += static_cast<size_t>(n);
+  }
+  while (::fsync(fd) != 0) {
+    if (errno != EINTR) fail("fsync", true);
+  }
+  if (::close(fd) != 0) fail("close", false);
+  if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("rename", false);
+}
+
+}  // namespace mtc::bench

@@ -1,0 +1,127 @@
+// The bad-input catalogue (tests/README.md), through the whole program: each kind of bad file
+// or argument gives exit code 2 and an error whose first line names the place and the reason.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli_runner.h"
+#include "temp_dir.h"
+
+namespace mtc::bench {
+namespace {
+
+using testing_support::TempDir;
+
+struct Ran {
+  int code;
+  std::string first_error_line;
+};
+
+Ran run(const std::vector<std::string>& args) {
+  const testing_support::Ran r = testing_support::run(args);
+  return {r.code, r.err.substr(0, r.err.find('\n'))};
+}
+
+class BadInput : public testing::Test {
+ protected:
+  // Exit code 2 and a first error line holding each of `parts`.
+  void expect_rejected(const std::vector<std::string>& args,
+                       const std::vector<std::string>& parts) {
+    const Ran r = run(args);
+    EXPECT_EQ(r.code, 2) << testing::PrintToString(args) << ": " << r.first_error_line;
+    for (const std::string& part : parts) {
+      EXPECT_NE(r.first_error_line.find(part), std::string::npos)
+          << testing::PrintToString(args) << "\nexpected: " << part
+          << "\ngot: " << r.first_error_line;
+    }
+  }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+    return dir_ / name;
+  }
+  static std::string config_with(const std::string& structure) {
+    return R"({"name": "t", "bench": {"warmup": 0, "min_samples": 1, "min_time_s": 0, "timeout_s": 1},
+               "structure": )" +
+           structure + "}";
+  }
+  TempDir dir_;
+};
+
+TEST_F(BadInput, ConfigFilesThatCannotBeRead) {
+  expect_rejected({"--config", dir_ / "missing.json"}, {"missing.json", "no such file"});
+  expect_rejected({"--config", dir_.make_dir("folder.json")}, {"folder.json", "is a directory"});
+  expect_rejected({"--config", "/dev/null"}, {"/dev/null", "not a regular file"});
+  if (geteuid() != 0) {  // root reads anything
+    const std::string locked = write("locked.json", config_with("1"));
+    chmod(locked.c_str(), 0);
+    expect_rejected({"--config", locked}, {"locked.json", "permission denied"});
+  }
+  // Larger than any config: refused before it is read (a sparse file, no disk used).
+  const std::string huge = dir_ / "huge.json";
+  std::ofstream(huge).close();
+  ASSERT_EQ(truncate(huge.c_str(), off_t{64} << 20), 0);
+  expect_rejected({"--config", huge}, {"huge.json", "too large for a config"});
+}
+
+TEST_F(BadInput, ConfigTextThatIsNotAConfig) {
+  expect_rejected({"--config", write("empty.json", "")}, {"empty.json", "invalid JSON"});
+  expect_rejected({"--config", write("blank.json", " \n\t\n")}, {"blank.json", "invalid JSON"});
+  expect_rejected({"--config", write("nul.json", std::string("{\"name\": \"a\0b\"}", 16))},
+                  {"nul.json", "invalid JSON"});
+  // Not UTF-8: a Latin-1 byte inside a string, and a stray byte outside any.
+  expect_rejected({"--config", write("latin1.json", "{\"name\": \"caf\xe9\", \"structure\": 1}")},
+                  {"latin1.json", "invalid JSON"});
+  expect_rejected({"--config", write("binary.json", "\xff\xfe{}")},
+                  {"binary.json", "invalid JSON"});
+  // Nesting far beyond the limit is refused before it is parsed (no deep recursion anywhere).
+  expect_rejected(
+      {"--config", write("deep.json", std::string(100000, '[') + std::string(100000, ']'))},
+      {"deep.json", "nested deeper than"});
+}
+
+TEST_F(BadInput, NumbersOutOfRange) {
+  expect_rejected({"--config", write("big-seed.json", R"({"seed": 1e999, "structure": 1})")},
+                  {"big-seed.json"});
+  expect_rejected(
+      {"--config",
+       write("big-dim.json", config_with(R"({"tensor": {"dtype": "int8", "shape": [1e30]}})"))},
+      {"big-dim.json", "/structure/tensor/shape/0"});
+  expect_rejected(
+      {"--config",
+       write("neg-dim.json", config_with(R"({"tensor": {"dtype": "int8", "shape": [-4]}})"))},
+      {"neg-dim.json", "/structure/tensor/shape/0"});
+  expect_rejected(
+      {"--config",
+       write("size.json",
+             config_with(R"({"tensor": {"dtype": "float64", "shape": [65536, 65536, 65536]}})"))},
+      {"size.json", "impossible size"});
+  const std::string ok =
+      write("ok.json", config_with(R"({"tensor": {"dtype": "int8", "shape": [2]}})"));
+  expect_rejected({"--config", ok, "--set", "/bench/warmup=-3"}, {"/bench/warmup", "must be >= 0"});
+  expect_rejected({"--config", ok, "--set", "/bench/timeout_s=1e400"}, {"/bench/timeout_s"});
+}
+
+TEST_F(BadInput, InputBatchesThatAreNotBatches) {
+  expect_rejected({"--input", dir_ / "missing.pt"}, {"missing.pt", "no such file"});
+  expect_rejected({"--input", dir_.make_dir("folder.pt")}, {"folder.pt", "is a directory"});
+  expect_rejected({"--input", write("empty.pt", "")}, {"empty.pt", "not a torch.save file"});
+  expect_rejected({"--input", write("text.pt", "hello")}, {"text.pt", "not a torch.save file"});
+  expect_rejected(
+      {"--input", write("zip.pt", std::string("PK\x03\x04", 4) + std::string(100, '\0'))},
+      {"zip.pt", "not a readable torch.save file"});
+}
+
+TEST_F(BadInput, ReportPathsThatCannotBeWrittenFailBeforeMeasuring) {
+  const std::string ok =
+      write("ok.json", config_with(R"({"tensor": {"dtype": "int8", "shape": [2]}})"));
+  expect_rejected({"--config", ok, "--json", dir_ / "no/such/folder/r.json"},
+                  {"r.json", "No such file or directory"});
+  expect_rejected({"--config", ok, "--md", dir_.make_dir("r.md")}, {"r.md", "it is a folder"});
+}
+
+}  // namespace
+}  // namespace mtc::bench

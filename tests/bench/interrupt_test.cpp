@@ -1,0 +1,134 @@
+// Ctrl-C during a run, on the real program: SIGINT stops it at the next sample, the reports are
+// written whole and marked interrupted, and the exit code is 130.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "errors.h"
+#include "temp_dir.h"
+
+extern char** environ;
+
+namespace mtc::bench {
+namespace {
+
+using testing_support::TempDir;
+using Clock = std::chrono::steady_clock;
+
+pid_t spawn(std::vector<std::string> args, const std::string& out_path,
+            const std::string& err_path) {
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid = 0;
+  const int error = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return error == 0 ? pid : -1;
+}
+
+// Whether `pid` has a handler for `signal` (its SigCgt mask in /proc), i.e. is past the point
+// where the signal would still kill it.
+bool catches(pid_t pid, int signal) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("SigCgt:", 0) == 0)
+      return (std::stoull(line.substr(7), nullptr, 16) >> (signal - 1)) & 1;
+  }
+  return false;
+}
+
+// Waits up to `limit` for the process to end; its wait status, or nullopt (then it is killed).
+std::optional<int> wait_for(pid_t pid, std::chrono::seconds limit) {
+  const auto deadline = Clock::now() + limit;
+  int status = 0;
+  while (Clock::now() < deadline) {
+    if (waitpid(pid, &status, WNOHANG) == pid) return status;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid, SIGKILL);
+  waitpid(pid, &status, 0);
+  return std::nullopt;
+}
+
+std::set<std::string> files_in(const std::string& folder) {
+  std::set<std::string> names;
+  DIR* dir = opendir(folder.c_str());
+  if (dir == nullptr) return names;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name != "." && name != "..") names.insert(name);
+  }
+  closedir(dir);
+  return names;
+}
+
+std::string read_text(const std::string& path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
+
+TEST(Interrupt, SigintStopsTheRunAndWritesWholeReportsMarkedInterrupted) {
+  const TempDir dir;
+  // Without the signal this run would measure for minutes: each case's round lasts 30 s.
+  std::ofstream(dir / "long.json") << R"({
+    "name": "long", "seed": 1,
+    "structure": {"list": {"repeat": 8, "item": {"tensor": {"dtype": "float32", "shape": [16]}}}}})";
+  const pid_t pid =
+      spawn({MTC_BENCH_EXE,  "--config",   dir / "long.json", "--quiet",  "--direction",
+             "h2h",          "--strategy", "to,engine",       "--warmup", "1",
+             "--round-time", "30",         "--min-time",      "120",      "--timeout",
+             "120",          "--json",     dir / "r.json",    "--md",     dir / "r.md"},
+            dir / "out.txt", dir / "err.txt");
+  ASSERT_GT(pid, 0) << "cannot start " << MTC_BENCH_EXE;
+  const auto start = Clock::now();
+  while (!catches(pid, SIGINT) && Clock::now() - start < std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the measuring, usually
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  const std::optional<int> status = wait_for(pid, std::chrono::seconds(60));
+  ASSERT_TRUE(status) << "mtc-bench did not stop within 60 s of SIGINT";
+  ASSERT_TRUE(WIFEXITED(*status)) << "ended by signal " << WTERMSIG(*status) << '\n'
+                                  << read_text(dir / "err.txt");
+  EXPECT_EQ(WEXITSTATUS(*status), static_cast<int>(ExitCode::kInterrupted))
+      << read_text(dir / "err.txt");
+  EXPECT_NE(read_text(dir / "err.txt").find("interrupted"), std::string::npos);
+
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+  EXPECT_EQ(doc["interrupted"], true);
+  EXPECT_EQ(doc["exit_code"], 130);
+  ASSERT_EQ(doc["runs"].size(), 1u);
+  ASSERT_FALSE(doc["runs"][0]["results"].empty());
+  for (const auto& result : doc["runs"][0]["results"]) {
+    if (result["status"] == "ok") {
+      EXPECT_GE(result["samples"].get<int64_t>(), 1) << result.dump();
+    }
+  }
+  EXPECT_NE(read_text(dir / "r.md").find("Interrupted"), std::string::npos);
+  // The reports were renamed into place: no temporary file is left beside them.
+  EXPECT_EQ(files_in(dir.path()),
+            (std::set<std::string>{"long.json", "r.json", "r.md", "out.txt", "err.txt"}));
+}
+
+}  // namespace
+}  // namespace mtc::bench
