@@ -62,7 +62,9 @@ checkout() {
   fi
   local commit
   commit="$(git rev-parse --verify --quiet "$ref^{commit}")" || { log "$ref is neither a folder nor a git revision"; return 2; }
-  local tree="$work/src-$name"
+  # The build folder goes inside the worktree (see build_dir): the same relative layout as this
+  # tree's, so ccache serves the second build of the same sources.
+  local tree="$work/$name"
   if [[ -d "$tree" ]]; then
     git -C "$tree" checkout --quiet --detach "$commit"
   else
@@ -71,12 +73,11 @@ checkout() {
   echo "$tree"
 }
 
-# Builds mtc-bench of the source folder $1 into $2 (a repeat rebuilds only what changed);
-# configures first unless $3 is 0 (a build folder made elsewhere, reused as it is). Logs go to
-# $work/logs.
+# Builds mtc-bench of the source folder $2 into $3 (a repeat rebuilds only what changed);
+# configures first unless $4 is 0 (a build folder made elsewhere, reused as it is). Logs go to
+# $work/logs/$1.*.log.
 build() {
-  local src="$1" dir="$2" configure="${3:-1}" name generator=()
-  name="$(basename "$dir")"
+  local name="$1" src="$2" dir="$3" configure="${4:-1}" generator=()
   command -v ninja > /dev/null && generator=(-G Ninja)
   if [[ "$configure" == 1 ]]; then
     # shellcheck disable=SC2086
@@ -96,19 +97,21 @@ if [[ $# -eq 2 ]]; then
 else
   cand_src="$repo"
 fi
-base_build="$work/build-baseline"
-cand_build="${MTC_PERF_CANDIDATE_BUILD:-$work/build-candidate}"
+# A git worktree's build folder lies inside it; a folder given as a side keeps its tree clean.
+build_dir() { if [[ "$2" == "$work/$1" ]]; then echo "$2/build"; else echo "$work/build-$1"; fi; }
+base_build="$(build_dir baseline "$base_src")"
+cand_build="${MTC_PERF_CANDIDATE_BUILD:-$(build_dir candidate "$cand_src")}"
 [[ $# -eq 2 && -n "${MTC_PERF_CANDIDATE_BUILD:-}" ]] && { log "MTC_PERF_CANDIDATE_BUILD needs the working tree as candidate"; exit 2; }
 mkdir -p "$work/logs"
 log "baseline $1 ($base_src), candidate ${2:-working tree} ($cand_src)"
 log "building both (logs in $work/logs)"
-build "$base_src" "$base_build" || exit 3
+build baseline "$base_src" "$base_build" || exit 3
 if [[ "$cand_src" == "$base_src" ]]; then
   cand_build="$base_build"  # the same sources: one build serves both sides
 elif [[ -n "${MTC_PERF_CANDIDATE_BUILD:-}" ]]; then
-  build "$cand_src" "$cand_build" 0 || exit 3
+  build candidate "$cand_src" "$cand_build" 0 || exit 3
 else
-  build "$cand_src" "$cand_build" || exit 3
+  build candidate "$cand_src" "$cand_build" || exit 3
 fi
 base_bin="$base_build/mtc-bench"
 cand_bin="$cand_build/mtc-bench"

@@ -2,7 +2,9 @@
 # Builds everything and runs the test suites, then smoke-tests the main job: on a machine
 # without a GPU the GPU tests skip (saying so) and mtc-bench runs the CPU->CPU direction; the
 # report it writes and every shipped config are validated against their JSON Schemas; then the
-# plots are drawn, and the Python module is installed into the venv and its tests run (the GPU ones skip, saying so).
+# plots are drawn, the CI performance job (scripts/perf-ci.sh) runs end to end in its CPU smoke
+# mode, and the Python module is installed into the venv and its tests run (the GPU ones skip,
+# saying so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -26,6 +28,24 @@ mkdir -p "$smoke"
 
 echo "=== plots of the synthetic reports and of a comparison"
 "$MTC_PYTHON" tests/scripts/plot_test.py "$MTC_BUILD_DIR/mtc-bench"
+
+echo "=== the CI performance job in smoke mode: both builds (HEAD and this tree), h2h, 3 rounds"
+# The candidate reuses this build; the baseline (HEAD) builds in its own worktree (ccache serves
+# what this build compiled). Without git history (a tarball), this tree is both sides.
+perf="$MTC_BUILD_DIR/perf-ci"
+base=HEAD
+git rev-parse --quiet --verify HEAD > /dev/null 2>&1 || base=.
+start=$(date +%s)
+MTC_PERF_SMOKE=1 MTC_PERF_FAIL_ON=none MTC_PERF_CANDIDATE_BUILD="$MTC_BUILD_DIR" MTC_PERF_WORK="$perf" \
+  MTC_PERF_JOB=ci-smoke bash scripts/perf-ci.sh "$base"
+echo "perf-ci smoke took $(( $(date +%s) - start )) s"
+"$MTC_PYTHON" - "$perf/out/compare.json" << 'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+assert doc["method"] == "paired" and doc["ab_job"] == "ci-smoke", doc["notes"]
+assert doc["cases"] and all(c["rounds"] == 3 for c in doc["cases"]), "every case paired over 3 rounds"
+print(f'perf-ci smoke: {len(doc["cases"])} cases compared, {doc["counts"]}')
+EOF
 
 
 echo "=== Python module: pip install --no-build-isolation ., then its tests"
