@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (tests/fuzz) with clang into build-fuzz and runs each for a
 # bounded time (default 60 s), starting from the seed corpus committed in tests/fuzz/corpus.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]      targets: fuzz_config fuzz_npy fuzz_saved_batch
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      targets: fuzz_config fuzz_npy fuzz_saved_batch fuzz_report
 # A crash, a leak, an exception other than ConfigError or an input slower than 10 s fails the
 # script; the input that did it is saved under build-fuzz/artifacts/TARGET/ (reproduce with
 # build-fuzz/tests/fuzz/TARGET FILE). New inputs found go to build-fuzz/corpus/TARGET, not into
@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(fuzz_config fuzz_npy fuzz_saved_batch)
+((${#targets[@]})) || targets=(fuzz_config fuzz_npy fuzz_saved_batch fuzz_report)
 build_dir="${MTC_FUZZ_BUILD_DIR:-build-fuzz}"
 command -v clang++ >/dev/null || { echo "fuzz: clang++ not found (Debian: apt-get install clang)" >&2; exit 1; }
 
