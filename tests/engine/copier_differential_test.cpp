@@ -29,12 +29,14 @@
 #include <thread>
 #include <vector>
 
+#include "gpu_test_support.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
 
 namespace {
 
 using mtc::CopyOptions;
+using mtc::test::map_tensors;
 
 int64_t env_int(const char* name, int64_t fallback) {
   const char* text = std::getenv(name);
@@ -236,28 +238,6 @@ std::vector<Route> routes() {
     out.push_back({"d2d 1->0", {{gpu1}}, {gpu0}});
   }
   return out;
-}
-
-// The same structure with new containers and every tensor replaced by fn(tensor).
-c10::IValue map_tensors(const c10::IValue& v, const std::function<at::Tensor(const at::Tensor&)>& fn) {
-  if (v.isTensor()) return fn(v.toTensor());
-  if (v.isList()) {
-    c10::impl::GenericList list(v.toList().elementType());
-    for (const c10::IValue& e : v.toListRef()) list.push_back(map_tensors(e, fn));
-    return list;
-  }
-  if (v.isTuple()) {
-    std::vector<c10::IValue> items;
-    for (const c10::IValue& e : v.toTupleRef().elements()) items.push_back(map_tensors(e, fn));
-    return c10::ivalue::Tuple::create(std::move(items));
-  }
-  if (v.isGenericDict()) {
-    const c10::impl::GenericDict in = v.toGenericDict();
-    c10::impl::GenericDict dict(in.keyType(), in.valueType());
-    for (const auto& e : in) dict.insert(e.key(), map_tensors(e.value(), fn));
-    return dict;
-  }
-  return v;
 }
 
 struct RouteTally {
