@@ -324,7 +324,10 @@ TEST(CopierFaultDeathTest, DeviceSideAssertBeforeACopySurfacesFromGet) {
             if (message.find("device-side assert") == std::string::npos) code = kWrongError;
           }
         }
-        if (cudaDeviceSynchronize() == cudaSuccess) code = kNoFault;
+        if (cudaDeviceSynchronize() == cudaSuccess) {
+          std::fprintf(stderr, "no device fault happened: the out-of-range index did not assert\n");
+          code = kNoFault;
+        }
         std::fflush(stderr);
         _exit(code);  // skips static destructors, which would call into the dead context
       },
@@ -358,7 +361,10 @@ TEST(CopierFaultDeathTest, PinnedPoolLimitFromTheEnvironment) {
           std::fprintf(stderr, "a copy within the limit failed: %s\n", message_of(e).c_str());
           code = kWrongError;
         }
-        if (mtc::pinned_pool_stats().limit_bytes != 65536) code = kNoFault;
+        if (mtc::pinned_pool_stats().limit_bytes != 65536) {
+          std::fprintf(stderr, "the pool's limit is not the variable's\n");
+          code = kNoFault;
+        }
         std::fflush(stderr);
         _exit(code);
       },
