@@ -3,7 +3,7 @@
 # engine micro-benchmarks, the main benchmark, and (when nsys can write reports) a short
 # Nsight Systems capture. Reports go to the folder given as the first argument.
 #
-#   scripts/gpu-check.sh OUT_DIR [quick|bench|engine|python]
+#   scripts/gpu-check.sh OUT_DIR [quick|bench|engine|python|reliability|sanitize]
 #   scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]
 #
 # "quick" skips the main benchmark's full run and the profile. "bench" builds only the engine's
@@ -19,8 +19,11 @@
 # 10,000 copies, then mtc-bench on configs/mixed.json (to, memcpy_batch, engine; h2d and d2h).
 # "python" installs the Python module into python3's environment (pip install
 # --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
-# included) and scripts/bench_python.py. At most eight files are written to OUT_DIR (the
-# device tool returns no more).
+# included) and scripts/bench_python.py. "reliability" runs the engine's differential test at
+# 10,000 GPU cases, the soak, the fault tests and the memory-steadiness run; "sanitize" runs the
+# engine's GPU tests under compute-sanitizer (memcheck, racecheck, synccheck): both are
+# scripts/gpu-check-reliability.sh, whose header says what each runs and writes. At most eight
+# files are written to OUT_DIR (the device tool returns no more).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR [quick]}"
@@ -33,6 +36,10 @@ step() { echo "=== $* ($(date -u +%T))"; }
 
 if [[ "$mode" == python ]]; then
   bash scripts/gpu-check-python.sh "$out"
+  exit $?
+fi
+if [[ "$mode" == reliability || "$mode" == sanitize ]]; then
+  bash scripts/gpu-check-reliability.sh "$out" "$mode"
   exit $?
 fi
 

@@ -1,10 +1,14 @@
 // Randomized differential test: random nested structures copied by the engine and by a
 // per-tensor `.to()` rebuild must agree, structure and bits. Every case is drawn from its own
 // seed, printed when the case fails, so one failing case can be rerun alone.
-//   MTC_DIFFERENTIAL_CASES=N   cases per target (default 300, what CI runs)
+//   MTC_DIFFERENTIAL_CASES=N   cases per route (default 300, what CI runs; the GPU host's
+//                              reliability check runs 2500, 10,000 or more on GPU routes)
 //   MTC_DIFFERENTIAL_SEED=S    the first case's seed (default 1); case i uses S + i
-// On a machine without a GPU the target is the CPU (new containers, the same tensors); with
-// one, CPU->GPU (pageable and pinned inputs), GPU->CPU and, with two, GPU->GPU follow.
+// Routes: CPU->CPU (new containers, the same tensors) everywhere; with a GPU, CPU->GPU from
+// pageable and from pinned tensors, GPU->CPU, and a mixed route whose leaves each sit on the
+// CPU (pageable or pinned) or on any GPU, copied to the CPU or any GPU drawn per case (leaves
+// already on the target come back as they are); with two GPUs, GPU0->GPU1 and GPU1->GPU0 too.
+// Each route runs on a thread of its own, so the routes' cases run side by side.
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
@@ -12,20 +16,27 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <iostream>
 #include <iterator>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "gpu_test_support.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
 
 namespace {
 
 using mtc::CopyOptions;
+using mtc::test::map_tensors;
 
 int64_t env_int(const char* name, int64_t fallback) {
   const char* text = std::getenv(name);
@@ -52,12 +63,20 @@ class CaseGenerator {
     const int64_t chunks[] = {1, 7, 64, 4096, 1 << 20, 32 << 20};
     o.max_packed_chunk_bytes = chunks[below(6)];
     o.use_background_thread = below(4) != 0;
+    o.pinned_host_outputs = below(4) == 0;
     return o;
   }
 
  private:
   uint64_t below(uint64_t n) { return rng_() % n; }
   bool coin() { return (rng_() & 1) != 0; }
+  // Appended rather than `"k" + std::to_string(n)`, which trips GCC 12's -Wrestrict false
+  // positive at -O3.
+  static std::string key(char prefix, uint64_t n) {
+    std::string k(1, prefix);
+    k += std::to_string(n);
+    return k;
+  }
 
   c10::IValue node(int depth) {
     // Deeper means more leaves; a few roots get many elements, so the engine's split walk runs.
@@ -83,7 +102,7 @@ class CaseGenerator {
       case 3: {
         c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
         for (int64_t i = 0; i < width; ++i)
-          dict.insert_or_assign("k" + std::to_string(below(1000)), node(depth + 1));
+          dict.insert_or_assign(key('k', below(1000)), node(depth + 1));
         return dict;
       }
       case 4: {
@@ -95,7 +114,7 @@ class CaseGenerator {
       case 5: {
         c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
         for (int64_t i = 0; i < width; ++i)
-          dict.insert_or_assign("t" + std::to_string(i), tensor());
+          dict.insert_or_assign(key('t', static_cast<uint64_t>(i)), tensor());
         return dict;
       }
       case 6:
@@ -146,11 +165,24 @@ class CaseGenerator {
     const auto gen_seed = static_cast<int64_t>(rng_() >> 1);
     at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dtype));
     if (t.numel() == 0) return t;
-    std::mt19937_64 fill(static_cast<uint64_t>(gen_seed));
+    // SplitMix64: seeding a Mersenne twister per tensor and drawing a byte at a time took most of
+    // a case's time.
+    uint64_t state = static_cast<uint64_t>(gen_seed);
+    auto fill = [&state] {
+      uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+      return z ^ (z >> 31);
+    };
     auto* bytes = static_cast<unsigned char*>(t.data_ptr());
-    for (size_t i = 0; i < t.nbytes(); ++i) {
-      bytes[i] = dtype == c10::kBool ? static_cast<unsigned char>(fill() & 1)
-                                     : static_cast<unsigned char>(fill());
+    const size_t n = t.nbytes();
+    if (dtype == c10::kBool) {
+      for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<unsigned char>(fill() & 1);
+      return t;
+    }
+    for (size_t i = 0; i < n; i += sizeof(uint64_t)) {
+      const uint64_t word = fill();
+      std::memcpy(bytes + i, &word, std::min(sizeof(word), n - i));
     }
     return t;
   }
@@ -171,84 +203,106 @@ void expect_bitwise_equal(const at::Tensor& out, const at::Tensor& ref) {
   }
 }
 
-struct Target {
-  std::string name;
-  c10::Device source;
-  c10::Device target;
+// Where a case's tensors live and where they go. A route with several placements draws one per
+// leaf, one with several targets one per case; both from the case's seed.
+struct Placement {
+  c10::Device device;
   bool pinned = false;
 };
 
-std::vector<Target> targets() {
+struct Route {
+  std::string name;
+  std::vector<Placement> sources;
+  std::vector<c10::Device> targets;
+};
+
+std::vector<Route> routes() {
   const c10::Device cpu(c10::kCPU);
-  std::vector<Target> out{{"h2h", cpu, cpu}};
+  std::vector<Route> out{{"h2h", {{cpu}}, {cpu}}};
   const int gpus = c10::cuda::device_count();
-  if (gpus >= 1) {
-    const c10::Device gpu0(c10::kCUDA, 0);
-    out.push_back({"h2d", cpu, gpu0});
-    out.push_back({"h2d pinned", cpu, gpu0, true});
-    out.push_back({"d2h", gpu0, cpu});
+  if (gpus == 0) return out;
+  const c10::Device gpu0(c10::kCUDA, 0);
+  out.push_back({"h2d", {{cpu}}, {gpu0}});
+  out.push_back({"h2d pinned", {{cpu, true}}, {gpu0}});
+  out.push_back({"d2h", {{gpu0}}, {cpu}});
+  Route mixed{"mixed", {{cpu}, {cpu, true}}, {cpu}};
+  for (int d = 0; d < std::min(gpus, 2); ++d) {
+    const c10::Device gpu(c10::kCUDA, static_cast<c10::DeviceIndex>(d));
+    mixed.sources.push_back({gpu});
+    mixed.targets.push_back(gpu);
   }
-  if (gpus >= 2) out.push_back({"d2d", c10::Device(c10::kCUDA, 0), c10::Device(c10::kCUDA, 1)});
+  out.push_back(mixed);
+  if (gpus >= 2) {
+    const c10::Device gpu1(c10::kCUDA, 1);
+    out.push_back({"d2d 0->1", {{gpu0}}, {gpu1}});
+    out.push_back({"d2d 1->0", {{gpu1}}, {gpu0}});
+  }
   return out;
 }
 
-// Moves every tensor of `v` (rebuilding the containers) with per-tensor .to(): the reference.
-c10::IValue to_each(const c10::IValue& v, const c10::Device& device, bool pin) {
-  if (v.isTensor()) {
-    at::Tensor t = v.toTensor().to(device);
-    return pin && device.is_cpu() ? t.pin_memory() : t;
+struct RouteTally {
+  int64_t cases = 0;
+  int64_t leaves = 0;
+};
+
+// The route's cases, one after another; stops at the first failing case (of any route).
+RouteTally run_route(const Route& route, int64_t cases, uint64_t first_seed) {
+  RouteTally tally;
+  for (int64_t i = 0; i < cases && !::testing::Test::HasFailure(); ++i) {
+    const uint64_t seed = first_seed + static_cast<uint64_t>(i);
+    SCOPED_TRACE(::testing::Message() << route.name << ", seed " << seed
+                                      << " (rerun alone: MTC_DIFFERENTIAL_SEED=" << seed
+                                      << " MTC_DIFFERENTIAL_CASES=1)");
+    CaseGenerator generate(seed);
+    const c10::IValue built = generate.structure();
+    const CopyOptions options = generate.options();
+    // Its own stream of draws, so a seed's structure is the same on every route.
+    std::mt19937_64 where(seed ^ 0x9e3779b97f4a7c15ULL);
+    const c10::Device target = route.targets[where() % route.targets.size()];
+    const c10::IValue input = map_tensors(built, [&](const at::Tensor& t) {
+      const Placement& p = route.sources[where() % route.sources.size()];
+      const at::Tensor placed = t.to(p.device);
+      return p.pinned ? placed.pin_memory() : placed;
+    });
+    const c10::IValue out = mtc::start_copy(input, target, options).get();
+    const c10::IValue ref = map_tensors(input, [&](const at::Tensor& t) { return t.to(target); });
+    const std::vector<at::Tensor> refs = mtc::test::tensors_of(ref);
+    tally.leaves += static_cast<int64_t>(mtc::test::expect_same_structure(
+        out, input, [&](const at::Tensor& o, const at::Tensor& in, size_t leaf) {
+          expect_bitwise_equal(o, refs.at(leaf));
+          // Already on the target: returned as it is, as .to() would.
+          if (in.device() == target) {
+            EXPECT_TRUE(o.is_same(in)) << "leaf " << leaf << " was copied";
+          }
+        }));
+    ++tally.cases;
   }
-  if (v.isList()) {
-    c10::impl::GenericList list(v.toList().elementType());
-    for (const c10::IValue& e : v.toListRef()) list.push_back(to_each(e, device, pin));
-    return list;
-  }
-  if (v.isTuple()) {
-    std::vector<c10::IValue> items;
-    for (const c10::IValue& e : v.toTupleRef().elements()) items.push_back(to_each(e, device, pin));
-    return c10::ivalue::Tuple::create(std::move(items));
-  }
-  if (v.isGenericDict()) {
-    const c10::impl::GenericDict in = v.toGenericDict();
-    c10::impl::GenericDict dict(in.keyType(), in.valueType());
-    for (const auto& e : in) dict.insert(e.key(), to_each(e.value(), device, pin));
-    return dict;
-  }
-  return v;
+  return tally;
 }
 
 TEST(CopierDifferential, RandomStructuresMatchPerTensorTo) {
   const int64_t cases = env_int("MTC_DIFFERENTIAL_CASES", 300);
   const auto first_seed = static_cast<uint64_t>(env_int("MTC_DIFFERENTIAL_SEED", 1));
-  const std::vector<Target> routes = targets();
-  if (routes.size() == 1) std::cout << "[          ] no CUDA device: the CPU->CPU route only\n";
-  int64_t leaves = 0;
-  for (const Target& route : routes) {
-    for (int64_t i = 0; i < cases; ++i) {
-      const uint64_t seed = first_seed + static_cast<uint64_t>(i);
-      SCOPED_TRACE(::testing::Message() << route.name << ", seed " << seed
-                                        << " (rerun alone: MTC_DIFFERENTIAL_SEED=" << seed
-                                        << " MTC_DIFFERENTIAL_CASES=1)");
-      CaseGenerator generate(seed);
-      const c10::IValue built = generate.structure();
-      const CopyOptions options = generate.options();
-      const c10::IValue input = to_each(built, route.source, route.pinned);
-      const c10::IValue out = mtc::start_copy(input, route.target, options).get();
-      const c10::IValue ref = to_each(input, route.target, false);
-      const std::vector<at::Tensor> refs = mtc::test::tensors_of(ref);
-      leaves += static_cast<int64_t>(mtc::test::expect_same_structure(
-          out, input, [&](const at::Tensor& o, const at::Tensor& in, size_t leaf) {
-            expect_bitwise_equal(o, refs.at(leaf));
-            // Already on the target: returned as it is, as .to() would.
-            if (in.device() == route.target) {
-              EXPECT_TRUE(o.is_same(in)) << "leaf " << leaf << " was copied";
-            }
-          }));
-      if (::testing::Test::HasFailure()) return;  // the first failing case is the one to look at
-    }
+  const std::vector<Route> all = routes();
+  if (all.size() == 1) std::cout << "[          ] no CUDA device: the CPU->CPU route only\n";
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<RouteTally> tallies(all.size());
+  std::vector<std::thread> threads;
+  for (size_t r = 0; r < all.size(); ++r)
+    threads.emplace_back([&, r] { tallies[r] = run_route(all[r], cases, first_seed); });
+  for (std::thread& t : threads) t.join();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  int64_t total = 0;
+  int64_t gpu_cases = 0;
+  for (size_t r = 0; r < all.size(); ++r) {
+    std::cout << "[          ] " << all[r].name << ": " << tallies[r].cases << " cases, "
+              << tallies[r].leaves << " tensor leaves compared\n";
+    total += tallies[r].cases;
+    if (all[r].name != "h2h") gpu_cases += tallies[r].cases;
   }
-  std::cout << "[          ] " << cases << " cases per route, " << routes.size() << " routes, "
-            << leaves << " tensor leaves compared\n";
+  std::cout << "[          ] " << total << " cases (" << gpu_cases << " on GPU routes) in " << seconds
+            << " s, " << all.size() << " routes side by side\n";
 }
 
 }  // namespace

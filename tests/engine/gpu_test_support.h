@@ -14,6 +14,8 @@
 #include <functional>
 #include <vector>
 
+#include "mtc/copier.h"
+
 namespace mtc::test {
 
 inline constexpr int64_t kKiB = 1024;
@@ -48,6 +50,20 @@ c10::IValue reference_batch(const c10::Device& device = kCpu);
 c10::IValue mixed_batch(const c10::Device& device);
 // Pinned staging held by copies in flight (the process-wide pool).
 int64_t pinned_in_use();
+
+// Sets the pinned pool's process-wide limit for one test and puts the previous one back.
+class ScopedPoolLimit {
+ public:
+  explicit ScopedPoolLimit(int64_t bytes) : previous_(mtc::pinned_pool_stats().limit_bytes) {
+    mtc::set_pinned_pool_limit(bytes);
+  }
+  ScopedPoolLimit(const ScopedPoolLimit&) = delete;  // restores once
+  ScopedPoolLimit& operator=(const ScopedPoolLimit&) = delete;
+  ~ScopedPoolLimit() { mtc::set_pinned_pool_limit(previous_); }
+
+ private:
+  int64_t previous_;
+};
 
 // Every GPU test: skipped without a device; afterwards no CUDA error and no pinned staging held.
 class GpuTest : public ::testing::Test {

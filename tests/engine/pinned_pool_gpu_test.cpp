@@ -25,20 +25,7 @@ using mtc::test::kMiB;
 using mtc::test::pinned_in_use;
 using mtc::test::random_tensor;
 using mtc::test::reference_batch;
-
-// Sets the process-wide limit for one test and puts the previous one back.
-class ScopedPoolLimit {
- public:
-  explicit ScopedPoolLimit(int64_t bytes) : previous_(mtc::pinned_pool_stats().limit_bytes) {
-    mtc::set_pinned_pool_limit(bytes);
-  }
-  ScopedPoolLimit(const ScopedPoolLimit&) = delete;  // restores once
-  ScopedPoolLimit& operator=(const ScopedPoolLimit&) = delete;
-  ~ScopedPoolLimit() { mtc::set_pinned_pool_limit(previous_); }
-
- private:
-  int64_t previous_;
-};
+using mtc::test::ScopedPoolLimit;
 
 class PinnedPoolGpu : public GpuTest, public ::testing::WithParamInterface<bool> {};
 

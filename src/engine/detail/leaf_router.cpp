@@ -15,6 +15,13 @@ int64_t LeafRouter::leaf(const at::Tensor& t, c10::IValue& output) {
   if (t.defined()) {
     TORCH_CHECK(t.layout() == c10::kStrided, "mtc: ", where(index), " has layout ", t.layout(),
                 "; only strided tensors can be copied");
+    // Quantized and nested tensors are strided too, but their bytes alone are not their
+    // values (a scale and zero point; the sizes of each part): copied as plain bytes, they came
+    // out as plain tensors that meant something else.
+    TORCH_CHECK(!t.is_quantized(), "mtc: ", where(index), " is quantized (", t.scalar_type(),
+                "); only unquantized tensors can be copied");
+    TORCH_CHECK(!t.is_nested(), "mtc: ", where(index),
+                " is a nested tensor; only plain (non-nested) tensors can be copied");
     const c10::Device device = t.device();
     TORCH_CHECK(device.is_cpu() || device.is_cuda(), "mtc: ", where(index), " is on ",
                 device.str(), "; only cpu and cuda tensors can be copied");

@@ -1,0 +1,76 @@
+// The fault-injection seam of MTC_CUDA_CHECK (cuda_fault.h): the armed call fails once, with the
+// chosen error, without being made; every other call runs. No GPU needed: the checked
+// expressions here only count how often they run.
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "detail/cuda_check.h"
+#include "detail/cuda_fault.h"
+
+namespace {
+
+using mtc::detail::CudaFaultInjection;
+
+std::atomic<int> calls_made{0};
+
+cudaError_t counted_call() {
+  ++calls_made;
+  return cudaSuccess;
+}
+
+TEST(CudaFaultInjection, TheArmedCallFailsOnceWithoutBeingMade) {
+  calls_made = 0;
+  CudaFaultInjection::arm(3, cudaErrorInvalidValue);
+  int failures = 0;
+  for (int i = 0; i < 6; ++i) {
+    try {
+      MTC_CUDA_CHECK(counted_call());
+    } catch (const c10::Error& e) {
+      ++failures;
+      EXPECT_EQ(i, 2);
+      const std::string what = e.what_without_backtrace();
+      EXPECT_NE(what.find("counted_call() failed: cudaErrorInvalidValue"), std::string::npos) << what;
+    }
+  }
+  EXPECT_EQ(failures, 1);
+  EXPECT_EQ(calls_made.load(), 5) << "the failing call was made anyway";
+  EXPECT_TRUE(CudaFaultInjection::disarm());
+  EXPECT_FALSE(CudaFaultInjection::disarm()) << "fired is reported once";
+}
+
+TEST(CudaFaultInjection, DisarmedBeforeItsTurnNothingFails) {
+  calls_made = 0;
+  CudaFaultInjection::arm(100, cudaErrorMemoryAllocation);
+  for (int i = 0; i < 10; ++i) EXPECT_NO_THROW(MTC_CUDA_CHECK(counted_call()));
+  EXPECT_FALSE(CudaFaultInjection::disarm());
+  for (int i = 0; i < 200; ++i) EXPECT_NO_THROW(MTC_CUDA_CHECK(counted_call()));
+  EXPECT_EQ(calls_made.load(), 210);
+}
+
+// Calls checked on many threads at once: exactly one of them fails.
+TEST(CudaFaultInjection, ExactlyOneOfManyConcurrentCallsFails) {
+  CudaFaultInjection::arm(3000, cudaErrorInvalidValue);
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&failures] {
+      for (int i = 0; i < 1000; ++i) {
+        try {
+          MTC_CUDA_CHECK(counted_call());
+        } catch (const c10::Error&) {
+          ++failures;
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 1);
+  EXPECT_TRUE(CudaFaultInjection::disarm());
+}
+
+}  // namespace
