@@ -9,6 +9,7 @@
 // (saying it skipped).
 //
 //   mtc_memory_steadiness [COPIES [EVERY [h2d|d2h]]]    (defaults: 100000 10000 h2d)
+#include <ATen/Context.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <unistd.h>
@@ -78,6 +79,9 @@ int main(int argc, char** argv) {
     std::printf("no CUDA device: memory steadiness not measured (skipped)\n");
     return 0;
   }
+  // The caching allocator's statistics exist once torch has set CUDA up, which it does lazily:
+  // the first row is read before the h2d run has made a CUDA tensor.
+  at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
   const bool h2d = direction == "h2d";
   const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   std::vector<c10::IValue> batches;

@@ -245,37 +245,49 @@ struct RouteTally {
   int64_t leaves = 0;
 };
 
+// One case of a route: the structure of `seed`, placed as the route says, copied by the engine
+// and compared with per-tensor .to().
+void run_case(const Route& route, uint64_t seed, RouteTally& tally) {
+  SCOPED_TRACE(::testing::Message() << route.name << ", seed " << seed
+                                    << " (rerun alone: MTC_DIFFERENTIAL_SEED=" << seed
+                                    << " MTC_DIFFERENTIAL_CASES=1)");
+  CaseGenerator generate(seed);
+  const c10::IValue built = generate.structure();
+  const CopyOptions options = generate.options();
+  // Its own stream of draws, so a seed's structure is the same on every route.
+  std::mt19937_64 where(seed ^ 0x9e3779b97f4a7c15ULL);
+  const c10::Device target = route.targets[where() % route.targets.size()];
+  const c10::IValue input = map_tensors(built, [&](const at::Tensor& t) {
+    const Placement& p = route.sources[where() % route.sources.size()];
+    const at::Tensor placed = t.to(p.device);
+    return p.pinned ? placed.pin_memory() : placed;
+  });
+  const c10::IValue out = mtc::start_copy(input, target, options).get();
+  const c10::IValue ref = map_tensors(input, [&](const at::Tensor& t) { return t.to(target); });
+  const std::vector<at::Tensor> refs = mtc::test::tensors_of(ref);
+  tally.leaves += static_cast<int64_t>(mtc::test::expect_same_structure(
+      out, input, [&](const at::Tensor& o, const at::Tensor& in, size_t leaf) {
+        expect_bitwise_equal(o, refs.at(leaf));
+        // Already on the target: returned as it is, as .to() would.
+        if (in.device() == target) {
+          EXPECT_TRUE(o.is_same(in)) << "leaf " << leaf << " was copied";
+        }
+      }));
+  ++tally.cases;
+}
+
 // The route's cases, one after another; stops at the first failing case (of any route).
 RouteTally run_route(const Route& route, int64_t cases, uint64_t first_seed) {
   RouteTally tally;
   for (int64_t i = 0; i < cases && !::testing::Test::HasFailure(); ++i) {
     const uint64_t seed = first_seed + static_cast<uint64_t>(i);
-    SCOPED_TRACE(::testing::Message() << route.name << ", seed " << seed
-                                      << " (rerun alone: MTC_DIFFERENTIAL_SEED=" << seed
-                                      << " MTC_DIFFERENTIAL_CASES=1)");
-    CaseGenerator generate(seed);
-    const c10::IValue built = generate.structure();
-    const CopyOptions options = generate.options();
-    // Its own stream of draws, so a seed's structure is the same on every route.
-    std::mt19937_64 where(seed ^ 0x9e3779b97f4a7c15ULL);
-    const c10::Device target = route.targets[where() % route.targets.size()];
-    const c10::IValue input = map_tensors(built, [&](const at::Tensor& t) {
-      const Placement& p = route.sources[where() % route.sources.size()];
-      const at::Tensor placed = t.to(p.device);
-      return p.pinned ? placed.pin_memory() : placed;
-    });
-    const c10::IValue out = mtc::start_copy(input, target, options).get();
-    const c10::IValue ref = map_tensors(input, [&](const at::Tensor& t) { return t.to(target); });
-    const std::vector<at::Tensor> refs = mtc::test::tensors_of(ref);
-    tally.leaves += static_cast<int64_t>(mtc::test::expect_same_structure(
-        out, input, [&](const at::Tensor& o, const at::Tensor& in, size_t leaf) {
-          expect_bitwise_equal(o, refs.at(leaf));
-          // Already on the target: returned as it is, as .to() would.
-          if (in.device() == target) {
-            EXPECT_TRUE(o.is_same(in)) << "leaf " << leaf << " was copied";
-          }
-        }));
-    ++tally.cases;
+    // An exception escaping a route's thread would end the process without naming the case.
+    try {
+      run_case(route, seed, tally);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << route.name << ", seed " << seed << " (rerun alone: MTC_DIFFERENTIAL_SEED=" << seed
+                    << " MTC_DIFFERENTIAL_CASES=1) threw: " << e.what();
+    }
   }
   return tally;
 }
