@@ -1,6 +1,7 @@
 // mtc._C: start_copy and AsyncCopyHandle over the engine's public header, nothing else of the
 // project. The walk of the Python structure and the rebuild of the result are in
 // py_structure.cpp; this file is the module: arguments, the GIL, errors.
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
 #include <mtc/copier.h>
 #include <pybind11/pybind11.h>
@@ -32,6 +33,17 @@ c10::Device parse_device(py::handle device) {
   }
   throw py::type_error(std::string("mtc.start_copy: device must be a str or a torch.device, got ") +
                        Py_TYPE(device.ptr())->tp_name);
+}
+
+// A CUDA index that does not exist is refused here, before the structure is walked or the
+// engine is called: nothing touches a device that is not there, and the error is the module's
+// own ValueError (the engine checks again for its C++ callers).
+void check_cuda_index(const c10::Device& target) {
+  if (!target.is_cuda() || !target.has_index()) return;
+  const int count = c10::cuda::device_count();
+  if (target.index() < count) return;
+  throw py::value_error("mtc.start_copy: target " + target.str() + " does not exist (" +
+                        std::to_string(count) + " CUDA device(s) visible)");
 }
 
 // The pending result of one start_copy.
@@ -109,6 +121,7 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, py::handle device, bool 
                                        bool pack_cpu_tensors, int64_t min_packed_alignment_bytes,
                                        int64_t max_packed_chunk_bytes, bool use_background_thread) {
   const c10::Device target = parse_device(device);
+  check_cuda_index(target);
   CopyOptions options;
   options.use_pinned_staging = use_pinned_staging;
   options.pack_cpu_tensors = pack_cpu_tensors;
