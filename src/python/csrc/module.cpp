@@ -73,20 +73,27 @@ class AsyncCopyHandle {
 
   bool ready() const { return handle_.ready(); }
 
+  // The result is built while the device still writes the new tensors: the engine hands them
+  // over once they exist, and only then is completion awaited.
   py::object get() {
     if (result_) return result_;
-    c10::IValue output;
     {
-      // The lock keeps two threads from waiting in the engine's get() for one handle; it is
-      // taken without the GIL, so a thread that holds the GIL never waits for it.
+      // The lock keeps two threads from taking the engine's result of one handle; it is taken
+      // without the GIL, so a thread that holds the GIL never waits for it.
       py::gil_scoped_release release;
       const std::lock_guard<std::mutex> lock(get_mutex_);
-      output = handle_.get();
+      if (!built_) {
+        c10::IValue output = handle_.take_result();
+        const py::gil_scoped_acquire gil;
+        // The outputs are moved into their Python objects, and what is left of the engine's
+        // structure is dropped here, with the GIL: a tensor that loses its last C++ reference
+        // other than its Python object's takes the GIL to release that object.
+        built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output)));
+        structure_->clear();
+      }
+      handle_.wait();
     }
-    if (!result_) {
-      result_ = py::reinterpret_steal<py::object>(structure_->rebuild(output));
-      structure_->clear();
-    }
+    if (!result_) result_ = built_;
     return result_;
   }
 
@@ -114,7 +121,8 @@ class AsyncCopyHandle {
   std::unique_ptr<PyStructure> structure_;
   CopyHandle handle_;
   std::mutex get_mutex_;
-  py::object result_;
+  py::object built_;   // the result, built before the device has finished; guarded by get_mutex_
+  py::object result_;  // built_ once the copy has completed
 };
 
 std::unique_ptr<AsyncCopyHandle> start(py::handle data, py::handle device, bool use_pinned_staging,
