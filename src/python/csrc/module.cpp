@@ -78,6 +78,16 @@ class AsyncCopyHandle {
   py::object get() {
     if (result_) return result_;
     {
+      // A copy that is complete already needs no wait: no need to let go of the GIL. Only
+      // tried: a thread holding the lock may be waiting for the GIL.
+      const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
+      if (lock.owns_lock() && handle_.ready()) {
+        if (!built_) build(handle_.take_result());
+        result_ = built_;
+        return result_;
+      }
+    }
+    {
       // The lock keeps two threads from taking the engine's result of one handle; it is taken
       // without the GIL, so a thread that holds the GIL never waits for it.
       py::gil_scoped_release release;
@@ -85,11 +95,7 @@ class AsyncCopyHandle {
       if (!built_) {
         c10::IValue output = handle_.take_result();
         const py::gil_scoped_acquire gil;
-        // The outputs are moved into their Python objects, and what is left of the engine's
-        // structure is dropped here, with the GIL: a tensor that loses its last C++ reference
-        // other than its Python object's takes the GIL to release that object.
-        built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output)));
-        structure_->clear();
+        build(std::move(output));
       }
       handle_.wait();
     }
@@ -118,6 +124,14 @@ class AsyncCopyHandle {
   }
 
  private:
+  // The outputs are moved into their Python objects, and what is left of the engine's structure
+  // is dropped in rebuild(), with the GIL: a tensor that loses its last C++ reference other
+  // than its Python object's takes the GIL to release that object. The GIL must be held.
+  void build(c10::IValue output) {
+    built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output)));
+    structure_->clear();
+  }
+
   std::unique_ptr<PyStructure> structure_;
   CopyHandle handle_;
   std::mutex get_mutex_;
