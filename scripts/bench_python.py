@@ -29,6 +29,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from copy_check import difference  # noqa: E402
 from spec_batch import SpecBatch, SpecError  # noqa: E402
 
 ROTATION = 8
@@ -66,17 +67,6 @@ def methods(device):
 def synchronize(device):
     if torch.device(device).type == "cuda" or torch.cuda.is_available():
         torch.cuda.synchronize()
-
-
-def same(out, ref, device):
-    if type(ref) in (list, tuple, dict):
-        if type(out) is not type(ref) or len(out) != len(ref):
-            return False
-        pairs = zip(out.values(), ref.values()) if type(ref) is dict else zip(out, ref)
-        return (type(ref) is not dict or list(out) == list(ref)) and all(same(o, r, device) for o, r in pairs)
-    if isinstance(ref, torch.Tensor):
-        return out.device == torch.device(device) and out.dtype == ref.dtype and torch.equal(out.cpu(), ref)
-    return out is ref
 
 
 def summarize(samples_ns, run_means_ns):
@@ -217,7 +207,12 @@ def main(argv=None):
     for pattern in ("protocol", "step"):
         for name in chosen:
             copy = available[name]
-            verified = same(copy(batches[0], []), batches[0], args.device)
+            out = copy(batches[0], [])
+            synchronize(args.device)
+            why = difference(out, batches[0], args.device)
+            verified = why is None
+            if why:
+                print(f"bench_python.py: {pattern} {name}: the copy differs from its input: {why}", file=sys.stderr)
             summary, starts = measure(copy, batches, args.device, pattern, args.warmup, args.runs, args.iters)
             report["rows"].append({
                 "pattern": pattern, "method": name, "time": summary, "verified": verified,

@@ -62,6 +62,16 @@ c10::IValue CopyHandle::get() {
   return job_->get();
 }
 
+c10::IValue CopyHandle::take_result() {
+  TORCH_CHECK(job_, "mtc::CopyHandle::take_result() on an empty handle");
+  return job_->take_result();
+}
+
+void CopyHandle::wait() {
+  TORCH_CHECK(job_, "mtc::CopyHandle::wait() on an empty handle");
+  job_->wait();
+}
+
 CopyStats CopyHandle::stats() const {
   TORCH_CHECK(job_, "mtc::CopyHandle::stats() on an empty handle");
   return job_->stats();

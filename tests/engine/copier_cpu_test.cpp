@@ -446,6 +446,7 @@ TEST(CopierCpu, CudaIndexOutOfRangeThrows) {
   const auto count = static_cast<c10::DeviceIndex>(c10::cuda::device_count());
   EXPECT_THROW(start_copy(t, c10::Device(c10::kCUDA, count)), c10::ValueError);
   EXPECT_THROW(start_copy(t, c10::Device(c10::kCUDA, 100)), c10::ValueError);
+  if (count < 8) expect_throws_with([&] { start_copy(t, c10::Device(c10::kCUDA, 7)); }, "cuda:7");
 }
 
 TEST(CopierCpu, UnsupportedTargetDeviceTypesThrow) {

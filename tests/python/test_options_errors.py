@@ -112,6 +112,16 @@ def test_a_cuda_target_without_cuda():
         mtc.start_copy([torch.ones(1)], "cuda")
 
 
+@pytest.mark.parametrize("device", ["cuda:7", torch.device("cuda", 7), "cuda:100"])
+@pytest.mark.parametrize("background", [True, False])
+def test_a_cuda_index_that_does_not_exist_is_a_value_error(device, background):
+    # On a GPU host this crashed the interpreter; here and there it must only raise.
+    if torch.cuda.device_count() > 7:
+        pytest.skip("this machine has 8 or more CUDA devices")
+    with pytest.raises(ValueError, match="does not exist"):
+        mtc.start_copy([torch.ones(1), {"a": torch.ones(2)}], device, use_background_thread=background)
+
+
 @pytest.mark.parametrize("background", [True, False])
 def test_a_leaf_that_cannot_be_copied_fails_the_copy_on_every_get(background):
     data = [1, {"ok": torch.ones(2), "bad": torch.ones(3).to_sparse()}]

@@ -326,16 +326,34 @@ bool CopyJob::ready() {
 }
 
 c10::IValue CopyJob::get() {
+  wait();
+  TORCH_CHECK(!taken_.load(std::memory_order_acquire),
+              "mtc::CopyHandle::get(): the result was moved out by take_result()");
+  return result_;
+}
+
+void CopyJob::wait() {
+  wait_started();
+  std::lock_guard<std::mutex> lock(completion_mutex_);
+  // The inputs stay referenced until the job is destroyed (with its handle): releasing them
+  // here would put hundreds of reference-count drops on the caller's critical path.
+  completion_.wait();
+}
+
+c10::IValue CopyJob::take_result() {
+  wait_started();
+  TORCH_CHECK(!taken_.exchange(true, std::memory_order_acq_rel),
+              "mtc::CopyHandle::take_result(): the result was moved out already");
+  // Written by the thread that ran the job before it published kSubmitted.
+  return std::move(result_);
+}
+
+void CopyJob::wait_started() {
   // Not started yet (the workers are asleep, or busy): rather than wait for one to wake up,
   // the caller runs the job itself. Its cache often still holds the input it just built.
   run_if_unclaimed();
   // Started by a worker: if its walk is split, walk some of the parts while waiting.
   if (wait_submitted(/*join=*/true) == kFailed) std::rethrow_exception(error_);
-  std::lock_guard<std::mutex> lock(completion_mutex_);
-  // The inputs stay referenced until the job is destroyed (with its handle): releasing them
-  // here would put hundreds of reference-count drops on the caller's critical path.
-  completion_.wait();
-  return result_;
 }
 
 void CopyJob::wait_noexcept() noexcept {

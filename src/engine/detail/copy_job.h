@@ -47,6 +47,9 @@ class CopyJob {
 
   bool ready();
   c10::IValue get();
+  // See CopyHandle::take_result() and wait().
+  c10::IValue take_result();
+  void wait();
   CopyStats stats() const { return stats_; }
   // Waits for the job and its device work; for the handle's destructor.
   void wait_noexcept() noexcept;
@@ -71,6 +74,8 @@ class CopyJob {
   void place_outputs();
   // Waits until the job is submitted or failed; with `join`, walks part of a split walk meanwhile.
   int wait_submitted(bool join);
+  // Runs the job if no thread has, waits until it is submitted; rethrows a failure.
+  void wait_started();
   void sync_streams_noexcept() noexcept;
 
   c10::IValue input_;  // kept to the end: the walk records pointers into its tensors
@@ -93,6 +98,7 @@ class CopyJob {
   std::shared_ptr<ElementTickets> open_walk_;  // while a walk in parts hands out elements
   std::atomic<bool> walk_open_{false};         // open_walk_ is set (read without the lock)
   std::atomic<bool> claimed_{false};  // a thread has started run()
+  std::atomic<bool> taken_{false};    // take_result() moved result_ out
   // Its own cache lines: get() spins reading it while the worker writes the fields above.
   alignas(128) std::atomic<int> state_{kPending};
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();

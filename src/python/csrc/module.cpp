@@ -1,6 +1,7 @@
 // mtc._C: start_copy and AsyncCopyHandle over the engine's public header, nothing else of the
 // project. The walk of the Python structure and the rebuild of the result are in
 // py_structure.cpp; this file is the module: arguments, the GIL, errors.
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
 #include <mtc/copier.h>
 #include <pybind11/pybind11.h>
@@ -34,6 +35,17 @@ c10::Device parse_device(py::handle device) {
                        Py_TYPE(device.ptr())->tp_name);
 }
 
+// A CUDA index that does not exist is refused here, before the structure is walked or the
+// engine is called: nothing touches a device that is not there, and the error is the module's
+// own ValueError (the engine checks again for its C++ callers).
+void check_cuda_index(const c10::Device& target) {
+  if (!target.is_cuda() || !target.has_index()) return;
+  const int count = c10::cuda::device_count();
+  if (target.index() < count) return;
+  throw py::value_error("mtc.start_copy: target " + target.str() + " does not exist (" +
+                        std::to_string(count) + " CUDA device(s) visible)");
+}
+
 // The pending result of one start_copy.
 class AsyncCopyHandle {
  public:
@@ -61,20 +73,33 @@ class AsyncCopyHandle {
 
   bool ready() const { return handle_.ready(); }
 
+  // The result is built while the device still writes the new tensors: the engine hands them
+  // over once they exist, and only then is completion awaited.
   py::object get() {
     if (result_) return result_;
-    c10::IValue output;
     {
-      // The lock keeps two threads from waiting in the engine's get() for one handle; it is
-      // taken without the GIL, so a thread that holds the GIL never waits for it.
+      // A copy that is complete already needs no wait: no need to let go of the GIL. Only
+      // tried: a thread holding the lock may be waiting for the GIL.
+      const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
+      if (lock.owns_lock() && handle_.ready()) {
+        if (!built_) build(handle_.take_result());
+        result_ = built_;
+        return result_;
+      }
+    }
+    {
+      // The lock keeps two threads from taking the engine's result of one handle; it is taken
+      // without the GIL, so a thread that holds the GIL never waits for it.
       py::gil_scoped_release release;
       const std::lock_guard<std::mutex> lock(get_mutex_);
-      output = handle_.get();
+      if (!built_) {
+        c10::IValue output = handle_.take_result();
+        const py::gil_scoped_acquire gil;
+        build(std::move(output));
+      }
+      handle_.wait();
     }
-    if (!result_) {
-      result_ = py::reinterpret_steal<py::object>(structure_->rebuild(output));
-      structure_->clear();
-    }
+    if (!result_) result_ = built_;
     return result_;
   }
 
@@ -99,16 +124,26 @@ class AsyncCopyHandle {
   }
 
  private:
+  // The outputs are moved into their Python objects, and what is left of the engine's structure
+  // is dropped in rebuild(), with the GIL: a tensor that loses its last C++ reference other
+  // than its Python object's takes the GIL to release that object. The GIL must be held.
+  void build(c10::IValue output) {
+    built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output)));
+    structure_->clear();
+  }
+
   std::unique_ptr<PyStructure> structure_;
   CopyHandle handle_;
   std::mutex get_mutex_;
-  py::object result_;
+  py::object built_;   // the result, built before the device has finished; guarded by get_mutex_
+  py::object result_;  // built_ once the copy has completed
 };
 
 std::unique_ptr<AsyncCopyHandle> start(py::handle data, py::handle device, bool use_pinned_staging,
                                        bool pack_cpu_tensors, int64_t min_packed_alignment_bytes,
                                        int64_t max_packed_chunk_bytes, bool use_background_thread) {
   const c10::Device target = parse_device(device);
+  check_cuda_index(target);
   CopyOptions options;
   options.use_pinned_staging = use_pinned_staging;
   options.pack_cpu_tensors = pack_cpu_tensors;

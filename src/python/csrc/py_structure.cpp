@@ -221,14 +221,21 @@ c10::IValue PyStructure::take_engine_input() {
   return entries;
 }
 
-// Reads the tape in pre-order and the engine's outputs in the same order.
+// Reads the tape in pre-order and the engine's outputs in the same order, moving each output
+// tensor into its Python object: a tensor whose only C++ reference is its Python object's costs
+// nothing more to keep or to drop, where one still shared with the engine's structure would
+// take the GIL to hold its Python object and again to let go of it (torch's PyObject
+// preservation), once per tensor.
 class PyStructure::Reader {
  public:
-  Reader(const PyStructure& structure, const c10::IValue& output)
-      : tape_(structure.tape_),
-        output_(output),
-        entry_(&output),
-        root_is_container_(structure.root_is_container_) {}
+  Reader(const PyStructure& structure, c10::IValue& output)
+      : tape_(structure.tape_), root_is_container_(structure.root_is_container_) {
+    if (root_is_container_) {
+      roots_ = output.toList();
+    } else {
+      entry_ = std::move(output);
+    }
+  }
 
   PyObject* read(bool at_root) {
     const Node& node = tape_[next_++];
@@ -268,33 +275,35 @@ class PyStructure::Reader {
     if (object == nullptr) throw py::error_already_set();
     return py::reinterpret_steal<py::object>(object);
   }
-  static PyObject* wrap(const at::Tensor& tensor) {
-    PyObject* object = THPVariable_Wrap(tensor);
+  static PyObject* wrap(at::Tensor tensor) {
+    PyObject* object = THPVariable_Wrap(std::move(tensor));
     if (object == nullptr) throw py::error_already_set();
     return object;
   }
   // The next element of a container; a root element's tensors are in its own entry.
   PyObject* element(bool at_root, Py_ssize_t index) {
     if (at_root && root_is_container_) {
-      entry_ = &output_.toListRef()[static_cast<size_t>(index)];
+      entry_ = roots_.extract(static_cast<size_t>(index));
+      if (entry_.isList()) entry_tensors_ = entry_.toList();
       in_entry_ = 0;
     }
     return read(false);
   }
-  const at::Tensor& next_tensor() {
-    if (entry_->isTensor()) return entry_->toTensor();
-    return entry_->toListRef()[in_entry_++].toTensor();
+  at::Tensor next_tensor() {
+    if (entry_.isTensor()) return std::move(entry_).toTensor();
+    return entry_tensors_.extract(in_entry_++).toTensor();
   }
 
   const std::vector<Node>& tape_;
-  const c10::IValue& output_;
-  const c10::IValue* entry_;
+  c10::impl::GenericList roots_{c10::AnyType::get()};  // the engine's entries, by root element
+  c10::IValue entry_;                                   // the current root element's entry
+  c10::impl::GenericList entry_tensors_{c10::AnyType::get()};  // its tensors, when several
   size_t in_entry_ = 0;
   size_t next_ = 0;
   bool root_is_container_;
 };
 
-PyObject* PyStructure::rebuild(const c10::IValue& output) const {
+PyObject* PyStructure::rebuild(c10::IValue output) const {
   TORCH_INTERNAL_ASSERT(!tape_.empty(), "mtc: rebuild() after clear()");
   return Reader(*this, output).read(/*at_root=*/true);
 }

@@ -41,8 +41,9 @@ class PyStructure {
   // What the engine copies. Moves the tensors out: call once.
   c10::IValue take_engine_input();
   // The same containers, keys and opaque leaves around `output`, what the engine returned for
-  // take_engine_input(). A new reference; the GIL must be held.
-  PyObject* rebuild(const c10::IValue& output) const;
+  // take_engine_input(); its tensors are moved into the result. A new reference; the GIL must
+  // be held (`output` is released here, with it).
+  PyObject* rebuild(c10::IValue output) const;
   // Drops the references to the input's keys and opaque leaves; the GIL must be held.
   void clear();
 

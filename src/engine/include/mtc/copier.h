@@ -84,6 +84,14 @@ class CopyHandle {
   // May be called more than once. If no worker has started the copy yet, the calling thread
   // runs it (instead of waiting for a worker to wake up).
   c10::IValue get();
+  // For bindings that wrap the outputs in objects of their own while the device works: waits
+  // only until the outputs exist (the device may still be writing them) and moves the structure
+  // out of the handle, so the caller holds the only references to the new tensors. Their data
+  // may be read once wait() returned or ready() is true. Rethrows a failure; get() and
+  // take_result() afterwards throw.
+  c10::IValue take_result();
+  // Blocks until done, like get() without the result; rethrows a failure.
+  void wait();
   // Valid after get() or once ready() returned true.
   CopyStats stats() const;
   bool valid() const { return job_ != nullptr; }

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""The Python module's own cost around the engine, on a config's batch (the 528-tensor
+reference batch by default): how long start_copy() takes to return, start_copy().get() end to
+end, and dropping the handle and the result, next to the engine's own figures (stats()). Each
+is given in wall time and in the calling thread's CPU time: on a shared machine the second is the
+steadier (it leaves out the time other processes took the core).
+
+On a machine without a GPU, --device cpu leaves the engine almost nothing to do (tensors already
+on the target come back as they are), so what remains is the module's walk of the structure, the
+rebuild of the result and the hand-offs: the overhead, not a copy.
+
+    python scripts/bench_python_overhead.py [--device cpu] [--calls 3000] [--background 0|1]
+"""
+
+import argparse
+import gc
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from spec_batch import SpecBatch  # noqa: E402
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", default=str(Path(__file__).resolve().parent.parent / "configs/streampetr.json"))
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--calls", type=int, default=3000)
+    parser.add_argument("--background", type=int, choices=(0, 1), default=1, help="use_background_thread")
+    args = parser.parse_args(argv)
+
+    import mtc
+    import torch
+
+    batch = SpecBatch(args.config).build()
+    wall = {"start_copy returns": [], "start_copy + get": [], "drop handle and result": []}
+    cpu = {name: [] for name in wall}
+    engine = []
+    # The collector would run at arbitrary calls (every few hundred new objects): it is a cost
+    # of the program, not of one call.
+    gc.disable()
+    for _ in range(args.calls):
+        w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+        handle = mtc.start_copy(batch, args.device, use_background_thread=bool(args.background))
+        w1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+        out = handle.get()
+        w2, c2 = time.perf_counter_ns(), time.thread_time_ns()
+        s = handle.stats()
+        w3, c3 = time.perf_counter_ns(), time.thread_time_ns()
+        del handle, out
+        w4, c4 = time.perf_counter_ns(), time.thread_time_ns()
+        for clock, t in ((wall, (w0, w1, w2, w3, w4)), (cpu, (c0, c1, c2, c3, c4))):
+            clock["start_copy returns"].append(t[1] - t[0])
+            clock["start_copy + get"].append(t[2] - t[0])
+            clock["drop handle and result"].append(t[4] - t[3])
+        engine.append(s["queued_us"] + s["traverse_us"] + s["submit_us"] + s["outputs_us"])
+    gc.enable()
+    skip = args.calls // 5  # warm-up
+    print(f"mtc {mtc.__version__} from {Path(mtc.__file__).parent}, torch {torch.__version__}, "
+          f"device {args.device}, use_background_thread={bool(args.background)}, {args.calls - skip} calls")
+    print(f"  {'':24} {'wall median':>12} {'wall p10':>9} {'CPU median':>11} {'CPU p10':>8}  (us)")
+    for name in wall:
+        w, c = sorted(wall[name][skip:]), sorted(cpu[name][skip:])
+        print(f"  {name:24} {statistics.median(w) / 1e3:12.1f} {w[len(w) // 10] / 1e3:9.1f} "
+              f"{statistics.median(c) / 1e3:11.1f} {c[len(c) // 10] / 1e3:8.1f}")
+    e = sorted(engine[skip:])
+    print(f"  {'engine (its stats)':24} {statistics.median(e):12.1f} {e[len(e) // 10]:9.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
