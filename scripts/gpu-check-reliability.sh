@@ -95,17 +95,26 @@ for candidate in /usr/local/cuda/bin/compute-sanitizer /usr/local/cuda/compute-s
   [[ -z "$sanitizer" && -x "$candidate" ]] && sanitizer="$candidate"
 done
 [[ -n "$sanitizer" ]] || { echo "compute-sanitizer not found: nothing checked"; exit 1; }
-gpu_tests='GpuTest.*:MultiGpuTest.*:*/OptionCombinations.*:*/StreamOrdering.*:*/HandleLifetime.*:*/ErrorPropagation.*:*/PinnedPoolGpu.*:*/PinnedUploadGpu.*:CopierDifferential.*:CopierSoak.*'
+gpu_tests='GpuTest.*:MultiGpuTest.*:*/OptionCombinations.*:*/StreamOrdering.*:*/HandleLifetime.*:*/ErrorPropagation.*:*/PinnedPoolGpu.*:*/PinnedUploadGpu.*:CopyHandleGpu.*:CopierDifferential.*:CopierSoak.*'
 filter="${MTC_SANITIZE_FILTER:-$gpu_tests}"
 [[ "$filter" == *-* ]] || filter="$filter-*DeathTest*"
 export MTC_DIFFERENTIAL_CASES="${MTC_DIFFERENTIAL_CASES:-20}" MTC_SOAK_COPIES="${MTC_SOAK_COPIES:-10}"
+# The tools slow the host side many times over: tests that time device work against host work
+# (a sleep kernel meant to outlast start_copy) read this and drop their timing expectations.
+export MTC_UNDER_SANITIZER=1
 for tool in memcheck racecheck synccheck; do
   step "compute-sanitizer --tool $tool" | tee "$out/$tool.log"
   extra_env=()
   [[ "$tool" == memcheck ]] && extra_env=(PYTORCH_NO_CUDA_MEMORY_CACHING=1)
+  # racecheck looks at shared memory only (the gather kernel, which the other tests launch);
+  # under it the soak's 80 copies took over a minute on an H100 and proved nothing more, and
+  # the fault tests' failed CUDA calls made the tool report an internal error of its own
+  # ("failed to track a kernel launch"), not a hazard. memcheck and synccheck run both.
+  tool_filter="$filter"
+  [[ "$tool" == racecheck ]] && tool_filter="$filter:CopierSoak.*:*Fault*"
   run_logged "$out/$tool.log" "${MTC_SANITIZE_TIMEOUT:-150}" env "${extra_env[@]}" \
     "$sanitizer" --tool "$tool" --error-exitcode 99 --report-api-errors no --print-limit 50 \
-    "$tests" --gtest_brief=1 --gtest_filter="$filter"
+    "$tests" --gtest_brief=1 --gtest_filter="$tool_filter"
   if grep -q "Device not supported" "$out/$tool.log"; then
     echo "compute-sanitizer cannot attach to this GPU here (Device not supported: a gVisor runtime?)"
   fi

@@ -245,6 +245,17 @@ struct RouteTally {
   int64_t leaves = 0;
 };
 
+// `t` (on the CPU) in pinned memory, viewed as it is: the same sizes, strides and offset over a
+// pinned copy of its whole storage. pin_memory() would copy into a tensor of t's layout, which
+// torch refuses for views whose elements share memory (expanded ones).
+at::Tensor pinned_view(const at::Tensor& t) {
+  const c10::Storage& storage = t.storage();
+  const auto bytes = static_cast<int64_t>(storage.nbytes());
+  at::Tensor pinned = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+  if (bytes > 0) std::memcpy(pinned.data_ptr(), storage.data(), static_cast<size_t>(bytes));
+  return at::empty({0}, t.options()).set_(pinned.storage(), t.storage_offset(), t.sizes(), t.strides());
+}
+
 // One case of a route: the structure of `seed`, placed as the route says, copied by the engine
 // and compared with per-tensor .to().
 void run_case(const Route& route, uint64_t seed, RouteTally& tally) {
@@ -260,7 +271,7 @@ void run_case(const Route& route, uint64_t seed, RouteTally& tally) {
   const c10::IValue input = map_tensors(built, [&](const at::Tensor& t) {
     const Placement& p = route.sources[where() % route.sources.size()];
     const at::Tensor placed = t.to(p.device);
-    return p.pinned ? placed.pin_memory() : placed;
+    return p.pinned ? pinned_view(placed) : placed;
   });
   const c10::IValue out = mtc::start_copy(input, target, options).get();
   const c10::IValue ref = map_tensors(input, [&](const at::Tensor& t) { return t.to(target); });

@@ -763,7 +763,7 @@ TEST_P(StreamOrdering, DeviceToHostSeesWorkQueuedBeforeStartCopy) {
   for (size_t i = 0; i < list.size(); ++i) list.get(i).toTensor().fill_(static_cast<double>(i + 3));
   CopyHandle h = start_copy(list, kCpu, options);
   // (Inline into pageable memory, start_copy itself waits: device-to-pageable copies block.)
-  if (background || pinned) {
+  if ((background || pinned) && !mtc::test::host_timing_distorted()) {
     EXPECT_FALSE(h.ready()) << "ready() before the queued work could have finished";
   }
   const auto out = h.get().toList();
@@ -796,7 +796,7 @@ TEST_P(StreamOrdering, HostToDeviceRunsOnTheCurrentStream) {
   at::cuda::sleep(kSleepCycles);
   CopyHandle h = start_copy(list, kCuda0, options);
   // (Inline from pageable memory, the driver's copy may wait for the stream inside start_copy.)
-  if (background || pinned) {
+  if ((background || pinned) && !mtc::test::host_timing_distorted()) {
     EXPECT_FALSE(h.ready()) << "ready() while the stream is still busy with earlier work";
   }
   const auto out = h.get().toList();

@@ -46,6 +46,19 @@ void check_cuda_index(const c10::Device& target) {
                         std::to_string(count) + " CUDA device(s) visible)");
 }
 
+// The options' ranges, checked here as the engine checks them (same words), so that a bad
+// argument is the module's own ValueError raised before anything is walked.
+void check_options(const CopyOptions& options) {
+  if (options.min_packed_alignment_bytes < 1) {
+    throw py::value_error("mtc.start_copy: min_packed_alignment_bytes must be >= 1, got " +
+                          std::to_string(options.min_packed_alignment_bytes));
+  }
+  if (options.max_packed_chunk_bytes <= 0) {
+    throw py::value_error("mtc.start_copy: max_packed_chunk_bytes must be > 0, got " +
+                          std::to_string(options.max_packed_chunk_bytes));
+  }
+}
+
 // The pending result of one start_copy.
 class AsyncCopyHandle {
  public:
@@ -150,6 +163,7 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, py::handle device, bool 
   options.min_packed_alignment_bytes = min_packed_alignment_bytes;
   options.max_packed_chunk_bytes = max_packed_chunk_bytes;
   options.use_background_thread = use_background_thread;
+  check_options(options);
   auto structure = std::make_unique<PyStructure>(data.ptr());
   c10::IValue input = structure->take_engine_input();
   CopyHandle handle;
