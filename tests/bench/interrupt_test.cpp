@@ -97,7 +97,8 @@ TEST(Interrupt, SigintStopsTheRunAndWritesWholeReportsMarkedInterrupted) {
       spawn({MTC_BENCH_EXE,  "--config",   dir / "long.json", "--quiet",  "--direction",
              "h2h",          "--strategy", "to,engine",       "--warmup", "1",
              "--round-time", "30",         "--min-time",      "120",      "--timeout",
-             "120",          "--json",     dir / "r.json",    "--md",     dir / "r.md"},
+             "120",          "--json",     dir / "r.json",    "--md",     dir / "r.md",
+             "--processes",  "1"},
             dir / "out.txt", dir / "err.txt");
   ASSERT_GT(pid, 0) << "cannot start " << MTC_BENCH_EXE;
   const auto start = Clock::now();
@@ -128,6 +129,38 @@ TEST(Interrupt, SigintStopsTheRunAndWritesWholeReportsMarkedInterrupted) {
   // The reports were renamed into place: no temporary file is left beside them.
   EXPECT_EQ(files_in(dir.path()),
             (std::set<std::string>{"long.json", "r.json", "r.md", "out.txt", "err.txt"}));
+}
+
+// With several processes the parent passes the signal on to the child measuring. Sent at once,
+// it may find that child still starting, before its handler is set up (it then dies of the
+// signal and writes nothing), or measuring: either way the parent writes a whole report marked
+// interrupted and exits with 130.
+TEST(Interrupt, SigintDuringSeveralProcessesStillWritesAWholeReport) {
+  const TempDir dir;
+  std::ofstream(dir / "long.json") << R"({
+    "name": "long", "seed": 1,
+    "structure": {"list": {"repeat": 8, "item": {"tensor": {"dtype": "float32", "shape": [16]}}}}})";
+  const pid_t pid = spawn({MTC_BENCH_EXE, "--config", dir / "long.json", "--quiet", "--direction", "h2h",
+                           "--strategy", "to,engine", "--round-time", "30", "--min-time", "120", "--timeout",
+                           "120", "--processes", "3", "--json", dir / "r.json"},
+                          dir / "out.txt", dir / "err.txt");
+  ASSERT_GT(pid, 0) << "cannot start " << MTC_BENCH_EXE;
+  const auto start = Clock::now();
+  while (!catches(pid, SIGINT) && Clock::now() - start < std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  while (read_text(dir / "err.txt").find("process 1/3") == std::string::npos &&
+         Clock::now() - start < std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(kill(pid, SIGINT), 0);
+  const std::optional<int> status = wait_for(pid, std::chrono::seconds(60));
+  ASSERT_TRUE(status) << "mtc-bench did not stop within 60 s of SIGINT";
+  ASSERT_TRUE(WIFEXITED(*status)) << "ended by signal " << WTERMSIG(*status);
+  EXPECT_EQ(WEXITSTATUS(*status), static_cast<int>(ExitCode::kInterrupted)) << read_text(dir / "err.txt");
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+  EXPECT_EQ(doc["interrupted"], true);
+  EXPECT_LE(doc["runs"].size(), 1u);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #include "runner/commands/processes.h"
 
 #include "errors.h"
+#include "runner/env/environment.h"
 #include "runner/measure/interrupt.h"
 
 #include <fmt/format.h>
@@ -226,6 +227,9 @@ Report run_child_processes(const CommandLine& command_line, int count, std::ostr
                                  fmt::format("{}/process-{}.txt", folder, i));
       if (code == static_cast<int>(ExitCode::kUsage)) throw UsageError(fmt::format("process {} rejected its input", i));
       std::ifstream in(json_path);
+      // After Ctrl-C the signal passed on may reach a child still starting, before it has set up
+      // its handler: it ends without a report, having measured nothing. Not an error then.
+      if (!in && interrupted()) break;
       if (!in) throw std::runtime_error(fmt::format("--processes: process {} wrote no report (exit code {})", i, code));
       // An interrupted process measured only some cases: its report is merged only when there is
       // no other, as the others' cases would not line up with it.
@@ -238,6 +242,12 @@ Report run_child_processes(const CommandLine& command_line, int count, std::ostr
     throw;
   }
   remove_folder(folder);
+  if (reports.empty()) {
+    // Interrupted before any process had measured: a report of no runs, still a whole one.
+    Report nothing;
+    nothing.context = collect_environment();
+    return nothing;
+  }
   return merge_process_reports(reports, command_line.run.raw_samples);
 }
 
