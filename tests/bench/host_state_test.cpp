@@ -49,6 +49,22 @@ TEST(HostState, LoadAverage) {
   EXPECT_TRUE(read_load_average());  // this machine's
 }
 
+TEST(HostState, CpuTicksFromProcStat) {
+  TempDir dir;
+  std::ofstream(dir / "stat") << "cpu  100 5 50 800 20 1 4 30 7 0\ncpu0 50 2 25 400 10 0 2 15 3 0\n";
+  const auto ticks = read_cpu_ticks(dir / "stat");
+  ASSERT_TRUE(ticks);
+  EXPECT_EQ(ticks->total, 100 + 5 + 50 + 800 + 20 + 1 + 4 + 30);  // guest time is in user already
+  EXPECT_EQ(ticks->idle, 820);
+  EXPECT_EQ(ticks->steal, 30);
+  std::ofstream(dir / "short") << "cpu 1 2 3\n";  // a kernel too old to count steal time
+  EXPECT_FALSE(read_cpu_ticks(dir / "short"));
+  std::ofstream(dir / "other") << "intr 1 2 3 4 5 6 7 8\n";
+  EXPECT_FALSE(read_cpu_ticks(dir / "other"));
+  EXPECT_FALSE(read_cpu_ticks(dir / "none"));
+  EXPECT_TRUE(read_cpu_ticks());  // this machine's
+}
+
 TEST(HostState, ThrottleReasons) {
   EXPECT_EQ(throttle_reason_names(0x1 | 0x40), (std::vector<std::string>{"gpu_idle", "hw_thermal_slowdown"}));
   EXPECT_FALSE(is_throttled(0x1));   // idle is not throttling
@@ -88,6 +104,20 @@ TEST(HostState, EachSignOfABusyHostIsWarnedAbout) {
   EXPECT_NE(w[0].find("1 other process (python3)"), std::string::npos) << w[0];
   // At the end NVML may list this very process under another PID namespace: not conclusive.
   EXPECT_TRUE(busy_host_warnings(quiet_snapshot(), shared, 16, {0}).empty());
+}
+
+TEST(HostState, StolenCpuTimeAboveTwoPercentIsWarnedAbout) {
+  json start = quiet_snapshot();
+  start["cpu_ticks"] = {{"total", 10000}, {"idle", 5000}, {"steal", 100}};
+  json end = quiet_snapshot();
+  end["cpu_ticks"] = {{"total", 20000}, {"idle", 9000}, {"steal", 300}};  // 200 of 10,000: 2 %
+  EXPECT_TRUE(busy_host_warnings(start, end, 16, {0}).empty());
+  end["cpu_ticks"]["steal"] = 600;  // 500 of 10,000
+  const auto w = busy_host_warnings(start, end, 16, {0});
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NE(w[0].find("5.0 % of the CPU time during the run was stolen"), std::string::npos) << w[0];
+  end["cpu_ticks"] = nullptr;  // unreadable at the end: nothing to say
+  EXPECT_TRUE(busy_host_warnings(start, end, 16, {0}).empty());
 }
 
 TEST(GpuMonitor, WithoutNvmlEverythingIsUnknown) {

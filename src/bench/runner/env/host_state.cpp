@@ -114,9 +114,29 @@ std::optional<std::vector<double>> read_load_average(const std::string& path) {
   return load;
 }
 
+std::optional<CpuTicks> read_cpu_ticks(const std::string& path) {
+  std::ifstream in(path);
+  std::string label;
+  // user nice system idle iowait irq softirq steal (guest time is inside user already)
+  int64_t field[8] = {};
+  if (!(in >> label) || label != "cpu") return std::nullopt;
+  for (int64_t& f : field) {
+    if (!(in >> f)) return std::nullopt;
+  }
+  CpuTicks ticks;
+  for (const int64_t f : field) ticks.total += f;
+  ticks.idle = field[3] + field[4];
+  ticks.steal = field[7];
+  return ticks;
+}
+
 json host_snapshot(const GpuMonitor& monitor, const json& gpus) {
   const auto load = read_load_average();
-  json snapshot{{"load_average", load ? json(*load) : json(nullptr)}, {"gpus", json::array()}};
+  const auto ticks = read_cpu_ticks();
+  json snapshot{{"load_average", load ? json(*load) : json(nullptr)},
+                {"cpu_ticks", ticks ? json{{"total", ticks->total}, {"idle", ticks->idle}, {"steal", ticks->steal}}
+                                    : json(nullptr)},
+                {"gpus", json::array()}};
   for (const json& gpu : gpus) {
     json s = monitor.snapshot(gpu.value("pci_bus_id", std::string()));
     s["index"] = gpu.value("index", -1);
@@ -154,6 +174,19 @@ std::vector<std::string> busy_host_warnings(const json& start, const json& end, 
         warnings.push_back(fmt::format("GPU {} clocks throttled at the {} ({})", gpu.value("index", -1), when,
                                        gpu["throttle_reasons"].dump()));
       }
+    }
+  }
+  // Stolen time is the one sign of other guests a virtual machine can see from inside; it moves
+  // every measured time together, the minute-scale drift that no interval of one run covers.
+  const json& ticks_start = start.value("cpu_ticks", json());
+  const json& ticks_end = end.value("cpu_ticks", json());
+  if (ticks_start.is_object() && ticks_end.is_object()) {
+    const auto total = ticks_end["total"].get<int64_t>() - ticks_start["total"].get<int64_t>();
+    const auto steal = ticks_end["steal"].get<int64_t>() - ticks_start["steal"].get<int64_t>();
+    if (total > 0 && steal > 0.02 * static_cast<double>(total)) {
+      warnings.push_back(fmt::format("{:.1f} % of the CPU time during the run was stolen by the hypervisor "
+                                     "(other guests on the host)",
+                                     100.0 * static_cast<double>(steal) / static_cast<double>(total)));
     }
   }
   // At the end this process has a context of its own, which NVML may list under a PID of

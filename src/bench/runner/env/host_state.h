@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -36,7 +37,18 @@ GpuLocality read_gpu_locality(const std::string& sysfs_device_dir);
 // The 1, 5 and 15 minute load averages, from /proc/loadavg; absent when unreadable.
 std::optional<std::vector<double>> read_load_average(const std::string& path = "/proc/loadavg");
 
-// The host's state now: {"load_average": [..], "gpus": [GpuMonitor snapshots with "index"]}.
+// The machine's CPU time so far, in clock ticks, from the first line of /proc/stat: all of it,
+// the idle part, and the part stolen by the hypervisor to run other guests (on a virtual machine
+// shared with others, the noisy neighbours' share). Absent when unreadable.
+struct CpuTicks {
+  int64_t total = 0;
+  int64_t idle = 0;
+  int64_t steal = 0;
+};
+std::optional<CpuTicks> read_cpu_ticks(const std::string& path = "/proc/stat");
+
+// The host's state now: {"load_average": [..], "cpu_ticks": {"total", "idle", "steal"} or null,
+// "gpus": [GpuMonitor snapshots with "index"]}.
 nlohmann::json host_snapshot(const GpuMonitor& monitor, const nlohmann::json& gpus);
 
 // The parts that do not change during a run: affinity, governor, each GPU's locality.
@@ -44,7 +56,8 @@ nlohmann::json host_layout(const nlohmann::json& gpus);
 
 // Why figures from this host may be disturbed, one line each: the load above half of the
 // CPUs, another process on a GPU in `used_gpus`, or a GPU's clocks throttled, at the start or
-// the end. `start` and `end` are host_snapshot()s.
+// the end, or over 2 % of the CPU time in between stolen by the hypervisor. `start` and `end`
+// are host_snapshot()s.
 std::vector<std::string> busy_host_warnings(const nlohmann::json& start, const nlohmann::json& end,
                                             int logical_cpus, const std::vector<int>& used_gpus);
 
