@@ -88,6 +88,8 @@ TEST(ReportReader, RefusesWhatIsNotAReport) {
   TempDir dir;
   std::ofstream(dir / "broken.json") << "{\"schema_version\": 2,";
   EXPECT_NE(error_of(dir / "broken.json").find("not valid JSON"), std::string::npos);
+  std::ofstream(dir / "huge.json") << "{\"schema_version\": 2, \"exit_code\": 1e999}";
+  EXPECT_NE(error_of(dir / "huge.json").find("not valid JSON"), std::string::npos);
   EXPECT_NE(error_of(dir / "missing.json").find("no such file or folder"), std::string::npos);
   const std::string empty = dir.make_dir("empty");
   EXPECT_NE(error_of(empty).find("holds no .json report"), std::string::npos);

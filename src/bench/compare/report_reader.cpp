@@ -129,7 +129,9 @@ json parse_file(const std::string& path) {
   if (!in) throw ConfigError(path, "", "cannot open the file");
   try {
     return json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse errors: a number beyond a double's range (1e999) is an out_of_range thrown
+    // while parsing (found by fuzzing; it ended the program).
     throw ConfigError(path, "", fmt::format("not valid JSON ({})", e.what()));
   }
 }
