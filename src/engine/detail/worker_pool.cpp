@@ -10,6 +10,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace mtc::detail {
 
@@ -147,7 +148,10 @@ void WorkerPool::parallel_for(int64_t parts, const std::function<void(int64_t)>&
   for (int64_t h = 0; h < helpers; ++h) submit(work);
   work();
   while (state->done.load(std::memory_order_acquire) < parts) cpu_relax();
-  if (state->error) std::rethrow_exception(state->error);
+  // Taken out of the shared state, so the exception dies on this thread: a helper may drop the
+  // state last, and the exception's own count lives in the (uninstrumented) C++ runtime, where
+  // ThreadSanitizer cannot see that it ordered our reads of it before the free.
+  if (std::exception_ptr error = std::exchange(state->error, nullptr)) std::rethrow_exception(error);
 }
 
 }  // namespace mtc::detail
