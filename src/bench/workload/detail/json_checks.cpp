@@ -125,6 +125,22 @@ void JsonChecks::require_key(const Json& object, const std::string& path,
   if (!object.contains(key)) fail(path, fmt::format("missing required key '{}'", key));
 }
 
+std::pair<std::string, const Json*> JsonChecks::single_member(const Json& object,
+                                                              const std::string& path,
+                                                              const std::vector<std::string>& kinds,
+                                                              const std::string& what) const {
+  if (object.size() != 1) {
+    fail(path, fmt::format("{} object has exactly one key, one of: {}; got {}", what, join(kinds),
+                           brief(object)));
+  }
+  allow_keys(object, path, kinds);
+  // Through an iterator of `object` itself: the name is copied and the body points into
+  // `object`. (Not `*object.items().begin()`: that is a reference into a temporary iterator,
+  // which dies at the end of the statement.)
+  const auto member = object.begin();
+  return {member.key(), &member.value()};
+}
+
 std::string JsonChecks::get_string(const Json& value, const std::string& path) const {
   if (!value.is_string()) fail(path, fmt::format("expected a string, got {}", type_name(value)));
   return value.get<std::string>();

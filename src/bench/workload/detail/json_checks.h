@@ -6,6 +6,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mtc::bench::detail {
@@ -38,6 +39,11 @@ class JsonChecks {
   void allow_keys(const Json& object, const std::string& path,
                   const std::vector<std::string>& allowed) const;
   void require_key(const Json& object, const std::string& path, const std::string& key) const;
+  // The one member of a one-of object ({"uniform": [0, 9]}), its name one of `kinds`; `what`
+  // names the object in the error ("a value distribution"). The body points into `object`.
+  std::pair<std::string, const Json*> single_member(const Json& object, const std::string& path,
+                                                    const std::vector<std::string>& kinds,
+                                                    const std::string& what) const;
 
   std::string get_string(const Json& value, const std::string& path) const;
   bool get_bool(const Json& value, const std::string& path) const;
