@@ -7,7 +7,7 @@
 //  - the pinned pool exhausted by copies in flight together, under a limit;
 //  - in child processes: a device-side assert in work queued before the copy (it spoils the
 //    CUDA context for good), and the pool limit read from MTC_PINNED_POOL_LIMIT_BYTES.
-// A single tensor larger than the device is ErrorPropagation's case (copier_gpu_test.cpp).
+// A single tensor larger than the device is ErrorPropagation's case (copier_gpu_handles_test.cpp).
 // Skipped without a CUDA device.
 #include <ATen/core/List.h>
 #include <ATen/ops/full.h>

@@ -2,9 +2,12 @@
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
+#include <ATen/ops/_neg_view.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/imag.h>
 #include <ATen/ops/randint.h>
+#include <ATen/ops/randn.h>
 
 #include <array>
 #include <cstring>
@@ -209,6 +212,42 @@ c10::IValue mixed_batch(const c10::Device& device) {
   root.push_back(c10::impl::GenericList(c10::AnyType::get()));
   root.push_back(c10::impl::GenericDict(c10::StringType::get(), c10::TensorType::get()));
   return root;
+}
+
+// What the engine promises to pack for a copy to `target`.
+int64_t expected_packed(const std::vector<at::Tensor>& ts, const c10::Device& target, const CopyOptions& o) {
+  if (!o.pack_cpu_tensors) return 0;
+  int64_t n = 0;
+  for (const at::Tensor& t : ts) {
+    if (!t.defined() || t.device() == target) continue;
+    const auto bytes = static_cast<int64_t>(t.nbytes());
+    if (t.is_contiguous() && bytes >= 1 && bytes <= mtc::kMaxPackedTensorBytes && bytes <= o.max_packed_chunk_bytes) ++n;
+  }
+  return n;
+}
+
+int64_t expected_reused(const std::vector<at::Tensor>& ts, const c10::Device& target) {
+  int64_t n = 0;
+  for (const at::Tensor& t : ts)
+    if (!t.defined() || t.device() == target) ++n;
+  return n;
+}
+
+// Conjugate and negative views of finite complex and real values on `device`: packed, one dense
+// span, dense but permuted, and not dense.
+c10::impl::GenericList math_bit_views(const c10::Device& device) {
+  auto randn = [&device](std::vector<int64_t> sizes, at::ScalarType dtype) {
+    return to_device(at::randn(sizes, dtype), device);
+  };
+  c10::impl::GenericList list(c10::AnyType::get());
+  list.push_back(randn({8}, at::kComplexFloat).conj());                          // packed
+  list.push_back(randn({(1 * kMiB) / 16}, at::kComplexDouble).conj());           // dense span
+  list.push_back(randn({8, 3}, at::kComplexFloat).t().conj());                   // dense, permuted
+  list.push_back(randn({64, 64}, at::kComplexFloat).slice(1, 0, 64, 2).conj());  // non-dense
+  list.push_back(at::imag(randn({300, 10}, at::kComplexFloat).conj()));          // neg bit, non-dense
+  list.push_back(at::imag(randn({5}, at::kComplexDouble).conj()));               // neg bit, non-dense, small
+  list.push_back(at::_neg_view(randn({33}, at::kFloat)));                        // neg bit, packed
+  return list;
 }
 
 int64_t pinned_in_use() { return mtc::detail::PinnedPool::instance().stats().in_use_bytes; }

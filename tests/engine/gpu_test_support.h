@@ -1,8 +1,9 @@
-// What the GPU tests of the engine share: devices, random and reference inputs, bitwise
-// comparison of copied structures, and the fixture every GPU test derives from (skipped without a
-// device; afterwards no CUDA error and no pinned staging held).
+// What the GPU tests of the engine share: random and reference inputs, bitwise comparison of
+// copied structures, what the engine promises to pack and reuse, and the fixture every GPU test
+// derives from (skipped without a device; afterwards no CUDA error and no pinned staging held).
 #pragma once
 
+#include <ATen/core/List.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
@@ -16,19 +17,18 @@
 #include <vector>
 
 #include "mtc/copier.h"
+#include "test_constants.h"
 
 namespace mtc::test {
-
-inline constexpr int64_t kKiB = 1024;
-inline constexpr int64_t kMiB = 1024 * 1024;
-inline const c10::Device kCpu(c10::kCPU);
-inline const c10::Device kCuda0(c10::kCUDA, 0);
-inline const c10::Device kCuda1(c10::kCUDA, 1);
 
 // True under compute-sanitizer (scripts/gpu-check.sh sanitize sets MTC_UNDER_SANITIZER): the
 // host side is slowed so much that a sleep kernel no longer outlasts start_copy, so tests drop
 // the expectations that time device work against host work.
 inline bool host_timing_distorted() { return std::getenv("MTC_UNDER_SANITIZER") != nullptr; }
+
+// About 100 ms of spinning on a 1.4-2 GHz GPU: long enough that a copy that ignored the stream
+// order would visibly overtake it, short enough to keep the suite quick.
+inline constexpr int64_t kSleepCycles = 200'000'000;
 
 // Every dtype the engine copies.
 const std::vector<at::ScalarType>& all_dtypes();
@@ -54,6 +54,13 @@ int64_t total_bytes(const std::vector<at::Tensor>& ts);
 c10::IValue reference_batch(const c10::Device& device = kCpu);
 // A batch of every container kind, dtype and layout the engine distinguishes, on `device`.
 c10::IValue mixed_batch(const c10::Device& device);
+// What the engine promises to pack for a copy to `target`.
+int64_t expected_packed(const std::vector<at::Tensor>& ts, const c10::Device& target, const CopyOptions& o);
+// Undefined leaves and leaves already on `target`: the ones returned as they are.
+int64_t expected_reused(const std::vector<at::Tensor>& ts, const c10::Device& target);
+// Conjugate and negative views of finite complex and real values on `device`: packed, one dense
+// span, dense but permuted, and not dense.
+c10::impl::GenericList math_bit_views(const c10::Device& device);
 // Pinned staging held by copies in flight (the process-wide pool).
 int64_t pinned_in_use();
 

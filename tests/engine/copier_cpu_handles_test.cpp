@@ -1,0 +1,160 @@
+// The copier's handles, and the threads a copy runs on: the caller's, the workers', or several
+// of them for a walk in parts. Runs without a GPU.
+#include "detail/worker_pool.h"
+#include "mtc/copier.h"
+
+#include "cpu_test_support.h"
+#include "structure_compare.h"
+
+#include <ATen/core/List.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/ones.h>
+#include <ATen/ops/zeros.h>
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace {
+
+using mtc::CopyHandle;
+using mtc::CopyOptions;
+using mtc::start_copy;
+using mtc::test::expect_same_structure_same_tensors;
+using mtc::test::kCpu;
+using mtc::test::mixed_batch;
+
+// ---------------------------------------------------------------------------------------------
+// Handles
+
+TEST(CopierCpu, GetTwiceReturnsTheSameResult) {
+  std::vector<at::Tensor> tensors;
+  const c10::IValue in = mixed_batch(tensors);
+  CopyHandle h = start_copy(in, kCpu);
+  const c10::IValue a = h.get();
+  const c10::IValue b = h.get();
+  EXPECT_TRUE(a.is(b));
+  EXPECT_TRUE(h.ready());
+}
+
+TEST(CopierCpu, EmptyHandle) {
+  CopyHandle h;
+  EXPECT_FALSE(h.valid());
+  EXPECT_THROW(h.get(), c10::Error);
+  EXPECT_THROW((void)h.ready(), c10::Error);
+  EXPECT_THROW((void)h.stats(), c10::Error);
+}
+
+TEST(CopierCpu, MovedHandles) {
+  const at::Tensor t = at::ones({4});
+  CopyHandle a = start_copy(t, kCpu);
+  CopyHandle b = std::move(a);
+  EXPECT_FALSE(a.valid());  // NOLINT(bugprone-use-after-move): moved-from state is specified
+  ASSERT_TRUE(b.valid());
+  EXPECT_TRUE(b.get().toTensor().is_same(t));
+
+  const at::Tensor u = at::zeros({4});
+  CopyHandle c = start_copy(u, kCpu);
+  b = std::move(c);  // drops (waits for) b's copy, takes c's
+  EXPECT_FALSE(c.valid());  // NOLINT(bugprone-use-after-move)
+  EXPECT_TRUE(b.get().toTensor().is_same(u));
+  CopyHandle d;
+  d = std::move(b);
+  EXPECT_TRUE(d.get().toTensor().is_same(u));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads
+
+// With every worker busy and other work queued ahead of the copy, get() neither waits for a
+// worker nor runs the queued work first: the caller runs the copy itself. (Otherwise get() would
+// not return before the blocking tasks are released below.)
+TEST(CopierCpu, GetRunsTheCopyWhenNoWorkerHasStartedIt) {
+  auto& pool = mtc::detail::WorkerPool::instance();
+  std::atomic<bool> release{false};
+  std::atomic<int> blocked{0};
+  std::atomic<int> finished{0};
+  // Its last access to the test's stack is the increment of `finished`: the test waits for it.
+  auto block = [&] {
+    blocked.fetch_add(1);
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    finished.fetch_add(1);
+  };
+  for (int w = 0; w < pool.size(); ++w) pool.submit(block);
+  while (blocked.load() < pool.size()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  pool.submit(block);  // queued ahead of the copy
+  std::vector<at::Tensor> tensors;
+  const c10::IValue in = mixed_batch(tensors);
+  std::atomic<bool> done{false};
+  std::thread caller([&] {
+    CopyHandle h = start_copy(in, kCpu);
+    expect_same_structure_same_tensors(h.get(), in);
+    done.store(true);
+  });
+  for (int i = 0; i < 2000 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(done.load()) << "get() waited for a worker";
+  release.store(true);
+  caller.join();
+  // The task queued ahead of the copy still runs after the copy; it must be done before the
+  // variables it uses go out of scope.
+  while (finished.load() < pool.size() + 1) std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+TEST(CopierCpu, ManyConcurrentCallers) {
+  std::vector<at::Tensor> tensors;
+  const c10::IValue in = mixed_batch(tensors);
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&in, &failures] {
+      for (int i = 0; i < 200; ++i) {
+        const c10::IValue out = start_copy(in, kCpu).get();
+        if (!out.isList() || out.toList().size() != in.toList().size() || out.is(in))
+          failures.fetch_add(1);
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+// A large structure is walked by the copy's thread and whichever workers wake up in time, each
+// taking root elements in turn. Back-to-back copies (helpers of one copy still arriving while the
+// next runs) and copies after an idle gap (helpers asleep, arriving late or never) must all be
+// complete, and some must have been walked by more than one thread.
+TEST(CopierCpu, SplitWalkIsCompleteWhicheverHelpersJoin) {
+  const c10::impl::GenericList root =
+      mtc::test::list_of_lists(40, 20, [](int k) { return at::full({1}, static_cast<double>(k)); });
+  const int pool = mtc::detail::WorkerPool::instance().size();
+  int64_t most_threads = 0;
+  // At least 200 copies; then more until one was split, for up to 20 s: on a loaded 2-core
+  // machine the helpers often wake only after the copy's own thread has walked everything.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (int round = 0; round < 200 || (most_threads < 2 && pool > 0 && std::chrono::steady_clock::now() < deadline);
+       ++round) {
+    if (round % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    CopyOptions options;
+    options.use_background_thread = round % 2 == 0;
+    CopyHandle h = start_copy(root, kCpu, options);
+    const c10::IValue out = h.get();
+    expect_same_structure_same_tensors(out, root);
+    const mtc::CopyStats s = h.stats();
+    EXPECT_EQ(s.tensors, 800);
+    EXPECT_GE(s.walk_threads, 1);
+    EXPECT_LE(s.walk_threads, pool + 2);  // the copy's thread, the workers and a waiting caller
+    most_threads = std::max(most_threads, s.walk_threads);
+    if (::testing::Test::HasFailure()) return;
+  }
+  if (pool > 0) {
+    EXPECT_GE(most_threads, 2) << "no copy was walked by more than one thread";
+  }
+}
+
+}  // namespace

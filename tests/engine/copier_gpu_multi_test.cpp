@@ -1,0 +1,131 @@
+// The copier across two GPUs: device to device, sources on several devices, both devices' streams.
+// Every test skips (with the reason shown) on a machine with fewer than two CUDA devices.
+#include "mtc/copier.h"
+
+#include "gpu_test_support.h"
+#include "structure_compare.h"
+
+#include <ATen/core/List.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/cuda/Sleep.h>
+#include <ATen/ops/full.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace {
+
+using mtc::CopyHandle;
+using mtc::CopyOptions;
+using mtc::CopyStats;
+using mtc::start_copy;
+using mtc::test::bytes_of;
+using mtc::test::expect_structure_copy;
+using mtc::test::expected_packed;
+using mtc::test::kCpu;
+using mtc::test::kCuda0;
+using mtc::test::kCuda1;
+using mtc::test::kMiB;
+using mtc::test::kSleepCycles;
+using mtc::test::math_bit_views;
+using mtc::test::mixed_batch;
+using mtc::test::MultiGpuTest;
+using mtc::test::random_tensor;
+using mtc::test::reference_batch;
+using mtc::test::tensors_of;
+
+TEST_F(MultiGpuTest, DeviceToDeviceAcrossGpus) {
+  for (const bool pack : {true, false}) {
+    for (const bool background : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << "pack " << pack << " background " << background);
+      CopyOptions options;
+      options.pack_cpu_tensors = pack;
+      options.use_background_thread = background;
+      const c10::IValue in = mixed_batch(kCuda1);
+      const std::vector<at::Tensor> leaves = tensors_of(in);
+      CopyHandle h = start_copy(in, kCuda0, options);
+      expect_structure_copy(h.get(), in, kCuda0);
+      const CopyStats s = h.stats();
+      EXPECT_EQ(s.packed, expected_packed(leaves, kCuda0, options));
+      EXPECT_EQ(s.chunks, pack ? 1 : 0);
+      EXPECT_EQ(s.packed + s.per_tensor + s.reused, s.tensors);
+    }
+  }
+  // Reference batch, the other way round, with a small chunk limit.
+  CopyOptions options;
+  options.max_packed_chunk_bytes = 4096;
+  const c10::IValue ref = reference_batch(kCuda0);
+  CopyHandle h = start_copy(ref, kCuda1, options);
+  expect_structure_copy(h.get(), ref, kCuda1);
+  EXPECT_EQ(h.stats().packed, 528);
+  EXPECT_GT(h.stats().chunks, 1);
+}
+
+TEST_F(MultiGpuTest, ConjugateAndNegativeViewsAcrossGpus) {
+  const c10::impl::GenericList list = math_bit_views(kCuda1);
+  const auto out = start_copy(list, kCuda0).get().toList();
+  for (size_t i = 0; i < list.size(); ++i)
+    EXPECT_TRUE(bytes_of(out.get(i).toTensor()) == bytes_of(list.get(i).toTensor())) << "leaf " << i;
+}
+
+TEST_F(MultiGpuTest, HostToSecondGpuAndBack) {
+  const c10::IValue in = mixed_batch(kCpu);
+  CopyHandle h = start_copy(in, kCuda1);
+  const c10::IValue on1 = h.get();
+  expect_structure_copy(on1, in, kCuda1);
+  CopyHandle back = start_copy(on1, kCpu);
+  expect_structure_copy(back.get(), on1, kCpu);
+  // Index-less target with cuda:1 current.
+  const c10::cuda::CUDAGuard device_guard(1);
+  const auto out = start_copy(random_tensor(at::kFloat, {3}), c10::Device(c10::kCUDA)).get();
+  EXPECT_EQ(out.toTensor().device(), kCuda1);
+}
+
+TEST_F(MultiGpuTest, SourcesOnSeveralDevices) {
+  c10::impl::GenericList list(c10::AnyType::get());
+  list.push_back(random_tensor(at::kFloat, {10}, kCuda0));
+  list.push_back(random_tensor(at::kFloat, {10}, kCuda1));
+  list.push_back(random_tensor(at::kFloat, {10}));
+  list.push_back(random_tensor(at::kDouble, {kMiB}, kCuda1));
+  list.push_back(random_tensor(at::kDouble, {kMiB}));
+  for (const c10::Device& target : {kCpu, kCuda0, kCuda1}) {
+    SCOPED_TRACE(target.str());
+    CopyHandle h = start_copy(list, target);
+    expect_structure_copy(h.get(), list, target);
+  }
+}
+
+TEST_F(MultiGpuTest, DeviceToDeviceOrderingOnNonDefaultStreams) {
+  c10::impl::GenericList list(c10::AnyType::get());
+  list.push_back(at::zeros({33}, at::TensorOptions().dtype(at::kFloat).device(kCuda1)));
+  list.push_back(at::zeros({3 * kMiB}, at::TensorOptions().dtype(at::kFloat).device(kCuda1)));
+  const at::Tensor base = at::zeros({200, 300}, at::TensorOptions().dtype(at::kInt).device(kCuda1));
+  list.push_back(base.slice(1, 0, 300, 3));
+  for (const c10::DeviceIndex d : {0, 1}) {
+    const c10::cuda::CUDAGuard g(d);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  }
+  const c10::cuda::CUDAStream s1 = c10::cuda::getStreamFromPool(false, 1);
+  const c10::cuda::CUDAStream s0 = c10::cuda::getStreamFromPool(false, 0);
+  const c10::cuda::CUDAStreamGuard g1(s1);
+  at::cuda::sleep(kSleepCycles);  // on cuda:1's current stream
+  for (size_t i = 0; i < list.size(); ++i) list.get(i).toTensor().fill_(static_cast<int64_t>(i + 5));
+  const c10::cuda::CUDAStreamGuard g0(s0);  // cuda:0 current, its current stream s0
+  at::cuda::sleep(kSleepCycles / 4);        // the target's stream is busy too
+  CopyHandle h = start_copy(list, kCuda0);
+  const auto out = h.get().toList();
+  for (size_t i = 0; i < list.size(); ++i) {
+    at::Tensor o = out.get(i).toTensor();
+    ASSERT_EQ(o.device(), kCuda0);
+    o.add_(1);  // consumer on cuda:0's current stream
+    const at::Tensor expected = at::full(o.sizes(), static_cast<int64_t>(i + 6), o.options().device(kCpu));
+    EXPECT_TRUE(bytes_of(o) == bytes_of(expected)) << "leaf " << i;
+  }
+}
+
+}  // namespace

@@ -1,0 +1,167 @@
+// The copier on a GPU with structures large enough to be walked in parts by several threads.
+// Every test skips (with the reason shown) without a CUDA device.
+#include "detail/worker_pool.h"
+#include "mtc/copier.h"
+
+#include "gpu_test_support.h"
+#include "structure_compare.h"
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/List.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/InferenceMode.h>
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace {
+
+using mtc::CopyHandle;
+using mtc::CopyOptions;
+using mtc::CopyStats;
+using mtc::start_copy;
+using mtc::test::all_dtypes;
+using mtc::test::expect_structure_copy;
+using mtc::test::expected_packed;
+using mtc::test::expected_reused;
+using mtc::test::GpuTest;
+using mtc::test::kCpu;
+using mtc::test::kCuda0;
+using mtc::test::map_tensors;
+using mtc::test::mixed_batch;
+using mtc::test::random_tensor;
+using mtc::test::tensors_of;
+using mtc::test::to_device;
+using mtc::test::total_bytes;
+
+// A structure whose first root element suggests many leaves is walked by several threads, each
+// taking root elements in turn and packing into a chunk of its own. Packed, deferred (non-contiguous, over
+// 256 KiB, zero-size) and reused leaves, nested and directly under the root, of every root kind,
+// must all land where they belong.
+TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
+  constexpr int kElements = 64;
+  auto element = [](int i) -> c10::IValue {
+    if (i % 7 == 3) {
+      // Tensors directly under the root: packed, and deferred.
+      return i % 2 ? random_tensor(at::kFloat, {5, 3}).t() : random_tensor(at::kInt, {i + 1});
+    }
+    c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+    int k = 0;
+    for (int round = 0; round < 2; ++round) {
+      for (const at::ScalarType dtype : all_dtypes()) {
+        ++k;
+        d.insert(std::to_string(k) += "t", random_tensor(dtype, {(i + k) % 9 + 1}));
+      }
+    }
+    d.insert(std::string("strided"), random_tensor(at::kLong, {12}).slice(0, 0, 12, 3));
+    d.insert(std::string("empty"), at::empty({0, 4}));
+    if (i % 16 == 0) d.insert(std::string("over_256KiB"), random_tensor(at::kFloat, {70 * 1024}));
+    d.insert(std::string("on_gpu"), random_tensor(at::kHalf, {3}, kCuda0));
+    d.insert(std::string("label"), std::to_string(i) += " label");
+    return d;
+  };
+  std::vector<c10::IValue> elements;
+  for (int i = 0; i < kElements; ++i) elements.push_back(element(i));
+  std::vector<c10::IValue> roots;
+  {
+    c10::impl::GenericList l(c10::AnyType::get());
+    for (const auto& e : elements) l.push_back(e);
+    roots.push_back(l);
+  }
+  roots.push_back(c10::ivalue::Tuple::create(elements));
+  {
+    c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
+    for (size_t i = 0; i < elements.size(); ++i) d.insert(std::to_string(elements.size() - i) += "k", elements[i]);
+    roots.push_back(d);
+  }
+  const bool parallel = mtc::detail::WorkerPool::instance().size() > 0;
+  int64_t most_threads = 0;
+  for (const c10::IValue& root : roots) {
+    const std::vector<at::Tensor> leaves = tensors_of(root);
+    ASSERT_GE(leaves.size(), 1024u);
+    for (const bool background : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << root.tagKind() << ", background " << background);
+      CopyOptions options;
+      options.use_background_thread = background;
+      CopyHandle h = start_copy(root, kCuda0, options);
+      expect_structure_copy(h.get(), root, kCuda0);
+      const CopyStats s = h.stats();
+      EXPECT_EQ(s.tensors, static_cast<int64_t>(leaves.size()));
+      EXPECT_EQ(s.bytes, total_bytes(leaves));
+      EXPECT_EQ(s.reused, expected_reused(leaves, kCuda0));
+      EXPECT_EQ(s.packed, expected_packed(leaves, kCuda0, options));
+      EXPECT_EQ(s.packed + s.per_tensor + s.reused, s.tensors);
+      // Each thread that walked part of it has a chunk of its own, unless it walked only
+      // leaves that are not packed.
+      EXPECT_GE(s.walk_threads, 1);
+      EXPECT_LE(s.chunks, s.walk_threads);
+      most_threads = std::max(most_threads, s.walk_threads);
+    }
+  }
+  // Helpers join as they wake up: not every copy is split, but over six copies of over 1,024
+  // leaves some are.
+  if (parallel) {
+    EXPECT_GE(most_threads, 2) << "the walk was never split";
+  }
+}
+
+// A leaf that cannot be copied, late in a structure walked in parts: other parts may already
+// have queued their chunks' DMAs. get() names the leaf, and the staging comes back to the pool
+// (the fixture checks) only after that device work is done.
+TEST_F(GpuTest, LeafErrorInAWalkSplitInPartsReleasesEverything) {
+  c10::impl::GenericList root =
+      mtc::test::list_of_lists(40, 20, [](int k) { return random_tensor(at::kFloat, {k + 1}); });
+  c10::impl::GenericList bad = root.get(37).toList();
+  bad.set(2, at::empty({3}, at::TensorOptions().device(c10::kMeta)));
+  for (const bool background : {true, false}) {
+    CopyOptions options;
+    options.use_background_thread = background;
+    CopyHandle h = start_copy(root, kCuda0, options);
+    try {
+      h.get();
+      ADD_FAILURE() << "no exception";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("tensor leaf 2 of root element 37"), std::string::npos) << e.what();
+    }
+  }
+}
+
+// Outputs are created on other threads; under the caller's InferenceMode they must still be
+// inference tensors (as .to() gives there), and normal tensors outside it, in both directions
+// and in a walk split in parts.
+TEST_F(GpuTest, OutputsFollowTheCallersInferenceMode) {
+  const c10::impl::GenericList big =
+      mtc::test::list_of_lists(40, 20, [](int k) { return random_tensor(at::kFloat, {k + 1}); });
+  for (const c10::Device& source : {kCpu, kCuda0}) {
+    const c10::Device target = source.is_cpu() ? kCuda0 : kCpu;
+    const c10::IValue small = mixed_batch(source);
+    const c10::IValue large = source.is_cpu() ? c10::IValue(big) : map_tensors(big, [](const at::Tensor& t) { return to_device(t, kCuda0); });
+    for (const c10::IValue* in : {&small, &large}) {
+      for (const bool inference : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << source << " -> " << target << (in == &small ? ", mixed" : ", large")
+                                          << (inference ? ", in InferenceMode" : ""));
+        c10::IValue out;
+        {
+          c10::InferenceMode guard(inference);
+          out = start_copy(*in, target).get();
+        }
+        for (const at::Tensor& t : tensors_of(out)) {
+          if (!t.defined() || t.device() != target) continue;
+          // Tensors already on the target come back as they are, whatever the mode.
+          bool reused = false;
+          for (const at::Tensor& i : tensors_of(*in)) reused = reused || i.is_same(t);
+          if (!reused) {
+            EXPECT_EQ(t.is_inference(), inference);
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
