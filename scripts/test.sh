@@ -13,6 +13,9 @@ bash scripts/build.sh
 echo "=== unit tests"
 ctest --test-dir "$MTC_BUILD_DIR" --output-on-failure -j "${MTC_JOBS:-$(nproc)}" --timeout 600
 
+echo "=== the revision a build names (cmake/MtcGitRevision.cmake, mtc-bench --version)"
+bash tests/scripts/revision_test.sh "$MTC_BUILD_DIR/mtc-bench"
+
 echo "=== a separate project against the installed engine"
 bash scripts/test-consumer.sh
 

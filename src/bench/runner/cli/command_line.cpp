@@ -8,6 +8,8 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "mtc_git_revision.h"  // generated at build time: MTC_GIT_REVISION
+
 #ifndef MTC_VERSION
 #define MTC_VERSION "unknown"
 #endif
@@ -296,7 +298,7 @@ ParseResult parse_command_line(int argc, const char* const* argv, std::ostream& 
 
   CLI::App app{kDescription, "mtc-bench"};
   app.footer(footer_text());
-  app.set_version_flag("--version", MTC_VERSION);
+  app.set_version_flag("--version", "mtc-bench " MTC_VERSION " (git " MTC_GIT_REVISION ")");
   app.require_subcommand(0, 1);
   RawValues raw;
   const Options options = add_run_options(app, cl.run, raw);

@@ -15,11 +15,10 @@
 #include <sstream>
 #include <thread>
 
+#include "mtc_git_revision.h"  // generated at build time: MTC_GIT_REVISION
+
 #ifndef MTC_VERSION
 #define MTC_VERSION "unknown"
-#endif
-#ifndef MTC_GIT_REVISION
-#define MTC_GIT_REVISION "unknown"
 #endif
 #ifndef MTC_BUILD_TYPE
 #define MTC_BUILD_TYPE "unknown"
