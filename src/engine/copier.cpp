@@ -9,6 +9,9 @@
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
 
+#include <memory>
+#include <thread>
+
 namespace mtc {
 namespace {
 
@@ -35,6 +38,25 @@ void validate(const CopyOptions& options) {
                     options.max_packed_chunk_bytes);
 }
 
+// Waits for the job and destroys it on this thread, the one that drops the handle, never on a
+// worker. The job holds the caller's tensors (its input; with a CPU target the result shares
+// them), and dropping a tensor whose Python object lives takes the GIL (torch's PyObject
+// preservation): a worker that did so while the interpreter shuts down would be ended by Python
+// inside a noexcept destructor (std::terminate; results/NOTES.md), and at other times it would
+// wait for the GIL of a thread that may be waiting for it. A worker holds the job only while it
+// runs it or finds a stale task of it (microseconds after the job's state is published).
+void release_here(std::shared_ptr<detail::CopyJob>& job) noexcept {
+  job->wait_noexcept();
+  for (int spins = 0; job.use_count() > 1; ++spins) {
+    if (spins < 1000) {
+      detail::cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  job.reset();
+}
+
 }  // namespace
 
 CopyHandle::CopyHandle(std::shared_ptr<detail::CopyJob> job) : job_(std::move(job)) {}
@@ -42,14 +64,14 @@ CopyHandle::CopyHandle(CopyHandle&&) noexcept = default;
 
 CopyHandle& CopyHandle::operator=(CopyHandle&& other) noexcept {
   if (this != &other) {
-    if (job_) job_->wait_noexcept();
+    if (job_) release_here(job_);
     job_ = std::move(other.job_);
   }
   return *this;
 }
 
 CopyHandle::~CopyHandle() {
-  if (job_) job_->wait_noexcept();
+  if (job_) release_here(job_);
 }
 
 bool CopyHandle::ready() const {
@@ -97,8 +119,11 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
   auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams));
   if (options.use_background_thread) {
     // Whoever claims the job first runs it: a worker, or the caller if it reaches get() before
-    // any worker has picked the job up.
-    detail::WorkerPool::instance().submit([job] { job->run_if_unclaimed(); });
+    // any worker has picked the job up. The task holds the job weakly: a worker that pops it
+    // after the caller ran the job and dropped the handle has nothing to do (release_here).
+    detail::WorkerPool::instance().submit([weak = std::weak_ptr<detail::CopyJob>(job)] {
+      if (const std::shared_ptr<detail::CopyJob> claimed = weak.lock()) claimed->run_if_unclaimed();
+    });
   } else {
     job->run_if_unclaimed();
   }

@@ -8,6 +8,7 @@
 
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
+#include <ATen/ops/from_blob.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/zeros.h>
@@ -105,6 +106,37 @@ TEST(CopierCpu, GetRunsTheCopyWhenNoWorkerHasStartedIt) {
   // The task queued ahead of the copy still runs after the copy; it must be done before the
   // variables it uses go out of scope.
   while (finished.load() < pool.size() + 1) std::this_thread::sleep_for(std::chrono::microseconds(50));
+}
+
+TEST(CopierCpu, TheCopyIsDestroyedOnTheThreadThatDropsTheHandle) {
+  // The copy holds the caller's tensors. In Python, dropping one takes the GIL, which a worker
+  // cannot do while the interpreter shuts down: the last reference must go on the caller's
+  // thread, whether the caller ran the copy itself (get() before a worker woke up; the worker's
+  // task is stale then) or a worker did (the caller slept first). The tensor's storage records
+  // the thread that frees it; the copy holds its only reference once the test has let go.
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<int> freed_elsewhere{0};
+  std::atomic<int> freed{0};
+  for (int i = 0; i < 400; ++i) {
+    auto* data = new float[4]();
+    at::Tensor leaf = at::from_blob(
+        data, {4},
+        [&, caller](void* p) {
+          if (std::this_thread::get_id() != caller) freed_elsewhere.fetch_add(1);
+          freed.fetch_add(1);
+          delete[] static_cast<float*>(p);
+        },
+        at::TensorOptions().dtype(at::kFloat));
+    c10::List<at::Tensor> list;
+    list.push_back(std::move(leaf));
+    CopyHandle h = start_copy(c10::IValue(std::move(list)), kCpu);
+    if (i % 2 == 1) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    (void)h.get();  // with a CPU target the result is the input itself: dropped here
+  }
+  // Stale tasks of copies the caller ran may still be queued: let the workers pop them.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(freed.load(), 400);
+  EXPECT_EQ(freed_elsewhere.load(), 0);
 }
 
 TEST(CopierCpu, ManyConcurrentCallers) {

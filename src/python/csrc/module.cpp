@@ -68,9 +68,9 @@ class AsyncCopyHandle {
   AsyncCopyHandle(const AsyncCopyHandle&) = delete;
   AsyncCopyHandle& operator=(const AsyncCopyHandle&) = delete;
 
-  // Dropping an unfinished handle waits for the copy's device work (the engine's rule). The
-  // wait lets go of the GIL: a worker that drops the last reference to an input tensor whose
-  // Python object is gone needs the GIL to free it.
+  // Dropping an unfinished handle waits for the copy's device work (the engine's rule), without
+  // the GIL: other Python threads go on meanwhile. The engine then destroys the copy on this
+  // thread, and the input tensors it drops take the GIL back for their Python objects.
   ~AsyncCopyHandle() {
     bool done = true;
     try {
