@@ -10,6 +10,7 @@
 #include "mtc/nvtx.h"
 
 #include <memory>
+#include <mutex>
 #include <thread>
 
 namespace mtc {
@@ -43,10 +44,15 @@ void validate(const CopyOptions& options) {
 // them), and dropping a tensor whose Python object lives takes the GIL (torch's PyObject
 // preservation): a worker that did so while the interpreter shuts down would be ended by Python
 // inside a noexcept destructor (std::terminate; results/NOTES.md), and at other times it would
-// wait for the GIL of a thread that may be waiting for it. A worker holds the job only while it
-// runs it or finds a stale task of it (microseconds after the job's state is published).
+// wait for the GIL of a thread that may be waiting for it. Once the task's gate is closed no
+// worker can take a new reference, so the count only falls: a worker holds the job only while it
+// runs it or finds its task stale, microseconds after the job's state is published.
 void release_here(std::shared_ptr<detail::CopyJob>& job) noexcept {
   job->wait_noexcept();
+  if (const std::shared_ptr<detail::TaskGate>& gate = job->task_gate()) {
+    const std::lock_guard<std::mutex> lock(gate->mutex);
+    gate->job.reset();
+  }
   for (int spins = 0; job.use_count() > 1; ++spins) {
     if (spins < 1000) {
       detail::cpu_relax();
@@ -119,10 +125,18 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
   auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams));
   if (options.use_background_thread) {
     // Whoever claims the job first runs it: a worker, or the caller if it reaches get() before
-    // any worker has picked the job up. The task holds the job weakly: a worker that pops it
-    // after the caller ran the job and dropped the handle has nothing to do (release_here).
-    detail::WorkerPool::instance().submit([weak = std::weak_ptr<detail::CopyJob>(job)] {
-      if (const std::shared_ptr<detail::CopyJob> claimed = weak.lock()) claimed->run_if_unclaimed();
+    // any worker has picked the job up. The task reaches the job through its gate: a worker that
+    // pops it after the handle was dropped has nothing to do (release_here).
+    auto gate = std::make_shared<detail::TaskGate>();
+    gate->job = job;
+    job->task_gate() = gate;
+    detail::WorkerPool::instance().submit([gate = std::move(gate)] {
+      std::shared_ptr<detail::CopyJob> claimed;
+      {
+        const std::lock_guard<std::mutex> lock(gate->mutex);
+        claimed = gate->job.lock();
+      }
+      if (claimed) claimed->run_if_unclaimed();
     });
   } else {
     job->run_if_unclaimed();

@@ -31,6 +31,15 @@ inline constexpr int64_t kDefaultLeavesPerPart = 128;
 // Changes both, process-wide (for benchmarks that compare settings in one run).
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);
 
+class CopyJob;
+
+// What a queued task holds of its job: a worker takes the job through it, and dropping the
+// handle closes it, so that no worker can take a new reference afterwards (copier.cpp).
+struct TaskGate {
+  std::mutex mutex;
+  std::weak_ptr<CopyJob> job;  // reset when the handle is dropped
+};
+
 class CopyJob {
  public:
   CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
@@ -51,6 +60,8 @@ class CopyJob {
   c10::IValue take_result();
   void wait();
   CopyStats stats() const { return stats_; }
+  // Set once, by start_copy, when a task is queued for the job.
+  std::shared_ptr<TaskGate>& task_gate() { return task_gate_; }
   // Waits for the job and its device work; for the handle's destructor.
   void wait_noexcept() noexcept;
 
@@ -102,6 +113,7 @@ class CopyJob {
   // Its own cache lines: get() spins reading it while the worker writes the fields above.
   alignas(128) std::atomic<int> state_{kPending};
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();
+  std::shared_ptr<TaskGate> task_gate_;
 };
 
 }  // namespace mtc::detail
