@@ -10,7 +10,6 @@
 #include "mtc/nvtx.h"
 
 #include <memory>
-#include <mutex>
 #include <thread>
 
 namespace mtc {
@@ -49,10 +48,7 @@ void validate(const CopyOptions& options) {
 // runs it or finds its task stale, microseconds after the job's state is published.
 void release_here(std::shared_ptr<detail::CopyJob>& job) noexcept {
   job->wait_noexcept();
-  if (const std::shared_ptr<detail::TaskGate>& gate = job->task_gate()) {
-    const std::lock_guard<std::mutex> lock(gate->mutex);
-    gate->job.reset();
-  }
+  job->close_task_gate();
   for (int spins = 0; job.use_count() > 1; ++spins) {
     if (spins < 1000) {
       detail::cpu_relax();
@@ -127,16 +123,10 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
     // Whoever claims the job first runs it: a worker, or the caller if it reaches get() before
     // any worker has picked the job up. The task reaches the job through its gate: a worker that
     // pops it after the handle was dropped has nothing to do (release_here).
-    auto gate = std::make_shared<detail::TaskGate>();
-    gate->job = job;
-    job->task_gate() = gate;
+    auto gate = std::make_shared<detail::TaskGate>(job);
+    job->set_task_gate(gate);
     detail::WorkerPool::instance().submit([gate = std::move(gate)] {
-      std::shared_ptr<detail::CopyJob> claimed;
-      {
-        const std::lock_guard<std::mutex> lock(gate->mutex);
-        claimed = gate->job.lock();
-      }
-      if (claimed) claimed->run_if_unclaimed();
+      if (const std::shared_ptr<detail::CopyJob> claimed = gate->take()) claimed->run_if_unclaimed();
     });
   } else {
     job->run_if_unclaimed();

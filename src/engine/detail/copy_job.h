@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <utility>
 
 namespace mtc::detail {
 
@@ -35,9 +36,22 @@ class CopyJob;
 
 // What a queued task holds of its job: a worker takes the job through it, and dropping the
 // handle closes it, so that no worker can take a new reference afterwards (copier.cpp).
-struct TaskGate {
-  std::mutex mutex;
-  std::weak_ptr<CopyJob> job;  // reset when the handle is dropped
+class TaskGate {
+ public:
+  explicit TaskGate(const std::shared_ptr<CopyJob>& job) : job_(job) {}
+  // The job, or null once the gate is closed.
+  std::shared_ptr<CopyJob> take() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return job_.lock();
+  }
+  void close() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    job_.reset();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::weak_ptr<CopyJob> job_;
 };
 
 class CopyJob {
@@ -60,8 +74,11 @@ class CopyJob {
   c10::IValue take_result();
   void wait();
   CopyStats stats() const { return stats_; }
-  // Set once, by start_copy, when a task is queued for the job.
-  std::shared_ptr<TaskGate>& task_gate() { return task_gate_; }
+  // Set once, by start_copy, when a task is queued for the job; closed by the handle.
+  void set_task_gate(std::shared_ptr<TaskGate> gate) { task_gate_ = std::move(gate); }
+  void close_task_gate() {
+    if (task_gate_) task_gate_->close();
+  }
   // Waits for the job and its device work; for the handle's destructor.
   void wait_noexcept() noexcept;
 
