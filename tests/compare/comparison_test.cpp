@@ -3,7 +3,10 @@
 #include "errors.h"
 #include "fixtures.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <string_view>
 
 namespace mtc::bench::compare {
 namespace {
@@ -20,11 +23,13 @@ Comparison run_fixtures(const std::string& baseline, const std::string& candidat
   return run(data(baseline), data(candidate), std::move(options));
 }
 
-const CaseResult& find(const Comparison& c, const std::string& pattern, const std::string& strategy, Metric metric) {
+// The names are views, not `const std::string&`: a reference returned from a call that bound
+// temporaries to reference parameters reads to GCC 13 as possibly dangling (-Wdangling-reference).
+const CaseResult& find(const Comparison& c, std::string_view pattern, std::string_view strategy, Metric metric) {
   for (const CaseResult& r : c.cases) {
     if (r.key.pattern == pattern && r.key.strategy == strategy && r.metric == metric) return r;
   }
-  throw std::runtime_error("no such case: " + pattern + " " + strategy);
+  throw std::runtime_error(fmt::format("no such case: {} {}", pattern, strategy));
 }
 
 int count(const Comparison& c, Verdict v) {
