@@ -1,29 +1,44 @@
 #!/usr/bin/env bash
-# The whole GPU check, run on the GPU host: build, every test (the GPU ones included), the
-# engine micro-benchmarks, the main benchmark, and (when nsys can write reports) a short
-# Nsight Systems capture. Reports go to the folder given as the first argument.
+# The whole GPU check, run on the GPU host: build (warnings are errors), every test suite (the
+# GPU tests included), the main benchmark and (when nsys can write reports) a short Nsight
+# Systems capture. Reports go to the folder given as the first argument.
 #
 #   scripts/gpu-check.sh OUT_DIR [quick|bench|engine|python|reliability|sanitize]
 #   scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]
+#   scripts/gpu-check.sh OUT_DIR ab N [CANDIDATE_DIR]
 #
-# "quick" skips the main benchmark's full run and the profile. "bench" builds only the engine's
-# tests and the two benchmark programs, runs the engine's tests and the CPU->GPU copy
-# benchmarks (the engine's micro-benchmarks of whole copies and the walk, and mtc-bench's h2d
-# cases): a fast check of an engine change. "repeat" builds mtc-bench only and runs it N times
-# (at most 7) one process after another, by default on configs/streampetr.json, writing
-# run-I.json for each (scripts/repeatability.py compares them). "engine" builds the same as
-# "bench", runs the engine's tests and
-# the micro-benchmarks of a training loop's patterns (hot, after an idle gap, fresh batches, the
-# previous result freed inside the copy; both directions), of large pageable tensors by fill
-# threads against one pinned copy, of the mixed batch and of the pinned pool's footprint over
-# 10,000 copies, then mtc-bench on configs/mixed.json (to, memcpy_batch, engine; h2d and d2h).
+# A failed build stops the script at once with exit 1 and its first errors (every error is in
+# build.log: the build goes on past a failed file). The test stage runs every suite the mode
+# promises (engine, workload, bench, compare; only engine in "bench" and "engine"): a suite that
+# was not built, crashed or failed fails the check. The last line says what ran, e.g.
+# "engine 207 (+1 skipped), workload 165, bench 131, compare 40: all passed".
+#
+# full (no mode): the suites, then the main benchmark, the same CPU->GPU cases with glibc's
+#   malloc tuned, two GPUs at once with GPU->GPU across them (on a host with two), and the
+#   profile.
+# "quick" (about 3 minutes on 16 cores, build included): the suites and one `mtc-bench --quick`
+#   run of every direction the host has.
+# "bench": the engine's tests and the CPU->GPU copy benchmarks (the engine's micro-benchmarks of
+#   whole copies and the walk, and mtc-bench's h2d cases): a fast check of an engine change.
+# "engine": the engine's tests and the micro-benchmarks of a training loop's patterns (hot, after
+#   an idle gap, fresh batches, the previous result freed inside the copy; both directions), of
+#   large pageable tensors by fill threads against one pinned copy, of the mixed batch and of the
+#   pinned pool's footprint over 10,000 copies, then mtc-bench on configs/mixed.json. The
+#   micro-benchmarks run in these two modes only.
+# "repeat" builds mtc-bench only and runs it N times (at most 7) one process after another, by
+#   default on configs/streampetr.json, writing run-I.json for each (scripts/repeatability.py
+#   compares them).
+# "ab" runs N jobs of the in-process A/B (scripts/perf-trust.sh over scripts/perf-ci.sh): this
+#   tree's engine as the baseline library against this tree's mtc-bench (an A/A job), or against
+#   the mtc-bench of CANDIDATE_DIR (a copy of the tree with a change to measure). Files:
+#   build.log, trust.md, trust.json. MTC_PERF_* settings pass through (e.g. MTC_PERF_COMPARE_ARGS).
 # "python" installs the Python module into python3's environment (pip install
-# --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
-# included) and scripts/bench_python.py. "reliability" runs the engine's differential test at
-# 10,000 GPU cases, the soak, the fault tests and the memory-steadiness run; "sanitize" runs the
-# engine's GPU tests under compute-sanitizer (memcheck, racecheck, synccheck): both are
-# scripts/gpu-check-reliability.sh, whose header says what each runs and writes. At most eight
-# files are written to OUT_DIR (the device tool returns no more).
+#   --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
+#   included) and scripts/bench_python.py. "reliability" runs the engine's differential test at
+#   10,000 GPU cases, the soak, the fault tests and the memory-steadiness run; "sanitize" runs the
+#   engine's GPU tests under compute-sanitizer (memcheck, racecheck, synccheck): both are
+#   scripts/gpu-check-reliability.sh, whose header says what each runs and writes.
+# At most eight files are written to OUT_DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check.sh OUT_DIR [quick]}"
@@ -46,15 +61,21 @@ fi
 {
   step "machine"
   nvidia-smi --query-gpu=name,memory.total,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv
-  nproc; python3 -c 'import torch;print("torch", torch.__version__)'
+  nproc; "${CXX:-c++}" --version | head -1; nvcc --version | tail -2 | head -1
+  python3 -c 'import torch;print("torch", torch.__version__)'
   step "build"
   # shellcheck disable=SC2086
   [[ "$mode" == bench || "$mode" == engine ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc-bench"
-  [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
-
-  bash scripts/build.sh -DMTC_WERROR=ON ${MTC_CMAKE_ARGS:-} || status=1
+  [[ "$mode" == repeat || "$mode" == ab ]] && export MTC_TARGETS="mtc-bench"
+  # Keep going past a failed file: one call shows every error, not only the first.
+  MTC_WERROR=ON MTC_KEEP_GOING=1 bash scripts/build.sh ${MTC_CMAKE_ARGS:-} || status=1
 } > "$out/build.log" 2>&1
-tail -5 "$out/build.log"
+if (( status != 0 )); then
+  step "BUILD FAILED: the first errors (all of them in build.log)"
+  grep -m 30 -E "error|FAILED:" "$out/build.log"
+  exit 1
+fi
+tail -2 "$out/build.log"
 
 if [[ "$mode" == repeat ]]; then
   count="${3:?usage: scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]}"
@@ -74,16 +95,63 @@ if [[ "$mode" == repeat ]]; then
   exit $status
 fi
 
-step "tests" | tee "$out/tests.log"
-tests=("$MTC_BUILD_DIR"/tests/*/mtc_*_tests)
-[[ "$mode" == bench || "$mode" == engine ]] && tests=("$MTC_BUILD_DIR"/tests/engine/mtc_engine_tests)
-for t in "${tests[@]}"; do
-  [[ -x "$t" ]] || continue
+if [[ "$mode" == ab ]]; then
+  count="${3:?usage: scripts/gpu-check.sh OUT_DIR ab N [CANDIDATE_DIR]}"
+  candidate=("${@:4}")
+  # This build is the candidate unless another tree is given (perf-ci builds that one).
+  (( ${#candidate[@]} )) || export MTC_PERF_CANDIDATE_BUILD="$MTC_BUILD_DIR"
+  step "in-process A/B: $count jobs, baseline this tree${candidate:+, candidate ${candidate[*]}}"
+  MTC_PERF_WORK="${MTC_PERF_WORK:-/tmp/perf-ci}" bash scripts/perf-trust.sh "$count" "$out" . "${candidate[@]}" ||
+    status=1
+  step "done (status $status)"
+  exit $status
+fi
+
+# Every suite the mode promises runs; one that was not built, crashed or failed is a failure,
+# and the summary line names each with its count of passed tests.
+suites=(engine workload bench compare)
+[[ "$mode" == bench || "$mode" == engine ]] && suites=(engine)
+step "tests: ${suites[*]}" | tee "$out/tests.log"
+summary=()
+failed=()
+for suite in "${suites[@]}"; do
+  t="$MTC_BUILD_DIR/tests/$suite/mtc_${suite}_tests"
+  if [[ ! -x "$t" ]]; then
+    failed+=("$suite (not built)")
+    continue
+  fi
   echo "--- $t" >> "$out/tests.log"
   # Line-buffered, so a test that crashes leaves its name in the log.
-  stdbuf -oL "$t" --gtest_brief=1 >> "$out/tests.log" 2>&1 || { rc=$?; status=1; echo "FAILED ($rc): $t" | tee -a "$out/tests.log"; }
+  stdbuf -oL "$t" --gtest_brief=1 > "$out/$suite.tmp" 2>&1
+  rc=$?
+  cat "$out/$suite.tmp" >> "$out/tests.log"
+  passed=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\.$/\1/p' "$out/$suite.tmp")
+  skipped=$(sed -nE 's/^\[  SKIPPED \] ([0-9]+) tests?, listed below:$/\1/p' "$out/$suite.tmp")
+  rm -f "$out/$suite.tmp"
+  if (( rc != 0 )) || [[ -z "$passed" ]]; then
+    failed+=("$suite (exit $rc)")
+  else
+    summary+=("$suite ${passed}${skipped:+ (+$skipped skipped)}")
+  fi
 done
-grep -E "^\[  (PASSED|FAILED|SKIPPED)|tests ran|FAILED" "$out/tests.log" | head -40
+grep -E "^\[  (FAILED|SKIPPED) |tests ran|Failure" "$out/tests.log" | head -40
+suites_line="$(IFS=,; echo "${summary[*]}" | sed 's/,/, /g')"
+if (( ${#failed[@]} )); then
+  status=1
+  suites_line="${suites_line:+$suites_line; }FAILED: $(IFS=,; echo "${failed[*]}" | sed 's/,/, /g')"
+else
+  suites_line="$suites_line: all passed"
+fi
+echo "suites: $suites_line" | tee -a "$out/tests.log"
+# The last line says what ran: the suites with their counts, and whether a later step failed.
+finish() {
+  step "done"
+  local later=""
+  (( status != 0 )) && (( ${#failed[@]} == 0 )) && later=" (tests); a later step FAILED, see above"
+  echo "$suites_line$later"
+  exit $status
+}
+gpus=$(nvidia-smi --list-gpus | wc -l)
 
 # The engine's micro-benchmarks matching $1, five repetitions, into $out/$2.json and its summary
 # appended to $out/engine_bench.md.
@@ -101,8 +169,7 @@ if [[ "$mode" == bench ]]; then
     --strategy to,memcpy_batch,engine --json "$out/streampetr-h2d.json" --md "$out/streampetr-h2d.md" \
     --quiet || status=1
   cat "$out/streampetr-h2d.md"
-  step "done (status $status)"
-  exit $status
+  finish
 fi
 
 if [[ "$mode" == engine ]]; then
@@ -114,16 +181,22 @@ if [[ "$mode" == engine ]]; then
   "$MTC_BUILD_DIR/mtc-bench" --config configs/mixed.json --strategy to,memcpy_batch,engine \
     --json "$out/mixed.json" --md "$out/mixed.md" --quiet || status=1
   cat "$out/mixed.md"
-  step "done (status $status)"
-  exit $status
+  finish
 fi
 
-if [[ -x "$MTC_BUILD_DIR/mtc_engine_bench" ]]; then
-  step "engine micro-benchmarks"
-  microbench '.' engine_bench
+if [[ "$mode" == quick ]]; then
+  # A short run of every direction this host has (GPU->GPU across two GPUs when there are two).
+  directions=h2d,d2h
+  devices=0
+  (( gpus >= 2 )) && directions=h2d,d2h,d2d && devices=0,1
+  step "mtc-bench --quick, $directions on GPU $devices"
+  timeout 120 "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --quick --direction "$directions" \
+    --devices "$devices" --json "$out/quick.json" --md "$out/quick.md" --quiet || status=1
+  cat "$out/quick.md"
+  finish
 fi
 
-if [[ -x "$MTC_BUILD_DIR/mtc-bench" && "$mode" != quick ]]; then
+if [[ -x "$MTC_BUILD_DIR/mtc-bench" ]]; then
   step "main benchmark"
   start=$(date +%s)
   "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --json "$out/streampetr.json" \
@@ -134,7 +207,6 @@ if [[ -x "$MTC_BUILD_DIR/mtc-bench" && "$mode" != quick ]]; then
   step "main benchmark, h2d, glibc malloc tuned"
   GLIBC_TUNABLES=glibc.malloc.tcache_count=1000:glibc.malloc.trim_threshold=268435456 \
     "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --direction h2d --strategy to,engine --quiet || status=1
-  gpus=$(nvidia-smi --list-gpus | wc -l)
   if (( gpus >= 2 )); then
     step "two GPUs at once, and GPU->GPU across them"
     "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --devices 0,1 --direction h2d,d2h,d2d \
@@ -152,5 +224,4 @@ if [[ -x "$MTC_BUILD_DIR/mtc-bench" && "$mode" != quick ]]; then
     head -60 "$out/nsys_stats.txt"
   fi
 fi
-step "done (status $status)"
-exit $status
+finish

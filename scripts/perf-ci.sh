@@ -1,34 +1,45 @@
 #!/usr/bin/env bash
-# The CI performance job: builds two revisions and measures them interleaved on one machine,
-# then judges every case with `mtc-bench compare` (paired by round).
+# The CI performance job: measures a candidate revision against a baseline on one machine and
+# judges every case with `mtc-bench compare`.
 #
 #   scripts/perf-ci.sh BASE_REF [CANDIDATE_REF]
 #
 # BASE_REF and CANDIDATE_REF are git revisions (checked out as worktrees under the work folder)
 # or source folders used as they are (for a machine without the git history, e.g. a copy made
 # with `git archive`). CANDIDATE_REF defaults to this working tree, uncommitted changes included.
-# Each side builds only mtc-bench, in its own build folder, reused by the next run.
 #
-# Then, for R rounds: the baseline runs every CI case, then the candidate does (A, B, A, B, ...),
-# each run labelled `--ab-label JOB:baseline:R` / `JOB:candidate:R` so compare pairs them. The
-# host's state of the moment is shared by the two runs of one round and cancels in their ratio.
+# Two modes (MTC_PERF_MODE):
+#   in-process (default), for a change to the engine: builds the candidate's mtc-bench and the
+#     baseline's engine as a loadable library (src/engine_plugin/standalone, the candidate's
+#     adapter over the baseline's mtc/copier.h), then runs the candidate's mtc-bench once per CI
+#     case with --engine-lib base=LIB, measuring `engine` and `engine@base` sample by sample
+#     (`to` and `memcpy_batch` alongside, for context). Both builds see the same host at the same
+#     moments, so their per-round ratio is free of the host's drift: `mtc-bench compare` of the
+#     reports alone pairs the two by round (default threshold 2 %).
+#   processes, for a change outside the engine (runner, strategies): builds both mtc-bench
+#     binaries and for R rounds runs every CI case with each, in a side order drawn per round
+#     from the job's name, each run labelled `--ab-label JOB:SIDE:R`; compare pairs them by round.
 #
-# Writes to the output folder: baseline/ and candidate/ (the reports), summary.md (also appended
-# to $GITHUB_STEP_SUMMARY when set), compare.json, and exits with compare's code (0 pass,
-# 1 a case matched the fail-on rule, 2 bad input) or 3 when a build or a run failed.
+# Writes to the output folder: the reports (in-process/, or baseline/ and candidate/),
+# summary.md (also appended to $GITHUB_STEP_SUMMARY when set) and compare.json, and exits with
+# compare's code (0 pass, 1 a case matched the fail-on rule, 2 bad input) or 3 when a build or a
+# run failed.
 #
 # Environment:
-#   MTC_PERF_ROUNDS     rounds (default 6; 3 in smoke mode)
+#   MTC_PERF_MODE       in-process (default) or processes
+#   MTC_PERF_ROUNDS     rounds (in-process default 20, processes default 6; 3 in smoke mode)
+#   MTC_PERF_ROUND_TIME in-process: seconds of samples per case and round (default 0.1)
+#   MTC_PERF_PROCESSES  in-process: runs of each case, pooled by compare (default 1)
 #   MTC_PERF_OUT        output folder (default .perf-ci/out)
 #   MTC_PERF_WORK       worktrees and build folders (default .perf-ci)
-#   MTC_PERF_JOB        the A/B job's name (default perf-<UTC time>-<pid>)
+#   MTC_PERF_JOB        the job's name (default perf-<UTC time>-<pid>)
 #   MTC_PERF_FAIL_ON    slower (default), faster, any or none
 #   MTC_PERF_COMPARE_ARGS  more compare options, e.g. "--threshold 3"
 #   MTC_PERF_BENCH_ARGS    more mtc-bench options for every run
 #   MTC_PERF_SMOKE=1    CPU smoke mode: the h2h direction, 3 rounds (for CI without a GPU)
 #   MTC_PERF_CANDIDATE_BUILD  an existing build folder of the working tree to reuse as the
 #                       candidate's (only when CANDIDATE_REF is not given)
-#   MTC_CMAKE_ARGS      extra CMake configure options for both builds
+#   MTC_CMAKE_ARGS      extra CMake configure options for every build
 #   MTC_JOBS            build parallelism (default: all cores)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -40,12 +51,19 @@ fi
 source scripts/env.sh
 
 smoke="${MTC_PERF_SMOKE:-0}"
-rounds="${MTC_PERF_ROUNDS:-$([[ "$smoke" == 1 ]] && echo 3 || echo 6)}"
+mode="${MTC_PERF_MODE:-in-process}"
+[[ "$mode" == in-process || "$mode" == processes ]] ||
+  { echo "perf-ci: MTC_PERF_MODE must be in-process or processes" >&2; exit 2; }
+default_rounds=$([[ "$mode" == in-process ]] && echo 20 || echo 6)
+rounds="${MTC_PERF_ROUNDS:-$([[ "$smoke" == 1 ]] && echo 3 || echo "$default_rounds")}"
+round_time="${MTC_PERF_ROUND_TIME:-0.1}"
+processes="${MTC_PERF_PROCESSES:-1}"
 work="$(mkdir -p "${MTC_PERF_WORK:-.perf-ci}" && cd "${MTC_PERF_WORK:-.perf-ci}" && pwd)"
 out="${MTC_PERF_OUT:-$work/out}"
 job="${MTC_PERF_JOB:-perf-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
 fail_on="${MTC_PERF_FAIL_ON:-slower}"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ci: MTC_PERF_ROUNDS must be a positive integer" >&2; exit 2; }
+[[ "$processes" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ci: MTC_PERF_PROCESSES must be a positive integer" >&2; exit 2; }
 
 # The shipped CI cases (configs/ci/cases): one mtc-bench run per line, per round and side.
 cases_file="$repo/configs/ci/$([[ "$smoke" == 1 ]] && echo smoke-cases || echo cases)"
@@ -79,6 +97,9 @@ checkout() {
 build() {
   local name="$1" src="$2" dir="$3" configure="${4:-1}" generator=()
   command -v ninja > /dev/null && generator=(-G Ninja)
+  # A folder configured before is only built: the build system configures again by itself
+  # when a CMake file changed.
+  [[ -f "$dir/CMakeCache.txt" ]] && configure=0
   if [[ "$configure" == 1 ]]; then
     # shellcheck disable=SC2086
     cmake -S "$src" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${MTC_BUILD_TYPE:-Release}" \
@@ -87,6 +108,20 @@ build() {
       { tail -20 "$work/logs/$name.configure.log" >&2; return 3; }
   fi
   cmake --build "$dir" -j "${MTC_JOBS:-$(nproc)}" --target mtc-bench > "$work/logs/$name.build.log" 2>&1 ||
+    { tail -40 "$work/logs/$name.build.log" >&2; return 3; }
+}
+
+# Builds the engine of the source folder $2 as a loadable library in $3, with the candidate's
+# adapter (src/engine_plugin/standalone of $cand_src). Logs go to $work/logs/$1.*.log.
+build_plugin() {
+  local name="$1" src="$2" dir="$3" generator=()
+  command -v ninja > /dev/null && generator=(-G Ninja)
+  # shellcheck disable=SC2086
+  [[ -f "$dir/CMakeCache.txt" ]] || cmake -S "$cand_src/src/engine_plugin/standalone" -B "$dir" "${generator[@]}" \
+    -DCMAKE_BUILD_TYPE="${MTC_BUILD_TYPE:-Release}" -DCMAKE_PREFIX_PATH="$MTC_TORCH_PREFIX" \
+    -DMTC_ENGINE_SOURCE_DIR="$src" -DMTC_WERROR="${MTC_WERROR:-OFF}" ${MTC_CMAKE_ARGS:-} \
+    > "$work/logs/$name.configure.log" 2>&1 || { tail -20 "$work/logs/$name.configure.log" >&2; return 3; }
+  cmake --build "$dir" -j "${MTC_JOBS:-$(nproc)}" > "$work/logs/$name.build.log" 2>&1 ||
     { tail -40 "$work/logs/$name.build.log" >&2; return 3; }
 }
 
@@ -104,47 +139,84 @@ cand_build="${MTC_PERF_CANDIDATE_BUILD:-$(build_dir candidate "$cand_src")}"
 [[ $# -eq 2 && -n "${MTC_PERF_CANDIDATE_BUILD:-}" ]] && { log "MTC_PERF_CANDIDATE_BUILD needs the working tree as candidate"; exit 2; }
 mkdir -p "$work/logs"
 log "baseline $1 ($base_src), candidate ${2:-working tree} ($cand_src)"
-log "building both (logs in $work/logs)"
-build baseline "$base_src" "$base_build" || exit 3
-if [[ "$cand_src" == "$base_src" ]]; then
-  cand_build="$base_build"  # the same sources: one build serves both sides
-elif [[ -n "${MTC_PERF_CANDIDATE_BUILD:-}" ]]; then
-  build candidate "$cand_src" "$cand_build" 0 || exit 3
-else
-  build candidate "$cand_src" "$cand_build" || exit 3
-fi
-base_bin="$base_build/mtc-bench"
-cand_bin="$cand_build/mtc-bench"
-for bin in "$base_bin" "$cand_bin"; do
-  grep -q -- "--ab-label" <<< "$("$bin" --help)" ||
-    { log "$bin has no --ab-label: a revision older than report schema v2 cannot take part"; exit 2; }
-done
-log "builds done in $(( $(date +%s) - start )) s"
-
-rm -rf "$out/baseline" "$out/candidate"
-mkdir -p "$out/baseline" "$out/candidate"
-for (( round = 0; round < rounds; round++ )); do
+if [[ "$mode" == in-process ]]; then
+  log "building the candidate's mtc-bench and the baseline's engine library (logs in $work/logs)"
+  # The library's folder lies beside the baseline's sources, as a build folder does (ccache).
+  plugin_dir="$(build_dir baseline "$base_src")-plugin"
+  build_plugin baseline-plugin "$base_src" "$plugin_dir" || exit 3
+  if [[ -n "${MTC_PERF_CANDIDATE_BUILD:-}" ]]; then
+    build candidate "$cand_src" "$cand_build" 0 || exit 3
+  else
+    build candidate "$cand_src" "$cand_build" || exit 3
+  fi
+  cand_bin="$cand_build/mtc-bench"
+  plugin="$plugin_dir/libmtc_engine_plugin.so"
+  log "builds done in $(( $(date +%s) - start )) s"
+  rm -rf "$out/in-process"
+  mkdir -p "$out/in-process"
   for i in "${!ci_cases[@]}"; do
     read -r -a args <<< "${ci_cases[$i]}"
-    # Both sides read the candidate's copy of the config: a changed config cannot make the two
-    # workloads differ.
-    config="$cand_src/configs/${args[0]}"
-    for side in baseline candidate; do
-      bin="$base_bin"
-      [[ "$side" == candidate ]] && bin="$cand_bin"
-      report="$out/$side/case$i-round$round.json"
+    for (( p = 0; p < processes; p++ )); do
+      report="$out/in-process/case$i-run$p.json"
       # shellcheck disable=SC2086
-      "$bin" --config "$config" "${args[@]:1}" --quick --quiet --ab-label "$job:$side:$round" \
-        --json "$report" ${MTC_PERF_BENCH_ARGS:-} > "$out/$side/case$i-round$round.log" 2>&1 ||
-        { log "$side run failed (round $round, case $i):"; tail -20 "$out/$side/case$i-round$round.log" >&2; exit 3; }
+      "$cand_bin" --config "$cand_src/configs/${args[0]}" "${args[@]:1}" --strategy engine@base \
+        --engine-lib "base=$plugin" --processes 1 --min-rounds "$rounds" --max-rounds "$rounds" \
+        --round-time "$round_time" --quiet --json "$report" ${MTC_PERF_BENCH_ARGS:-} \
+        > "$out/in-process/case$i-run$p.log" 2>&1 ||
+        { log "run failed (case $i, run $p):"; tail -20 "$out/in-process/case$i-run$p.log" >&2; exit 3; }
+      log "case $((i + 1))/${#ci_cases[@]}, run $((p + 1))/$processes done ($(( $(date +%s) - start )) s)"
     done
   done
-  log "round $((round + 1))/$rounds done ($(( $(date +%s) - start )) s)"
-done
+  compare_inputs=("$out/in-process")
+else
+  log "building both (logs in $work/logs)"
+  build baseline "$base_src" "$base_build" || exit 3
+  if [[ "$cand_src" == "$base_src" ]]; then
+    cand_build="$base_build"  # the same sources: one build serves both sides
+  elif [[ -n "${MTC_PERF_CANDIDATE_BUILD:-}" ]]; then
+    build candidate "$cand_src" "$cand_build" 0 || exit 3
+  else
+    build candidate "$cand_src" "$cand_build" || exit 3
+  fi
+  base_bin="$base_build/mtc-bench"
+  cand_bin="$cand_build/mtc-bench"
+  for bin in "$base_bin" "$cand_bin"; do
+    grep -q -- "--ab-label" <<< "$("$bin" --help)" ||
+      { log "$bin has no --ab-label: a revision older than report schema v2 cannot take part"; exit 2; }
+  done
+  log "builds done in $(( $(date +%s) - start )) s"
+
+  rm -rf "$out/baseline" "$out/candidate"
+  mkdir -p "$out/baseline" "$out/candidate"
+  # The side that runs first in a round is drawn from the job's name: neither side always finds
+  # the host as the other left it, and a rerun of the job repeats the order.
+  RANDOM=$(( $(cksum <<< "$job" | cut -d ' ' -f 1) % 32768 ))
+  for (( round = 0; round < rounds; round++ )); do
+    sides=(baseline candidate)
+    (( RANDOM % 2 )) && sides=(candidate baseline)
+    for i in "${!ci_cases[@]}"; do
+      read -r -a args <<< "${ci_cases[$i]}"
+      # Both sides read the candidate's copy of the config: a changed config cannot make the two
+      # workloads differ.
+      config="$cand_src/configs/${args[0]}"
+      for side in "${sides[@]}"; do
+        bin="$base_bin"
+        [[ "$side" == candidate ]] && bin="$cand_bin"
+        report="$out/$side/case$i-round$round.json"
+        # shellcheck disable=SC2086
+        "$bin" --config "$config" "${args[@]:1}" --quick --quiet --ab-label "$job:$side:$round" \
+          --json "$report" ${MTC_PERF_BENCH_ARGS:-} > "$out/$side/case$i-round$round.log" 2>&1 ||
+          { log "$side run failed (round $round, case $i):"; tail -20 "$out/$side/case$i-round$round.log" >&2; exit 3; }
+      done
+    done
+    log "round $((round + 1))/$rounds done (${sides[0]} first; $(( $(date +%s) - start )) s)"
+  done
+  compare_inputs=("$out/baseline" "$out/candidate")
+fi
 
 rc=0
 # shellcheck disable=SC2086
-"$cand_bin" compare "$out/baseline" "$out/candidate" --fail-on "$fail_on" --md "$out/summary.md" \
+"$cand_bin" compare "${compare_inputs[@]}" --fail-on "$fail_on" --md "$out/summary.md" \
   --json "$out/compare.json" ${MTC_PERF_COMPARE_ARGS:-} || rc=$?
 if [[ -n "${GITHUB_STEP_SUMMARY:-}" && -f "$out/summary.md" ]]; then
   cat "$out/summary.md" >> "$GITHUB_STEP_SUMMARY"

@@ -26,24 +26,28 @@ stamp="$(date -u +%Y%m%dT%H%M%SZ)"
 # Tallies the jobs done so far into OUT_DIR/trust.md and trust.json (rewritten after every job,
 # so a run cut short by a time limit still leaves what finished).
 tally() {
-  "${MTC_PYTHON:-python3}" - "$out" "${results[@]}" << 'EOF'
+  "${MTC_PYTHON:-python3}" - "$out" "${seconds[*]}" "${results[@]}" << 'EOF'
 import collections
 import json
 import pathlib
 import sys
 
 out = pathlib.Path(sys.argv[1])
-docs = [json.loads(pathlib.Path(p).read_text()) for p in sys.argv[2:]]
+seconds = sys.argv[2].split()
+docs = [json.loads(pathlib.Path(p).read_text()) for p in sys.argv[3:]]
 verdicts = ("SLOWER", "FASTER", "UNSURE", "SAME")
 lines = ["# perf-ci trust run", "", f"{len(docs)} A/B jobs; " + "; ".join(docs[0]["notes"]), "",
-         "| job | " + " | ".join(verdicts) + " | largest change (case) |", "|---|" + "---:|" * 4 + "---|"]
+         "| job | seconds | " + " | ".join(verdicts) + " | could see | largest change (case) |",
+         "|---|---:|" + "---:|" * 4 + "---:|---|"]
 per_case = collections.defaultdict(collections.Counter)
 for i, doc in enumerate(docs):
     cases = doc["cases"]
     worst = max(cases, key=lambda c: abs((c["ratio"] or 1) - 1))
     label = f'{worst["pattern"]} {worst["direction"]} {worst["strategy"]} {worst["metric"]}'
-    lines.append(f"| {i} | " + " | ".join(str(doc["counts"][v]) for v in verdicts)
-                 + f' | {(worst["ratio"] - 1) * 100:+.1f} % ({label}) |')
+    seen = doc.get("detectable")
+    seen = "-" if seen is None else f"\u00b1{seen * 100:.1f} %"
+    lines.append(f"| {i} | {seconds[i]} | " + " | ".join(str(doc["counts"][v]) for v in verdicts)
+                 + f' | {seen} | {(worst["ratio"] - 1) * 100:+.1f} % ({label}) |')
     for c in cases:
         per_case[(c["pattern"], c["direction"], c["strategy"], c["metric"])][c["verdict"]] += 1
 lines += ["", "| pattern | direction | strategy | metric | " + " | ".join(verdicts) + " | median change |",
@@ -64,7 +68,9 @@ EOF
 }
 
 results=()
+seconds=()
 for (( j = 0; j < jobs; j++ )); do
+  job_start=$(date +%s)
   job_out="$work/trust-$stamp/job$j"
   mkdir -p "$work/trust-$stamp"
   rc=0
@@ -76,6 +82,7 @@ for (( j = 0; j < jobs; j++ )); do
     exit "$rc"
   fi
   results+=("$job_out/compare.json")
+  seconds+=("$(( $(date +%s) - job_start ))")
   tally > /dev/null
   echo "perf-trust: job $((j + 1))/$jobs done" >&2
 done

@@ -32,24 +32,32 @@ mkdir -p "$smoke"
 echo "=== plots of the synthetic reports and of a comparison"
 "$MTC_PYTHON" tests/scripts/plot_test.py "$MTC_BUILD_DIR/mtc-bench"
 
-echo "=== the CI performance job in smoke mode: both builds (HEAD and this tree), h2h, 3 rounds"
-# The candidate reuses this build; the baseline (HEAD) builds in its own worktree (ccache serves
-# what this build compiled). Without git history (a tarball), this tree is both sides.
+echo "=== the CI performance job in smoke mode: HEAD against this tree, h2h, 3 rounds, both modes"
+# The candidate reuses this build; the baseline (HEAD) builds in its own worktree, its engine as a
+# loadable library for the in-process mode and its mtc-bench for the processes mode (ccache
+# serves what this build compiled). Without git history (a tarball), this tree is both sides.
 perf="$MTC_BUILD_DIR/perf-ci"
 base=HEAD
 git rev-parse --quiet --verify HEAD > /dev/null 2>&1 || base=.
-start=$(date +%s)
-MTC_PERF_SMOKE=1 MTC_PERF_FAIL_ON=none MTC_PERF_CANDIDATE_BUILD="$MTC_BUILD_DIR" MTC_PERF_WORK="$perf" \
-  MTC_PERF_JOB=ci-smoke bash scripts/perf-ci.sh "$base"
-echo "perf-ci smoke took $(( $(date +%s) - start )) s"
-"$MTC_PYTHON" - "$perf/out/compare.json" << 'EOF'
+for mode in in-process processes; do
+  start=$(date +%s)
+  MTC_PERF_MODE=$mode MTC_PERF_SMOKE=1 MTC_PERF_FAIL_ON=none MTC_PERF_CANDIDATE_BUILD="$MTC_BUILD_DIR" \
+    MTC_PERF_WORK="$perf" MTC_PERF_OUT="$perf/out-$mode" MTC_PERF_JOB=ci-smoke bash scripts/perf-ci.sh "$base"
+  echo "perf-ci smoke ($mode) took $(( $(date +%s) - start )) s"
+  "$MTC_PYTHON" - "$perf/out-$mode/compare.json" "$mode" << 'EOF'
 import json, sys
-doc = json.load(open(sys.argv[1]))
-assert doc["method"] == "paired" and doc["ab_job"] == "ci-smoke", doc["notes"]
+doc, mode = json.load(open(sys.argv[1])), sys.argv[2]
+method = {"in-process": "in_process", "processes": "paired"}[mode]
+assert doc["method"] == method, (doc["method"], doc["notes"])
 assert doc["cases"] and all(c["rounds"] == 3 for c in doc["cases"]), "every case paired over 3 rounds"
-print(f'perf-ci smoke: {len(doc["cases"])} cases compared, {doc["counts"]}')
+if mode == "in-process":
+    assert all(c["strategy"] == "engine" and c["baseline_strategy"] == "engine@base" for c in doc["cases"])
+else:
+    assert doc["ab_job"] == "ci-smoke"
+print(f'perf-ci smoke ({mode}): {len(doc["cases"])} cases compared, {doc["counts"]}, '
+      f'could see {doc["detectable"] * 100:.1f} %')
 EOF
-
+done
 
 echo "=== Python module: pip install --no-build-isolation ., then its tests"
 start=$(date +%s)

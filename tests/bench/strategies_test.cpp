@@ -210,7 +210,7 @@ TEST(BenchRunner, HostToHostWithoutAGpu) {
   plan.cuda_device_count = 0;
   plan.settings = fast_settings();
   Progress progress(false);
-  const RunOutcome outcome = run_benchmarks(one(make_batch()), plan, progress);
+  const RunOutcome outcome = run_benchmarks(one(make_batch()), plan, {}, progress);
   ASSERT_EQ(outcome.entries.size(), 3u);
   EXPECT_EQ(outcome.entries[0].status, EntryStatus::kOk) << outcome.entries[0].reason;
   EXPECT_EQ(outcome.entries[1].status, EntryStatus::kSkipped);
@@ -239,7 +239,7 @@ TEST(BenchRunner, EveryPatternGetsItsEntries) {
   plan.settings.patterns = {Pattern::kHot, Pattern::kStep};
   plan.settings.gap_s = 1e-4;
   Progress progress(false);
-  const RunOutcome outcome = run_benchmarks({make_batch(), make_batch(), make_batch()}, plan, progress);
+  const RunOutcome outcome = run_benchmarks({make_batch(), make_batch(), make_batch()}, plan, {}, progress);
   ASSERT_EQ(outcome.entries.size(), 4u);
   EXPECT_EQ(outcome.entries[0].pattern, "hot");
   EXPECT_EQ(outcome.entries[2].pattern, "step");
@@ -255,7 +255,7 @@ TEST(BenchRunner, ProfileModeKeepsTableOrder) {
   plan.settings.fixed_samples = 3;
   plan.profile = true;
   Progress progress(false);
-  const RunOutcome outcome = run_benchmarks(one(make_batch()), plan, progress);
+  const RunOutcome outcome = run_benchmarks(one(make_batch()), plan, {}, progress);
   ASSERT_EQ(outcome.entries.size(), 3u);
   EXPECT_EQ(outcome.entries[0].strategy, "to");
   EXPECT_EQ(outcome.entries[0].wall.count, 3);

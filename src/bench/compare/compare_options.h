@@ -21,12 +21,15 @@ enum class BaselineKind { kAuto, kFresh, kStored };
 // runs of one build.
 inline constexpr double kDefaultThreshold = 0.05;
 inline constexpr double kStoredThreshold = 0.25;
+// Two builds measured sample by sample in one process (in_process.h) see the same host: their
+// per-round ratio moves far less than two processes' medians, so a smaller change is a finding.
+inline constexpr double kInProcessThreshold = 0.02;
 // The level of the paired t-interval (an unpaired change takes the reports' level).
 inline constexpr double kPairedLevel = 0.95;
 
 struct CompareOptions {
   std::string baseline;   // a report or a folder of reports
-  std::string candidate;
+  std::string candidate;  // empty: `baseline` holds in-process A/B runs (in_process.h)
   std::optional<double> threshold;             // --threshold: every metric
   std::map<Metric, double> metric_thresholds;  // --threshold-metric: wins over --threshold
   FailOn fail_on = FailOn::kSlower;

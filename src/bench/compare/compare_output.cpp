@@ -40,7 +40,7 @@ std::vector<std::string> row(const CaseResult& c) {
   return {c.key.config,
           c.key.pattern,
           c.key.direction,
-          c.key.strategy,
+          c.baseline_strategy.empty() ? c.key.strategy : fmt::format("{} vs {}", c.key.strategy, c.baseline_strategy),
           device_text(c),
           std::string(to_string(c.metric)),
           format_value(c.metric, c.baseline),
@@ -56,12 +56,21 @@ std::map<Verdict, int> counts(const Comparison& comparison) {
   return n;
 }
 
+// "could see +-1.8 %": the widest interval's half-width, what the job could have detected.
+std::string detectable_text(const Comparison& comparison) {
+  if (comparison.cases.empty()) return "";
+  const double d = detectable_change(comparison);
+  if (!std::isfinite(d)) return "; could see nothing on some case (an unbounded interval)";
+  return fmt::format("; could see \u00b1{:.1f} % (the widest interval's half-width)", d * 100.0);
+}
+
 std::string summary_line(const Comparison& comparison, FailOn fail_on, int exit_code) {
   const auto n = counts(comparison);
   auto count = [&](Verdict v) { return n.contains(v) ? n.at(v) : 0; };
-  return fmt::format("{} SLOWER, {} FASTER, {} UNSURE, {} SAME; {} unmatched; fail on {}: exit {}",
+  return fmt::format("{} SLOWER, {} FASTER, {} UNSURE, {} SAME; {} unmatched{}; fail on {}: exit {}",
                      count(Verdict::kSlower), count(Verdict::kFaster), count(Verdict::kUnsure),
-                     count(Verdict::kSame), comparison.unmatched.size(), to_string(fail_on), exit_code);
+                     count(Verdict::kSame), comparison.unmatched.size(), detectable_text(comparison),
+                     to_string(fail_on), exit_code);
 }
 
 std::string unmatched_label(const Unmatched& u) {
@@ -160,6 +169,7 @@ json comparison_json(const Comparison& comparison, FailOn fail_on, int exit_code
   for (const CaseResult& c : comparison.cases) {
     json j = key_json(c.key);
     j["candidate_device_model"] = c.candidate_device_model;
+    j["baseline_strategy"] = c.baseline_strategy.empty() ? json(nullptr) : json(c.baseline_strategy);
     j["metric"] = to_string(c.metric);
     j["larger_is_better"] = larger_is_better(c.metric);
     j["baseline"] = c.baseline;
@@ -193,6 +203,7 @@ json comparison_json(const Comparison& comparison, FailOn fail_on, int exit_code
               {"baseline_kind", to_string(comparison.basis)},
               {"ab_job", comparison.ab_job.empty() ? json(nullptr) : json(comparison.ab_job)},
               {"min_rounds", kMinRounds},
+              {"detectable", comparison.cases.empty() ? json(nullptr) : finite(detectable_change(comparison))},
               {"thresholds", thresholds},
               {"reports", {{"baseline", comparison.baseline_reports}, {"candidate", comparison.candidate_reports}}},
               {"notes", comparison.notes},

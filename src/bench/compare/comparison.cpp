@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 namespace mtc::bench::compare {
@@ -250,7 +251,23 @@ void list_one_sided(const Groups& mine, const Groups& other, const char* side, c
 
 }  // namespace
 
-std::string_view to_string(Method method) { return method == Method::kPaired ? "paired" : "unpaired"; }
+std::string_view to_string(Method method) {
+  switch (method) {
+    case Method::kPaired: return "paired";
+    case Method::kUnpaired: return "unpaired";
+    case Method::kInProcess: return "in_process";
+  }
+  return "?";
+}
+
+double detectable_change(const Comparison& comparison) {
+  double widest = 0.0;
+  for (const CaseResult& c : comparison.cases) {
+    if (!(c.change.low > 0.0) || !std::isfinite(c.change.high)) return std::numeric_limits<double>::infinity();
+    widest = std::max(widest, 0.5 * std::log(c.change.high / c.change.low));
+  }
+  return std::expm1(widest);
+}
 
 Comparison compare_reports(const std::vector<ReportFile>& baseline, const std::vector<ReportFile>& candidate,
                            const CompareOptions& options) {

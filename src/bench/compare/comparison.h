@@ -13,12 +13,14 @@
 namespace mtc::bench::compare {
 
 // How the change of a case is computed (change.h): paired by round when both sides are the
-// two sides of one A/B job, otherwise the ratio of the medians.
-enum class Method { kPaired, kUnpaired };
+// two sides of one A/B job, otherwise the ratio of the medians; in-process (in_process.h) when
+// one run measured both builds sample by sample.
+enum class Method { kPaired, kUnpaired, kInProcess };
 std::string_view to_string(Method method);
 
 struct CaseResult {
-  CaseKey key;                     // the baseline's key (its device model)
+  CaseKey key;                     // the baseline's key (its device model); in-process: the candidate's
+  std::string baseline_strategy;   // in-process only: the strategy of the other build (engine@base)
   std::string candidate_device_model;
   Metric metric = Metric::kWall;
   double baseline = 0.0;   // the baseline's value (paired: the median over its rounds)
@@ -53,6 +55,11 @@ struct Comparison {
 // the same side of an A/B job, intervals at different levels.
 Comparison compare_reports(const std::vector<ReportFile>& baseline, const std::vector<ReportFile>& candidate,
                            const CompareOptions& options);
+
+// The smallest change the comparison could have seen on every case: the largest half-width of
+// the cases' intervals, as a fraction (exp of the log half-width, minus 1); +inf when a case's
+// interval is unbounded, 0 without cases.
+double detectable_change(const Comparison& comparison);
 
 // Whether a verdict is one `--fail-on` fails on.
 bool fails_on(Verdict verdict, FailOn fail_on);

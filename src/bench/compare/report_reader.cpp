@@ -105,6 +105,26 @@ std::optional<Estimate> read_speedup(const Reader& r, const json& entry, const s
   return e;
 }
 
+// The per-round medians and their processes: what an in-process A/B pairs round by round.
+void read_rounds(const Reader& r, const json& entry, const std::string& path, CaseRecord& c) {
+  const std::string at = path + "/rounds";
+  const json& rounds = r.field(entry, path, "rounds");
+  const json& medians = r.field(rounds, at, "median_s");
+  const json& processes = r.field(rounds, at, "process");
+  if (!medians.is_array() || !processes.is_array() || medians.size() != processes.size()) {
+    r.fail(at, "median_s and process must be arrays of one length");
+  }
+  for (size_t i = 0; i < medians.size(); ++i) {
+    // 0 is a round without samples (the in-process pairing skips it).
+    if (!medians[i].is_number() || !(medians[i].get<double>() >= 0.0)) {
+      r.fail(fmt::format("{}/median_s/{}", at, i), "expected a number >= 0");
+    }
+    if (!processes[i].is_number_integer()) r.fail(fmt::format("{}/process/{}", at, i), "expected an integer");
+    c.round_medians.push_back(medians[i].get<double>());
+    c.round_processes.push_back(processes[i].get<int64_t>());
+  }
+}
+
 CaseRecord read_entry(const Reader& r, const json& context, const json& entry, const std::string& path,
                       const std::string& config, const std::string& hash) {
   CaseRecord c;
@@ -120,6 +140,7 @@ CaseRecord read_entry(const Reader& r, const json& context, const json& entry, c
   if (c.status == "ok") {
     c.wall = read_wall(r, entry, path);
     c.speedup = read_speedup(r, entry, path);
+    read_rounds(r, entry, path, c);
   }
   return c;
 }

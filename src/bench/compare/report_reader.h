@@ -49,6 +49,8 @@ struct CaseRecord {
   std::string reason;               // why not ok
   Estimate wall;                    // wall_s.median with interval_s; meaningful when ok
   std::optional<Estimate> speedup;  // speedup_vs_to, when the run measured `to` too
+  std::vector<double> round_medians;     // rounds.median_s: the median wall time of each round
+  std::vector<int64_t> round_processes;  // rounds.process: which process measured each round
   std::string file;                 // the report it came from
 };
 

@@ -89,6 +89,7 @@ struct RawValues {
   int64_t max_rounds = 0;
   double round_time_s = 0;
   int64_t processes = 0;
+  std::vector<std::string> engine_libraries;
 };
 
 struct Options {
@@ -247,6 +248,12 @@ Options add_run_options(CLI::App& app, RunOptions& run, RawValues& raw) {
                                        "Plan, stage and submit on the worker pool (default on)")
                             ->type_name("on|off")
                             ->group(engine);
+  app.add_option("--engine-lib", raw.engine_libraries,
+                 "Load another build of the engine (src/engine_plugin/standalone builds one) as LABEL: the "
+                 "strategies VARIANT@LABEL (engine@base) copy with it, measured sample by sample against this "
+                 "build's (repeatable)")
+      ->type_name("LABEL=PATH")
+      ->group(engine);
   add_round_options(app, run, raw, o);
   return o;
 }
@@ -275,6 +282,19 @@ void finish_run_options(const Options& o, const RawValues& raw, RunOptions& run)
   if (o.max_rounds->count() > 0) run.max_rounds = raw.max_rounds;
   if (o.round_time->count() > 0) run.round_time_s = raw.round_time_s;
   if (o.ab_label->count() > 0) run.ab_label = parse_ab_label(raw.ab_label);
+  for (const std::string& item : raw.engine_libraries) {
+    const size_t eq = item.find('=');
+    const std::string label = item.substr(0, eq);
+    if (eq == std::string::npos || eq + 1 == item.size()) {
+      throw UsageError(fmt::format("--engine-lib {}: expected LABEL=PATH", item));
+    }
+    if (!split_loaded_variant("engine@" + label)) {
+      throw UsageError(fmt::format("--engine-lib {}: the label must be letters, digits, _ or -", item));
+    }
+    if (!run.engine_libraries.emplace(label, item.substr(eq + 1)).second) {
+      throw UsageError(fmt::format("--engine-lib {}: the label {} is given twice", item, label));
+    }
+  }
   if (run.min_rounds && run.max_rounds && *run.max_rounds < *run.min_rounds) {
     throw UsageError(fmt::format("--max-rounds {} is below --min-rounds {}", *run.max_rounds, *run.min_rounds));
   }

@@ -7,17 +7,19 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareArguments& arguments) {
       "compare",
       "Compare two reports (or folders of reports) case by case: SAME, FASTER, SLOWER or UNSURE per metric "
       "(the wall time's median, and the speedup over `to`). Reports of one A/B job (--ab-label) are paired by "
-      "round; others are compared by the ratio of their medians. Exit 0: nothing matched --fail-on; 1: a case "
-      "did; 2: bad input (unreadable, another schema version, other GPU models, nothing matched).");
+      "round; others are compared by the ratio of their medians. Given one report (or folder) only, compare "
+      "the two engine builds it measured sample by sample: VARIANT@LABEL (the baseline, --engine-lib) against "
+      "VARIANT, paired by round (default threshold 2 %). Exit 0: nothing matched --fail-on; 1: a case did; 2: "
+      "bad input (unreadable, another schema version, other GPU models, nothing matched).");
   compare->add_option("baseline", arguments.options.baseline, "Baseline report, or a folder of them")
       ->type_name("PATH")
       ->required();
-  compare->add_option("candidate", arguments.options.candidate, "Current report, or a folder of them")
-      ->type_name("PATH")
-      ->required();
+  compare->add_option("candidate", arguments.options.candidate,
+                      "Current report, or a folder of them (none: in-process A/B pairs of the first)")
+      ->type_name("PATH");
   compare->add_option("--threshold", arguments.threshold,
-                      "Change (percent) below which a case is SAME, for every metric (default 5, or 25 against a "
-                      "stored baseline)")
+                      "Change (percent) below which a case is SAME, for every metric (default 5, 25 against a "
+                      "stored baseline, 2 in-process)")
       ->type_name("PERCENT");
   compare->add_option("--threshold-metric", arguments.metric_thresholds,
                       "Per-metric thresholds, e.g. wall=5,speedup=10 (wins over --threshold)")

@@ -8,6 +8,7 @@
 #include "runner/strategies/engine_overrides.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,8 @@ struct RunOptions {
   bool profile = false;
   int64_t profile_samples = 20;
   EngineOverrides engine;
+  // --engine-lib LABEL=PATH: other builds of the engine, for the `VARIANT@LABEL` strategies.
+  std::map<std::string, std::string> engine_libraries;
   std::vector<std::string> sets;  // "NAME=VALUE", validated
   std::vector<SweepAxis> sweeps;
 };

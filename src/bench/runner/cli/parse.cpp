@@ -208,8 +208,9 @@ std::vector<std::string> parse_strategies(const std::vector<std::string>& items)
   for (const std::string& item : split_list(items)) {
     if (item.empty()) continue;
     if (find_strategy(item) == nullptr) {
-      throw UsageError(fmt::format("--strategy {}: unknown strategy (known: {})", item,
-                                   fmt::join(strategy_names(), ", ")));
+      throw UsageError(fmt::format("--strategy {}: unknown strategy (known: {}; and an engine variant with a build "
+                                   "loaded by --engine-lib, as engine@LABEL)",
+                                   item, fmt::join(strategy_names(), ", ")));
     }
     if (std::find(names.begin(), names.end(), item) == names.end()) names.push_back(item);
   }

@@ -1,5 +1,6 @@
 #include "compare/compare_output.h"
 #include "compare/comparison.h"
+#include "compare/in_process.h"
 #include "errors.h"
 #include "runner/commands/commands.h"
 
@@ -19,15 +20,18 @@ void write_text(const std::string& path, const std::string& text) {
 
 int compare_command(const compare::CompareOptions& options, std::ostream& out, std::ostream& err) {
   const auto baseline = compare::read_reports(options.baseline);
-  const auto candidate = compare::read_reports(options.candidate);
-  const compare::Comparison comparison = compare::compare_reports(baseline, candidate, options);
+  const compare::Comparison comparison =
+      options.candidate.empty() ? compare::compare_in_process(baseline, options)
+                                : compare::compare_reports(baseline, compare::read_reports(options.candidate), options);
   const int code = compare::exit_code_for(comparison, options.fail_on);
   out << compare::console_text(comparison, options.fail_on, code);
   if (!options.md_path.empty()) write_text(options.md_path, compare::markdown_text(comparison, options.fail_on, code));
   if (!options.json_path.empty()) {
     write_text(options.json_path, compare::comparison_json(comparison, options.fail_on, code).dump(2) + "\n");
   }
-  if (comparison.cases.empty()) {
+  if (comparison.cases.empty() && options.candidate.empty()) {
+    err << "mtc-bench: error: no A/B pair of " << options.baseline << " could be compared (see above)\n";
+  } else if (comparison.cases.empty()) {
     err << "mtc-bench: error: no case of " << options.candidate << " matches one of " << options.baseline
         << " (config, workload, pattern, device, direction, strategy)\n";
   }

@@ -2,6 +2,7 @@
 
 #include "errors.h"
 #include "runner/env/environment.h"
+#include "runner/env/host_canary.h"
 #include "runner/measure/interrupt.h"
 
 #include <fmt/format.h>
@@ -199,7 +200,18 @@ Report merge_process_reports(const std::vector<json>& reports, bool keep_raw) {
     section.workload_hash = run["workload"].value("hash", "");
     section.tensors = run["workload"].value("tensors", int64_t{0});
     section.bytes = run["workload"].value("bytes", int64_t{0});
-    section.notes = run["notes"].get<std::vector<std::string>>();
+    // The host canary of every process's rounds, judged together (its note is made again).
+    std::vector<CanaryRecord> canary;
+    for (size_t p = 0; p < reports.size(); ++p) {
+      const json& child = reports[p]["runs"].at(s);
+      const auto records = canary_records(child.value("host_canary", json()), static_cast<int>(p));
+      canary.insert(canary.end(), records.begin(), records.end());
+    }
+    for (const std::string& note : run["notes"].get<std::vector<std::string>>()) {
+      if (!note.starts_with(kCanaryNotePrefix)) section.notes.push_back(note);
+    }
+    section.host_canary = canary_json(canary);
+    if (const std::string note = canary_note(canary); !note.empty()) section.notes.push_back(note);
     const double level = section.settings.value("interval_level", kDefaultIntervalLevel);
     for (size_t i = 0; i < run["results"].size(); ++i) {
       std::vector<const json*> parts;

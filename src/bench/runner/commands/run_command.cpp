@@ -115,6 +115,13 @@ int run_in_processes(const CommandLine& command_line, int processes, ReportFile&
   return write_reports(report, json_file, md_file, err);
 }
 
+// Which build each engine strategy copies with: this program's, and each loaded one's.
+nlohmann::json engine_revisions(const LoadedEngines& engines) {
+  nlohmann::json j{{"engine", build_revision()}};
+  for (const auto& [label, engine] : engines) j["@" + label] = {{"revision", engine->revision()}, {"path", engine->path()}};
+  return j;
+}
+
 }  // namespace
 
 int run_command(const CommandLine& command_line, std::ostream& out, std::ostream& err) {
@@ -143,6 +150,9 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
     if (options.processes.value_or(1) > 1) throw UsageError("--processes needs the mtc-bench program itself to start");
     for (RunPlan& plan : plans) plan.processes = 1;
   }
+  // Loaded before anything is measured: a bad build fails in a second (exit 2). The parent of
+  // --processes loads them too, for that check.
+  const LoadedEngines engines = load_engines(options.engine_libraries);
   if (plans.front().processes > 1 && options.child_index < 0) {
     return run_in_processes(command_line, plans.front().processes, json_file, md_file, out, err);
   }
@@ -193,15 +203,18 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
     run.config_resolved = config.resolved;
     run.settings = plan_to_json(plan);
     run.settings["engine_options"] = copy_options_json(engine_options(plan.engine));
+    run.settings["engine_revisions"] = engine_revisions(engines);
     run.workload = summary.to_json();
     run.workload_hash = workload_hash(config.resolved, config.seed);
     const LeafCount count = count_tensors(workload);
     run.tensors = count.tensors;
     run.bytes = count.bytes;
 
-    RunOutcome outcome = run_benchmarks(workloads, plan, progress);
+    RunOutcome outcome = run_benchmarks(workloads, plan, engines, progress);
     run.entries = std::move(outcome.entries);
     run.notes = std::move(outcome.notes);
+    run.host_canary = canary_json(outcome.canary);
+    if (const std::string note = canary_note(outcome.canary); !note.empty()) run.notes.push_back(note);
     compute_speedups(run);
     compute_aggregates(run);
     console.write_run(run, out);

@@ -36,12 +36,22 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
     }
   }
   // Catalog order whatever order was asked for, so tables of different runs line up and the
-  // baseline comes first.
+  // baseline comes first; a variant copying with a loaded build follows its variant.
   for (const StrategyInfo& info : strategy_catalog()) {
     if (wanted.empty() || std::find(wanted.begin(), wanted.end(), info.name) != wanted.end()) {
       plan.strategies.emplace_back(info.name);
     }
+    for (const std::string& name : wanted) {
+      const auto loaded = split_loaded_variant(name);
+      if (!loaded || loaded->variant != info.name) continue;
+      if (!options.engine_libraries.contains(std::string(loaded->label))) {
+        throw UsageError(fmt::format("strategy {}: no engine build is loaded as `{}` (give --engine-lib {}=PATH)",
+                                     name, loaded->label, loaded->label));
+      }
+      plan.strategies.push_back(name);
+    }
   }
+  plan.engine_libraries = options.engine_libraries;
 
   if (cuda_device_count > 0) {
     plan.devices = options.devices.value_or(config.bench.devices);
@@ -131,6 +141,7 @@ nlohmann::json plan_to_json(const RunPlan& plan) {
        "the larger of: within, 1.2533 * 1.4826 * MAD / sqrt(n) / median over all samples; between, the "
        "standard error of the mean log round median (and of the process means with several processes)"},
       {"order_seed", s.order_seed},
+      {"engine_libraries", plan.engine_libraries},
       {"quick", plan.quick},
       {"processes", plan.processes},
       {"max_samples", s.stopping.max_samples},

@@ -148,6 +148,8 @@ std::string utc_now_iso8601() {
   return buffer.data();
 }
 
+std::string build_revision() { return MTC_GIT_REVISION; }
+
 json collect_environment() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   json context{

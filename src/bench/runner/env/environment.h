@@ -15,6 +15,9 @@ int cuda_device_count();
 // The whole context block (tool, date, host, CPU, torch, CUDA, every GPU).
 nlohmann::json collect_environment();
 
+// The git revision this program was built from ("-dirty" for uncommitted changes).
+std::string build_revision();
+
 // The first line of a small text file (sysfs, /proc), trimmed; empty when unreadable.
 std::optional<std::string> read_first_line(const std::string& path);
 

@@ -2,6 +2,7 @@
 
 #include "runner/measure/interrupt.h"
 #include "runner/measure/device_threads.h"
+#include "runner/measure/paired_round.h"
 #include "runner/measure/round_order.h"
 #include "runner/strategies/catalog.h"
 #include "runner/strategies/engine.h"
@@ -22,6 +23,7 @@ namespace {
 
 // One (direction, pattern, strategy) over every GPU thread.
 struct CaseGroup {
+  std::string strategy;
   std::string label;
   std::vector<std::unique_ptr<CaseRunner>> members;  // one per GPU thread; null when skipped
   std::vector<Entry> skipped;                        // entries of members that cannot run
@@ -31,13 +33,40 @@ struct CaseGroup {
 };
 
 // Every strategy of one direction and pattern: the unit of interleaving. Its rounds run each
-// group once, in an order shuffled per round.
+// unit once, in an order shuffled per round: a group alone, or an A/B pair of groups (a
+// strategy and the same one copying with another engine build) measured sample by sample.
 struct Block {
   Direction direction;
   Pattern pattern;
   DeviceThreads* threads = nullptr;  // where its members run
   std::vector<std::unique_ptr<CaseGroup>> groups;
 };
+
+struct Unit {
+  CaseGroup* a = nullptr;
+  CaseGroup* b = nullptr;  // the pair's other side (VARIANT@LABEL); null for a group alone
+};
+
+// `engine@base` pairs with `engine`, the first such partner only; the rest run alone.
+std::vector<Unit> units_of(const Block& block) {
+  std::vector<Unit> units;
+  std::vector<bool> paired(block.groups.size(), false);
+  for (size_t i = 0; i < block.groups.size(); ++i) {
+    const auto loaded = split_loaded_variant(block.groups[i]->strategy);
+    if (!loaded) continue;
+    for (size_t j = 0; j < block.groups.size(); ++j) {
+      if (!paired[j] && block.groups[j]->strategy == loaded->variant) {
+        paired[i] = paired[j] = true;
+        units.push_back(Unit{block.groups[j].get(), block.groups[i].get()});
+        break;
+      }
+    }
+  }
+  for (size_t i = 0; i < block.groups.size(); ++i) {
+    if (!paired[i]) units.push_back(Unit{block.groups[i].get(), nullptr});
+  }
+  return units;
+}
 
 Entry skipped_entry(Direction direction, Pattern pattern, const std::string& strategy, int device, std::string reason) {
   Entry e;
@@ -86,6 +115,27 @@ void measure_round(CaseGroup& group, DeviceThreads& threads, const CaseSettings&
   });
 }
 
+void measure_pair_round(const Unit& unit, DeviceThreads& threads, const CaseSettings& settings, int process,
+                        Progress& progress, uint64_t round, uint64_t salt) {
+  MeasureGroup sync(static_cast<int>(unit.a->members.size()));
+  threads.run([&](size_t i) {
+    CaseRunner* a = unit.a->members[i].get();
+    CaseRunner* b = unit.b->members[i].get();
+    const bool a_runs = a != nullptr && a->ok();
+    const bool b_runs = b != nullptr && b->ok();
+    Progress* shown = i == 0 ? &progress : nullptr;
+    const nvtx3::scoped_range_in<mtc::nvtx::domain> range{nvtx3::message{unit.a->label.c_str()}};
+    if (a_runs && b_runs) {
+      measure_paired_round(*a, *b, settings, sync, process, shown,
+                           PairOrder(settings.order_seed, round, salt * 64 + static_cast<uint64_t>(i)));
+    } else if (a_runs || b_runs) {
+      (a_runs ? a : b)->measure_round(settings, sync, process, shown);
+    } else {
+      sync.withdraw();
+    }
+  });
+}
+
 // The stopping verdicts of a block after a round; kNone while it goes on. A limit hit by one
 // case (timeout, max_samples, max_rounds) ends the block for all: interleaving needs every case
 // in every round.
@@ -103,18 +153,28 @@ StopReason block_verdict(const Block& block, const StoppingParams& params) {
   return all_satisfied ? StopReason::kNoiseTarget : StopReason::kNone;
 }
 
-void measure_block(Block& block, const CaseSettings& settings, int process, Progress& progress) {
+void measure_block(Block& block, const CaseSettings& settings, int process, Progress& progress, HostCanary& canary,
+                   std::vector<CanaryRecord>& readings) {
   const uint64_t salt = static_cast<uint64_t>(block.direction) * 16 + static_cast<uint64_t>(block.pattern);
   const std::string what = fmt::format("{} {}", to_string(block.direction), to_string(block.pattern));
   StopReason verdict = StopReason::kNone;
   const int64_t max_rounds = settings.fixed_samples > 0 ? 1 : settings.stopping.max_rounds;
+  const std::vector<Unit> units = units_of(block);
   for (int64_t round = 0; round < max_rounds && verdict == StopReason::kNone; ++round) {
-    const std::vector<size_t> order = round_order(block.groups.size(), settings.order_seed, round, salt);
+    readings.push_back({std::string(to_string(block.direction)), std::string(to_string(block.pattern)), round,
+                        canary.read(), process});
+    const std::vector<size_t> order = round_order(units.size(), settings.order_seed, round, salt);
     for (size_t index : order) {
-      CaseGroup& group = *block.groups[index];
-      if (!group.runnable()) continue;
-      progress.begin_case(fmt::format("{} round {} {}", what, round + 1, group.label));
-      measure_round(group, *block.threads, settings, process, progress);
+      const Unit& unit = units[index];
+      if (unit.b == nullptr) {
+        if (!unit.a->runnable()) continue;
+        progress.begin_case(fmt::format("{} round {} {}", what, round + 1, unit.a->label));
+        measure_round(*unit.a, *block.threads, settings, process, progress);
+      } else {
+        if (!unit.a->runnable() && !unit.b->runnable()) continue;
+        progress.begin_case(fmt::format("{} round {} {} with {}", what, round + 1, unit.a->label, unit.b->strategy));
+        measure_pair_round(unit, *block.threads, settings, process, progress, static_cast<uint64_t>(round), salt);
+      }
       progress.end_case();
     }
     if (interrupted()) break;  // a started round completes, so every case has samples; no new one
@@ -176,7 +236,8 @@ c10::IValue input_for(const c10::IValue& workload, Direction direction, int devi
   return moved;
 }
 
-RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPlan& plan, Progress& progress) {
+RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPlan& plan, const LoadedEngines& engines,
+                          Progress& progress) {
   RunOutcome outcome;
   const LeafCount count = count_tensors(workloads.front());
   const WorkloadSize size{count.tensors, count.bytes};
@@ -189,6 +250,8 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
   const mtc::CopyOptions engine_base = engine_options(plan.engine);
   const size_t total_cases = plan.directions.size() * plan.strategies.size() * settings.patterns.size();
   size_t case_number = 0;
+  // The host's probe of every round, on the first GPU (env/host_canary.h).
+  HostCanary canary(cuda ? gpu_threads.front() : -1);
   // With --profile every block is measured only after all are prepared; kept in table order.
   std::vector<std::unique_ptr<Block>> deferred;
 
@@ -223,11 +286,12 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
       for (const std::string& name : plan.strategies) {
         ++case_number;
         auto group = std::make_unique<CaseGroup>();
+        group->strategy = name;
         group->label = fmt::format("[{}/{}] {}", case_number, total_cases, name);
         const StrategyInfo& info = *find_strategy(name);
         const std::string static_reason = unsupported_reason(info, direction, cuda);
         for (size_t i = 0; i < devices.size(); ++i) {
-          auto strategy = make_strategy(name, engine_base);
+          auto strategy = make_strategy(name, engine_base, engines);
           std::string reason = static_reason.empty() ? strategy->unsupported_reason(*routes[i]) : static_reason;
           if (!reason.empty()) {
             group->skipped.push_back(skipped_entry(direction, pattern, name, devices[i], std::move(reason)));
@@ -244,7 +308,7 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
         deferred.push_back(std::move(block));
         continue;
       }
-      measure_block(*block, settings, plan.process_index, progress);
+      measure_block(*block, settings, plan.process_index, progress, canary, outcome.canary);
       collect(*block, settings, size, outcome.entries);
     }
   }
@@ -253,7 +317,7 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
     // Only the fixed-count samples go between Start and Stop, so
     // `nsys profile --capture-range=cudaProfilerApi` records them and nothing of the set-up.
     if (cuda) cudaProfilerStart();
-    for (auto& block : deferred) measure_block(*block, settings, plan.process_index, progress);
+    for (auto& block : deferred) measure_block(*block, settings, plan.process_index, progress, canary, outcome.canary);
     if (cuda) cudaProfilerStop();
     for (auto& block : deferred) collect(*block, settings, size, outcome.entries);
   }

@@ -8,7 +8,9 @@
 #include "runner/measure/direction.h"
 #include "runner/measure/progress.h"
 #include "runner/measure/run_plan.h"
+#include "runner/env/host_canary.h"
 #include "runner/report/report.h"
+#include "runner/strategies/loaded_engine.h"
 
 #include <ATen/core/ivalue.h>
 
@@ -20,11 +22,14 @@ namespace mtc::bench {
 struct RunOutcome {
   std::vector<Entry> entries;
   std::vector<std::string> notes;
+  std::vector<CanaryRecord> canary;  // read before every round of every block
 };
 
 // workloads: the config's workload built with successive seeds (at least one). The hot pattern
-// copies the first; the step pattern rotates through all of them.
-RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPlan& plan, Progress& progress);
+// copies the first; the step pattern rotates through all of them. engines: the builds loaded for
+// the plan's `VARIANT@LABEL` strategies.
+RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPlan& plan, const LoadedEngines& engines,
+                          Progress& progress);
 
 // The input of a direction on one GPU: the workload itself for h2d and h2h, moved to the GPU
 // (untimed, synchronized) for d2h and d2d.

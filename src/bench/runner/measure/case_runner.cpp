@@ -28,9 +28,11 @@ nlohmann::json engine_json(const Strategy& strategy) {
                   {"packed", s->packed},   {"chunks", s->chunks}, {"per_tensor", s->per_tensor},
                   {"pinned_bytes", s->pinned_bytes}};
   }
-  // The pool is shared by every engine case of the process: these are its figures when this
-  // case's entry is written, peaks since the process started.
-  const mtc::PinnedPoolStats pool = mtc::pinned_pool_stats();
+  // Which build copied: this program's engine, or one loaded with --engine-lib.
+  j["revision"] = engine->revision();
+  // The pool is shared by every case of the process that copies with the same build: these are
+  // its figures when this case's entry is written, peaks since the process started.
+  const mtc::PinnedPoolStats pool = engine->pinned_pool_stats();
   j["pinned_pool"] = {{"reserved_bytes", pool.reserved_bytes},
                       {"peak_reserved_bytes", pool.peak_reserved_bytes},
                       {"peak_in_use_bytes", pool.peak_in_use_bytes},
@@ -173,35 +175,60 @@ CaseProgress CaseRunner::progress() const {
   return p;
 }
 
+void CaseRunner::begin_round(const CaseSettings& settings, int process) {
+  round_start_ = progress();
+  round_samples_ = 0;
+  round_done_ = false;
+  // An untimed copy first: whatever ran before left caches and workers in its state, not this
+  // case's. The step pattern's first sample also needs a previous output to free.
+  if (pattern_ == Pattern::kStep) {
+    std::this_thread::sleep_for(std::chrono::duration<double>(settings.gap_s));
+    previous_output_ = run_untimed(next_input());
+  } else {
+    run_untimed(next_input());
+  }
+  rounds_.push_back(Round{{}, process});
+}
+
+bool CaseRunner::take_round_sample(const CaseSettings& settings, SteadyClock::time_point round_start, int sharers) {
+  // The idle gap of a training step: the caller is busy elsewhere and nothing is copied.
+  if (pattern_ == Pattern::kStep) std::this_thread::sleep_for(std::chrono::duration<double>(settings.gap_s));
+  record(take_sample(round_start_.samples + round_samples_, settings.overlap_s), settings.overlap_s);
+  ++round_samples_;
+  // Cases measured together share the round's loop time.
+  round_loop_s_ = seconds_between(round_start, SteadyClock::now()) / sharers;
+  if (!round_done_) {
+    round_done_ = settings.fixed_samples > 0 ? round_samples_ >= settings.fixed_samples
+                                             : round_complete(settings.stopping, round_samples_, round_loop_s_, round_start_);
+  }
+  return round_done_;
+}
+
+void CaseRunner::report_progress(const CaseSettings& settings, Progress& progress) const {
+  progress.update(round_start_.samples + round_samples_, round_start_.noise,
+                  std::min(1.0, (round_start_.loop_time_s + round_loop_s_) / settings.stopping.timeout_s));
+}
+
+void CaseRunner::end_round() {
+  // Outside the clock: a case must not hold its last output while the others measure.
+  previous_output_ = c10::IValue();
+  loop_time_s_ += round_loop_s_;
+  round_loop_s_ = 0.0;
+}
+
 void CaseRunner::measure_round(const CaseSettings& settings, MeasureGroup& group, int process, Progress* progress) {
   MTC_RANGE(measure, "measure");
-  const CaseProgress before = this->progress();
-  const bool step = pattern_ == Pattern::kStep;
-  const auto gap = std::chrono::duration<double>(settings.gap_s);
   bool done = false;
   group.arrive_and_wait();
   const auto loop_start = SteadyClock::now();
   try {
-    if (step) {
-      std::this_thread::sleep_for(gap);
-      previous_output_ = run_untimed(next_input());
-    } else {
-      run_untimed(next_input());
-    }
-    rounds_.push_back(Round{{}, process});
-    for (int64_t i = 0;; ++i) {
-      // The idle gap of a training step: the caller is busy elsewhere and nothing is copied.
-      if (step) std::this_thread::sleep_for(gap);
-      record(take_sample(before.samples + i, settings.overlap_s), settings.overlap_s);
-      const double elapsed = seconds_between(loop_start, SteadyClock::now());
+    begin_round(settings, process);
+    for (;;) {
+      const bool complete = take_round_sample(settings, loop_start, 1);
       if (!done) {
-        done = settings.fixed_samples > 0 ? i + 1 >= settings.fixed_samples
-                                          : round_complete(settings.stopping, i + 1, elapsed, before);
+        done = complete;
         if (done) group.mark_done();
-        if (progress != nullptr) {
-          progress->update(before.samples + i + 1, before.noise,
-                           std::min(1.0, (before.loop_time_s + elapsed) / settings.stopping.timeout_s));
-        }
+        if (progress != nullptr) report_progress(settings, *progress);
       }
       if ((done && group.all_done()) || interrupted()) break;
     }
@@ -209,9 +236,8 @@ void CaseRunner::measure_round(const CaseSettings& settings, MeasureGroup& group
     if (!done) group.mark_done();
     fail(e.what());
   }
-  // Outside the clock: a case must not hold its last output while the others measure.
-  previous_output_ = c10::IValue();
-  loop_time_s_ += seconds_between(loop_start, SteadyClock::now());
+  round_loop_s_ = seconds_between(loop_start, SteadyClock::now());
+  end_round();
 }
 
 Entry CaseRunner::entry(const CaseSettings& settings, const WorkloadSize& size) const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "runner/measure/case_settings.h"
+#include "runner/measure/clock.h"
 #include "runner/measure/measure_group.h"
 #include "runner/measure/progress.h"
 #include "runner/measure/stopping.h"
@@ -38,6 +39,17 @@ class CaseRunner {
   // and every other member of `group` is done. Never leaves the group waiting: on failure it
   // still marks itself done. `process` labels the round in the report.
   void measure_round(const CaseSettings& settings, MeasureGroup& group, int process, Progress* progress);
+
+  // A round in steps, for a caller that interleaves cases sample by sample (paired_round.h):
+  // begin_round, then take_round_sample until the case and its partners may end the round,
+  // then end_round. Errors escape to the caller, which fails the case.
+  void begin_round(const CaseSettings& settings, int process);
+  // The idle gap (step pattern), then one timed sample. The round's loop time since
+  // `round_start` is split evenly between the `sharers` cases measured together. Returns whether
+  // this case's round may end (it stays true once it was).
+  bool take_round_sample(const CaseSettings& settings, SteadyClock::time_point round_start, int sharers);
+  void report_progress(const CaseSettings& settings, Progress& progress) const;
+  void end_round();
 
   // Where the case stands, with its reported noise, for the stopping rule.
   CaseProgress progress() const;
@@ -83,6 +95,11 @@ class CaseRunner {
   int64_t warmup_done_ = 0;
   StopReason stop_reason_ = StopReason::kNone;
   double loop_time_s_ = 0.0;
+  // The round in progress.
+  CaseProgress round_start_;
+  int64_t round_samples_ = 0;
+  double round_loop_s_ = 0.0;
+  bool round_done_ = false;
   double sample_time_s_ = 0.0;
   std::vector<Round> rounds_;  // wall times, per round
   std::vector<int64_t> round_of_sample_;

@@ -13,20 +13,31 @@ uint64_t splitmix64(uint64_t& state) {
   return z ^ (z >> 31);
 }
 
+// Mixes the round and salt through the generator so nearby rounds give unrelated orders.
+uint64_t mixed_state(uint64_t seed, uint64_t round, uint64_t salt) {
+  uint64_t state = seed;
+  state ^= splitmix64(state) ^ round;
+  state ^= splitmix64(state) ^ salt;
+  return state;
+}
+
 }  // namespace
 
 std::vector<size_t> round_order(size_t count, uint64_t seed, uint64_t round, uint64_t salt) {
   std::vector<size_t> order(count);
   std::iota(order.begin(), order.end(), size_t{0});
-  uint64_t state = seed;
-  // Mix the round and salt through the generator so nearby rounds give unrelated orders.
-  state ^= splitmix64(state) ^ round;
-  state ^= splitmix64(state) ^ salt;
+  uint64_t state = mixed_state(seed, round, salt);
   for (size_t i = count; i > 1; --i) {
     const size_t j = static_cast<size_t>(splitmix64(state) % i);
     std::swap(order[i - 1], order[j]);
   }
   return order;
 }
+
+// A salt of its own, so the coin stream differs from the shuffle of the same round.
+PairOrder::PairOrder(uint64_t seed, uint64_t round, uint64_t salt)
+    : state_(mixed_state(seed, round, salt ^ 0x5041495245440000ULL)) {}
+
+bool PairOrder::a_first() { return (splitmix64(state_) >> 63) != 0; }
 
 }  // namespace mtc::bench

@@ -5,6 +5,7 @@
 #include "runner/measure/direction.h"
 #include "runner/strategies/engine_overrides.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@ struct RunPlan {
   int cuda_device_count = 0;
   CaseSettings settings;
   EngineOverrides engine;               // what the `engine` variants start from
+  std::map<std::string, std::string> engine_libraries;  // --engine-lib: label -> path
   bool profile = false;                 // settings.fixed_samples is then the sample count
   int process_index = 0;                // which of --processes N measured (labels rounds)
   int processes = 1;                    // --processes

@@ -90,7 +90,8 @@ json run_json(const RunSection& run) {
                {{"hash", run.workload_hash}, {"tensors", run.tensors}, {"bytes", run.bytes}, {"summary", run.workload}}},
               {"results", std::move(entries)},
               {"aggregates", std::move(aggregates)},
-              {"notes", run.notes}};
+              {"notes", run.notes},
+              {"host_canary", run.host_canary}};
 }
 
 }  // namespace

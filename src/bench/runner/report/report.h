@@ -87,6 +87,7 @@ struct RunSection {
   std::vector<Entry> entries;
   std::vector<Aggregate> aggregates;
   std::vector<std::string> notes;  // e.g. why a direction was skipped
+  nlohmann::json host_canary = nullptr;  // env/host_canary.h: the host probe of every round
 };
 
 struct Report {

@@ -1,6 +1,7 @@
 #include "runner/strategies/catalog.h"
 
 #include <algorithm>
+#include <cctype>
 #include <vector>
 
 namespace mtc::bench {
@@ -41,7 +42,20 @@ const std::vector<StrategyInfo>& catalog() {
 
 std::span<const StrategyInfo> strategy_catalog() { return catalog(); }
 
+std::optional<LoadedVariant> split_loaded_variant(std::string_view name) {
+  const size_t at = name.find('@');
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::string_view variant = name.substr(0, at);
+  const std::string_view label = name.substr(at + 1);
+  const bool label_ok = !label.empty() && std::all_of(label.begin(), label.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-';
+  });
+  if (!label_ok || !variant.starts_with("engine")) return std::nullopt;
+  return LoadedVariant{variant, label};
+}
+
 const StrategyInfo* find_strategy(std::string_view name) {
+  if (const auto loaded = split_loaded_variant(name)) name = loaded->variant;
   for (const StrategyInfo& info : catalog()) {
     if (info.name == name) return &info;
   }

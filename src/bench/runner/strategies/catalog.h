@@ -4,6 +4,7 @@
 
 #include "runner/measure/direction.h"
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,8 +21,18 @@ struct StrategyInfo {
 
 // In report order; `to` first: it is the baseline every speedup is measured against.
 std::span<const StrategyInfo> strategy_catalog();
+// A catalog name, or an engine variant copying with a loaded build: `VARIANT@LABEL`
+// (`engine@base`), which has its variant's entry.
 const StrategyInfo* find_strategy(std::string_view name);
 std::vector<std::string> strategy_names();
+
+// `engine@base` -> {"engine", "base"}: a variant of the engine copying with the build loaded as
+// LABEL (--engine-lib LABEL=PATH). Empty for any other name; LABEL is letters, digits, _ and -.
+struct LoadedVariant {
+  std::string_view variant;
+  std::string_view label;
+};
+std::optional<LoadedVariant> split_loaded_variant(std::string_view name);
 
 inline constexpr std::string_view kBaselineStrategy = "to";
 

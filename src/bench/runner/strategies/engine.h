@@ -1,8 +1,10 @@
 // The copier engine, with the options given or with one optimization off, so the table shows
-// what each one buys.
+// what each one buys: the engine linked into this program, or (`engine@LABEL`) another build
+// loaded from a library, so that two builds are measured side by side.
 #pragma once
 
 #include "runner/strategies/engine_overrides.h"
+#include "runner/strategies/loaded_engine.h"
 #include "runner/strategies/strategy.h"
 
 #include <nlohmann/json.hpp>
@@ -13,7 +15,8 @@ namespace mtc::bench {
 
 class EngineStrategy final : public Strategy {
  public:
-  EngineStrategy(std::string name, mtc::CopyOptions options);
+  // `loaded`: the build to copy with; null for the linked engine.
+  EngineStrategy(std::string name, mtc::CopyOptions options, std::shared_ptr<const LoadedEngine> loaded = nullptr);
 
   std::string_view name() const override { return name_; }
   void prepare(const Route& route) override { target_ = route.target; }
@@ -24,12 +27,18 @@ class EngineStrategy final : public Strategy {
   std::optional<mtc::CopyStats> last_stats() const override { return stats_; }
 
   const mtc::CopyOptions& options() const { return options_; }
+  // The pinned pool of the build this strategy copies with.
+  mtc::PinnedPoolStats pinned_pool_stats() const;
+  // The git revision of that build.
+  std::string revision() const;
 
  private:
   std::string name_;
   mtc::CopyOptions options_;
+  std::shared_ptr<const LoadedEngine> loaded_;
   c10::Device target_{c10::kCPU};
   mtc::CopyHandle handle_;
+  LoadedEngine::Copy loaded_copy_;
   std::optional<mtc::CopyStats> stats_;
 };
 

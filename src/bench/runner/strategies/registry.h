@@ -1,6 +1,7 @@
 // Builds strategy objects by catalog name.
 #pragma once
 
+#include "runner/strategies/loaded_engine.h"
 #include "runner/strategies/strategy.h"
 
 #include <memory>
@@ -9,8 +10,10 @@
 namespace mtc::bench {
 
 // A fresh strategy (one per case and GPU thread: strategies hold streams and events).
-// `engine_base` is the CopyOptions the `engine` variants start from. Throws UsageError for a
-// name the catalog does not know.
-std::unique_ptr<Strategy> make_strategy(std::string_view name, const mtc::CopyOptions& engine_base);
+// `engine_base` is the CopyOptions the `engine` variants start from; `engines` the builds that
+// `VARIANT@LABEL` names copy with. Throws UsageError for a name the catalog does not know, or a
+// label no build was loaded for.
+std::unique_ptr<Strategy> make_strategy(std::string_view name, const mtc::CopyOptions& engine_base,
+                                        const LoadedEngines& engines = {});
 
 }  // namespace mtc::bench

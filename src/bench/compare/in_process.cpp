@@ -1,0 +1,138 @@
+#include "compare/in_process.h"
+
+#include "errors.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace mtc::bench::compare {
+namespace {
+
+// The two sides' per-round medians of one case, pooled over reports.
+struct PairedRounds {
+  CaseKey key;  // the candidate's
+  std::string baseline_strategy;
+  std::vector<double> baseline;
+  std::vector<double> candidate;
+  int64_t skipped = 0;  // rounds without samples on a side
+};
+
+// `engine@base` -> `engine`; empty for a name without a label.
+std::string variant_of(const std::string& strategy) {
+  const size_t at = strategy.find('@');
+  return at == std::string::npos || at == 0 || at + 1 == strategy.size() ? "" : strategy.substr(0, at);
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  if (n == 0) return 0.0;
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+double resolve_threshold(const CompareOptions& options, std::vector<std::string>& notes) {
+  const auto given = options.metric_thresholds.find(Metric::kWall);
+  const double threshold = given != options.metric_thresholds.end() ? given->second
+                                                                   : options.threshold.value_or(kInProcessThreshold);
+  notes.push_back(fmt::format("threshold: wall {:g} %{}", threshold * 100.0,
+                              options.threshold || given != options.metric_thresholds.end()
+                                  ? ""
+                                  : " (the in-process default: both builds saw the same host)"));
+  return threshold;
+}
+
+// Adds the pairs of one report to `pairs`; lists a labelled case without its partner.
+void collect_pairs(const ReportFile& report, std::map<CaseKey, PairedRounds>& pairs, std::vector<CaseKey>& order,
+                   std::vector<Unmatched>& unmatched) {
+  std::map<CaseKey, const CaseRecord*> by_key;
+  for (const CaseRecord& c : report.cases) {
+    if (c.status != "ok") continue;
+    if (!by_key.emplace(c.key, &c).second) {
+      throw UsageError(fmt::format("{}: {} appears twice in one report", report.path, case_label(c.key)));
+    }
+  }
+  for (const auto& [key, base] : by_key) {
+    const std::string variant = variant_of(key.strategy);
+    if (variant.empty()) continue;
+    CaseKey cand_key = key;
+    cand_key.strategy = variant;
+    const auto partner = by_key.find(cand_key);
+    if (partner == by_key.end()) {
+      unmatched.push_back({key, "baseline", fmt::format("no successful `{}` in the same run to pair with", variant)});
+      continue;
+    }
+    const CaseRecord& cand = *partner->second;
+    if (base->round_medians.size() != cand.round_medians.size() || base->round_processes != cand.round_processes) {
+      unmatched.push_back({key, "baseline", fmt::format("its rounds do not line up with `{}`'s in {} ({} and {})",
+                                                        variant, report.path, base->round_medians.size(),
+                                                        cand.round_medians.size())});
+      continue;
+    }
+    auto [it, inserted] = pairs.try_emplace(cand_key);
+    if (inserted) {
+      order.push_back(cand_key);
+      it->second.key = cand_key;
+      it->second.baseline_strategy = key.strategy;
+    }
+    for (size_t r = 0; r < cand.round_medians.size(); ++r) {
+      if (base->round_medians[r] > 0.0 && cand.round_medians[r] > 0.0) {
+        it->second.baseline.push_back(base->round_medians[r]);
+        it->second.candidate.push_back(cand.round_medians[r]);
+      } else {
+        ++it->second.skipped;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Comparison compare_in_process(const std::vector<ReportFile>& reports, const CompareOptions& options) {
+  Comparison out;
+  out.method = Method::kInProcess;
+  out.basis = BaselineKind::kFresh;
+  out.baseline_reports = static_cast<int64_t>(reports.size());
+  out.candidate_reports = static_cast<int64_t>(reports.size());
+  out.notes.push_back(fmt::format("in-process: each build's rounds paired with the other's in the same run "
+                                  "(sampled alternately); per-round log ratio of the median wall time, "
+                                  "t-interval at {:g} % over the rounds",
+                                  kPairedLevel * 100.0));
+  const double threshold = resolve_threshold(options, out.notes);
+  out.thresholds[Metric::kWall] = threshold;
+  std::map<CaseKey, PairedRounds> pairs;
+  std::vector<CaseKey> order;
+  for (const ReportFile& report : reports) {
+    if (report.interrupted) out.notes.push_back(fmt::format("{} was interrupted: it holds what finished", report.path));
+    collect_pairs(report, pairs, order, out.unmatched);
+  }
+  for (const CaseKey& key : order) {
+    const PairedRounds& p = pairs.at(key);
+    CaseResult result;
+    result.key = key;
+    result.candidate_device_model = key.device_model;
+    result.baseline_strategy = p.baseline_strategy;
+    result.metric = Metric::kWall;
+    result.baseline = median(p.baseline);
+    result.candidate = median(p.candidate);
+    result.change = paired_change(p.baseline, p.candidate, kPairedLevel);
+    result.threshold = threshold;
+    result.verdict = judge(result.change, threshold, Metric::kWall);
+    if (result.change.rounds < kMinRounds) {
+      result.note = fmt::format("{} round(s); a verdict needs {}", result.change.rounds, kMinRounds);
+    }
+    if (p.skipped > 0) {
+      result.note += fmt::format("{}{} round(s) without samples skipped", result.note.empty() ? "" : "; ", p.skipped);
+    }
+    out.cases.push_back(std::move(result));
+  }
+  if (out.cases.empty() && out.unmatched.empty()) {
+    throw UsageError(fmt::format("{}: no A/B pair to compare: measure VARIANT and VARIANT@LABEL in one run "
+                                 "(mtc-bench --engine-lib LABEL=PATH --strategy engine,engine@LABEL)",
+                                 options.baseline));
+  }
+  return out;
+}
+
+}  // namespace mtc::bench::compare

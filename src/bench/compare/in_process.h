@@ -1,0 +1,20 @@
+// Compares two builds of the engine measured in one process, sample by sample: the strategy
+// `VARIANT@LABEL` (the build loaded with --engine-lib, the baseline) against `VARIANT` (the
+// program's own build, the candidate), in the same run, device, direction and pattern. Their
+// rounds were taken together, so round r of one pairs with round r of the other and the host's
+// state of that moment cancels in their ratio; the change is the geometric mean of the per-round
+// ratios with a Student-t interval over the rounds (change.h, paired_change). Rounds of several
+// reports (processes) of one case are pooled. Only the wall time is compared: it already is a
+// ratio measured together.
+#pragma once
+
+#include "compare/comparison.h"
+
+#include <vector>
+
+namespace mtc::bench::compare {
+
+// Throws UsageError when no report holds an A/B pair, or a case appears twice in one report.
+Comparison compare_in_process(const std::vector<ReportFile>& reports, const CompareOptions& options);
+
+}  // namespace mtc::bench::compare

@@ -1,0 +1,183 @@
+// The in-process comparison (compare/in_process.h): pairing within a report, pooling across
+// reports, what is refused, and the interval's coverage on simulated runs whose truth is known.
+#include "compare/in_process.h"
+
+#include "errors.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+namespace mtc::bench::compare {
+namespace {
+
+CaseRecord record(const std::string& strategy, const std::string& pattern, std::vector<double> medians) {
+  CaseRecord c;
+  c.key = CaseKey{"streampetr", "0123456789abcdef", pattern, "NVIDIA H200", "h2d", strategy, 0};
+  c.status = "ok";
+  c.round_processes.assign(medians.size(), 0);
+  c.round_medians = std::move(medians);
+  c.wall.value = c.round_medians.empty() ? 1.0 : c.round_medians.front();
+  return c;
+}
+
+ReportFile report(std::vector<CaseRecord> cases, const std::string& path = "run.json") {
+  ReportFile r;
+  r.path = path;
+  r.cases = std::move(cases);
+  return r;
+}
+
+std::vector<double> scaled(const std::vector<double>& v, double factor) {
+  std::vector<double> out;
+  for (double x : v) out.push_back(x * factor);
+  return out;
+}
+
+// Round medians that drift as a shared host would make them: both builds see the same factors.
+const std::vector<double> kHost{100e-6, 131e-6, 99e-6, 104e-6, 135e-6, 101e-6, 128e-6, 98e-6, 102e-6, 133e-6};
+// Small per-round disagreements between the two builds: +-0.5 %.
+const std::vector<double> kJitter{1.004, 0.996, 1.002, 0.998, 1.005, 0.995, 1.001, 0.999, 1.003, 0.997};
+
+std::vector<double> times(const std::vector<double>& a, const std::vector<double>& b) {
+  std::vector<double> out;
+  for (size_t i = 0; i < a.size(); ++i) out.push_back(a[i] * b[i]);
+  return out;
+}
+
+TEST(InProcess, TenPercentSlowerIsSlowerDespiteTheHostsDrift) {
+  const auto base = kHost;
+  const auto cand = scaled(times(kHost, kJitter), 1.10);
+  const Comparison c = compare_in_process({report({record("to", "hot", scaled(kHost, 40)), record("engine", "hot", cand),
+                                                   record("engine@base", "hot", base)})},
+                                          CompareOptions{});
+  EXPECT_EQ(c.method, Method::kInProcess);
+  ASSERT_EQ(c.cases.size(), 1u);  // `to` has no pair: context only
+  const CaseResult& r = c.cases[0];
+  EXPECT_EQ(r.key.strategy, "engine");
+  EXPECT_EQ(r.baseline_strategy, "engine@base");
+  EXPECT_NEAR(r.change.ratio, 1.10, 0.002);
+  EXPECT_EQ(r.change.rounds, 10);
+  EXPECT_DOUBLE_EQ(r.threshold, kInProcessThreshold);
+  EXPECT_EQ(r.verdict, Verdict::kSlower);
+  // The drift of 35 % between rounds cancels: the interval is about +-0.5 % wide.
+  EXPECT_LT(detectable_change(c), 0.01);
+}
+
+TEST(InProcess, EqualBuildsAreSame) {
+  const Comparison c = compare_in_process(
+      {report({record("engine", "step", times(kHost, kJitter)), record("engine@base", "step", kHost)})}, {});
+  ASSERT_EQ(c.cases.size(), 1u);
+  EXPECT_EQ(c.cases[0].verdict, Verdict::kSame);
+  EXPECT_EQ(exit_code_for(c, FailOn::kAny), 0);
+}
+
+TEST(InProcess, PoolsTheRoundsOfSeveralReports) {
+  const std::vector<double> first(kHost.begin(), kHost.begin() + 2);
+  const std::vector<double> second(kHost.begin() + 2, kHost.begin() + 4);
+  const Comparison c = compare_in_process(
+      {report({record("engine", "hot", scaled(first, 1.05)), record("engine@base", "hot", first)}, "a.json"),
+       report({record("engine", "hot", scaled(second, 1.05)), record("engine@base", "hot", second)}, "b.json")},
+      {});
+  ASSERT_EQ(c.cases.size(), 1u);
+  EXPECT_EQ(c.cases[0].change.rounds, 4);
+  EXPECT_NEAR(c.cases[0].change.ratio, 1.05, 1e-9);
+}
+
+TEST(InProcess, FewRoundsAreUnsure) {
+  const std::vector<double> two(kHost.begin(), kHost.begin() + 2);
+  const Comparison c =
+      compare_in_process({report({record("engine", "hot", scaled(two, 1.5)), record("engine@base", "hot", two)})}, {});
+  ASSERT_EQ(c.cases.size(), 1u);
+  EXPECT_EQ(c.cases[0].verdict, Verdict::kUnsure);
+  EXPECT_EQ(c.cases[0].note, "2 round(s); a verdict needs 3");
+}
+
+TEST(InProcess, ListsWhatCannotBePaired) {
+  std::vector<double> longer = kHost;
+  longer.push_back(1e-4);
+  const Comparison c = compare_in_process(
+      {report({record("engine", "hot", kHost), record("engine@base", "hot", longer),
+               record("engine_no_pack@base", "hot", kHost)})},
+      {});
+  EXPECT_TRUE(c.cases.empty());
+  ASSERT_EQ(c.unmatched.size(), 2u);
+  EXPECT_NE(c.unmatched[0].reason.find("do not line up"), std::string::npos) << c.unmatched[0].reason;
+  EXPECT_EQ(c.unmatched[1].reason, "no successful `engine_no_pack` in the same run to pair with");
+  EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 2);
+}
+
+TEST(InProcess, RefusesReportsWithoutPairsAndCasesTwice) {
+  EXPECT_THROW(compare_in_process({report({record("engine", "hot", kHost)})}, {}), UsageError);
+  EXPECT_THROW(compare_in_process({report({record("engine@base", "hot", kHost), record("engine@base", "hot", kHost)})},
+                                  {}),
+               UsageError);
+}
+
+TEST(InProcess, GivenThresholdWins) {
+  CompareOptions options;
+  options.threshold = 0.15;
+  const auto cand = scaled(times(kHost, kJitter), 1.10);
+  const Comparison c =
+      compare_in_process({report({record("engine", "hot", cand), record("engine@base", "hot", kHost)})}, options);
+  EXPECT_EQ(c.cases[0].verdict, Verdict::kSame);
+}
+
+// One simulated in-process job: R rounds of n alternating samples of each build. The host's
+// speed is bimodal (fast, or 35 % slower) and may switch within a round, as the GPU host's CPUs
+// do; each sample has log-normal noise and an occasional 3x outlier. The candidate's true ratio
+// to the baseline is `truth`.
+Comparison simulated_job(std::mt19937_64& rng, double truth, int rounds, int samples) {
+  std::bernoulli_distribution slow_state(0.5);
+  std::bernoulli_distribution outlier(0.03);
+  std::uniform_int_distribution<int> switch_at(0, 2 * samples);
+  std::normal_distribution<double> noise(0.0, 0.12);
+  std::vector<double> base;
+  std::vector<double> cand;
+  for (int r = 0; r < rounds; ++r) {
+    const bool starts_slow = slow_state(rng);
+    const int switch_step = switch_at(rng);
+    std::vector<double> a;
+    std::vector<double> b;
+    for (int step = 0; step < 2 * samples; ++step) {
+      const bool slow = step < switch_step ? starts_slow : !starts_slow;
+      const double host = slow ? 1.35 : 1.0;
+      const double t = 100e-6 * host * std::exp(noise(rng)) * (outlier(rng) ? 3.0 : 1.0);
+      (step % 2 == 0 ? a : b).push_back(step % 2 == 0 ? t : t * truth);
+    }
+    auto median = [](std::vector<double> v) {
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      return v[v.size() / 2];
+    };
+    base.push_back(median(a));
+    cand.push_back(median(b));
+  }
+  return compare_in_process({report({record("engine", "hot", cand), record("engine@base", "hot", base)})}, {});
+}
+
+TEST(InProcess, IntervalCoversTheTruthInSimulatedJobs) {
+  std::mt19937_64 rng(20261124);
+  for (double truth : {1.0, 1.03, 1.10}) {
+    int covered = 0;
+    int slower = 0;
+    constexpr int kJobs = 1000;
+    for (int j = 0; j < kJobs; ++j) {
+      const Comparison c = simulated_job(rng, truth, 20, 25);
+      const Change& change = c.cases.at(0).change;
+      covered += change.low <= truth && truth <= change.high ? 1 : 0;
+      slower += c.cases.at(0).verdict == Verdict::kSlower ? 1 : 0;
+    }
+    // A 95 % interval: at least 90 % coverage in 1,000 jobs.
+    EXPECT_GE(covered, 900) << "truth " << truth;
+    if (truth == 1.0) {
+      EXPECT_EQ(slower, 0) << "an A/A job flagged SLOWER";
+    }
+    if (truth == 1.10) {
+      EXPECT_EQ(slower, kJobs) << "a 10 % slowdown missed";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mtc::bench::compare
