@@ -66,7 +66,8 @@ fi
   step "build"
   # shellcheck disable=SC2086
   [[ "$mode" == bench || "$mode" == engine ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc-bench"
-  [[ "$mode" == repeat || "$mode" == ab ]] && export MTC_TARGETS="mtc-bench"
+  [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
+  [[ "$mode" == ab ]] && export MTC_TARGETS="mtc-bench mtc_engine_plugin"
   # Keep going past a failed file: one call shows every error, not only the first.
   MTC_WERROR=ON MTC_KEEP_GOING=1 bash scripts/build.sh ${MTC_CMAKE_ARGS:-} || status=1
 } > "$out/build.log" 2>&1

@@ -9,13 +9,14 @@
 # with `git archive`). CANDIDATE_REF defaults to this working tree, uncommitted changes included.
 #
 # Two modes (MTC_PERF_MODE):
-#   in-process (default), for a change to the engine: builds the candidate's mtc-bench and the
-#     baseline's engine as a loadable library (src/engine_plugin/standalone, the candidate's
-#     adapter over the baseline's mtc/copier.h), then runs the candidate's mtc-bench once per CI
-#     case with --engine-lib base=LIB, measuring `engine` and `engine@base` sample by sample
-#     (`to` and `memcpy_batch` alongside, for context). Both builds see the same host at the same
-#     moments, so their per-round ratio is free of the host's drift: `mtc-bench compare` of the
-#     reports alone pairs the two by round (default threshold 2 %).
+#   in-process (default), for a change to the engine: builds the candidate's mtc-bench with its
+#     engine as a loadable library, and the baseline's engine as a library too
+#     (src/engine_plugin/standalone: the candidate's adapter over the baseline's mtc/copier.h),
+#     then runs the candidate's mtc-bench once per CI case with --engine-lib base=LIB and
+#     cand=LIB, measuring `engine@cand` and `engine@base` sample by sample (`to`, `memcpy_batch`
+#     and the linked `engine` alongside, for context). Both builds are loaded alike and see the
+#     same host at the same moments, so their per-round ratio is free of the host's drift:
+#     `mtc-bench compare` of the reports alone pairs the two by round (default threshold 2 %).
 #   processes, for a change outside the engine (runner, strategies): builds both mtc-bench
 #     binaries and for R rounds runs every CI case with each, in a side order drawn per round
 #     from the job's name, each run labelled `--ab-label JOB:SIDE:R`; compare pairs them by round.
@@ -91,7 +92,8 @@ checkout() {
   echo "$tree"
 }
 
-# Builds mtc-bench of the source folder $2 into $3 (a repeat rebuilds only what changed);
+# Builds mtc-bench (and the targets given after $4, as --target NAME) of the source folder $2
+# into $3 (a repeat rebuilds only what changed);
 # configures first unless $4 is 0 (a build folder made elsewhere, reused as it is). Logs go to
 # $work/logs/$1.*.log.
 build() {
@@ -107,7 +109,7 @@ build() {
       ${MTC_CMAKE_ARGS:-} > "$work/logs/$name.configure.log" 2>&1 ||
       { tail -20 "$work/logs/$name.configure.log" >&2; return 3; }
   fi
-  cmake --build "$dir" -j "${MTC_JOBS:-$(nproc)}" --target mtc-bench > "$work/logs/$name.build.log" 2>&1 ||
+  cmake --build "$dir" -j "${MTC_JOBS:-$(nproc)}" --target mtc-bench "${@:5}" > "$work/logs/$name.build.log" 2>&1 ||
     { tail -40 "$work/logs/$name.build.log" >&2; return 3; }
 }
 
@@ -144,13 +146,11 @@ if [[ "$mode" == in-process ]]; then
   # The library's folder lies beside the baseline's sources, as a build folder does (ccache).
   plugin_dir="$(build_dir baseline "$base_src")-plugin"
   build_plugin baseline-plugin "$base_src" "$plugin_dir" || exit 3
-  if [[ -n "${MTC_PERF_CANDIDATE_BUILD:-}" ]]; then
-    build candidate "$cand_src" "$cand_build" 0 || exit 3
-  else
-    build candidate "$cand_src" "$cand_build" || exit 3
-  fi
+  build candidate "$cand_src" "$cand_build" "$([[ -n "${MTC_PERF_CANDIDATE_BUILD:-}" ]] && echo 0 || echo 1)" \
+    --target mtc_engine_plugin || exit 3
   cand_bin="$cand_build/mtc-bench"
-  plugin="$plugin_dir/libmtc_engine_plugin.so"
+  libraries=(--engine-lib "base=$plugin_dir/libmtc_engine_plugin.so"
+             --engine-lib "cand=$cand_build/src/engine_plugin/libmtc_engine_plugin.so")
   log "builds done in $(( $(date +%s) - start )) s"
   rm -rf "$out/in-process"
   mkdir -p "$out/in-process"
@@ -159,8 +159,8 @@ if [[ "$mode" == in-process ]]; then
     for (( p = 0; p < processes; p++ )); do
       report="$out/in-process/case$i-run$p.json"
       # shellcheck disable=SC2086
-      "$cand_bin" --config "$cand_src/configs/${args[0]}" "${args[@]:1}" --strategy engine@base \
-        --engine-lib "base=$plugin" --processes 1 --min-rounds "$rounds" --max-rounds "$rounds" \
+      "$cand_bin" --config "$cand_src/configs/${args[0]}" "${args[@]:1}" --strategy engine@cand,engine@base \
+        "${libraries[@]}" --processes 1 --min-rounds "$rounds" --max-rounds "$rounds" \
         --round-time "$round_time" --quiet --json "$report" ${MTC_PERF_BENCH_ARGS:-} \
         > "$out/in-process/case$i-run$p.log" 2>&1 ||
         { log "run failed (case $i, run $p):"; tail -20 "$out/in-process/case$i-run$p.log" >&2; exit 3; }

@@ -51,7 +51,7 @@ method = {"in-process": "in_process", "processes": "paired"}[mode]
 assert doc["method"] == method, (doc["method"], doc["notes"])
 assert doc["cases"] and all(c["rounds"] == 3 for c in doc["cases"]), "every case paired over 3 rounds"
 if mode == "in-process":
-    assert all(c["strategy"] == "engine" and c["baseline_strategy"] == "engine@base" for c in doc["cases"])
+    assert all(c["strategy"] == "engine@cand" and c["baseline_strategy"] == "engine@base" for c in doc["cases"])
 else:
     assert doc["ab_job"] == "ci-smoke"
 print(f'perf-ci smoke ({mode}): {len(doc["cases"])} cases compared, {doc["counts"]}, '

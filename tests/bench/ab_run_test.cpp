@@ -83,6 +83,29 @@ TEST_F(AbRun, MeasuresBothBuildsRoundByRoundAndComparesThem) {
   }
 }
 
+TEST_F(AbRun, BothSidesLoadedPairTheCandidateWithTheBaseline) {
+  // The same build under two names: an A/A job with both sides loaded alike.
+  std::ifstream in(MTC_TEST_ENGINE_PLUGIN, std::ios::binary);
+  std::ofstream(path("cand.so"), std::ios::binary) << in.rdbuf();
+  const Ran r = run_ab({"--strategy", "engine,engine@cand,engine@base", "--engine-lib",
+                        std::string("base=") + MTC_TEST_ENGINE_PLUGIN, "--engine-lib", "cand=" + path("cand.so"),
+                        "--json", path("r.json")});
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(path("r.json")));
+  EXPECT_EQ(doc["runs"][0]["settings"]["strategies"], nlohmann::json({"engine", "engine@cand", "engine@base"}));
+  const Ran c = run({"compare", path("r.json"), "--fail-on", "none", "--json", path("c.json")});
+  ASSERT_EQ(c.code, 0) << c.err << c.out;
+  const nlohmann::json cmp = nlohmann::json::parse(std::ifstream(path("c.json")));
+  ASSERT_EQ(cmp["cases"].size(), 2u);
+  for (const auto& k : cmp["cases"]) EXPECT_EQ(k["strategy"], "engine@cand");
+
+  const Ran same = run_ab({"--strategy", "engine@cand,engine@base", "--engine-lib",
+                           std::string("base=") + MTC_TEST_ENGINE_PLUGIN, "--engine-lib",
+                           std::string("cand=") + MTC_TEST_ENGINE_PLUGIN});
+  EXPECT_EQ(same.code, 2);
+  EXPECT_NE(same.err.find("the same file as --engine-lib"), std::string::npos) << same.err;
+}
+
 TEST_F(AbRun, ABadSecondBuildIsAUsageError) {
   const Ran missing = run_ab({"--strategy", "engine,engine@base", "--engine-lib", "base=" + path("none.so")});
   EXPECT_EQ(missing.code, 2);

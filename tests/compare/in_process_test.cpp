@@ -73,6 +73,17 @@ TEST(InProcess, EqualBuildsAreSame) {
   EXPECT_EQ(exit_code_for(c, FailOn::kAny), 0);
 }
 
+TEST(InProcess, PairsWithTheLoadedCandidateBeforeTheLinkedEngine) {
+  const Comparison c = compare_in_process({report({record("engine", "hot", scaled(kHost, 0.98)),
+                                                   record("engine@cand", "hot", scaled(kHost, 1.10)),
+                                                   record("engine@base", "hot", kHost)})},
+                                          {});
+  ASSERT_EQ(c.cases.size(), 1u);  // `engine` is context here
+  EXPECT_EQ(c.cases[0].key.strategy, "engine@cand");
+  EXPECT_EQ(c.cases[0].baseline_strategy, "engine@base");
+  EXPECT_NEAR(c.cases[0].change.ratio, 1.10, 1e-9);
+}
+
 TEST(InProcess, PoolsTheRoundsOfSeveralReports) {
   const std::vector<double> first(kHost.begin(), kHost.begin() + 2);
   const std::vector<double> second(kHost.begin() + 2, kHost.begin() + 4);
@@ -104,7 +115,8 @@ TEST(InProcess, ListsWhatCannotBePaired) {
   EXPECT_TRUE(c.cases.empty());
   ASSERT_EQ(c.unmatched.size(), 2u);
   EXPECT_NE(c.unmatched[0].reason.find("do not line up"), std::string::npos) << c.unmatched[0].reason;
-  EXPECT_EQ(c.unmatched[1].reason, "no successful `engine_no_pack` in the same run to pair with");
+  EXPECT_EQ(c.unmatched[1].reason,
+            "no successful `engine_no_pack@cand` or `engine_no_pack` in the same run to pair with");
   EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 2);
 }
 

@@ -19,10 +19,14 @@ struct PairedRounds {
   int64_t skipped = 0;  // rounds without samples on a side
 };
 
-// `engine@base` -> `engine`; empty for a name without a label.
-std::string variant_of(const std::string& strategy) {
-  const size_t at = strategy.find('@');
-  return at == std::string::npos || at == 0 || at + 1 == strategy.size() ? "" : strategy.substr(0, at);
+// The strategies `engine@base` pairs with, preferred first: the candidate loaded as a library
+// too, else the program's own engine (runner/strategies/catalog.h says why). Empty for a name
+// that is not a baseline's.
+std::vector<std::string> partners_of(const std::string& strategy) {
+  const std::string suffix = "@base";
+  if (strategy.size() <= suffix.size() || !strategy.ends_with(suffix)) return {};
+  const std::string variant = strategy.substr(0, strategy.size() - suffix.size());
+  return {variant + "@cand", variant};
 }
 
 double median(std::vector<double> values) {
@@ -54,19 +58,24 @@ void collect_pairs(const ReportFile& report, std::map<CaseKey, PairedRounds>& pa
     }
   }
   for (const auto& [key, base] : by_key) {
-    const std::string variant = variant_of(key.strategy);
-    if (variant.empty()) continue;
+    const std::vector<std::string> partners = partners_of(key.strategy);
+    if (partners.empty()) continue;
     CaseKey cand_key = key;
-    cand_key.strategy = variant;
-    const auto partner = by_key.find(cand_key);
+    auto partner = by_key.end();
+    for (const std::string& name : partners) {
+      cand_key.strategy = name;
+      partner = by_key.find(cand_key);
+      if (partner != by_key.end()) break;
+    }
     if (partner == by_key.end()) {
-      unmatched.push_back({key, "baseline", fmt::format("no successful `{}` in the same run to pair with", variant)});
+      unmatched.push_back({key, "baseline", fmt::format("no successful `{}` or `{}` in the same run to pair with",
+                                                        partners[0], partners[1])});
       continue;
     }
     const CaseRecord& cand = *partner->second;
     if (base->round_medians.size() != cand.round_medians.size() || base->round_processes != cand.round_processes) {
       unmatched.push_back({key, "baseline", fmt::format("its rounds do not line up with `{}`'s in {} ({} and {})",
-                                                        variant, report.path, base->round_medians.size(),
+                                                        cand_key.strategy, report.path, base->round_medians.size(),
                                                         cand.round_medians.size())});
       continue;
     }
@@ -128,8 +137,9 @@ Comparison compare_in_process(const std::vector<ReportFile>& reports, const Comp
     out.cases.push_back(std::move(result));
   }
   if (out.cases.empty() && out.unmatched.empty()) {
-    throw UsageError(fmt::format("{}: no A/B pair to compare: measure VARIANT and VARIANT@LABEL in one run "
-                                 "(mtc-bench --engine-lib LABEL=PATH --strategy engine,engine@LABEL)",
+    throw UsageError(fmt::format("{}: no A/B pair to compare: measure VARIANT@base with VARIANT@cand (or "
+                                 "VARIANT) in one run (mtc-bench --engine-lib base=PATH --engine-lib cand=PATH "
+                                 "--strategy engine@cand,engine@base)",
                                  options.baseline));
   }
   return out;

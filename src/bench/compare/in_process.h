@@ -1,6 +1,7 @@
 // Compares two builds of the engine measured in one process, sample by sample: the strategy
-// `VARIANT@LABEL` (the build loaded with --engine-lib, the baseline) against `VARIANT` (the
-// program's own build, the candidate), in the same run, device, direction and pattern. Their
+// `VARIANT@base` (the baseline build, loaded with --engine-lib base=PATH) against `VARIANT@cand`
+// (the candidate loaded the same way) or, without one, `VARIANT` (the program's own build), in
+// the same run, device, direction and pattern. Their
 // rounds were taken together, so round r of one pairs with round r of the other and the host's
 // state of that moment cancels in their ratio; the change is the geometric mean of the per-round
 // ratios with a Student-t interval over the rounds (change.h, paired_change). Rounds of several

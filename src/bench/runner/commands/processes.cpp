@@ -50,10 +50,16 @@ int run_child(const std::vector<std::string>& arguments, const std::string& stdo
   if (spawned != 0) throw std::runtime_error(fmt::format("--processes: cannot start a child: error {}", spawned));
   int status = 0;
   bool passed_on = false;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw std::runtime_error("--processes: lost a child process");
-    // A SIGTERM sent to this process alone: the child stops at its next sample too and reports.
+  // Polled, not a blocking waitpid: a signal that lands before the wait begins (while the child
+  // is being started) interrupts nothing, and the child would never hear of it.
+  for (;;) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) throw std::runtime_error("--processes: lost a child process");
+    // A SIGINT or SIGTERM sent to this process alone: the child stops at its next sample too
+    // and reports.
     if (interrupted() && !passed_on) passed_on = kill(pid, SIGTERM) == 0;
+    usleep(5000);
   }
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return WEXITSTATUS(status);

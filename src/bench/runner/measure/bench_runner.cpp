@@ -44,22 +44,27 @@ struct Block {
 
 struct Unit {
   CaseGroup* a = nullptr;
-  CaseGroup* b = nullptr;  // the pair's other side (VARIANT@LABEL); null for a group alone
+  CaseGroup* b = nullptr;  // the pair's baseline (VARIANT@base); null for a group alone
 };
 
-// `engine@base` pairs with `engine`, the first such partner only; the rest run alone.
+// `engine@base` pairs with `engine@cand`, else with `engine` (catalog.h, ab_partners); every
+// other group runs alone.
 std::vector<Unit> units_of(const Block& block) {
   std::vector<Unit> units;
   std::vector<bool> paired(block.groups.size(), false);
-  for (size_t i = 0; i < block.groups.size(); ++i) {
-    const auto loaded = split_loaded_variant(block.groups[i]->strategy);
-    if (!loaded) continue;
+  const auto index_of = [&](const std::string& strategy) {
     for (size_t j = 0; j < block.groups.size(); ++j) {
-      if (!paired[j] && block.groups[j]->strategy == loaded->variant) {
-        paired[i] = paired[j] = true;
-        units.push_back(Unit{block.groups[j].get(), block.groups[i].get()});
-        break;
-      }
+      if (!paired[j] && block.groups[j]->strategy == strategy) return j;
+    }
+    return block.groups.size();
+  };
+  for (size_t i = 0; i < block.groups.size(); ++i) {
+    for (const std::string& partner : ab_partners(block.groups[i]->strategy)) {
+      const size_t j = index_of(partner);
+      if (j == block.groups.size()) continue;
+      paired[i] = paired[j] = true;
+      units.push_back(Unit{block.groups[j].get(), block.groups[i].get()});
+      break;
     }
   }
   for (size_t i = 0; i < block.groups.size(); ++i) {

@@ -7,6 +7,7 @@
 #include <torch/headeronly/version.h>
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <stdexcept>
@@ -111,6 +112,19 @@ void LoadedEngine::set_pinned_pool_limit(int64_t bytes) const {
 }
 
 LoadedEngines load_engines(const std::map<std::string, std::string>& libraries) {
+  // The loader keeps one instance of a file: two labels on one file would be one build, one
+  // state, measured against itself as if it were two.
+  std::map<std::pair<dev_t, ino_t>, std::string> files;
+  for (const auto& [label, path] : libraries) {
+    struct stat info {};
+    if (stat(path.c_str(), &info) != 0) continue;  // the loader says what is wrong with it
+    const auto [it, fresh] = files.emplace(std::make_pair(info.st_dev, info.st_ino), label);
+    if (!fresh) {
+      throw UsageError(fmt::format("--engine-lib {}={}: the same file as --engine-lib {}: one library is one "
+                                   "build with one state; load a copy of it under another name",
+                                   label, path, it->second));
+    }
+  }
   LoadedEngines engines;
   for (const auto& [label, path] : libraries) engines[label] = std::make_shared<const LoadedEngine>(label, path);
   return engines;
