@@ -127,7 +127,7 @@ for suite in "${suites[@]}"; do
   rc=$?
   cat "$out/$suite.tmp" >> "$out/tests.log"
   passed=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\.$/\1/p' "$out/$suite.tmp")
-  skipped=$(sed -nE 's/^\[  SKIPPED \] ([0-9]+) tests?, listed below:$/\1/p' "$out/$suite.tmp")
+  skipped=$(sed -nE 's/^\[  SKIPPED \] ([0-9]+) tests?(, listed below:|\.)$/\1/p' "$out/$suite.tmp" | head -1)
   rm -f "$out/$suite.tmp"
   if (( rc != 0 )) || [[ -z "$passed" ]]; then
     failed+=("$suite (exit $rc)")

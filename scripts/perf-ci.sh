@@ -13,10 +13,13 @@
 #     engine as a loadable library, and the baseline's engine as a library too
 #     (src/engine_plugin/standalone: the candidate's adapter over the baseline's mtc/copier.h),
 #     then runs the candidate's mtc-bench once per CI case with --engine-lib base=LIB and
-#     cand=LIB, measuring `engine@cand` and `engine@base` sample by sample (`to`, `memcpy_batch`
-#     and the linked `engine` alongside, for context). Both builds are loaded alike and see the
-#     same host at the same moments, so their per-round ratio is free of the host's drift:
-#     `mtc-bench compare` of the reports alone pairs the two by round (default threshold 2 %).
+#     cand=LIB, measuring `engine@cand` and `engine@base` sample by sample. Both builds are loaded
+#     alike and see the same host at the same moments, so their per-round ratio is free of the
+#     host's drift. Each process draws its own code layout and thread placement, which can favour
+#     one build by a percent or two for its whole life: the job runs several short processes
+#     (MTC_PERF_PROCESSES), the first also measuring the case's other strategies (`to`,
+#     `memcpy_batch`, the linked `engine`) for context, and `mtc-bench compare` of the reports
+#     alone pairs the builds by round, with an interval over the processes too.
 #   processes, for a change outside the engine (runner, strategies): builds both mtc-bench
 #     binaries and for R rounds runs every CI case with each, in a side order drawn per round
 #     from the job's name, each run labelled `--ab-label JOB:SIDE:R`; compare pairs them by round.
@@ -28,9 +31,11 @@
 #
 # Environment:
 #   MTC_PERF_MODE       in-process (default) or processes
-#   MTC_PERF_ROUNDS     rounds (in-process default 20, processes default 6; 3 in smoke mode)
+#   MTC_PERF_ROUNDS     rounds (in-process: per process, default 3; processes mode: default 6;
+#                       3 in smoke mode)
 #   MTC_PERF_ROUND_TIME in-process: seconds of samples per case and round (default 0.1)
-#   MTC_PERF_PROCESSES  in-process: runs of each case, pooled by compare (default 1)
+#   MTC_PERF_PROCESSES  in-process: processes per case, pooled by compare (default 8; 2 in smoke
+#                       mode)
 #   MTC_PERF_OUT        output folder (default .perf-ci/out)
 #   MTC_PERF_WORK       worktrees and build folders (default .perf-ci)
 #   MTC_PERF_JOB        the job's name (default perf-<UTC time>-<pid>)
@@ -55,10 +60,10 @@ smoke="${MTC_PERF_SMOKE:-0}"
 mode="${MTC_PERF_MODE:-in-process}"
 [[ "$mode" == in-process || "$mode" == processes ]] ||
   { echo "perf-ci: MTC_PERF_MODE must be in-process or processes" >&2; exit 2; }
-default_rounds=$([[ "$mode" == in-process ]] && echo 20 || echo 6)
+default_rounds=$([[ "$mode" == in-process ]] && echo 3 || echo 6)
 rounds="${MTC_PERF_ROUNDS:-$([[ "$smoke" == 1 ]] && echo 3 || echo "$default_rounds")}"
 round_time="${MTC_PERF_ROUND_TIME:-0.1}"
-processes="${MTC_PERF_PROCESSES:-1}"
+processes="${MTC_PERF_PROCESSES:-$([[ "$smoke" == 1 ]] && echo 2 || echo 8)}"
 work="$(mkdir -p "${MTC_PERF_WORK:-.perf-ci}" && cd "${MTC_PERF_WORK:-.perf-ci}" && pwd)"
 out="${MTC_PERF_OUT:-$work/out}"
 job="${MTC_PERF_JOB:-perf-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
@@ -156,10 +161,18 @@ if [[ "$mode" == in-process ]]; then
   mkdir -p "$out/in-process"
   for i in "${!ci_cases[@]}"; do
     read -r -a args <<< "${ci_cases[$i]}"
+    # The case's own strategies (context) in the first process only; the pair in every one.
+    pair_only=()
+    for (( k = 1; k < ${#args[@]}; k++ )); do
+      if [[ "${args[$k]}" == --strategy || "${args[$k]}" == -s ]]; then ((k++)); continue; fi
+      pair_only+=("${args[$k]}")
+    done
     for (( p = 0; p < processes; p++ )); do
       report="$out/in-process/case$i-run$p.json"
+      options=("${args[@]:1}")
+      (( p > 0 )) && options=("${pair_only[@]}")
       # shellcheck disable=SC2086
-      "$cand_bin" --config "$cand_src/configs/${args[0]}" "${args[@]:1}" --strategy engine@cand,engine@base \
+      "$cand_bin" --config "$cand_src/configs/${args[0]}" "${options[@]}" --strategy engine@cand,engine@base \
         "${libraries[@]}" --processes 1 --min-rounds "$rounds" --max-rounds "$rounds" \
         --round-time "$round_time" --quiet --json "$report" ${MTC_PERF_BENCH_ARGS:-} \
         > "$out/in-process/case$i-run$p.log" 2>&1 ||

@@ -32,7 +32,7 @@ mkdir -p "$smoke"
 echo "=== plots of the synthetic reports and of a comparison"
 "$MTC_PYTHON" tests/scripts/plot_test.py "$MTC_BUILD_DIR/mtc-bench"
 
-echo "=== the CI performance job in smoke mode: HEAD against this tree, h2h, 3 rounds, both modes"
+echo "=== the CI performance job in smoke mode: HEAD against this tree, h2h, both modes"
 # The candidate reuses this build; the baseline (HEAD) builds in its own worktree, its engine as a
 # loadable library for the in-process mode and its mtc-bench for the processes mode (ccache
 # serves what this build compiled). Without git history (a tarball), this tree is both sides.
@@ -49,7 +49,8 @@ import json, sys
 doc, mode = json.load(open(sys.argv[1])), sys.argv[2]
 method = {"in-process": "in_process", "processes": "paired"}[mode]
 assert doc["method"] == method, (doc["method"], doc["notes"])
-assert doc["cases"] and all(c["rounds"] == 3 for c in doc["cases"]), "every case paired over 3 rounds"
+rounds = {"in-process": 6, "processes": 3}[mode]  # in-process: 3 rounds in each of 2 processes
+assert doc["cases"] and all(c["rounds"] == rounds for c in doc["cases"]), f"every case paired over {rounds} rounds"
 if mode == "in-process":
     assert all(c["strategy"] == "engine@cand" and c["baseline_strategy"] == "engine@base" for c in doc["cases"])
 else:

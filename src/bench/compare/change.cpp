@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <stdexcept>
 
 namespace mtc::bench::compare {
@@ -66,6 +68,35 @@ Change paired_change(std::span<const double> baseline, std::span<const double> c
   change.low = std::exp(mean - half);
   change.high = std::exp(mean + half);
   return change;
+}
+
+ClusteredChange clustered_paired_change(std::span<const double> baseline, std::span<const double> candidate,
+                                        std::span<const int64_t> process, double level) {
+  if (process.size() != baseline.size()) throw std::invalid_argument("clustered_paired_change: unequal lengths");
+  ClusteredChange out{paired_change(baseline, candidate, level), 0};
+  std::map<int64_t, std::pair<double, int64_t>> sums;  // process -> (sum of log ratios, rounds)
+  for (size_t i = 0; i < baseline.size(); ++i) {
+    auto& [sum, n] = sums[process[i]];
+    sum += std::log(candidate[i] / baseline[i]);
+    ++n;
+  }
+  out.processes = static_cast<int64_t>(sums.size());
+  if (sums.size() < 2 || !std::isfinite(out.change.high)) return out;
+  std::vector<double> means;
+  for (const auto& [id, sn] : sums) means.push_back(sn.first / static_cast<double>(sn.second));
+  double mean = 0.0;
+  for (double m : means) mean += m;
+  mean /= static_cast<double>(means.size());
+  double squares = 0.0;
+  for (double m : means) squares += (m - mean) * (m - mean);
+  const double c = static_cast<double>(means.size());
+  const double between = student_t_quantile(0.5 + level / 2.0, c - 1.0) * std::sqrt(squares / (c - 1.0)) / std::sqrt(c);
+  const double centre = std::log(out.change.ratio);
+  const double within = 0.5 * std::log(out.change.high / out.change.low);
+  const double half = std::max(within, between);
+  out.change.low = std::exp(centre - half);
+  out.change.high = std::exp(centre + half);
+  return out;
 }
 
 Change unpaired_change(const Estimate& baseline, const Estimate& candidate) {

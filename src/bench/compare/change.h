@@ -42,6 +42,19 @@ struct Change {
 // (n - 1 degrees of freedom). Values <= 0 are not allowed (the reader rejects them).
 Change paired_change(std::span<const double> baseline, std::span<const double> candidate, double level);
 
+// paired_change, when the rounds come from several processes (`process[r]` names round r's):
+// each process draws its own code layout and thread placement, which can favour one build by a
+// percent or two for the whole process (seen between identical builds on an H100 host), so
+// rounds of one process are not independent draws. The interval's half-width (in logs) is the
+// larger of the rounds' t-interval and the t-interval of the per-process mean log ratios (P - 1
+// degrees of freedom). `processes` holds the number of distinct processes.
+struct ClusteredChange {
+  Change change;
+  int64_t processes = 0;
+};
+ClusteredChange clustered_paired_change(std::span<const double> baseline, std::span<const double> candidate,
+                                        std::span<const int64_t> process, double level);
+
 // Two independent runs: the ratio of their medians. Each run's interval is turned into log
 // half-widths (below: ln(value / low), above: ln(high / value)); the ratio's log interval adds
 // the candidate's and the baseline's opposite half-widths in quadrature:

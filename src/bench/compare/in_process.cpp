@@ -16,6 +16,7 @@ struct PairedRounds {
   std::string baseline_strategy;
   std::vector<double> baseline;
   std::vector<double> candidate;
+  std::vector<int64_t> process;  // which process measured each round: (report, process) numbered
   int64_t skipped = 0;  // rounds without samples on a side
 };
 
@@ -48,8 +49,8 @@ double resolve_threshold(const CompareOptions& options, std::vector<std::string>
 }
 
 // Adds the pairs of one report to `pairs`; lists a labelled case without its partner.
-void collect_pairs(const ReportFile& report, std::map<CaseKey, PairedRounds>& pairs, std::vector<CaseKey>& order,
-                   std::vector<Unmatched>& unmatched) {
+void collect_pairs(const ReportFile& report, int64_t report_index, std::map<CaseKey, PairedRounds>& pairs,
+                   std::vector<CaseKey>& order, std::vector<Unmatched>& unmatched) {
   std::map<CaseKey, const CaseRecord*> by_key;
   for (const CaseRecord& c : report.cases) {
     if (c.status != "ok") continue;
@@ -89,6 +90,7 @@ void collect_pairs(const ReportFile& report, std::map<CaseKey, PairedRounds>& pa
       if (base->round_medians[r] > 0.0 && cand.round_medians[r] > 0.0) {
         it->second.baseline.push_back(base->round_medians[r]);
         it->second.candidate.push_back(cand.round_medians[r]);
+        it->second.process.push_back(report_index * 1024 + cand.round_processes[r]);
       } else {
         ++it->second.skipped;
       }
@@ -112,9 +114,10 @@ Comparison compare_in_process(const std::vector<ReportFile>& reports, const Comp
   out.thresholds[Metric::kWall] = threshold;
   std::map<CaseKey, PairedRounds> pairs;
   std::vector<CaseKey> order;
-  for (const ReportFile& report : reports) {
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const ReportFile& report = reports[i];
     if (report.interrupted) out.notes.push_back(fmt::format("{} was interrupted: it holds what finished", report.path));
-    collect_pairs(report, pairs, order, out.unmatched);
+    collect_pairs(report, static_cast<int64_t>(i), pairs, order, out.unmatched);
   }
   for (const CaseKey& key : order) {
     const PairedRounds& p = pairs.at(key);
@@ -125,11 +128,14 @@ Comparison compare_in_process(const std::vector<ReportFile>& reports, const Comp
     result.metric = Metric::kWall;
     result.baseline = median(p.baseline);
     result.candidate = median(p.candidate);
-    result.change = paired_change(p.baseline, p.candidate, kPairedLevel);
+    const ClusteredChange clustered = clustered_paired_change(p.baseline, p.candidate, p.process, kPairedLevel);
+    result.change = clustered.change;
     result.threshold = threshold;
     result.verdict = judge(result.change, threshold, Metric::kWall);
     if (result.change.rounds < kMinRounds) {
       result.note = fmt::format("{} round(s); a verdict needs {}", result.change.rounds, kMinRounds);
+    } else if (clustered.processes == 1) {
+      result.note = "one process: its own code layout and thread placement are not in the interval";
     }
     if (p.skipped > 0) {
       result.note += fmt::format("{}{} round(s) without samples skipped", result.note.empty() ? "" : "; ", p.skipped);

@@ -4,8 +4,9 @@
 // the same run, device, direction and pattern. Their
 // rounds were taken together, so round r of one pairs with round r of the other and the host's
 // state of that moment cancels in their ratio; the change is the geometric mean of the per-round
-// ratios with a Student-t interval over the rounds (change.h, paired_change). Rounds of several
-// reports (processes) of one case are pooled. Only the wall time is compared: it already is a
+// ratios with a Student-t interval over the rounds, widened to the t-interval over the processes
+// when several measured it (change.h, clustered_paired_change): each process draws its own code
+// layout and thread placement. Rounds of several reports (processes) of one case are pooled. Only the wall time is compared: it already is a
 // ratio measured together.
 #pragma once
 
