@@ -31,10 +31,10 @@
 #
 # Environment:
 #   MTC_PERF_MODE       in-process (default) or processes
-#   MTC_PERF_ROUNDS     rounds (in-process: per process, default 3; processes mode: default 6;
+#   MTC_PERF_ROUNDS     rounds (in-process: per process, default 4; processes mode: default 6;
 #                       3 in smoke mode)
 #   MTC_PERF_ROUND_TIME in-process: seconds of samples per case and round (default 0.1)
-#   MTC_PERF_PROCESSES  in-process: processes per case, pooled by compare (default 8; 2 in smoke
+#   MTC_PERF_PROCESSES  in-process: processes per case, pooled by compare (default 12; 2 in smoke
 #                       mode)
 #   MTC_PERF_OUT        output folder (default .perf-ci/out)
 #   MTC_PERF_WORK       worktrees and build folders (default .perf-ci)
@@ -60,10 +60,10 @@ smoke="${MTC_PERF_SMOKE:-0}"
 mode="${MTC_PERF_MODE:-in-process}"
 [[ "$mode" == in-process || "$mode" == processes ]] ||
   { echo "perf-ci: MTC_PERF_MODE must be in-process or processes" >&2; exit 2; }
-default_rounds=$([[ "$mode" == in-process ]] && echo 3 || echo 6)
+default_rounds=$([[ "$mode" == in-process ]] && echo 4 || echo 6)
 rounds="${MTC_PERF_ROUNDS:-$([[ "$smoke" == 1 ]] && echo 3 || echo "$default_rounds")}"
 round_time="${MTC_PERF_ROUND_TIME:-0.1}"
-processes="${MTC_PERF_PROCESSES:-$([[ "$smoke" == 1 ]] && echo 2 || echo 8)}"
+processes="${MTC_PERF_PROCESSES:-$([[ "$smoke" == 1 ]] && echo 2 || echo 12)}"
 work="$(mkdir -p "${MTC_PERF_WORK:-.perf-ci}" && cd "${MTC_PERF_WORK:-.perf-ci}" && pwd)"
 out="${MTC_PERF_OUT:-$work/out}"
 job="${MTC_PERF_JOB:-perf-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
