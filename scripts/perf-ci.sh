@@ -97,6 +97,10 @@ checkout() {
   echo "$tree"
 }
 
+# Whether a build folder was configured to the end (a failed configure leaves a cache and no
+# build files: it must run again).
+configured() { [[ -f "$1/CMakeCache.txt" && ( -f "$1/build.ninja" || -f "$1/Makefile" ) ]]; }
+
 # Builds mtc-bench (and the targets given after $4, as --target NAME) of the source folder $2
 # into $3 (a repeat rebuilds only what changed);
 # configures first unless $4 is 0 (a build folder made elsewhere, reused as it is). Logs go to
@@ -106,7 +110,7 @@ build() {
   command -v ninja > /dev/null && generator=(-G Ninja)
   # A folder configured before is only built: the build system configures again by itself
   # when a CMake file changed.
-  [[ -f "$dir/CMakeCache.txt" ]] && configure=0
+  configured "$dir" && configure=0
   if [[ "$configure" == 1 ]]; then
     # shellcheck disable=SC2086
     cmake -S "$src" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${MTC_BUILD_TYPE:-Release}" \
@@ -124,7 +128,7 @@ build_plugin() {
   local name="$1" src="$2" dir="$3" generator=()
   command -v ninja > /dev/null && generator=(-G Ninja)
   # shellcheck disable=SC2086
-  [[ -f "$dir/CMakeCache.txt" ]] || cmake -S "$cand_src/src/engine_plugin/standalone" -B "$dir" "${generator[@]}" \
+  configured "$dir" || cmake -S "$cand_src/src/engine_plugin/standalone" -B "$dir" "${generator[@]}" \
     -DCMAKE_BUILD_TYPE="${MTC_BUILD_TYPE:-Release}" -DCMAKE_PREFIX_PATH="$MTC_TORCH_PREFIX" \
     -DMTC_ENGINE_SOURCE_DIR="$src" -DMTC_WERROR="${MTC_WERROR:-OFF}" ${MTC_CMAKE_ARGS:-} \
     > "$work/logs/$name.configure.log" 2>&1 || { tail -20 "$work/logs/$name.configure.log" >&2; return 3; }
