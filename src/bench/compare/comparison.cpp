@@ -1,6 +1,7 @@
 #include "compare/comparison.h"
 
 #include "errors.h"
+#include "runner/stats/summary.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -146,13 +147,6 @@ Groups group_cases(const std::vector<ReportFile>& reports, const char* side, boo
   return groups;
 }
 
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  if (n == 0) return 0.0;
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 std::optional<double> metric_value(const CaseRecord& c, Metric metric) {
   if (metric == Metric::kWall) return c.wall.value;
   if (c.speedup) return c.speedup->value;
@@ -201,8 +195,8 @@ std::optional<CaseResult> paired_result(const Records& base, const Records& cand
   if (b.empty() && unpaired == 0) return std::nullopt;  // neither side has this metric
   CaseResult result;
   result.metric = metric;
-  result.baseline = median_of(b);
-  result.candidate = median_of(c);
+  result.baseline = median(b);
+  result.candidate = median(c);
   result.change = paired_change(b, c, kPairedLevel);
   result.note = rounds_note(result.change);
   if (unpaired > 0) {

@@ -1,6 +1,7 @@
 #include "compare/in_process.h"
 
 #include "errors.h"
+#include "runner/stats/summary.h"
 
 #include <fmt/format.h>
 
@@ -19,23 +20,6 @@ struct PairedRounds {
   std::vector<int64_t> process;  // which process measured each round: (report, process) numbered
   int64_t skipped = 0;  // rounds without samples on a side
 };
-
-// The strategies `engine@base` pairs with, preferred first: the candidate loaded as a library
-// too, else the program's own engine (runner/strategies/catalog.h says why). Empty for a name
-// that is not a baseline's.
-std::vector<std::string> partners_of(const std::string& strategy) {
-  const std::string suffix = "@base";
-  if (strategy.size() <= suffix.size() || !strategy.ends_with(suffix)) return {};
-  const std::string variant = strategy.substr(0, strategy.size() - suffix.size());
-  return {variant + "@cand", variant};
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  if (n == 0) return 0.0;
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 double resolve_threshold(const CompareOptions& options, std::vector<std::string>& notes) {
   const auto given = options.metric_thresholds.find(Metric::kWall);
@@ -59,7 +43,7 @@ void collect_pairs(const ReportFile& report, int64_t report_index, std::map<Case
     }
   }
   for (const auto& [key, base] : by_key) {
-    const std::vector<std::string> partners = partners_of(key.strategy);
+    const std::vector<std::string> partners = ab_partners(key.strategy);
     if (partners.empty()) continue;
     CaseKey cand_key = key;
     auto partner = by_key.end();
@@ -99,6 +83,13 @@ void collect_pairs(const ReportFile& report, int64_t report_index, std::map<Case
 }
 
 }  // namespace
+
+std::vector<std::string> ab_partners(std::string_view baseline_strategy) {
+  constexpr std::string_view kBaseline = "@base";
+  if (baseline_strategy.size() <= kBaseline.size() || !baseline_strategy.ends_with(kBaseline)) return {};
+  const std::string variant(baseline_strategy.substr(0, baseline_strategy.size() - kBaseline.size()));
+  return {variant + "@cand", variant};
+}
 
 Comparison compare_in_process(const std::vector<ReportFile>& reports, const CompareOptions& options) {
   Comparison out;

@@ -249,9 +249,9 @@ Options add_run_options(CLI::App& app, RunOptions& run, RawValues& raw) {
                             ->type_name("on|off")
                             ->group(engine);
   app.add_option("--engine-lib", raw.engine_libraries,
-                 "Load another build of the engine (src/engine_plugin/standalone builds one) as LABEL: the "
-                 "strategies VARIANT@LABEL (engine@base) copy with it, measured sample by sample against this "
-                 "build's (repeatable)")
+                 "Load a build of the engine (src/engine_plugin/standalone builds one) as LABEL: the strategies "
+                 "VARIANT@LABEL copy with it. VARIANT@base (the baseline) is measured sample by sample against "
+                 "VARIANT@cand, or VARIANT without a `cand` build (repeatable)")
       ->type_name("LABEL=PATH")
       ->group(engine);
   add_round_options(app, run, raw, o);

@@ -8,8 +8,8 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareArguments& arguments) {
       "Compare two reports (or folders of reports) case by case: SAME, FASTER, SLOWER or UNSURE per metric "
       "(the wall time's median, and the speedup over `to`). Reports of one A/B job (--ab-label) are paired by "
       "round; others are compared by the ratio of their medians. Given one report (or folder) only, compare "
-      "the two engine builds it measured sample by sample: VARIANT@LABEL (the baseline, --engine-lib) against "
-      "VARIANT, paired by round (default threshold 2 %). Exit 0: nothing matched --fail-on; 1: a case did; 2: "
+      "the two engine builds it measured sample by sample: VARIANT@base (the baseline) against VARIANT@cand "
+      "(or VARIANT), paired by round (default threshold 2 %). Exit 0: nothing matched --fail-on; 1: a case did; 2: "
       "bad input (unreadable, another schema version, other GPU models, nothing matched).");
   compare->add_option("baseline", arguments.options.baseline, "Baseline report, or a folder of them")
       ->type_name("PATH")

@@ -1,5 +1,6 @@
 #include "runner/measure/bench_runner.h"
 
+#include "compare/in_process.h"
 #include "runner/measure/interrupt.h"
 #include "runner/measure/device_threads.h"
 #include "runner/measure/paired_round.h"
@@ -47,8 +48,8 @@ struct Unit {
   CaseGroup* b = nullptr;  // the pair's baseline (VARIANT@base); null for a group alone
 };
 
-// `engine@base` pairs with `engine@cand`, else with `engine` (catalog.h, ab_partners); every
-// other group runs alone.
+// `engine@base` pairs with `engine@cand`, else with `engine` (compare/in_process.h,
+// ab_partners); every other group runs alone.
 std::vector<Unit> units_of(const Block& block) {
   std::vector<Unit> units;
   std::vector<bool> paired(block.groups.size(), false);
@@ -59,7 +60,7 @@ std::vector<Unit> units_of(const Block& block) {
     return block.groups.size();
   };
   for (size_t i = 0; i < block.groups.size(); ++i) {
-    for (const std::string& partner : ab_partners(block.groups[i]->strategy)) {
+    for (const std::string& partner : compare::ab_partners(block.groups[i]->strategy)) {
       const size_t j = index_of(partner);
       if (j == block.groups.size()) continue;
       paired[i] = paired[j] = true;
@@ -106,26 +107,14 @@ void prepare_phases(CaseGroup& group, DeviceThreads& threads, const CaseSettings
   });
 }
 
-void measure_round(CaseGroup& group, DeviceThreads& threads, const CaseSettings& settings, int process,
-                   Progress& progress) {
-  MeasureGroup sync(static_cast<int>(group.members.size()));
-  threads.run([&](size_t i) {
-    CaseRunner* member = group.members[i].get();
-    if (member == nullptr || !member->ok()) {
-      sync.withdraw();
-      return;
-    }
-    const nvtx3::scoped_range_in<mtc::nvtx::domain> range{nvtx3::message{group.label.c_str()}};
-    member->measure_round(settings, sync, process, i == 0 ? &progress : nullptr);
-  });
-}
-
-void measure_pair_round(const Unit& unit, DeviceThreads& threads, const CaseSettings& settings, int process,
-                        Progress& progress, uint64_t round, uint64_t salt) {
+// One round of a unit on every GPU thread: a group's member alone, or the pair's two members
+// sampled alternately; a side that cannot run leaves the other to measure alone.
+void measure_round(const Unit& unit, DeviceThreads& threads, const CaseSettings& settings, int process,
+                   Progress& progress, uint64_t round, uint64_t salt) {
   MeasureGroup sync(static_cast<int>(unit.a->members.size()));
   threads.run([&](size_t i) {
     CaseRunner* a = unit.a->members[i].get();
-    CaseRunner* b = unit.b->members[i].get();
+    CaseRunner* b = unit.b != nullptr ? unit.b->members[i].get() : nullptr;
     const bool a_runs = a != nullptr && a->ok();
     const bool b_runs = b != nullptr && b->ok();
     Progress* shown = i == 0 ? &progress : nullptr;
@@ -171,15 +160,10 @@ void measure_block(Block& block, const CaseSettings& settings, int process, Prog
     const std::vector<size_t> order = round_order(units.size(), settings.order_seed, round, salt);
     for (size_t index : order) {
       const Unit& unit = units[index];
-      if (unit.b == nullptr) {
-        if (!unit.a->runnable()) continue;
-        progress.begin_case(fmt::format("{} round {} {}", what, round + 1, unit.a->label));
-        measure_round(*unit.a, *block.threads, settings, process, progress);
-      } else {
-        if (!unit.a->runnable() && !unit.b->runnable()) continue;
-        progress.begin_case(fmt::format("{} round {} {} with {}", what, round + 1, unit.a->label, unit.b->strategy));
-        measure_pair_round(unit, *block.threads, settings, process, progress, static_cast<uint64_t>(round), salt);
-      }
+      if (!unit.a->runnable() && (unit.b == nullptr || !unit.b->runnable())) continue;
+      progress.begin_case(fmt::format("{} round {} {}{}", what, round + 1, unit.a->label,
+                                      unit.b != nullptr ? " with " + unit.b->strategy : ""));
+      measure_round(unit, *block.threads, settings, process, progress, static_cast<uint64_t>(round), salt);
       progress.end_case();
     }
     if (interrupted()) break;  // a started round completes, so every case has samples; no new one

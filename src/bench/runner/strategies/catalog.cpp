@@ -54,12 +54,6 @@ std::optional<LoadedVariant> split_loaded_variant(std::string_view name) {
   return LoadedVariant{variant, label};
 }
 
-std::vector<std::string> ab_partners(std::string_view baseline_name) {
-  const auto loaded = split_loaded_variant(baseline_name);
-  if (!loaded || loaded->label != kBaselineEngineLabel) return {};
-  return {std::string(loaded->variant) + "@" + std::string(kCandidateEngineLabel), std::string(loaded->variant)};
-}
-
 const StrategyInfo* find_strategy(std::string_view name) {
   if (const auto loaded = split_loaded_variant(name)) name = loaded->variant;
   for (const StrategyInfo& info : catalog()) {

@@ -34,15 +34,6 @@ struct LoadedVariant {
 };
 std::optional<LoadedVariant> split_loaded_variant(std::string_view name);
 
-// An in-process A/B pairs `VARIANT@base` (the baseline build) with `VARIANT@cand` when a
-// candidate build is loaded too, else with `VARIANT`, this program's own engine. Loading both
-// sides as libraries makes the two differ in nothing but their code: a linked engine and a
-// loaded one differ in how they are linked (thread-local storage, for one), which showed as
-// ~2 % between identical builds on an H100 host (results/NOTES.md).
-inline constexpr std::string_view kBaselineEngineLabel = "base";
-inline constexpr std::string_view kCandidateEngineLabel = "cand";
-// The two names `VARIANT@base` may pair with, preferred first.
-std::vector<std::string> ab_partners(std::string_view baseline_name);
 
 inline constexpr std::string_view kBaselineStrategy = "to";
 
