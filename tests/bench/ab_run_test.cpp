@@ -89,10 +89,13 @@ TEST_F(AbRun, BothSidesLoadedPairTheCandidateWithTheBaseline) {
   std::ofstream(path("cand.so"), std::ios::binary) << in.rdbuf();
   const Ran r = run_ab({"--strategy", "engine,engine@cand,engine@base", "--engine-lib",
                         std::string("base=") + MTC_TEST_ENGINE_PLUGIN, "--engine-lib", "cand=" + path("cand.so"),
-                        "--json", path("r.json")});
+                        "--round-cpus", "1", "--json", path("r.json")});
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const nlohmann::json doc = nlohmann::json::parse(std::ifstream(path("r.json")));
   EXPECT_EQ(doc["runs"][0]["settings"]["strategies"], nlohmann::json({"engine", "engine@cand", "engine@base"}));
+  // Every round on one CPU drawn for it: the run says so, and confining did not fail.
+  EXPECT_EQ(doc["runs"][0]["settings"]["round_cpus"], 1);
+  EXPECT_EQ(doc.dump().find("--round-cpus 1:"), std::string::npos) << doc.dump();
   const Ran c = run({"compare", path("r.json"), "--fail-on", "none", "--json", path("c.json")});
   ASSERT_EQ(c.code, 0) << c.err << c.out;
   const nlohmann::json cmp = nlohmann::json::parse(std::ifstream(path("c.json")));

@@ -36,6 +36,36 @@ TEST(RoundOrder, HandlesTinyCounts) {
   EXPECT_EQ(round_order(1, 1, 1, 1), std::vector<size_t>{0});
 }
 
+TEST(RoundCpus, DrawsDistinctAllowedCpus) {
+  const std::vector<int> allowed{0, 1, 2, 3, 8, 9, 10, 11, 30};
+  std::set<int> ever;
+  for (uint64_t round = 0; round < 200; ++round) {
+    const std::vector<int> cpus = round_cpus(allowed, 2, 7, round, 5);
+    ASSERT_EQ(cpus.size(), 2u);
+    EXPECT_NE(cpus[0], cpus[1]);
+    for (int c : cpus) {
+      EXPECT_TRUE(std::find(allowed.begin(), allowed.end(), c) != allowed.end()) << c;
+      ever.insert(c);
+    }
+  }
+  EXPECT_EQ(ever.size(), allowed.size());  // every CPU's luck is drawn sometimes
+}
+
+TEST(RoundCpus, IsReproducibleAndMovesBetweenRounds) {
+  const std::vector<int> allowed{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
+  EXPECT_EQ(round_cpus(allowed, 2, 42, 3, 1), round_cpus(allowed, 2, 42, 3, 1));
+  std::set<std::vector<int>> seen;
+  for (uint64_t round = 0; round < 20; ++round) seen.insert(round_cpus(allowed, 2, 42, round, 1));
+  EXPECT_GE(seen.size(), 15u);  // 240 ordered pairs: repeats are rare
+}
+
+TEST(RoundCpus, TakesAllWhenAskedForAsManyOrMore) {
+  const std::vector<int> allowed{4, 5, 6};
+  EXPECT_EQ(round_cpus(allowed, 3, 1, 1, 1), allowed);
+  EXPECT_EQ(round_cpus(allowed, 8, 1, 1, 1), allowed);
+  EXPECT_TRUE(round_cpus({}, 2, 1, 1, 1).empty());
+}
+
 std::vector<bool> coins(PairOrder order, size_t count) {
   std::vector<bool> out;
   for (size_t i = 0; i < count; ++i) out.push_back(order.a_first());

@@ -152,6 +152,12 @@ void add_round_options(CLI::App& app, RunOptions& run, RawValues& raw, Options& 
   app.add_option("--pin-cpu", run.pin_cpu, "Bind the process to CPUs: auto (the first GPU's local CPUs) or a list such as 0-7,16")
       ->type_name("auto|LIST")
       ->group(rounds);
+  app.add_option("--round-cpus", run.round_cpus,
+                 "Run each round of each case on N CPUs drawn anew per round from the seed, every thread "
+                 "of the process confined to them: both builds of an A/B pair then share the CPUs' "
+                 "speed (0: off, the default)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}))
+      ->group(rounds);
   o.ab_label = app.add_option("--ab-label", raw.ab_label, "Label the report as one side of an A/B job, for `compare`")
                    ->type_name("JOB:SIDE:ROUND")
                    ->group(rounds);

@@ -42,6 +42,7 @@ struct RunOptions {
   std::optional<int64_t> processes;  // fresh processes whose rounds are merged
   std::optional<AbLabel> ab_label;
   std::string pin_cpu;     // "", "auto" (the GPU's local CPUs) or a CPU list "0-7,16"
+  int64_t round_cpus = 0;  // > 0: each round confined to this many CPUs drawn per round
   int64_t child_index = -1;  // internal: this process is child I of --processes N ...
   int64_t child_count = 0;   // ... and N
   bool raw_samples = false;

@@ -98,6 +98,7 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
                                  s.stopping.min_rounds));
   }
   s.order_seed = config.seed;
+  s.round_cpus = options.round_cpus;
   if (options.profile) s.fixed_samples = options.profile_samples;
   plan.process_index = static_cast<int>(std::max<int64_t>(options.child_index, 0));
   // Several processes by default (see commands/processes.h); one for --quick and --profile,
@@ -141,6 +142,7 @@ nlohmann::json plan_to_json(const RunPlan& plan) {
        "the larger of: within, 1.2533 * 1.4826 * MAD / sqrt(n) / median over all samples; between, the "
        "standard error of the mean log round median (and of the process means with several processes)"},
       {"order_seed", s.order_seed},
+      {"round_cpus", s.round_cpus},
       {"engine_libraries", plan.engine_libraries},
       {"quick", plan.quick},
       {"processes", plan.processes},

@@ -4,6 +4,7 @@
 #include "runner/measure/interrupt.h"
 #include "runner/measure/device_threads.h"
 #include "runner/measure/paired_round.h"
+#include "runner/measure/round_confinement.h"
 #include "runner/measure/round_order.h"
 #include "runner/strategies/catalog.h"
 #include "runner/strategies/engine.h"
@@ -148,7 +149,7 @@ StopReason block_verdict(const Block& block, const StoppingParams& params) {
 }
 
 void measure_block(Block& block, const CaseSettings& settings, int process, Progress& progress, HostCanary& canary,
-                   std::vector<CanaryRecord>& readings) {
+                   RoundConfinement& confinement, std::vector<CanaryRecord>& readings, std::vector<std::string>& notes) {
   const uint64_t salt = static_cast<uint64_t>(block.direction) * 16 + static_cast<uint64_t>(block.pattern);
   const std::string what = fmt::format("{} {}", to_string(block.direction), to_string(block.pattern));
   StopReason verdict = StopReason::kNone;
@@ -163,6 +164,8 @@ void measure_block(Block& block, const CaseSettings& settings, int process, Prog
       if (!unit.a->runnable() && (unit.b == nullptr || !unit.b->runnable())) continue;
       progress.begin_case(fmt::format("{} round {} {}{}", what, round + 1, unit.a->label,
                                       unit.b != nullptr ? " with " + unit.b->strategy : ""));
+      const std::string refused = confinement.confine(settings.order_seed, static_cast<uint64_t>(round), salt * 64 + index);
+      if (!refused.empty()) notes.push_back(refused);
       measure_round(unit, *block.threads, settings, process, progress, static_cast<uint64_t>(round), salt);
       progress.end_case();
     }
@@ -241,6 +244,7 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
   size_t case_number = 0;
   // The host's probe of every round, on the first GPU (env/host_canary.h).
   HostCanary canary(cuda ? gpu_threads.front() : -1);
+  RoundConfinement confinement(settings.round_cpus);
   // With --profile every block is measured only after all are prepared; kept in table order.
   std::vector<std::unique_ptr<Block>> deferred;
 
@@ -297,7 +301,7 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
         deferred.push_back(std::move(block));
         continue;
       }
-      measure_block(*block, settings, plan.process_index, progress, canary, outcome.canary);
+      measure_block(*block, settings, plan.process_index, progress, canary, confinement, outcome.canary, outcome.notes);
       collect(*block, settings, size, outcome.entries);
     }
   }
@@ -306,7 +310,9 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
     // Only the fixed-count samples go between Start and Stop, so
     // `nsys profile --capture-range=cudaProfilerApi` records them and nothing of the set-up.
     if (cuda) cudaProfilerStart();
-    for (auto& block : deferred) measure_block(*block, settings, plan.process_index, progress, canary, outcome.canary);
+    for (auto& block : deferred) {
+      measure_block(*block, settings, plan.process_index, progress, canary, confinement, outcome.canary, outcome.notes);
+    }
     if (cuda) cudaProfilerStop();
     for (auto& block : deferred) collect(*block, settings, size, outcome.entries);
   }

@@ -19,6 +19,7 @@ struct CaseSettings {
   bool raw_samples = false;
   int64_t fixed_samples = 0;  // > 0: exactly this many samples in one round (--profile)
   uint64_t order_seed = 0;    // shuffles the strategies of each round
+  int64_t round_cpus = 0;     // > 0: every round runs on this many CPUs drawn from the seed
   double interval_level = 0.95;
 };
 

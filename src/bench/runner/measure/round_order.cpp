@@ -34,6 +34,20 @@ std::vector<size_t> round_order(size_t count, uint64_t seed, uint64_t round, uin
   return order;
 }
 
+std::vector<int> round_cpus(const std::vector<int>& allowed, size_t count, uint64_t seed, uint64_t round,
+                            uint64_t salt) {
+  std::vector<int> cpus = allowed;
+  if (count >= cpus.size()) return cpus;
+  uint64_t state = mixed_state(seed, round, salt ^ 0x4350555300000000ULL);
+  // The first `count` steps of a Fisher-Yates shuffle: a uniform draw without repeats.
+  for (size_t i = 0; i < count; ++i) {
+    const size_t j = i + static_cast<size_t>(splitmix64(state) % (cpus.size() - i));
+    std::swap(cpus[i], cpus[j]);
+  }
+  cpus.resize(count);
+  return cpus;
+}
+
 // A salt of its own, so the coin stream differs from the shuffle of the same round.
 PairOrder::PairOrder(uint64_t seed, uint64_t round, uint64_t salt)
     : state_(mixed_state(seed, round, salt ^ 0x5041495245440000ULL)) {}

@@ -1,0 +1,27 @@
+#include "runner/measure/round_confinement.h"
+
+#include "runner/env/host_state.h"
+#include "runner/measure/round_order.h"
+
+#include <fmt/format.h>
+
+namespace mtc::bench {
+
+RoundConfinement::RoundConfinement(int64_t count)
+    : count_(count), allowed_(count > 0 ? process_affinity() : std::vector<int>{}) {}
+
+RoundConfinement::~RoundConfinement() {
+  if (!current_.empty()) pin_process_to(allowed_);
+}
+
+std::string RoundConfinement::confine(uint64_t seed, uint64_t round, uint64_t salt) {
+  if (count_ <= 0 || allowed_.empty()) return {};
+  std::vector<int> cpus = round_cpus(allowed_, static_cast<size_t>(count_), seed, round, salt);
+  const std::string error = pin_process_to(cpus);
+  current_ = std::move(cpus);
+  if (error.empty() || failed_) return {};
+  failed_ = true;
+  return fmt::format("--round-cpus {}: {}; rounds ran where the threads were", count_, error);
+}
+
+}  // namespace mtc::bench
