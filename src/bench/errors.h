@@ -6,7 +6,7 @@
 
 namespace mtc::bench {
 
-// Documented in the README; scripts and CI rely on these values.
+// Documented in docs/cli.md; scripts and CI rely on these values.
 enum class ExitCode : int {
   kOk = 0,
   kRegression = 1,    // `compare` found a regression

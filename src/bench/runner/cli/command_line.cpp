@@ -206,11 +206,11 @@ Options add_run_options(CLI::App& app, RunOptions& run, RawValues& raw) {
   o.min_samples = app.add_option("--min-samples", raw.min_samples, "Minimum samples per case (default 10)")
                       ->check(CLI::PositiveNumber)
                       ->group(measurement);
-  o.min_time = app.add_option("--min-time", raw.min_time_s, "Minimum accumulated sample time, seconds (default 0.5)")
+  o.min_time = app.add_option("--min-time", raw.min_time_s, "Minimum accumulated sample time, seconds (default 0.25)")
                    ->check(CLI::NonNegativeNumber)
                    ->group(measurement);
   o.noise_target = app.add_option("--noise-target", raw.noise_target,
-                                  "Stop once the median's relative noise is under this (0.005 or 0.5%)")
+                                  "Stop once the median's relative noise is under this (0.01 or 1%, the default)")
                        ->type_name("X")
                        ->group(measurement);
   o.timeout = app.add_option("--timeout", raw.timeout_s, "Stop a case after this many seconds (default 15)")

@@ -1,5 +1,6 @@
 // The report's data model: what one invocation measured, independent of how it is shown.
-// Pure (no ATen); reporters (console, JSON, markdown) render it, `compare` will read the JSON.
+// Pure (no ATen); reporters (console, JSON, markdown) render it, `compare` reads the JSON back
+// (compare/report_reader.h).
 #pragma once
 
 #include "runner/stats/rounds.h"

@@ -23,7 +23,7 @@ class ConsoleReporter final : public Reporter {
   void write_run(const RunSection& run, std::ostream& out) const;
 };
 
-// The machine-readable report documented in README and results/report.schema.json.
+// The machine-readable report documented in docs/report.md and results/report.schema.json.
 class JsonReporter final : public Reporter {
  public:
   void write(const Report& report, std::ostream& out) const override;
