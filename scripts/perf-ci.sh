@@ -36,6 +36,9 @@
 #   MTC_PERF_ROUND_TIME in-process: seconds of samples per case and round (default 0.1)
 #   MTC_PERF_PROCESSES  in-process: processes per case, pooled by compare (default 12; 2 in smoke
 #                       mode)
+#   MTC_PERF_ROUND_CPUS in-process: mtc-bench --round-cpus, the CPUs every round is confined to,
+#                       drawn per round, so both builds' threads share their speed (default 4;
+#                       0 turns it off)
 #   MTC_PERF_OUT        output folder (default .perf-ci/out)
 #   MTC_PERF_WORK       worktrees and build folders (default .perf-ci)
 #   MTC_PERF_JOB        the job's name (default perf-<UTC time>-<pid>)
@@ -64,12 +67,14 @@ default_rounds=$([[ "$mode" == in-process ]] && echo 4 || echo 6)
 rounds="${MTC_PERF_ROUNDS:-$([[ "$smoke" == 1 ]] && echo 3 || echo "$default_rounds")}"
 round_time="${MTC_PERF_ROUND_TIME:-0.1}"
 processes="${MTC_PERF_PROCESSES:-$([[ "$smoke" == 1 ]] && echo 2 || echo 12)}"
+round_cpus="${MTC_PERF_ROUND_CPUS:-4}"
 work="$(mkdir -p "${MTC_PERF_WORK:-.perf-ci}" && cd "${MTC_PERF_WORK:-.perf-ci}" && pwd)"
 out="${MTC_PERF_OUT:-$work/out}"
 job="${MTC_PERF_JOB:-perf-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
 fail_on="${MTC_PERF_FAIL_ON:-slower}"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ci: MTC_PERF_ROUNDS must be a positive integer" >&2; exit 2; }
 [[ "$processes" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ci: MTC_PERF_PROCESSES must be a positive integer" >&2; exit 2; }
+[[ "$round_cpus" =~ ^[0-9]+$ ]] || { echo "perf-ci: MTC_PERF_ROUND_CPUS must be a non-negative integer" >&2; exit 2; }
 
 # The shipped CI cases (configs/ci/cases): one mtc-bench run per line, per round and side.
 cases_file="$repo/configs/ci/$([[ "$smoke" == 1 ]] && echo smoke-cases || echo cases)"
@@ -178,7 +183,7 @@ if [[ "$mode" == in-process ]]; then
       # shellcheck disable=SC2086
       "$cand_bin" --config "$cand_src/configs/${args[0]}" "${options[@]}" --strategy engine@cand,engine@base \
         "${libraries[@]}" --processes 1 --min-rounds "$rounds" --max-rounds "$rounds" \
-        --round-time "$round_time" --quiet --json "$report" ${MTC_PERF_BENCH_ARGS:-} \
+        --round-time "$round_time" --round-cpus "$round_cpus" --quiet --json "$report" ${MTC_PERF_BENCH_ARGS:-} \
         > "$out/in-process/case$i-run$p.log" 2>&1 ||
         { log "run failed (case $i, run $p):"; tail -20 "$out/in-process/case$i-run$p.log" >&2; exit 3; }
       log "case $((i + 1))/${#ci_cases[@]}, run $((p + 1))/$processes done ($(( $(date +%s) - start )) s)"

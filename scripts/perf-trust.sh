@@ -60,7 +60,15 @@ for key, counts in per_case.items():
                  + f" | {(median - 1) * 100:+.1f} % |")
 flagged = sum(1 for d in docs if d["counts"]["SLOWER"] > 0)
 false_fast = sum(1 for d in docs if d["counts"]["FASTER"] > 0)
-lines += ["", f"jobs with a SLOWER case: {flagged} of {len(docs)}; with a FASTER case: {false_fast} of {len(docs)}"]
+
+
+# SAME at a wider threshold t: the whole interval within [1/(1+t), 1+t], as compare judges it.
+def same_at(doc, t):
+    return all(c["high"] is not None and c["low"] >= 1 / (1 + t) and c["high"] <= 1 + t for c in doc["cases"])
+
+
+lines += ["", f"jobs with a SLOWER case: {flagged} of {len(docs)}; with a FASTER case: {false_fast} of {len(docs)}; "
+          f"every case SAME at 3 %: {sum(same_at(d, 0.03) for d in docs)} of {len(docs)}"]
 (out / "trust.md").write_text("\n".join(lines) + "\n")
 (out / "trust.json").write_text(json.dumps(docs, indent=1) + "\n")
 print("\n".join(lines))

@@ -96,6 +96,16 @@ TEST_F(AbRun, BothSidesLoadedPairTheCandidateWithTheBaseline) {
   // Every round on one CPU drawn for it: the run says so, and confining did not fail.
   EXPECT_EQ(doc["runs"][0]["settings"]["round_cpus"], 1);
   EXPECT_EQ(doc.dump().find("--round-cpus 1:"), std::string::npos) << doc.dump();
+  // The candidate carries one per-step figure per round against the baseline; nothing else does.
+  for (const std::string pattern : {"hot", "step"}) {
+    const auto& cand = entry(doc["runs"][0]["results"], "engine@cand", pattern);
+    ASSERT_TRUE(cand.contains("paired_steps")) << cand.dump();
+    EXPECT_EQ(cand["paired_steps"]["baseline"], "engine@base");
+    ASSERT_EQ(cand["paired_steps"]["median_log_ratio"].size(), 3u);
+    for (const auto& ratio : cand["paired_steps"]["median_log_ratio"]) EXPECT_TRUE(ratio.is_number()) << ratio;
+    EXPECT_FALSE(entry(doc["runs"][0]["results"], "engine@base", pattern).contains("paired_steps"));
+    EXPECT_FALSE(entry(doc["runs"][0]["results"], "engine", pattern).contains("paired_steps"));
+  }
   const Ran c = run({"compare", path("r.json"), "--fail-on", "none", "--json", path("c.json")});
   ASSERT_EQ(c.code, 0) << c.err << c.out;
   const nlohmann::json cmp = nlohmann::json::parse(std::ifstream(path("c.json")));

@@ -69,6 +69,25 @@ TEST(Processes, MergingPoolsTheRoundsAndLabelsTheirProcess) {
   EXPECT_EQ(merged.runs[0].settings["processes"], 2);
 }
 
+TEST(Processes, MergingKeepsThePairedStepsAlignedWithTheRounds) {
+  std::vector<json> reports{child_report({{10, 10}, {11, 11}}, {{1, 1}, {1.1, 1.1}}),
+                            child_report({{20, 20}, {21, 21}}, {{2, 2}, {2.1, 2.1}})};
+  reports[0]["runs"][0]["results"][1]["paired_steps"] = {{"baseline", "engine@base"}, {"median_log_ratio", {0.01, nullptr}}};
+  reports[1]["runs"][0]["results"][1]["paired_steps"] = {{"baseline", "engine@base"}, {"median_log_ratio", {0.02, 0.03}}};
+  const Report merged = merge_process_reports(reports, false);
+  const Entry& engine = merged.runs[0].entries[1];
+  ASSERT_TRUE(engine.paired_steps);
+  EXPECT_EQ(engine.paired_steps->baseline, "engine@base");
+  EXPECT_EQ(engine.paired_steps->median_log_ratio,
+            (std::vector<std::optional<double>>{0.01, std::nullopt, 0.02, 0.03}));
+  EXPECT_FALSE(merged.runs[0].entries[0].paired_steps);
+  // A process without them (or against another baseline): none, rather than misaligned ones.
+  reports[1]["runs"][0]["results"][1]["paired_steps"]["baseline"] = "engine@old";
+  EXPECT_FALSE(merge_process_reports(reports, false).runs[0].entries[1].paired_steps);
+  reports[1]["runs"][0]["results"][1].erase("paired_steps");
+  EXPECT_FALSE(merge_process_reports(reports, false).runs[0].entries[1].paired_steps);
+}
+
 TEST(Processes, AFailureInOneProcessFailsTheCase) {
   std::vector<json> reports{child_report({{1}}, {{1}}), child_report({{1}}, {{1}})};
   reports[1]["runs"][0]["results"][1]["status"] = "failed";

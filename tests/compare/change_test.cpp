@@ -43,6 +43,22 @@ TEST(PairedChange, OneRoundHasNoInterval) {
   EXPECT_TRUE(std::isinf(c.high));
 }
 
+TEST(ClusteredChange, FromLogRatiosIsTheSameAsFromTheirTimes) {
+  const std::vector<double> base{1.00, 1.18, 0.91, 1.10, 0.95, 1.25};
+  const std::vector<double> cand{1.12, 1.29, 1.00, 1.23, 1.03, 1.41};
+  const std::vector<int64_t> process{0, 0, 1, 1, 2, 2};
+  std::vector<double> logs;
+  for (size_t i = 0; i < base.size(); ++i) logs.push_back(std::log(cand[i] / base[i]));
+  const ClusteredChange a = clustered_paired_change(base, cand, process, 0.95);
+  const ClusteredChange b = clustered_log_change(logs, process, 0.95);
+  EXPECT_EQ(b.processes, 3);
+  EXPECT_EQ(b.change.rounds, 6);
+  EXPECT_NEAR(a.change.ratio, b.change.ratio, 1e-12);
+  EXPECT_NEAR(a.change.low, b.change.low, 1e-12);
+  EXPECT_NEAR(a.change.high, b.change.high, 1e-12);
+  EXPECT_THROW(clustered_log_change(logs, std::vector<int64_t>{0, 1}, 0.95), std::invalid_argument);
+}
+
 TEST(UnpairedChange, HalfWidthsAddInQuadratureInLogSpace) {
   // Baseline 100 in [100/1.03, 100*1.04]; candidate 110 in [110/1.05, 110*1.02].
   const Estimate b{100.0, 100.0 / 1.03, 100.0 * 1.04, 0.95, 6};

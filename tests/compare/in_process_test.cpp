@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -97,6 +98,48 @@ TEST(InProcess, PoolsTheRoundsOfSeveralReports) {
   EXPECT_NEAR(c.cases[0].change.ratio, 1.05, 1e-9);
 }
 
+// Per-step figures, where a report has them, decide each round's ratio: the two round medians
+// may disagree with them (a round whose host switched state mid-round), and are only shown.
+CaseRecord with_steps(CaseRecord c, const std::string& baseline, std::vector<std::optional<double>> logs) {
+  c.paired_baseline = baseline;
+  c.paired_log_ratios = std::move(logs);
+  return c;
+}
+
+TEST(InProcess, PerStepRatiosWinOverTheRoundMedians) {
+  const std::vector<double> base(kHost.begin(), kHost.begin() + 4);
+  const std::vector<std::optional<double>> flat{0.001, -0.001, 0.0005, -0.0005};
+  const Comparison c = compare_in_process(
+      {report({with_steps(record("engine@cand", "hot", scaled(base, 1.10)), "engine@base", flat),
+               record("engine@base", "hot", base)})},
+      {});
+  ASSERT_EQ(c.cases.size(), 1u);
+  EXPECT_NEAR(c.cases[0].change.ratio, 1.0, 1e-9);
+  EXPECT_EQ(c.cases[0].verdict, Verdict::kSame);
+  EXPECT_NEAR(c.cases[0].candidate / c.cases[0].baseline, 1.10, 1e-9);  // the medians, as shown
+  EXPECT_EQ(c.cases[0].note.find("round medians"), std::string::npos) << c.cases[0].note;
+  EXPECT_NE(c.notes.at(0).find("per-step log ratios"), std::string::npos) << c.notes.at(0);
+}
+
+TEST(InProcess, RoundsWithoutStepsFallBackToTheirMediansAndSaySo) {
+  const std::vector<double> base(kHost.begin(), kHost.begin() + 4);
+  const std::vector<std::optional<double>> partial{std::log(1.10), std::nullopt, std::log(1.10), std::log(1.10)};
+  const Comparison c = compare_in_process(
+      {report({with_steps(record("engine@cand", "hot", scaled(base, 1.10)), "engine@base", partial),
+               record("engine@base", "hot", base)})},
+      {});
+  EXPECT_NEAR(c.cases.at(0).change.ratio, 1.10, 1e-9);
+  EXPECT_NE(c.cases[0].note.find("; 1 of 4 round(s) from the round medians (no per-step figures)"), std::string::npos)
+      << c.cases[0].note;
+  // Figures sampled against another baseline are not this pair's: the medians decide.
+  const Comparison other = compare_in_process(
+      {report({with_steps(record("engine@cand", "hot", scaled(base, 1.10)), "engine@old",
+                          {0.0, 0.0, 0.0, 0.0}),
+               record("engine@base", "hot", base)})},
+      {});
+  EXPECT_NEAR(other.cases.at(0).change.ratio, 1.10, 1e-9);
+}
+
 TEST(InProcess, FewRoundsAreUnsure) {
   const std::vector<double> two(kHost.begin(), kHost.begin() + 2);
   const Comparison c =
@@ -141,13 +184,14 @@ TEST(InProcess, GivenThresholdWins) {
 // speed is bimodal (fast, or 35 % slower) and may switch within a round, as the GPU host's CPUs
 // do; each sample has log-normal noise and an occasional 3x outlier. The candidate's true ratio
 // to the baseline is `truth`.
-Comparison simulated_job(std::mt19937_64& rng, double truth, int rounds, int samples) {
+Comparison simulated_job(std::mt19937_64& rng, double truth, int rounds, int samples, bool steps = false) {
   std::bernoulli_distribution slow_state(0.5);
   std::bernoulli_distribution outlier(0.03);
   std::uniform_int_distribution<int> switch_at(0, 2 * samples);
   std::normal_distribution<double> noise(0.0, 0.12);
   std::vector<double> base;
   std::vector<double> cand;
+  std::vector<std::optional<double>> step_logs;
   for (int r = 0; r < rounds; ++r) {
     const bool starts_slow = slow_state(rng);
     const int switch_step = switch_at(rng);
@@ -165,18 +209,25 @@ Comparison simulated_job(std::mt19937_64& rng, double truth, int rounds, int sam
     };
     base.push_back(median(a));
     cand.push_back(median(b));
+    std::vector<double> logs;  // the two samples of each step
+    for (size_t k = 0; k < a.size(); ++k) logs.push_back(std::log(b[k] / a[k]));
+    step_logs.emplace_back(median(logs));
   }
-  return compare_in_process({report({record("engine", "hot", cand), record("engine@base", "hot", base)})}, {});
+  CaseRecord candidate = record("engine", "hot", cand);
+  if (steps) candidate = with_steps(candidate, "engine@base", step_logs);
+  return compare_in_process({report({candidate, record("engine@base", "hot", base)})}, {});
 }
 
-TEST(InProcess, IntervalCoversTheTruthInSimulatedJobs) {
+class SimulatedJobs : public testing::TestWithParam<bool> {};
+
+TEST_P(SimulatedJobs, IntervalCoversTheTruth) {
   std::mt19937_64 rng(20261124);
   for (double truth : {1.0, 1.03, 1.10}) {
     int covered = 0;
     int slower = 0;
     constexpr int kJobs = 1000;
     for (int j = 0; j < kJobs; ++j) {
-      const Comparison c = simulated_job(rng, truth, 20, 25);
+      const Comparison c = simulated_job(rng, truth, 20, 25, GetParam());
       const Change& change = c.cases.at(0).change;
       covered += change.low <= truth && truth <= change.high ? 1 : 0;
       slower += c.cases.at(0).verdict == Verdict::kSlower ? 1 : 0;
@@ -191,6 +242,12 @@ TEST(InProcess, IntervalCoversTheTruthInSimulatedJobs) {
     }
   }
 }
+
+// Round medians, and the medians of per-step ratios (paired_steps), from the same samples.
+INSTANTIATE_TEST_SUITE_P(InProcess, SimulatedJobs, testing::Values(false, true),
+                         [](const testing::TestParamInfo<bool>& param) {
+                           return param.param ? "PerStepRatios" : "RoundMedians";
+                         });
 
 // Identical builds whose ratio carries a per-process bias (code layout, thread placement): each
 // process's rounds agree closely, the processes do not. Several processes widen the interval to

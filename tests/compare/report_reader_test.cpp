@@ -84,6 +84,30 @@ TEST(ReportReader, NamesThePlaceOfABadField) {
   EXPECT_NE(error_of(bad_ab).find("/ab/round: missing"), std::string::npos);
 }
 
+TEST(ReportReader, ReadsPairedStepsAndRefusesMisalignedOnes) {
+  TempDir dir;
+  const auto with_steps = [](nlohmann::json steps) {
+    return [steps](auto& d) { d["runs"][0]["results"][1]["paired_steps"] = steps; };
+  };
+  const nlohmann::json six = {0.01, nullptr, -0.02, 0.0, 0.03, 0.01};
+  const ReportFile r = read_report(edited(dir, "a.json", "base.json", with_steps({{"baseline", "engine@base"}, {"median_log_ratio", six}})));
+  EXPECT_EQ(r.cases[1].paired_baseline, "engine@base");
+  ASSERT_EQ(r.cases[1].paired_log_ratios.size(), 6u);
+  EXPECT_FALSE(r.cases[1].paired_log_ratios[1]);
+  EXPECT_DOUBLE_EQ(*r.cases[1].paired_log_ratios[2], -0.02);
+  EXPECT_TRUE(r.cases[0].paired_log_ratios.empty());
+  const std::string short_one = edited(dir, "b.json", "base.json", with_steps({{"baseline", "engine@base"}, {"median_log_ratio", {0.01}}}));
+  EXPECT_NE(error_of(short_one).find("/runs/0/results/1/paired_steps/median_log_ratio: expected an array with one value per round"),
+            std::string::npos)
+      << error_of(short_one);
+  nlohmann::json bad = six;
+  bad[3] = "x";
+  const std::string text = edited(dir, "c.json", "base.json", with_steps({{"baseline", "engine@base"}, {"median_log_ratio", bad}}));
+  EXPECT_NE(error_of(text).find("median_log_ratio/3: expected a finite number or null"), std::string::npos) << error_of(text);
+  const std::string no_base = edited(dir, "d.json", "base.json", with_steps({{"median_log_ratio", six}}));
+  EXPECT_NE(error_of(no_base).find("paired_steps/baseline: missing"), std::string::npos) << error_of(no_base);
+}
+
 TEST(ReportReader, RefusesWhatIsNotAReport) {
   TempDir dir;
   std::ofstream(dir / "broken.json") << "{\"schema_version\": 2,";

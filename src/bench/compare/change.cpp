@@ -9,6 +9,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <vector>
 
 namespace mtc::bench::compare {
 namespace {
@@ -40,20 +41,17 @@ std::string_view to_string(Verdict verdict) {
   return "?";
 }
 
-Change paired_change(std::span<const double> baseline, std::span<const double> candidate, double level) {
-  if (baseline.size() != candidate.size()) throw std::invalid_argument("paired_change: unequal round counts");
-  const size_t n = baseline.size();
+namespace {
+
+// The t-interval of the mean of `logs`, as a ratio.
+Change log_mean_change(std::span<const double> logs, double level) {
+  const size_t n = logs.size();
   Change change;
   change.level = level;
   change.rounds = static_cast<int64_t>(n);
   if (n == 0) return change;
   double sum = 0.0;
-  std::vector<double> logs;
-  logs.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    logs.push_back(std::log(candidate[i] / baseline[i]));
-    sum += logs.back();
-  }
+  for (double x : logs) sum += x;
   const double mean = sum / static_cast<double>(n);
   change.ratio = std::exp(mean);
   if (n < 2) {
@@ -70,14 +68,34 @@ Change paired_change(std::span<const double> baseline, std::span<const double> c
   return change;
 }
 
+std::vector<double> log_ratios(std::span<const double> baseline, std::span<const double> candidate) {
+  std::vector<double> logs;
+  logs.reserve(baseline.size());
+  for (size_t i = 0; i < baseline.size(); ++i) logs.push_back(std::log(candidate[i] / baseline[i]));
+  return logs;
+}
+
+}  // namespace
+
+Change paired_change(std::span<const double> baseline, std::span<const double> candidate, double level) {
+  if (baseline.size() != candidate.size()) throw std::invalid_argument("paired_change: unequal round counts");
+  return log_mean_change(log_ratios(baseline, candidate), level);
+}
+
 ClusteredChange clustered_paired_change(std::span<const double> baseline, std::span<const double> candidate,
                                         std::span<const int64_t> process, double level) {
-  if (process.size() != baseline.size()) throw std::invalid_argument("clustered_paired_change: unequal lengths");
-  ClusteredChange out{paired_change(baseline, candidate, level), 0};
+  if (baseline.size() != candidate.size()) throw std::invalid_argument("clustered_paired_change: unequal lengths");
+  return clustered_log_change(log_ratios(baseline, candidate), process, level);
+}
+
+ClusteredChange clustered_log_change(std::span<const double> log_ratios, std::span<const int64_t> process,
+                                     double level) {
+  if (process.size() != log_ratios.size()) throw std::invalid_argument("clustered_log_change: unequal lengths");
+  ClusteredChange out{log_mean_change(log_ratios, level), 0};
   std::map<int64_t, std::pair<double, int64_t>> sums;  // process -> (sum of log ratios, rounds)
-  for (size_t i = 0; i < baseline.size(); ++i) {
+  for (size_t i = 0; i < log_ratios.size(); ++i) {
     auto& [sum, n] = sums[process[i]];
-    sum += std::log(candidate[i] / baseline[i]);
+    sum += log_ratios[i];
     ++n;
   }
   out.processes = static_cast<int64_t>(sums.size());

@@ -54,6 +54,10 @@ struct ClusteredChange {
 };
 ClusteredChange clustered_paired_change(std::span<const double> baseline, std::span<const double> candidate,
                                         std::span<const int64_t> process, double level);
+// The same from the per-round log ratios ln(candidate / baseline) themselves, however each
+// round's ratio was estimated (e.g. the median of its per-step ratios: PairedSteps).
+ClusteredChange clustered_log_change(std::span<const double> log_ratios, std::span<const int64_t> process,
+                                     double level);
 
 // Two independent runs: the ratio of their medians. Each run's interval is turned into log
 // half-widths (below: ln(value / low), above: ln(high / value)); the ratio's log interval adds

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 namespace mtc::bench::compare {
@@ -18,6 +19,8 @@ struct PairedRounds {
   std::vector<double> baseline;
   std::vector<double> candidate;
   std::vector<int64_t> process;  // which process measured each round: (report, process) numbered
+  std::vector<double> log_ratios;  // per round: ln(candidate / baseline), from steps where known
+  int64_t from_medians = 0;  // rounds whose ratio came from the two round medians
   int64_t skipped = 0;  // rounds without samples on a side
 };
 
@@ -70,11 +73,20 @@ void collect_pairs(const ReportFile& report, int64_t report_index, std::map<Case
       it->second.key = cand_key;
       it->second.baseline_strategy = key.strategy;
     }
+    // The per-step figures hold only against the baseline they were sampled with.
+    const bool steps = cand.paired_baseline == key.strategy && cand.paired_log_ratios.size() == cand.round_medians.size();
     for (size_t r = 0; r < cand.round_medians.size(); ++r) {
       if (base->round_medians[r] > 0.0 && cand.round_medians[r] > 0.0) {
-        it->second.baseline.push_back(base->round_medians[r]);
-        it->second.candidate.push_back(cand.round_medians[r]);
-        it->second.process.push_back(report_index * 1024 + cand.round_processes[r]);
+        PairedRounds& p = it->second;
+        p.baseline.push_back(base->round_medians[r]);
+        p.candidate.push_back(cand.round_medians[r]);
+        p.process.push_back(report_index * 1024 + cand.round_processes[r]);
+        if (steps && cand.paired_log_ratios[r]) {
+          p.log_ratios.push_back(*cand.paired_log_ratios[r]);
+        } else {
+          p.log_ratios.push_back(std::log(cand.round_medians[r] / base->round_medians[r]));
+          ++p.from_medians;
+        }
       } else {
         ++it->second.skipped;
       }
@@ -98,8 +110,10 @@ Comparison compare_in_process(const std::vector<ReportFile>& reports, const Comp
   out.baseline_reports = static_cast<int64_t>(reports.size());
   out.candidate_reports = static_cast<int64_t>(reports.size());
   out.notes.push_back(fmt::format("in-process: each build's rounds paired with the other's in the same run "
-                                  "(sampled alternately); per-round log ratio of the median wall time, "
-                                  "t-interval at {:g} % over the rounds",
+                                  "(sampled alternately); per round, the median of the per-step log ratios "
+                                  "of the wall time (each step times both builds back to back; the ratio of "
+                                  "the round medians for reports without them), t-interval at {:g} % over "
+                                  "the rounds",
                                   kPairedLevel * 100.0));
   const double threshold = resolve_threshold(options, out.notes);
   out.thresholds[Metric::kWall] = threshold;
@@ -119,7 +133,7 @@ Comparison compare_in_process(const std::vector<ReportFile>& reports, const Comp
     result.metric = Metric::kWall;
     result.baseline = median(p.baseline);
     result.candidate = median(p.candidate);
-    const ClusteredChange clustered = clustered_paired_change(p.baseline, p.candidate, p.process, kPairedLevel);
+    const ClusteredChange clustered = clustered_log_change(p.log_ratios, p.process, kPairedLevel);
     result.change = clustered.change;
     result.threshold = threshold;
     result.verdict = judge(result.change, threshold, Metric::kWall);
@@ -127,6 +141,11 @@ Comparison compare_in_process(const std::vector<ReportFile>& reports, const Comp
       result.note = fmt::format("{} round(s); a verdict needs {}", result.change.rounds, kMinRounds);
     } else if (clustered.processes == 1) {
       result.note = "one process: its own code layout and thread placement are not in the interval";
+    }
+    // Said only of a mix: reports of an older mtc-bench beside newer ones.
+    if (p.from_medians > 0 && p.from_medians < static_cast<int64_t>(p.log_ratios.size())) {
+      result.note += fmt::format("{}{} of {} round(s) from the round medians (no per-step figures)",
+                                 result.note.empty() ? "" : "; ", p.from_medians, p.log_ratios.size());
     }
     if (p.skipped > 0) {
       result.note += fmt::format("{}{} round(s) without samples skipped", result.note.empty() ? "" : "; ", p.skipped);

@@ -3,11 +3,15 @@
 // (the candidate loaded the same way) or, without one, `VARIANT` (the program's own build), in
 // the same run, device, direction and pattern. Their rounds were taken together, so round r of
 // one pairs with round r of the other and the host's state of that moment cancels in their
-// ratio; the change is the geometric mean of the per-round ratios with a Student-t interval over
-// the rounds, widened to the t-interval over the processes when several measured it (change.h,
-// clustered_paired_change): each process draws its own code layout and thread placement. Rounds
-// of several reports (processes) of one case are pooled. Only the wall time is compared: it
-// already is a ratio measured together.
+// ratio. A round's ratio is the median of its per-step log ratios (paired_steps: each step times
+// both builds back to back, so they share the host's moment more closely than the two round
+// medians do; with --round-cpus 4 as well, the intervals of an H100 host's A/A jobs narrowed by
+// a third to a half: results/NOTES.md), or for a report
+// without them the ratio of the two round medians. The change is the geometric mean of the
+// per-round ratios with a Student-t interval over the rounds, widened to the t-interval over the
+// processes when several measured it (change.h, clustered_log_change): each process draws its
+// own code layout and thread placement. Rounds of several reports (processes) of one case are
+// pooled. Only the wall time is compared: it already is a ratio measured together.
 #pragma once
 
 #include "compare/comparison.h"

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 
 namespace mtc::bench::compare {
@@ -125,6 +126,28 @@ void read_rounds(const Reader& r, const json& entry, const std::string& path, Ca
   }
 }
 
+// An A/B pair's per-step figures (optional): one per round, a number or null.
+void read_paired_steps(const Reader& r, const json& entry, const std::string& path, CaseRecord& c) {
+  const auto found = entry.find("paired_steps");
+  if (found == entry.end()) return;
+  const std::string at = path + "/paired_steps";
+  c.paired_baseline = r.string(*found, at, "baseline");
+  const json& ratios = r.field(*found, at, "median_log_ratio");
+  if (!ratios.is_array() || ratios.size() != c.round_medians.size()) {
+    r.fail(at + "/median_log_ratio", "expected an array with one value per round");
+  }
+  for (size_t i = 0; i < ratios.size(); ++i) {
+    if (ratios[i].is_null()) {
+      c.paired_log_ratios.emplace_back(std::nullopt);
+      continue;
+    }
+    if (!ratios[i].is_number() || !std::isfinite(ratios[i].get<double>())) {
+      r.fail(fmt::format("{}/median_log_ratio/{}", at, i), "expected a finite number or null");
+    }
+    c.paired_log_ratios.emplace_back(ratios[i].get<double>());
+  }
+}
+
 CaseRecord read_entry(const Reader& r, const json& context, const json& entry, const std::string& path,
                       const std::string& config, const std::string& hash) {
   CaseRecord c;
@@ -141,6 +164,7 @@ CaseRecord read_entry(const Reader& r, const json& context, const json& entry, c
     c.wall = read_wall(r, entry, path);
     c.speedup = read_speedup(r, entry, path);
     read_rounds(r, entry, path, c);
+    read_paired_steps(r, entry, path, c);
   }
   return c;
 }

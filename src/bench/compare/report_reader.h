@@ -51,6 +51,10 @@ struct CaseRecord {
   std::optional<Estimate> speedup;  // speedup_vs_to, when the run measured `to` too
   std::vector<double> round_medians;     // rounds.median_s: the median wall time of each round
   std::vector<int64_t> round_processes;  // rounds.process: which process measured each round
+  // paired_steps, on an A/B pair's candidate: the baseline strategy it was sampled with, and
+  // per round the median per-step log ratio against it (absent for a round without one).
+  std::string paired_baseline;
+  std::vector<std::optional<double>> paired_log_ratios;
   std::string file;                 // the report it came from
 };
 

@@ -117,6 +117,9 @@ Entry entry_head(const json& j) {
 Entry merged_entry(const std::vector<const json*>& parts, int64_t tensors, int64_t bytes, double level, bool keep_raw) {
   Entry e = entry_head(*parts.front());
   CaseSeries series;
+  // The processes' paired figures, in the order their rounds are merged; kept only when every
+  // process has them against the same baseline, so they stay aligned with the rounds.
+  std::optional<PairedSteps> paired = PairedSteps{};
   for (size_t p = 0; p < parts.size(); ++p) {
     const json& j = *parts[p];
     const Entry head = entry_head(j);
@@ -131,8 +134,18 @@ Entry merged_entry(const std::vector<const json*>& parts, int64_t tensors, int64
     e.measure_time_s += j.value("measure_time_s", 0.0);
     if (j.contains("engine")) e.engine = j["engine"];
     if (j.contains("raw_samples") && j["raw_samples"].is_object()) series.add(j["raw_samples"], static_cast<int>(p));
+    const json steps = j.value("paired_steps", json());
+    if (paired && steps.is_object() && (p == 0 || steps.value("baseline", "") == paired->baseline)) {
+      paired->baseline = steps.value("baseline", "");
+      for (const json& r : steps.value("median_log_ratio", json::array())) {
+        paired->median_log_ratio.push_back(r.is_number() ? std::optional<double>(r.get<double>()) : std::nullopt);
+      }
+    } else {
+      paired.reset();
+    }
   }
   e.rounds = summarize_rounds(series.rounds, level);
+  if (paired && static_cast<int64_t>(paired->median_log_ratio.size()) == e.rounds.rounds) e.paired_steps = paired;
   e.wall = summarize(series.wall);
   e.wall.noise = e.rounds.reported();
   e.caller_blocked = summarize(series.blocked);

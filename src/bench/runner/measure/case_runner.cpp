@@ -216,6 +216,13 @@ void CaseRunner::end_round() {
   round_loop_s_ = 0.0;
 }
 
+void CaseRunner::record_paired_round(std::string baseline, std::optional<double> median_log_ratio) {
+  if (!paired_) paired_ = PairedSteps{std::move(baseline), {}};
+  paired_->median_log_ratio.push_back(median_log_ratio);
+}
+
+std::string_view CaseRunner::strategy_name() const { return strategy_->name(); }
+
 void CaseRunner::measure_round(const CaseSettings& settings, MeasureGroup& group, int process, Progress* progress) {
   MTC_RANGE(measure, "measure");
   bool done = false;
@@ -265,6 +272,8 @@ Entry CaseRunner::entry(const CaseSettings& settings, const WorkloadSize& size) 
     e.gb_per_s = static_cast<double>(size.bytes) / e.wall.median / 1e9;
     e.tensors_per_s = static_cast<double>(size.tensors) / e.wall.median;
   }
+  // Only when every round has its figure: a round measured alone (its partner failed) has none.
+  if (paired_ && paired_->median_log_ratio.size() == rounds_.size()) e.paired_steps = paired_;
   e.engine = engine_json(*strategy_);
   if (e.engine.is_object() && !queued_us_.empty()) {
     // Medians over the samples of where the engine says its time went.

@@ -50,6 +50,13 @@ class CaseRunner {
   bool take_round_sample(const CaseSettings& settings, SteadyClock::time_point round_start, int sharers);
   void report_progress(const CaseSettings& settings, Progress& progress) const;
   void end_round();
+  // For a pair measured sample by sample (paired_round.h): the samples taken so far, the wall
+  // time of the latest, and the round's paired figure against `baseline` (PairedSteps),
+  // recorded after end_round for the round just ended.
+  int64_t samples_taken() const { return static_cast<int64_t>(wall_.size()); }
+  double latest_wall() const { return wall_.empty() ? 0.0 : wall_.back(); }
+  void record_paired_round(std::string baseline, std::optional<double> median_log_ratio);
+  std::string_view strategy_name() const;
 
   // Where the case stands, with its reported noise, for the stopping rule.
   CaseProgress progress() const;
@@ -102,6 +109,7 @@ class CaseRunner {
   bool round_done_ = false;
   double sample_time_s_ = 0.0;
   std::vector<Round> rounds_;  // wall times, per round
+  std::optional<PairedSteps> paired_;  // an A/B pair's candidate: one figure per round
   std::vector<int64_t> round_of_sample_;
   std::vector<double> wall_, blocked_, gpu_, cpu_, exposed_;
   // The engine's own per-step timings of each sample (CopyStats), for its rows only.

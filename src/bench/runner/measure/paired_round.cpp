@@ -5,7 +5,12 @@
 
 #include <mtc/nvtx.h>
 
+#include "runner/stats/summary.h"
+
 #include <array>
+#include <cmath>
+#include <optional>
+#include <vector>
 
 namespace mtc::bench {
 
@@ -34,13 +39,21 @@ void measure_paired_round(CaseRunner& a, CaseRunner& b, const CaseSettings& sett
   };
 
   bool marked = false;
+  // ln(a / b) of every step in which both took a sample: the two were taken back to back.
+  std::vector<double> step_log_ratios;
   group.arrive_and_wait();
   const auto round_start = SteadyClock::now();
   in_order([&](CaseRunner& c) { c.begin_round(settings, process); });
   while (a.ok() || b.ok()) {
+    const int64_t a_before = a.samples_taken();
+    const int64_t b_before = b.samples_taken();
     in_order([&](CaseRunner& c) {
       if (c.take_round_sample(settings, round_start, 2)) done[&c == &a ? 0 : 1] = true;
     });
+    if (a.samples_taken() > a_before && b.samples_taken() > b_before && a.latest_wall() > 0.0 &&
+        b.latest_wall() > 0.0) {
+      step_log_ratios.push_back(std::log(a.latest_wall() / b.latest_wall()));
+    }
     if (!marked && done[0] && done[1]) {
       group.mark_done();
       marked = true;
@@ -50,6 +63,10 @@ void measure_paired_round(CaseRunner& a, CaseRunner& b, const CaseSettings& sett
   }
   if (!marked) group.mark_done();
   for (CaseRunner* c : cases) c->end_round();
+  if (a.ok() && b.ok()) {
+    a.record_paired_round(std::string(b.strategy_name()),
+                          step_log_ratios.empty() ? std::nullopt : std::optional<double>(median(step_log_ratios)));
+  }
 }
 
 }  // namespace mtc::bench

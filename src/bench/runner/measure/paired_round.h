@@ -15,7 +15,8 @@ namespace mtc::bench {
 
 // Both cases sample until each may end its round and every member of `group` is done; the
 // round's loop time is split evenly between them. A case that fails is marked failed and the
-// other goes on alone. Never leaves the group waiting.
+// other goes on alone. Never leaves the group waiting. When both complete the round, `a` (the
+// candidate) records the median of the round's per-step log ratios against `b` (PairedSteps).
 void measure_paired_round(CaseRunner& a, CaseRunner& b, const CaseSettings& settings, MeasureGroup& group,
                           int process, Progress* progress, PairOrder order);
 

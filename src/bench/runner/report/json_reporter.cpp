@@ -33,6 +33,12 @@ json rounds_json(const RoundsSummary& r) {
   return json{{"count", r.rounds}, {"median_s", r.medians}, {"samples", r.samples}, {"process", r.process}};
 }
 
+json paired_steps_json(const PairedSteps& p) {
+  json ratios = json::array();
+  for (const std::optional<double>& r : p.median_log_ratio) ratios.push_back(r ? json(*r) : json(nullptr));
+  return json{{"baseline", p.baseline}, {"median_log_ratio", ratios}};
+}
+
 json entry_json(const Entry& e) {
   json j{{"device", e.device},
          {"direction", e.direction},
@@ -58,6 +64,7 @@ json entry_json(const Entry& e) {
   j["exposed_s"] = optional_summary(e.exposed);
   j["throughput"] = {{"gb_per_s", e.gb_per_s}, {"tensors_per_s", e.tensors_per_s}};
   j["speedup_vs_to"] = speedup_json(e.speedup);
+  if (e.paired_steps) j["paired_steps"] = paired_steps_json(*e.paired_steps);
   if (!e.engine.is_null()) j["engine"] = e.engine;
   if (!e.raw_samples.is_null()) j["raw_samples"] = e.raw_samples;
   return j;

@@ -30,6 +30,15 @@ std::string_view to_string(EntryStatus status);
 // The inverse of to_string; empty for text that names no status.
 std::optional<EntryStatus> parse_entry_status(std::string_view text);
 
+// The candidate of an A/B pair measured sample by sample (measure/paired_round.h): per round,
+// the median over the round's steps of ln(candidate's sample / baseline's sample of the same
+// step); empty where a round had no step with both. The two samples of a step are taken back to
+// back, so they share the host's moment more closely than the two round medians do.
+struct PairedSteps {
+  std::string baseline;  // the strategy it was paired with, e.g. engine@base
+  std::vector<std::optional<double>> median_log_ratio;  // per round, aligned with rounds
+};
+
 // One (device, direction, strategy, pattern) case.
 struct Entry {
   int device = -1;  // the GPU whose thread ran it; -1 without a GPU
@@ -55,6 +64,7 @@ struct Entry {
   double tensors_per_s = 0.0;
   // `to` / this, paired per round, same device, direction and pattern.
   std::optional<RatioEstimate> speedup;
+  std::optional<PairedSteps> paired_steps;  // an A/B pair's candidate only
   nlohmann::json engine;          // engine options and CopyStats; null for other strategies
   nlohmann::json raw_samples;     // per-sample series when asked for; null otherwise
 
