@@ -1,6 +1,10 @@
 // Copies a small nested structure with the installed engine and checks the result: to the GPU
-// when there is one, CPU to CPU otherwise. Exit code 0 when the copy is right.
+// when there is one, CPU to CPU otherwise. Exit code 0 when the copy is right. It also opens an
+// NVTX range of its own, which must stay on whether the engine's are compiled out or not, and
+// one in the engine's domain through mtc/nvtx.h, which compiles either way.
 #include <mtc/copier.h>
+#include <mtc/nvtx.h>
+#include <nvtx3/nvtx3.hpp>
 
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/arange.h>
@@ -8,7 +12,16 @@
 
 #include <iostream>
 
+// -DMTC_ENABLE_NVTX=OFF compiles out the engine's ranges only: NVTX_DISABLE, which would also
+// compile out this program's, must not come with mtc::copier. Checked against such a build with
+// MTC_BUILD_DIR=build-nonvtx scripts/test-consumer.sh.
+#ifdef NVTX_DISABLE
+#error "linking mtc::copier compiled out this program's own NVTX ranges (NVTX_DISABLE)"
+#endif
+
 int main() {
+  const nvtx3::scoped_range range{"consumer"};
+  MTC_RANGE(copy, "consumer copy");
   c10::impl::GenericList batch(c10::AnyType::get());
   batch.push_back(at::arange(12, at::kFloat));
   batch.push_back(at::arange(5, at::kLong));
@@ -23,6 +36,10 @@ int main() {
       return 1;
     }
   }
-  std::cout << "consumer: copied " << batch.size() << " tensors to " << target << " with mtc::copier\n";
+  std::cout << "consumer: copied " << batch.size() << " tensors to " << target << " with mtc::copier"
+#ifdef MTC_NVTX_DISABLE
+            << " (the engine's NVTX ranges compiled out, this program's on)"
+#endif
+            << "\n";
   return 0;
 }

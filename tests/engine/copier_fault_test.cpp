@@ -7,7 +7,7 @@
 //  - the pinned pool exhausted by copies in flight together, under a limit;
 //  - in child processes: a device-side assert in work queued before the copy (it spoils the
 //    CUDA context for good), and the pool limit read from MTC_PINNED_POOL_LIMIT_BYTES.
-// A single tensor larger than the device is ErrorPropagation's case (copier_gpu_handles_test.cpp).
+// A single tensor larger than the device is ErrorPropagationGpu's case (copier_gpu_handles_test.cpp).
 // Skipped without a CUDA device.
 #include <ATen/core/List.h>
 #include <ATen/ops/full.h>
@@ -299,7 +299,7 @@ enum ChildExit { kAsExpected = 0, kReturned = 1, kWrongError = 2, kNoFault = 3 }
 // A kernel that fails a device-side assert (an index out of range) is queued before the copy
 // on the stream the copy is ordered after. The context is then unusable: every later CUDA call
 // of the process fails. The copies must fail from get() with the assert named, not hang.
-TEST(CopierFaultDeathTest, DeviceSideAssertBeforeACopySurfacesFromGet) {
+TEST(CopierFaultGpuDeathTest, DeviceSideAssertBeforeACopySurfacesFromGet) {
   if (c10::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU test skipped";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
@@ -336,7 +336,7 @@ TEST(CopierFaultDeathTest, DeviceSideAssertBeforeACopySurfacesFromGet) {
 
 // The limit from the environment, read when the pool is first used: a copy that needs more
 // fails from get() naming the variable, and a smaller one works.
-TEST(CopierFaultDeathTest, PinnedPoolLimitFromTheEnvironment) {
+TEST(CopierFaultGpuDeathTest, PinnedPoolLimitFromTheEnvironment) {
   if (c10::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU test skipped";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(

@@ -81,11 +81,11 @@ TEST_F(GpuTest, DeepNestingAcrossTheWorker) {
   expect_copy_of(out.toTensor(), t, kCuda0);
 }
 
-class HandleLifetime : public GpuTest, public ::testing::WithParamInterface<bool> {};
+class HandleLifetimeGpu : public GpuTest, public ::testing::WithParamInterface<bool> {};
 
 // Dropping a handle while its device work is still queued must wait for it (no staging buffer
 // is released while a DMA reads it), leave nothing held, and leave the engine usable.
-TEST_P(HandleLifetime, DestroyingAHandleMidCopy) {
+TEST_P(HandleLifetimeGpu, DestroyingAHandleMidCopy) {
   CopyOptions options;
   options.use_background_thread = GetParam();
   const at::Tensor big = at::arange(64 * kMiB, at::kFloat);  // 256 MiB, pageable
@@ -136,17 +136,17 @@ std::string background_name(const ::testing::TestParamInfo<bool>& param_info) {
   return param_info.param ? "background" : "inline";
 }
 
-INSTANTIATE_TEST_SUITE_P(BackgroundOnOff, HandleLifetime, ::testing::Bool(), background_name);
+INSTANTIATE_TEST_SUITE_P(BackgroundOnOff, HandleLifetimeGpu, ::testing::Bool(), background_name);
 
 // ---------------------------------------------------------------------------------------------
 // Errors
 
-class ErrorPropagation : public GpuTest, public ::testing::WithParamInterface<bool> {};
+class ErrorPropagationGpu : public GpuTest, public ::testing::WithParamInterface<bool> {};
 
 // A dense CPU tensor that claims 4 TiB over a 16-byte buffer: its device allocation fails
 // (out of memory) inside the copy, before anything reads it. The failure must come out of
 // get() and ready(), with staging queued before it released, and the engine usable afterwards.
-TEST_P(ErrorPropagation, DeviceOutOfMemorySurfacesThroughGet) {
+TEST_P(ErrorPropagationGpu, DeviceOutOfMemorySurfacesThroughGet) {
   CopyOptions options;
   options.use_background_thread = GetParam();
   static float storage[4] = {1, 2, 3, 4};
@@ -183,7 +183,7 @@ TEST_P(ErrorPropagation, DeviceOutOfMemorySurfacesThroughGet) {
   EXPECT_EQ(pinned_in_use(), baseline);
 }
 
-INSTANTIATE_TEST_SUITE_P(BackgroundOnOff, ErrorPropagation, ::testing::Bool(), background_name);
+INSTANTIATE_TEST_SUITE_P(BackgroundOnOff, ErrorPropagationGpu, ::testing::Bool(), background_name);
 
 TEST_F(GpuTest, ArgumentErrorsThrowFromStartCopy) {
   const at::Tensor t = random_tensor(at::kFloat, {4});

@@ -39,11 +39,11 @@ using mtc::test::total_bytes;
 
 enum class Direction { kHostToDevice, kDeviceToHost };
 
-class OptionCombinations
+class OptionCombinationsGpu
     : public GpuTest,
       public ::testing::WithParamInterface<std::tuple<bool, bool, bool, Direction>> {};
 
-TEST_P(OptionCombinations, CopiesTheMixedBatch) {
+TEST_P(OptionCombinationsGpu, CopiesTheMixedBatch) {
   const auto [pinned, pack, background, direction] = GetParam();
   CopyOptions options;
   options.use_pinned_staging = pinned;
@@ -88,14 +88,14 @@ TEST_P(OptionCombinations, CopiesTheMixedBatch) {
   }
 }
 
-std::string option_combination_name(const ::testing::TestParamInfo<OptionCombinations::ParamType>& param_info) {
+std::string option_combination_name(const ::testing::TestParamInfo<OptionCombinationsGpu::ParamType>& param_info) {
   const auto& [pinned, pack, background, direction] = param_info.param;
   return std::string(direction == Direction::kHostToDevice ? "H2D" : "D2H") +
          (pinned ? "_pinned" : "_pageable") + (pack ? "_packed" : "_unpacked") +
          (background ? "_background" : "_inline");
 }
 
-INSTANTIATE_TEST_SUITE_P(AllOptions, OptionCombinations,
+INSTANTIATE_TEST_SUITE_P(AllOptions, OptionCombinationsGpu,
                          ::testing::Combine(::testing::Bool(), ::testing::Bool(), ::testing::Bool(),
                                             ::testing::Values(Direction::kHostToDevice,
                                                               Direction::kDeviceToHost)),

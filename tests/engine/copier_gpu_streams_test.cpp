@@ -37,11 +37,11 @@ using mtc::test::map_tensors;
 using mtc::test::reference_batch;
 using mtc::test::tensors_of;
 
-class StreamOrdering : public GpuTest, public ::testing::WithParamInterface<std::tuple<bool, bool>> {};
+class StreamOrderingGpu : public GpuTest, public ::testing::WithParamInterface<std::tuple<bool, bool>> {};
 
 // Device -> host on a non-default stream: a kernel queued (behind a long sleep) before
 // start_copy writes the inputs; the copy must see the written values.
-TEST_P(StreamOrdering, DeviceToHostSeesWorkQueuedBeforeStartCopy) {
+TEST_P(StreamOrderingGpu, DeviceToHostSeesWorkQueuedBeforeStartCopy) {
   const auto [background, pinned] = GetParam();
   CopyOptions options;
   options.use_background_thread = background;
@@ -77,7 +77,7 @@ TEST_P(StreamOrdering, DeviceToHostSeesWorkQueuedBeforeStartCopy) {
 // Host -> device on a non-default stream: the copy is queued behind work already on the
 // current stream (get() returns only once that stream reached the copy), and a consumer queued
 // on the current stream after get() sees the copied data.
-TEST_P(StreamOrdering, HostToDeviceRunsOnTheCurrentStream) {
+TEST_P(StreamOrderingGpu, HostToDeviceRunsOnTheCurrentStream) {
   const auto [background, pinned] = GetParam();
   CopyOptions options;
   options.use_background_thread = background;
@@ -108,12 +108,12 @@ TEST_P(StreamOrdering, HostToDeviceRunsOnTheCurrentStream) {
   }
 }
 
-std::string stream_ordering_name(const ::testing::TestParamInfo<StreamOrdering::ParamType>& param_info) {
+std::string stream_ordering_name(const ::testing::TestParamInfo<StreamOrderingGpu::ParamType>& param_info) {
   return std::string(std::get<0>(param_info.param) ? "background" : "inline") +
          (std::get<1>(param_info.param) ? "_pinned" : "_pageable");
 }
 
-INSTANTIATE_TEST_SUITE_P(BackgroundAndStaging, StreamOrdering,
+INSTANTIATE_TEST_SUITE_P(BackgroundAndStaging, StreamOrderingGpu,
                          ::testing::Combine(::testing::Bool(), ::testing::Bool()), stream_ordering_name);
 
 TEST_F(GpuTest, ConcurrentCopiesOnSeparateStreams) {

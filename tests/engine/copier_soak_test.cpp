@@ -140,7 +140,7 @@ class Soak {
       unsupported_.push_back(bad);
     }
     // A dense CPU tensor that claims 4 TiB over 16 bytes: its device allocation fails before
-    // anything reads it (as in ErrorPropagation).
+    // anything reads it (as in ErrorPropagationGpu).
     static float storage[4] = {1, 2, 3, 4};
     too_large_ = c10::impl::GenericList(c10::AnyType::get());
     too_large_.push_back(at::ones({100}));

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "mtc/copier.h"
@@ -82,6 +83,13 @@ class ScopedPoolLimit {
 class GpuTest : public ::testing::Test {
  protected:
   void SetUp() override {
+    // ctest labels a test `gpu` by its suite's name (tests/CMakeLists.txt). Checked before the
+    // skip, so a GPU test named otherwise fails on every machine instead of going unlabelled.
+    const std::string suite =
+        ::testing::UnitTest::GetInstance()->current_test_info()->test_suite_name();
+    ASSERT_TRUE(suite.ends_with("Gpu") || suite.ends_with("GpuTest") ||
+                suite.ends_with("GpuDeathTest"))
+        << suite << ": the suite of a GPU test is named ...Gpu, so that ctest labels it gpu";
     if (c10::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU test skipped";
     active_ = true;
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);

@@ -83,7 +83,7 @@ TEST(ShippedConfigs, MixedDeepHasEveryKindOfLeaf) {
   EXPECT_GE(s.dtypes.size(), 8u);
 }
 
-TEST(ShippedConfigs, MixedDeepOnAGpuMachineHasPinnedLeavesAndTheSameBits) {
+TEST(ShippedConfigsGpu, MixedDeepOnAGpuMachineHasPinnedLeavesAndTheSameBits) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device: pinned leaves are built pageable here";
   const Config config = load_config((configs_dir() / "mixed-deep.json").string());
   BuildOptions gpu;

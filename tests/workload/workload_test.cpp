@@ -159,7 +159,7 @@ TEST(Workload, PinnedAndCudaLeavesArePageableWithoutCudaAndCounted) {
   EXPECT_EQ(content_hash(data), content_hash(pageable));
 }
 
-TEST(Workload, PinnedAndCudaLeavesOnAGpuMachine) {
+TEST(WorkloadGpu, PinnedAndCudaLeavesOnAGpuMachine) {
   if (!at::hasCUDA())
     GTEST_SKIP() << "no CUDA device: pinned and cuda:N leaves cannot be built here";
   const std::string text = R"({"structure": {"list": [

@@ -36,7 +36,11 @@ bool Completion::query() {
   if (finished_) return true;
   for (const Event& e : events_) {
     const cudaError_t status = cudaEventQuery(e.event);
-    if (status == cudaErrorNotReady) return false;
+    if (status == cudaErrorNotReady) {
+      // Not a failure, but the runtime may leave it pending like one (torch clears it too).
+      clear_cuda_error(status);
+      return false;
+    }
     MTC_CUDA_CHECK(status);
   }
   finish();
@@ -62,7 +66,7 @@ void Completion::finish() {
 
 void Completion::wait_noexcept() noexcept {
   if (finished_) return;
-  for (const Event& e : events_) (void)cudaEventSynchronize(e.event);
+  for (const Event& e : events_) clear_cuda_error(cudaEventSynchronize(e.event));
   release_noexcept();
   finished_ = true;
 }

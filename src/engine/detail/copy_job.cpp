@@ -1,5 +1,6 @@
 #include "detail/copy_job.h"
 
+#include "detail/cuda_check.h"
 #include "detail/outputs.h"
 #include "detail/structure.h"
 #include "detail/worker_pool.h"
@@ -290,7 +291,7 @@ void CopyJob::run() noexcept {
 }
 
 void CopyJob::sync_streams_noexcept() noexcept {
-  for (const auto& s : streams_.all()) (void)cudaStreamSynchronize(s.stream());
+  for (const auto& s : streams_.all()) clear_cuda_error(cudaStreamSynchronize(s.stream()));
 }
 
 int CopyJob::wait_submitted(bool join) {

@@ -7,10 +7,26 @@
 
 #include "detail/cuda_fault.h"
 
+namespace mtc::detail {
+
+// A failed runtime call also leaves its error pending for the calling thread, and the next
+// cudaGetLastError() there returns it: after a failed cudaHostAlloc, the check of a kernel launch
+// that worked (ours in gather.cu, or torch's) would blame the launch. So every place that handles
+// a failure passes the status here. A sticky error (a device fault) cannot be cleared and stays.
+inline void clear_cuda_error(cudaError_t status) noexcept {
+  if (status != cudaSuccess) (void)cudaGetLastError();
+}
+
+}  // namespace mtc::detail
+
+// An injected fault made no call, so it leaves nothing pending to clear.
 #define MTC_CUDA_CHECK(expr)                                                                \
   do {                                                                                      \
     cudaError_t mtc_status_ = cudaSuccess;                                                  \
-    if (!::mtc::detail::CudaFaultInjection::fires(mtc_status_)) mtc_status_ = (expr);       \
+    if (!::mtc::detail::CudaFaultInjection::fires(mtc_status_)) {                           \
+      mtc_status_ = (expr);                                                                 \
+      ::mtc::detail::clear_cuda_error(mtc_status_);                                         \
+    }                                                                                       \
     TORCH_CHECK(mtc_status_ == cudaSuccess, "mtc: ", #expr, " failed: ",                    \
                 cudaGetErrorName(mtc_status_), ": ", cudaGetErrorString(mtc_status_));      \
   } while (false)

@@ -24,7 +24,7 @@ void* cuda_host_allocate(int64_t bytes) {
   MTC_CUDA_CHECK(cudaHostAlloc(&base, static_cast<size_t>(bytes), cudaHostAllocPortable));
   return base;
 }
-void cuda_host_free(void* base) noexcept { (void)cudaFreeHost(base); }
+void cuda_host_free(void* base) noexcept { clear_cuda_error(cudaFreeHost(base)); }
 }  // namespace
 
 SlabSource cuda_host_slabs() { return SlabSource{&cuda_host_allocate, &cuda_host_free}; }

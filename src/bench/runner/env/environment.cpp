@@ -156,7 +156,7 @@ json collect_environment() {
       {"tool", {{"name", "mtc-bench"}, {"version", MTC_VERSION}, {"git_revision", MTC_GIT_REVISION}}},
       {"build",
        {{"type", MTC_BUILD_TYPE},
-#ifdef NVTX_DISABLE
+#ifdef MTC_NVTX_DISABLE
         {"nvtx", false}
 #else
         {"nvtx", true}

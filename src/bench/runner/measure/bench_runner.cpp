@@ -101,7 +101,7 @@ void prepare_phases(CaseGroup& group, DeviceThreads& threads, const CaseSettings
   threads.run([&](size_t i) {
     CaseRunner* member = group.members[i].get();
     if (member == nullptr) return;
-    const nvtx3::scoped_range_in<mtc::nvtx::domain> range{nvtx3::message{group.label.c_str()}};
+    const mtc::nvtx::scoped_range range{group.label.c_str()};
     guarded(*member, [&] { member->prepare(); });
     guarded(*member, [&] { member->warmup(settings.warmup); });
     guarded(*member, [&] { member->verify(); });
@@ -119,7 +119,7 @@ void measure_round(const Unit& unit, DeviceThreads& threads, const CaseSettings&
     const bool a_runs = a != nullptr && a->ok();
     const bool b_runs = b != nullptr && b->ok();
     Progress* shown = i == 0 ? &progress : nullptr;
-    const nvtx3::scoped_range_in<mtc::nvtx::domain> range{nvtx3::message{unit.a->label.c_str()}};
+    const mtc::nvtx::scoped_range range{unit.a->label.c_str()};
     if (a_runs && b_runs) {
       measure_paired_round(*a, *b, settings, sync, process, shown,
                            PairOrder(settings.order_seed, round, salt * 64 + static_cast<uint64_t>(i)));

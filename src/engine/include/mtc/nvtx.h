@@ -1,10 +1,14 @@
-// The project's one NVTX domain, `mtc`, and the helpers every range goes through.
-// Building with -DMTC_ENABLE_NVTX=OFF defines NVTX_DISABLE, which compiles all of it out.
+// The project's one NVTX domain, `mtc`, and the helpers every range of the project goes through.
+// Building with -DMTC_ENABLE_NVTX=OFF defines MTC_NVTX_DISABLE for mtc::copier and whatever
+// links it, which compiles all of it out. It is the project's own switch, not NVTX_DISABLE: that
+// one would also compile out the ranges of a program that links the engine.
 #pragma once
 
-#include <nvtx3/nvtx3.hpp>
-
 #include <cstdint>
+
+#ifndef MTC_NVTX_DISABLE
+
+#include <nvtx3/nvtx3.hpp>
 
 namespace mtc::nvtx {
 
@@ -21,9 +25,6 @@ inline nvtx3::event_attributes attributes(registered_string const& message, int6
   return nvtx3::event_attributes{message, nvtx3::payload{payload}};
 }
 
-// Names the calling thread in profiler timelines.
-void name_current_thread(char const* name);
-
 }  // namespace mtc::nvtx
 
 // A range in the `mtc` domain named after the enclosing function.
@@ -34,3 +35,35 @@ void name_current_thread(char const* name);
 #define MTC_RANGE(var, text)                                                                 \
   static ::mtc::nvtx::registered_string const var##_message{text};                          \
   ::mtc::nvtx::scoped_range const var##_range { var##_message }
+
+#else  // MTC_NVTX_DISABLE
+
+namespace mtc::nvtx {
+
+// The same names with nothing behind them: code that opens ranges compiles either way.
+struct registered_string {
+  explicit constexpr registered_string(char const*) noexcept {}
+};
+struct event_attributes {};
+inline constexpr event_attributes attributes(registered_string const&, int64_t) noexcept {
+  return {};
+}
+// Like nvtx3's ranges, meant to be declared and never named again.
+struct [[maybe_unused]] scoped_range {
+  template <typename... Args>
+  explicit constexpr scoped_range(Args const&...) noexcept {}
+};
+
+}  // namespace mtc::nvtx
+
+#define MTC_FUNC_RANGE() (void)0
+#define MTC_RANGE(var, text) (void)0
+
+#endif  // MTC_NVTX_DISABLE
+
+namespace mtc::nvtx {
+
+// Names the calling thread in profiler timelines (and for the OS, with NVTX compiled out too).
+void name_current_thread(char const* name);
+
+}  // namespace mtc::nvtx
