@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building mtc-bench needs on a fresh Debian/Ubuntu CPU machine:
 # the -dev packages (CLI11, nlohmann/json, fmt, GoogleTest, Google Benchmark, ninja), clang
-# with libFuzzer (for scripts/fuzz.sh), ccache (repeated builds, see scripts/env.sh) and a Python venv holding libtorch from the `torch`
+# with libFuzzer (for scripts/fuzz.sh), clang-format (scripts/format.sh), ccache (repeated builds, see scripts/env.sh) and a Python venv holding libtorch from the `torch`
 # package (CUDA 13 build, matching the toolkit), numpy, jsonschema, and what the Python
 # module's build and tests need (setuptools, pytest).
 # Idempotent: it skips what is already there. The CUDA toolkit (nvcc) must already be installed.
@@ -11,7 +11,7 @@ TORCH_VERSION="${MTC_TORCH_VERSION:-2.11.0}"
 VENV="${MTC_VENV:-$HOME/.cache/mtc-bench/venv}"
 
 packages=(build-essential cmake ninja-build python3-venv libcli11-dev nlohmann-json3-dev libfmt-dev
-          libgtest-dev libgmock-dev libbenchmark-dev clang ccache)
+          libgtest-dev libgmock-dev libbenchmark-dev clang clang-format ccache)
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 missing=()
 for p in "${packages[@]}"; do installed "$p" || missing+=("$p"); done
