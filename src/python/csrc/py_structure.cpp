@@ -323,20 +323,23 @@ class PyStructure::Reader {
   PyObject* element(bool at_root, Py_ssize_t index) {
     if (at_root && root_is_container_) {
       entry_ = roots_.extract(static_cast<size_t>(index));
-      if (entry_.isList()) entry_tensors_ = entry_.toList();
+      if (entry_.isList()) entry_tensors_ = entry_.toListRef();
       in_entry_ = 0;
     }
     return read(false);
   }
   at::Tensor next_tensor() {
     if (entry_.isTensor()) return std::move(entry_).toTensor();
-    return entry_tensors_.extract(in_entry_++).toTensor();
+    // The list's elements are ours alone (the engine handed the structure over) and not const
+    // objects: moved out in place, without c10::List::extract's checks and write-back, once per
+    // tensor.
+    return std::move(const_cast<c10::IValue&>(entry_tensors_[in_entry_++])).toTensor();
   }
 
   const std::vector<Node>& tape_;
   c10::impl::GenericList roots_{c10::AnyType::get()};  // the engine's entries, by root element
   c10::IValue entry_;                                   // the current root element's entry
-  c10::impl::GenericList entry_tensors_{c10::AnyType::get()};  // its tensors, when several
+  c10::ArrayRef<c10::IValue> entry_tensors_;  // its tensors, when several (entry_ owns them)
   size_t in_entry_ = 0;
   size_t next_ = 0;
   bool root_is_container_;
