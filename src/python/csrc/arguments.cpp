@@ -156,7 +156,8 @@ CopyOptions coerce_options(const OptionArguments& arguments) {
   options.pack_cpu_tensors = flag(arguments.pack_cpu_tensors, "pack_cpu_tensors");
   options.min_packed_alignment_bytes =
       integer(arguments.min_packed_alignment_bytes, "min_packed_alignment_bytes");
-  options.max_packed_chunk_bytes = integer(arguments.max_packed_chunk_bytes, "max_packed_chunk_bytes");
+  options.max_packed_chunk_bytes =
+      integer(arguments.max_packed_chunk_bytes, "max_packed_chunk_bytes");
   options.use_background_thread = flag(arguments.use_background_thread, "use_background_thread");
   options.pinned_host_outputs = flag(arguments.pinned_host_outputs, "pinned_host_outputs");
   return options;

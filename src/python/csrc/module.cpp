@@ -15,17 +15,14 @@ namespace py = pybind11;
 namespace mtc::python {
 namespace {
 
-std::unique_ptr<AsyncCopyHandle> start_binding(py::handle data, py::handle device,
-                                               py::handle use_pinned_staging,
-                                               py::handle pack_cpu_tensors,
-                                               py::handle min_packed_alignment_bytes,
-                                               py::handle max_packed_chunk_bytes,
-                                               py::handle use_background_thread,
-                                               py::handle pinned_host_outputs, bool check) {
+std::unique_ptr<AsyncCopyHandle> start_binding(
+    py::handle data, py::handle device, py::handle use_pinned_staging, py::handle pack_cpu_tensors,
+    py::handle min_packed_alignment_bytes, py::handle max_packed_chunk_bytes,
+    py::handle use_background_thread, py::handle pinned_host_outputs, bool check) {
   const c10::Device target = parse_device(device);
-  const CopyOptions options = coerce_options(
-      {use_pinned_staging, pack_cpu_tensors, min_packed_alignment_bytes, max_packed_chunk_bytes,
-       use_background_thread, pinned_host_outputs});
+  const CopyOptions options =
+      coerce_options({use_pinned_staging, pack_cpu_tensors, min_packed_alignment_bytes,
+                      max_packed_chunk_bytes, use_background_thread, pinned_host_outputs});
   return start(data, target, options, check);
 }
 

@@ -338,7 +338,7 @@ class PyStructure::Reader {
 
   const std::vector<Node>& tape_;
   c10::impl::GenericList roots_{c10::AnyType::get()};  // the engine's entries, by root element
-  c10::IValue entry_;                                   // the current root element's entry
+  c10::IValue entry_;                                  // the current root element's entry
   c10::ArrayRef<c10::IValue> entry_tensors_;  // its tensors, when several (entry_ owns them)
   size_t in_entry_ = 0;
   size_t next_ = 0;
