@@ -10,11 +10,19 @@ Two patterns, each timed per call with a device synchronize at the end for every
 - step: a training step: each call copies the next batch of a rotation of K=8 (distinct
   tensors), after an idle gap of 2 ms, and drops the previous call's output inside the timed
   region, as a training loop replacing its batch does.
-For mtc, how long start_copy() itself takes to return is timed too.
+For mtc, how long start_copy() itself takes to return is timed too. The methods' runs are
+interleaved (run 1 of every method, then run 2, ...), so a change of the machine's state over the
+measurement falls on all of them alike.
 
-    python scripts/bench_python.py [--config configs/streampetr.json] [--md OUT.md] [--json OUT.json]
+--original adds the original package, accvlab.multi_tensor_copier, called the same way
+(start_copy(data, device).get()), in the same process, interleaved with the others: build it
+from its source into this Python environment first (docs/python.md, "Timing the original
+package").
 
-Exit codes: 0 ok; 2 bad arguments or config; 4 a method's output differs from its input.
+    python scripts/bench_python.py [--config configs/streampetr.json] [--original] [--md OUT.md] [--json OUT.json]
+
+Exit codes: 0 ok; 2 bad arguments or config; 3 --original but the original package cannot be
+imported; 4 a method's output differs from its input.
 """
 
 import argparse
@@ -48,20 +56,51 @@ def per_tensor(data, device, non_blocking):
     return data
 
 
-def methods(device):
-    import mtc
+ORIGINAL_MODULE = "accvlab.multi_tensor_copier"
 
+
+class OriginalMissing(Exception):
+    """--original, but the original package cannot be used here."""
+
+
+def import_original():
+    """The original package's module, or OriginalMissing saying why not and what to do."""
+    import importlib
+
+    try:
+        module = importlib.import_module(ORIGINAL_MODULE)
+    except ImportError as error:
+        raise OriginalMissing(
+            f"--original: cannot import {ORIGINAL_MODULE} ({error}); install the original package "
+            "from its source into this Python environment first (docs/python.md, \"Timing the "
+            "original package\")") from error
+    if not callable(getattr(module, "start_copy", None)):
+        raise OriginalMissing(f"--original: {ORIGINAL_MODULE} has no start_copy(); this script calls "
+                              "start_copy(data, device).get()")
+    return module
+
+
+def timed_start_copy(module, device):
     def start_copy(data, timings):
         t0 = time.perf_counter_ns()
-        handle = mtc.start_copy(data, device)
+        handle = module.start_copy(data, device)
         timings.append(time.perf_counter_ns() - t0)
         return handle.get()
 
-    return {
+    return start_copy
+
+
+def methods(device, original=None):
+    import mtc
+
+    available = {
         "to": lambda data, timings: per_tensor(data, device, False),
         "to_nb": lambda data, timings: per_tensor(data, device, True),
-        "mtc": start_copy,
+        "mtc": timed_start_copy(mtc, device),
     }
+    if original is not None:
+        available["original"] = timed_start_copy(original, device)
+    return available
 
 
 def synchronize(device):
@@ -81,33 +120,44 @@ def summarize(samples_ns, run_means_ns):
     }
 
 
-def measure(copy, batches, device, pattern, warmup, runs, iters):
-    """Times `copy` per call; returns (summary, start_copy return times in ns)."""
-    starts = []
+def one_run(copy, batches, device, pattern, iters, starts):
+    """One run of `iters` timed calls; returns their times in ns."""
+    run = []
     out = None
-    for i in range(warmup):
-        out = copy(batches[i % len(batches)], [])
+    for i in range(iters):
+        if pattern == "step":
+            time.sleep(IDLE_GAP_S)
+            batch = batches[i % len(batches)]
+            t0 = time.perf_counter_ns()
+            out = None  # the previous step's output dies inside the step
+            out = copy(batch, starts)
+        else:
+            batch = batches[0]
+            out = None
+            t0 = time.perf_counter_ns()
+            out = copy(batch, starts)
         synchronize(device)
-    samples, run_means = [], []
-    for _ in range(runs):
-        run = []
-        for i in range(iters):
-            if pattern == "step":
-                time.sleep(IDLE_GAP_S)
-                batch = batches[i % len(batches)]
-                t0 = time.perf_counter_ns()
-                out = None  # the previous step's output dies inside the step
-                out = copy(batch, starts)
-            else:
-                batch = batches[0]
-                out = None
-                t0 = time.perf_counter_ns()
-                out = copy(batch, starts)
+        run.append(time.perf_counter_ns() - t0)
+    del out
+    return run
+
+
+def measure(copies, batches, device, pattern, warmup, runs, iters):
+    """Times each of `copies` per call, their runs interleaved; returns {name: (summary, start_copy
+    return times in ns)}."""
+    for copy in copies.values():
+        for i in range(warmup):
+            copy(batches[i % len(batches)], [])
             synchronize(device)
-            run.append(time.perf_counter_ns() - t0)
-        samples += run
-        run_means.append(statistics.fmean(run))
-    return summarize(samples, run_means), starts
+    samples = {name: [] for name in copies}
+    run_means = {name: [] for name in copies}
+    starts = {name: [] for name in copies}
+    for _ in range(runs):
+        for name, copy in copies.items():
+            run = one_run(copy, batches, device, pattern, iters, starts[name])
+            samples[name] += run
+            run_means[name].append(statistics.fmean(run))
+    return {name: (summarize(samples[name], run_means[name]), starts[name]) for name in copies}
 
 
 def environment(device):
@@ -160,6 +210,8 @@ def parse_args(argv):
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--methods", default="to,to_nb,mtc")
+    parser.add_argument("--original", action="store_true",
+                        help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
@@ -189,8 +241,13 @@ def main(argv=None):
             stack += list(x.values())
         elif isinstance(x, torch.Tensor):
             leaves.append(x)
-    available = methods(args.device)
-    chosen = args.methods.split(",")
+    try:
+        original = import_original() if args.original else None
+    except OriginalMissing as error:
+        print(f"bench_python.py: {error}", file=sys.stderr)
+        return 3
+    available = methods(args.device, original)
+    chosen = args.methods.split(",") + (["original"] if original is not None else [])
     if "to" not in chosen or any(m not in available for m in chosen):
         print(f"bench_python.py: --methods: a list of {', '.join(available)} that includes 'to'", file=sys.stderr)
         return 2
@@ -201,24 +258,27 @@ def main(argv=None):
         "tensors": len(leaves),
         "bytes": sum(t.nbytes for t in leaves),
         "settings": {"warmup": args.warmup, "runs": args.runs, "iters": args.iters,
-                     "rotation": ROTATION, "idle_gap_s": IDLE_GAP_S},
+                     "rotation": ROTATION, "idle_gap_s": IDLE_GAP_S, "interleaved": True},
         "rows": [],
     }
     for pattern in ("protocol", "step"):
+        verified = {}
         for name in chosen:
-            copy = available[name]
-            out = copy(batches[0], [])
+            out = available[name](batches[0], [])
             synchronize(args.device)
             why = difference(out, batches[0], args.device)
-            verified = why is None
+            verified[name] = why is None
             if why:
                 print(f"bench_python.py: {pattern} {name}: the copy differs from its input: {why}", file=sys.stderr)
-            summary, starts = measure(copy, batches, args.device, pattern, args.warmup, args.runs, args.iters)
+        results = measure({name: available[name] for name in chosen}, batches, args.device, pattern,
+                          args.warmup, args.runs, args.iters)
+        for name in chosen:
+            summary, starts = results[name]
             report["rows"].append({
-                "pattern": pattern, "method": name, "time": summary, "verified": verified,
+                "pattern": pattern, "method": name, "time": summary, "verified": verified[name],
                 "start_median_s": statistics.median(starts) * 1e-9 if starts else None,
             })
-            print(f"{pattern:8} {name:6} median {fmt_time(summary['median_s'])}", file=sys.stderr)
+            print(f"{pattern:8} {name:8} median {fmt_time(summary['median_s'])}", file=sys.stderr)
     table = markdown(report)
     print(table)
     try:

@@ -1,11 +1,12 @@
 """Helpers shared by the mtc tests: comparing structures, and watching the GIL."""
 
+import collections
 import sys
 import threading
 import time
 
 import torch
-
+import torch.utils._pytree
 
 
 def _cuda_reason():
@@ -22,16 +23,20 @@ def gpu_mark():
 
 
 def assert_copied(out, ref, device):
-    """`out` has ref's containers (same types, order, keys), tensors equal to ref's on `device`,
-    and every other leaf the very object of ref."""
-    if type(ref) in (list, tuple):
+    """`out` has ref's containers (same types, order, keys, named tuple class, default_factory and
+    maxlen), tensors equal to ref's on `device`, and every other leaf the very object of ref."""
+    if type(ref) in (list, tuple, collections.deque) or is_named_tuple(ref):
         assert type(out) is type(ref)
         assert out is not ref or ref == ()  # the empty tuple is a singleton
         assert len(out) == len(ref)
+        if type(ref) is collections.deque:
+            assert out.maxlen == ref.maxlen
         for o, r in zip(out, ref):
             assert_copied(o, r, device)
-    elif type(ref) is dict:
-        assert type(out) is dict and out is not ref
+    elif type(ref) in (dict, collections.OrderedDict, collections.defaultdict):
+        assert type(out) is type(ref) and out is not ref
+        if type(ref) is collections.defaultdict:
+            assert out.default_factory is ref.default_factory
         assert list(out.keys()) == list(ref.keys())
         for ko, kr in zip(out.keys(), ref.keys()):
             assert ko is kr
@@ -44,6 +49,10 @@ def assert_copied(out, ref, device):
         assert torch.equal(out.cpu(), ref.cpu())
     else:
         assert out is ref
+
+
+def is_named_tuple(value):
+    return torch.utils._pytree.is_namedtuple_class(type(value))
 
 
 class ProgressWatcher:

@@ -64,10 +64,45 @@ def test_numpy_arrays_to_the_gpu():
 
 
 def test_tensors_inside_opaque_leaves_stay_where_they_are():
+    class Batch(list):  # not a container pytree knows: a leaf
+        pass
+
+    batch = Batch([torch.ones(2)])
+    out = mtc.start_copy([batch, torch.ones(1)], "cuda").get()
+    assert out[0] is batch and not batch[0].is_cuda and out[1].is_cuda
+
+
+def test_pytree_containers_to_the_gpu_and_back():
     Pair = collections.namedtuple("Pair", "a b")
-    pair = Pair(torch.ones(2), torch.zeros(2))
-    out = mtc.start_copy([pair, torch.ones(1)], "cuda").get()
-    assert out[0] is pair and not pair.a.is_cuda and out[1].is_cuda
+    data = {"pair": Pair(torch.ones(2), [torch.zeros(3)]),
+            "ordered": collections.OrderedDict(z=torch.arange(4), a=torch.ones(1)),
+            "counts": collections.defaultdict(list, k=[torch.ones(2)]),
+            "window": collections.deque([torch.rand(2, 2)], maxlen=3)}
+    on_gpu = mtc.start_copy(data, "cuda").get()
+    assert_copied(on_gpu, data, "cuda:0")
+    assert_copied(mtc.start_copy(on_gpu, "cpu").get(), on_gpu, "cpu")
+
+
+def test_new_tensors_carry_no_autograd_history():
+    # Like the engine's C++ outputs: a Parameter or a tensor that requires grad becomes a plain
+    # tensor without history on the target (.to() would give one with grad_fn=ToCopyBackward).
+    parameter = torch.nn.Parameter(torch.ones(3))
+    needs_grad = torch.ones(2, requires_grad=True) * 2
+    out = mtc.start_copy({"p": parameter, "g": needs_grad}, "cuda").get()
+    for tensor in out.values():
+        assert type(tensor) is torch.Tensor and not tensor.requires_grad and tensor.grad_fn is None
+    assert torch.equal(out["p"].cpu(), parameter.detach())
+
+
+def test_pinned_host_outputs():
+    data = [torch.rand(1 << 18, device="cuda"), torch.rand(100, device="cuda")]  # 1 MiB, 400 B
+    handle = mtc.start_copy(data, "cpu", pinned_host_outputs=True, pack_cpu_tensors=False)
+    out = handle.get()
+    assert_copied(out, data, "cpu")
+    assert handle.options()["pinned_host_outputs"] is True
+    assert all(t.is_pinned() for t in out)
+    plain = mtc.start_copy(data, "cpu", pack_cpu_tensors=False).get()
+    assert not any(t.is_pinned() for t in plain)
 
 
 def test_pack_cpu_tensors_off_copies_each_tensor_alone():

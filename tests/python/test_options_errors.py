@@ -1,23 +1,13 @@
-"""The options of start_copy, the device argument, and the errors (CPU target)."""
+"""The options of start_copy at work, and the errors (CPU target); the argument conversions are
+in test_arguments.py."""
 
-import ast
 import itertools
-import re
-from pathlib import Path
 
 import pytest
 import torch
 
 import mtc
 from support import assert_copied
-
-DEFAULTS = dict(
-    use_pinned_staging=True,
-    pack_cpu_tensors=True,
-    min_packed_alignment_bytes=16,
-    max_packed_chunk_bytes=32 * 1024 * 1024,
-    use_background_thread=True,
-)
 
 
 def batch():
@@ -43,37 +33,6 @@ def test_every_option_combination_copies_right(pinned, pack, background, alignme
     assert handle.stats()["tensors"] == 3
 
 
-def test_options_are_keyword_only():
-    with pytest.raises(TypeError):
-        mtc.start_copy([], "cpu", True)
-
-
-def test_option_of_the_wrong_type():
-    with pytest.raises(TypeError):
-        mtc.start_copy([], "cpu", min_packed_alignment_bytes="16")
-
-
-def test_unknown_option():
-    with pytest.raises(TypeError):
-        mtc.start_copy([], "cpu", pin=True)
-
-
-def test_the_stubs_defaults_are_the_bindings():
-    stub = ast.parse(Path(mtc.__file__).with_name("_C.pyi").read_text())
-    function = next(n for n in stub.body if isinstance(n, ast.FunctionDef) and n.name == "start_copy")
-    names = [a.arg for a in function.args.kwonlyargs]
-    values = [eval(compile(ast.Expression(d), "_C.pyi", "eval")) for d in function.args.kw_defaults]
-    assert dict(zip(names, values)) == DEFAULTS
-    for name, value in DEFAULTS.items():
-        assert re.search(rf"{name}: [\w.]+ = {value}\b", mtc.start_copy.__doc__), name
-
-
-@pytest.mark.parametrize("device", ["cpu", "cpu:0", torch.device("cpu")])
-def test_device_as_str_or_torch_device(device):
-    t = torch.ones(1)
-    assert mtc.start_copy([t], device).get()[0] is t
-
-
 @pytest.mark.parametrize(
     "options,message",
     [
@@ -92,12 +51,6 @@ def test_options_out_of_range_are_value_errors_with_the_engines_message(options,
 def test_a_device_string_that_does_not_parse():
     with pytest.raises(ValueError, match="bad device 'gpu0'"):
         mtc.start_copy([], "gpu0")
-
-
-@pytest.mark.parametrize("device", [0, None, b"cpu"])
-def test_a_device_that_is_neither_str_nor_torch_device(device):
-    with pytest.raises(TypeError, match="device must be a str or a torch.device"):
-        mtc.start_copy([], device)
 
 
 @pytest.mark.parametrize("device", ["meta", "xpu:0", torch.device("mps")])

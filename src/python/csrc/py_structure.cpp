@@ -94,8 +94,6 @@ at::Tensor tensor_from_array(PyObject* array) {
 }  // namespace
 
 PyStructure::PyStructure(PyObject* data) {
-  const PyTypeObject* type = Py_TYPE(data);
-  root_is_container_ = type == &PyList_Type || type == &PyTuple_Type || type == &PyDict_Type;
   // A training loop copies structures of the same shape again and again: the last one's sizes
   // spare the vectors their growth.
   thread_local size_t last_tape = 0;
@@ -104,6 +102,7 @@ PyStructure::PyStructure(PyObject* data) {
   tensors_.reserve(last_tensors);
   try {
     walk(data, 0);
+    root_is_container_ = is_container(tape_.front().kind);
     last_tape = tape_.size();
     last_tensors = tensors_.size();
   } catch (const PathError& e) {
@@ -141,14 +140,17 @@ void PyStructure::add_object(PyObject* object) {
 
 void PyStructure::walk(PyObject* object, int depth) {
   PyTypeObject* type = Py_TYPE(object);
-  if (type == &PyList_Type) return walk_elements(object, Kind::kList, depth);
-  if (type == &PyTuple_Type) return walk_elements(object, Kind::kTuple, depth);
-  if (type == &PyDict_Type) return walk_elements(object, Kind::kDict, depth);
+  if (type == &PyList_Type) return walk_elements(object, Kind::kList, nullptr, depth);
+  if (type == &PyTuple_Type) return walk_elements(object, Kind::kTuple, nullptr, depth);
+  if (type == &PyDict_Type) return walk_elements(object, Kind::kDict, nullptr, depth);
   if (THPVariable_CheckExact(object)) return add_tensor(THPVariable_Unpack(object));
   if (is_plain_leaf(object)) return add_object(object);
-  // What follows may run Python code (an __instancecheck__, numpy), which could drop the
-  // object from its container: hold it meanwhile.
+  // What follows may run Python code (attribute lookups, an __instancecheck__, numpy), which
+  // could drop the object from its container: hold it meanwhile.
   const py::object hold = py::reinterpret_borrow<py::object>(object);
+  Kind kind = Kind::kObject;
+  PyObject* extra = nullptr;
+  if (other_container_kind(object, kind, extra)) return walk_elements(object, kind, extra, depth);
   if (is_tensor(object)) return add_tensor(THPVariable_Unpack(object));
   PyTypeObject* ndarray = ndarray_type();
   if (ndarray != nullptr && PyObject_TypeCheck(object, ndarray))
@@ -156,15 +158,16 @@ void PyStructure::walk(PyObject* object, int depth) {
   add_object(object);
 }
 
-void PyStructure::walk_elements(PyObject* container, Kind kind, int depth) {
+void PyStructure::walk_elements(PyObject* container, Kind kind, PyObject* extra, int depth) {
+  // The node owns `extra` from here on, so clear() releases it whatever happens next.
+  const size_t node = tape_.size();
+  tape_.push_back({kind, 0, extra});
   if (depth >= kMaxNestingDepth) {
     throw PathError("nested deeper than " + std::to_string(kMaxNestingDepth) +
                     " levels (a container that holds itself?)");
   }
   // Held while walked: code run by the walk could drop it from its parent.
   const py::object hold = py::reinterpret_borrow<py::object>(container);
-  const size_t node = tape_.size();
-  tape_.push_back({kind, 0, nullptr});
   Py_ssize_t count = 0;
   auto element = [&](PyObject* item, PyObject* key) {
     const size_t first_tensor = tensors_.size();
@@ -180,21 +183,50 @@ void PyStructure::walk_elements(PyObject* container, Kind kind, int depth) {
       roots_.push_back({first_tensor, tensors_.size(), tape_[first_node].kind == Kind::kTensor});
     ++count;
   };
-  if (kind == Kind::kDict) {
-    Py_ssize_t position = 0;
-    PyObject* key = nullptr;
-    PyObject* value = nullptr;
-    while (PyDict_Next(container, &position, &key, &value)) {
-      add_object(key);
-      element(value, key);
+  switch (kind) {
+    case Kind::kDict:
+    case Kind::kDefaultDict: {
+      // A defaultdict is a dict underneath, in the same order.
+      Py_ssize_t position = 0;
+      PyObject* key = nullptr;
+      PyObject* value = nullptr;
+      while (PyDict_Next(container, &position, &key, &value)) {
+        add_object(key);
+        element(value, key);
+      }
+      break;
     }
-  } else if (kind == Kind::kList) {
-    // The size is read at every step: walking an element may run code that resizes the list.
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(container); ++i)
-      element(PyList_GET_ITEM(container, i), nullptr);
-  } else {
-    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(container); ++i)
-      element(PyTuple_GET_ITEM(container, i), nullptr);
+    case Kind::kList:
+      // The size is read at every step: walking an element may run code that resizes the list.
+      for (Py_ssize_t i = 0; i < PyList_GET_SIZE(container); ++i)
+        element(PyList_GET_ITEM(container, i), nullptr);
+      break;
+    case Kind::kTuple:
+    case Kind::kNamedTuple:
+      for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(container); ++i)
+        element(PyTuple_GET_ITEM(container, i), nullptr);
+      break;
+    default: {
+      // OrderedDict (its own order, not the dict's underneath: iterated for its keys) and deque.
+      const py::object iterator = py::reinterpret_steal<py::object>(PyObject_GetIter(container));
+      if (!iterator) throw py::error_already_set();
+      while (PyObject* next = PyIter_Next(iterator.ptr())) {
+        const py::object item = py::reinterpret_steal<py::object>(next);
+        if (kind == Kind::kDeque) {
+          element(item.ptr(), nullptr);
+          continue;
+        }
+        PyObject* value = PyDict_GetItemWithError(container, item.ptr());  // borrowed
+        if (value == nullptr) {
+          if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, item.ptr());
+          throw py::error_already_set();
+        }
+        const py::object held_value = py::reinterpret_borrow<py::object>(value);
+        add_object(item.ptr());
+        element(value, item.ptr());
+      }
+      if (PyErr_Occurred()) throw py::error_already_set();
+    }
   }
   tape_[node].size = count;
 }
@@ -245,26 +277,33 @@ class PyStructure::Reader {
       case Kind::kObject:
         Py_INCREF(node.object);
         return node.object;
-      case Kind::kList: {
+      case Kind::kList:
+      case Kind::kDeque: {
         py::object list = steal(PyList_New(node.size));
         for (Py_ssize_t i = 0; i < node.size; ++i)
           PyList_SET_ITEM(list.ptr(), i, element(at_root, i));
-        return list.release().ptr();
+        if (node.kind == Kind::kList) return list.release().ptr();
+        return steal(finish_sequence(node.kind, node.object, list.ptr())).release().ptr();
       }
-      case Kind::kTuple: {
+      case Kind::kTuple:
+      case Kind::kNamedTuple: {
         py::object tuple = steal(PyTuple_New(node.size));
         for (Py_ssize_t i = 0; i < node.size; ++i)
           PyTuple_SET_ITEM(tuple.ptr(), i, element(at_root, i));
-        return tuple.release().ptr();
+        if (node.kind == Kind::kTuple) return tuple.release().ptr();
+        return steal(finish_sequence(node.kind, node.object, tuple.ptr())).release().ptr();
       }
-      case Kind::kDict: {
-        py::object dict = steal(PyDict_New());
+      case Kind::kDict:
+      case Kind::kOrderedDict:
+      case Kind::kDefaultDict: {
+        py::object mapping = steal(new_mapping(node.kind, node.object));
         for (Py_ssize_t i = 0; i < node.size; ++i) {
           PyObject* key = tape_[next_++].object;
           const py::object value = steal(element(at_root, i));
-          if (PyDict_SetItem(dict.ptr(), key, value.ptr()) < 0) throw py::error_already_set();
+          if (mapping_insert(node.kind, mapping.ptr(), key, value.ptr()) < 0)
+            throw py::error_already_set();
         }
-        return dict.release().ptr();
+        return mapping.release().ptr();
       }
     }
     TORCH_INTERNAL_ASSERT(false, "mtc: unknown node kind in the structure's tape");
@@ -284,20 +323,23 @@ class PyStructure::Reader {
   PyObject* element(bool at_root, Py_ssize_t index) {
     if (at_root && root_is_container_) {
       entry_ = roots_.extract(static_cast<size_t>(index));
-      if (entry_.isList()) entry_tensors_ = entry_.toList();
+      if (entry_.isList()) entry_tensors_ = entry_.toListRef();
       in_entry_ = 0;
     }
     return read(false);
   }
   at::Tensor next_tensor() {
     if (entry_.isTensor()) return std::move(entry_).toTensor();
-    return entry_tensors_.extract(in_entry_++).toTensor();
+    // The list's elements are ours alone (the engine handed the structure over) and not const
+    // objects: moved out in place, without c10::List::extract's checks and write-back, once per
+    // tensor.
+    return std::move(const_cast<c10::IValue&>(entry_tensors_[in_entry_++])).toTensor();
   }
 
   const std::vector<Node>& tape_;
   c10::impl::GenericList roots_{c10::AnyType::get()};  // the engine's entries, by root element
-  c10::IValue entry_;                                   // the current root element's entry
-  c10::impl::GenericList entry_tensors_{c10::AnyType::get()};  // its tensors, when several
+  c10::IValue entry_;                                  // the current root element's entry
+  c10::ArrayRef<c10::IValue> entry_tensors_;  // its tensors, when several (entry_ owns them)
   size_t in_entry_ = 0;
   size_t next_ = 0;
   bool root_is_container_;

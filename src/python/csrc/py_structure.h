@@ -1,10 +1,9 @@
 // A Python structure taken apart for the engine, and put back together around its outputs.
 //
-// The walk descends only into objects whose type is exactly list, tuple or dict. Subclasses
-// (named tuples, OrderedDict, ...) are opaque leaves like every other object, as in the
-// original package: rebuilding one would need its constructor, which may want more than its
-// elements. Tensor leaves are torch.Tensor objects (subclasses included); numpy arrays become
-// tensors through torch.from_numpy, without a copy where the memory allows it.
+// The walk descends into the containers torch.utils._pytree knows (containers.h): list, tuple,
+// dict, named tuples, OrderedDict, defaultdict and deque; every other object is an opaque leaf.
+// Tensor leaves are torch.Tensor objects (subclasses included); numpy arrays become tensors
+// through torch.from_numpy, without a copy where the memory allows it.
 //
 // The engine is not given the containers. It gets one entry per root element: the element's
 // tensors as a tensor list, the tensor itself, or None. That keeps the engine's split walk at
@@ -21,6 +20,8 @@
 
 #include <cstdint>
 #include <vector>
+
+#include "containers.h"
 
 namespace mtc::python {
 
@@ -48,11 +49,10 @@ class PyStructure {
   void clear();
 
  private:
-  enum class Kind : uint8_t { kTensor, kObject, kList, kTuple, kDict };
   struct Node {
     Kind kind;
-    Py_ssize_t size;   // elements of a container (a dict's entries)
-    PyObject* object;  // an opaque leaf or a dict key (owned); null otherwise
+    Py_ssize_t size;   // elements of a container (a mapping's entries)
+    PyObject* object;  // an opaque leaf, a mapping's key or a container's extra (owned), or null
   };
   // One root element's share of the tensors, for the engine's input.
   struct RootElement {
@@ -63,7 +63,8 @@ class PyStructure {
   class Reader;
 
   void walk(PyObject* object, int depth);
-  void walk_elements(PyObject* container, Kind kind, int depth);
+  // `extra` (owned, may be null) goes into the container's node.
+  void walk_elements(PyObject* container, Kind kind, PyObject* extra, int depth);
   void add_tensor(at::Tensor tensor);
   void add_object(PyObject* object);
 

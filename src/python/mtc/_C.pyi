@@ -2,8 +2,6 @@
 
 from typing import Any, Dict, Union
 
-import torch
-
 __version__: str
 
 class AsyncCopyHandle:
@@ -30,6 +28,10 @@ class AsyncCopyHandle:
         ran out. A later call returns the same object.
         """
 
+    def options(self) -> Dict[str, Union[str, bool, int]]:
+        """The target (``device``, as a str) and the options this copy was given, after
+        coercion: what reached the engine."""
+
     def stats(self) -> Dict[str, Union[int, float]]:
         """What the copy did, known once ``ready()`` is true or ``get()`` returned.
 
@@ -41,43 +43,19 @@ class AsyncCopyHandle:
 
 def start_copy(
     data: Any,
-    device: Union[str, torch.device],
-    *,
-    use_pinned_staging: bool = True,
-    pack_cpu_tensors: bool = True,
-    min_packed_alignment_bytes: int = 16,
-    max_packed_chunk_bytes: int = 32 * 1024 * 1024,
-    use_background_thread: bool = True,
+    device: Any,
+    use_pinned_staging: Any,
+    pack_cpu_tensors: Any,
+    min_packed_alignment_bytes: Any,
+    max_packed_chunk_bytes: Any,
+    use_background_thread: Any,
+    pinned_host_outputs: Any,
+    check_arguments: bool = True,
 ) -> AsyncCopyHandle:
-    """Starts copying every tensor of ``data`` to ``device`` and returns at once.
+    """The binding behind :func:`mtc.start_copy`, every option in place (no defaults).
 
-    ``data`` is a tensor, a numpy array, or lists, tuples and dicts of them nested to any
-    depth. The walk descends only into objects whose type is exactly ``list``, ``tuple`` or
-    ``dict``: named tuples, ``OrderedDict`` and other subclasses, dataclasses and custom
-    classes are opaque leaves, like strings, numbers and None, and come back as the same
-    objects, tensors inside them included (the original package's rule). numpy arrays become
-    tensors with ``torch.from_numpy``, without a copy where the memory allows it (an array
-    with negative strides is copied to a contiguous one first). The result has new
-    containers of the same types, in the same order, with the same dict keys; tensors
-    already on ``device`` come back as the same objects.
-
-    The inputs must not be modified until the copy has completed (``ready()`` is true or
-    ``get()`` returned). Work queued on the current CUDA streams before the call is ordered
-    before the copy.
-
-    Options:
-        use_pinned_staging: stage host data through pooled pinned memory.
-        pack_cpu_tensors: pack small contiguous tensors (up to 256 KiB) into chunks, one
-            allocation and one DMA per chunk.
-        min_packed_alignment_bytes: each packed tensor starts at a multiple of this and of
-            its element size; must be >= 1.
-        max_packed_chunk_bytes: payload limit of one chunk; must be > 0.
-        use_background_thread: walk, stage and submit on the engine's worker threads; when
-            False, this call does that work itself (with the GIL released) before it returns.
-
-    Raises:
-        ValueError: a device that does not exist or cannot be parsed, a CUDA device without
-            CUDA, an option out of range, or a leaf that cannot become a tensor (the message
-            names its place, as in ``data[0]['boxes']``).
-        TypeError: ``device`` is neither a str nor a torch.device.
+    Converts the device and the options as ``mtc.start_copy`` documents and starts the copy.
+    ``check_arguments=False`` skips the module's own checks of the options' ranges and of the
+    CUDA index, so that the engine raises those errors itself: for the tests of the engine's
+    errors through the module (tests/python/test_engine_errors.py).
     """

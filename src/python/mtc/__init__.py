@@ -3,13 +3,15 @@
     handle = mtc.start_copy(batch, "cuda")  # returns at once; the copy runs on worker threads
     batch_on_gpu = handle.get()             # waits (without the GIL) until the data is there
 
-``start_copy`` takes lists, tuples and dicts nested to any depth, with tensors and numpy arrays
-as leaves; every other object comes back as it is. See ``help(mtc.start_copy)``.
+``start_copy`` takes the containers ``torch.utils._pytree`` knows (list, tuple, dict, named
+tuples, OrderedDict, defaultdict, deque) nested to any depth, with tensors and numpy arrays as
+leaves; every other object comes back as it is. See ``help(mtc.start_copy)``.
 """
 
 # torch first: it loads libtorch and torch's Python bindings, which mtc._C is linked against.
 import torch  # noqa: F401
 
-from mtc._C import AsyncCopyHandle, __version__, start_copy
+from mtc._C import AsyncCopyHandle, __version__
+from mtc._copy import DeviceLike, start_copy
 
-__all__ = ["AsyncCopyHandle", "start_copy", "__version__"]
+__all__ = ["AsyncCopyHandle", "DeviceLike", "start_copy", "__version__"]

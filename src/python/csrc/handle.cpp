@@ -1,0 +1,122 @@
+#include "handle.h"
+
+#include <string>
+#include <utility>
+
+#include "arguments.h"
+
+namespace py = pybind11;
+
+namespace mtc::python {
+
+AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure, CopyHandle handle,
+                                 c10::Device target, const CopyOptions& options)
+    : structure_(std::move(structure)),
+      handle_(std::move(handle)),
+      target_(target),
+      options_(options) {}
+
+// Dropping an unfinished handle waits for the copy's device work (the engine's rule), without
+// the GIL: other Python threads go on meanwhile. The engine then destroys the copy on this
+// thread, and the input tensors it drops take the GIL back for their Python objects.
+AsyncCopyHandle::~AsyncCopyHandle() {
+  bool done = true;
+  try {
+    done = handle_.ready();
+  } catch (const std::exception&) {
+    // A failed copy: the engine's own destructor still waits for what it had submitted.
+  }
+  if (!done) {
+    py::gil_scoped_release release;
+    handle_ = CopyHandle();
+  }
+}
+
+// The result is built while the device still writes the new tensors: the engine hands them
+// over once they exist, and only then is completion awaited.
+py::object AsyncCopyHandle::get() {
+  if (result_) return result_;
+  {
+    // A copy that is complete already needs no wait: no need to let go of the GIL. Only
+    // tried: a thread holding the lock may be waiting for the GIL.
+    const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
+    if (lock.owns_lock() && handle_.ready()) {
+      if (!built_) build(handle_.take_result());
+      result_ = built_;
+      return result_;
+    }
+  }
+  {
+    // The lock keeps two threads from taking the engine's result of one handle; it is taken
+    // without the GIL, so a thread that holds the GIL never waits for it.
+    py::gil_scoped_release release;
+    const std::lock_guard<std::mutex> lock(get_mutex_);
+    if (!built_) {
+      c10::IValue output = handle_.take_result();
+      const py::gil_scoped_acquire gil;
+      build(std::move(output));
+    }
+    handle_.wait();
+  }
+  if (!result_) result_ = built_;
+  return result_;
+}
+
+py::dict AsyncCopyHandle::stats() const {
+  if (!handle_.ready())
+    throw py::value_error("mtc: stats() is known once ready() is true or get() returned");
+  const CopyStats s = handle_.stats();
+  py::dict out;
+  out["tensors"] = s.tensors;
+  out["bytes"] = s.bytes;
+  out["reused"] = s.reused;
+  out["packed"] = s.packed;
+  out["chunks"] = s.chunks;
+  out["per_tensor"] = s.per_tensor;
+  out["pinned_bytes"] = s.pinned_bytes;
+  out["walk_threads"] = s.walk_threads;
+  out["queued_us"] = s.queued_us;
+  out["traverse_us"] = s.traverse_us;
+  out["submit_us"] = s.submit_us;
+  out["outputs_us"] = s.outputs_us;
+  return out;
+}
+
+py::dict AsyncCopyHandle::options() const {
+  py::dict out;
+  out["device"] = target_.str();
+  out["use_pinned_staging"] = options_.use_pinned_staging;
+  out["pack_cpu_tensors"] = options_.pack_cpu_tensors;
+  out["min_packed_alignment_bytes"] = options_.min_packed_alignment_bytes;
+  out["max_packed_chunk_bytes"] = options_.max_packed_chunk_bytes;
+  out["use_background_thread"] = options_.use_background_thread;
+  out["pinned_host_outputs"] = options_.pinned_host_outputs;
+  return out;
+}
+
+// The outputs are moved into their Python objects, and what is left of the engine's structure
+// is dropped in rebuild(), with the GIL: a tensor that loses its last C++ reference other than
+// its Python object's takes the GIL to release that object. The GIL must be held.
+void AsyncCopyHandle::build(c10::IValue output) {
+  built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output)));
+  structure_->clear();
+}
+
+std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& target,
+                                       const CopyOptions& options, bool check) {
+  if (check) check_arguments(target, options);
+  auto structure = std::make_unique<PyStructure>(data.ptr());
+  c10::IValue input = structure->take_engine_input();
+  CopyHandle handle;
+  if (options.use_background_thread) {
+    // Only validation and a hand-off: keeping the GIL is cheaper than taking it back.
+    handle = start_copy(input, target, options);
+  } else {
+    py::gil_scoped_release release;
+    handle = start_copy(input, target, options);
+  }
+  return std::make_unique<AsyncCopyHandle>(std::move(structure), std::move(handle), target,
+                                           options);
+}
+
+}  // namespace mtc::python

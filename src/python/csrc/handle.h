@@ -1,0 +1,48 @@
+// AsyncCopyHandle, the pending result of one start_copy, and start() that makes one.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <mtc/copier.h>
+#include <pybind11/pybind11.h>
+
+#include <memory>
+#include <mutex>
+
+#include "py_structure.h"
+
+namespace mtc::python {
+
+class AsyncCopyHandle {
+ public:
+  AsyncCopyHandle(std::unique_ptr<PyStructure> structure, CopyHandle handle, c10::Device target,
+                  const CopyOptions& options);
+  // Owns the copy's completion, like CopyHandle.
+  AsyncCopyHandle(const AsyncCopyHandle&) = delete;
+  AsyncCopyHandle& operator=(const AsyncCopyHandle&) = delete;
+  // Waits for an unfinished copy's device work without the GIL (see handle.cpp).
+  ~AsyncCopyHandle();
+
+  bool ready() const { return handle_.ready(); }
+  pybind11::object get();
+  pybind11::dict stats() const;
+  // The target and the CopyOptions this copy was given, after coercion: what reached the engine.
+  pybind11::dict options() const;
+
+ private:
+  void build(c10::IValue output);
+
+  std::unique_ptr<PyStructure> structure_;
+  CopyHandle handle_;
+  c10::Device target_;
+  CopyOptions options_;
+  std::mutex get_mutex_;
+  pybind11::object built_;   // the result, built before the device has finished; get_mutex_
+  pybind11::object result_;  // built_ once the copy has completed
+};
+
+// Walks `data` and starts the engine's copy. `check` makes the module's own argument checks
+// (arguments.h) before anything else; without them an invalid argument is the engine's error.
+std::unique_ptr<AsyncCopyHandle> start(pybind11::handle data, const c10::Device& target,
+                                       const CopyOptions& options, bool check);
+
+}  // namespace mtc::python
