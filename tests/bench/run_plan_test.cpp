@@ -31,6 +31,16 @@ TEST(RunPlan, DefaultsFromTheConfig) {
   EXPECT_EQ(plan.settings.fixed_samples, 0);
 }
 
+// The measuring structs start from the config's defaults: a case measured without a plan
+// measures as a run without a "bench" object does.
+TEST(RunPlan, WithoutABenchObjectTheSettingsAreCaseSettingsDefaults) {
+  const RunPlan plan = make_run_plan(config_with(""), RunOptions{}, 1);
+  RunPlan expected = plan;
+  expected.settings = CaseSettings{};
+  expected.settings.order_seed = plan.settings.order_seed;  // the config's seed
+  EXPECT_EQ(plan_to_json(plan), plan_to_json(expected));
+}
+
 TEST(RunPlan, QuickIsThreeShortRounds) {
   RunOptions o;
   o.quick = true;
