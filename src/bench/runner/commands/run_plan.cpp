@@ -1,7 +1,9 @@
 #include "runner/commands/run_plan.h"
 
 #include "errors.h"
+#include "runner/cli/options.h"
 #include "runner/strategies/catalog.h"
+#include "workload/config.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
