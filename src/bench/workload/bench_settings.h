@@ -1,9 +1,10 @@
 // The config's optional "bench" object: how every case is measured. Its defaults live here and
 // nowhere else: the runner's measuring structs (runner/measure/stopping.h, case_settings.h)
-// start from them. A leaf header (no JSON, no ATen), so that the runner's pure code can
-// include it.
+// start from them and --help reads them (runner/cli/run_options.cpp). A leaf header (no JSON,
+// no ATen), so that the runner's pure code can include it.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -27,5 +28,15 @@ struct BenchSettings {
   double overlap_us = 0.0;              // simulated caller work between start and get
   bool raw_samples = false;             // keep raw samples in the JSON report
 };
+
+// The one rule between the round limits, as its message: empty when max_rounds >= min_rounds.
+// Checked where a pair of limits is final: a config on its own (the loader, so `validate` sees
+// it, as a ConfigError at the config's pointer) and the run's plan (runner/commands/run_plan.h,
+// where the command line's limits meet the config's, as a UsageError).
+inline std::string round_limits_error(int64_t min_rounds, int64_t max_rounds) {
+  if (max_rounds >= min_rounds) return {};
+  return "max_rounds (" + std::to_string(max_rounds) + ") is below min_rounds (" +
+         std::to_string(min_rounds) + ")";
+}
 
 }  // namespace mtc::bench

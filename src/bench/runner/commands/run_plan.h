@@ -21,6 +21,24 @@ namespace mtc::bench {
 struct Config;      // workload/config.h
 struct RunOptions;  // runner/cli/options.h
 
+// --quick: seconds, not a minute. What it sets where the command line leaves a value unset;
+// the intervals widen accordingly and are reported as they are.
+struct QuickSettings {
+  int64_t rounds = 3;  // the fewest and the most
+  double round_time_s = 0.02;
+  int64_t min_samples = 3;
+  double min_time_s = 0.0;
+  int64_t max_warmup = 2;  // the config's warm-up, capped
+};
+
+// The GPU a run drives when neither the command line nor the config names one.
+inline constexpr int kDefaultDevice = 0;
+
+// --profile: a fixed number of samples per case, in one round, for one timeline.
+struct ProfileSettings {
+  int64_t samples = 20;  // --profile-samples
+};
+
 struct RunPlan {
   std::vector<Direction> directions;
   std::vector<std::string> strategies;  // catalog names, in catalog order
