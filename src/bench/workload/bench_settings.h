@@ -1,7 +1,8 @@
 // The config's optional "bench" object: how every case is measured. Its defaults live here and
 // nowhere else: the runner's measuring structs (runner/measure/stopping.h, case_settings.h)
-// start from them and --help reads them (runner/cli/run_options.cpp). A leaf header (no JSON,
-// no ATen), so that the runner's pure code can include it.
+// start from them, --help reads them (runner/cli/run_options.cpp), and a test holds the docs
+// to them (tests/bench/documented_defaults_test.cpp). A leaf header (no JSON, no ATen), so
+// that the runner's pure code can include it.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,8 @@
 // The options of the run command (no subcommand), each declared once, in run_options.cpp: its
 // names, its help, the RunOptions field it fills and how its text is read. Every default the
 // help shows is read from the struct that holds it (BenchSettings, CaseSettings, the plan's
-// QuickSettings and ProfileSettings, the engine's CopyOptions), never retyped.
+// QuickSettings and ProfileSettings, the engine's CopyOptions), never retyped; docs/cli.md
+// repeats them and tests/bench/documented_defaults_test.cpp holds the two together.
 #pragma once
 
 #include "runner/cli/option_binder.h"
