@@ -1,5 +1,9 @@
 #include "runner/cli/command_line.h"
 
+#include "runner/commands/run_plan.h"
+#include "workload/bench_settings.h"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -32,7 +36,55 @@ TEST(CommandLine, ConfigAlone) {
   EXPECT_FALSE(cl.run.devices);
   EXPECT_FALSE(cl.run.warmup);
   EXPECT_FALSE(cl.run.engine.pack);
+  EXPECT_FALSE(cl.run.round_cpus);
+  EXPECT_FALSE(cl.run.profile_samples);
+  EXPECT_FALSE(cl.run.min_rounds);
+  EXPECT_TRUE(cl.run.engine_libraries.empty());
   EXPECT_EQ(cl.arguments.size(), 3u);
+}
+
+TEST(CommandLine, EveryRoundAndHostOverride) {
+  const Parsed p = parse({"-c", "x.json", "--pattern", "step", "--inputs", "3", "--gap-us", "50",
+                          "--min-rounds", "2", "--max-rounds", "4", "--round-time", "0.01",
+                          "--processes", "2", "--pin-cpu", "0-1", "--round-cpus", "1",
+                          "--profile-samples", "6", "--ab-label", "j:base:1", "--engine-lib",
+                          "base=/lib/a.so"});
+  ASSERT_TRUE(p.result.command_line) << p.err;
+  const RunOptions& o = p.result.command_line->run;
+  EXPECT_EQ(*o.patterns, std::vector<Pattern>{Pattern::kStep});
+  EXPECT_EQ(*o.inputs, 3);
+  EXPECT_DOUBLE_EQ(*o.gap_us, 50.0);
+  EXPECT_EQ(*o.min_rounds, 2);
+  EXPECT_EQ(*o.max_rounds, 4);
+  EXPECT_DOUBLE_EQ(*o.round_time_s, 0.01);
+  EXPECT_EQ(*o.processes, 2);
+  EXPECT_EQ(o.pin_cpu, "0-1");
+  EXPECT_EQ(*o.round_cpus, 1);
+  EXPECT_EQ(*o.profile_samples, 6);
+  EXPECT_EQ(o.ab_label->side, "base");
+  EXPECT_EQ(o.engine_libraries.at("base"), "/lib/a.so");
+}
+
+// The limits meet the config's in the plan, which checks them (run_plan_test).
+TEST(CommandLine, RoundLimitsAreLeftToThePlan) {
+  const Parsed p = parse({"-c", "x.json", "--min-rounds", "5", "--max-rounds", "3"});
+  ASSERT_TRUE(p.result.command_line) << p.err;
+}
+
+// Each default --help shows is read from the struct that holds it.
+TEST(CommandLine, HelpShowsTheStructsDefaults) {
+  const Parsed p = parse({"--help"});
+  const BenchSettings bench;
+  for (const std::string& needle :
+       {fmt::format("(default: the config's bench.warmup, else {})", bench.warmup),
+        fmt::format("(default: the config's bench.min_time_s, else {})", bench.min_time_s),
+        fmt::format("(default: the config's bench.noise_target, else {})", bench.noise_target),
+        fmt::format("(default: the config's bench.max_rounds, else {})", bench.max_rounds),
+        fmt::format("(default: the config's bench.gap_us, else {})", bench.gap_us),
+        fmt::format("Samples per case with --profile (default {})", ProfileSettings{}.samples),
+        fmt::format("{} short rounds per case", QuickSettings{}.rounds)}) {
+    EXPECT_NE(p.out.find(needle), std::string::npos) << needle;
+  }
 }
 
 TEST(CommandLine, EveryOverride) {
@@ -93,6 +145,12 @@ TEST(CommandLine, UsageErrorsExitTwo) {
       {"--config", "x.json", "--engine-max-chunk", "lots"},
       {"--config", "x.json", "--input", "b.pt"},
       {"--config", "x.json", "--no-such-option"},
+      {"--config", "x.json", "--engine-lib", "nolabel"},
+      {"--config", "x.json", "--engine-lib", "a=1", "--engine-lib", "a=2"},
+      {"--config", "x.json", "--pin-cpu", "3-1"},
+      {"--config", "x.json", "--ab-label", "bad"},
+      {"--config", "x.json", "--round-cpus", "-1"},
+      {"--config", "x.json", "--processes", "2", "--profile"},
       {"validate"},
   };
   for (const auto& args : bad) {

@@ -75,6 +75,16 @@ TEST(Parse, Bytes) {
   EXPECT_THROW(parse_bytes("99999999999999GiB"), UsageError);
 }
 
+TEST(Parse, BytesTextIsTheInverse) {
+  EXPECT_EQ(bytes_text(16), "16");
+  EXPECT_EQ(bytes_text(32 << 20), "32MiB");
+  EXPECT_EQ(bytes_text(1536), "1536");
+  EXPECT_EQ(bytes_text(3LL << 30), "3GiB");
+  for (int64_t bytes : {int64_t{1}, int64_t{4096}, int64_t{1} << 20, int64_t{5000}}) {
+    EXPECT_EQ(parse_bytes(bytes_text(bytes)), bytes);
+  }
+}
+
 TEST(Parse, Fraction) {
   EXPECT_DOUBLE_EQ(parse_fraction("0.005"), 0.005);
   EXPECT_DOUBLE_EQ(parse_fraction("0.5%"), 0.005);
@@ -105,6 +115,16 @@ TEST(Parse, AbLabel) {
   for (const char* bad : {"pr-7:candidate", ":b:1", "a::1", "a:b:", "a:b:-1", "a:b:x", "a:b:1:2"}) {
     EXPECT_THROW(parse_ab_label(bad), UsageError) << bad;
   }
+}
+
+TEST(Parse, EngineLibraries) {
+  const auto libraries = parse_engine_libraries({"base=/a.so", "cand=/b.so"});
+  EXPECT_EQ(libraries.at("base"), "/a.so");
+  EXPECT_EQ(libraries.at("cand"), "/b.so");
+  EXPECT_THROW(parse_engine_libraries({"base"}), UsageError);
+  EXPECT_THROW(parse_engine_libraries({"base="}), UsageError);
+  EXPECT_THROW(parse_engine_libraries({"a b=/a.so"}), UsageError);
+  EXPECT_THROW(parse_engine_libraries({"a=/a.so", "a=/b.so"}), UsageError);
 }
 
 TEST(Parse, CpuList) {

@@ -1,7 +1,9 @@
 #include "runner/commands/run_plan.h"
 
 #include "errors.h"
+#include "runner/cli/options.h"
 #include "runner/strategies/catalog.h"
+#include "workload/config.h"
 
 #include <gtest/gtest.h>
 
@@ -31,6 +33,16 @@ TEST(RunPlan, DefaultsFromTheConfig) {
   EXPECT_EQ(plan.settings.fixed_samples, 0);
 }
 
+// The measuring structs start from the config's defaults: a case measured without a plan
+// measures as a run without a "bench" object does.
+TEST(RunPlan, WithoutABenchObjectTheSettingsAreCaseSettingsDefaults) {
+  const RunPlan plan = make_run_plan(config_with(""), RunOptions{}, 1);
+  RunPlan expected = plan;
+  expected.settings = CaseSettings{};
+  expected.settings.order_seed = plan.settings.order_seed;  // the config's seed
+  EXPECT_EQ(plan_to_json(plan), plan_to_json(expected));
+}
+
 TEST(RunPlan, QuickIsThreeShortRounds) {
   RunOptions o;
   o.quick = true;
@@ -58,6 +70,49 @@ TEST(RunPlan, RoundsAndPatternsFromTheConfigAndTheCommandLine) {
   EXPECT_EQ(plan.settings.stopping.max_rounds, 9);
   o.max_rounds = 1;
   EXPECT_THROW(make_run_plan(config, o, 1), UsageError);  // below min_rounds 2
+}
+
+// The round limits are checked once, in the plan, whichever source each came from; the
+// loader checks a config's own pair (tests/workload/validation_test.cpp).
+TEST(RunPlan, RoundLimitsThatDisagreeAreAUsageError) {
+  const auto message = [](const Config& config, const RunOptions& o) {
+    try {
+      make_run_plan(config, o, 1);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  RunOptions o;
+  o.min_rounds = 5;
+  o.max_rounds = 3;
+  EXPECT_EQ(message(config_with(""), o), "max_rounds (3) is below min_rounds (5)");
+  RunOptions max_only;
+  max_only.max_rounds = 2;  // below the config's 5
+  EXPECT_EQ(message(config_with(""), max_only), "max_rounds (2) is below min_rounds (5)");
+  RunOptions quick;
+  quick.quick = true;
+  const int64_t rounds = QuickSettings{}.rounds;
+  quick.min_rounds = rounds + 1;  // above --quick's max
+  EXPECT_EQ(message(config_with(""), quick), "max_rounds (" + std::to_string(rounds) +
+                                                 ") is below min_rounds (" +
+                                                 std::to_string(rounds + 1) + ")");
+  quick.max_rounds = quick.min_rounds;
+  EXPECT_EQ(message(config_with(""), quick), "no error");
+}
+
+TEST(RunPlan, RoundCpusAndProfileSamplesDefaultFromTheirStructs) {
+  RunOptions o;
+  o.profile = true;
+  RunPlan plan = make_run_plan(config_with(""), o, 1);
+  EXPECT_EQ(plan.settings.fixed_samples, ProfileSettings{}.samples);
+  EXPECT_EQ(plan.settings.round_cpus, CaseSettings{}.round_cpus);
+  o.round_cpus = 2;
+  o.profile_samples = 4;
+  plan = make_run_plan(config_with(""), o, 1);
+  EXPECT_EQ(plan.settings.fixed_samples, 4);
+  EXPECT_EQ(plan.settings.round_cpus, 2);
+  EXPECT_EQ(plan_to_json(plan)["round_cpus"], 2);
 }
 
 TEST(RunPlan, CommandLineWins) {

@@ -1,5 +1,7 @@
 // What the command line asked for, after parsing and before any config is loaded. Every
-// override is optional: unset means "as the config says".
+// override is optional: unset means "as the config says", or where the config has no say, as
+// the plan's defaults say (commands/run_plan.h). Nothing here holds a default of a setting:
+// each option is declared once, in cli/run_options.cpp, with its help.
 #pragma once
 
 #include "compare/compare_options.h"
@@ -38,11 +40,11 @@ struct RunOptions {
   std::optional<int64_t> min_rounds;
   std::optional<int64_t> max_rounds;
   std::optional<double> round_time_s;
-  bool quick = false;      // few short rounds: wide intervals, reported as they are
+  bool quick = false;  // few short rounds: wide intervals, reported as they are
   std::optional<int64_t> processes;  // fresh processes whose rounds are merged
   std::optional<AbLabel> ab_label;
-  std::string pin_cpu;     // "", "auto" (the GPU's local CPUs) or a CPU list "0-7,16"
-  int64_t round_cpus = 0;  // > 0: each round confined to this many CPUs drawn per round
+  std::string pin_cpu;  // "", "auto" (the GPU's local CPUs) or a CPU list "0-7,16"
+  std::optional<int64_t> round_cpus;  // > 0: each round confined to this many CPUs
   int64_t child_index = -1;  // internal: this process is child I of --processes N ...
   int64_t child_count = 0;   // ... and N
   bool raw_samples = false;
@@ -50,7 +52,7 @@ struct RunOptions {
   std::string md_path;
   bool quiet = false;
   bool profile = false;
-  int64_t profile_samples = 20;
+  std::optional<int64_t> profile_samples;
   EngineOverrides engine;
   // --engine-lib LABEL=PATH: other builds of the engine, for the `VARIANT@LABEL` strategies.
   std::map<std::string, std::string> engine_libraries;

@@ -150,6 +150,15 @@ int64_t parse_bytes(std::string_view text) {
   throw UsageError(fmt::format("{}: unknown unit '{}' (B, KiB, MiB, GiB, KB, MB, GB)", text, unit));
 }
 
+std::string bytes_text(int64_t bytes) {
+  static const std::pair<const char*, int64_t> kUnits[] = {
+      {"GiB", 1LL << 30}, {"MiB", 1LL << 20}, {"KiB", 1LL << 10}};
+  for (const auto& [unit, scale] : kUnits) {
+    if (bytes >= scale && bytes % scale == 0) return fmt::format("{}{}", bytes / scale, unit);
+  }
+  return std::to_string(bytes);
+}
+
 double parse_fraction(std::string_view text) {
   std::string t = trim(text);
   const bool percent = !t.empty() && t.back() == '%';
@@ -195,6 +204,25 @@ AbLabel parse_ab_label(std::string_view text) {
   }
   label.round = std::stoll(std::string(round));
   return label;
+}
+
+std::map<std::string, std::string> parse_engine_libraries(const std::vector<std::string>& items) {
+  std::map<std::string, std::string> libraries;
+  for (const std::string& item : items) {
+    const size_t eq = item.find('=');
+    const std::string label = item.substr(0, eq);
+    if (eq == std::string::npos || eq + 1 == item.size()) {
+      throw UsageError(fmt::format("--engine-lib {}: expected LABEL=PATH", item));
+    }
+    if (!split_loaded_variant("engine@" + label)) {
+      throw UsageError(
+          fmt::format("--engine-lib {}: the label must be letters, digits, _ or -", item));
+    }
+    if (!libraries.emplace(label, item.substr(eq + 1)).second) {
+      throw UsageError(fmt::format("--engine-lib {}: the label {} is given twice", item, label));
+    }
+  }
+  return libraries;
 }
 
 std::vector<int> parse_cpu_list(std::string_view text) {

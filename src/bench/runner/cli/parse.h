@@ -6,6 +6,7 @@
 #include "runner/measure/pattern.h"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +42,9 @@ std::vector<int> parse_devices(const std::vector<std::string>& items);
 // "4096", "64KiB", "32MiB", "1GiB", "16KB" (SI) -> bytes. Positive.
 int64_t parse_bytes(std::string_view text);
 
+// The inverse, for --help: the largest binary unit that divides the count (32MiB, 16).
+std::string bytes_text(int64_t bytes);
+
 // "0.005" or "0.5%" -> 0.005. Must lie in (0, 1].
 double parse_fraction(std::string_view text);
 
@@ -58,6 +62,9 @@ struct AbLabel {
   int64_t round = 0;
 };
 AbLabel parse_ab_label(std::string_view text);
+
+// --engine-lib items "LABEL=PATH" -> label -> path. A label is letters, digits, _ or -, once.
+std::map<std::string, std::string> parse_engine_libraries(const std::vector<std::string>& items);
 
 // "0-7,16" -> {0, ..., 7, 16}: the Linux CPU list syntax (also what sysfs local_cpulist holds).
 // Throws UsageError naming the bad text.

@@ -1,7 +1,9 @@
 #include "runner/commands/run_plan.h"
 
 #include "errors.h"
+#include "runner/cli/options.h"
 #include "runner/strategies/catalog.h"
+#include "workload/config.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -55,7 +57,7 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
 
   if (cuda_device_count > 0) {
     plan.devices = options.devices.value_or(config.bench.devices);
-    if (plan.devices.empty()) plan.devices = {0};
+    if (plan.devices.empty()) plan.devices = {kDefaultDevice};
     for (int d : plan.devices) {
       if (d < 0 || d >= cuda_device_count) {
         throw UsageError(fmt::format("GPU {} does not exist: this machine has {} CUDA device{}", d,
@@ -84,22 +86,25 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
   s.stopping.max_rounds = options.max_rounds.value_or(config.bench.max_rounds);
   s.stopping.round_time_s = options.round_time_s.value_or(config.bench.round_time_s);
   if (options.quick) {
-    // Seconds, not a minute: three short rounds, whatever the noise. The intervals widen
-    // accordingly and are reported as they are.
-    s.warmup = options.warmup.value_or(std::min<int64_t>(s.warmup, 2));
-    s.stopping.min_rounds = options.min_rounds.value_or(3);
-    s.stopping.max_rounds = options.max_rounds.value_or(3);
-    s.stopping.round_time_s = options.round_time_s.value_or(0.02);
-    s.stopping.min_samples = options.min_samples.value_or(3);
-    s.stopping.min_time_s = options.min_time_s.value_or(0.0);
+    const QuickSettings quick;
+    s.warmup = options.warmup.value_or(std::min(s.warmup, quick.max_warmup));
+    s.stopping.min_rounds = options.min_rounds.value_or(quick.rounds);
+    s.stopping.max_rounds = options.max_rounds.value_or(quick.rounds);
+    s.stopping.round_time_s = options.round_time_s.value_or(quick.round_time_s);
+    s.stopping.min_samples = options.min_samples.value_or(quick.min_samples);
+    s.stopping.min_time_s = options.min_time_s.value_or(quick.min_time_s);
   }
-  if (s.stopping.max_rounds < s.stopping.min_rounds) {
-    throw UsageError(fmt::format("max_rounds ({}) is below min_rounds ({})", s.stopping.max_rounds,
-                                 s.stopping.min_rounds));
+  // The one check of the limits a run uses, wherever each came from (the loader has already
+  // rejected a config whose own limits disagree, naming its JSON pointer).
+  if (const std::string error = round_limits_error(s.stopping.min_rounds, s.stopping.max_rounds);
+      !error.empty()) {
+    throw UsageError(error);
   }
   s.order_seed = config.seed;
-  s.round_cpus = options.round_cpus;
-  if (options.profile) s.fixed_samples = options.profile_samples;
+  if (options.round_cpus) s.round_cpus = *options.round_cpus;
+  if (options.profile) {
+    s.fixed_samples = options.profile_samples.value_or(ProfileSettings{}.samples);
+  }
   plan.process_index = static_cast<int>(std::max<int64_t>(options.child_index, 0));
   // Several processes by default (see commands/processes.h); one for --quick and --profile,
   // whose point is a short run or one timeline.

@@ -1,18 +1,60 @@
-// From a loaded config and the command line to a RunPlan: the command line's overrides win
-// over the config's "bench" settings, which win over the defaults. Pure (no ATen).
+// What one run does, and how it is decided: a RunPlan (directions, strategies, GPUs and how
+// each case is measured) is made from a loaded config and the command line. Every setting
+// resolves here, in one place: the command line's value wins over the config's "bench" value,
+// which the loader has already filled with BenchSettings' defaults (workload/bench_settings.h).
+// Pure (no ATen).
 #pragma once
 
-#include "runner/cli/options.h"
-#include "runner/measure/run_plan.h"
+#include "runner/measure/case_settings.h"
+#include "runner/measure/direction.h"
+#include "runner/strategies/engine_overrides.h"
 
 #include <nlohmann/json.hpp>
 
-#include "workload/config.h"
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
 
 namespace mtc::bench {
 
-// Throws UsageError (a --devices index this machine lacks) or ConfigError (a bad value in the
-// config). Without a GPU the plan is h2h only.
+struct Config;      // workload/config.h
+struct RunOptions;  // runner/cli/options.h
+
+// --quick: seconds, not a minute. What it sets where the command line leaves a value unset;
+// the intervals widen accordingly and are reported as they are.
+struct QuickSettings {
+  int64_t rounds = 3;  // the fewest and the most
+  double round_time_s = 0.02;
+  int64_t min_samples = 3;
+  double min_time_s = 0.0;
+  int64_t max_warmup = 2;  // the config's warm-up, capped
+};
+
+// The GPU a run drives when neither the command line nor the config names one.
+inline constexpr int kDefaultDevice = 0;
+
+// --profile: a fixed number of samples per case, in one round, for one timeline.
+struct ProfileSettings {
+  int64_t samples = 20;  // --profile-samples
+};
+
+struct RunPlan {
+  std::vector<Direction> directions;
+  std::vector<std::string> strategies;  // catalog names, in catalog order
+  std::vector<int> devices;             // GPUs driven at once; empty without a GPU
+  int cuda_device_count = 0;
+  CaseSettings settings;
+  EngineOverrides engine;                               // what the `engine` variants start from
+  std::map<std::string, std::string> engine_libraries;  // --engine-lib: label -> path
+  bool profile = false;   // settings.fixed_samples is then the sample count
+  int process_index = 0;  // which of --processes N measured (labels rounds)
+  int processes = 1;      // --processes
+  bool quick = false;     // --quick
+};
+
+// Throws UsageError (a --devices index this machine lacks, round limits that disagree) or
+// ConfigError (a bad value in the config). Without a GPU the plan is h2h only.
 RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_device_count);
 
 // The plan as the report's "settings" block (engine options are added by the caller, which

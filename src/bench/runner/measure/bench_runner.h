@@ -4,10 +4,10 @@
 // and, with --profile, the cudaProfilerStart/Stop bracket.
 #pragma once
 
+#include "runner/commands/run_plan.h"
 #include "runner/measure/case_runner.h"
 #include "runner/measure/direction.h"
 #include "runner/measure/progress.h"
-#include "runner/measure/run_plan.h"
 #include "runner/env/host_canary.h"
 #include "runner/report/report.h"
 #include "runner/strategies/loaded_engine.h"

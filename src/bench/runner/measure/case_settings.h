@@ -9,14 +9,17 @@
 
 namespace mtc::bench {
 
+// What a config can set starts from the config's defaults (workload/bench_settings.h), as in
+// stopping.h; the plan of a run without a "bench" object equals CaseSettings{} (run_plan_test).
 struct CaseSettings {
-  int64_t warmup = 5;
+  int64_t warmup = BenchSettings{}.warmup;
   StoppingParams stopping;
+  // BenchSettings' pattern names, as patterns.
   std::vector<Pattern> patterns{Pattern::kHot, Pattern::kStep};
-  int64_t inputs = 8;         // step pattern: inputs in rotation
-  double gap_s = 0.002;       // step pattern: idle gap before each sample
-  double overlap_s = 0.0;     // simulated caller work between start and finish
-  bool raw_samples = false;
+  int64_t inputs = BenchSettings{}.inputs;             // step pattern: inputs in rotation
+  double gap_s = BenchSettings{}.gap_us * 1e-6;        // step pattern: idle gap before each sample
+  double overlap_s = BenchSettings{}.overlap_us * 1e-6;  // simulated caller work, start to finish
+  bool raw_samples = BenchSettings{}.raw_samples;
   int64_t fixed_samples = 0;  // > 0: exactly this many samples in one round (--profile)
   uint64_t order_seed = 0;    // shuffles the strategies of each round
   int64_t round_cpus = 0;     // > 0: every round runs on this many CPUs drawn from the seed

@@ -11,22 +11,27 @@
 // timeout_s of loop time (a slow case must not hold the run) or max_samples samples.
 #pragma once
 
+#include "workload/bench_settings.h"
+
 #include <cstdint>
 #include <string_view>
 
 namespace mtc::bench {
 
-// Every default of the stopping rules lives here.
+// What a config can set starts from the config's defaults (workload/bench_settings.h), so that
+// rules built without a config stop as a run without a "bench" object does; the rest have
+// their defaults here.
 struct StoppingParams {
-  int64_t min_rounds = 5;
-  int64_t max_rounds = 20;
-  double round_time_s = 0.05;      // loop time per case and round
+  int64_t min_rounds = BenchSettings{}.min_rounds;
+  int64_t max_rounds = BenchSettings{}.max_rounds;
+  double round_time_s = BenchSettings{}.round_time_s;  // loop time per case and round
   int64_t round_min_samples = 3;
-  int64_t min_samples = 10;        // per case, over all rounds
-  double min_time_s = 0.25;        // accumulated sample (wall) time per case, over all rounds
-  double noise_target = 0.01;      // reported relative noise of the median
-  double timeout_s = 15.0;         // loop time per case, over all rounds
-  int64_t max_samples = 1'000'000; // a memory guard for sub-microsecond cases
+  int64_t min_samples = BenchSettings{}.min_samples;  // per case, over all rounds
+  // Accumulated sample (wall) time per case, over all rounds.
+  double min_time_s = BenchSettings{}.min_time_s;
+  double noise_target = BenchSettings{}.noise_target;  // reported relative noise of the median
+  double timeout_s = BenchSettings{}.timeout_s;        // loop time per case, over all rounds
+  int64_t max_samples = 1'000'000;  // a memory guard for sub-microsecond cases
 };
 
 enum class StopReason { kNone, kNoiseTarget, kMaxRounds, kTimeout, kMaxSamples, kFixedCount };

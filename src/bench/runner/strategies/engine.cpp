@@ -48,6 +48,12 @@ mtc::CopyOptions engine_options(const EngineOverrides& overrides) {
   return o;
 }
 
+EngineOverrides engine_defaults() {
+  const mtc::CopyOptions o;
+  return {o.use_pinned_staging, o.pack_cpu_tensors, o.min_packed_alignment_bytes,
+          o.max_packed_chunk_bytes, o.use_background_thread};
+}
+
 nlohmann::json copy_options_json(const mtc::CopyOptions& o) {
   return nlohmann::json{{"use_pinned_staging", o.use_pinned_staging},
                         {"pack_cpu_tensors", o.pack_cpu_tensors},

@@ -15,4 +15,8 @@ struct EngineOverrides {
   std::optional<bool> background_thread;
 };
 
+// mtc::CopyOptions{}'s five, for --help. Defined beside engine_options (engine.cpp), where the
+// engine's header, and ATen with it, is already included.
+EngineOverrides engine_defaults();
+
 }  // namespace mtc::bench

@@ -50,9 +50,9 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
   if (value.contains("max_rounds")) {
     settings.max_rounds = static_cast<int>(checks.get_int(value["max_rounds"], at("max_rounds"), 1, 10'000));
   }
-  if (settings.max_rounds < settings.min_rounds) {
-    checks.fail(at(value.contains("max_rounds") ? "max_rounds" : "min_rounds"),
-                fmt::format("max_rounds ({}) is below min_rounds ({})", settings.max_rounds, settings.min_rounds));
+  if (const std::string error = round_limits_error(settings.min_rounds, settings.max_rounds);
+      !error.empty()) {
+    checks.fail(at(value.contains("max_rounds") ? "max_rounds" : "min_rounds"), error);
   }
   if (value.contains("processes")) {
     settings.processes = static_cast<int>(checks.get_int(value["processes"], at("processes"), 1, 64));

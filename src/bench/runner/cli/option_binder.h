@@ -1,0 +1,57 @@
+// Declares a command-line option once: its names, its help and the field it fills. CLI11
+// collects the option's text as written; after parsing, finish() converts the text of each
+// option given and stores it in its field. A field thus stays as it was (unset: "as the config
+// says") unless its option appears.
+//
+// Why not CLI11's binding of std::optional with ->transform: the conversions are parse.h's,
+// whose UsageErrors name the text at fault in the words the docs and tests use, and converting
+// after CLI11 is done keeps --help and CLI11's own errors first, whatever else is on the line.
+// It also behaves the same with CLI11 2.1 (Debian) and 2.4 (the GPU host).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mtc::bench {
+
+class OptionBinder {
+ public:
+  explicit OptionBinder(CLI::App& app) : app_(app) {}
+
+  // `names` fills `field` with convert(text). `Text` is what CLI11 collects: a number, a bool
+  // or a string, or a vector of them for a list or a repeatable option.
+  template <typename Text, typename Field, typename Convert>
+  CLI::Option* add(const std::string& names, Field& field, Convert convert,
+                   const std::string& help) {
+    auto text = std::make_shared<Text>();
+    CLI::Option* option = app_.add_option(names, *text, help);
+    finishers_.push_back([option, text, &field, convert = std::move(convert)] {
+      if (option->count() > 0) field = convert(*text);
+    });
+    return option;
+  }
+
+  // `names` fills `field` with the value as CLI11 read it.
+  template <typename T>
+  CLI::Option* add(const std::string& names, std::optional<T>& field, const std::string& help) {
+    return add<T>(
+        names, field, [](const T& value) { return value; }, help);
+  }
+
+  // Converts and stores what was given, in the order the options were declared; throws
+  // UsageError.
+  void finish() const {
+    for (const std::function<void()>& finisher : finishers_) finisher();
+  }
+
+ private:
+  CLI::App& app_;
+  std::vector<std::function<void()>> finishers_;
+};
+
+}  // namespace mtc::bench

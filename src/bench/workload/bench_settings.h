@@ -1,0 +1,43 @@
+// The config's optional "bench" object: how every case is measured. Its defaults live here and
+// nowhere else: the runner's measuring structs (runner/measure/stopping.h, case_settings.h)
+// start from them, --help reads them (runner/cli/run_options.cpp), and a test holds the docs
+// to them (tests/bench/documented_defaults_test.cpp). A leaf header (no JSON, no ATen), so
+// that the runner's pure code can include it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mtc::bench {
+
+struct BenchSettings {
+  int warmup = 5;              // warm-up iterations per strategy
+  int min_samples = 10;        // per case, over all rounds
+  double min_time_s = 0.25;    // accumulated sample time per case, over all rounds
+  double noise_target = 0.01;  // relative noise of the median at which rounds may stop
+  double timeout_s = 15.0;     // loop time per case, over all rounds
+  std::vector<std::string> patterns{"hot", "step"};
+  int inputs = 8;          // step pattern: inputs in rotation (successive seeds)
+  double gap_us = 2000.0;  // step pattern: idle gap before each sample
+  int min_rounds = 5;
+  int max_rounds = 20;
+  double round_time_s = 0.05;           // loop time per case and round
+  int processes = 3;                    // fresh processes sharing the rounds (--processes)
+  std::vector<std::string> strategies;  // empty = all
+  std::vector<int> devices;             // empty = device 0
+  double overlap_us = 0.0;              // simulated caller work between start and get
+  bool raw_samples = false;             // keep raw samples in the JSON report
+};
+
+// The one rule between the round limits, as its message: empty when max_rounds >= min_rounds.
+// Checked where a pair of limits is final: a config on its own (the loader, so `validate` sees
+// it, as a ConfigError at the config's pointer) and the run's plan (runner/commands/run_plan.h,
+// where the command line's limits meet the config's, as a UsageError).
+inline std::string round_limits_error(int64_t min_rounds, int64_t max_rounds) {
+  if (max_rounds >= min_rounds) return {};
+  return "max_rounds (" + std::to_string(max_rounds) + ") is below min_rounds (" +
+         std::to_string(min_rounds) + ")";
+}
+
+}  // namespace mtc::bench
