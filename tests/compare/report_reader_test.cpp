@@ -22,7 +22,7 @@ std::string error_of(const std::string& path) {
 }
 
 TEST(ReportReader, ReadsEveryCaseWithItsKey) {
-  const ReportFile r = read_report(data("base.json"));
+  const ReportCases r = read_report(data("base.json"));
   EXPECT_FALSE(r.ab);
   EXPECT_EQ(r.host, "gpu-host-a");
   EXPECT_EQ(r.day, "2026-11-20");
@@ -44,12 +44,12 @@ TEST(ReportReader, ReadsEveryCaseWithItsKey) {
 }
 
 TEST(ReportReader, ReadsTheAbLabelAndNullBounds) {
-  const ReportFile ab = read_report(data("ab/candidate/round-3.json"));
+  const ReportCases ab = read_report(data("ab/candidate/round-3.json"));
   ASSERT_TRUE(ab.ab);
   EXPECT_EQ(ab.ab->job, "fixture-ab");
   EXPECT_EQ(ab.ab->side, "candidate");
   EXPECT_EQ(ab.ab->round, 3);
-  const ReportFile one = read_report(data("one-round.json"));
+  const ReportCases one = read_report(data("one-round.json"));
   EXPECT_FALSE(one.cases[0].wall.high);
   EXPECT_EQ(one.cases[0].wall.low, 0.0);
   EXPECT_EQ(one.cases[0].wall.rounds, 1);
@@ -90,7 +90,7 @@ TEST(ReportReader, ReadsPairedStepsAndRefusesMisalignedOnes) {
     return [steps](auto& d) { d["runs"][0]["results"][1]["paired_steps"] = steps; };
   };
   const nlohmann::json six = {0.01, nullptr, -0.02, 0.0, 0.03, 0.01};
-  const ReportFile r = read_report(edited(dir, "a.json", "base.json", with_steps({{"baseline", "engine@base"}, {"median_log_ratio", six}})));
+  const ReportCases r = read_report(edited(dir, "a.json", "base.json", with_steps({{"baseline", "engine@base"}, {"median_log_ratio", six}})));
   EXPECT_EQ(r.cases[1].paired_baseline, "engine@base");
   ASSERT_EQ(r.cases[1].paired_log_ratios.size(), 6u);
   EXPECT_FALSE(r.cases[1].paired_log_ratios[1]);

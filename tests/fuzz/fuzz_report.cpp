@@ -16,8 +16,8 @@ namespace {
 
 using namespace mtc::bench;
 
-void compare_and_render(const std::vector<compare::ReportFile>& baseline,
-                        const std::vector<compare::ReportFile>& candidate) {
+void compare_and_render(const std::vector<compare::ReportCases>& baseline,
+                        const std::vector<compare::ReportCases>& candidate) {
   compare::CompareOptions options;
   options.ignore_device = true;  // the fixture's GPU need not match the input's
   try {
@@ -34,8 +34,8 @@ void compare_and_render(const std::vector<compare::ReportFile>& baseline,
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const fuzzing::InputFile file(".json");
-  static const std::vector<compare::ReportFile> fixture{compare::read_report(MTC_COMPARE_DATA "/base.json")};
-  std::vector<compare::ReportFile> input;
+  static const std::vector<compare::ReportCases> fixture{compare::read_report(MTC_COMPARE_DATA "/base.json")};
+  std::vector<compare::ReportCases> input;
   try {
     input.push_back(compare::read_report(file.write(data, size)));
   } catch (const ConfigError&) {

@@ -216,7 +216,7 @@ std::string case_label(const CaseKey& key) {
   return label;
 }
 
-ReportFile read_report(const std::string& path) {
+ReportCases read_report(const std::string& path) {
   const json doc = parse_file(path);
   const Reader r(path);
   if (!doc.is_object()) r.fail("", "expected a JSON object (an mtc-bench report)");
@@ -226,7 +226,7 @@ ReportFile read_report(const std::string& path) {
                                           "both sides with one version of mtc-bench",
                                           version.dump(), kReadableSchemaVersion));
   }
-  ReportFile report;
+  ReportCases report;
   report.path = path;
   report.ab = read_ab(r, doc);
   const json& context = r.field(doc, "", "context");
@@ -251,14 +251,14 @@ ReportFile read_report(const std::string& path) {
   return report;
 }
 
-std::vector<ReportFile> read_reports(const std::string& file_or_folder) {
+std::vector<ReportCases> read_reports(const std::string& file_or_folder) {
   struct stat info {};
   if (stat(file_or_folder.c_str(), &info) != 0) throw ConfigError(file_or_folder, "", "no such file or folder");
   if (!S_ISDIR(info.st_mode)) return {read_report(file_or_folder)};
   std::vector<std::string> files;
   collect_json_files(file_or_folder, files);
   if (files.empty()) throw ConfigError(file_or_folder, "", "the folder holds no .json report");
-  std::vector<ReportFile> reports;
+  std::vector<ReportCases> reports;
   for (const std::string& file : files) reports.push_back(read_report(file));
   return reports;
 }

@@ -65,7 +65,8 @@ struct AbLabel {
   int64_t round = 0;
 };
 
-struct ReportFile {
+// One report as `compare` sees it: the file, its A/B label, host and day, and its cases.
+struct ReportCases {
   std::string path;
   std::optional<AbLabel> ab;
   std::string host;  // context.host
@@ -77,10 +78,10 @@ struct ReportFile {
 // Reads one report. Throws ConfigError (errors.h) naming the file and the JSON pointer of the
 // first problem: unreadable, not JSON, another schema version, a required field missing or of
 // the wrong type.
-ReportFile read_report(const std::string& path);
+ReportCases read_report(const std::string& path);
 
 // A report file, or every *.json file under a folder (recursively, in name order). Throws
 // ConfigError when the path does not exist or a folder holds no report.
-std::vector<ReportFile> read_reports(const std::string& file_or_folder);
+std::vector<ReportCases> read_reports(const std::string& file_or_folder);
 
 }  // namespace mtc::bench::compare
