@@ -1,5 +1,5 @@
-#include "runner/report/reporter.h"
-#include "runner/report/table.h"
+#include "report/reporter.h"
+#include "report/table.h"
 
 #include <gtest/gtest.h>
 

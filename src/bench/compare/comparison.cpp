@@ -1,7 +1,7 @@
 #include "compare/comparison.h"
 
 #include "errors.h"
-#include "runner/stats/summary.h"
+#include "stats/summary.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

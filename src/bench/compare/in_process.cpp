@@ -1,7 +1,7 @@
 #include "compare/in_process.h"
 
 #include "errors.h"
-#include "runner/stats/summary.h"
+#include "stats/summary.h"
 
 #include <fmt/format.h>
 

@@ -3,7 +3,7 @@
 // report format: everything that consumes reports in C++ goes through it. Pure (no ATen).
 #pragma once
 
-#include "runner/report/report.h"
+#include "types.h"
 
 #include <compare>
 #include <cstdint>
@@ -13,7 +13,7 @@
 
 namespace mtc::bench::compare {
 
-// The report schema this reader understands (runner/report/report.h writes it); any other
+// The report schema this reader understands (report/json_reporter.cpp writes it); any other
 // version is refused, never guessed at.
 inline constexpr int kReadableSchemaVersion = kReportSchemaVersion;
 

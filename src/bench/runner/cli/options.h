@@ -4,7 +4,7 @@
 
 #include "compare/compare_options.h"
 #include "runner/cli/parse.h"
-#include "runner/measure/direction.h"
+#include "types.h"
 #include "runner/strategies/engine_overrides.h"
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "runner/cli/options.h"
-#include "runner/report/report.h"
+#include "report/report.h"
 
 #include <nlohmann/json.hpp>
 

@@ -8,8 +8,8 @@
 #include "runner/env/environment.h"
 #include "runner/env/host_state.h"
 #include "runner/measure/bench_runner.h"
-#include "runner/report/report_file.h"
-#include "runner/report/reporter.h"
+#include "report/report_file.h"
+#include "report/reporter.h"
 #include "runner/strategies/engine.h"
 #include "runner/strategies/structure.h"
 

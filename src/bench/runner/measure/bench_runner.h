@@ -5,11 +5,11 @@
 #pragma once
 
 #include "runner/measure/case_runner.h"
-#include "runner/measure/direction.h"
+#include "types.h"
 #include "runner/measure/progress.h"
 #include "runner/measure/run_plan.h"
 #include "runner/env/host_canary.h"
-#include "runner/report/report.h"
+#include "report/report.h"
 #include "runner/strategies/loaded_engine.h"
 
 #include <ATen/core/ivalue.h>

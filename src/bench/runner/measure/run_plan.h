@@ -2,7 +2,7 @@
 #pragma once
 
 #include "runner/measure/case_settings.h"
-#include "runner/measure/direction.h"
+#include "types.h"
 #include "runner/strategies/engine_overrides.h"
 
 #include <map>

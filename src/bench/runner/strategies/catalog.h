@@ -4,7 +4,7 @@
 // factories, is not. registry.h builds strategies by name.
 #pragma once
 
-#include "runner/measure/direction.h"
+#include "types.h"
 
 #include <memory>
 #include <optional>
@@ -54,8 +54,6 @@ struct LoadedVariant {
   std::string_view label;
 };
 std::optional<LoadedVariant> split_loaded_variant(std::string_view name);
-
-inline constexpr std::string_view kBaselineStrategy = "to";
 
 // Why `name` cannot run `direction` here, or empty when it can.
 std::string unsupported_reason(const StrategyInfo& info, Direction direction, bool cuda_available);

@@ -1,7 +1,7 @@
 // Reporters render a Report; console, JSON and markdown are siblings behind one interface.
 #pragma once
 
-#include "runner/report/report.h"
+#include "report/report.h"
 
 #include <memory>
 #include <ostream>

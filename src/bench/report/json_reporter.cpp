@@ -1,4 +1,4 @@
-#include "runner/report/reporter.h"
+#include "report/reporter.h"
 
 #include <cmath>
 
