@@ -1,4 +1,5 @@
-// The report reader of `compare` on arbitrary bytes: records or a ConfigError, nothing else.
+// The report reader (report/report_reader.h), as `compare` reads reports, on arbitrary bytes:
+// records or a ConfigError, nothing else.
 // Whatever it accepts is then compared with a fixture report and with itself and rendered in
 // every output format, so damaged numbers (NaN, negative, huge, zero rounds) reach the verdict
 // arithmetic and the formatting too; those may refuse with a UsageError, never crash.
@@ -8,7 +9,7 @@
 
 #include "compare/compare_output.h"
 #include "compare/comparison.h"
-#include "compare/report_reader.h"
+#include "compare/report_cases.h"
 #include "errors.h"
 #include "fuzz_input_file.h"
 
@@ -34,10 +35,11 @@ void compare_and_render(const std::vector<compare::ReportCases>& baseline,
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const fuzzing::InputFile file(".json");
-  static const std::vector<compare::ReportCases> fixture{compare::read_report(MTC_COMPARE_DATA "/base.json")};
+  static const std::vector<compare::ReportCases> fixture{
+      compare::read_report_cases(MTC_COMPARE_DATA "/base.json")};
   std::vector<compare::ReportCases> input;
   try {
-    input.push_back(compare::read_report(file.write(data, size)));
+    input.push_back(compare::read_report_cases(file.write(data, size)));
   } catch (const ConfigError&) {
     return 0;
   }

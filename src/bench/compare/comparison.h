@@ -4,7 +4,7 @@
 
 #include "compare/change.h"
 #include "compare/compare_options.h"
-#include "compare/report_reader.h"
+#include "compare/report_cases.h"
 
 #include <map>
 #include <string>

@@ -1,6 +1,7 @@
 // The report's data model: what one invocation measured, independent of how it is shown.
-// Pure (no ATen); reporters (console, JSON, markdown) render it, `compare` reads the JSON back
-// (compare/report_reader.h). The schema version and status names are in types.h.
+// Pure (no ATen); reporters (console, JSON, markdown) render it, report_reader.h reads the JSON
+// back (for `compare` and the merge of --processes). The schema version and status names are in
+// types.h.
 #pragma once
 
 #include "stats/rounds.h"
