@@ -1,12 +1,17 @@
 #include "report/reporter.h"
-#include "report/table.h"
 
+#include "errors.h"
+#include "report/file_reporter.h"
+#include "report/table.h"
 #include "report_support.h"
+#include "temp_dir.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <memory>
 #include <sstream>
 
 namespace mtc::bench {
@@ -16,6 +21,16 @@ using json = nlohmann::json;
 using testing_support::ok_entry;
 using testing_support::sample_report;
 using testing_support::summary_of;
+using testing_support::TempDir;
+
+// What a reporter of type R writes of a finished report.
+template <class R>
+std::string written(const Report& report) {
+  std::ostringstream out;
+  R reporter(out);
+  write_report(reporter, report);
+  return out.str();
+}
 
 bool has_non_finite(const json& j) {
   if (j.is_number_float()) return !std::isfinite(j.get<double>());
@@ -89,9 +104,7 @@ TEST(Report, ExitCodes) {
 }
 
 TEST(JsonReporter, WritesValidJsonWithSchemaVersionAndContext) {
-  std::ostringstream out;
-  JsonReporter().write(sample_report(), out);
-  const json doc = json::parse(out.str());
+  const json doc = json::parse(written<JsonReporter>(sample_report()));
   EXPECT_EQ(doc["schema_version"], kReportSchemaVersion);
   EXPECT_EQ(doc["context"]["tool"]["git_revision"], "abc1234");
   EXPECT_EQ(doc["exit_code"], 4);
@@ -125,11 +138,10 @@ TEST(JsonReporter, NeverWritesNanOrInfinity) {
   r.runs[0].settings = {{"x", std::numeric_limits<double>::quiet_NaN()}};
   const json doc = report_to_json(r);
   EXPECT_FALSE(has_non_finite(doc));
-  std::ostringstream out;
-  JsonReporter().write(r, out);
-  EXPECT_EQ(out.str().find("NaN"), std::string::npos);
-  EXPECT_EQ(out.str().find("Infinity"), std::string::npos);
-  const json reparsed = json::parse(out.str());
+  const std::string text = written<JsonReporter>(r);
+  EXPECT_EQ(text.find("NaN"), std::string::npos);
+  EXPECT_EQ(text.find("Infinity"), std::string::npos);
+  const json reparsed = json::parse(text);
   EXPECT_TRUE(reparsed["runs"][0]["results"][0]["wall_s"]["median"].is_null());
   EXPECT_TRUE(reparsed["runs"][0]["results"][0]["interval_s"]["high"].is_null());
 }
@@ -142,9 +154,7 @@ TEST(JsonReporter, RawSamplesOnlyWhenAsked) {
 }
 
 TEST(ConsoleReporter, ShowsTheTable) {
-  std::ostringstream out;
-  ConsoleReporter().write(sample_report(), out);
-  const std::string text = out.str();
+  const std::string text = written<ConsoleReporter>(sample_report());
   for (const char* needle : {"NVIDIA H100 80GB HBM3", "strategy", "direction", "median", "p90", "noise",
                              "GB/s", "speedup", "verified", "engine", "6.50 ms", "130 us", "50.0x (50.0-50.0)",
                              "pattern", "hot", "124 us - 136 us", "rounds",
@@ -154,13 +164,65 @@ TEST(ConsoleReporter, ShowsTheTable) {
 }
 
 TEST(MarkdownReporter, ShowsTheSameTable) {
-  std::ostringstream out;
-  MarkdownReporter().write(sample_report(), out);
-  const std::string text = out.str();
+  const std::string text = written<MarkdownReporter>(sample_report());
   EXPECT_NE(text.find("| strategy | direction | pattern | median | interval |"), std::string::npos) << text;
   EXPECT_NE(text.find("| engine | h2d | hot | 130 us | 124 us - 136 us |"), std::string::npos) << text;
   EXPECT_NE(text.find("---: |"), std::string::npos);
   EXPECT_NE(text.find("abc1234"), std::string::npos);
+}
+
+// Records the calls it gets, to see the lifecycle a multiplex drives.
+class Recorder final : public Reporter {
+ public:
+  Recorder(std::string name, std::vector<std::string>& calls)
+      : name_(std::move(name)), calls_(calls) {}
+  void begin(const json& /*context*/) override { calls_.push_back(name_ + " begin"); }
+  void run(const RunSection& run) override { calls_.push_back(name_ + " run " + run.config_name); }
+  void end(const Report& /*report*/) override { calls_.push_back(name_ + " end"); }
+
+ private:
+  std::string name_;
+  std::vector<std::string>& calls_;
+};
+
+TEST(Reporters, MultiplexDrivesEachReporterThroughTheLifecycleInOrder) {
+  std::vector<std::string> calls;
+  MultiplexReporter outputs;
+  outputs.add(std::make_unique<Recorder>("a", calls));
+  outputs.add(std::make_unique<Recorder>("b", calls));
+  write_report(outputs, sample_report());
+  EXPECT_EQ(calls, (std::vector<std::string>{"a begin", "b begin", "a run streampetr",
+                                             "b run streampetr", "a end", "b end"}));
+}
+
+TEST(ConsoleReporter, PrintsEachPartWhenItIsKnown) {
+  Report report = sample_report();
+  report.profile = true;
+  std::ostringstream out;
+  ConsoleReporter console(out);
+  console.begin(report.context);
+  EXPECT_EQ(out.str(), "NVIDIA H100 80GB HBM3, driver 13.0, runtime 13.0, torch 2.11.0\n");
+  console.run(report.runs[0]);
+  EXPECT_NE(out.str().find("streampetr: 528 tensors"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("profile mode"), std::string::npos);
+  console.end(report);
+  EXPECT_NE(out.str().find("\nprofile mode: fixed sample counts"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str(), written<ConsoleReporter>(report));
+}
+
+TEST(FileReporter, WritesTheFileWholeWhenTheReportEnds) {
+  TempDir dir;
+  const std::string path = dir / "r.json";
+  const Report report = sample_report();
+  auto file = FileReporter::to_file<JsonReporter>(path);
+  file->begin(report.context);
+  file->run(report.runs[0]);
+  EXPECT_FALSE(std::ifstream(path).good());
+  file->end(report);
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  EXPECT_EQ(text.str(), written<JsonReporter>(report));
+  EXPECT_THROW(FileReporter::to_file<MarkdownReporter>(dir / "no/such/folder/r.md"), UsageError);
 }
 
 TEST(Table, DeviceColumnOnlyWithSeveralGpus) {

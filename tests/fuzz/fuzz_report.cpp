@@ -5,6 +5,8 @@
 // arithmetic and the formatting too; those may refuse with a UsageError, never crash.
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <sstream>
 #include <vector>
 
 #include "compare/compare_output.h"
@@ -24,9 +26,12 @@ void compare_and_render(const std::vector<compare::ReportCases>& baseline,
   try {
     const compare::Comparison comparison = compare::compare_reports(baseline, candidate, options);
     const int code = compare::exit_code_for(comparison, options.fail_on);
-    (void)compare::console_text(comparison, options.fail_on, code);
-    (void)compare::markdown_text(comparison, options.fail_on, code);
-    (void)compare::comparison_json(comparison, options.fail_on, code).dump();
+    std::ostringstream out;
+    compare::MultiplexComparisonReporter outputs;
+    outputs.add(std::make_unique<compare::ConsoleComparisonReporter>(out));
+    outputs.add(std::make_unique<compare::MarkdownComparisonReporter>(out));
+    outputs.add(std::make_unique<compare::JsonComparisonReporter>(out));
+    compare::report_comparison(outputs, comparison, options.fail_on, code);
   } catch (const UsageError&) {
   }
 }
