@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds everything and runs the test suites, then smoke-tests the main job: on a machine
 # without a GPU the GPU tests skip (saying so) and mtc-bench runs the CPU->CPU direction; the
-# report it writes and every shipped config are validated against their JSON Schemas, and the
-# documentation's links and paths are checked; then the plots are drawn, the CI performance job
-# (scripts/perf-ci.sh) runs end to end in its CPU smoke mode, and the Python module is installed
-# into the venv and its tests run (the GPU ones skip, saying so).
+# report it writes and every shipped config are validated against their JSON Schemas, the
+# documentation's links and paths and the layering of src/ are checked; then the plots are
+# drawn, the CI performance job (scripts/perf-ci.sh) runs end to end in its CPU smoke mode, and
+# the Python module is installed into the venv and its tests run (the GPU ones skip, saying so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -24,6 +24,9 @@ echo "=== shipped configs against configs/spec.schema.json"
 
 echo "=== links and paths in README.md, docs/ and the other READMEs"
 "$MTC_PYTHON" tests/scripts/doc_links_test.py
+
+echo "=== the layering of src/: no folder includes one above it"
+"$MTC_PYTHON" tests/scripts/layering_test.py
 
 echo "=== smoke run of the main job"
 smoke="$MTC_BUILD_DIR/smoke"

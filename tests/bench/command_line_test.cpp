@@ -1,6 +1,6 @@
 #include "runner/cli/command_line.h"
 
-#include "runner/commands/run_plan.h"
+#include "runner/commands/make_run_plan.h"
 #include "workload/bench_settings.h"
 
 #include <fmt/format.h>

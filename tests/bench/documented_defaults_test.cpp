@@ -3,7 +3,7 @@
 // one struct (BenchSettings, CaseSettings, the plan's QuickSettings and ProfileSettings) and
 // --help reads it from there; the docs repeat it by hand, so this test fails when the two part.
 #include "runner/cli/command_line.h"
-#include "runner/commands/run_plan.h"
+#include "runner/measure/run_plan.h"
 #include "workload/config.h"
 
 #include <fmt/format.h>

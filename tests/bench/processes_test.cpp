@@ -1,6 +1,11 @@
 #include "runner/commands/processes.h"
 
+#include "report/report_reader.h"
+#include "report/reporter.h"
+
 #include <gtest/gtest.h>
+
+#include <functional>
 
 namespace mtc::bench {
 namespace {
@@ -16,12 +21,27 @@ TEST(Processes, ChildArgumentsDropWhatTheParentHandles) {
                      "--child-index", "2", "--child-count", "3", "--json", "/tmp/x/2.json"}));
 }
 
-// A child's report of one case: rounds of samples as `--raw-samples` writes them.
-json child_report(std::vector<std::vector<double>> rounds_of_to, std::vector<std::vector<double>> rounds_of_engine) {
-  const auto entry = [](const std::string& strategy, const std::vector<std::vector<double>>& rounds) {
+// A child's report of one run of two cases (rounds of samples of `to` and of `engine`), as the
+// parent reads back what the child wrote with --raw-samples; `edit` changes it before writing.
+Report child_report(const std::vector<std::vector<double>>& rounds_of_to,
+                    const std::vector<std::vector<double>>& rounds_of_engine,
+                    const std::function<void(Report&)>& edit = {}) {
+  const auto entry = [](const std::string& strategy,
+                        const std::vector<std::vector<double>>& rounds) {
+    Entry e;
+    e.direction = "h2h";
+    e.strategy = strategy;
+    e.pattern = "hot";
+    e.source = e.target = "cpu";
+    e.verified = true;
+    e.stop_reason = "max_rounds";
+    e.warmup = 2;
+    e.measure_time_s = 1.0;
     json raw{{"round", json::array()}, {"wall_s", json::array()}, {"caller_blocked_s", json::array()},
              {"cpu_s", json::array()}, {"gpu_s", nullptr},          {"exposed_s", nullptr}};
+    std::vector<Round> measured;
     for (size_t r = 0; r < rounds.size(); ++r) {
+      measured.push_back(Round{rounds[r], 0});
       for (double v : rounds[r]) {
         raw["round"].push_back(r);
         raw["wall_s"].push_back(v);
@@ -29,25 +49,30 @@ json child_report(std::vector<std::vector<double>> rounds_of_to, std::vector<std
         raw["cpu_s"].push_back(v);
       }
     }
-    return json{{"device", -1},       {"direction", "h2h"}, {"strategy", strategy}, {"pattern", "hot"},
-                {"source", "cpu"},    {"target", "cpu"},    {"status", "ok"},       {"reason", ""},
-                {"verified", true},   {"stop_reason", "max_rounds"}, {"warmup", 2}, {"measure_time_s", 1.0},
-                {"raw_samples", raw}};
+    e.rounds = summarize_rounds(measured);
+    e.wall = summarize(raw["wall_s"].get<std::vector<double>>());
+    e.raw_samples = raw;
+    return e;
   };
-  json run{{"sweep_point", json::object()},
-           {"config", {{"file", "c.json"}, {"name", "c"}, {"seed", 0}, {"given", json::object()}, {"resolved", json::object()}}},
-           {"settings", {{"interval_level", 0.95}}},
-           {"workload", {{"hash", "0123456789abcdef"}, {"tensors", 10}, {"bytes", 1000}, {"summary", json::object()}}},
-           {"results", json::array({entry("to", rounds_of_to), entry("engine", rounds_of_engine)})},
-           {"aggregates", json::array()},
-           {"notes", json::array()}};
-  return json{{"schema_version", 2}, {"context", {{"host_state", {{"busy", false}}}}}, {"profile", false},
-              {"ab", nullptr},        {"runs", json::array({run})},                     {"exit_code", 0}};
+  Report report;
+  report.context = {
+      {"host", "h"}, {"date", "2026-11-25T00:00:00Z"}, {"host_state", {{"busy", false}}}};
+  RunSection run;
+  run.config_file = "c.json";
+  run.config_name = "c";
+  run.settings = {{"interval_level", 0.95}};
+  run.workload_hash = "0123456789abcdef";
+  run.tensors = 10;
+  run.bytes = 1000;
+  run.entries = {entry("to", rounds_of_to), entry("engine", rounds_of_engine)};
+  report.runs.push_back(run);
+  if (edit) edit(report);
+  return read_report(report_to_json(report), "process.json");
 }
 
 TEST(Processes, MergingPoolsTheRoundsAndLabelsTheirProcess) {
-  const std::vector<json> reports{child_report({{10, 10}, {11, 11}}, {{1, 1}, {1.1, 1.1}}),
-                                  child_report({{20, 20}, {21, 21}}, {{2, 2}, {2.1, 2.1}})};
+  const std::vector<Report> reports{child_report({{10, 10}, {11, 11}}, {{1, 1}, {1.1, 1.1}}),
+                                    child_report({{20, 20}, {21, 21}}, {{2, 2}, {2.1, 2.1}})};
   const Report merged = merge_process_reports(reports, false);
   ASSERT_EQ(merged.runs.size(), 1u);
   const Entry& to = merged.runs[0].entries[0];
@@ -70,10 +95,13 @@ TEST(Processes, MergingPoolsTheRoundsAndLabelsTheirProcess) {
 }
 
 TEST(Processes, MergingKeepsThePairedStepsAlignedWithTheRounds) {
-  std::vector<json> reports{child_report({{10, 10}, {11, 11}}, {{1, 1}, {1.1, 1.1}}),
-                            child_report({{20, 20}, {21, 21}}, {{2, 2}, {2.1, 2.1}})};
-  reports[0]["runs"][0]["results"][1]["paired_steps"] = {{"baseline", "engine@base"}, {"median_log_ratio", {0.01, nullptr}}};
-  reports[1]["runs"][0]["results"][1]["paired_steps"] = {{"baseline", "engine@base"}, {"median_log_ratio", {0.02, 0.03}}};
+  const auto with_steps = [](std::string baseline, std::vector<std::optional<double>> ratios) {
+    return [=](Report& r) { r.runs[0].entries[1].paired_steps = PairedSteps{baseline, ratios}; };
+  };
+  std::vector<Report> reports{child_report({{10, 10}, {11, 11}}, {{1, 1}, {1.1, 1.1}},
+                                           with_steps("engine@base", {0.01, std::nullopt})),
+                              child_report({{20, 20}, {21, 21}}, {{2, 2}, {2.1, 2.1}},
+                                           with_steps("engine@base", {0.02, 0.03}))};
   const Report merged = merge_process_reports(reports, false);
   const Entry& engine = merged.runs[0].entries[1];
   ASSERT_TRUE(engine.paired_steps);
@@ -82,16 +110,19 @@ TEST(Processes, MergingKeepsThePairedStepsAlignedWithTheRounds) {
             (std::vector<std::optional<double>>{0.01, std::nullopt, 0.02, 0.03}));
   EXPECT_FALSE(merged.runs[0].entries[0].paired_steps);
   // A process without them (or against another baseline): none, rather than misaligned ones.
-  reports[1]["runs"][0]["results"][1]["paired_steps"]["baseline"] = "engine@old";
+  reports[1] = child_report({{20, 20}, {21, 21}}, {{2, 2}, {2.1, 2.1}},
+                            with_steps("engine@old", {0.02, 0.03}));
   EXPECT_FALSE(merge_process_reports(reports, false).runs[0].entries[1].paired_steps);
-  reports[1]["runs"][0]["results"][1].erase("paired_steps");
+  reports[1] = child_report({{20, 20}, {21, 21}}, {{2, 2}, {2.1, 2.1}});
   EXPECT_FALSE(merge_process_reports(reports, false).runs[0].entries[1].paired_steps);
 }
 
 TEST(Processes, AFailureInOneProcessFailsTheCase) {
-  std::vector<json> reports{child_report({{1}}, {{1}}), child_report({{1}}, {{1}})};
-  reports[1]["runs"][0]["results"][1]["status"] = "failed";
-  reports[1]["runs"][0]["results"][1]["reason"] = "out of memory";
+  const std::vector<Report> reports{child_report({{1}}, {{1}}),
+                                    child_report({{1}}, {{1}}, [](Report& r) {
+                                      r.runs[0].entries[1].status = EntryStatus::kFailed;
+                                      r.runs[0].entries[1].reason = "out of memory";
+                                    })};
   const Report merged = merge_process_reports(reports, true);
   const Entry& engine = merged.runs[0].entries[1];
   EXPECT_EQ(engine.status, EntryStatus::kFailed);

@@ -1,5 +1,5 @@
 // ReportFile: a report is either complete at its path or absent; bad paths fail up front.
-#include "runner/report/report_file.h"
+#include "report/report_file.h"
 
 #include <dirent.h>
 #include <gtest/gtest.h>

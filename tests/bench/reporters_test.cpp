@@ -1,89 +1,35 @@
-#include "runner/report/reporter.h"
-#include "runner/report/table.h"
+#include "report/reporter.h"
+
+#include "errors.h"
+#include "report/file_reporter.h"
+#include "report/table.h"
+#include "report_support.h"
+#include "temp_dir.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <memory>
 #include <sstream>
 
 namespace mtc::bench {
 namespace {
 
 using json = nlohmann::json;
+using testing_support::ok_entry;
+using testing_support::sample_report;
+using testing_support::summary_of;
+using testing_support::TempDir;
 
-Summary summary_of(double median) {
-  Summary s;
-  s.count = 100;
-  s.min = s.p10 = median * 0.9;
-  s.median = s.mean = median;
-  s.p90 = s.p99 = s.max = median * 1.2;
-  s.stdev = median * 0.1;
-  s.noise = 0.004;
-  return s;
-}
-
-Entry ok_entry(const std::string& strategy, double median, int device = 0) {
-  Entry e;
-  e.device = device;
-  e.direction = "h2d";
-  e.strategy = strategy;
-  e.pattern = "hot";
-  e.source = "cpu";
-  e.target = "cuda:" + std::to_string(device);
-  e.verified = true;
-  e.stop_reason = "noise_target";
-  e.warmup = 5;
-  e.wall = summary_of(median);
-  // Round medians move together (one host state per round): paired ratios are exact.
-  e.rounds.rounds = 3;
-  e.rounds.medians = {median, median * 1.1, median * 0.9};
-  e.rounds.samples = {30, 30, 40};
-  e.rounds.process = {0, 0, 0};
-  e.rounds.median = median;
-  e.rounds.within = 0.004;
-  e.rounds.between = 0.003;
-  e.rounds.interval = {median * 0.95, median * 1.05, 0.95};
-  e.caller_blocked = summary_of(median / 10);
-  e.gpu = summary_of(median * 0.8);
-  e.cpu = summary_of(median);
-  e.gb_per_s = 153628.0 / median / 1e9;
-  e.tensors_per_s = 528.0 / median;
-  return e;
-}
-
-Report sample_report() {
-  Report r;
-  r.context = {{"tool", {{"name", "mtc-bench"}, {"version", "0.1.0"}, {"git_revision", "abc1234"}}},
-               {"date", "2025-01-01T00:00:00Z"},
-               {"gpus", json::array({{{"name", "NVIDIA H100 80GB HBM3"}}})},
-               {"cuda", {{"driver_version", "13.0"}, {"runtime_version", "13.0"}}},
-               {"torch_version", "2.11.0"}};
-  r.command_line = {"mtc-bench", "--config", "configs/streampetr.json"};
-  RunSection run;
-  run.config_file = "configs/streampetr.json";
-  run.config_name = "streampetr";
-  run.tensors = 528;
-  run.bytes = 153628;
-  run.entries.push_back(ok_entry("to", 6.5e-3));
-  run.entries.push_back(ok_entry("engine", 1.3e-4));
-  Entry skipped;
-  skipped.direction = "h2d";
-  skipped.strategy = "memcpy_batch";
-  skipped.device = 0;
-  skipped.status = EntryStatus::kSkipped;
-  skipped.reason = "needs a driver for CUDA >= 12.8";
-  run.entries.push_back(skipped);
-  Entry bad = ok_entry("to_nb", 1e-3);
-  bad.status = EntryStatus::kVerificationFailed;
-  bad.verified = false;
-  bad.reason = "/0/gt: values differ";
-  run.entries.push_back(bad);
-  run.notes.push_back("d2d skipped: needs two GPUs");
-  compute_speedups(run);
-  r.runs.push_back(run);
-  r.exit_code = 4;
-  return r;
+// What a reporter of type R writes of a finished report.
+template <class R>
+std::string written(const Report& report) {
+  std::ostringstream out;
+  R reporter(out);
+  write_report(reporter, report);
+  return out.str();
 }
 
 bool has_non_finite(const json& j) {
@@ -158,9 +104,7 @@ TEST(Report, ExitCodes) {
 }
 
 TEST(JsonReporter, WritesValidJsonWithSchemaVersionAndContext) {
-  std::ostringstream out;
-  JsonReporter().write(sample_report(), out);
-  const json doc = json::parse(out.str());
+  const json doc = json::parse(written<JsonReporter>(sample_report()));
   EXPECT_EQ(doc["schema_version"], kReportSchemaVersion);
   EXPECT_EQ(doc["context"]["tool"]["git_revision"], "abc1234");
   EXPECT_EQ(doc["exit_code"], 4);
@@ -194,11 +138,10 @@ TEST(JsonReporter, NeverWritesNanOrInfinity) {
   r.runs[0].settings = {{"x", std::numeric_limits<double>::quiet_NaN()}};
   const json doc = report_to_json(r);
   EXPECT_FALSE(has_non_finite(doc));
-  std::ostringstream out;
-  JsonReporter().write(r, out);
-  EXPECT_EQ(out.str().find("NaN"), std::string::npos);
-  EXPECT_EQ(out.str().find("Infinity"), std::string::npos);
-  const json reparsed = json::parse(out.str());
+  const std::string text = written<JsonReporter>(r);
+  EXPECT_EQ(text.find("NaN"), std::string::npos);
+  EXPECT_EQ(text.find("Infinity"), std::string::npos);
+  const json reparsed = json::parse(text);
   EXPECT_TRUE(reparsed["runs"][0]["results"][0]["wall_s"]["median"].is_null());
   EXPECT_TRUE(reparsed["runs"][0]["results"][0]["interval_s"]["high"].is_null());
 }
@@ -211,9 +154,7 @@ TEST(JsonReporter, RawSamplesOnlyWhenAsked) {
 }
 
 TEST(ConsoleReporter, ShowsTheTable) {
-  std::ostringstream out;
-  ConsoleReporter().write(sample_report(), out);
-  const std::string text = out.str();
+  const std::string text = written<ConsoleReporter>(sample_report());
   for (const char* needle : {"NVIDIA H100 80GB HBM3", "strategy", "direction", "median", "p90", "noise",
                              "GB/s", "speedup", "verified", "engine", "6.50 ms", "130 us", "50.0x (50.0-50.0)",
                              "pattern", "hot", "124 us - 136 us", "rounds",
@@ -223,13 +164,65 @@ TEST(ConsoleReporter, ShowsTheTable) {
 }
 
 TEST(MarkdownReporter, ShowsTheSameTable) {
-  std::ostringstream out;
-  MarkdownReporter().write(sample_report(), out);
-  const std::string text = out.str();
+  const std::string text = written<MarkdownReporter>(sample_report());
   EXPECT_NE(text.find("| strategy | direction | pattern | median | interval |"), std::string::npos) << text;
   EXPECT_NE(text.find("| engine | h2d | hot | 130 us | 124 us - 136 us |"), std::string::npos) << text;
   EXPECT_NE(text.find("---: |"), std::string::npos);
   EXPECT_NE(text.find("abc1234"), std::string::npos);
+}
+
+// Records the calls it gets, to see the lifecycle a multiplex drives.
+class Recorder final : public Reporter {
+ public:
+  Recorder(std::string name, std::vector<std::string>& calls)
+      : name_(std::move(name)), calls_(calls) {}
+  void begin(const json& /*context*/) override { calls_.push_back(name_ + " begin"); }
+  void run(const RunSection& run) override { calls_.push_back(name_ + " run " + run.config_name); }
+  void end(const Report& /*report*/) override { calls_.push_back(name_ + " end"); }
+
+ private:
+  std::string name_;
+  std::vector<std::string>& calls_;
+};
+
+TEST(Reporters, MultiplexDrivesEachReporterThroughTheLifecycleInOrder) {
+  std::vector<std::string> calls;
+  MultiplexReporter outputs;
+  outputs.add(std::make_unique<Recorder>("a", calls));
+  outputs.add(std::make_unique<Recorder>("b", calls));
+  write_report(outputs, sample_report());
+  EXPECT_EQ(calls, (std::vector<std::string>{"a begin", "b begin", "a run streampetr",
+                                             "b run streampetr", "a end", "b end"}));
+}
+
+TEST(ConsoleReporter, PrintsEachPartWhenItIsKnown) {
+  Report report = sample_report();
+  report.profile = true;
+  std::ostringstream out;
+  ConsoleReporter console(out);
+  console.begin(report.context);
+  EXPECT_EQ(out.str(), "NVIDIA H100 80GB HBM3, driver 13.0, runtime 13.0, torch 2.11.0\n");
+  console.run(report.runs[0]);
+  EXPECT_NE(out.str().find("streampetr: 528 tensors"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str().find("profile mode"), std::string::npos);
+  console.end(report);
+  EXPECT_NE(out.str().find("\nprofile mode: fixed sample counts"), std::string::npos) << out.str();
+  EXPECT_EQ(out.str(), written<ConsoleReporter>(report));
+}
+
+TEST(FileReporter, WritesTheFileWholeWhenTheReportEnds) {
+  TempDir dir;
+  const std::string path = dir / "r.json";
+  const Report report = sample_report();
+  auto file = FileReporter::to_file<JsonReporter>(path);
+  file->begin(report.context);
+  file->run(report.runs[0]);
+  EXPECT_FALSE(std::ifstream(path).good());
+  file->end(report);
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  EXPECT_EQ(text.str(), written<JsonReporter>(report));
+  EXPECT_THROW(FileReporter::to_file<MarkdownReporter>(dir / "no/such/folder/r.md"), UsageError);
 }
 
 TEST(Table, DeviceColumnOnlyWithSeveralGpus) {

@@ -1,5 +1,5 @@
 // The statistics of rounds on synthetic samples where the truth is known.
-#include "runner/stats/rounds.h"
+#include "stats/rounds.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "runner/commands/run_plan.h"
+#include "runner/commands/make_run_plan.h"
 
 #include "errors.h"
 #include "runner/cli/options.h"

@@ -84,11 +84,17 @@ TEST(Registry, MakesEveryCatalogStrategy) {
 }
 
 TEST(Registry, EngineVariantsTurnOneOptionOff) {
-  const mtc::CopyOptions base;
-  EXPECT_FALSE(engine_variant_options("engine_no_pack", base).pack_cpu_tensors);
-  EXPECT_TRUE(engine_variant_options("engine_no_pack", base).use_pinned_staging);
-  EXPECT_FALSE(engine_variant_options("engine_no_pinned", base).use_pinned_staging);
-  EXPECT_FALSE(engine_variant_options("engine_no_thread", base).use_background_thread);
+  mtc::CopyOptions base;
+  base.max_packed_chunk_bytes = 8192;
+  const auto options_of = [&base](std::string_view name) {
+    return dynamic_cast<const EngineStrategy&>(*make_strategy(name, base)).options();
+  };
+  EXPECT_FALSE(options_of("engine_no_pack").pack_cpu_tensors);
+  EXPECT_TRUE(options_of("engine_no_pack").use_pinned_staging);
+  EXPECT_EQ(options_of("engine_no_pack").max_packed_chunk_bytes, 8192);
+  EXPECT_FALSE(options_of("engine_no_pinned").use_pinned_staging);
+  EXPECT_FALSE(options_of("engine_no_thread").use_background_thread);
+  EXPECT_TRUE(options_of("engine").use_background_thread);
   EngineOverrides overrides;
   overrides.max_chunk_bytes = 4096;
   overrides.pack = false;

@@ -4,10 +4,22 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <sstream>
+
 namespace mtc::bench::compare {
 namespace {
 
 using testing_support::data;
+
+// What a reporter of type R shows of a comparison.
+template <class R>
+std::string shown(const Comparison& comparison, FailOn fail_on, int exit_code) {
+  std::ostringstream out;
+  R reporter(out);
+  report_comparison(reporter, comparison, fail_on, exit_code);
+  return out.str();
+}
 
 Comparison slower() { return compare_reports(read_reports(data("base.json")), read_reports(data("slower.json")), {}); }
 
@@ -25,7 +37,7 @@ TEST(CompareOutput, Formats) {
 
 TEST(CompareOutput, ConsoleShowsEveryCaseTheNotesAndTheSummary) {
   const Comparison c = slower();
-  const std::string text = console_text(c, FailOn::kSlower, 1);
+  const std::string text = shown<ConsoleComparisonReporter>(c, FailOn::kSlower, 1);
   EXPECT_NE(text.find("unpaired: ratio of the medians"), std::string::npos) << text;
   EXPECT_NE(text.find("+10.0 %"), std::string::npos) << text;
   EXPECT_NE(text.find("SLOWER"), std::string::npos);
@@ -35,7 +47,7 @@ TEST(CompareOutput, ConsoleShowsEveryCaseTheNotesAndTheSummary) {
 }
 
 TEST(CompareOutput, MarkdownTableWithFlaggedVerdictsInBold) {
-  const std::string md = markdown_text(slower(), FailOn::kSlower, 1);
+  const std::string md = shown<MarkdownComparisonReporter>(slower(), FailOn::kSlower, 1);
   EXPECT_NE(md.find("| config | pattern | direction |"), std::string::npos) << md;
   EXPECT_NE(md.find("| **SLOWER** |"), std::string::npos) << md;
   EXPECT_NE(md.find("| SAME |"), std::string::npos) << md;
@@ -57,6 +69,25 @@ TEST(CompareOutput, JsonCarriesEachCaseWithItsInterval) {
       compare_reports(read_reports(data("same.json")), read_reports(data("one-round.json")), {}), FailOn::kSlower, 0);
   EXPECT_TRUE(one["cases"][0]["high"].is_null());  // unbounded, never Infinity
   EXPECT_EQ(one["cases"][0]["low"], 0.0);
+}
+
+TEST(CompareOutput, EveryOutputThroughOneMultiplex) {
+  const Comparison c = slower();
+  std::ostringstream console, markdown, json;
+  MultiplexComparisonReporter outputs;
+  outputs.add(std::make_unique<ConsoleComparisonReporter>(console));
+  outputs.add(std::make_unique<MarkdownComparisonReporter>(markdown));
+  outputs.add(std::make_unique<JsonComparisonReporter>(json));
+  outputs.begin(c);
+  std::string notes;
+  for (const std::string& note : c.notes) notes += note + "\n";
+  EXPECT_EQ(console.str(), notes);  // the notes come first, before any case
+  EXPECT_TRUE(markdown.str().empty());
+  for (const CaseResult& r : c.cases) outputs.run(r);
+  outputs.end(ComparisonOutcome{c, FailOn::kSlower, 1});
+  EXPECT_EQ(console.str(), shown<ConsoleComparisonReporter>(c, FailOn::kSlower, 1));
+  EXPECT_EQ(markdown.str(), shown<MarkdownComparisonReporter>(c, FailOn::kSlower, 1));
+  EXPECT_EQ(nlohmann::json::parse(json.str()), comparison_json(c, FailOn::kSlower, 1));
 }
 
 }  // namespace

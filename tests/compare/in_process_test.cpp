@@ -24,8 +24,8 @@ CaseRecord record(const std::string& strategy, const std::string& pattern, std::
   return c;
 }
 
-ReportFile report(std::vector<CaseRecord> cases, const std::string& path = "run.json") {
-  ReportFile r;
+ReportCases report(std::vector<CaseRecord> cases, const std::string& path = "run.json") {
+  ReportCases r;
   r.path = path;
   r.cases = std::move(cases);
   return r;
@@ -253,7 +253,7 @@ INSTANTIATE_TEST_SUITE_P(InProcess, SimulatedJobs, testing::Values(false, true),
 // process's rounds agree closely, the processes do not. Several processes widen the interval to
 // cover it; one process says its interval leaves that out.
 TEST(InProcess, ProcessesThatDisagreeWidenTheInterval) {
-  std::vector<ReportFile> reports;
+  std::vector<ReportCases> reports;
   const std::vector<double> biases{1.015, 0.99, 1.01, 0.985};
   for (size_t p = 0; p < biases.size(); ++p) {
     reports.push_back(report({record("engine@cand", "hot", scaled(times(kHost, kJitter), biases[p])),
@@ -279,7 +279,7 @@ TEST(InProcess, IntervalCoversTheTruthWithAProcessEffect) {
   int covered = 0;
   constexpr int kJobs = 1000;
   for (int j = 0; j < kJobs; ++j) {
-    std::vector<ReportFile> reports;
+    std::vector<ReportCases> reports;
     for (int p = 0; p < 8; ++p) {
       const double b = std::exp(bias(rng));
       std::vector<double> base;

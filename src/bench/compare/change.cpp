@@ -1,6 +1,6 @@
 #include "compare/change.h"
 
-#include "runner/stats/distributions.h"
+#include "stats/distributions.h"
 #include "errors.h"
 
 #include <fmt/format.h>

@@ -2,7 +2,7 @@
 // verdict it earns against a threshold. Pure functions, no I/O.
 #pragma once
 
-#include "compare/report_reader.h"
+#include "compare/report_cases.h"
 
 #include <cstdint>
 #include <limits>

@@ -100,19 +100,31 @@ std::string format_value(Metric metric, double value) {
   return fmt::format("{:.3g} ns", value * 1e9);
 }
 
-std::string console_text(const Comparison& comparison, FailOn fail_on, int exit_code) {
-  std::vector<std::vector<std::string>> rows;
+void report_comparison(ComparisonReporter& reporter, const Comparison& comparison, FailOn fail_on,
+                       int exit_code) {
+  reporter.begin(comparison);
+  for (const CaseResult& c : comparison.cases) reporter.run(c);
+  reporter.end(ComparisonOutcome{comparison, fail_on, exit_code});
+}
+
+void ConsoleComparisonReporter::begin(const Comparison& comparison) {
+  rows_.clear();
+  for (const std::string& note : comparison.notes) out_ << note << "\n";
+}
+
+void ConsoleComparisonReporter::run(const CaseResult& result) { rows_.push_back(row(result)); }
+
+void ConsoleComparisonReporter::end(const ComparisonOutcome& outcome) {
+  const Comparison& comparison = outcome.comparison;
   std::vector<std::string> header;
   for (const Column& c : kColumns) header.push_back(c.title);
   header.push_back("verdict");
-  for (const CaseResult& c : comparison.cases) rows.push_back(row(c));
   std::vector<size_t> width(header.size(), 0);
   for (size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
-  for (const auto& r : rows) {
+  for (const auto& r : rows_) {
     for (size_t i = 0; i + 1 < r.size(); ++i) width[i] = std::max(width[i], r[i].size());
   }
   std::string out;
-  for (const std::string& note : comparison.notes) out += note + "\n";
   auto line = [&](const std::vector<std::string>& cells) {
     for (size_t i = 0; i < cells.size(); ++i) {
       const bool right = i < kColumns.size() && kColumns[i].right;
@@ -125,18 +137,20 @@ std::string console_text(const Comparison& comparison, FailOn fail_on, int exit_
   std::vector<std::string> rule;
   for (size_t w : width) rule.push_back(std::string(w, '-'));
   line(rule);
-  for (const auto& r : rows) line(r);
+  for (const auto& r : rows_) line(r);
   if (!comparison.unmatched.empty()) {
     out += "not compared:\n";
     for (const Unmatched& u : comparison.unmatched) out += fmt::format("  {}: {}\n", u.side, unmatched_label(u));
   }
   if (comparison.cases.empty()) out += "no case matched: nothing was compared\n";
-  out += summary_line(comparison, fail_on, exit_code) + "\n";
-  return out;
+  out += summary_line(comparison, outcome.fail_on, outcome.exit_code) + "\n";
+  out_ << out;
 }
 
-std::string markdown_text(const Comparison& comparison, FailOn fail_on, int exit_code) {
-  std::string out = "## mtc-bench compare\n\n**" + summary_line(comparison, fail_on, exit_code) + "**\n\n";
+void MarkdownComparisonReporter::end(const ComparisonOutcome& outcome) {
+  const Comparison& comparison = outcome.comparison;
+  std::string out = "## mtc-bench compare\n\n**" +
+                    summary_line(comparison, outcome.fail_on, outcome.exit_code) + "**\n\n";
   for (const std::string& note : comparison.notes) out += "- " + note + "\n";
   out += "\n|";
   for (const Column& c : kColumns) out += " " + c.title + " |";
@@ -155,7 +169,11 @@ std::string markdown_text(const Comparison& comparison, FailOn fail_on, int exit
     out += "\nNot compared:\n\n";
     for (const Unmatched& u : comparison.unmatched) out += fmt::format("- {}: {}\n", u.side, unmatched_label(u));
   }
-  return out;
+  out_ << out;
+}
+
+void JsonComparisonReporter::end(const ComparisonOutcome& outcome) {
+  out_ << comparison_json(outcome.comparison, outcome.fail_on, outcome.exit_code).dump(2) << "\n";
 }
 
 json comparison_json(const Comparison& comparison, FailOn fail_on, int exit_code) {

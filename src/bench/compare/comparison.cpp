@@ -1,7 +1,7 @@
 #include "compare/comparison.h"
 
 #include "errors.h"
-#include "runner/stats/summary.h"
+#include "stats/summary.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -16,7 +16,7 @@ namespace {
 
 // A successful case and the report it came from (whose A/B label gives its round).
 struct Found {
-  const ReportFile* report;
+  const ReportCases* report;
   const CaseRecord* record;
 };
 using Records = std::vector<Found>;
@@ -33,22 +33,22 @@ CaseKey match_key(CaseKey key, bool ignore_device) {
   return key;
 }
 
-std::set<std::string> device_models(const std::vector<ReportFile>& reports) {
+std::set<std::string> device_models(const std::vector<ReportCases>& reports) {
   std::set<std::string> models;
-  for (const ReportFile& r : reports) {
+  for (const ReportCases& r : reports) {
     for (const CaseRecord& c : r.cases) models.insert(c.key.device_model);
   }
   return models;
 }
 
 template <typename Member>
-std::set<std::string> collect(const std::vector<ReportFile>& reports, Member member) {
+std::set<std::string> collect(const std::vector<ReportCases>& reports, Member member) {
   std::set<std::string> values;
-  for (const ReportFile& r : reports) values.insert(r.*member);
+  for (const ReportCases& r : reports) values.insert(r.*member);
   return values;
 }
 
-void check_devices(const std::vector<ReportFile>& baseline, const std::vector<ReportFile>& candidate,
+void check_devices(const std::vector<ReportCases>& baseline, const std::vector<ReportCases>& candidate,
                    const CompareOptions& options, std::vector<std::string>& notes) {
   const auto base = device_models(baseline);
   const auto cand = device_models(candidate);
@@ -62,12 +62,12 @@ void check_devices(const std::vector<ReportFile>& baseline, const std::vector<Re
 }
 
 // The job's name when both sides are the two sides of one A/B job, else empty.
-std::string paired_job(const std::vector<ReportFile>& baseline, const std::vector<ReportFile>& candidate) {
+std::string paired_job(const std::vector<ReportCases>& baseline, const std::vector<ReportCases>& candidate) {
   std::set<std::string> jobs;
   std::set<std::string> base_sides;
   std::set<std::string> cand_sides;
   for (const auto* side : {&baseline, &candidate}) {
-    for (const ReportFile& r : *side) {
+    for (const ReportCases& r : *side) {
       if (!r.ab) return "";
       jobs.insert(r.ab->job);
       (side == &baseline ? base_sides : cand_sides).insert(r.ab->side);
@@ -85,15 +85,15 @@ std::string paired_job(const std::vector<ReportFile>& baseline, const std::vecto
   return job;
 }
 
-BaselineKind resolve_basis(const CompareOptions& options, bool paired, const std::vector<ReportFile>& baseline,
-                           const std::vector<ReportFile>& candidate, std::vector<std::string>& notes) {
+BaselineKind resolve_basis(const CompareOptions& options, bool paired, const std::vector<ReportCases>& baseline,
+                           const std::vector<ReportCases>& candidate, std::vector<std::string>& notes) {
   if (options.baseline_kind != BaselineKind::kAuto) return options.baseline_kind;
   if (paired) return BaselineKind::kFresh;
   std::vector<std::string> differ;
-  const auto base_hosts = collect(baseline, &ReportFile::host);
-  const auto cand_hosts = collect(candidate, &ReportFile::host);
-  const auto base_days = collect(baseline, &ReportFile::day);
-  const auto cand_days = collect(candidate, &ReportFile::day);
+  const auto base_hosts = collect(baseline, &ReportCases::host);
+  const auto cand_hosts = collect(candidate, &ReportCases::host);
+  const auto base_days = collect(baseline, &ReportCases::day);
+  const auto cand_days = collect(candidate, &ReportCases::day);
   if (base_hosts != cand_hosts) {
     differ.push_back(fmt::format("hosts {} vs {}", fmt::join(base_hosts, ", "), fmt::join(cand_hosts, ", ")));
   }
@@ -126,10 +126,10 @@ std::map<Metric, double> resolve_thresholds(const CompareOptions& options, Basel
 }
 
 // Successful cases by key; the others are listed as unmatched, once per key, side and status.
-Groups group_cases(const std::vector<ReportFile>& reports, const char* side, bool ignore_device,
+Groups group_cases(const std::vector<ReportCases>& reports, const char* side, bool ignore_device,
                    std::vector<Unmatched>& unmatched, std::set<std::string>& listed) {
   Groups groups;
-  for (const ReportFile& r : reports) {
+  for (const ReportCases& r : reports) {
     for (const CaseRecord& c : r.cases) {
       if (c.status == "ok") {
         const CaseKey key = match_key(c.key, ignore_device);
@@ -263,7 +263,7 @@ double detectable_change(const Comparison& comparison) {
   return std::expm1(widest);
 }
 
-Comparison compare_reports(const std::vector<ReportFile>& baseline, const std::vector<ReportFile>& candidate,
+Comparison compare_reports(const std::vector<ReportCases>& baseline, const std::vector<ReportCases>& candidate,
                            const CompareOptions& options) {
   Comparison out;
   out.baseline_reports = static_cast<int64_t>(baseline.size());
@@ -281,7 +281,7 @@ Comparison compare_reports(const std::vector<ReportFile>& baseline, const std::v
   out.basis = resolve_basis(options, out.method == Method::kPaired, baseline, candidate, out.notes);
   out.thresholds = resolve_thresholds(options, out.basis, out.notes);
   for (const auto* side : {&baseline, &candidate}) {
-    for (const ReportFile& r : *side) {
+    for (const ReportCases& r : *side) {
       if (r.interrupted) out.notes.push_back(fmt::format("{} was interrupted: it holds what finished", r.path));
     }
   }

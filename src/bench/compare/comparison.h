@@ -4,7 +4,7 @@
 
 #include "compare/change.h"
 #include "compare/compare_options.h"
-#include "compare/report_reader.h"
+#include "compare/report_cases.h"
 
 #include <map>
 #include <string>
@@ -53,7 +53,7 @@ struct Comparison {
 // Throws UsageError when the inputs cannot be compared: different GPU models (unless
 // options.ignore_device), one case several times on one side outside an A/B job, both inputs
 // the same side of an A/B job, intervals at different levels.
-Comparison compare_reports(const std::vector<ReportFile>& baseline, const std::vector<ReportFile>& candidate,
+Comparison compare_reports(const std::vector<ReportCases>& baseline, const std::vector<ReportCases>& candidate,
                            const CompareOptions& options);
 
 // The smallest change the comparison could have seen on every case: the largest half-width of

@@ -1,7 +1,7 @@
 #include "compare/in_process.h"
 
 #include "errors.h"
-#include "runner/stats/summary.h"
+#include "stats/summary.h"
 
 #include <fmt/format.h>
 
@@ -36,7 +36,7 @@ double resolve_threshold(const CompareOptions& options, std::vector<std::string>
 }
 
 // Adds the pairs of one report to `pairs`; lists a labelled case without its partner.
-void collect_pairs(const ReportFile& report, int64_t report_index, std::map<CaseKey, PairedRounds>& pairs,
+void collect_pairs(const ReportCases& report, int64_t report_index, std::map<CaseKey, PairedRounds>& pairs,
                    std::vector<CaseKey>& order, std::vector<Unmatched>& unmatched) {
   std::map<CaseKey, const CaseRecord*> by_key;
   for (const CaseRecord& c : report.cases) {
@@ -103,7 +103,7 @@ std::vector<std::string> ab_partners(std::string_view baseline_strategy) {
   return {variant + "@cand", variant};
 }
 
-Comparison compare_in_process(const std::vector<ReportFile>& reports, const CompareOptions& options) {
+Comparison compare_in_process(const std::vector<ReportCases>& reports, const CompareOptions& options) {
   Comparison out;
   out.method = Method::kInProcess;
   out.basis = BaselineKind::kFresh;
@@ -120,7 +120,7 @@ Comparison compare_in_process(const std::vector<ReportFile>& reports, const Comp
   std::map<CaseKey, PairedRounds> pairs;
   std::vector<CaseKey> order;
   for (size_t i = 0; i < reports.size(); ++i) {
-    const ReportFile& report = reports[i];
+    const ReportCases& report = reports[i];
     if (report.interrupted) out.notes.push_back(fmt::format("{} was interrupted: it holds what finished", report.path));
     collect_pairs(report, static_cast<int64_t>(i), pairs, order, out.unmatched);
   }

@@ -31,6 +31,6 @@ namespace mtc::bench::compare {
 std::vector<std::string> ab_partners(std::string_view baseline_strategy);
 
 // Throws UsageError when no report holds an A/B pair, or a case appears twice in one report.
-Comparison compare_in_process(const std::vector<ReportFile>& reports, const CompareOptions& options);
+Comparison compare_in_process(const std::vector<ReportCases>& reports, const CompareOptions& options);
 
 }  // namespace mtc::bench::compare

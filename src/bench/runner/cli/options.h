@@ -1,12 +1,12 @@
 // What the command line asked for, after parsing and before any config is loaded. Every
 // override is optional: unset means "as the config says", or where the config has no say, as
-// the plan's defaults say (commands/run_plan.h). Nothing here holds a default of a setting:
+// the plan's defaults say (commands/make_run_plan.h). Nothing here holds a default of a setting:
 // each option is declared once, in cli/run_options.cpp, with its help.
 #pragma once
 
 #include "compare/compare_options.h"
 #include "runner/cli/parse.h"
-#include "runner/measure/direction.h"
+#include "types.h"
 #include "runner/strategies/engine_overrides.h"
 
 #include <cstdint>
@@ -33,7 +33,7 @@ struct RunOptions {
   std::optional<double> timeout_s;
   std::optional<double> overlap_us;
   std::optional<uint64_t> seed;
-  // Rounds and patterns (measure/stopping.h, measure/pattern.h).
+  // Rounds and patterns (measure/stopping.h; Pattern in types.h).
   std::optional<std::vector<Pattern>> patterns;
   std::optional<int64_t> inputs;
   std::optional<double> gap_us;

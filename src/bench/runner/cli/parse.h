@@ -2,8 +2,7 @@
 // Pure functions that throw UsageError (exit code 2) with a message naming the bad text.
 #pragma once
 
-#include "runner/measure/direction.h"
-#include "runner/measure/pattern.h"
+#include "types.h"
 
 #include <cstdint>
 #include <map>

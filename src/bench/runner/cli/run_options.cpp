@@ -2,7 +2,7 @@
 
 #include "errors.h"
 #include "runner/cli/parse.h"
-#include "runner/commands/run_plan.h"
+#include "runner/measure/run_plan.h"
 #include "runner/strategies/engine_overrides.h"
 #include "workload/bench_settings.h"
 

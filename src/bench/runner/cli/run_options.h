@@ -16,7 +16,7 @@ void add_run_options(CLI::App& app, RunOptions& run, OptionBinder& binder);
 
 // What no single option can check: options that do not mix, and a run with nothing to run.
 // After binder.finish(); throws UsageError. The round limits are checked where they meet the
-// config's (commands/run_plan.h).
+// config's (commands/make_run_plan.h).
 void check_run_options(const RunOptions& run);
 
 }  // namespace mtc::bench

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <fstream>
+#include <memory>
+#include <sstream>
 
 namespace mtc::bench {
 namespace {
@@ -24,11 +26,20 @@ int compare_command(const compare::CompareOptions& options, std::ostream& out, s
       options.candidate.empty() ? compare::compare_in_process(baseline, options)
                                 : compare::compare_reports(baseline, compare::read_reports(options.candidate), options);
   const int code = compare::exit_code_for(comparison, options.fail_on);
-  out << compare::console_text(comparison, options.fail_on, code);
-  if (!options.md_path.empty()) write_text(options.md_path, compare::markdown_text(comparison, options.fail_on, code));
-  if (!options.json_path.empty()) {
-    write_text(options.json_path, compare::comparison_json(comparison, options.fail_on, code).dump(2) + "\n");
+  // The files are written once every output has ended, markdown first.
+  std::ostringstream markdown;
+  std::ostringstream json;
+  compare::MultiplexComparisonReporter outputs;
+  outputs.add(std::make_unique<compare::ConsoleComparisonReporter>(out));
+  if (!options.md_path.empty()) {
+    outputs.add(std::make_unique<compare::MarkdownComparisonReporter>(markdown));
   }
+  if (!options.json_path.empty()) {
+    outputs.add(std::make_unique<compare::JsonComparisonReporter>(json));
+  }
+  compare::report_comparison(outputs, comparison, options.fail_on, code);
+  if (!options.md_path.empty()) write_text(options.md_path, markdown.str());
+  if (!options.json_path.empty()) write_text(options.json_path, json.str());
   if (comparison.cases.empty() && options.candidate.empty()) {
     err << "mtc-bench: error: no A/B pair of " << options.baseline << " could be compared (see above)\n";
   } else if (comparison.cases.empty()) {

@@ -1,6 +1,7 @@
 #include "runner/commands/processes.h"
 
 #include "errors.h"
+#include "report/report_reader.h"
 #include "runner/env/environment.h"
 #include "runner/env/host_canary.h"
 #include "runner/measure/interrupt.h"
@@ -13,8 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
-#include <fstream>
 
 extern char** environ;
 
@@ -98,48 +100,48 @@ struct CaseSeries {
   }
 };
 
-Entry entry_head(const json& j) {
+// What identifies a case and what became of it: the fields a skipped case has.
+Entry entry_head(const Entry& part) {
   Entry e;
-  e.device = j.value("device", -1);
-  e.direction = j.value("direction", "");
-  e.strategy = j.value("strategy", "");
-  e.pattern = j.value("pattern", "");
-  e.source = j.value("source", "");
-  e.target = j.value("target", "");
-  e.reason = j.value("reason", "");
-  // A status a child could not have written counts as a failure, never as a pass.
-  e.status = parse_entry_status(j.value("status", "")).value_or(EntryStatus::kFailed);
-  if (j.contains("verified") && !j["verified"].is_null()) e.verified = j["verified"].get<bool>();
+  e.device = part.device;
+  e.direction = part.direction;
+  e.strategy = part.strategy;
+  e.pattern = part.pattern;
+  e.source = part.source;
+  e.target = part.target;
+  e.reason = part.reason;
+  e.status = part.status;
+  e.verified = part.verified;
   return e;
 }
 
 // One case over every process: the worst status wins (a failure in one process fails the case).
-Entry merged_entry(const std::vector<const json*>& parts, int64_t tensors, int64_t bytes, double level, bool keep_raw) {
+Entry merged_entry(const std::vector<const Entry*>& parts, int64_t tensors, int64_t bytes,
+                   double level, bool keep_raw) {
   Entry e = entry_head(*parts.front());
   CaseSeries series;
   // The processes' paired figures, in the order their rounds are merged; kept only when every
   // process has them against the same baseline, so they stay aligned with the rounds.
   std::optional<PairedSteps> paired = PairedSteps{};
   for (size_t p = 0; p < parts.size(); ++p) {
-    const json& j = *parts[p];
-    const Entry head = entry_head(j);
-    if (head.status != EntryStatus::kOk && e.status == EntryStatus::kOk) {
-      e.status = head.status;
-      e.reason = fmt::format("process {}: {}", p, head.reason);
-      e.verified = head.verified;
+    const Entry& part = *parts[p];
+    if (part.status != EntryStatus::kOk && e.status == EntryStatus::kOk) {
+      e.status = part.status;
+      e.reason = fmt::format("process {}: {}", p, part.reason);
+      e.verified = part.verified;
     }
-    if (head.status == EntryStatus::kSkipped) return e;
-    e.stop_reason = j.value("stop_reason", "none");
-    e.warmup += j.value("warmup", int64_t{0});
-    e.measure_time_s += j.value("measure_time_s", 0.0);
-    if (j.contains("engine")) e.engine = j["engine"];
-    if (j.contains("raw_samples") && j["raw_samples"].is_object()) series.add(j["raw_samples"], static_cast<int>(p));
-    const json steps = j.value("paired_steps", json());
-    if (paired && steps.is_object() && (p == 0 || steps.value("baseline", "") == paired->baseline)) {
-      paired->baseline = steps.value("baseline", "");
-      for (const json& r : steps.value("median_log_ratio", json::array())) {
-        paired->median_log_ratio.push_back(r.is_number() ? std::optional<double>(r.get<double>()) : std::nullopt);
-      }
+    if (part.status == EntryStatus::kSkipped) return e;
+    e.stop_reason = part.stop_reason;
+    e.warmup += part.warmup;
+    e.measure_time_s += part.measure_time_s;
+    if (!part.engine.is_null()) e.engine = part.engine;
+    if (part.raw_samples.is_object()) series.add(part.raw_samples, static_cast<int>(p));
+    const std::optional<PairedSteps>& steps = part.paired_steps;
+    if (paired && steps && (p == 0 || steps->baseline == paired->baseline)) {
+      paired->baseline = steps->baseline;
+      paired->median_log_ratio.insert(paired->median_log_ratio.end(),
+                                      steps->median_log_ratio.begin(),
+                                      steps->median_log_ratio.end());
     } else {
       paired.reset();
     }
@@ -196,45 +198,47 @@ std::vector<std::string> child_arguments(const std::vector<std::string>& parent,
   return args;
 }
 
-Report merge_process_reports(const std::vector<json>& reports, bool keep_raw) {
-  const json& first = reports.front();
+Report merge_process_reports(const std::vector<Report>& reports, bool keep_raw) {
+  const Report& first = reports.front();
   Report merged;
-  merged.context = first["context"];
+  merged.context = first.context;
   merged.context["host_state_by_process"] = json::array();
-  for (const json& r : reports) merged.context["host_state_by_process"].push_back(r["context"].value("host_state", json()));
-  merged.profile = first.value("profile", false);
-  merged.ab = first.value("ab", json());
-  for (size_t s = 0; s < first["runs"].size(); ++s) {
-    const json& run = first["runs"][s];
+  for (const Report& r : reports) {
+    merged.context["host_state_by_process"].push_back(r.context.value("host_state", json()));
+  }
+  merged.profile = first.profile;
+  merged.ab = first.ab;
+  for (size_t s = 0; s < first.runs.size(); ++s) {
+    const RunSection& run = first.runs[s];
     RunSection section;
-    section.sweep_point = run["sweep_point"];
-    section.config_file = run["config"].value("file", "");
-    section.config_name = run["config"].value("name", "");
-    section.seed = run["config"].value("seed", uint64_t{0});
-    section.config_given = run["config"]["given"];
-    section.config_resolved = run["config"]["resolved"];
-    section.settings = run["settings"];
+    section.sweep_point = run.sweep_point;
+    section.config_file = run.config_file;
+    section.config_name = run.config_name;
+    section.seed = run.seed;
+    section.config_given = run.config_given;
+    section.config_resolved = run.config_resolved;
+    section.settings = run.settings;
     section.settings["processes"] = reports.size();
-    section.workload = run["workload"]["summary"];
-    section.workload_hash = run["workload"].value("hash", "");
-    section.tensors = run["workload"].value("tensors", int64_t{0});
-    section.bytes = run["workload"].value("bytes", int64_t{0});
+    section.workload = run.workload;
+    section.workload_hash = run.workload_hash;
+    section.tensors = run.tensors;
+    section.bytes = run.bytes;
     // The host canary of every process's rounds, judged together (its note is made again).
     std::vector<CanaryRecord> canary;
     for (size_t p = 0; p < reports.size(); ++p) {
-      const json& child = reports[p]["runs"].at(s);
-      const auto records = canary_records(child.value("host_canary", json()), static_cast<int>(p));
+      const RunSection& child = reports[p].runs.at(s);
+      const auto records = canary_records(child.host_canary, static_cast<int>(p));
       canary.insert(canary.end(), records.begin(), records.end());
     }
-    for (const std::string& note : run["notes"].get<std::vector<std::string>>()) {
+    for (const std::string& note : run.notes) {
       if (!note.starts_with(kCanaryNotePrefix)) section.notes.push_back(note);
     }
     section.host_canary = canary_json(canary);
     if (const std::string note = canary_note(canary); !note.empty()) section.notes.push_back(note);
     const double level = section.settings.value("interval_level", kDefaultIntervalLevel);
-    for (size_t i = 0; i < run["results"].size(); ++i) {
-      std::vector<const json*> parts;
-      for (const json& r : reports) parts.push_back(&r["runs"].at(s)["results"].at(i));
+    for (size_t i = 0; i < run.entries.size(); ++i) {
+      std::vector<const Entry*> parts;
+      for (const Report& r : reports) parts.push_back(&r.runs.at(s).entries.at(i));
       section.entries.push_back(merged_entry(parts, section.tensors, section.bytes, level, keep_raw));
     }
     compute_speedups(section);
@@ -249,7 +253,7 @@ Report run_child_processes(const CommandLine& command_line, int count, std::ostr
   const char* tmp = std::getenv("TMPDIR");
   std::string folder = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/mtc-bench-processes-XXXXXX";
   if (mkdtemp(folder.data()) == nullptr) throw std::runtime_error("--processes: cannot create a temporary folder");
-  std::vector<json> reports;
+  std::vector<Report> reports;
   try {
     for (int i = 0; i < count; ++i) {
       err << fmt::format("mtc-bench: process {}/{}\n", i + 1, count);
@@ -257,15 +261,19 @@ Report run_child_processes(const CommandLine& command_line, int count, std::ostr
       const int code = run_child(child_arguments(command_line.arguments, i, count, json_path),
                                  fmt::format("{}/process-{}.txt", folder, i));
       if (code == static_cast<int>(ExitCode::kUsage)) throw UsageError(fmt::format("process {} rejected its input", i));
-      std::ifstream in(json_path);
+      struct stat info {};
+      const bool written = ::stat(json_path.c_str(), &info) == 0;
       // After Ctrl-C the signal passed on may reach a child still starting, before it has set up
       // its handler: it ends without a report, having measured nothing. Not an error then.
-      if (!in && interrupted()) break;
-      if (!in) throw std::runtime_error(fmt::format("--processes: process {} wrote no report (exit code {})", i, code));
+      if (!written && interrupted()) break;
+      if (!written) {
+        throw std::runtime_error(
+            fmt::format("--processes: process {} wrote no report (exit code {})", i, code));
+      }
       // An interrupted process measured only some cases: its report is merged only when there is
       // no other, as the others' cases would not line up with it.
       const bool partial = code == static_cast<int>(ExitCode::kInterrupted);
-      if (!partial || reports.empty()) reports.push_back(json::parse(in));
+      if (!partial || reports.empty()) reports.push_back(read_report(json_path));
       if (partial || interrupted()) break;
     }
   } catch (...) {

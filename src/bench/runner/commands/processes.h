@@ -5,9 +5,7 @@
 #pragma once
 
 #include "runner/cli/options.h"
-#include "runner/report/report.h"
-
-#include <nlohmann/json.hpp>
+#include "report/report.h"
 
 #include <ostream>
 #include <string>
@@ -31,9 +29,10 @@ Report run_child_processes(const CommandLine& command_line, int count, std::ostr
 std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index, int count,
                                          const std::string& json_path);
 
-// Merges the children's JSON reports (same command, same configs) into one Report: samples and
-// rounds are pooled, each round labelled with its process; summaries, intervals, speedups and
-// aggregates are computed again. `keep_raw` keeps the raw samples in the result.
-Report merge_process_reports(const std::vector<nlohmann::json>& reports, bool keep_raw);
+// Merges the children's reports (same command, same configs; as report/report_reader.h reads
+// what they wrote) into one Report: samples and rounds are pooled, each round labelled with its
+// process; summaries, intervals, speedups and aggregates are computed again. `keep_raw` keeps
+// the raw samples in the result.
+Report merge_process_reports(const std::vector<Report>& reports, bool keep_raw);
 
 }  // namespace mtc::bench

@@ -1,6 +1,6 @@
 #include "runner/commands/commands.h"
 
-#include "runner/commands/run_plan.h"
+#include "runner/commands/make_run_plan.h"
 #include "errors.h"
 #include "runner/cli/config_paths.h"
 #include "runner/measure/interrupt.h"
@@ -8,8 +8,8 @@
 #include "runner/env/environment.h"
 #include "runner/env/host_state.h"
 #include "runner/measure/bench_runner.h"
-#include "runner/report/report_file.h"
-#include "runner/report/reporter.h"
+#include "report/file_reporter.h"
+#include "report/reporter.h"
 #include "runner/strategies/engine.h"
 #include "runner/strategies/structure.h"
 
@@ -17,7 +17,7 @@
 #include <mtc/nvtx.h>
 
 #include <algorithm>
-#include <sstream>
+#include <memory>
 
 #include "workload/summary.h"
 #include "workload/workload.h"
@@ -78,22 +78,30 @@ std::vector<c10::IValue> build_inputs(const Config& config, const RunPlan& plan,
   return inputs;
 }
 
-// Writes the report files, says why the exit code is not 0, and returns it. An interrupted run
-// exits with 130 unless an output failed verification (wrong data is the worse finding).
-int write_reports(Report& report, ReportFile& json_file, ReportFile& md_file, std::ostream& err) {
+// The outputs of a run: the console, and the --json and --md files. Created before anything is
+// measured, so a path that cannot be written fails in a second, not after the run.
+MultiplexReporter run_outputs(const RunOptions& options, std::ostream& out) {
+  MultiplexReporter outputs;
+  outputs.add(std::make_unique<ConsoleReporter>(out));
+  if (!options.json_path.empty()) {
+    outputs.add(FileReporter::to_file<JsonReporter>(options.json_path));
+  }
+  if (!options.md_path.empty()) {
+    outputs.add(FileReporter::to_file<MarkdownReporter>(options.md_path));
+  }
+  return outputs;
+}
+
+// Ends the report (the outputs' end: the files are written), says why the exit code is not 0,
+// and returns it. An interrupted run exits with 130 unless an output failed verification (wrong
+// data is the worse finding).
+int end_report(Report& report, Reporter& outputs, std::ostream& err) {
   report.interrupted = interrupted();
   report.exit_code = exit_code_for(report);
   if (report.interrupted && report.exit_code != static_cast<int>(ExitCode::kVerification)) {
     report.exit_code = static_cast<int>(ExitCode::kInterrupted);
   }
-  const auto commit = [&report](const Reporter& reporter, ReportFile& file) {
-    if (file.path().empty()) return;
-    std::ostringstream text;
-    reporter.write(report, text);
-    file.commit(text.str());
-  };
-  commit(JsonReporter(), json_file);
-  commit(MarkdownReporter(), md_file);
+  outputs.end(report);
   if (report.interrupted) {
     err << "mtc-bench: interrupted: the reports hold what was measured until then\n";
   } else if (report.exit_code == static_cast<int>(ExitCode::kVerification)) {
@@ -105,14 +113,13 @@ int write_reports(Report& report, ReportFile& json_file, ReportFile& md_file, st
 }
 
 // --processes N in the parent: the children measure, the parent merges and reports.
-int run_in_processes(const CommandLine& command_line, int processes, ReportFile& json_file, ReportFile& md_file,
-                     std::ostream& out, std::ostream& err) {
+int run_in_processes(const CommandLine& command_line, int processes, Reporter& outputs,
+                     std::ostream& err) {
   Report report = run_child_processes(command_line, processes, err);
   report.command_line = command_line.arguments;
-  const ConsoleReporter console;
-  console.write_environment(report.context, out);
-  for (const RunSection& run : report.runs) console.write_run(run, out);
-  return write_reports(report, json_file, md_file, err);
+  outputs.begin(report.context);
+  for (const RunSection& run : report.runs) outputs.run(run);
+  return end_report(report, outputs, err);
 }
 
 // Which build each engine strategy copies with: this program's, and each loaded one's.
@@ -127,9 +134,7 @@ nlohmann::json engine_revisions(const LoadedEngines& engines) {
 int run_command(const CommandLine& command_line, std::ostream& out, std::ostream& err) {
   const RunOptions& options = command_line.run;
   install_interrupt_handlers();
-  // Created before anything is measured, so a bad path fails in a second, not after the run.
-  ReportFile json_file(options.json_path);
-  ReportFile md_file(options.md_path);
+  MultiplexReporter outputs = run_outputs(options, out);
 
   // Every config (one per sweep point) is loaded before anything is measured, so a bad value
   // at the last point fails in a second, not after the other points ran.
@@ -154,7 +159,7 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   // --processes loads them too, for that check.
   const LoadedEngines engines = load_engines(options.engine_libraries);
   if (plans.front().processes > 1 && options.child_index < 0) {
-    return run_in_processes(command_line, plans.front().processes, json_file, md_file, out, err);
+    return run_in_processes(command_line, plans.front().processes, outputs, err);
   }
   if (cuda_devices == 0) err << "no CUDA device: running the h2h (CPU->CPU) direction only\n";
 
@@ -172,8 +177,7 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   if (options.ab_label) {
     report.ab = {{"job", options.ab_label->job}, {"side", options.ab_label->side}, {"round", options.ab_label->round}};
   }
-  const ConsoleReporter console;
-  console.write_environment(report.context, out);
+  outputs.begin(report.context);
   Progress progress(!options.quiet);
 
   for (size_t p = 0; p < configs.size() && !interrupted(); ++p) {
@@ -217,12 +221,10 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
     if (const std::string note = canary_note(outcome.canary); !note.empty()) run.notes.push_back(note);
     compute_speedups(run);
     compute_aggregates(run);
-    console.write_run(run, out);
+    outputs.run(run);
     out.flush();
     report.runs.push_back(std::move(run));
   }
-  if (options.profile) out << "\nprofile mode: fixed sample counts, figures are not for comparison\n";
-
   const nlohmann::json host_end = host_snapshot(monitor, report.context["gpus"]);
   const std::vector<std::string> warnings = busy_host_warnings(
       host_start, host_end, report.context["cpu"].value("logical_cores", 1), plans.front().devices);
@@ -233,7 +235,7 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   host["warnings"] = warnings;
   report.context["host_state"] = std::move(host);
 
-  return write_reports(report, json_file, md_file, err);
+  return end_report(report, outputs, err);
 }
 
 }  // namespace mtc::bench

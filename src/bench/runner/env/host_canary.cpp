@@ -1,12 +1,11 @@
 #include "runner/env/host_canary.h"
 
-#include "runner/measure/clock.h"
-
 #include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdlib>
 
 namespace mtc::bench {
@@ -16,11 +15,17 @@ constexpr int kPairs = 528;
 constexpr int kPasses = 3;
 constexpr size_t kCopyBytes = 4096;
 
+using Clock = std::chrono::steady_clock;
+
+double microseconds_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
 double malloc_free_us() {
   std::array<void*, kPairs> blocks{};
   double best = 1e30;
   for (int pass = 0; pass < kPasses; ++pass) {
-    const auto start = SteadyClock::now();
+    const auto start = Clock::now();
     for (int i = 0; i < kPairs; ++i) {
       // Sizes of small tensors and their containers; the write keeps the compiler from eliding
       // the pair.
@@ -28,7 +33,7 @@ double malloc_free_us() {
       if (blocks[static_cast<size_t>(i)] != nullptr) *static_cast<volatile char*>(blocks[static_cast<size_t>(i)]) = 1;
     }
     for (void* b : blocks) std::free(b);
-    best = std::min(best, seconds_between(start, SteadyClock::now()) * 1e6);
+    best = std::min(best, microseconds_since(start));
   }
   return best;
 }
@@ -88,13 +93,13 @@ CanaryReading HostCanary::read() {
   auto stream = static_cast<cudaStream_t>(stream_);
   double best = 1e30;
   for (int pass = 0; pass < kPasses; ++pass) {
-    const auto start = SteadyClock::now();
+    const auto start = Clock::now();
     if (cudaMemcpyAsync(device_buffer_, pinned_, kCopyBytes, cudaMemcpyHostToDevice, stream) != cudaSuccess ||
         cudaStreamSynchronize(stream) != cudaSuccess) {
       cudaGetLastError();
       return reading;
     }
-    best = std::min(best, seconds_between(start, SteadyClock::now()) * 1e6);
+    best = std::min(best, microseconds_since(start));
   }
   reading.h2d_4k_us = best;
   return reading;

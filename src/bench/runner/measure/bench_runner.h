@@ -4,12 +4,12 @@
 // and, with --profile, the cudaProfilerStart/Stop bracket.
 #pragma once
 
-#include "runner/commands/run_plan.h"
+#include "runner/measure/run_plan.h"
 #include "runner/measure/case_runner.h"
-#include "runner/measure/direction.h"
+#include "types.h"
 #include "runner/measure/progress.h"
 #include "runner/env/host_canary.h"
-#include "runner/report/report.h"
+#include "report/report.h"
 #include "runner/strategies/loaded_engine.h"
 
 #include <ATen/core/ivalue.h>

@@ -9,8 +9,8 @@
 #include "runner/measure/measure_group.h"
 #include "runner/measure/progress.h"
 #include "runner/measure/stopping.h"
-#include "runner/report/report.h"
-#include "runner/stats/rounds.h"
+#include "report/report.h"
+#include "stats/rounds.h"
 #include "runner/strategies/strategy.h"
 
 #include <ATen/cuda/CUDAEvent.h>

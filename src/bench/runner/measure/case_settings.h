@@ -1,7 +1,7 @@
 // How each case is measured. Pure data, shared by the runner and the plan that fills it.
 #pragma once
 
-#include "runner/measure/pattern.h"
+#include "types.h"
 #include "runner/measure/stopping.h"
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 
 #include <mtc/nvtx.h>
 
-#include "runner/stats/summary.h"
+#include "stats/summary.h"
 
 #include <array>
 #include <cmath>

@@ -1,7 +1,13 @@
 #include "runner/strategies/catalog.h"
 
+#include "runner/strategies/engine.h"
+#include "runner/strategies/memcpy_batch.h"
+#include "runner/strategies/per_tensor.h"
+#include "runner/strategies/transfer_stream.h"
+
 #include <algorithm>
 #include <cctype>
+#include <string>
 #include <vector>
 
 namespace mtc::bench {
@@ -9,31 +15,74 @@ namespace {
 
 using D = Direction;
 
+template <class S>
+std::unique_ptr<Strategy> make(const StrategySetup& /*setup*/) {
+  return std::make_unique<S>();
+}
+
+// The engine with the base options changed by `Edit`: one optimization off, so that the table
+// shows what each one buys.
+template <void (*Edit)(mtc::CopyOptions&)>
+std::unique_ptr<Strategy> make_engine(const StrategySetup& setup) {
+  mtc::CopyOptions options = setup.engine_base;
+  Edit(options);
+  return std::make_unique<EngineStrategy>(std::string(setup.name), options, setup.engine);
+}
+
+void as_given(mtc::CopyOptions& /*options*/) {}
+void no_pack(mtc::CopyOptions& options) { options.pack_cpu_tensors = false; }
+void no_pinned(mtc::CopyOptions& options) { options.use_pinned_staging = false; }
+void no_thread(mtc::CopyOptions& options) { options.use_background_thread = false; }
+
 const std::vector<StrategyInfo>& catalog() {
   static const std::vector<StrategyInfo> strategies{
-      {"to", "per-tensor .to(device) in a walk that rebuilds the structure", false,
-       {D::kH2D, D::kD2H, D::kD2D, D::kH2H}},
-      {"to_nb", "per-tensor .to(device, non_blocking=true), then one stream synchronize", false,
-       {D::kH2D, D::kD2H, D::kD2D, D::kH2H}},
-      {"pin_to_nb", "per-tensor pin_memory() then .to(device, non_blocking=true)", true, {D::kH2D}},
+      {"to",
+       "per-tensor .to(device) in a walk that rebuilds the structure",
+       false,
+       {D::kH2D, D::kD2H, D::kD2D, D::kH2H},
+       make<ToStrategy>},
+      {"to_nb",
+       "per-tensor .to(device, non_blocking=true), then one stream synchronize",
+       false,
+       {D::kH2D, D::kD2H, D::kD2D, D::kH2H},
+       make<ToNonBlockingStrategy>},
+      {"pin_to_nb",
+       "per-tensor pin_memory() then .to(device, non_blocking=true)",
+       true,
+       {D::kH2D},
+       make<PinToNonBlockingStrategy>},
       {"transfer_stream",
        "torchlinops ToDevice: per-tensor non-blocking copies on a dedicated stream per device "
        "pair, ordered with events and record_stream (GPU->CPU blocking, as there)",
        true,
-       {D::kH2D, D::kD2H, D::kD2D}},
+       {D::kH2D, D::kD2H, D::kD2D},
+       make<TransferStreamStrategy>},
       {"memcpy_batch",
        "one cudaMemcpyBatchAsync of every tensor into one allocation on a side stream; outputs "
        "are views (CUDA >= 12.8)",
        true,
-       {D::kH2D, D::kD2H, D::kD2D}},
-      {"engine", "mtc::start_copy ... get() with the engine options given", false,
-       {D::kH2D, D::kD2H, D::kD2D, D::kH2H}},
-      {"engine_no_pack", "the engine without packing small tensors into chunks", false,
-       {D::kH2D, D::kD2H, D::kD2D, D::kH2H}},
-      {"engine_no_pinned", "the engine without pinned staging", false,
-       {D::kH2D, D::kD2H, D::kD2D, D::kH2H}},
-      {"engine_no_thread", "the engine on the caller's thread (no background worker)", false,
-       {D::kH2D, D::kD2H, D::kD2D, D::kH2H}},
+       {D::kH2D, D::kD2H, D::kD2D},
+       make<MemcpyBatchStrategy>},
+      {"engine",
+       "mtc::start_copy ... get() with the engine options given",
+       false,
+       {D::kH2D, D::kD2H, D::kD2D, D::kH2H},
+       make_engine<as_given>},
+      {"engine_no_pack",
+       "the engine without packing small tensors into chunks",
+       false,
+       {D::kH2D, D::kD2H, D::kD2D, D::kH2H},
+       make_engine<no_pack>},
+      {"engine_no_pinned",
+       "the engine without pinned staging",
+       false,
+       {D::kH2D, D::kD2H, D::kD2D, D::kH2H},
+       make_engine<no_pinned>},
+      {"engine_no_thread",
+       "the engine on the caller's thread (no background worker)",
+       false,
+       {D::kH2D, D::kD2H, D::kD2D, D::kH2H},
+       make_engine<no_thread>},
   };
   return strategies;
 }

@@ -62,12 +62,4 @@ nlohmann::json copy_options_json(const mtc::CopyOptions& o) {
                         {"use_background_thread", o.use_background_thread}};
 }
 
-mtc::CopyOptions engine_variant_options(std::string_view variant, const mtc::CopyOptions& base) {
-  mtc::CopyOptions options = base;
-  if (variant == "engine_no_pack") options.pack_cpu_tensors = false;
-  if (variant == "engine_no_pinned") options.use_pinned_staging = false;
-  if (variant == "engine_no_thread") options.use_background_thread = false;
-  return options;
-}
-
 }  // namespace mtc::bench

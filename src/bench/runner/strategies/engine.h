@@ -48,7 +48,4 @@ mtc::CopyOptions engine_options(const EngineOverrides& overrides);
 // The options as the report shows them.
 nlohmann::json copy_options_json(const mtc::CopyOptions& options);
 
-// The options of each engine variant, from the base options the command line gave.
-mtc::CopyOptions engine_variant_options(std::string_view variant, const mtc::CopyOptions& base);
-
 }  // namespace mtc::bench

@@ -1,4 +1,4 @@
-// Builds strategy objects by catalog name.
+// Builds strategy objects by name, with the factory of their catalog entry (catalog.h).
 #pragma once
 
 #include "runner/strategies/loaded_engine.h"

@@ -2,7 +2,7 @@
 // caller is held) and start() + finish() + a device synchronize (until the data is usable).
 #pragma once
 
-#include "runner/measure/direction.h"
+#include "types.h"
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>

@@ -20,7 +20,7 @@ void reject_duplicates(const JsonChecks& checks, const std::vector<T>& items,
   }
 }
 
-// The rounds and the training-step pattern (see the runner's measure/stopping.h, pattern.h).
+// The rounds and the training-step pattern (see the runner's measure/stopping.h and types.h).
 void parse_round_settings(const JsonChecks& checks, const Json& value, const std::string& path,
                           BenchSettings& settings) {
   auto at = [&](const char* key) { return child_path(path, key); };

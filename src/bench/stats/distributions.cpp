@@ -1,4 +1,4 @@
-#include "runner/stats/distributions.h"
+#include "stats/distributions.h"
 
 #include <cmath>
 #include <limits>

@@ -1,7 +1,6 @@
-#include "runner/report/report.h"
+#include "report/report.h"
 
 #include "errors.h"
-#include "runner/strategies/catalog.h"
 
 #include <fmt/format.h>
 
@@ -11,16 +10,6 @@
 #include <utility>
 
 namespace mtc::bench {
-
-std::string_view to_string(EntryStatus status) {
-  switch (status) {
-    case EntryStatus::kOk: return "ok";
-    case EntryStatus::kSkipped: return "skipped";
-    case EntryStatus::kFailed: return "failed";
-    case EntryStatus::kVerificationFailed: return "verification_failed";
-  }
-  return "failed";
-}
 
 std::string workload_hash(const nlohmann::json& config_resolved, uint64_t seed) {
   uint64_t hash = 0xcbf29ce484222325ULL;
@@ -34,14 +23,6 @@ std::string workload_hash(const nlohmann::json& config_resolved, uint64_t seed) 
   mix(config_resolved.dump());
   mix(std::to_string(seed));
   return fmt::format("{:016x}", hash);
-}
-
-std::optional<EntryStatus> parse_entry_status(std::string_view text) {
-  for (const EntryStatus status :
-       {EntryStatus::kOk, EntryStatus::kSkipped, EntryStatus::kFailed, EntryStatus::kVerificationFailed}) {
-    if (to_string(status) == text) return status;
-  }
-  return std::nullopt;
 }
 
 void compute_speedups(RunSection& run) {

@@ -1,4 +1,4 @@
-#include "runner/report/report_file.h"
+#include "report/report_file.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>

@@ -1,5 +1,5 @@
-#include "runner/report/reporter.h"
-#include "runner/report/table.h"
+#include "report/reporter.h"
+#include "report/table.h"
 
 #include <fmt/format.h>
 
@@ -21,7 +21,8 @@ void write_table(const Table& table, std::ostream& out) {
 
 }  // namespace
 
-void MarkdownReporter::write(const Report& report, std::ostream& out) const {
+void MarkdownReporter::end(const Report& report) {
+  std::ostream& out = out_;
   const auto& tool = report.context.value("tool", nlohmann::json::object());
   out << "# mtc-bench results\n\n";
   out << fmt::format("- environment: {}\n", environment_line(report.context));

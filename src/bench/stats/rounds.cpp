@@ -1,7 +1,7 @@
-#include "runner/stats/rounds.h"
+#include "stats/rounds.h"
 
-#include "runner/stats/distributions.h"
-#include "runner/stats/summary.h"
+#include "stats/distributions.h"
+#include "stats/summary.h"
 
 #include <algorithm>
 #include <cmath>

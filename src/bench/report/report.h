@@ -1,10 +1,12 @@
 // The report's data model: what one invocation measured, independent of how it is shown.
-// Pure (no ATen); reporters (console, JSON, markdown) render it, `compare` reads the JSON back
-// (compare/report_reader.h).
+// Pure (no ATen); reporters (console, JSON, markdown) render it, report_reader.h reads the JSON
+// back (for `compare` and the merge of --processes). The schema version and status names are in
+// types.h.
 #pragma once
 
-#include "runner/stats/rounds.h"
-#include "runner/stats/summary.h"
+#include "stats/rounds.h"
+#include "stats/summary.h"
+#include "types.h"
 
 #include <nlohmann/json.hpp>
 
@@ -14,21 +16,6 @@
 #include <vector>
 
 namespace mtc::bench {
-
-// Bumped on every change a reader could trip over (renamed or retyped fields); adding fields is
-// not such a change: readers ignore fields they do not know.
-inline constexpr int kReportSchemaVersion = 2;
-
-enum class EntryStatus {
-  kOk,
-  kSkipped,             // the strategy does not apply to this direction or machine
-  kFailed,              // a runtime or CUDA error while running it
-  kVerificationFailed,  // its output differs from its input
-};
-
-std::string_view to_string(EntryStatus status);
-// The inverse of to_string; empty for text that names no status.
-std::optional<EntryStatus> parse_entry_status(std::string_view text);
 
 // The candidate of an A/B pair measured sample by sample (measure/paired_round.h): per round,
 // the median over the round's steps of ln(candidate's sample / baseline's sample of the same
@@ -44,7 +31,7 @@ struct Entry {
   int device = -1;  // the GPU whose thread ran it; -1 without a GPU
   std::string direction;
   std::string strategy;
-  std::string pattern;  // "hot" or "step" (measure/pattern.h)
+  std::string pattern;  // "hot" or "step" (types.h)
   std::string source;  // "cpu", "cuda:0", ...
   std::string target;
   EntryStatus status = EntryStatus::kOk;

@@ -1,4 +1,4 @@
-#include "runner/report/table.h"
+#include "report/table.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "runner/stats/summary.h"
+#include "stats/summary.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "compare/report_reader.h"
+#include "compare/report_cases.h"
 
 #include "errors.h"
 #include "fixtures.h"
@@ -8,9 +8,9 @@
 namespace mtc::bench::compare {
 namespace {
 
+using mtc::bench::testing_support::TempDir;
 using testing_support::data;
 using testing_support::edited;
-using mtc::bench::testing_support::TempDir;
 
 std::string error_of(const std::string& path) {
   try {
@@ -21,14 +21,15 @@ std::string error_of(const std::string& path) {
   return "";
 }
 
-TEST(ReportReader, ReadsEveryCaseWithItsKey) {
-  const ReportFile r = read_report(data("base.json"));
+TEST(ReportCases, ReadsEveryCaseWithItsKey) {
+  const ReportCases r = read_report_cases(data("base.json"));
   EXPECT_FALSE(r.ab);
   EXPECT_EQ(r.host, "gpu-host-a");
   EXPECT_EQ(r.day, "2026-11-20");
   ASSERT_EQ(r.cases.size(), 6u);  // 4 measured + 2 skipped
   const CaseRecord& engine = r.cases[1];
-  EXPECT_EQ(engine.key, (CaseKey{"streampetr", "5bd2a0c4e1f39a77", "hot", "NVIDIA H100 80GB HBM3", "h2d", "engine", 0}));
+  EXPECT_EQ(engine.key, (CaseKey{"streampetr", "5bd2a0c4e1f39a77", "hot", "NVIDIA H100 80GB HBM3",
+                                 "h2d", "engine", 0}));
   EXPECT_EQ(engine.status, "ok");
   EXPECT_DOUBLE_EQ(engine.wall.value, 2.5e-4);
   EXPECT_DOUBLE_EQ(engine.wall.low, 2.5e-4 / 1.01);
@@ -43,72 +44,93 @@ TEST(ReportReader, ReadsEveryCaseWithItsKey) {
   EXPECT_EQ(case_label(engine.key), "streampetr hot h2d engine");
 }
 
-TEST(ReportReader, ReadsTheAbLabelAndNullBounds) {
-  const ReportFile ab = read_report(data("ab/candidate/round-3.json"));
+TEST(ReportCases, ReadsTheAbLabelAndNullBounds) {
+  const ReportCases ab = read_report_cases(data("ab/candidate/round-3.json"));
   ASSERT_TRUE(ab.ab);
   EXPECT_EQ(ab.ab->job, "fixture-ab");
   EXPECT_EQ(ab.ab->side, "candidate");
   EXPECT_EQ(ab.ab->round, 3);
-  const ReportFile one = read_report(data("one-round.json"));
+  const ReportCases one = read_report_cases(data("one-round.json"));
   EXPECT_FALSE(one.cases[0].wall.high);
   EXPECT_EQ(one.cases[0].wall.low, 0.0);
   EXPECT_EQ(one.cases[0].wall.rounds, 1);
 }
 
-TEST(ReportReader, FolderReadsEveryReportInNameOrder) {
+TEST(ReportCases, FolderReadsEveryReportInNameOrder) {
   const auto reports = read_reports(data("ab/baseline"));
   ASSERT_EQ(reports.size(), 6u);
-  for (size_t i = 0; i < reports.size(); ++i) EXPECT_EQ(reports[i].ab->round, static_cast<int64_t>(i));
+  for (size_t i = 0; i < reports.size(); ++i)
+    EXPECT_EQ(reports[i].ab->round, static_cast<int64_t>(i));
   EXPECT_EQ(read_reports(data("ab")).size(), 12u);  // recursive
 }
 
-TEST(ReportReader, RefusesOtherSchemaVersions) {
+TEST(ReportCases, RefusesOtherSchemaVersions) {
   const std::string e = error_of(data("v1.json"));
   EXPECT_NE(e.find("v1.json: /schema_version: schema version 1"), std::string::npos) << e;
   EXPECT_NE(e.find("reads version 2 only"), std::string::npos) << e;
 }
 
-TEST(ReportReader, NamesThePlaceOfABadField) {
+TEST(ReportCases, NamesThePlaceOfABadField) {
   TempDir dir;
-  const std::string no_hash = edited(dir, "a.json", "base.json", [](auto& d) { d["runs"][0]["workload"].erase("hash"); });
-  EXPECT_NE(error_of(no_hash).find("/runs/0/workload/hash: missing"), std::string::npos) << error_of(no_hash);
-  const std::string bad_median =
-      edited(dir, "b.json", "base.json", [](auto& d) { d["runs"][0]["results"][2]["wall_s"]["median"] = "fast"; });
-  EXPECT_NE(error_of(bad_median).find("/runs/0/results/2/wall_s/median: expected a number"), std::string::npos);
-  const std::string v1_speedup =
-      edited(dir, "c.json", "base.json", [](auto& d) { d["runs"][0]["results"][1]["speedup_vs_to"] = 20.0; });
+  const std::string no_hash =
+      edited(dir, "a.json", "base.json", [](auto& d) { d["runs"][0]["workload"].erase("hash"); });
+  EXPECT_NE(error_of(no_hash).find("/runs/0/workload/hash: missing"), std::string::npos)
+      << error_of(no_hash);
+  const std::string bad_median = edited(dir, "b.json", "base.json", [](auto& d) {
+    d["runs"][0]["results"][2]["wall_s"]["median"] = "fast";
+  });
+  EXPECT_NE(error_of(bad_median).find("/runs/0/results/2/wall_s/median: expected a number"),
+            std::string::npos);
+  const std::string v1_speedup = edited(dir, "c.json", "base.json", [](auto& d) {
+    d["runs"][0]["results"][1]["speedup_vs_to"] = 20.0;
+  });
   EXPECT_NE(error_of(v1_speedup).find("a bare number is schema v1"), std::string::npos);
-  const std::string no_gpu = edited(dir, "d.json", "base.json", [](auto& d) { d["context"]["gpus"] = nlohmann::json::array(); });
-  EXPECT_NE(error_of(no_gpu).find("/runs/0/results/0/device: device 0 has no entry"), std::string::npos);
-  const std::string bad_ab = edited(dir, "e.json", "base.json", [](auto& d) { d["ab"] = {{"job", "j"}, {"side", "x"}}; });
+  const std::string no_gpu = edited(
+      dir, "d.json", "base.json", [](auto& d) { d["context"]["gpus"] = nlohmann::json::array(); });
+  EXPECT_NE(error_of(no_gpu).find("/runs/0/results/0/device: device 0 has no entry"),
+            std::string::npos);
+  const std::string bad_ab = edited(dir, "e.json", "base.json", [](auto& d) {
+    d["ab"] = {{"job", "j"}, {"side", "x"}};
+  });
   EXPECT_NE(error_of(bad_ab).find("/ab/round: missing"), std::string::npos);
 }
 
-TEST(ReportReader, ReadsPairedStepsAndRefusesMisalignedOnes) {
+TEST(ReportCases, ReadsPairedStepsAndRefusesMisalignedOnes) {
   TempDir dir;
   const auto with_steps = [](nlohmann::json steps) {
     return [steps](auto& d) { d["runs"][0]["results"][1]["paired_steps"] = steps; };
   };
   const nlohmann::json six = {0.01, nullptr, -0.02, 0.0, 0.03, 0.01};
-  const ReportFile r = read_report(edited(dir, "a.json", "base.json", with_steps({{"baseline", "engine@base"}, {"median_log_ratio", six}})));
+  const ReportCases r = read_report_cases(
+      edited(dir, "a.json", "base.json",
+             with_steps({{"baseline", "engine@base"}, {"median_log_ratio", six}})));
   EXPECT_EQ(r.cases[1].paired_baseline, "engine@base");
   ASSERT_EQ(r.cases[1].paired_log_ratios.size(), 6u);
   EXPECT_FALSE(r.cases[1].paired_log_ratios[1]);
   EXPECT_DOUBLE_EQ(*r.cases[1].paired_log_ratios[2], -0.02);
   EXPECT_TRUE(r.cases[0].paired_log_ratios.empty());
-  const std::string short_one = edited(dir, "b.json", "base.json", with_steps({{"baseline", "engine@base"}, {"median_log_ratio", {0.01}}}));
-  EXPECT_NE(error_of(short_one).find("/runs/0/results/1/paired_steps/median_log_ratio: expected an array with one value per round"),
+  const std::string short_one =
+      edited(dir, "b.json", "base.json",
+             with_steps({{"baseline", "engine@base"}, {"median_log_ratio", {0.01}}}));
+  EXPECT_NE(error_of(short_one).find("/runs/0/results/1/paired_steps/median_log_ratio: expected an "
+                                     "array with one value per round"),
             std::string::npos)
       << error_of(short_one);
   nlohmann::json bad = six;
   bad[3] = "x";
-  const std::string text = edited(dir, "c.json", "base.json", with_steps({{"baseline", "engine@base"}, {"median_log_ratio", bad}}));
-  EXPECT_NE(error_of(text).find("median_log_ratio/3: expected a finite number or null"), std::string::npos) << error_of(text);
-  const std::string no_base = edited(dir, "d.json", "base.json", with_steps({{"median_log_ratio", six}}));
-  EXPECT_NE(error_of(no_base).find("paired_steps/baseline: missing"), std::string::npos) << error_of(no_base);
+  const std::string text =
+      edited(dir, "c.json", "base.json",
+             with_steps({{"baseline", "engine@base"}, {"median_log_ratio", bad}}));
+  EXPECT_NE(error_of(text).find("median_log_ratio/3: expected a finite number or null"),
+            std::string::npos)
+      << error_of(text);
+  const std::string no_base =
+      edited(dir, "d.json", "base.json", with_steps({{"median_log_ratio", six}}));
+  EXPECT_NE(error_of(no_base).find("paired_steps/baseline: missing"), std::string::npos)
+      << error_of(no_base);
 }
 
-TEST(ReportReader, RefusesWhatIsNotAReport) {
+TEST(ReportCases, RefusesWhatIsNotAReport) {
   TempDir dir;
   std::ofstream(dir / "broken.json") << "{\"schema_version\": 2,";
   EXPECT_NE(error_of(dir / "broken.json").find("not valid JSON"), std::string::npos);

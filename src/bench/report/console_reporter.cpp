@@ -1,5 +1,5 @@
-#include "runner/report/reporter.h"
-#include "runner/report/table.h"
+#include "report/reporter.h"
+#include "report/table.h"
 
 #include <fmt/format.h>
 
@@ -42,17 +42,18 @@ void write_table(const Table& table, std::ostream& out) {
 
 }  // namespace
 
-void ConsoleReporter::write(const Report& report, std::ostream& out) const {
-  write_environment(report.context, out);
-  for (const RunSection& run : report.runs) write_run(run, out);
-  if (report.profile) out << "\nprofile mode: fixed sample counts, figures are not for comparison\n";
+void write_report(Reporter& reporter, const Report& report) {
+  reporter.begin(report.context);
+  for (const RunSection& run : report.runs) reporter.run(run);
+  reporter.end(report);
 }
 
-void ConsoleReporter::write_environment(const nlohmann::json& context, std::ostream& out) const {
-  out << environment_line(context) << '\n';
+void ConsoleReporter::begin(const nlohmann::json& context) {
+  out_ << environment_line(context) << '\n';
 }
 
-void ConsoleReporter::write_run(const RunSection& run, std::ostream& out) const {
+void ConsoleReporter::run(const RunSection& run) {
+  std::ostream& out = out_;
   out << '\n' << (run.config_name.empty() ? run.config_file : run.config_name);
   if (!run.sweep_point.empty()) out << " [" << sweep_label(run.sweep_point) << ']';
   out << ": " << workload_line(run) << '\n';
@@ -68,6 +69,12 @@ void ConsoleReporter::write_run(const RunSection& run, std::ostream& out) const 
     }
   }
   for (const std::string& note : run.notes) out << "  note: " << note << '\n';
+}
+
+void ConsoleReporter::end(const Report& report) {
+  if (report.profile) {
+    out_ << "\nprofile mode: fixed sample counts, figures are not for comparison\n";
+  }
 }
 
 }  // namespace mtc::bench

@@ -1,9 +1,10 @@
-// Reads mtc-bench JSON reports (schema version 2) into what `compare` needs: one record per
-// measured case, keyed as the schema says cases match across reports. The only reader of the
-// report format: everything that consumes reports in C++ goes through it. Pure (no ATen).
+// What `compare` needs of a report: one record per measured case, keyed as the schema says
+// cases match across reports, and the report's A/B label, host and day. Reports are read by the
+// one reader of the format (report/report_reader.h); this file only picks from the Report.
+// Pure (no ATen).
 #pragma once
 
-#include "runner/report/report.h"
+#include "report/report.h"
 
 #include <compare>
 #include <cstdint>
@@ -13,10 +14,6 @@
 
 namespace mtc::bench::compare {
 
-// The report schema this reader understands (runner/report/report.h writes it); any other
-// version is refused, never guessed at.
-inline constexpr int kReadableSchemaVersion = kReportSchemaVersion;
-
 // What identifies one case across reports (schema v2: "Key for matching entries").
 struct CaseKey {
   std::string config;         // runs[i].config.name
@@ -25,7 +22,7 @@ struct CaseKey {
   std::string device_model;   // context.gpus[device].name, or "cpu"
   std::string direction;
   std::string strategy;
-  int device = -1;            // GPU index; -1 without a GPU
+  int device = -1;  // GPU index; -1 without a GPU
 
   auto operator<=>(const CaseKey&) const = default;
 };
@@ -45,17 +42,17 @@ struct Estimate {
 
 struct CaseRecord {
   CaseKey key;
-  std::string status;               // "ok", "skipped", "failed", "verification_failed"
-  std::string reason;               // why not ok
-  Estimate wall;                    // wall_s.median with interval_s; meaningful when ok
-  std::optional<Estimate> speedup;  // speedup_vs_to, when the run measured `to` too
+  std::string status;                    // "ok", "skipped", "failed", "verification_failed"
+  std::string reason;                    // why not ok
+  Estimate wall;                         // wall_s.median with interval_s; meaningful when ok
+  std::optional<Estimate> speedup;       // speedup_vs_to, when the run measured `to` too
   std::vector<double> round_medians;     // rounds.median_s: the median wall time of each round
   std::vector<int64_t> round_processes;  // rounds.process: which process measured each round
   // paired_steps, on an A/B pair's candidate: the baseline strategy it was sampled with, and
   // per round the median per-step log ratio against it (absent for a round without one).
   std::string paired_baseline;
   std::vector<std::optional<double>> paired_log_ratios;
-  std::string file;                 // the report it came from
+  std::string file;  // the report it came from
 };
 
 // The report's "ab" label: one side of one round of an interleaved A/B job.
@@ -65,7 +62,8 @@ struct AbLabel {
   int64_t round = 0;
 };
 
-struct ReportFile {
+// One report as `compare` sees it: the file, its A/B label, host and day, and its cases.
+struct ReportCases {
   std::string path;
   std::optional<AbLabel> ab;
   std::string host;  // context.host
@@ -74,13 +72,17 @@ struct ReportFile {
   std::vector<CaseRecord> cases;
 };
 
-// Reads one report. Throws ConfigError (errors.h) naming the file and the JSON pointer of the
-// first problem: unreadable, not JSON, another schema version, a required field missing or of
-// the wrong type.
-ReportFile read_report(const std::string& path);
+// The cases of `report`, read from `path`. Throws ConfigError naming the file and the JSON
+// pointer of a case that cannot be compared: a GPU with no name in context.gpus, a median or a
+// speedup that is not above 0.
+ReportCases report_cases(const Report& report, const std::string& path);
+
+// Reads one report (report/report_reader.h: ConfigError for what is not a report of schema
+// version 2) and picks its cases.
+ReportCases read_report_cases(const std::string& path);
 
 // A report file, or every *.json file under a folder (recursively, in name order). Throws
 // ConfigError when the path does not exist or a folder holds no report.
-std::vector<ReportFile> read_reports(const std::string& file_or_folder);
+std::vector<ReportCases> read_reports(const std::string& file_or_folder);
 
 }  // namespace mtc::bench::compare

@@ -1,4 +1,4 @@
-#include "runner/report/reporter.h"
+#include "report/reporter.h"
 
 #include <cmath>
 
@@ -126,9 +126,9 @@ json report_to_json(const Report& report) {
   return doc;
 }
 
-void JsonReporter::write(const Report& report, std::ostream& out) const {
+void JsonReporter::end(const Report& report) {
   // Replace, not throw, on invalid UTF-8: a host name or CPU model must not lose the report.
-  out << report_to_json(report).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
+  out_ << report_to_json(report).dump(2, ' ', false, json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace mtc::bench

@@ -1,12 +1,10 @@
-// What one run does, and how it is decided: a RunPlan (directions, strategies, GPUs and how
-// each case is measured) is made from a loaded config and the command line. Every setting
-// resolves here, in one place: the command line's value wins over the config's "bench" value,
-// which the loader has already filled with BenchSettings' defaults (workload/bench_settings.h).
-// Pure (no ATen).
+// What one run does: the directions, strategies, GPUs and how each case is measured, as the
+// runner takes it (made from a config and the command line by commands/make_run_plan.h), and
+// the defaults of --quick and --profile. Pure (no ATen).
 #pragma once
 
 #include "runner/measure/case_settings.h"
-#include "runner/measure/direction.h"
+#include "types.h"
 #include "runner/strategies/engine_overrides.h"
 
 #include <nlohmann/json.hpp>
@@ -17,9 +15,6 @@
 #include <vector>
 
 namespace mtc::bench {
-
-struct Config;      // workload/config.h
-struct RunOptions;  // runner/cli/options.h
 
 // --quick: seconds, not a minute. What it sets where the command line leaves a value unset;
 // the intervals widen accordingly and are reported as they are.
@@ -52,10 +47,6 @@ struct RunPlan {
   int processes = 1;      // --processes
   bool quick = false;     // --quick
 };
-
-// Throws UsageError (a --devices index this machine lacks, round limits that disagree) or
-// ConfigError (a bad value in the config). Without a GPU the plan is h2h only.
-RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_device_count);
 
 // The plan as the report's "settings" block (engine options are added by the caller, which
 // knows the engine's defaults).

@@ -2,7 +2,7 @@
 // rendered two ways.
 #pragma once
 
-#include "runner/report/report.h"
+#include "report/report.h"
 
 #include <string>
 #include <vector>

@@ -1,0 +1,151 @@
+#include "compare/report_cases.h"
+
+#include "errors.h"
+#include "report/json_node.h"
+#include "report/report_reader.h"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace mtc::bench::compare {
+namespace {
+
+// The GPU model of a device index, as context.gpus names it: times do not carry between models.
+// `at` is the JSON pointer of the case.
+std::string device_model(const JsonNode& context, int device, const std::string& at) {
+  if (device < 0) return "cpu";
+  const JsonNode gpus = context["gpus"];
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    const nlohmann::json& gpu = gpus.at(i).value();
+    if (!gpu.is_object()) continue;
+    const auto index = gpu.find("index");
+    const auto name = gpu.find("name");
+    if (index != gpu.end() && index->is_number_integer() && index->get<int64_t>() == device &&
+        name != gpu.end() && name->is_string()) {
+      return name->get<std::string>();
+    }
+  }
+  throw ConfigError(context.file(), at + "/device",
+                    fmt::format("device {} has no entry with a name in /context/gpus", device));
+}
+
+// `at` is the JSON pointer of the case in its report, for errors.
+CaseRecord case_record(const Entry& e, const RunSection& run, const JsonNode& context,
+                       const std::string& at) {
+  CaseRecord c;
+  c.key.config = run.config_name;
+  c.key.workload_hash = run.workload_hash;
+  c.key.device = e.device;
+  c.key.device_model = device_model(context, e.device, at);
+  c.key.direction = e.direction;
+  c.key.strategy = e.strategy;
+  c.key.pattern = e.pattern;
+  c.status = std::string(to_string(e.status));
+  c.reason = e.reason;
+  if (!e.ok()) return c;
+  const Interval& interval = e.rounds.interval;
+  c.wall = Estimate{e.wall.median, interval.low,
+                    std::isfinite(interval.high) ? std::optional(interval.high) : std::nullopt,
+                    interval.level, e.rounds.rounds};
+  if (!(c.wall.value > 0.0)) {
+    throw ConfigError(context.file(), at + "/wall_s/median", "must be > 0");
+  }
+  if (e.speedup) {
+    c.speedup = Estimate{e.speedup->estimate, e.speedup->low.value_or(0.0), e.speedup->high,
+                         e.speedup->level, e.speedup->pairs};
+    if (!(c.speedup->value > 0.0)) {
+      throw ConfigError(context.file(), at + "/speedup_vs_to/estimate", "must be > 0");
+    }
+  }
+  c.round_medians = e.rounds.medians;
+  c.round_processes.assign(e.rounds.process.begin(), e.rounds.process.end());
+  if (e.paired_steps) {
+    c.paired_baseline = e.paired_steps->baseline;
+    c.paired_log_ratios = e.paired_steps->median_log_ratio;
+  }
+  return c;
+}
+
+bool is_directory(const std::string& path) {
+  struct stat info {};
+  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+// POSIX rather than std::filesystem: libtorch.so, linked into the same program, exports
+// copies of some std::filesystem functions that misbehave.
+void collect_json_files(const std::string& folder, std::vector<std::string>& files) {
+  DIR* dir = opendir(folder.c_str());
+  if (dir == nullptr) throw ConfigError(folder, "", "cannot open the folder");
+  std::vector<std::string> names;
+  while (const dirent* item = readdir(dir)) {
+    const std::string name = item->d_name;
+    if (name != "." && name != "..") names.push_back(name);
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  for (const std::string& name : names) {
+    const std::string path = folder + "/" + name;
+    if (is_directory(path)) {
+      collect_json_files(path, files);
+    } else if (name.size() > 5 && name.ends_with(".json")) {
+      files.push_back(path);
+    }
+  }
+}
+
+}  // namespace
+
+std::string case_label(const CaseKey& key) {
+  std::string label =
+      fmt::format("{} {} {} {}", key.config, key.pattern, key.direction, key.strategy);
+  if (key.device > 0) label += fmt::format(" gpu{}", key.device);
+  return label;
+}
+
+ReportCases report_cases(const Report& report, const std::string& path) {
+  ReportCases out;
+  out.path = path;
+  // The reader (report/report_reader.h) has checked these fields' types.
+  if (report.ab.is_object()) {
+    out.ab = AbLabel{report.ab.value("job", std::string()), report.ab.value("side", std::string()),
+                     report.ab.value("round", int64_t{0})};
+  }
+  out.host = report.context.value("host", std::string());
+  out.day = report.context.value("date", std::string()).substr(0, 10);
+  out.interrupted = report.interrupted;
+  const JsonNode context(report.context, "/context", path);
+  for (size_t i = 0; i < report.runs.size(); ++i) {
+    const RunSection& run = report.runs[i];
+    for (size_t j = 0; j < run.entries.size(); ++j) {
+      // A Report keeps the order of the document, so this is where the case was read from.
+      const std::string at = fmt::format("/runs/{}/results/{}", i, j);
+      out.cases.push_back(case_record(run.entries[j], run, context, at));
+      out.cases.back().file = path;
+    }
+  }
+  return out;
+}
+
+ReportCases read_report_cases(const std::string& path) {
+  return report_cases(read_report(path), path);
+}
+
+std::vector<ReportCases> read_reports(const std::string& file_or_folder) {
+  struct stat info {};
+  if (stat(file_or_folder.c_str(), &info) != 0) {
+    throw ConfigError(file_or_folder, "", "no such file or folder");
+  }
+  if (!S_ISDIR(info.st_mode)) return {read_report_cases(file_or_folder)};
+  std::vector<std::string> files;
+  collect_json_files(file_or_folder, files);
+  if (files.empty()) throw ConfigError(file_or_folder, "", "the folder holds no .json report");
+  std::vector<ReportCases> reports;
+  for (const std::string& file : files) reports.push_back(read_report_cases(file));
+  return reports;
+}
+
+}  // namespace mtc::bench::compare
