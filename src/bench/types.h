@@ -52,17 +52,30 @@ inline std::optional<Direction> parse_direction(std::string_view text) {
 //         (built with successive seeds), an idle gap before each sample in which the caller
 //         sleeps and nothing is copied, and the previous output released on the caller's
 //         thread inside the sample, as `batch = copy(next)` does.
-enum class Pattern { kHot, kStep };
+//   step-busy  the same step, but the caller stays busy through the gap, touching a buffer
+//         larger than the last-level cache (its forward pass): the CPU stays awake and the
+//         caches hold other data (runner/measure/gap.h).
+enum class Pattern { kHot, kStep, kStepBusy };
 
 inline std::string_view to_string(Pattern pattern) {
-  return pattern == Pattern::kStep ? "step" : "hot";
+  switch (pattern) {
+    case Pattern::kHot: return "hot";
+    case Pattern::kStep: return "step";
+    case Pattern::kStepBusy: return "step-busy";
+  }
+  return "?";
 }
 
 inline std::optional<Pattern> parse_pattern(std::string_view name) {
   if (name == "hot") return Pattern::kHot;
   if (name == "step") return Pattern::kStep;
+  if (name == "step-busy") return Pattern::kStepBusy;
   return std::nullopt;
 }
+
+// Whether a pattern is a training step (a rotation of inputs, a gap, the previous output freed
+// inside the sample), whatever its caller does in the gap.
+inline bool is_step(Pattern pattern) { return pattern != Pattern::kHot; }
 
 // The JSON report's schema version (docs/report.md). Bumped on every change a reader could trip
 // over (renamed or retyped fields); adding fields is not such a change: readers ignore fields

@@ -30,7 +30,7 @@ class AbRun : public testing::Test {
   std::string path(const std::string& name) const { return dir_ / name; }
   Ran run_ab(const std::vector<std::string>& extra) {
     std::vector<std::string> args{"--config", path("small.json"), "--quiet", "--direction", "h2h", "--pattern",
-                                  "hot,step", "--gap-us", "50", "--min-rounds", "3", "--max-rounds", "3",
+                                  "hot,step", "--gap-mode", "sleep", "--gap-us", "50", "--min-rounds", "3", "--max-rounds", "3",
                                   "--round-time", "0.002"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run(args);

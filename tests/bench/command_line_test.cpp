@@ -44,14 +44,17 @@ TEST(CommandLine, ConfigAlone) {
 }
 
 TEST(CommandLine, EveryRoundAndHostOverride) {
-  const Parsed p = parse({"-c", "x.json", "--pattern", "step", "--inputs", "3", "--gap-us", "50",
+  const Parsed p = parse({"-c", "x.json", "--pattern", "step,step-busy", "--inputs", "3", "--gap-us", "50",
+                          "--gap-mode", "busy", "--gap-touch-bytes", "4MiB",
                           "--min-rounds", "2", "--max-rounds", "4", "--round-time", "0.01",
                           "--processes", "2", "--pin-cpu", "0-1", "--round-cpus", "1",
                           "--profile-samples", "6", "--ab-label", "j:base:1", "--engine-lib",
                           "base=/lib/a.so"});
   ASSERT_TRUE(p.result.command_line) << p.err;
   const RunOptions& o = p.result.command_line->run;
-  EXPECT_EQ(*o.patterns, std::vector<Pattern>{Pattern::kStep});
+  EXPECT_EQ(*o.patterns, (std::vector<Pattern>{Pattern::kStep, Pattern::kStepBusy}));
+  EXPECT_EQ(*o.gap_mode, "busy");
+  EXPECT_EQ(*o.gap_touch_bytes, int64_t{4} << 20);
   EXPECT_EQ(*o.inputs, 3);
   EXPECT_DOUBLE_EQ(*o.gap_us, 50.0);
   EXPECT_EQ(*o.min_rounds, 2);
@@ -150,6 +153,9 @@ TEST(CommandLine, UsageErrorsExitTwo) {
       {"--config", "x.json", "--pin-cpu", "3-1"},
       {"--config", "x.json", "--ab-label", "bad"},
       {"--config", "x.json", "--round-cpus", "-1"},
+      {"--config", "x.json", "--gap-mode", "nap"},
+      {"--config", "x.json", "--gap-touch-bytes", "lots"},
+      {"--config", "x.json", "--pattern", "warm"},
       {"--config", "x.json", "--processes", "2", "--profile"},
       {"validate"},
   };

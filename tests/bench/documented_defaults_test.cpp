@@ -3,6 +3,7 @@
 // one struct (BenchSettings, CaseSettings, the plan's QuickSettings and ProfileSettings) and
 // --help reads it from there; the docs repeat it by hand, so this test fails when the two part.
 #include "runner/cli/command_line.h"
+#include "runner/cli/parse.h"
 #include "runner/measure/run_plan.h"
 #include "workload/config.h"
 
@@ -106,6 +107,8 @@ std::map<std::string, std::string> code_option_defaults() {
           {"--pattern", fmt::format("{}", fmt::join(bench.patterns, ","))},
           {"--inputs", text(bench.inputs)},
           {"--gap-us", text(bench.gap_us)},
+          {"--gap-mode", bench.gap_mode},
+          {"--gap-touch-bytes", bytes_text(bench.gap_touch_bytes)},
           {"--warmup", text(bench.warmup)},
           {"--min-rounds", text(bench.min_rounds)},
           {"--max-rounds", text(bench.max_rounds)},

@@ -13,7 +13,7 @@ double thread_cpu_seconds() {
 }
 
 // CPU time this thread spends in one 50 ms gap.
-double cpu_in_gap(Gap& gap, int64_t* touched = nullptr) {
+double cpu_in_gap(const Gap& gap, int64_t* touched = nullptr) {
   const double before = thread_cpu_seconds();
   const int64_t bytes = gap.pass(0.05);
   if (touched != nullptr) *touched = bytes;
@@ -30,15 +30,17 @@ TEST(Gap, BusyKeepsTheCallerOnTheCpuTouchingItsBuffer) {
 }
 
 TEST(Gap, SleepLeavesTheCpu) {
-  Gap gap(GapMode::kSleep, kDefaultGapTouchBytes);
+  Gap gap(GapMode::kSleep, int64_t{32} << 20);
   int64_t touched = -1;
   EXPECT_LT(cpu_in_gap(gap, &touched), 0.005);
   EXPECT_EQ(touched, 0);
 }
 
-TEST(Gap, NamesRoundTrip) {
+TEST(Gap, NamesRoundTripAndStepBusyIsTheBusyOne) {
   for (GapMode mode : {GapMode::kSleep, GapMode::kBusy}) EXPECT_EQ(parse_gap_mode(to_string(mode)), mode);
   EXPECT_FALSE(parse_gap_mode("nap"));
+  EXPECT_EQ(gap_mode_of(Pattern::kStepBusy), GapMode::kBusy);
+  EXPECT_EQ(gap_mode_of(Pattern::kStep), GapMode::kSleep);
 }
 
 }  // namespace

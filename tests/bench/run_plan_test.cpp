@@ -26,7 +26,9 @@ TEST(RunPlan, DefaultsFromTheConfig) {
   EXPECT_EQ(plan.settings.stopping.min_samples, 30);
   EXPECT_DOUBLE_EQ(plan.settings.stopping.timeout_s, 4.0);
   EXPECT_DOUBLE_EQ(plan.settings.stopping.min_time_s, 0.25);
-  EXPECT_EQ(plan.settings.patterns, (std::vector<Pattern>{Pattern::kHot, Pattern::kStep}));
+  // `step` with both gaps: the sleeping caller's and the busy one's.
+  EXPECT_EQ(plan.settings.patterns, (std::vector<Pattern>{Pattern::kHot, Pattern::kStep, Pattern::kStepBusy}));
+  EXPECT_EQ(plan.settings.gap_touch_bytes, int64_t{32} << 20);
   EXPECT_EQ(plan.settings.inputs, 8);
   EXPECT_DOUBLE_EQ(plan.settings.gap_s, 0.002);
   EXPECT_EQ(plan.settings.stopping.min_rounds, 5);
@@ -58,7 +60,7 @@ TEST(RunPlan, RoundsAndPatternsFromTheConfigAndTheCommandLine) {
   const Config config = config_with(
       R"("bench": {"patterns": ["step"], "inputs": 3, "gap_us": 500, "min_rounds": 2, "max_rounds": 4},)");
   RunPlan plan = make_run_plan(config, RunOptions{}, 1);
-  EXPECT_EQ(plan.settings.patterns, std::vector<Pattern>{Pattern::kStep});
+  EXPECT_EQ(plan.settings.patterns, (std::vector<Pattern>{Pattern::kStep, Pattern::kStepBusy}));
   EXPECT_EQ(plan.settings.inputs, 3);
   EXPECT_DOUBLE_EQ(plan.settings.gap_s, 500e-6);
   EXPECT_EQ(plan.settings.stopping.max_rounds, 4);
@@ -70,6 +72,27 @@ TEST(RunPlan, RoundsAndPatternsFromTheConfigAndTheCommandLine) {
   EXPECT_EQ(plan.settings.stopping.max_rounds, 9);
   o.max_rounds = 1;
   EXPECT_THROW(make_run_plan(config, o, 1), UsageError);  // below min_rounds 2
+}
+
+TEST(RunPlan, TheGapModeSaysWhichStepsRun) {
+  const Config config = config_with(R"("bench": {"gap_mode": "busy", "gap_touch_bytes": 4096},)");
+  RunPlan plan = make_run_plan(config, RunOptions{}, 1);
+  EXPECT_EQ(plan.settings.patterns, (std::vector<Pattern>{Pattern::kHot, Pattern::kStepBusy}));
+  EXPECT_EQ(plan.settings.gap_touch_bytes, 4096);
+  EXPECT_EQ(plan_to_json(plan)["patterns"], nlohmann::json({"hot", "step-busy"}));
+  RunOptions o;
+  o.gap_mode = "sleep";
+  o.gap_touch_bytes = 1 << 20;
+  plan = make_run_plan(config, o, 1);
+  EXPECT_EQ(plan.settings.patterns, (std::vector<Pattern>{Pattern::kHot, Pattern::kStep}));
+  EXPECT_EQ(plan.settings.gap_touch_bytes, 1 << 20);
+  // A step pattern named outright stays, whatever the mode; none twice.
+  o.patterns = std::vector<Pattern>{Pattern::kStepBusy, Pattern::kStep};
+  plan = make_run_plan(config, o, 1);
+  EXPECT_EQ(plan.settings.patterns, (std::vector<Pattern>{Pattern::kStepBusy, Pattern::kStep}));
+  o.gap_mode = "both";
+  plan = make_run_plan(config, o, 1);
+  EXPECT_EQ(plan.settings.patterns, (std::vector<Pattern>{Pattern::kStepBusy, Pattern::kStep}));
 }
 
 // The round limits are checked once, in the plan, whichever source each came from; the

@@ -8,6 +8,8 @@
 #include <ATen/ops/full.h>
 #include <gtest/gtest.h>
 
+#include <time.h>
+
 #include <chrono>
 #include <mutex>
 #include <thread>
@@ -109,6 +111,36 @@ TEST(StepPattern, TheGapPassesOutsideTheClock) {
   EXPECT_GE(e.measure_time_s, 7 * kGap);
   // ... and none inside a sample: a sample is the copy plus one release, far below the gap.
   EXPECT_LT(e.wall.median, kGap / 2);
+}
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// Both gaps pass outside the clock; in step-busy the caller works through them on its CPU, in
+// step it sleeps.
+TEST(StepPattern, TheBusyGapKeepsTheCallerOnTheCpuTheSleepingOneDoesNot) {
+  constexpr double kGap = 0.02;
+  double cpu[2] = {};
+  for (const Pattern pattern : {Pattern::kStep, Pattern::kStepBusy}) {
+    Record record;
+    CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(2), pattern, -1);
+    runner.prepare();
+    CaseSettings settings = step_settings(kGap);
+    settings.gap_touch_bytes = 1 << 20;
+    const double before = thread_cpu_seconds();
+    measure_rounds(runner, settings, 1);
+    cpu[pattern == Pattern::kStepBusy ? 1 : 0] = thread_cpu_seconds() - before;
+    const Entry e = runner.entry(settings, WorkloadSize{});
+    EXPECT_GE(e.measure_time_s, 7 * kGap) << to_string(pattern);
+    EXPECT_LT(e.wall.median, kGap / 2) << to_string(pattern) << ": a gap inside the clock";
+  }
+  // Seven gaps of 20 ms: busy spends most of them on the CPU (a third is ample on a shared
+  // machine), sleeping next to none.
+  EXPECT_GT(cpu[1], 7 * kGap / 3);
+  EXPECT_LT(cpu[0], kGap);
 }
 
 TEST(StepPattern, ThePreviousOutputIsReleasedInsideTheSampleOnTheCallersThread) {

@@ -20,6 +20,10 @@ struct BenchSettings {
   std::vector<std::string> patterns{"hot", "step"};
   int inputs = 8;          // step pattern: inputs in rotation (successive seeds)
   double gap_us = 2000.0;  // step pattern: idle gap before each sample
+  // What the caller does in the gap of the `step` pattern: "sleep" (step), "busy" (step-busy:
+  // touching gap_touch_bytes, larger than the last-level cache) or "both" (each, two patterns).
+  std::string gap_mode = "both";
+  int64_t gap_touch_bytes = int64_t{32} << 20;
   int min_rounds = 5;
   int max_rounds = 20;
   double round_time_s = 0.05;           // loop time per case and round

@@ -37,6 +37,8 @@ struct RunOptions {
   std::optional<std::vector<Pattern>> patterns;
   std::optional<int64_t> inputs;
   std::optional<double> gap_us;
+  std::optional<std::string> gap_mode;  // sleep, busy or both
+  std::optional<int64_t> gap_touch_bytes;
   std::optional<int64_t> min_rounds;
   std::optional<int64_t> max_rounds;
   std::optional<double> round_time_s;

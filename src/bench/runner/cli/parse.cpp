@@ -182,11 +182,16 @@ std::vector<Pattern> parse_patterns(const std::vector<std::string>& items) {
   std::vector<Pattern> patterns;
   for (const std::string& item : split_list(items)) {
     const auto p = parse_pattern(item);
-    if (!p) throw UsageError(fmt::format("--pattern {}: expected hot, step or hot,step", item));
+    if (!p) throw UsageError(fmt::format("--pattern {}: expected hot, step or step-busy (a list: hot,step)", item));
     if (std::find(patterns.begin(), patterns.end(), *p) == patterns.end()) patterns.push_back(*p);
   }
   if (patterns.empty()) throw UsageError("--pattern: no pattern given");
   return patterns;
+}
+
+std::string parse_gap_mode_choice(const std::string& text) {
+  if (text == "sleep" || text == "busy" || text == "both") return text;
+  throw UsageError(fmt::format("--gap-mode {}: expected sleep, busy or both", text));
 }
 
 AbLabel parse_ab_label(std::string_view text) {

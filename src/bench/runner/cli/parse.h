@@ -50,8 +50,10 @@ double parse_fraction(std::string_view text);
 // Checks strategy names against the catalog; throws naming the unknown one and the known ones.
 std::vector<std::string> parse_strategies(const std::vector<std::string>& items);
 
-// "hot", "step" or "hot,step", each once.
+// "hot", "step", "step-busy" or a list of them, each once.
 std::vector<Pattern> parse_patterns(const std::vector<std::string>& items);
+// --gap-mode: "sleep", "busy" or "both", as given.
+std::string parse_gap_mode_choice(const std::string& text);
 
 // "JOB:SIDE:ROUND" (--ab-label), e.g. "pr-123:baseline:2". JOB and SIDE are non-empty and
 // free of ':'; ROUND is a non-negative integer.

@@ -196,8 +196,8 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
   binder
       .add<Texts>(
           "--pattern", run.patterns, parse_patterns,
-          "hot (same input back to back), step (new input after an idle gap, previous "
-          "output freed inside the sample) or hot,step " +
+          "hot (same input back to back), step (new input after an idle gap, previous output "
+          "freed inside the sample; its gaps as --gap-mode says), step-busy, or a list " +
               config_default("patterns", fmt::format("{}", fmt::join(defaults.patterns, ","))))
       ->type_name("LIST")
       ->group(group);
@@ -212,6 +212,19 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
            "Step pattern: idle gap before each sample, outside the clock " +
                config_default("gap_us", defaults.gap_us))
       ->check(CLI::Range(0.0, 1e7))
+      ->group(group);
+  binder
+      .add<std::string>("--gap-mode", run.gap_mode, parse_gap_mode_choice,
+                        "Step pattern: the caller sleeps in the gap (sleep: `step`), works through "
+                        "a buffer larger than the last-level cache (busy: `step-busy`), or both " +
+                            config_default("gap_mode", defaults.gap_mode))
+      ->type_name("sleep|busy|both")
+      ->group(group);
+  binder
+      .add<std::string>("--gap-touch-bytes", run.gap_touch_bytes, parse_bytes,
+                        "Step-busy: the buffer the caller touches in the gap " +
+                            config_default("gap_touch_bytes", bytes_text(defaults.gap_touch_bytes)))
+      ->type_name("BYTES")
       ->group(group);
   binder
       .add("--min-rounds", run.min_rounds,

@@ -11,6 +11,27 @@
 #include <algorithm>
 
 namespace mtc::bench {
+namespace {
+
+// `step` becomes the step patterns of the gap mode: sleep -> step, busy -> step-busy, both ->
+// both, in that order; a pattern named outright (step-busy) stays as it is, each once.
+std::vector<Pattern> with_gaps(const std::vector<Pattern>& patterns, const std::string& gap_mode) {
+  std::vector<Pattern> out;
+  const auto add = [&](Pattern p) {
+    if (std::find(out.begin(), out.end(), p) == out.end()) out.push_back(p);
+  };
+  for (Pattern p : patterns) {
+    if (p != Pattern::kStep) {
+      add(p);
+      continue;
+    }
+    if (gap_mode != "busy") add(Pattern::kStep);
+    if (gap_mode != "sleep") add(Pattern::kStepBusy);
+  }
+  return out;
+}
+
+}  // namespace
 
 RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_device_count) {
   RunPlan plan;
@@ -80,8 +101,10 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
     s.patterns.clear();
     for (const std::string& name : config.bench.patterns) s.patterns.push_back(*parse_pattern(name));
   }
+  s.patterns = with_gaps(s.patterns, options.gap_mode.value_or(config.bench.gap_mode));
   s.inputs = options.inputs.value_or(config.bench.inputs);
   s.gap_s = options.gap_us.value_or(config.bench.gap_us) * 1e-6;
+  s.gap_touch_bytes = options.gap_touch_bytes.value_or(config.bench.gap_touch_bytes);
   s.stopping.min_rounds = options.min_rounds.value_or(config.bench.min_rounds);
   s.stopping.max_rounds = options.max_rounds.value_or(config.bench.max_rounds);
   s.stopping.round_time_s = options.round_time_s.value_or(config.bench.round_time_s);

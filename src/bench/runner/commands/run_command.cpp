@@ -67,7 +67,7 @@ nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devi
 std::vector<c10::IValue> build_inputs(const Config& config, const RunPlan& plan, const BuildOptions& options,
                                       BuildInfo& info) {
   const auto& patterns = plan.settings.patterns;
-  const bool step = std::find(patterns.begin(), patterns.end(), Pattern::kStep) != patterns.end();
+  const bool step = std::any_of(patterns.begin(), patterns.end(), is_step);
   const int64_t count = step ? plan.settings.inputs : 1;
   std::vector<c10::IValue> inputs;
   for (int64_t k = 0; k < count; ++k) {

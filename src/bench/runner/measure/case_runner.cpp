@@ -1,5 +1,7 @@
 #include "runner/measure/case_runner.h"
 
+#include "runner/measure/gap.h"
+
 #include "runner/measure/interrupt.h"
 #include "runner/measure/clock.h"
 #include "runner/strategies/engine.h"
@@ -130,7 +132,7 @@ CaseRunner::Sample CaseRunner::take_sample(int64_t index, double overlap_s) {
   synchronize_devices();
   // `batch = copy(next)`: the previous batch dies on the caller's thread once the new one is
   // there. In the hot pattern the output dies after the clock stops, at the end of this scope.
-  if (pattern_ == Pattern::kStep) previous_output_ = std::move(output);
+  if (is_step(pattern_)) previous_output_ = std::move(output);
   const auto t2 = SteadyClock::now();
   const double cpu_after = process_cpu_seconds();
 
@@ -181,8 +183,8 @@ void CaseRunner::begin_round(const CaseSettings& settings, int process) {
   round_done_ = false;
   // An untimed copy first: whatever ran before left caches and workers in its state, not this
   // case's. The step pattern's first sample also needs a previous output to free.
-  if (pattern_ == Pattern::kStep) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(settings.gap_s));
+  if (is_step(pattern_)) {
+    Gap(gap_mode_of(pattern_), settings.gap_touch_bytes).pass(settings.gap_s);
     previous_output_ = run_untimed(next_input());
   } else {
     run_untimed(next_input());
@@ -191,8 +193,8 @@ void CaseRunner::begin_round(const CaseSettings& settings, int process) {
 }
 
 bool CaseRunner::take_round_sample(const CaseSettings& settings, SteadyClock::time_point round_start, int sharers) {
-  // The idle gap of a training step: the caller is busy elsewhere and nothing is copied.
-  if (pattern_ == Pattern::kStep) std::this_thread::sleep_for(std::chrono::duration<double>(settings.gap_s));
+  // The idle gap of a training step: the caller sleeps or works elsewhere, and nothing is copied.
+  if (is_step(pattern_)) Gap(gap_mode_of(pattern_), settings.gap_touch_bytes).pass(settings.gap_s);
   record(take_sample(round_start_.samples + round_samples_, settings.overlap_s), settings.overlap_s);
   ++round_samples_;
   // Cases measured together share the round's loop time.

@@ -14,10 +14,11 @@ namespace mtc::bench {
 struct CaseSettings {
   int64_t warmup = BenchSettings{}.warmup;
   StoppingParams stopping;
-  // BenchSettings' pattern names, as patterns.
-  std::vector<Pattern> patterns{Pattern::kHot, Pattern::kStep};
-  int64_t inputs = BenchSettings{}.inputs;             // step pattern: inputs in rotation
-  double gap_s = BenchSettings{}.gap_us * 1e-6;        // step pattern: idle gap before each sample
+  // BenchSettings' pattern names, as patterns, `step` with the gaps of its gap_mode ("both").
+  std::vector<Pattern> patterns{Pattern::kHot, Pattern::kStep, Pattern::kStepBusy};
+  int64_t inputs = BenchSettings{}.inputs;             // step patterns: inputs in rotation
+  double gap_s = BenchSettings{}.gap_us * 1e-6;        // step patterns: idle gap before each sample
+  int64_t gap_touch_bytes = BenchSettings{}.gap_touch_bytes;  // step-busy: the caller's buffer
   double overlap_s = BenchSettings{}.overlap_us * 1e-6;  // simulated caller work, start to finish
   bool raw_samples = BenchSettings{}.raw_samples;
   int64_t fixed_samples = 0;  // > 0: exactly this many samples in one round (--profile)

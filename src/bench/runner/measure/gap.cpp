@@ -3,13 +3,31 @@
 #include "runner/measure/clock.h"
 
 #include <chrono>
+#include <memory>
 #include <thread>
 
 namespace mtc::bench {
 namespace {
 
-constexpr int64_t kLine = 64;          // one write per cache line
+constexpr int64_t kLine = 64;             // one write per cache line
 constexpr int64_t kBetweenChecks = 4096;  // bytes touched between two looks at the clock
+
+// The thread's busy-gap buffer and where its next pass goes on, so that passes sweep all of it.
+struct TouchBuffer {
+  std::unique_ptr<unsigned char[]> bytes;
+  int64_t size = 0;
+  int64_t next = 0;
+};
+
+TouchBuffer& thread_buffer(int64_t size) {
+  thread_local TouchBuffer buffer;
+  if (buffer.size < size) {
+    buffer.bytes = std::make_unique<unsigned char[]>(static_cast<size_t>(size));
+    buffer.size = size;
+    buffer.next = 0;
+  }
+  return buffer;
+}
 
 }  // namespace
 
@@ -21,27 +39,27 @@ std::optional<GapMode> parse_gap_mode(std::string_view name) {
   return std::nullopt;
 }
 
+GapMode gap_mode_of(Pattern pattern) { return pattern == Pattern::kStepBusy ? GapMode::kBusy : GapMode::kSleep; }
+
 Gap::Gap(GapMode mode, int64_t touch_bytes) : mode_(mode), touch_bytes_(touch_bytes < kLine ? kLine : touch_bytes) {}
 
-Gap::~Gap() = default;
-
-int64_t Gap::pass(double seconds) {
+int64_t Gap::pass(double seconds) const {
   if (mode_ == GapMode::kSleep) {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     return 0;
   }
-  if (!buffer_) buffer_ = std::make_unique<unsigned char[]>(static_cast<size_t>(touch_bytes_));
-  // Reads and writes every line: the buffer's lines displace what the copy left in the caches,
-  // as the caller's own work between two steps would.
-  const auto deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
-                                                 std::chrono::duration<double>(seconds));
+  TouchBuffer& buffer = thread_buffer(touch_bytes_);
+  // Reads and writes a line at a time: the buffer's lines displace what the copy left in the
+  // caches, as the caller's own work between two steps would.
+  const auto deadline =
+      SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+  volatile unsigned char* bytes = buffer.bytes.get();
   int64_t touched = 0;
-  volatile unsigned char* bytes = buffer_.get();
   do {
     for (int64_t i = 0; i < kBetweenChecks; i += kLine) {
-      bytes[next_] = static_cast<unsigned char>(bytes[next_] + 1);
-      next_ += kLine;
-      if (next_ >= touch_bytes_) next_ = 0;
+      bytes[buffer.next] = static_cast<unsigned char>(bytes[buffer.next] + 1);
+      buffer.next += kLine;
+      if (buffer.next >= touch_bytes_) buffer.next = 0;
     }
     touched += kBetweenChecks;
   } while (SteadyClock::now() < deadline);

@@ -32,8 +32,9 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string item_path = child_path(at("patterns"), i);
       settings.patterns.push_back(checks.get_string(list[i], item_path));
-      if (settings.patterns.back() != "hot" && settings.patterns.back() != "step") {
-        checks.fail(item_path, fmt::format("unknown pattern {} (known: hot, step)", settings.patterns.back()));
+      if (settings.patterns.back() != "hot" && settings.patterns.back() != "step" &&
+          settings.patterns.back() != "step-busy") {
+        checks.fail(item_path, fmt::format("unknown pattern {} (known: hot, step, step-busy)", settings.patterns.back()));
       }
     }
     reject_duplicates(checks, settings.patterns, at("patterns"));
@@ -43,6 +44,15 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
   }
   if (value.contains("gap_us")) {
     settings.gap_us = checks.get_number(value["gap_us"], at("gap_us"), 0.0, 1e7);
+  }
+  if (value.contains("gap_mode")) {
+    settings.gap_mode = checks.get_string(value["gap_mode"], at("gap_mode"));
+    if (settings.gap_mode != "sleep" && settings.gap_mode != "busy" && settings.gap_mode != "both") {
+      checks.fail(at("gap_mode"), fmt::format("unknown gap mode {} (known: sleep, busy, both)", settings.gap_mode));
+    }
+  }
+  if (value.contains("gap_touch_bytes")) {
+    settings.gap_touch_bytes = checks.get_int(value["gap_touch_bytes"], at("gap_touch_bytes"), 64, int64_t{1} << 34);
   }
   if (value.contains("min_rounds")) {
     settings.min_rounds = static_cast<int>(checks.get_int(value["min_rounds"], at("min_rounds"), 1, 10'000));
@@ -69,7 +79,7 @@ BenchSettings parse_bench_settings(const JsonChecks& checks, const Json& value,
   checks.expect_object(value, path);
   checks.allow_keys(value, path,
                     {"warmup", "min_samples", "min_time_s", "noise_target", "timeout_s", "strategies",
-                     "devices", "overlap_us", "raw_samples", "patterns", "inputs", "gap_us", "min_rounds",
+                     "devices", "overlap_us", "raw_samples", "patterns", "inputs", "gap_us", "gap_mode", "gap_touch_bytes", "min_rounds",
                      "max_rounds", "round_time_s", "processes"});
   BenchSettings settings;
   auto at = [&](const char* key) { return child_path(path, key); };
@@ -134,6 +144,8 @@ Json bench_settings_to_json(const BenchSettings& settings) {
   out["patterns"] = settings.patterns;
   out["inputs"] = settings.inputs;
   out["gap_us"] = settings.gap_us;
+  out["gap_mode"] = settings.gap_mode;
+  out["gap_touch_bytes"] = settings.gap_touch_bytes;
   out["min_rounds"] = settings.min_rounds;
   out["max_rounds"] = settings.max_rounds;
   out["round_time_s"] = settings.round_time_s;
