@@ -1,9 +1,9 @@
 // mtc-bench: everything lives in the runner library (mtc_bench_core) so tests can drive the
 // same entry point with their own argv and streams.
+#include <iostream>
+
 #include "runner/commands/commands.h"
 #include "runner/commands/processes.h"
-
-#include <iostream>
 
 int main(int argc, char** argv) {
   // --processes starts this same program again.

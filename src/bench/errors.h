@@ -9,10 +9,10 @@ namespace mtc::bench {
 // Documented in docs/cli.md; scripts and CI rely on these values.
 enum class ExitCode : int {
   kOk = 0,
-  kRegression = 1,    // `compare` found a regression
-  kUsage = 2,         // bad command line, config, spec or input file
-  kRuntime = 3,       // CUDA or other runtime failure
-  kVerification = 4,  // a strategy's output differs from its input
+  kRegression = 1,     // `compare` found a regression
+  kUsage = 2,          // bad command line, config, spec or input file
+  kRuntime = 3,        // CUDA or other runtime failure
+  kVerification = 4,   // a strategy's output differs from its input
   kInterrupted = 130,  // SIGINT or SIGTERM stopped the run (128 + SIGINT, as shells report it)
 };
 

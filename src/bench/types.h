@@ -59,9 +59,12 @@ enum class Pattern { kHot, kStep, kStepBusy };
 
 inline std::string_view to_string(Pattern pattern) {
   switch (pattern) {
-    case Pattern::kHot: return "hot";
-    case Pattern::kStep: return "step";
-    case Pattern::kStepBusy: return "step-busy";
+    case Pattern::kHot:
+      return "hot";
+    case Pattern::kStep:
+      return "step";
+    case Pattern::kStepBusy:
+      return "step-busy";
   }
   return "?";
 }

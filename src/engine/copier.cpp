@@ -4,13 +4,13 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
 
+#include <memory>
+#include <thread>
+
 #include "detail/copy_job.h"
 #include "detail/pinned_pool.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
-
-#include <memory>
-#include <thread>
 
 namespace mtc {
 namespace {
@@ -126,7 +126,8 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
     auto gate = std::make_shared<detail::TaskGate>(job);
     job->set_task_gate(gate);
     detail::WorkerPool::instance().submit([gate = std::move(gate)] {
-      if (const std::shared_ptr<detail::CopyJob> claimed = gate->take()) claimed->run_if_unclaimed();
+      if (const std::shared_ptr<detail::CopyJob> claimed = gate->take())
+        claimed->run_if_unclaimed();
     });
   } else {
     job->run_if_unclaimed();

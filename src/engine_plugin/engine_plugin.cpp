@@ -2,9 +2,6 @@
 // public header mtc/copier.h of whichever engine it wraps (this tree's, or a baseline revision's
 // added by standalone/CMakeLists.txt): an earlier revision with a compatible header can serve as
 // the baseline. Members an older header lacks are detected, not required.
-#include "mtc_engine_plugin.h"
-#include "mtc_engine_revision.h"
-
 #include <ATen/core/ivalue.h>
 #include <c10/util/Exception.h>
 #include <mtc/copier.h>
@@ -15,6 +12,9 @@
 #include <exception>
 #include <new>
 #include <utility>
+
+#include "mtc_engine_plugin.h"
+#include "mtc_engine_revision.h"
 
 struct mtc_plugin_copy {
   mtc::CopyHandle handle;
@@ -70,8 +70,9 @@ void copy_stats(const Stats& s, mtc_plugin_stats& out) {
   if constexpr (requires { s.outputs_us; }) out.outputs_us = s.outputs_us;
 }
 
-int start_copy(const void* data, int32_t device_type, int32_t device_index, const mtc_plugin_options* options,
-               mtc_plugin_copy** copy, char* error, size_t error_size) {
+int start_copy(const void* data, int32_t device_type, int32_t device_index,
+               const mtc_plugin_options* options, mtc_plugin_copy** copy, char* error,
+               size_t error_size) {
   return guarded(error, error_size, [&] {
     mtc::CopyOptions o;
     o.use_pinned_staging = options->use_pinned_staging != 0;
@@ -80,29 +81,35 @@ int start_copy(const void* data, int32_t device_type, int32_t device_index, cons
     o.min_packed_alignment_bytes = options->min_packed_alignment_bytes;
     o.max_packed_chunk_bytes = options->max_packed_chunk_bytes;
     set_pinned_host_outputs(o, options->pinned_host_outputs != 0);
-    const c10::Device device(static_cast<c10::DeviceType>(device_type), static_cast<c10::DeviceIndex>(device_index));
-    auto* created = new mtc_plugin_copy{mtc::start_copy(*static_cast<const c10::IValue*>(data), device, o)};
+    const c10::Device device(static_cast<c10::DeviceType>(device_type),
+                             static_cast<c10::DeviceIndex>(device_index));
+    auto* created =
+        new mtc_plugin_copy{mtc::start_copy(*static_cast<const c10::IValue*>(data), device, o)};
     *copy = created;
   });
 }
 
 int get(mtc_plugin_copy* copy, void* result, char* error, size_t error_size) {
-  return guarded(error, error_size, [&] { *static_cast<c10::IValue*>(result) = copy->handle.get(); });
+  return guarded(error, error_size,
+                 [&] { *static_cast<c10::IValue*>(result) = copy->handle.get(); });
 }
 
 int ready(mtc_plugin_copy* copy, int32_t* is_ready, char* error, size_t error_size) {
   return guarded(error, error_size, [&] { *is_ready = copy->handle.ready() ? 1 : 0; });
 }
 
-void stats(const mtc_plugin_copy* copy, mtc_plugin_stats* out) { copy_stats(copy->handle.stats(), *out); }
+void stats(const mtc_plugin_copy* copy, mtc_plugin_stats* out) {
+  copy_stats(copy->handle.stats(), *out);
+}
 
 void release(mtc_plugin_copy* copy) { delete copy; }
 
 int pool_stats(mtc_plugin_pool_stats* out, char* error, size_t error_size) {
   return guarded(error, error_size, [&] {
     const mtc::PinnedPoolStats s = mtc::pinned_pool_stats();
-    *out = mtc_plugin_pool_stats{s.reserved_bytes, s.peak_reserved_bytes, s.in_use_bytes, s.peak_in_use_bytes,
-                                 s.limit_bytes,    s.slabs,               s.slab_allocations, s.slab_frees};
+    *out = mtc_plugin_pool_stats{s.reserved_bytes,    s.peak_reserved_bytes, s.in_use_bytes,
+                                 s.peak_in_use_bytes, s.limit_bytes,         s.slabs,
+                                 s.slab_allocations,  s.slab_frees};
   });
 }
 
@@ -125,6 +132,7 @@ const mtc_engine_plugin_table kTable{MTC_ENGINE_PLUGIN_ABI,
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const mtc_engine_plugin_table* mtc_engine_plugin_table_v1() {
+extern "C" __attribute__((visibility("default"))) const mtc_engine_plugin_table*
+mtc_engine_plugin_table_v1() {
   return &kTable;
 }

@@ -45,15 +45,16 @@ typedef struct mtc_plugin_pool_stats {
 } mtc_plugin_pool_stats;
 
 typedef struct mtc_engine_plugin_table {
-  uint32_t abi_version;    // MTC_ENGINE_PLUGIN_ABI of the plugin
-  uint32_t table_size;     // sizeof(mtc_engine_plugin_table) as the plugin was compiled
-  const char* revision;    // the git revision of the engine's source tree, "-dirty" if modified
+  uint32_t abi_version;  // MTC_ENGINE_PLUGIN_ABI of the plugin
+  uint32_t table_size;   // sizeof(mtc_engine_plugin_table) as the plugin was compiled
+  const char* revision;  // the git revision of the engine's source tree, "-dirty" if modified
   const char* torch_version;
-  uint32_t ivalue_size;    // sizeof(c10::IValue) in the plugin
+  uint32_t ivalue_size;  // sizeof(c10::IValue) in the plugin
 
   // data: a const c10::IValue*. device_type: c10::DeviceType; device_index -1 for none.
-  int (*start_copy)(const void* data, int32_t device_type, int32_t device_index, const mtc_plugin_options* options,
-                    mtc_plugin_copy** copy, char* error, size_t error_size);
+  int (*start_copy)(const void* data, int32_t device_type, int32_t device_index,
+                    const mtc_plugin_options* options, mtc_plugin_copy** copy, char* error,
+                    size_t error_size);
   // Blocks until done; *result (a c10::IValue*) receives the structure on the target.
   int (*get)(mtc_plugin_copy* copy, void* result, char* error, size_t error_size);
   // *ready: 1 once every copy has completed.

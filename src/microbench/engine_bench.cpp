@@ -1,18 +1,6 @@
 // Google Benchmark binary for the engine's steps (the walk, plan, staging fill, output
 // creation) and for whole copies beside the per-tensor .to() baseline, so each step's cost can
 // be tracked over time. Argument = batch multiplier: 1 -> 528 tensors, 8 -> 4,224 tensors.
-#include "detail/copy_job.h"
-#include "detail/leaf_router.h"
-#include "detail/outputs.h"
-#include "detail/pack_plan.h"
-#include "detail/pinned_pool.h"
-#include "detail/staging.h"
-#include "detail/structure.h"
-#include "detail/worker_pool.h"
-#include "mtc/copier.h"
-#include "bench_support.h"
-#include "reference_batch.h"
-
 #include <ATen/ops/empty.h>
 #include <benchmark/benchmark.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -23,9 +11,21 @@
 #include <chrono>
 #include <limits>
 #include <map>
-#include <tuple>
 #include <thread>
+#include <tuple>
 #include <vector>
+
+#include "bench_support.h"
+#include "detail/copy_job.h"
+#include "detail/leaf_router.h"
+#include "detail/outputs.h"
+#include "detail/pack_plan.h"
+#include "detail/pinned_pool.h"
+#include "detail/staging.h"
+#include "detail/structure.h"
+#include "detail/worker_pool.h"
+#include "mtc/copier.h"
+#include "reference_batch.h"
 
 namespace {
 
@@ -39,7 +39,8 @@ const c10::IValue& batch(int repeat, bool shared_keys = false, bool any_values =
   const std::tuple<int, bool, bool> key{repeat, shared_keys, any_values};
   auto it = cache.find(key);
   if (it == cache.end())
-    it = cache.emplace(key, mtc::microbench::make_reference_batch(repeat, shared_keys, any_values)).first;
+    it = cache.emplace(key, mtc::microbench::make_reference_batch(repeat, shared_keys, any_values))
+             .first;
   return it->second;
 }
 
@@ -126,7 +127,8 @@ void BM_WalkThreads(benchmark::State& state) {
         mtc::CopyStats stats;
         mtc::detail::LeafRouter router(target, options, stats);
         Copier copier(router);
-        for (size_t i = first; i < last; ++i) built[i] = copier.copy_element(*elements[i], static_cast<uint32_t>(i));
+        for (size_t i = first; i < last; ++i)
+          built[i] = copier.copy_element(*elements[i], static_cast<uint32_t>(i));
         took[static_cast<size_t>(t)] = std::chrono::duration<double>(Clock::now() - t0).count();
         done.fetch_add(1, std::memory_order_acq_rel);
       }
@@ -196,7 +198,8 @@ c10::IValue source(int repeat, bool on_gpu) {
   static std::map<int, c10::IValue> gpu;
   if (!on_gpu) return batch(repeat);
   auto it = gpu.find(repeat);
-  if (it == gpu.end()) it = gpu.emplace(repeat, map_to(batch(repeat), c10::Device(c10::kCUDA, 0))).first;
+  if (it == gpu.end())
+    it = gpu.emplace(repeat, map_to(batch(repeat), c10::Device(c10::kCUDA, 0))).first;
   return it->second;
 }
 
@@ -239,8 +242,9 @@ void BM_EngineCopy(benchmark::State& state) {
   const bool h2d = dir == Direction::kHostToDevice;
   // Bit 128: a different batch each copy, from a rotation of eight.
   const std::vector<c10::IValue> inputs =
-      state.range(1) & 128 ? rotation(static_cast<int>(state.range(0)), !h2d)
-                           : std::vector<c10::IValue>{source(static_cast<int>(state.range(0)), !h2d)};
+      state.range(1) & 128
+          ? rotation(static_cast<int>(state.range(0)), !h2d)
+          : std::vector<c10::IValue>{source(static_cast<int>(state.range(0)), !h2d)};
   // Bit 256: the previous copy's result is freed on the caller right after start_copy, inside
   // the timed copy (a training step drops the last batch when the next one arrives); otherwise
   // it is freed after the clock stopped.
@@ -255,12 +259,13 @@ void BM_EngineCopy(benchmark::State& state) {
   const bool idle_gap = state.range(1) & 8;
   // Bit 16: never split the walk across the pool (one thread walks), to compare with the split;
   // bit 32: at most one walking thread per 256 leaves instead of 128 (fewer helpers).
-  mtc::detail::set_parallel_walk(
-      state.range(1) & 16 ? std::numeric_limits<int64_t>::max() : mtc::detail::kDefaultParallelWalkLeaves,
-      state.range(1) & 32 ? 256 : mtc::detail::kDefaultLeavesPerPart);
+  mtc::detail::set_parallel_walk(state.range(1) & 16 ? std::numeric_limits<int64_t>::max()
+                                                     : mtc::detail::kDefaultParallelWalkLeaves,
+                                 state.range(1) & 32 ? 256 : mtc::detail::kDefaultLeavesPerPart);
   // Bit 64: idle workers spin 2 ms instead of 200 us before sleeping, so back-to-back copies
   // always find them awake (to tell wake-up costs from walking costs).
-  if (state.range(1) & 64) mtc::detail::WorkerPool::instance().set_spin(std::chrono::milliseconds(2));
+  if (state.range(1) & 64)
+    mtc::detail::WorkerPool::instance().set_spin(std::chrono::milliseconds(2));
   double start_seconds = 0;
   std::vector<double> seconds;
   mtc::CopyStats sum;
@@ -315,16 +320,37 @@ void engine_args(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-BENCHMARK(BM_Walk)->Args({1, 1})->Args({8, 1})->Args({1, 0})->Args({8, 0})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Walk)->Args({1, 1})->Args({8, 1})->Args({1, 0})->Args({8, 0})->Unit(
+    benchmark::kMicrosecond);
 // Flags 2 and 4 made no difference on their own (results/NOTES.md), so they are not combined;
 // the full GPU check runs every registered case five times.
-BENCHMARK(BM_WalkThreads)->ArgsProduct({{1, 8}, {1, 2, 4}, {0, 1, 2, 4, 8, 9}})->UseManualTime()->MinTime(0.2)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_WalkThreads)
+    ->ArgsProduct({{1, 8}, {1, 2, 4}, {0, 1, 2, 4, 8, 9}})
+    ->UseManualTime()
+    ->MinTime(0.2)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Plan)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StagingFill)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CreateOutputs)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EngineCopy<Direction::kHostToDevice>)->Apply(engine_args);
-BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Args({1, 7})->Args({8, 7})->Args({1, 135})->Args({1, 399})->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_PerTensorTo<Direction::kHostToDevice>)->Arg(1)->Arg(8)->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_PerTensorTo<Direction::kDeviceToHost>)->Arg(1)->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
+    ->Args({1, 7})
+    ->Args({8, 7})
+    ->Args({1, 135})
+    ->Args({1, 399})
+    ->UseManualTime()
+    ->MinTime(0.3)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PerTensorTo<Direction::kHostToDevice>)
+    ->Arg(1)
+    ->Arg(8)
+    ->UseManualTime()
+    ->MinTime(0.3)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PerTensorTo<Direction::kDeviceToHost>)
+    ->Arg(1)
+    ->UseManualTime()
+    ->MinTime(0.3)
+    ->Unit(benchmark::kMicrosecond);
 
 BENCHMARK_MAIN();

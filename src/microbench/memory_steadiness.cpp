@@ -52,8 +52,12 @@ Reading read(int64_t copies, double seconds) {
   using c10::CachingDeviceAllocator::StatType;
   const auto device = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
   const auto all = static_cast<size_t>(StatType::AGGREGATE);
-  return {copies, seconds, mtc::pinned_pool_stats(), device.allocated_bytes[all].current,
-          device.reserved_bytes[all].current, resident_bytes()};
+  return {copies,
+          seconds,
+          mtc::pinned_pool_stats(),
+          device.allocated_bytes[all].current,
+          device.reserved_bytes[all].current,
+          resident_bytes()};
 }
 
 double mib(int64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
@@ -89,10 +93,16 @@ int main(int argc, char** argv) {
     const c10::IValue fresh = mtc::microbench::make_reference_batch(1);
     batches.push_back(h2d ? fresh : mtc::microbench::map_to(fresh, c10::Device(c10::kCUDA, 0)));
   }
-  std::printf("%s, reference batch (528 tensors), rotation of %d, previous result freed in the next copy\n\n",
-              direction.c_str(), kRotation);
-  std::printf("| copies    | s       | pinned MiB    | peak in flight | pinned allocs    | device alloc  | device resvd | RSS MiB  |\n");
-  std::printf("|-----------|---------|---------------|----------------|------------------|---------------|--------------|----------|\n");
+  std::printf(
+      "%s, reference batch (528 tensors), rotation of %d, previous result freed in the next "
+      "copy\n\n",
+      direction.c_str(), kRotation);
+  std::printf(
+      "| copies    | s       | pinned MiB    | peak in flight | pinned allocs    | device alloc  | "
+      "device resvd | RSS MiB  |\n");
+  std::printf(
+      "|-----------|---------|---------------|----------------|------------------|---------------|-"
+      "-------------|----------|\n");
   const auto start = std::chrono::steady_clock::now();
   auto seconds = [&start] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -130,7 +140,8 @@ int main(int argc, char** argv) {
     const bool ok = c.grew <= c.allowed;
     levelled = levelled && ok;
     std::printf("%-24s grew by %lld bytes over the second half (allowed %lld): %s\n", c.what,
-                static_cast<long long>(c.grew), static_cast<long long>(c.allowed), ok ? "ok" : "GREW");
+                static_cast<long long>(c.grew), static_cast<long long>(c.allowed),
+                ok ? "ok" : "GREW");
   }
   std::printf("levelled off: %s\n", levelled ? "yes" : "no");
   return levelled ? 0 : 1;

@@ -37,7 +37,8 @@ at::Tensor values(at::IntArrayRef shape, at::ScalarType dtype, int64_t& seed) {
 
 // One sample: 6 camera dicts of 5 tensors and a ground-truth dict of 3.
 c10::impl::GenericDict make_sample(const BaseConfig& config, const c10::TypePtr& tensor_type,
-                                   const std::function<c10::IValue(const char*)>& key, int64_t& seed) {
+                                   const std::function<c10::IValue(const char*)>& key,
+                                   int64_t& seed) {
   c10::impl::GenericList cameras(c10::AnyType::get());
   for (int64_t n : config.per_camera) {
     c10::impl::GenericDict cam(c10::StringType::get(), tensor_type);
@@ -62,7 +63,8 @@ c10::impl::GenericDict make_sample(const BaseConfig& config, const c10::TypePtr&
 
 c10::IValue make_reference_batch(int repeat, bool shared_keys, bool any_values) {
   // Dicts of tensors typed Dict[str, Tensor] (a reference-counted type), or Dict[str, Any].
-  const c10::TypePtr tensor_type = any_values ? c10::TypePtr(c10::AnyType::get()) : c10::TypePtr(c10::TensorType::get());
+  const c10::TypePtr tensor_type =
+      any_values ? c10::TypePtr(c10::AnyType::get()) : c10::TypePtr(c10::TensorType::get());
   // Each insert makes a key of its own (as a batch built key by key would have), or every dict
   // uses the same key objects.
   std::map<std::string, c10::IValue> keys;
@@ -75,7 +77,8 @@ c10::IValue make_reference_batch(int repeat, bool shared_keys, bool any_values) 
   c10::impl::GenericList samples(c10::AnyType::get());
   int64_t seed = 1;
   for (int r = 0; r < 4 * repeat; ++r) {
-    for (const BaseConfig& config : kBaseConfigs) samples.push_back(make_sample(config, tensor_type, key, seed));
+    for (const BaseConfig& config : kBaseConfigs)
+      samples.push_back(make_sample(config, tensor_type, key, seed));
   }
   return samples;
 }
@@ -86,7 +89,8 @@ c10::IValue make_mixed_batch() {
   int64_t seed = 1;
   for (int s = 0; s < kMixedSamples; ++s) {
     c10::impl::GenericDict sample =
-        make_sample(kBaseConfigs[static_cast<size_t>(s) % kBaseConfigs.size()], c10::TensorType::get(), key, seed);
+        make_sample(kBaseConfigs[static_cast<size_t>(s) % kBaseConfigs.size()],
+                    c10::TensorType::get(), key, seed);
     c10::IValue depth_map;
     if (s % kMixedLargeEvery == 0) depth_map = values({512, 1024}, at::kFloat, seed);
     sample.insert(std::string("depth_map"), depth_map);

@@ -1,7 +1,7 @@
-// The reference batch (StreamPETR-like detection metadata, the original package's example), built in
-// code so the engine's micro-benchmarks need nothing but the engine. 16 samples give 528
-// tensors and 153,628 bytes; `repeat` multiplies the sample count (8 -> 4,224 tensors). Each
-// call builds new tensors (a rotation of distinct batches is several calls).
+// The reference batch (StreamPETR-like detection metadata, the original package's example), built
+// in code so the engine's micro-benchmarks need nothing but the engine. 16 samples give 528 tensors
+// and 153,628 bytes; `repeat` multiplies the sample count (8 -> 4,224 tensors). Each call builds
+// new tensors (a rotation of distinct batches is several calls).
 #pragma once
 
 #include <ATen/core/ivalue.h>

@@ -1,14 +1,14 @@
 // The in-process A/B through the whole program, as CI runs it without a GPU (h2h): this build's
 // engine and the same tree's engine loaded as a library, sampled alternately in one run, then
 // `compare REPORT` pairs them by round.
-#include "cli_runner.h"
-#include "temp_dir.h"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string_view>
+
+#include "cli_runner.h"
+#include "temp_dir.h"
 
 namespace mtc::bench {
 namespace {
@@ -29,9 +29,10 @@ class AbRun : public testing::Test {
   }
   std::string path(const std::string& name) const { return dir_ / name; }
   Ran run_ab(const std::vector<std::string>& extra) {
-    std::vector<std::string> args{"--config", path("small.json"), "--quiet", "--direction", "h2h", "--pattern",
-                                  "hot,step", "--gap-mode", "sleep", "--gap-us", "50", "--min-rounds", "3", "--max-rounds", "3",
-                                  "--round-time", "0.002"};
+    std::vector<std::string> args{
+        "--config", path("small.json"), "--quiet", "--direction",  "h2h",  "--pattern",
+        "hot,step", "--gap-mode",       "sleep",   "--gap-us",     "50",   "--min-rounds",
+        "3",        "--max-rounds",     "3",       "--round-time", "0.002"};
     args.insert(args.end(), extra.begin(), extra.end());
     return run(args);
   }
@@ -40,16 +41,18 @@ class AbRun : public testing::Test {
 
 // Views, not `const std::string&`: GCC 13 reads a reference returned from a call that bound
 // temporaries to reference parameters as possibly dangling (-Wdangling-reference).
-const nlohmann::json& entry(const nlohmann::json& results, std::string_view strategy, std::string_view pattern) {
+const nlohmann::json& entry(const nlohmann::json& results, std::string_view strategy,
+                            std::string_view pattern) {
   for (const auto& e : results) {
-    if (e["strategy"].get<std::string>() == strategy && e["pattern"].get<std::string>() == pattern) return e;
+    if (e["strategy"].get<std::string>() == strategy && e["pattern"].get<std::string>() == pattern)
+      return e;
   }
   throw std::runtime_error("no entry " + std::string(strategy) + " " + std::string(pattern));
 }
 
 TEST_F(AbRun, MeasuresBothBuildsRoundByRoundAndComparesThem) {
-  const Ran r = run_ab({"--strategy", "to,engine,engine@base", "--engine-lib", std::string("base=") + MTC_TEST_ENGINE_PLUGIN,
-                        "--json", path("r.json")});
+  const Ran r = run_ab({"--strategy", "to,engine,engine@base", "--engine-lib",
+                        std::string("base=") + MTC_TEST_ENGINE_PLUGIN, "--json", path("r.json")});
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const nlohmann::json doc = nlohmann::json::parse(std::ifstream(path("r.json")));
   const auto& run0 = doc["runs"][0];
@@ -64,7 +67,8 @@ TEST_F(AbRun, MeasuresBothBuildsRoundByRoundAndComparesThem) {
     EXPECT_EQ(linked["rounds"]["count"], 3);
     EXPECT_EQ(loaded["rounds"]["count"], 3);
     EXPECT_EQ(linked["rounds"]["process"], loaded["rounds"]["process"]);
-    EXPECT_EQ(loaded["engine"]["revision"], run0["settings"]["engine_revisions"]["@base"]["revision"]);
+    EXPECT_EQ(loaded["engine"]["revision"],
+              run0["settings"]["engine_revisions"]["@base"]["revision"]);
     EXPECT_EQ(linked["engine"]["revision"], run0["settings"]["engine_revisions"]["engine"]);
   }
 
@@ -88,11 +92,12 @@ TEST_F(AbRun, BothSidesLoadedPairTheCandidateWithTheBaseline) {
   std::ifstream in(MTC_TEST_ENGINE_PLUGIN, std::ios::binary);
   std::ofstream(path("cand.so"), std::ios::binary) << in.rdbuf();
   const Ran r = run_ab({"--strategy", "engine,engine@cand,engine@base", "--engine-lib",
-                        std::string("base=") + MTC_TEST_ENGINE_PLUGIN, "--engine-lib", "cand=" + path("cand.so"),
-                        "--round-cpus", "1", "--json", path("r.json")});
+                        std::string("base=") + MTC_TEST_ENGINE_PLUGIN, "--engine-lib",
+                        "cand=" + path("cand.so"), "--round-cpus", "1", "--json", path("r.json")});
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   const nlohmann::json doc = nlohmann::json::parse(std::ifstream(path("r.json")));
-  EXPECT_EQ(doc["runs"][0]["settings"]["strategies"], nlohmann::json({"engine", "engine@cand", "engine@base"}));
+  EXPECT_EQ(doc["runs"][0]["settings"]["strategies"],
+            nlohmann::json({"engine", "engine@cand", "engine@base"}));
   // Every round on one CPU drawn for it: the run says so, and confining did not fail.
   EXPECT_EQ(doc["runs"][0]["settings"]["round_cpus"], 1);
   EXPECT_EQ(doc.dump().find("--round-cpus 1:"), std::string::npos) << doc.dump();
@@ -102,7 +107,8 @@ TEST_F(AbRun, BothSidesLoadedPairTheCandidateWithTheBaseline) {
     ASSERT_TRUE(cand.contains("paired_steps")) << cand.dump();
     EXPECT_EQ(cand["paired_steps"]["baseline"], "engine@base");
     ASSERT_EQ(cand["paired_steps"]["median_log_ratio"].size(), 3u);
-    for (const auto& ratio : cand["paired_steps"]["median_log_ratio"]) EXPECT_TRUE(ratio.is_number()) << ratio;
+    for (const auto& ratio : cand["paired_steps"]["median_log_ratio"])
+      EXPECT_TRUE(ratio.is_number()) << ratio;
     EXPECT_FALSE(entry(doc["runs"][0]["results"], "engine@base", pattern).contains("paired_steps"));
     EXPECT_FALSE(entry(doc["runs"][0]["results"], "engine", pattern).contains("paired_steps"));
   }
@@ -120,9 +126,11 @@ TEST_F(AbRun, BothSidesLoadedPairTheCandidateWithTheBaseline) {
 }
 
 TEST_F(AbRun, ABadSecondBuildIsAUsageError) {
-  const Ran missing = run_ab({"--strategy", "engine,engine@base", "--engine-lib", "base=" + path("none.so")});
+  const Ran missing =
+      run_ab({"--strategy", "engine,engine@base", "--engine-lib", "base=" + path("none.so")});
   EXPECT_EQ(missing.code, 2);
-  EXPECT_NE(missing.err.find("--engine-lib base=" + path("none.so") + ": cannot load it"), std::string::npos)
+  EXPECT_NE(missing.err.find("--engine-lib base=" + path("none.so") + ": cannot load it"),
+            std::string::npos)
       << missing.err;
   const Ran wrong = run_ab({"--strategy", "engine,engine@base", "--engine-lib",
                             std::string("base=") + MTC_TEST_FAKE_ENGINE_PLUGIN});

@@ -1,13 +1,13 @@
 // `mtc-bench compare` through run_cli: its exit codes and files, on the synthetic reports of
 // tests/compare/data (see tests/compare/make_fixtures.py).
-#include "cli_runner.h"
-#include "temp_dir.h"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "cli_runner.h"
+#include "temp_dir.h"
 
 namespace mtc::bench {
 namespace {
@@ -17,7 +17,8 @@ using testing_support::TempDir;
 
 std::string data(const std::string& name) { return std::string(MTC_COMPARE_DATA) + "/" + name; }
 
-Ran compare(const std::string& baseline, const std::string& candidate, std::vector<std::string> extra = {}) {
+Ran compare(const std::string& baseline, const std::string& candidate,
+            std::vector<std::string> extra = {}) {
   std::vector<std::string> args{"compare", data(baseline), data(candidate)};
   args.insert(args.end(), extra.begin(), extra.end());
   return testing_support::run(std::move(args));
@@ -37,7 +38,10 @@ TEST(CliCompare, FailOnDecidesWhatExitsOne) {
   EXPECT_EQ(compare("base.json", "faster.json", {"--fail-on", "faster"}).code, 1);
   EXPECT_EQ(compare("base.json", "faster.json", {"--fail-on", "any"}).code, 1);
   EXPECT_EQ(compare("base.json", "slower.json", {"--threshold", "15"}).code, 0);
-  EXPECT_EQ(compare("base.json", "slower.json", {"--threshold", "15", "--threshold-metric", "speedup=5"}).code, 1);
+  EXPECT_EQ(
+      compare("base.json", "slower.json", {"--threshold", "15", "--threshold-metric", "speedup=5"})
+          .code,
+      1);
   EXPECT_EQ(compare("ab/baseline", "ab/candidate").code, 1);
   EXPECT_EQ(compare("aa/baseline", "aa/candidate").code, 0);
 }
@@ -58,7 +62,8 @@ TEST(CliCompare, BadInputIsExitTwo) {
 
 TEST(CliCompare, WritesMarkdownAndJson) {
   TempDir dir;
-  const Ran r = compare("stored.json", "slower.json", {"--md", dir / "c.md", "--json", dir / "c.json"});
+  const Ran r =
+      compare("stored.json", "slower.json", {"--md", dir / "c.md", "--json", dir / "c.json"});
   EXPECT_EQ(r.code, 0) << r.err;  // 10 % is within a stored baseline's 25 %
   std::stringstream md;
   md << std::ifstream(dir / "c.md").rdbuf();

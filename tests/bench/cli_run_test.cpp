@@ -1,14 +1,13 @@
 // The whole program through run_cli, as CI runs it on a machine without a GPU.
-#include "runner/env/environment.h"
-
-#include "cli_runner.h"
-#include "temp_dir.h"
-
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
+
+#include "cli_runner.h"
+#include "runner/env/environment.h"
+#include "temp_dir.h"
 
 namespace mtc::bench {
 namespace {
@@ -27,16 +26,33 @@ class CliRun : public testing::Test {
       "structure": {"list": {"repeat": {"param": "samples"}, "item": {"dict": {
         "boxes": {"tensor": {"dtype": "float32", "shape": [5, 4]}},
         "ids": {"tensor": {"dtype": "int64", "shape": [5]}}}}}}})";
-    std::ofstream(dir_ / "broken.json") << R"({"name": "broken", "structure": {"tensor": {"dtype": "float99"}}})";
+    std::ofstream(dir_ / "broken.json")
+        << R"({"name": "broken", "structure": {"tensor": {"dtype": "float99"}}})";
   }
   std::string path(const std::string& name) const { return dir_ / name; }
   TempDir dir_;
 };
 
 TEST_F(CliRun, RunsAndWritesReports) {
-  const Ran r = run({"--config", path("small.json"), "--quiet", "--strategy", "to,engine,memcpy_batch",
-                     "--pattern", "hot", "--min-rounds", "2", "--max-rounds", "2", "--round-time", "0.001",
-                     "--ab-label", "job-1:baseline:3", "--json", path("r.json"), "--md", path("r.md"),
+  const Ran r = run({"--config",
+                     path("small.json"),
+                     "--quiet",
+                     "--strategy",
+                     "to,engine,memcpy_batch",
+                     "--pattern",
+                     "hot",
+                     "--min-rounds",
+                     "2",
+                     "--max-rounds",
+                     "2",
+                     "--round-time",
+                     "0.001",
+                     "--ab-label",
+                     "job-1:baseline:3",
+                     "--json",
+                     path("r.json"),
+                     "--md",
+                     path("r.md"),
                      "--raw-samples"});
   ASSERT_EQ(r.code, 0) << r.err << r.out;
   EXPECT_NE(r.out.find("strategy"), std::string::npos) << r.out;
@@ -61,7 +77,8 @@ TEST_F(CliRun, RunsAndWritesReports) {
   EXPECT_EQ(run0["results"][0]["status"], "ok");
   EXPECT_TRUE(run0["results"][0]["raw_samples"]["wall_s"].is_array());
   if (cuda_device_count() == 0) {
-    EXPECT_NE(r.err.find("no CUDA device: running the h2h (CPU->CPU) direction only"), std::string::npos);
+    EXPECT_NE(r.err.find("no CUDA device: running the h2h (CPU->CPU) direction only"),
+              std::string::npos);
     EXPECT_EQ(run0["results"][0]["direction"], "h2h");
     EXPECT_EQ(run0["results"][1]["status"], "skipped");
     EXPECT_EQ(run0["results"][2]["status"], "ok");

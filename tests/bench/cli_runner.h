@@ -1,11 +1,11 @@
 // Runs the whole program through run_cli with captured output, for the CLI tests.
 #pragma once
 
-#include "runner/commands/commands.h"
-
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "runner/commands/commands.h"
 
 namespace mtc::bench::testing_support {
 

@@ -1,12 +1,12 @@
 #include "runner/cli/command_line.h"
 
-#include "runner/commands/make_run_plan.h"
-#include "workload/bench_settings.h"
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <sstream>
+
+#include "runner/commands/make_run_plan.h"
+#include "workload/bench_settings.h"
 
 namespace mtc::bench {
 namespace {
@@ -44,11 +44,35 @@ TEST(CommandLine, ConfigAlone) {
 }
 
 TEST(CommandLine, EveryRoundAndHostOverride) {
-  const Parsed p = parse({"-c", "x.json", "--pattern", "step,step-busy", "--inputs", "3", "--gap-us", "50",
-                          "--gap-mode", "busy", "--gap-touch-bytes", "4MiB",
-                          "--min-rounds", "2", "--max-rounds", "4", "--round-time", "0.01",
-                          "--processes", "2", "--pin-cpu", "0-1", "--round-cpus", "1",
-                          "--profile-samples", "6", "--ab-label", "j:base:1", "--engine-lib",
+  const Parsed p = parse({"-c",
+                          "x.json",
+                          "--pattern",
+                          "step,step-busy",
+                          "--inputs",
+                          "3",
+                          "--gap-us",
+                          "50",
+                          "--gap-mode",
+                          "busy",
+                          "--gap-touch-bytes",
+                          "4MiB",
+                          "--min-rounds",
+                          "2",
+                          "--max-rounds",
+                          "4",
+                          "--round-time",
+                          "0.01",
+                          "--processes",
+                          "2",
+                          "--pin-cpu",
+                          "0-1",
+                          "--round-cpus",
+                          "1",
+                          "--profile-samples",
+                          "6",
+                          "--ab-label",
+                          "j:base:1",
+                          "--engine-lib",
                           "base=/lib/a.so"});
   ASSERT_TRUE(p.result.command_line) << p.err;
   const RunOptions& o = p.result.command_line->run;
@@ -91,14 +115,50 @@ TEST(CommandLine, HelpShowsTheStructsDefaults) {
 }
 
 TEST(CommandLine, EveryOverride) {
-  const Parsed p = parse({"-c", "x.json", "--devices", "0,1", "--direction", "h2d,d2h",
-                          "--strategy", "to,engine", "--warmup", "2", "--min-samples", "20",
-                          "--min-time", "0.1", "--noise-target", "1%", "--timeout", "3",
-                          "--overlap-us", "250", "--seed", "7", "--json", "r.json", "--md", "r.md",
-                          "--quiet", "--raw-samples", "--set", "samples=4", "--set", "/bench/warmup=1",
-                          "--sweep", "samples=1,2", "--engine-pack", "off", "--engine-pinned-staging",
-                          "false", "--engine-background-thread", "on", "--engine-alignment", "64",
-                          "--engine-max-chunk", "1MiB"});
+  const Parsed p = parse({"-c",
+                          "x.json",
+                          "--devices",
+                          "0,1",
+                          "--direction",
+                          "h2d,d2h",
+                          "--strategy",
+                          "to,engine",
+                          "--warmup",
+                          "2",
+                          "--min-samples",
+                          "20",
+                          "--min-time",
+                          "0.1",
+                          "--noise-target",
+                          "1%",
+                          "--timeout",
+                          "3",
+                          "--overlap-us",
+                          "250",
+                          "--seed",
+                          "7",
+                          "--json",
+                          "r.json",
+                          "--md",
+                          "r.md",
+                          "--quiet",
+                          "--raw-samples",
+                          "--set",
+                          "samples=4",
+                          "--set",
+                          "/bench/warmup=1",
+                          "--sweep",
+                          "samples=1,2",
+                          "--engine-pack",
+                          "off",
+                          "--engine-pinned-staging",
+                          "false",
+                          "--engine-background-thread",
+                          "on",
+                          "--engine-alignment",
+                          "64",
+                          "--engine-max-chunk",
+                          "1MiB"});
   ASSERT_TRUE(p.result.command_line) << p.err;
   const RunOptions& o = p.result.command_line->run;
   EXPECT_EQ(*o.devices, (std::vector<int>{0, 1}));
@@ -129,7 +189,8 @@ TEST(CommandLine, HelpTeachesAndExitsZero) {
   const Parsed p = parse({"--help"});
   EXPECT_FALSE(p.result.command_line);
   EXPECT_EQ(p.result.exit_code, 0);
-  for (const char* needle : {"--config", "--sweep", "Exit codes", "h2d", "engine_no_pack", "Examples", "nsys"}) {
+  for (const char* needle :
+       {"--config", "--sweep", "Exit codes", "h2d", "engine_no_pack", "Examples", "nsys"}) {
     EXPECT_NE(p.out.find(needle), std::string::npos) << needle;
   }
 }

@@ -1,11 +1,11 @@
 #include "runner/cli/config_paths.h"
 
-#include "temp_dir.h"
-
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
 #include <fstream>
+
+#include "temp_dir.h"
 
 namespace mtc::bench {
 namespace {

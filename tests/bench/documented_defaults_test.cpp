@@ -2,11 +2,6 @@
 // of configs/README.md and the descriptions in configs/spec.schema.json. Each default lives in
 // one struct (BenchSettings, CaseSettings, the plan's QuickSettings and ProfileSettings) and
 // --help reads it from there; the docs repeat it by hand, so this test fails when the two part.
-#include "runner/cli/command_line.h"
-#include "runner/cli/parse.h"
-#include "runner/measure/run_plan.h"
-#include "workload/config.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <gtest/gtest.h>
@@ -18,6 +13,11 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "runner/cli/command_line.h"
+#include "runner/cli/parse.h"
+#include "runner/measure/run_plan.h"
+#include "workload/config.h"
 
 namespace mtc::bench {
 namespace {

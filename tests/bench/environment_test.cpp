@@ -1,11 +1,11 @@
 #include "runner/env/environment.h"
 
-#include "temp_dir.h"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <sstream>
+
+#include "temp_dir.h"
 
 namespace mtc::bench {
 namespace {
@@ -13,7 +13,8 @@ namespace {
 using testing_support::TempDir;
 
 TEST(Environment, CpuModelFromCpuinfo) {
-  std::istringstream x86("processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n");
+  std::istringstream x86(
+      "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum 8480+\n");
   EXPECT_EQ(cpu_model_from_cpuinfo(x86), "Intel(R) Xeon(R) Platinum 8480+");
   std::istringstream none("processor : 0\n");
   EXPECT_EQ(cpu_model_from_cpuinfo(none), "unknown");

@@ -37,7 +37,8 @@ TEST(Gap, SleepLeavesTheCpu) {
 }
 
 TEST(Gap, NamesRoundTripAndStepBusyIsTheBusyOne) {
-  for (GapMode mode : {GapMode::kSleep, GapMode::kBusy}) EXPECT_EQ(parse_gap_mode(to_string(mode)), mode);
+  for (GapMode mode : {GapMode::kSleep, GapMode::kBusy})
+    EXPECT_EQ(parse_gap_mode(to_string(mode)), mode);
   EXPECT_FALSE(parse_gap_mode("nap"));
   EXPECT_EQ(gap_mode_of(Pattern::kStepBusy), GapMode::kBusy);
   EXPECT_EQ(gap_mode_of(Pattern::kStep), GapMode::kSleep);

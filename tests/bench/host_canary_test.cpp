@@ -5,7 +5,8 @@
 namespace mtc::bench {
 namespace {
 
-CanaryRecord record(int64_t round, double malloc_free_us, std::optional<double> h2d_us = std::nullopt) {
+CanaryRecord record(int64_t round, double malloc_free_us,
+                    std::optional<double> h2d_us = std::nullopt) {
   return CanaryRecord{"h2d", "hot", round, CanaryReading{malloc_free_us, h2d_us}, 0};
 }
 
@@ -18,7 +19,8 @@ TEST(HostCanary, ReadsTheAllocatorWithoutAGpu) {
 }
 
 TEST(HostCanary, SteadyRoundsAreNotFlagged) {
-  const std::vector<CanaryRecord> rounds{record(0, 20.0, 7.0), record(1, 21.0, 7.2), record(2, 20.5, 6.9)};
+  const std::vector<CanaryRecord> rounds{record(0, 20.0, 7.0), record(1, 21.0, 7.2),
+                                         record(2, 20.5, 6.9)};
   const nlohmann::json j = canary_json(rounds);
   EXPECT_FALSE(j["changed_state"].get<bool>());
   EXPECT_DOUBLE_EQ(j["malloc_free_us"]["min"].get<double>(), 20.0);

@@ -1,10 +1,10 @@
 #include "runner/env/host_state.h"
 
-#include "temp_dir.h"
-
 #include <gtest/gtest.h>
 
 #include <fstream>
+
+#include "temp_dir.h"
 
 namespace mtc::bench {
 namespace {
@@ -51,7 +51,8 @@ TEST(HostState, LoadAverage) {
 
 TEST(HostState, CpuTicksFromProcStat) {
   TempDir dir;
-  std::ofstream(dir / "stat") << "cpu  100 5 50 800 20 1 4 30 7 0\ncpu0 50 2 25 400 10 0 2 15 3 0\n";
+  std::ofstream(dir / "stat")
+      << "cpu  100 5 50 800 20 1 4 30 7 0\ncpu0 50 2 25 400 10 0 2 15 3 0\n";
   const auto ticks = read_cpu_ticks(dir / "stat");
   ASSERT_TRUE(ticks);
   EXPECT_EQ(ticks->total, 100 + 5 + 50 + 800 + 20 + 1 + 4 + 30);  // guest time is in user already
@@ -66,16 +67,19 @@ TEST(HostState, CpuTicksFromProcStat) {
 }
 
 TEST(HostState, ThrottleReasons) {
-  EXPECT_EQ(throttle_reason_names(0x1 | 0x40), (std::vector<std::string>{"gpu_idle", "hw_thermal_slowdown"}));
-  EXPECT_FALSE(is_throttled(0x1));   // idle is not throttling
-  EXPECT_FALSE(is_throttled(0x2));   // nor are application clocks
-  EXPECT_TRUE(is_throttled(0x4));    // a power cap is
+  EXPECT_EQ(throttle_reason_names(0x1 | 0x40),
+            (std::vector<std::string>{"gpu_idle", "hw_thermal_slowdown"}));
+  EXPECT_FALSE(is_throttled(0x1));  // idle is not throttling
+  EXPECT_FALSE(is_throttled(0x2));  // nor are application clocks
+  EXPECT_TRUE(is_throttled(0x4));   // a power cap is
   EXPECT_TRUE(is_throttled(0x1 | 0x20));
 }
 
 json quiet_snapshot() {
-  return {{"load_average", {0.5, 0.5, 0.5}},
-          {"gpus", json::array({{{"index", 0}, {"throttled", false}, {"other_processes", json::array()}}})}};
+  return {
+      {"load_average", {0.5, 0.5, 0.5}},
+      {"gpus",
+       json::array({{{"index", 0}, {"throttled", false}, {"other_processes", json::array()}}})}};
 }
 
 TEST(HostState, AQuietHostHasNoWarnings) {
@@ -95,10 +99,12 @@ TEST(HostState, EachSignOfABusyHostIsWarnedAbout) {
   w = busy_host_warnings(throttled, quiet_snapshot(), 16, {0});
   ASSERT_EQ(w.size(), 1u);
   EXPECT_NE(w[0].find("GPU 0 clocks throttled at the start"), std::string::npos) << w[0];
-  EXPECT_TRUE(busy_host_warnings(throttled, quiet_snapshot(), 16, {1}).empty());  // not a GPU in use
+  EXPECT_TRUE(
+      busy_host_warnings(throttled, quiet_snapshot(), 16, {1}).empty());  // not a GPU in use
 
   json shared = quiet_snapshot();
-  shared["gpus"][0]["other_processes"] = json::array({{{"pid", 42}, {"name", "python3"}, {"used_bytes", 1}}});
+  shared["gpus"][0]["other_processes"] =
+      json::array({{{"pid", 42}, {"name", "python3"}, {"used_bytes", 1}}});
   w = busy_host_warnings(shared, quiet_snapshot(), 16, {0});
   ASSERT_EQ(w.size(), 1u);
   EXPECT_NE(w[0].find("1 other process (python3)"), std::string::npos) << w[0];
@@ -115,7 +121,8 @@ TEST(HostState, StolenCpuTimeAboveTwoPercentIsWarnedAbout) {
   end["cpu_ticks"]["steal"] = 600;  // 500 of 10,000
   const auto w = busy_host_warnings(start, end, 16, {0});
   ASSERT_EQ(w.size(), 1u);
-  EXPECT_NE(w[0].find("5.0 % of the CPU time during the run was stolen"), std::string::npos) << w[0];
+  EXPECT_NE(w[0].find("5.0 % of the CPU time during the run was stolen"), std::string::npos)
+      << w[0];
   end["cpu_ticks"] = nullptr;  // unreadable at the end: nothing to say
   EXPECT_TRUE(busy_host_warnings(start, end, 16, {0}).empty());
 }

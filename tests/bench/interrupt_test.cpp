@@ -93,13 +93,12 @@ TEST(Interrupt, SigintStopsTheRunAndWritesWholeReportsMarkedInterrupted) {
   std::ofstream(dir / "long.json") << R"({
     "name": "long", "seed": 1,
     "structure": {"list": {"repeat": 8, "item": {"tensor": {"dtype": "float32", "shape": [16]}}}}})";
-  const pid_t pid =
-      spawn({MTC_BENCH_EXE,  "--config",   dir / "long.json", "--quiet",  "--direction",
-             "h2h",          "--strategy", "to,engine",       "--warmup", "1",
-             "--round-time", "30",         "--min-time",      "120",      "--timeout",
-             "120",          "--json",     dir / "r.json",    "--md",     dir / "r.md",
-             "--processes",  "1"},
-            dir / "out.txt", dir / "err.txt");
+  const pid_t pid = spawn(
+      {MTC_BENCH_EXE, "--config",   dir / "long.json", "--quiet", "--direction",  "h2h",
+       "--strategy",  "to,engine",  "--warmup",        "1",       "--round-time", "30",
+       "--min-time",  "120",        "--timeout",       "120",     "--json",       dir / "r.json",
+       "--md",        dir / "r.md", "--processes",     "1"},
+      dir / "out.txt", dir / "err.txt");
   ASSERT_GT(pid, 0) << "cannot start " << MTC_BENCH_EXE;
   const auto start = Clock::now();
   while (!catches(pid, SIGINT) && Clock::now() - start < std::chrono::seconds(60)) {
@@ -140,9 +139,9 @@ TEST(Interrupt, SigintDuringSeveralProcessesStillWritesAWholeReport) {
   std::ofstream(dir / "long.json") << R"({
     "name": "long", "seed": 1,
     "structure": {"list": {"repeat": 8, "item": {"tensor": {"dtype": "float32", "shape": [16]}}}}})";
-  const pid_t pid = spawn({MTC_BENCH_EXE, "--config", dir / "long.json", "--quiet", "--direction", "h2h",
-                           "--strategy", "to,engine", "--round-time", "30", "--min-time", "120", "--timeout",
-                           "120", "--processes", "3", "--json", dir / "r.json"},
+  const pid_t pid = spawn({MTC_BENCH_EXE, "--config", dir / "long.json", "--quiet", "--direction",
+                           "h2h", "--strategy", "to,engine", "--round-time", "30", "--min-time",
+                           "120", "--timeout", "120", "--processes", "3", "--json", dir / "r.json"},
                           dir / "out.txt", dir / "err.txt");
   ASSERT_GT(pid, 0) << "cannot start " << MTC_BENCH_EXE;
   const auto start = Clock::now();
@@ -157,7 +156,8 @@ TEST(Interrupt, SigintDuringSeveralProcessesStillWritesAWholeReport) {
   const std::optional<int> status = wait_for(pid, std::chrono::seconds(60));
   ASSERT_TRUE(status) << "mtc-bench did not stop within 60 s of SIGINT";
   ASSERT_TRUE(WIFEXITED(*status)) << "ended by signal " << WTERMSIG(*status);
-  EXPECT_EQ(WEXITSTATUS(*status), static_cast<int>(ExitCode::kInterrupted)) << read_text(dir / "err.txt");
+  EXPECT_EQ(WEXITSTATUS(*status), static_cast<int>(ExitCode::kInterrupted))
+      << read_text(dir / "err.txt");
   const nlohmann::json doc = nlohmann::json::parse(std::ifstream(dir / "r.json"));
   EXPECT_EQ(doc["interrupted"], true);
   EXPECT_LE(doc["runs"].size(), 1u);

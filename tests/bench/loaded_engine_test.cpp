@@ -3,15 +3,15 @@
 // alike and share no state; a library that is not a compatible engine is refused with exit 2.
 #include "runner/strategies/loaded_engine.h"
 
-#include "errors.h"
-#include "runner/env/environment.h"
-#include "runner/strategies/engine.h"
-#include "temp_dir.h"
-
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
 #include <fstream>
+
+#include "errors.h"
+#include "runner/env/environment.h"
+#include "runner/strategies/engine.h"
+#include "temp_dir.h"
 
 namespace mtc::bench {
 namespace {
@@ -46,7 +46,8 @@ TEST(LoadedEngine, CopiesLikeTheLinkedEngine) {
   ASSERT_TRUE(output.isList());
   ASSERT_EQ(output.toListRef().size(), 2u);
   const auto dict = output.toListRef()[0].toGenericDict();
-  EXPECT_TRUE(at::equal(dict.at("boxes").toTensor(), input.toListRef()[0].toGenericDict().at("boxes").toTensor()));
+  EXPECT_TRUE(at::equal(dict.at("boxes").toTensor(),
+                        input.toListRef()[0].toGenericDict().at("boxes").toTensor()));
   EXPECT_TRUE(at::equal(output.toListRef()[1].toTensor(), linked.toListRef()[1].toTensor()));
   EXPECT_EQ(engine.stats(copy).tensors, 3);
   // CPU->CPU returns the input tensors in new containers, in both builds.
@@ -66,7 +67,8 @@ TEST(LoadedEngine, EachBuildKeepsItsOwnState) {
   EXPECT_EQ(mtc::pinned_pool_stats().limit_bytes, linked_limit);
   // The strategies report the pool of the build they copy with.
   const EngineStrategy linked("engine", {});
-  const EngineStrategy loaded("engine@first", {}, std::make_shared<const LoadedEngine>("first", dir / "first.so"));
+  const EngineStrategy loaded("engine@first", {},
+                              std::make_shared<const LoadedEngine>("first", dir / "first.so"));
   EXPECT_EQ(loaded.pinned_pool_stats().limit_bytes, int64_t{3} << 20);
   EXPECT_EQ(linked.pinned_pool_stats().limit_bytes, linked_limit);
   first.set_pinned_pool_limit(0);

@@ -1,8 +1,8 @@
 #include "runner/cli/parse.h"
 
-#include "errors.h"
-
 #include <gtest/gtest.h>
+
+#include "errors.h"
 
 namespace mtc::bench {
 namespace {
@@ -49,7 +49,8 @@ TEST(Parse, SweepingOneSettingTwiceIsAnError) {
 
 TEST(Parse, Directions) {
   EXPECT_EQ(parse_directions({"h2d"}), std::vector<Direction>{Direction::kH2D});
-  EXPECT_EQ(parse_directions({"d2h,h2d", "h2d"}), (std::vector<Direction>{Direction::kD2H, Direction::kH2D}));
+  EXPECT_EQ(parse_directions({"d2h,h2d", "h2d"}),
+            (std::vector<Direction>{Direction::kD2H, Direction::kH2D}));
   EXPECT_EQ(parse_directions({"all"}), all_directions());
   EXPECT_THROW(parse_directions({"h2x"}), UsageError);
   EXPECT_THROW(parse_directions({""}), UsageError);
@@ -130,7 +131,8 @@ TEST(Parse, EngineLibraries) {
 TEST(Parse, CpuList) {
   EXPECT_EQ(parse_cpu_list("0-3,8"), (std::vector<int>{0, 1, 2, 3, 8}));
   EXPECT_EQ(parse_cpu_list("5"), std::vector<int>{5});
-  for (const char* bad : {"", "3-1", "a", "1,,2", "-1", "0-"}) EXPECT_THROW(parse_cpu_list(bad), UsageError) << bad;
+  for (const char* bad : {"", "3-1", "a", "1,,2", "-1", "0-"})
+    EXPECT_THROW(parse_cpu_list(bad), UsageError) << bad;
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
 #include "runner/commands/processes.h"
 
-#include "report/report_reader.h"
-#include "report/reporter.h"
-
 #include <gtest/gtest.h>
 
 #include <functional>
+
+#include "report/report_reader.h"
+#include "report/reporter.h"
 
 namespace mtc::bench {
 namespace {
@@ -14,11 +14,13 @@ using json = nlohmann::json;
 using Strings = std::vector<std::string>;
 
 TEST(Processes, ChildArgumentsDropWhatTheParentHandles) {
-  const Strings parent{"mtc-bench", "--config", "streampetr", "--processes", "3", "--json", "out.json",
-                       "--md=out.md", "-q", "--raw-samples", "--strategy", "to,engine"};
+  const Strings parent{"mtc-bench", "--config",      "streampetr", "--processes",
+                       "3",         "--json",        "out.json",   "--md=out.md",
+                       "-q",        "--raw-samples", "--strategy", "to,engine"};
   EXPECT_EQ(child_arguments(parent, 2, 3, "/tmp/x/2.json"),
-            (Strings{"mtc-bench", "--config", "streampetr", "--strategy", "to,engine", "--quiet", "--raw-samples",
-                     "--child-index", "2", "--child-count", "3", "--json", "/tmp/x/2.json"}));
+            (Strings{"mtc-bench", "--config", "streampetr", "--strategy", "to,engine", "--quiet",
+                     "--raw-samples", "--child-index", "2", "--child-count", "3", "--json",
+                     "/tmp/x/2.json"}));
 }
 
 // A child's report of one run of two cases (rounds of samples of `to` and of `engine`), as the
@@ -37,8 +39,9 @@ Report child_report(const std::vector<std::vector<double>>& rounds_of_to,
     e.stop_reason = "max_rounds";
     e.warmup = 2;
     e.measure_time_s = 1.0;
-    json raw{{"round", json::array()}, {"wall_s", json::array()}, {"caller_blocked_s", json::array()},
-             {"cpu_s", json::array()}, {"gpu_s", nullptr},          {"exposed_s", nullptr}};
+    json raw{
+        {"round", json::array()}, {"wall_s", json::array()}, {"caller_blocked_s", json::array()},
+        {"cpu_s", json::array()}, {"gpu_s", nullptr},        {"exposed_s", nullptr}};
     std::vector<Round> measured;
     for (size_t r = 0; r < rounds.size(); ++r) {
       measured.push_back(Round{rounds[r], 0});

@@ -2,17 +2,17 @@
 // added within schema version 2 may be absent, and whatever is wrong is named by its place.
 #include "report/report_reader.h"
 
-#include "errors.h"
-#include "report/reporter.h"
-#include "report_support.h"
-#include "temp_dir.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <fstream>
 #include <functional>
 #include <limits>
+
+#include "errors.h"
+#include "report/reporter.h"
+#include "report_support.h"
+#include "temp_dir.h"
 
 namespace mtc::bench {
 namespace {

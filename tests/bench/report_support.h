@@ -2,11 +2,10 @@
 // checks against.
 #pragma once
 
-#include "report/report.h"
-
 #include <nlohmann/json.hpp>
-
 #include <string>
+
+#include "report/report.h"
 
 namespace mtc::bench::testing_support {
 

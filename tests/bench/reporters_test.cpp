@@ -1,11 +1,3 @@
-#include "report/reporter.h"
-
-#include "errors.h"
-#include "report/file_reporter.h"
-#include "report/table.h"
-#include "report_support.h"
-#include "temp_dir.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -13,6 +5,13 @@
 #include <limits>
 #include <memory>
 #include <sstream>
+
+#include "errors.h"
+#include "report/file_reporter.h"
+#include "report/reporter.h"
+#include "report/table.h"
+#include "report_support.h"
+#include "temp_dir.h"
 
 namespace mtc::bench {
 namespace {
@@ -86,8 +85,8 @@ TEST(Report, AggregatesSumOverGpus) {
 }
 
 TEST(Report, StatusNamesReadBack) {
-  for (const EntryStatus status :
-       {EntryStatus::kOk, EntryStatus::kSkipped, EntryStatus::kFailed, EntryStatus::kVerificationFailed}) {
+  for (const EntryStatus status : {EntryStatus::kOk, EntryStatus::kSkipped, EntryStatus::kFailed,
+                                   EntryStatus::kVerificationFailed}) {
     EXPECT_EQ(parse_entry_status(to_string(status)), status);
   }
   EXPECT_FALSE(parse_entry_status("fine"));
@@ -133,7 +132,8 @@ TEST(JsonReporter, NeverWritesNanOrInfinity) {
   Entry& e = r.runs[0].entries[0];
   e.wall.median = std::numeric_limits<double>::quiet_NaN();
   e.gb_per_s = std::numeric_limits<double>::infinity();
-  e.speedup = RatioEstimate{-std::numeric_limits<double>::infinity(), std::nullopt, std::nullopt, 0.95, 1};
+  e.speedup =
+      RatioEstimate{-std::numeric_limits<double>::infinity(), std::nullopt, std::nullopt, 0.95, 1};
   e.rounds.interval.high = std::numeric_limits<double>::infinity();
   r.runs[0].settings = {{"x", std::numeric_limits<double>::quiet_NaN()}};
   const json doc = report_to_json(r);
@@ -155,18 +155,38 @@ TEST(JsonReporter, RawSamplesOnlyWhenAsked) {
 
 TEST(ConsoleReporter, ShowsTheTable) {
   const std::string text = written<ConsoleReporter>(sample_report());
-  for (const char* needle : {"NVIDIA H100 80GB HBM3", "strategy", "direction", "median", "p90", "noise",
-                             "GB/s", "speedup", "verified", "engine", "6.50 ms", "130 us", "50.0x (50.0-50.0)",
-                             "pattern", "hot", "124 us - 136 us", "rounds",
-                             "0.40 %", "NO", "needs a driver", "note: d2d skipped", "528 tensors"}) {
+  for (const char* needle : {"NVIDIA H100 80GB HBM3",
+                             "strategy",
+                             "direction",
+                             "median",
+                             "p90",
+                             "noise",
+                             "GB/s",
+                             "speedup",
+                             "verified",
+                             "engine",
+                             "6.50 ms",
+                             "130 us",
+                             "50.0x (50.0-50.0)",
+                             "pattern",
+                             "hot",
+                             "124 us - 136 us",
+                             "rounds",
+                             "0.40 %",
+                             "NO",
+                             "needs a driver",
+                             "note: d2d skipped",
+                             "528 tensors"}) {
     EXPECT_NE(text.find(needle), std::string::npos) << needle << "\n" << text;
   }
 }
 
 TEST(MarkdownReporter, ShowsTheSameTable) {
   const std::string text = written<MarkdownReporter>(sample_report());
-  EXPECT_NE(text.find("| strategy | direction | pattern | median | interval |"), std::string::npos) << text;
-  EXPECT_NE(text.find("| engine | h2d | hot | 130 us | 124 us - 136 us |"), std::string::npos) << text;
+  EXPECT_NE(text.find("| strategy | direction | pattern | median | interval |"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("| engine | h2d | hot | 130 us | 124 us - 136 us |"), std::string::npos)
+      << text;
   EXPECT_NE(text.find("---: |"), std::string::npos);
   EXPECT_NE(text.find("abc1234"), std::string::npos);
 }

@@ -1,12 +1,12 @@
 #include "runner/measure/round_confinement.h"
 
-#include "runner/env/host_state.h"
-
 #include <gtest/gtest.h>
 #include <sched.h>
 
 #include <atomic>
 #include <thread>
+
+#include "runner/env/host_state.h"
 
 namespace mtc::bench {
 namespace {

@@ -76,7 +76,8 @@ TEST(PairOrder, IsReproducibleFromTheSeed) {
   EXPECT_EQ(coins(PairOrder(42, 3, 1), 64), coins(PairOrder(42, 3, 1), 64));
   EXPECT_NE(coins(PairOrder(42, 3, 1), 64), coins(PairOrder(43, 3, 1), 64));
   EXPECT_NE(coins(PairOrder(42, 3, 1), 64), coins(PairOrder(42, 4, 1), 64));  // another round
-  EXPECT_NE(coins(PairOrder(42, 3, 1), 64), coins(PairOrder(42, 3, 2), 64));  // another block or GPU
+  EXPECT_NE(coins(PairOrder(42, 3, 1), 64),
+            coins(PairOrder(42, 3, 2), 64));  // another block or GPU
 }
 
 TEST(PairOrder, PutsEachSideFirstAboutHalfTheTime) {

@@ -56,10 +56,12 @@ TEST(Rounds, DriftBetweenRoundsWidensTheInterval) {
 
 // Round effects: each round's host state scales its samples by exp(N(0, sigma_round)). The
 // truth a rerun estimates is the center.
-std::vector<Round> run_with_round_effects(std::mt19937_64& rng, double center, int rounds, double sigma_round) {
+std::vector<Round> run_with_round_effects(std::mt19937_64& rng, double center, int rounds,
+                                          double sigma_round) {
   std::normal_distribution<double> effect(0.0, sigma_round);
   std::vector<Round> out;
-  for (int r = 0; r < rounds; ++r) out.push_back(make_round(rng, center * std::exp(effect(rng)), 0.03, 100));
+  for (int r = 0; r < rounds; ++r)
+    out.push_back(make_round(rng, center * std::exp(effect(rng)), 0.03, 100));
   return out;
 }
 

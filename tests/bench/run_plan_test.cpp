@@ -1,11 +1,10 @@
-#include "runner/commands/make_run_plan.h"
+#include <gtest/gtest.h>
 
 #include "errors.h"
 #include "runner/cli/options.h"
+#include "runner/commands/make_run_plan.h"
 #include "runner/strategies/catalog.h"
 #include "workload/config.h"
-
-#include <gtest/gtest.h>
 
 namespace mtc::bench {
 namespace {
@@ -17,7 +16,8 @@ Config config_with(const std::string& bench) {
 }
 
 TEST(RunPlan, DefaultsFromTheConfig) {
-  const Config config = config_with(R"("bench": {"warmup": 2, "min_samples": 30, "timeout_s": 4.0},)");
+  const Config config =
+      config_with(R"("bench": {"warmup": 2, "min_samples": 30, "timeout_s": 4.0},)");
   const RunPlan plan = make_run_plan(config, RunOptions{}, 1);
   EXPECT_EQ(plan.directions, (std::vector<Direction>{Direction::kH2D, Direction::kD2H}));
   EXPECT_EQ(plan.strategies, strategy_names());
@@ -27,7 +27,8 @@ TEST(RunPlan, DefaultsFromTheConfig) {
   EXPECT_DOUBLE_EQ(plan.settings.stopping.timeout_s, 4.0);
   EXPECT_DOUBLE_EQ(plan.settings.stopping.min_time_s, 0.25);
   // `step` with both gaps: the sleeping caller's and the busy one's.
-  EXPECT_EQ(plan.settings.patterns, (std::vector<Pattern>{Pattern::kHot, Pattern::kStep, Pattern::kStepBusy}));
+  EXPECT_EQ(plan.settings.patterns,
+            (std::vector<Pattern>{Pattern::kHot, Pattern::kStep, Pattern::kStepBusy}));
   EXPECT_EQ(plan.settings.gap_touch_bytes, int64_t{32} << 20);
   EXPECT_EQ(plan.settings.inputs, 8);
   EXPECT_DOUBLE_EQ(plan.settings.gap_s, 0.002);

@@ -1,18 +1,16 @@
 // The step pattern, through a fake strategy that records what the runner does with it.
-#include "runner/measure/case_runner.h"
-
-#include "measure_support.h"
-
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/from_blob.h>
 #include <ATen/ops/full.h>
 #include <gtest/gtest.h>
-
 #include <time.h>
 
 #include <chrono>
 #include <mutex>
 #include <thread>
+
+#include "measure_support.h"
+#include "runner/measure/case_runner.h"
 
 namespace mtc::bench {
 namespace {
@@ -80,19 +78,22 @@ using testing_support::measure_rounds;
 
 TEST(StepPattern, UsesTheInputsInRotation) {
   Record record;
-  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(3), Pattern::kStep, -1);
+  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(3),
+                    Pattern::kStep, -1);
   runner.prepare();
   runner.verify();  // every input once
   ASSERT_TRUE(runner.ok());
   measure_rounds(runner, step_settings(0.0), 1);
   // verify: 100, 101, 102; then the round's untimed sample and six timed ones, continuing the
   // rotation.
-  EXPECT_EQ(record.inputs, (std::vector<int64_t>{100, 101, 102, 100, 101, 102, 100, 101, 102, 100}));
+  EXPECT_EQ(record.inputs,
+            (std::vector<int64_t>{100, 101, 102, 100, 101, 102, 100, 101, 102, 100}));
 }
 
 TEST(StepPattern, TheHotPatternCopiesTheFirstInputOnly) {
   Record record;
-  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(3), Pattern::kHot, -1);
+  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(3),
+                    Pattern::kHot, -1);
   runner.prepare();
   runner.verify();
   measure_rounds(runner, step_settings(0.0), 1);
@@ -102,7 +103,8 @@ TEST(StepPattern, TheHotPatternCopiesTheFirstInputOnly) {
 TEST(StepPattern, TheGapPassesOutsideTheClock) {
   Record record;
   constexpr double kGap = 0.02;
-  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(2), Pattern::kStep, -1);
+  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(2),
+                    Pattern::kStep, -1);
   runner.prepare();
   const CaseSettings settings = step_settings(kGap);
   measure_rounds(runner, settings, 1);
@@ -126,7 +128,8 @@ TEST(StepPattern, TheBusyGapKeepsTheCallerOnTheCpuTheSleepingOneDoesNot) {
   double cpu[2] = {};
   for (const Pattern pattern : {Pattern::kStep, Pattern::kStepBusy}) {
     Record record;
-    CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(2), pattern, -1);
+    CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(2), pattern,
+                      -1);
     runner.prepare();
     CaseSettings settings = step_settings(kGap);
     settings.gap_touch_bytes = 1 << 20;
@@ -145,7 +148,8 @@ TEST(StepPattern, TheBusyGapKeepsTheCallerOnTheCpuTheSleepingOneDoesNot) {
 
 TEST(StepPattern, ThePreviousOutputIsReleasedInsideTheSampleOnTheCallersThread) {
   Record record;
-  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(2), Pattern::kStep, -1);
+  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(2),
+                    Pattern::kStep, -1);
   runner.prepare();
   const CaseSettings settings = step_settings(0.0);
   measure_rounds(runner, settings, 2);
@@ -159,7 +163,8 @@ TEST(StepPattern, ThePreviousOutputIsReleasedInsideTheSampleOnTheCallersThread) 
 
 TEST(StepPattern, TheHotPatternReleasesAfterTheClock) {
   Record record;
-  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(1), Pattern::kHot, -1);
+  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(1),
+                    Pattern::kHot, -1);
   runner.prepare();
   const CaseSettings settings = step_settings(0.0);
   measure_rounds(runner, settings, 1);

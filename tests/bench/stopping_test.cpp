@@ -19,7 +19,8 @@ StoppingParams params() {
 }
 
 CaseProgress satisfied() {
-  return CaseProgress{.rounds = 5, .samples = 100, .sample_time_s = 1.0, .loop_time_s = 1.0, .noise = 0.005};
+  return CaseProgress{
+      .rounds = 5, .samples = 100, .sample_time_s = 1.0, .loop_time_s = 1.0, .noise = 0.005};
 }
 
 TEST(CaseVerdict, SatisfiedOnceEveryMinimumIsMetAndTheNoiseIsLow) {
@@ -55,7 +56,8 @@ TEST(CaseVerdict, LimitsEndAnUnsatisfiedCase) {
 }
 
 TEST(CaseVerdict, TimeoutWinsOverTheMinimums) {
-  CaseProgress p{.rounds = 1, .samples = 1, .sample_time_s = 0.0, .loop_time_s = 11.0, .noise = 1.0};
+  CaseProgress p{
+      .rounds = 1, .samples = 1, .sample_time_s = 0.0, .loop_time_s = 11.0, .noise = 1.0};
   EXPECT_EQ(case_verdict(params(), p), StopReason::kTimeout);
 }
 

@@ -1,18 +1,17 @@
 // Strategies and the measuring loop on the CPU (h2h), plus GPU checks that skip without one.
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/arange.h>
+#include <gtest/gtest.h>
+
+#include "measure_support.h"
 #include "runner/env/environment.h"
 #include "runner/measure/bench_runner.h"
 #include "runner/measure/case_runner.h"
-
-#include "measure_support.h"
 #include "runner/strategies/catalog.h"
 #include "runner/strategies/engine.h"
 #include "runner/strategies/registry.h"
 #include "runner/strategies/structure.h"
 #include "runner/verify/verify.h"
-
-#include <ATen/core/Tensor.h>
-#include <ATen/ops/arange.h>
-#include <gtest/gtest.h>
 
 namespace mtc::bench {
 namespace {
@@ -107,7 +106,8 @@ TEST(Registry, EngineVariantsTurnOneOptionOff) {
 TEST(Catalog, WhatAppliesWhere) {
   EXPECT_EQ(strategy_catalog().front().name, kBaselineStrategy);
   EXPECT_EQ(unsupported_reason(*find_strategy("to"), Direction::kH2H, false), "");
-  EXPECT_EQ(unsupported_reason(*find_strategy("pin_to_nb"), Direction::kH2H, false), "needs a CUDA device");
+  EXPECT_EQ(unsupported_reason(*find_strategy("pin_to_nb"), Direction::kH2H, false),
+            "needs a CUDA device");
   EXPECT_NE(unsupported_reason(*find_strategy("pin_to_nb"), Direction::kD2H, true), "");
   EXPECT_NE(unsupported_reason(*find_strategy("memcpy_batch"), Direction::kH2H, true), "");
   EXPECT_EQ(unsupported_reason(*find_strategy("engine_no_thread"), Direction::kH2H, false), "");
@@ -126,7 +126,8 @@ TEST_P(HostToHost, CopiesFaithfully) {
 }
 
 TEST_P(HostToHost, MeasuresWithTheCaseRunner) {
-  CaseRunner runner(make_strategy(GetParam(), mtc::CopyOptions{}), kH2H, one(make_batch()), Pattern::kHot, -1);
+  CaseRunner runner(make_strategy(GetParam(), mtc::CopyOptions{}), kH2H, one(make_batch()),
+                    Pattern::kHot, -1);
   const CaseSettings settings = fast_settings();
   runner.prepare();
   runner.warmup(settings.warmup);
@@ -148,8 +149,8 @@ TEST_P(HostToHost, MeasuresWithTheCaseRunner) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CpuStrategies, HostToHost,
-                         testing::Values("to", "to_nb", "engine", "engine_no_pack", "engine_no_pinned",
-                                         "engine_no_thread"));
+                         testing::Values("to", "to_nb", "engine", "engine_no_pack",
+                                         "engine_no_pinned", "engine_no_thread"));
 
 // Returns a copy with one bit flipped: what verification exists to catch.
 class FlippingStrategy final : public Strategy {
@@ -174,7 +175,8 @@ class FlippingStrategy final : public Strategy {
 };
 
 TEST(CaseRunner, AFlippedBitFailsVerificationAndIsNotMeasured) {
-  CaseRunner runner(std::make_unique<FlippingStrategy>(), kH2H, one(make_batch()), Pattern::kHot, -1);
+  CaseRunner runner(std::make_unique<FlippingStrategy>(), kH2H, one(make_batch()), Pattern::kHot,
+                    -1);
   runner.prepare();
   runner.verify();
   EXPECT_FALSE(runner.ok());
@@ -188,7 +190,8 @@ TEST(CaseRunner, AFlippedBitFailsVerificationAndIsNotMeasured) {
 TEST(CaseRunner, OverlapModeReportsTheExposedCopy) {
   CaseSettings settings = fast_settings();
   settings.overlap_s = 200e-6;
-  CaseRunner runner(make_strategy("to", mtc::CopyOptions{}), kH2H, one(make_batch()), Pattern::kHot, -1);
+  CaseRunner runner(make_strategy("to", mtc::CopyOptions{}), kH2H, one(make_batch()), Pattern::kHot,
+                    -1);
   runner.prepare();
   measure_rounds(runner, settings, settings.fixed_samples > 0 ? 1 : 2);
   const Entry e = runner.entry(settings, WorkloadSize{9, 1000});
@@ -201,7 +204,8 @@ TEST(CaseRunner, FixedCountForProfiling) {
   CaseSettings settings = fast_settings();
   settings.fixed_samples = 7;
   settings.stopping.min_samples = 100;
-  CaseRunner runner(make_strategy("to", mtc::CopyOptions{}), kH2H, one(make_batch()), Pattern::kHot, -1);
+  CaseRunner runner(make_strategy("to", mtc::CopyOptions{}), kH2H, one(make_batch()), Pattern::kHot,
+                    -1);
   runner.prepare();
   measure_rounds(runner, settings, settings.fixed_samples > 0 ? 1 : 2);
   const Entry e = runner.entry(settings, WorkloadSize{});
@@ -245,7 +249,8 @@ TEST(BenchRunner, EveryPatternGetsItsEntries) {
   plan.settings.patterns = {Pattern::kHot, Pattern::kStep};
   plan.settings.gap_s = 1e-4;
   Progress progress(false);
-  const RunOutcome outcome = run_benchmarks({make_batch(), make_batch(), make_batch()}, plan, {}, progress);
+  const RunOutcome outcome =
+      run_benchmarks({make_batch(), make_batch(), make_batch()}, plan, {}, progress);
   ASSERT_EQ(outcome.entries.size(), 4u);
   EXPECT_EQ(outcome.entries[0].pattern, "hot");
   EXPECT_EQ(outcome.entries[2].pattern, "step");
@@ -297,7 +302,8 @@ TEST_P(OnGpu, VerifiesAndMeasures) {
   if (!reason.empty()) GTEST_SKIP() << reason;
   auto strategy = make_strategy(name, mtc::CopyOptions{});
   if (const std::string r = strategy->unsupported_reason(*route); !r.empty()) GTEST_SKIP() << r;
-  CaseRunner runner(std::move(strategy), *route, one(input_for(make_batch(), direction, 0)), Pattern::kHot, 0);
+  CaseRunner runner(std::move(strategy), *route, one(input_for(make_batch(), direction, 0)),
+                    Pattern::kHot, 0);
   const CaseSettings settings = fast_settings();
   runner.prepare();
   runner.warmup(2);
@@ -312,8 +318,9 @@ TEST_P(OnGpu, VerifiesAndMeasures) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllStrategies, OnGpu,
-    testing::Combine(testing::Values("to", "to_nb", "pin_to_nb", "transfer_stream", "memcpy_batch", "engine",
-                                     "engine_no_pack", "engine_no_pinned", "engine_no_thread"),
+    testing::Combine(testing::Values("to", "to_nb", "pin_to_nb", "transfer_stream", "memcpy_batch",
+                                     "engine", "engine_no_pack", "engine_no_pinned",
+                                     "engine_no_thread"),
                      testing::Values(Direction::kH2D, Direction::kD2H, Direction::kD2D)),
     [](const auto& test) {
       return std::get<0>(test.param) + "_" + std::string(to_string(std::get<1>(test.param)));

@@ -26,7 +26,7 @@ TEST(Summary, OneToTen) {
   EXPECT_DOUBLE_EQ(s.median, 5.5);
   EXPECT_DOUBLE_EQ(s.mean, 5.5);
   EXPECT_NEAR(s.stdev, 3.0276503540974917, 1e-12);  // numpy.std(ddof=1)
-  EXPECT_NEAR(s.p10, 1.9, 1e-12);                    // numpy.percentile(.., 10)
+  EXPECT_NEAR(s.p10, 1.9, 1e-12);                   // numpy.percentile(.., 10)
   EXPECT_NEAR(s.p90, 9.1, 1e-12);
   EXPECT_NEAR(s.p99, 9.91, 1e-12);
 }

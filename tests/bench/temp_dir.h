@@ -17,8 +17,8 @@ namespace mtc::bench::testing_support {
 class TempDir {
  public:
   TempDir() {
-    std::vector<char> pattern{'/', 't', 'm', 'p', '/', 'm', 't', 'c', '_', 'b', 'e', 'n', 'c', 'h',
-                              '_', 'X', 'X', 'X', 'X', 'X', 'X', '\0'};
+    std::vector<char> pattern{'/', 't', 'm', 'p', '/', 'm', 't', 'c', '_', 'b', 'e',
+                              'n', 'c', 'h', '_', 'X', 'X', 'X', 'X', 'X', 'X', '\0'};
     if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
     path_ = pattern.data();
   }

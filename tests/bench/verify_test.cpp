@@ -1,13 +1,13 @@
 #include "runner/verify/verify.h"
 
-#include "runner/strategies/structure.h"
-
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/arange.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+
+#include "runner/strategies/structure.h"
 
 namespace mtc::bench {
 namespace {
@@ -19,7 +19,8 @@ c10::IValue make_batch() {
   c10::impl::GenericList meta(c10::AnyType::get());
   meta.push_back(at::arange(5, at::kLong));
   meta.push_back(std::string("name"));
-  meta.push_back(c10::ivalue::Tuple::create({at::arange(2, at::kLong).to(at::kBool), int64_t{7}, 0.5}));
+  meta.push_back(
+      c10::ivalue::Tuple::create({at::arange(2, at::kLong).to(at::kBool), int64_t{7}, 0.5}));
   c10::impl::GenericDict batch(c10::StringType::get(), c10::AnyType::get());
   batch.insert("boxes", at::arange(12, at::kFloat).reshape({3, 4}));
   batch.insert("meta", meta);
@@ -61,7 +62,8 @@ TEST(Verify, CatchesAWrongDtype) {
 TEST(Verify, CatchesAWrongShape) {
   const c10::IValue in = make_batch();
   const c10::IValue out = cloned(in);
-  as_dict(out).insert_or_assign("boxes", as_dict(in).at("boxes").toTensor().reshape({4, 3}).clone());
+  as_dict(out).insert_or_assign("boxes",
+                                as_dict(in).at("boxes").toTensor().reshape({4, 3}).clone());
   const auto m = verify_copy(in, out, kCpu);
   ASSERT_TRUE(m);
   EXPECT_NE(m->message.find("shape"), std::string::npos) << m->message;

@@ -1,12 +1,12 @@
 #include "compare/change.h"
 
-#include "stats/distributions.h"
-#include "errors.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
+
+#include "errors.h"
+#include "stats/distributions.h"
 
 namespace mtc::bench::compare {
 namespace {
@@ -99,7 +99,8 @@ TEST(Judge, VerdictsAgainstASymmetricBand) {
   EXPECT_EQ(judge(interval(1.08, 1.12), t, Metric::kWall), Verdict::kSlower);
   EXPECT_EQ(judge(interval(0.80, 0.90), t, Metric::kWall), Verdict::kFaster);
   EXPECT_EQ(judge(interval(1.02, 1.09), t, Metric::kWall), Verdict::kUnsure);  // straddles 1.05
-  EXPECT_EQ(judge(interval(0.90, 1.10), t, Metric::kWall), Verdict::kUnsure);  // straddles both edges
+  EXPECT_EQ(judge(interval(0.90, 1.10), t, Metric::kWall),
+            Verdict::kUnsure);  // straddles both edges
   // The band is symmetric in log space: 1 / 1.05 = 0.952, not 0.95.
   EXPECT_EQ(judge(interval(0.949, 0.951), t, Metric::kWall), Verdict::kFaster);
 }

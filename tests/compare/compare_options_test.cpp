@@ -1,8 +1,8 @@
 #include "compare/compare_options.h"
 
-#include "errors.h"
-
 #include <gtest/gtest.h>
+
+#include "errors.h"
 
 namespace mtc::bench::compare {
 namespace {

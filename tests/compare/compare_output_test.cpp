@@ -1,11 +1,11 @@
 #include "compare/compare_output.h"
 
-#include "fixtures.h"
-
 #include <gtest/gtest.h>
 
 #include <memory>
 #include <sstream>
+
+#include "fixtures.h"
 
 namespace mtc::bench::compare {
 namespace {
@@ -21,7 +21,9 @@ std::string shown(const Comparison& comparison, FailOn fail_on, int exit_code) {
   return out.str();
 }
 
-Comparison slower() { return compare_reports(read_reports(data("base.json")), read_reports(data("slower.json")), {}); }
+Comparison slower() {
+  return compare_reports(read_reports(data("base.json")), read_reports(data("slower.json")), {});
+}
 
 TEST(CompareOutput, Formats) {
   EXPECT_EQ(format_change(1.102), "+10.2 %");
@@ -41,8 +43,11 @@ TEST(CompareOutput, ConsoleShowsEveryCaseTheNotesAndTheSummary) {
   EXPECT_NE(text.find("unpaired: ratio of the medians"), std::string::npos) << text;
   EXPECT_NE(text.find("+10.0 %"), std::string::npos) << text;
   EXPECT_NE(text.find("SLOWER"), std::string::npos);
-  EXPECT_NE(text.find("not compared:\n  baseline: streampetr hot d2d engine"), std::string::npos) << text;
-  EXPECT_NE(text.find("4 SLOWER, 0 FASTER, 0 UNSURE, 2 SAME; 4 unmatched; could see \u00b12.1 % (the widest interval's half-width); fail on slower: exit 1"), std::string::npos)
+  EXPECT_NE(text.find("not compared:\n  baseline: streampetr hot d2d engine"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("4 SLOWER, 0 FASTER, 0 UNSURE, 2 SAME; 4 unmatched; could see \u00b12.1 % "
+                      "(the widest interval's half-width); fail on slower: exit 1"),
+            std::string::npos)
       << text;
 }
 
@@ -66,7 +71,8 @@ TEST(CompareOutput, JsonCarriesEachCaseWithItsInterval) {
   EXPECT_TRUE(first["low"].is_number());
   EXPECT_DOUBLE_EQ(first["threshold"].get<double>(), 0.05);
   const nlohmann::json one = comparison_json(
-      compare_reports(read_reports(data("same.json")), read_reports(data("one-round.json")), {}), FailOn::kSlower, 0);
+      compare_reports(read_reports(data("same.json")), read_reports(data("one-round.json")), {}),
+      FailOn::kSlower, 0);
   EXPECT_TRUE(one["cases"][0]["high"].is_null());  // unbounded, never Infinity
   EXPECT_EQ(one["cases"][0]["low"], 0.0);
 }

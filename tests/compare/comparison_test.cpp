@@ -1,12 +1,12 @@
 #include "compare/comparison.h"
 
-#include "errors.h"
-#include "fixtures.h"
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string_view>
+
+#include "errors.h"
+#include "fixtures.h"
 
 namespace mtc::bench::compare {
 namespace {
@@ -15,17 +15,20 @@ using mtc::bench::testing_support::TempDir;
 using testing_support::data;
 using testing_support::edited;
 
-Comparison run(const std::string& baseline, const std::string& candidate, CompareOptions options = {}) {
+Comparison run(const std::string& baseline, const std::string& candidate,
+               CompareOptions options = {}) {
   return compare_reports(read_reports(baseline), read_reports(candidate), options);
 }
 
-Comparison run_fixtures(const std::string& baseline, const std::string& candidate, CompareOptions options = {}) {
+Comparison run_fixtures(const std::string& baseline, const std::string& candidate,
+                        CompareOptions options = {}) {
   return run(data(baseline), data(candidate), std::move(options));
 }
 
 // The names are views, not `const std::string&`: a reference returned from a call that bound
 // temporaries to reference parameters reads to GCC 13 as possibly dangling (-Wdangling-reference).
-const CaseResult& find(const Comparison& c, std::string_view pattern, std::string_view strategy, Metric metric) {
+const CaseResult& find(const Comparison& c, std::string_view pattern, std::string_view strategy,
+                       Metric metric) {
   for (const CaseResult& r : c.cases) {
     if (r.key.pattern == pattern && r.key.strategy == strategy && r.metric == metric) return r;
   }
@@ -33,7 +36,8 @@ const CaseResult& find(const Comparison& c, std::string_view pattern, std::strin
 }
 
 int count(const Comparison& c, Verdict v) {
-  return static_cast<int>(std::count_if(c.cases.begin(), c.cases.end(), [&](const CaseResult& r) { return r.verdict == v; }));
+  return static_cast<int>(std::count_if(c.cases.begin(), c.cases.end(),
+                                        [&](const CaseResult& r) { return r.verdict == v; }));
 }
 
 TEST(Comparison, EqualReportsAreSame) {
@@ -76,7 +80,7 @@ TEST(Comparison, AnIntervalStraddlingTheThresholdIsUnsure) {
   const Comparison c = run_fixtures("base.json", "noisy.json");
   EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kUnsure);
   EXPECT_EQ(find(c, "hot", "to", Metric::kWall).verdict, Verdict::kUnsure);  // no change, but +-8 %
-  EXPECT_EQ(exit_code_for(c, FailOn::kAny), 0);  // UNSURE fails nothing
+  EXPECT_EQ(exit_code_for(c, FailOn::kAny), 0);                              // UNSURE fails nothing
 }
 
 TEST(Comparison, TooFewRoundsIsUnsureAndSaysTheMinimum) {
@@ -88,7 +92,7 @@ TEST(Comparison, TooFewRoundsIsUnsureAndSaysTheMinimum) {
 
 TEST(Comparison, ThresholdsPerMetric) {
   CompareOptions options;
-  options.threshold = 0.15;  // the 10 % slowdown lies within it...
+  options.threshold = 0.15;                            // the 10 % slowdown lies within it...
   options.metric_thresholds[Metric::kSpeedup] = 0.05;  // ...but not within this one
   const Comparison c = run_fixtures("base.json", "slower.json", options);
   EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kSame);
@@ -100,17 +104,21 @@ TEST(Comparison, UnmatchedAndSkippedCasesAreListed) {
   const Comparison c = run_fixtures("base.json", "extra.json");
   EXPECT_EQ(c.cases.size(), 6u);
   std::vector<std::string> listed;
-  for (const Unmatched& u : c.unmatched) listed.push_back(u.side + ": " + case_label(u.key) + ": " + u.reason);
-  EXPECT_EQ(listed, (std::vector<std::string>{"baseline: streampetr hot d2d engine: skipped: needs two GPUs",
-                                              "baseline: streampetr step d2d engine: skipped: needs two GPUs",
-                                              "candidate: streampetr hot d2d engine: skipped: needs two GPUs",
-                                              "candidate: streampetr step d2d engine: skipped: needs two GPUs",
-                                              "candidate: streampetr hot h2d memcpy_batch: no match in the baseline"}));
+  for (const Unmatched& u : c.unmatched)
+    listed.push_back(u.side + ": " + case_label(u.key) + ": " + u.reason);
+  EXPECT_EQ(listed, (std::vector<std::string>{
+                        "baseline: streampetr hot d2d engine: skipped: needs two GPUs",
+                        "baseline: streampetr step d2d engine: skipped: needs two GPUs",
+                        "candidate: streampetr hot d2d engine: skipped: needs two GPUs",
+                        "candidate: streampetr step d2d engine: skipped: needs two GPUs",
+                        "candidate: streampetr hot h2d memcpy_batch: no match in the baseline"}));
 }
 
 TEST(Comparison, ADifferentWorkloadDoesNotMatch) {
   TempDir dir;
-  const std::string other = edited(dir, "other.json", "base.json", [](auto& d) { d["runs"][0]["workload"]["hash"] = "0000000000000000"; });
+  const std::string other = edited(dir, "other.json", "base.json", [](auto& d) {
+    d["runs"][0]["workload"]["hash"] = "0000000000000000";
+  });
   const Comparison c = run(data("base.json"), other);
   EXPECT_TRUE(c.cases.empty());
   EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 2);  // nothing compared is bad input
@@ -121,8 +129,11 @@ TEST(Comparison, RefusesDifferentGpuModelsUnlessIgnored) {
     run_fixtures("base.json", "h200.json");
     FAIL() << "expected a refusal";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("baseline was measured on NVIDIA H100 80GB HBM3 and the candidate on NVIDIA H200"),
-              std::string::npos) << e.what();
+    EXPECT_NE(
+        std::string(e.what()).find(
+            "baseline was measured on NVIDIA H100 80GB HBM3 and the candidate on NVIDIA H200"),
+        std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("--ignore-device"), std::string::npos);
   }
   CompareOptions options;
@@ -157,7 +168,8 @@ TEST(Comparison, UnpairedRoundsOfTheSameJobAreRefused) {
   TempDir dir;
   const std::string base = dir.make_dir("base");
   for (int r = 0; r < 2; ++r) {
-    edited(dir, "base/" + std::to_string(r) + ".json", "ab/baseline/round-" + std::to_string(r) + ".json",
+    edited(dir, "base/" + std::to_string(r) + ".json",
+           "ab/baseline/round-" + std::to_string(r) + ".json",
            [](auto& d) { d["ab"]["job"] = "another-job"; });
   }
   EXPECT_THROW(run(base, data("ab/candidate")), UsageError);
@@ -168,7 +180,8 @@ TEST(Comparison, BothInputsTheSameSideIsRefused) {
     run_fixtures("ab/baseline", "ab/baseline");
     FAIL() << "expected a refusal";
   } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("both inputs are its `baseline` side"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("both inputs are its `baseline` side"), std::string::npos)
+        << e.what();
   }
 }
 
@@ -176,7 +189,8 @@ TEST(Comparison, MissingRoundsAreNoted) {
   TempDir dir;
   const std::string cand = dir.make_dir("cand");
   for (int r = 0; r < 4; ++r) {  // rounds 4 and 5 never finished
-    edited(dir, "cand/" + std::to_string(r) + ".json", "ab/candidate/round-" + std::to_string(r) + ".json", [](auto&) {});
+    edited(dir, "cand/" + std::to_string(r) + ".json",
+           "ab/candidate/round-" + std::to_string(r) + ".json", [](auto&) {});
   }
   const Comparison c = run(data("ab/baseline"), cand);
   const CaseResult& wall = find(c, "hot", "engine", Metric::kWall);
@@ -201,20 +215,25 @@ TEST(Comparison, StoredBaselineWidensTheDefaultThresholdAndSaysSo) {
   EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kSame);  // 10 % < 25 %
   std::string notes;
   for (const auto& n : c.notes) notes += n + "\n";
-  EXPECT_NE(notes.find("stored baseline detected (hosts gpu-host-b vs gpu-host-a; days 2026-10-02 vs 2026-11-20)"),
-            std::string::npos) << notes;
+  EXPECT_NE(notes.find("stored baseline detected (hosts gpu-host-b vs gpu-host-a; days 2026-10-02 "
+                       "vs 2026-11-20)"),
+            std::string::npos)
+      << notes;
   EXPECT_NE(notes.find("the default is 25 %"), std::string::npos) << notes;
 
   CompareOptions explicit_stored;
   explicit_stored.baseline_kind = BaselineKind::kStored;
-  EXPECT_DOUBLE_EQ(run_fixtures("base.json", "slower.json", explicit_stored).thresholds.at(Metric::kWall), 0.25);
+  EXPECT_DOUBLE_EQ(
+      run_fixtures("base.json", "slower.json", explicit_stored).thresholds.at(Metric::kWall), 0.25);
   CompareOptions fresh;
   fresh.baseline_kind = BaselineKind::kFresh;
-  EXPECT_EQ(find(run_fixtures("stored.json", "slower.json", fresh), "hot", "engine", Metric::kWall).verdict,
+  EXPECT_EQ(find(run_fixtures("stored.json", "slower.json", fresh), "hot", "engine", Metric::kWall)
+                .verdict,
             Verdict::kSlower);
   CompareOptions given;
   given.threshold = 0.05;
-  EXPECT_DOUBLE_EQ(run_fixtures("stored.json", "slower.json", given).thresholds.at(Metric::kWall), 0.05);
+  EXPECT_DOUBLE_EQ(run_fixtures("stored.json", "slower.json", given).thresholds.at(Metric::kWall),
+                   0.05);
 }
 
 }  // namespace

@@ -2,23 +2,27 @@
 // copies of them for the cases a test needs once.
 #pragma once
 
-#include "temp_dir.h"
-
-#include <nlohmann/json.hpp>
-
 #include <fstream>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
+
+#include "temp_dir.h"
 
 namespace mtc::bench::compare::testing_support {
 
-inline std::string data(const std::string& name) { return std::string(MTC_COMPARE_DATA) + "/" + name; }
+inline std::string data(const std::string& name) {
+  return std::string(MTC_COMPARE_DATA) + "/" + name;
+}
 
-inline nlohmann::json load(const std::string& name) { return nlohmann::json::parse(std::ifstream(data(name))); }
+inline nlohmann::json load(const std::string& name) {
+  return nlohmann::json::parse(std::ifstream(data(name)));
+}
 
 // Writes data/`source` changed by `edit` to dir/`name`; returns its path.
 inline std::string edited(const mtc::bench::testing_support::TempDir& dir, const std::string& name,
-                          const std::string& source, const std::function<void(nlohmann::json&)>& edit) {
+                          const std::string& source,
+                          const std::function<void(nlohmann::json&)>& edit) {
   nlohmann::json doc = load(source);
   edit(doc);
   const std::string path = dir / name;

@@ -2,8 +2,6 @@
 // reports, what is refused, and the interval's coverage on simulated runs whose truth is known.
 #include "compare/in_process.h"
 
-#include "errors.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,10 +9,13 @@
 #include <random>
 #include <string>
 
+#include "errors.h"
+
 namespace mtc::bench::compare {
 namespace {
 
-CaseRecord record(const std::string& strategy, const std::string& pattern, std::vector<double> medians) {
+CaseRecord record(const std::string& strategy, const std::string& pattern,
+                  std::vector<double> medians) {
   CaseRecord c;
   c.key = CaseKey{"streampetr", "0123456789abcdef", pattern, "NVIDIA H200", "h2d", strategy, 0};
   c.status = "ok";
@@ -38,9 +39,11 @@ std::vector<double> scaled(const std::vector<double>& v, double factor) {
 }
 
 // Round medians that drift as a shared host would make them: both builds see the same factors.
-const std::vector<double> kHost{100e-6, 131e-6, 99e-6, 104e-6, 135e-6, 101e-6, 128e-6, 98e-6, 102e-6, 133e-6};
+const std::vector<double> kHost{100e-6, 131e-6, 99e-6, 104e-6, 135e-6,
+                                101e-6, 128e-6, 98e-6, 102e-6, 133e-6};
 // Small per-round disagreements between the two builds: +-0.5 %.
-const std::vector<double> kJitter{1.004, 0.996, 1.002, 0.998, 1.005, 0.995, 1.001, 0.999, 1.003, 0.997};
+const std::vector<double> kJitter{1.004, 0.996, 1.002, 0.998, 1.005,
+                                  0.995, 1.001, 0.999, 1.003, 0.997};
 
 std::vector<double> times(const std::vector<double>& a, const std::vector<double>& b) {
   std::vector<double> out;
@@ -51,9 +54,10 @@ std::vector<double> times(const std::vector<double>& a, const std::vector<double
 TEST(InProcess, TenPercentSlowerIsSlowerDespiteTheHostsDrift) {
   const auto base = kHost;
   const auto cand = scaled(times(kHost, kJitter), 1.10);
-  const Comparison c = compare_in_process({report({record("to", "hot", scaled(kHost, 40)), record("engine", "hot", cand),
-                                                   record("engine@base", "hot", base)})},
-                                          CompareOptions{});
+  const Comparison c = compare_in_process(
+      {report({record("to", "hot", scaled(kHost, 40)), record("engine", "hot", cand),
+               record("engine@base", "hot", base)})},
+      CompareOptions{});
   EXPECT_EQ(c.method, Method::kInProcess);
   ASSERT_EQ(c.cases.size(), 1u);  // `to` has no pair: context only
   const CaseResult& r = c.cases[0];
@@ -68,18 +72,20 @@ TEST(InProcess, TenPercentSlowerIsSlowerDespiteTheHostsDrift) {
 }
 
 TEST(InProcess, EqualBuildsAreSame) {
-  const Comparison c = compare_in_process(
-      {report({record("engine", "step", times(kHost, kJitter)), record("engine@base", "step", kHost)})}, {});
+  const Comparison c = compare_in_process({report({record("engine", "step", times(kHost, kJitter)),
+                                                   record("engine@base", "step", kHost)})},
+                                          {});
   ASSERT_EQ(c.cases.size(), 1u);
   EXPECT_EQ(c.cases[0].verdict, Verdict::kSame);
   EXPECT_EQ(exit_code_for(c, FailOn::kAny), 0);
 }
 
 TEST(InProcess, PairsWithTheLoadedCandidateBeforeTheLinkedEngine) {
-  const Comparison c = compare_in_process({report({record("engine", "hot", scaled(kHost, 0.98)),
-                                                   record("engine@cand", "hot", scaled(kHost, 1.10)),
-                                                   record("engine@base", "hot", kHost)})},
-                                          {});
+  const Comparison c =
+      compare_in_process({report({record("engine", "hot", scaled(kHost, 0.98)),
+                                  record("engine@cand", "hot", scaled(kHost, 1.10)),
+                                  record("engine@base", "hot", kHost)})},
+                         {});
   ASSERT_EQ(c.cases.size(), 1u);  // `engine` is context here
   EXPECT_EQ(c.cases[0].key.strategy, "engine@cand");
   EXPECT_EQ(c.cases[0].baseline_strategy, "engine@base");
@@ -90,8 +96,10 @@ TEST(InProcess, PoolsTheRoundsOfSeveralReports) {
   const std::vector<double> first(kHost.begin(), kHost.begin() + 2);
   const std::vector<double> second(kHost.begin() + 2, kHost.begin() + 4);
   const Comparison c = compare_in_process(
-      {report({record("engine", "hot", scaled(first, 1.05)), record("engine@base", "hot", first)}, "a.json"),
-       report({record("engine", "hot", scaled(second, 1.05)), record("engine@base", "hot", second)}, "b.json")},
+      {report({record("engine", "hot", scaled(first, 1.05)), record("engine@base", "hot", first)},
+              "a.json"),
+       report({record("engine", "hot", scaled(second, 1.05)), record("engine@base", "hot", second)},
+              "b.json")},
       {});
   ASSERT_EQ(c.cases.size(), 1u);
   EXPECT_EQ(c.cases[0].change.rounds, 4);
@@ -100,7 +108,8 @@ TEST(InProcess, PoolsTheRoundsOfSeveralReports) {
 
 // Per-step figures, where a report has them, decide each round's ratio: the two round medians
 // may disagree with them (a round whose host switched state mid-round), and are only shown.
-CaseRecord with_steps(CaseRecord c, const std::string& baseline, std::vector<std::optional<double>> logs) {
+CaseRecord with_steps(CaseRecord c, const std::string& baseline,
+                      std::vector<std::optional<double>> logs) {
   c.paired_baseline = baseline;
   c.paired_log_ratios = std::move(logs);
   return c;
@@ -123,27 +132,29 @@ TEST(InProcess, PerStepRatiosWinOverTheRoundMedians) {
 
 TEST(InProcess, RoundsWithoutStepsFallBackToTheirMediansAndSaySo) {
   const std::vector<double> base(kHost.begin(), kHost.begin() + 4);
-  const std::vector<std::optional<double>> partial{std::log(1.10), std::nullopt, std::log(1.10), std::log(1.10)};
+  const std::vector<std::optional<double>> partial{std::log(1.10), std::nullopt, std::log(1.10),
+                                                   std::log(1.10)};
   const Comparison c = compare_in_process(
       {report({with_steps(record("engine@cand", "hot", scaled(base, 1.10)), "engine@base", partial),
                record("engine@base", "hot", base)})},
       {});
   EXPECT_NEAR(c.cases.at(0).change.ratio, 1.10, 1e-9);
-  EXPECT_NE(c.cases[0].note.find("; 1 of 4 round(s) from the round medians (no per-step figures)"), std::string::npos)
+  EXPECT_NE(c.cases[0].note.find("; 1 of 4 round(s) from the round medians (no per-step figures)"),
+            std::string::npos)
       << c.cases[0].note;
   // Figures sampled against another baseline are not this pair's: the medians decide.
-  const Comparison other = compare_in_process(
-      {report({with_steps(record("engine@cand", "hot", scaled(base, 1.10)), "engine@old",
-                          {0.0, 0.0, 0.0, 0.0}),
-               record("engine@base", "hot", base)})},
-      {});
+  const Comparison other =
+      compare_in_process({report({with_steps(record("engine@cand", "hot", scaled(base, 1.10)),
+                                             "engine@old", {0.0, 0.0, 0.0, 0.0}),
+                                  record("engine@base", "hot", base)})},
+                         {});
   EXPECT_NEAR(other.cases.at(0).change.ratio, 1.10, 1e-9);
 }
 
 TEST(InProcess, FewRoundsAreUnsure) {
   const std::vector<double> two(kHost.begin(), kHost.begin() + 2);
-  const Comparison c =
-      compare_in_process({report({record("engine", "hot", scaled(two, 1.5)), record("engine@base", "hot", two)})}, {});
+  const Comparison c = compare_in_process(
+      {report({record("engine", "hot", scaled(two, 1.5)), record("engine@base", "hot", two)})}, {});
   ASSERT_EQ(c.cases.size(), 1u);
   EXPECT_EQ(c.cases[0].verdict, Verdict::kUnsure);
   EXPECT_EQ(c.cases[0].note, "2 round(s); a verdict needs 3");
@@ -158,7 +169,8 @@ TEST(InProcess, ListsWhatCannotBePaired) {
       {});
   EXPECT_TRUE(c.cases.empty());
   ASSERT_EQ(c.unmatched.size(), 2u);
-  EXPECT_NE(c.unmatched[0].reason.find("do not line up"), std::string::npos) << c.unmatched[0].reason;
+  EXPECT_NE(c.unmatched[0].reason.find("do not line up"), std::string::npos)
+      << c.unmatched[0].reason;
   EXPECT_EQ(c.unmatched[1].reason,
             "no successful `engine_no_pack@cand` or `engine_no_pack` in the same run to pair with");
   EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 2);
@@ -166,17 +178,18 @@ TEST(InProcess, ListsWhatCannotBePaired) {
 
 TEST(InProcess, RefusesReportsWithoutPairsAndCasesTwice) {
   EXPECT_THROW(compare_in_process({report({record("engine", "hot", kHost)})}, {}), UsageError);
-  EXPECT_THROW(compare_in_process({report({record("engine@base", "hot", kHost), record("engine@base", "hot", kHost)})},
-                                  {}),
-               UsageError);
+  EXPECT_THROW(
+      compare_in_process(
+          {report({record("engine@base", "hot", kHost), record("engine@base", "hot", kHost)})}, {}),
+      UsageError);
 }
 
 TEST(InProcess, GivenThresholdWins) {
   CompareOptions options;
   options.threshold = 0.15;
   const auto cand = scaled(times(kHost, kJitter), 1.10);
-  const Comparison c =
-      compare_in_process({report({record("engine", "hot", cand), record("engine@base", "hot", kHost)})}, options);
+  const Comparison c = compare_in_process(
+      {report({record("engine", "hot", cand), record("engine@base", "hot", kHost)})}, options);
   EXPECT_EQ(c.cases[0].verdict, Verdict::kSame);
 }
 
@@ -184,7 +197,8 @@ TEST(InProcess, GivenThresholdWins) {
 // speed is bimodal (fast, or 35 % slower) and may switch within a round, as the GPU host's CPUs
 // do; each sample has log-normal noise and an occasional 3x outlier. The candidate's true ratio
 // to the baseline is `truth`.
-Comparison simulated_job(std::mt19937_64& rng, double truth, int rounds, int samples, bool steps = false) {
+Comparison simulated_job(std::mt19937_64& rng, double truth, int rounds, int samples,
+                         bool steps = false) {
   std::bernoulli_distribution slow_state(0.5);
   std::bernoulli_distribution outlier(0.03);
   std::uniform_int_distribution<int> switch_at(0, 2 * samples);
@@ -256,9 +270,10 @@ TEST(InProcess, ProcessesThatDisagreeWidenTheInterval) {
   std::vector<ReportCases> reports;
   const std::vector<double> biases{1.015, 0.99, 1.01, 0.985};
   for (size_t p = 0; p < biases.size(); ++p) {
-    reports.push_back(report({record("engine@cand", "hot", scaled(times(kHost, kJitter), biases[p])),
-                              record("engine@base", "hot", kHost)},
-                             "run" + std::to_string(p) + ".json"));
+    reports.push_back(
+        report({record("engine@cand", "hot", scaled(times(kHost, kJitter), biases[p])),
+                record("engine@base", "hot", kHost)},
+               "run" + std::to_string(p) + ".json"));
   }
   const Comparison all = compare_in_process(reports, {});
   const Change& change = all.cases.at(0).change;
@@ -267,7 +282,8 @@ TEST(InProcess, ProcessesThatDisagreeWidenTheInterval) {
   EXPECT_TRUE(all.cases[0].note.empty()) << all.cases[0].note;
   const Comparison one = compare_in_process({reports[0]}, {});
   EXPECT_LT(one.cases.at(0).change.high, 1.025);  // the rounds alone: narrow, and off the truth
-  EXPECT_EQ(one.cases[0].note, "one process: its own code layout and thread placement are not in the interval");
+  EXPECT_EQ(one.cases[0].note,
+            "one process: its own code layout and thread placement are not in the interval");
 }
 
 TEST(InProcess, IntervalCoversTheTruthWithAProcessEffect) {
@@ -288,7 +304,8 @@ TEST(InProcess, IntervalCoversTheTruthWithAProcessEffect) {
         base.push_back(kHost[static_cast<size_t>(r)]);
         cand.push_back(kHost[static_cast<size_t>(r)] * 1.03 * b * std::exp(noise(rng)));
       }
-      reports.push_back(report({record("engine@cand", "step", cand), record("engine@base", "step", base)}));
+      reports.push_back(
+          report({record("engine@cand", "step", cand), record("engine@base", "step", base)}));
     }
     const Change c = compare_in_process(reports, {}).cases.at(0).change;
     covered += c.low <= 1.03 && 1.03 <= c.high ? 1 : 0;

@@ -1,9 +1,9 @@
 #include "compare/report_cases.h"
 
+#include <gtest/gtest.h>
+
 #include "errors.h"
 #include "fixtures.h"
-
-#include <gtest/gtest.h>
 
 namespace mtc::bench::compare {
 namespace {

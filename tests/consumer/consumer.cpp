@@ -2,15 +2,14 @@
 // when there is one, CPU to CPU otherwise. Exit code 0 when the copy is right. It also opens an
 // NVTX range of its own, which must stay on whether the engine's are compiled out or not, and
 // one in the engine's domain through mtc/nvtx.h, which compiles either way.
-#include <mtc/copier.h>
-#include <mtc/nvtx.h>
-#include <nvtx3/nvtx3.hpp>
-
 #include <ATen/ops/allclose.h>
 #include <ATen/ops/arange.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <mtc/copier.h>
+#include <mtc/nvtx.h>
 
 #include <iostream>
+#include <nvtx3/nvtx3.hpp>
 
 // -DMTC_ENABLE_NVTX=OFF compiles out the engine's ranges only: NVTX_DISABLE, which would also
 // compile out this program's, must not come with mtc::copier. Checked against such a build with
@@ -36,7 +35,8 @@ int main() {
       return 1;
     }
   }
-  std::cout << "consumer: copied " << batch.size() << " tensors to " << target << " with mtc::copier"
+  std::cout << "consumer: copied " << batch.size() << " tensors to " << target
+            << " with mtc::copier"
 #ifdef MTC_NVTX_DISABLE
             << " (the engine's NVTX ranges compiled out, this program's on)"
 #endif

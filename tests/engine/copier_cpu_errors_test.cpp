@@ -1,10 +1,5 @@
 // What the copier refuses and how it says so: bad options, targets and leaves, from start_copy
 // or from get(), naming the leaf. Runs without a GPU.
-#include "mtc/copier.h"
-
-#include "cpu_test_support.h"
-#include "structure_compare.h"
-
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
@@ -18,6 +13,10 @@
 
 #include <cstdint>
 #include <string>
+
+#include "cpu_test_support.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
 
 namespace {
 
@@ -58,7 +57,8 @@ TEST(CopierCpu, OptionsAreValidatedEvenWithoutTensors) {
 }
 
 TEST(CopierCpu, CudaTargetWithoutCudaThrows) {
-  if (c10::cuda::device_count() > 0) GTEST_SKIP() << "CUDA is available here: this test needs a machine without a GPU";
+  if (c10::cuda::device_count() > 0)
+    GTEST_SKIP() << "CUDA is available here: this test needs a machine without a GPU";
   const at::Tensor t = at::ones({4});
   expect_throws_with([&] { start_copy(t, c10::Device(c10::kCUDA, 0)); }, "no CUDA device");
   expect_throws_with([&] { start_copy(t, c10::Device(c10::kCUDA)); }, "no CUDA device");
@@ -96,7 +96,8 @@ TEST(CopierCpu, LeafOnAnUnsupportedDeviceThrows) {
 // A structure large enough to be walked in parts: a bad leaf deep in a later root element fails
 // the copy, and the message says which element (leaves are numbered within it).
 TEST(CopierCpu, LeafErrorInAWalkSplitInParts) {
-  c10::impl::GenericList root = mtc::test::list_of_lists(40, 20, [](int k) { return at::ones({k + 1}); });
+  c10::impl::GenericList root =
+      mtc::test::list_of_lists(40, 20, [](int k) { return at::ones({k + 1}); });
   c10::impl::GenericList bad = root.get(33).toList();
   bad.set(4, at::empty({3}, at::TensorOptions().device(c10::kMeta)));
   for (const bool background : {true, false}) {
@@ -109,7 +110,8 @@ TEST(CopierCpu, LeafErrorInAWalkSplitInParts) {
 // Two bad leaves in elements walked by different parts: the error reported is always the
 // earlier one, whichever part fails first in time.
 TEST(CopierCpu, SplitWalkReportsTheEarliestBadLeaf) {
-  c10::impl::GenericList root = mtc::test::list_of_lists(40, 20, [](int k) { return at::ones({k + 1}); });
+  c10::impl::GenericList root =
+      mtc::test::list_of_lists(40, 20, [](int k) { return at::ones({k + 1}); });
   const at::Tensor meta = at::empty({3}, at::TensorOptions().device(c10::kMeta));
   root.get(38).toList().set(0, meta);  // near the end: its part is the last
   root.get(12).toList().set(7, meta);

@@ -1,11 +1,5 @@
 // The copier's handles, and the threads a copy runs on: the caller's, the workers', or several
 // of them for a walk in parts. Runs without a GPU.
-#include "detail/worker_pool.h"
-#include "mtc/copier.h"
-
-#include "cpu_test_support.h"
-#include "structure_compare.h"
-
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/ops/from_blob.h>
@@ -22,6 +16,11 @@
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "cpu_test_support.h"
+#include "detail/worker_pool.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
 
 namespace {
 
@@ -63,7 +62,7 @@ TEST(CopierCpu, MovedHandles) {
 
   const at::Tensor u = at::zeros({4});
   CopyHandle c = start_copy(u, kCpu);
-  b = std::move(c);  // drops (waits for) b's copy, takes c's
+  b = std::move(c);         // drops (waits for) b's copy, takes c's
   EXPECT_FALSE(c.valid());  // NOLINT(bugprone-use-after-move)
   EXPECT_TRUE(b.get().toTensor().is_same(u));
   CopyHandle d;
@@ -99,13 +98,15 @@ TEST(CopierCpu, GetRunsTheCopyWhenNoWorkerHasStartedIt) {
     expect_same_structure_same_tensors(h.get(), in);
     done.store(true);
   });
-  for (int i = 0; i < 2000 && !done.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  for (int i = 0; i < 2000 && !done.load(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_TRUE(done.load()) << "get() waited for a worker";
   release.store(true);
   caller.join();
   // The task queued ahead of the copy still runs after the copy; it must be done before the
   // variables it uses go out of scope.
-  while (finished.load() < pool.size() + 1) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  while (finished.load() < pool.size() + 1)
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 TEST(CopierCpu, TheCopyIsDestroyedOnTheThreadThatDropsTheHandle) {
@@ -169,7 +170,8 @@ TEST(CopierCpu, SplitWalkIsCompleteWhicheverHelpersJoin) {
   // At least 200 copies; then more until one was split, for up to 20 s: on a loaded 2-core
   // machine the helpers often wake only after the copy's own thread has walked everything.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-  for (int round = 0; round < 200 || (most_threads < 2 && pool > 0 && std::chrono::steady_clock::now() < deadline);
+  for (int round = 0;
+       round < 200 || (most_threads < 2 && pool > 0 && std::chrono::steady_clock::now() < deadline);
        ++round) {
     if (round % 10 == 9) std::this_thread::sleep_for(std::chrono::milliseconds(2));
     CopyOptions options;

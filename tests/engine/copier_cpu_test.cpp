@@ -1,11 +1,5 @@
 // The copier's CPU->CPU path: every leaf is already on the target, so a copy gives the same
 // tensors in new containers, whatever the root and however wide or deep. Runs without a GPU.
-#include "detail/pinned_pool.h"
-#include "detail/structure.h"
-#include "mtc/copier.h"
-
-#include "cpu_test_support.h"
-
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
@@ -19,6 +13,11 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "cpu_test_support.h"
+#include "detail/pinned_pool.h"
+#include "detail/structure.h"
+#include "mtc/copier.h"
 
 namespace {
 
@@ -92,12 +91,14 @@ TEST(CopierCpu, ManyLeavesUnderEveryRootKind) {
   roots.push_back(c10::ivalue::Tuple::create(children));
   {
     c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
-    for (size_t i = 0; i < children.size(); ++i) d.insert(std::to_string(1000 - i) += "key", children[i]);
+    for (size_t i = 0; i < children.size(); ++i)
+      d.insert(std::to_string(1000 - i) += "key", children[i]);
     roots.push_back(d);
   }
   {
     c10::impl::GenericDict d(c10::IntType::get(), c10::AnyType::get());
-    for (size_t i = 0; i < children.size(); ++i) d.insert(static_cast<int64_t>(i) * 3 - 50, children[i]);
+    for (size_t i = 0; i < children.size(); ++i)
+      d.insert(static_cast<int64_t>(i) * 3 - 50, children[i]);
     roots.push_back(d);
   }
   {

@@ -253,15 +253,16 @@ at::Tensor pinned_view(const at::Tensor& t) {
   const auto bytes = static_cast<int64_t>(storage.nbytes());
   at::Tensor pinned = at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
   if (bytes > 0) std::memcpy(pinned.data_ptr(), storage.data(), static_cast<size_t>(bytes));
-  return at::empty({0}, t.options()).set_(pinned.storage(), t.storage_offset(), t.sizes(), t.strides());
+  return at::empty({0}, t.options())
+      .set_(pinned.storage(), t.storage_offset(), t.sizes(), t.strides());
 }
 
 // One case of a route: the structure of `seed`, placed as the route says, copied by the engine
 // and compared with per-tensor .to().
 void run_case(const Route& route, uint64_t seed, RouteTally& tally) {
-  SCOPED_TRACE(::testing::Message() << route.name << ", seed " << seed
-                                    << " (rerun alone: MTC_DIFFERENTIAL_SEED=" << seed
-                                    << " MTC_DIFFERENTIAL_CASES=1)");
+  SCOPED_TRACE(::testing::Message()
+               << route.name << ", seed " << seed << " (rerun alone: MTC_DIFFERENTIAL_SEED=" << seed
+               << " MTC_DIFFERENTIAL_CASES=1)");
   CaseGenerator generate(seed);
   const c10::IValue built = generate.structure();
   const CopyOptions options = generate.options();
@@ -296,7 +297,8 @@ RouteTally run_route(const Route& route, int64_t cases, uint64_t first_seed) {
     try {
       run_case(route, seed, tally);
     } catch (const std::exception& e) {
-      ADD_FAILURE() << route.name << ", seed " << seed << " (rerun alone: MTC_DIFFERENTIAL_SEED=" << seed
+      ADD_FAILURE() << route.name << ", seed " << seed
+                    << " (rerun alone: MTC_DIFFERENTIAL_SEED=" << seed
                     << " MTC_DIFFERENTIAL_CASES=1) threw: " << e.what();
     }
   }
@@ -324,8 +326,8 @@ TEST(CopierDifferential, RandomStructuresMatchPerTensorTo) {
     total += tallies[r].cases;
     if (all[r].name != "h2h") gpu_cases += tallies[r].cases;
   }
-  std::cout << "[          ] " << total << " cases (" << gpu_cases << " on GPU routes) in " << seconds
-            << " s, " << all.size() << " routes side by side\n";
+  std::cout << "[          ] " << total << " cases (" << gpu_cases << " on GPU routes) in "
+            << seconds << " s, " << all.size() << " routes side by side\n";
 }
 
 }  // namespace

@@ -7,8 +7,8 @@
 //  - the pinned pool exhausted by copies in flight together, under a limit;
 //  - in child processes: a device-side assert in work queued before the copy (it spoils the
 //    CUDA context for good), and the pool limit read from MTC_PINNED_POOL_LIMIT_BYTES.
-// A single tensor larger than the device is ErrorPropagationGpu's case (copier_gpu_handles_test.cpp).
-// Skipped without a CUDA device.
+// A single tensor larger than the device is ErrorPropagationGpu's case
+// (copier_gpu_handles_test.cpp). Skipped without a CUDA device.
 #include <ATen/core/List.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/index_select.h>
@@ -111,9 +111,8 @@ struct Route {
 };
 
 std::vector<Route> routes() {
-  std::vector<Route> out{{"h2d", kCpu, kCuda0},
-                         {"d2h", kCuda0, kCpu},
-                         {"d2h to pinned outputs", kCuda0, kCpu, true}};
+  std::vector<Route> out{
+      {"h2d", kCpu, kCuda0}, {"d2h", kCuda0, kCpu}, {"d2h to pinned outputs", kCuda0, kCpu, true}};
   if (c10::cuda::device_count() >= 2) out.push_back({"d2d", kCuda0, kCuda1});
   return out;
 }
@@ -181,7 +180,8 @@ TEST_F(GpuTest, FaultInjectedCudaErrorAtEachCallSurfacesFromGet) {
               ++surfaced;
             }
           }
-          if (threw) before.expect_unchanged("a copy whose CUDA call " + std::to_string(call) + " failed");
+          if (threw)
+            before.expect_unchanged("a copy whose CUDA call " + std::to_string(call) + " failed");
           if (::testing::Test::HasFailure()) return;
         }
         CudaFaultInjection::disarm();
@@ -209,7 +209,8 @@ TEST_F(GpuTest, FaultDeviceOutOfMemoryForAStructureLargerThanTheDevice) {
     SCOPED_TRACE(route.name);
     c10::impl::GenericList list(c10::AnyType::get());
     for (int i = 0; i < 40; ++i) list.push_back(random_tensor(at::kFloat, {100}, route.source));
-    for (int i = 0; i < 12; ++i) list.push_back(random_tensor(at::kFloat, {4 * kMiB}, route.source));
+    for (int i = 0; i < 12; ++i)
+      list.push_back(random_tensor(at::kFloat, {4 * kMiB}, route.source));
     const c10::DeviceIndex device = route.target.index();
     mtc::release_idle_pinned_memory();
     const HeldMemory before;
@@ -230,7 +231,8 @@ TEST_F(GpuTest, FaultDeviceOutOfMemoryForAStructureLargerThanTheDevice) {
         const double room = static_cast<double>(device_reserved(device) + 64 * kMiB);
         const ScopedMemoryFraction small_device(device, room / static_cast<double>(total_bytes));
         CopyHandle h;
-        ASSERT_NO_THROW(h = start_copy(list, route.target, options)) << "the failure belongs to get()";
+        ASSERT_NO_THROW(h = start_copy(list, route.target, options))
+            << "the failure belongs to get()";
         try {
           h.get();
           ADD_FAILURE() << "get() returned although the outputs do not fit";
@@ -271,7 +273,8 @@ TEST_F(GpuTest, FaultPinnedPoolExhaustedByCopiesInFlight) {
           expect_structure_copy(h.get(), batch, route.target);
         } catch (const c10::Error& e) {
           ++failed;
-          EXPECT_NE(message_of(e).find("limit of 524288 bytes"), std::string::npos) << message_of(e);
+          EXPECT_NE(message_of(e).find("limit of 524288 bytes"), std::string::npos)
+              << message_of(e);
         }
       }
       EXPECT_LE(mtc::pinned_pool_stats().peak_reserved_bytes, kLimit);
@@ -320,7 +323,8 @@ TEST(CopierFaultGpuDeathTest, DeviceSideAssertBeforeACopySurfacesFromGet) {
             code = kReturned;
           } catch (const c10::Error& e) {
             const std::string message = message_of(e);
-            std::fprintf(stderr, "copy %s: %s\n", to_host ? "to the host" : "to the GPU", message.c_str());
+            std::fprintf(stderr, "copy %s: %s\n", to_host ? "to the host" : "to the GPU",
+                         message.c_str());
             if (message.find("device-side assert") == std::string::npos) code = kWrongError;
           }
         }

@@ -1,10 +1,5 @@
 // The copier on a GPU, handles and errors: what get() and ready() say, and what a dropped or
 // failed copy leaves behind. Every test skips (with the reason shown) without a CUDA device.
-#include "detail/structure.h"
-#include "mtc/copier.h"
-
-#include "gpu_test_support.h"
-
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/cuda/Sleep.h>
@@ -22,6 +17,10 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+
+#include "detail/structure.h"
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
 
 namespace {
 
@@ -90,7 +89,8 @@ TEST_P(HandleLifetimeGpu, DestroyingAHandleMidCopy) {
   options.use_background_thread = GetParam();
   const at::Tensor big = at::arange(64 * kMiB, at::kFloat);  // 256 MiB, pageable
   c10::impl::GenericList many(c10::AnyType::get());
-  for (int i = 0; i < 64; ++i) many.push_back(at::full({kMiB}, static_cast<float>(i)));  // 64 x 4 MiB
+  for (int i = 0; i < 64; ++i)
+    many.push_back(at::full({kMiB}, static_cast<float>(i)));  // 64 x 4 MiB
   for (int i = 0; i < 64; ++i) many.push_back(at::full({100}, static_cast<float>(i)));
   const c10::IValue big_on_gpu = to_device(big, kCuda0);
   const int64_t baseline = pinned_in_use();

@@ -1,10 +1,5 @@
 // The copier on a GPU, layouts: packed outputs aligned as promised, strided and math-bit views,
 // pinned inputs, leaves already on the target. Skipped (reason shown) without a CUDA device.
-#include "mtc/copier.h"
-
-#include "gpu_test_support.h"
-#include "structure_compare.h"
-
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
@@ -14,6 +9,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
 
 namespace {
 
@@ -40,11 +39,13 @@ TEST_F(GpuTest, PackedOutputsAreAlignedAsPromised) {
   for (const int64_t alignment : {1, 2, 16, 64, 256, 512, 1024, 4096}) {
     for (const c10::Device& source : {kCpu, kCuda0}) {
       const c10::Device target = source.is_cpu() ? kCuda0 : kCpu;
-      SCOPED_TRACE(::testing::Message() << source << " -> " << target << ", alignment " << alignment);
+      SCOPED_TRACE(::testing::Message()
+                   << source << " -> " << target << ", alignment " << alignment);
       c10::impl::GenericList list(c10::AnyType::get());
       int64_t count = 1;
       for (int round = 0; round < 2; ++round)
-        for (const at::ScalarType dtype : all_dtypes()) list.push_back(random_tensor(dtype, {count++ % 9 + 1}, source));
+        for (const at::ScalarType dtype : all_dtypes())
+          list.push_back(random_tensor(dtype, {count++ % 9 + 1}, source));
       CopyOptions options;
       options.min_packed_alignment_bytes = alignment;
       CopyHandle h = start_copy(list, target, options);
@@ -67,7 +68,8 @@ TEST_F(GpuTest, NonPowerOfTwoAlignmentIsRejectedOrCorrect) {
   for (const int64_t alignment : {3, 12, 24, 100}) {
     for (const c10::Device& source : {kCpu, kCuda0}) {
       const c10::Device target = source.is_cpu() ? kCuda0 : kCpu;
-      SCOPED_TRACE(::testing::Message() << source << " -> " << target << ", alignment " << alignment);
+      SCOPED_TRACE(::testing::Message()
+                   << source << " -> " << target << ", alignment " << alignment);
       c10::impl::GenericList list(c10::AnyType::get());
       list.push_back(random_tensor(at::kByte, {1}, source));
       list.push_back(random_tensor(at::kComplexDouble, {2}, source));
@@ -87,7 +89,9 @@ TEST_F(GpuTest, NonPowerOfTwoAlignmentIsRejectedOrCorrect) {
       const c10::IValue out = h.get();
       expect_structure_copy(out, list, target);
       for (const at::Tensor& t : tensors_of(out))
-        EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % static_cast<uintptr_t>(t.element_size()), 0u)
+        EXPECT_EQ(
+            reinterpret_cast<uintptr_t>(t.data_ptr()) % static_cast<uintptr_t>(t.element_size()),
+            0u)
             << c10::toString(t.scalar_type()) << " output not aligned to its element size";
     }
   }
@@ -101,13 +105,16 @@ TEST_F(GpuTest, NonContiguousInputsKeepShapeAndValues) {
     const at::Tensor base = random_tensor(at::kFloat, {300, 500}, source);
     d.insert(std::string("transposed"), base.t());
     d.insert(std::string("transposed_small"), random_tensor(at::kDouble, {3, 4}, source).t());
-    d.insert(std::string("permuted_4d"), random_tensor(at::kHalf, {2, 3, 4, 5}, source).permute({0, 2, 3, 1}));
+    d.insert(std::string("permuted_4d"),
+             random_tensor(at::kHalf, {2, 3, 4, 5}, source).permute({0, 2, 3, 1}));
     d.insert(std::string("rows_step_2"), base.slice(0, 0, 300, 2));
-    d.insert(std::string("cols_step_3_small"), random_tensor(at::kInt, {4, 9}, source).slice(1, 0, 9, 3));
+    d.insert(std::string("cols_step_3_small"),
+             random_tensor(at::kInt, {4, 9}, source).slice(1, 0, 9, 3));
     d.insert(std::string("column"), base.select(1, 7));
     d.insert(std::string("expanded"), random_tensor(at::kLong, {1, 5}, source).expand({1000, 5}));
     d.insert(std::string("narrowed"), base.narrow(0, 100, 3));  // contiguous, storage offset
-    d.insert(std::string("complex_transposed"), random_tensor(at::kComplexFloat, {6, 2}, source).t());
+    d.insert(std::string("complex_transposed"),
+             random_tensor(at::kComplexFloat, {6, 2}, source).t());
     CopyHandle h = start_copy(d, target);
     const c10::IValue out = h.get();
     expect_structure_copy(out, d, target);
@@ -138,8 +145,8 @@ TEST_F(GpuTest, ConjugateAndNegativeViewsCopyTheirValues) {
       const at::Tensor o = out.get(i).toTensor();
       const at::Tensor in = list.get(i).toTensor();
       EXPECT_TRUE(bytes_of(o) == bytes_of(in))
-          << "leaf " << i << " (input conj " << in.is_conj() << ", neg " << in.is_neg() << ", output conj "
-          << o.is_conj() << ", neg " << o.is_neg() << "): the values differ";
+          << "leaf " << i << " (input conj " << in.is_conj() << ", neg " << in.is_neg()
+          << ", output conj " << o.is_conj() << ", neg " << o.is_neg() << "): the values differ";
     }
   }
 }

@@ -1,10 +1,5 @@
 // The copier across two GPUs: device to device, sources on several devices, both devices' streams.
 // Every test skips (with the reason shown) on a machine with fewer than two CUDA devices.
-#include "mtc/copier.h"
-
-#include "gpu_test_support.h"
-#include "structure_compare.h"
-
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/cuda/Sleep.h>
@@ -17,6 +12,10 @@
 
 #include <cstdint>
 #include <vector>
+
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
 
 namespace {
 
@@ -70,7 +69,8 @@ TEST_F(MultiGpuTest, ConjugateAndNegativeViewsAcrossGpus) {
   const c10::impl::GenericList list = math_bit_views(kCuda1);
   const auto out = start_copy(list, kCuda0).get().toList();
   for (size_t i = 0; i < list.size(); ++i)
-    EXPECT_TRUE(bytes_of(out.get(i).toTensor()) == bytes_of(list.get(i).toTensor())) << "leaf " << i;
+    EXPECT_TRUE(bytes_of(out.get(i).toTensor()) == bytes_of(list.get(i).toTensor()))
+        << "leaf " << i;
 }
 
 TEST_F(MultiGpuTest, HostToSecondGpuAndBack) {
@@ -114,7 +114,8 @@ TEST_F(MultiGpuTest, DeviceToDeviceOrderingOnNonDefaultStreams) {
   const c10::cuda::CUDAStream s0 = c10::cuda::getStreamFromPool(false, 0);
   const c10::cuda::CUDAStreamGuard g1(s1);
   at::cuda::sleep(kSleepCycles);  // on cuda:1's current stream
-  for (size_t i = 0; i < list.size(); ++i) list.get(i).toTensor().fill_(static_cast<int64_t>(i + 5));
+  for (size_t i = 0; i < list.size(); ++i)
+    list.get(i).toTensor().fill_(static_cast<int64_t>(i + 5));
   const c10::cuda::CUDAStreamGuard g0(s0);  // cuda:0 current, its current stream s0
   at::cuda::sleep(kSleepCycles / 4);        // the target's stream is busy too
   CopyHandle h = start_copy(list, kCuda0);
@@ -123,7 +124,8 @@ TEST_F(MultiGpuTest, DeviceToDeviceOrderingOnNonDefaultStreams) {
     at::Tensor o = out.get(i).toTensor();
     ASSERT_EQ(o.device(), kCuda0);
     o.add_(1);  // consumer on cuda:0's current stream
-    const at::Tensor expected = at::full(o.sizes(), static_cast<int64_t>(i + 6), o.options().device(kCpu));
+    const at::Tensor expected =
+        at::full(o.sizes(), static_cast<int64_t>(i + 6), o.options().device(kCpu));
     EXPECT_TRUE(bytes_of(o) == bytes_of(expected)) << "leaf " << i;
   }
 }

@@ -1,11 +1,5 @@
 // The copier on a GPU under every combination of its options, and the pinned staging it takes.
 // Every test skips (with the reason shown) without a CUDA device.
-#include "detail/pinned_pool.h"
-#include "mtc/copier.h"
-
-#include "gpu_test_support.h"
-#include "structure_compare.h"
-
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
 #include <gtest/gtest.h>
@@ -14,6 +8,11 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include "detail/pinned_pool.h"
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
 
 namespace {
 
@@ -88,7 +87,8 @@ TEST_P(OptionCombinationsGpu, CopiesTheMixedBatch) {
   }
 }
 
-std::string option_combination_name(const ::testing::TestParamInfo<OptionCombinationsGpu::ParamType>& param_info) {
+std::string option_combination_name(
+    const ::testing::TestParamInfo<OptionCombinationsGpu::ParamType>& param_info) {
   const auto& [pinned, pack, background, direction] = param_info.param;
   return std::string(direction == Direction::kHostToDevice ? "H2D" : "D2H") +
          (pinned ? "_pinned" : "_pageable") + (pack ? "_packed" : "_unpacked") +

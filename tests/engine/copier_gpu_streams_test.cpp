@@ -1,10 +1,5 @@
 // The copier on a GPU and the caller's streams: copies ordered after the work queued before them.
 // Every test skips (with the reason shown) without a CUDA device.
-#include "mtc/copier.h"
-
-#include "gpu_test_support.h"
-#include "structure_compare.h"
-
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/cuda/Sleep.h>
@@ -22,6 +17,10 @@
 #include <tuple>
 #include <vector>
 
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
+
 namespace {
 
 using mtc::CopyHandle;
@@ -37,7 +36,8 @@ using mtc::test::map_tensors;
 using mtc::test::reference_batch;
 using mtc::test::tensors_of;
 
-class StreamOrderingGpu : public GpuTest, public ::testing::WithParamInterface<std::tuple<bool, bool>> {};
+class StreamOrderingGpu : public GpuTest,
+                          public ::testing::WithParamInterface<std::tuple<bool, bool>> {};
 
 // Device -> host on a non-default stream: a kernel queued (behind a long sleep) before
 // start_copy writes the inputs; the copy must see the written values.
@@ -51,8 +51,9 @@ TEST_P(StreamOrderingGpu, DeviceToHostSeesWorkQueuedBeforeStartCopy) {
   list.push_back(at::zeros({5, 3}, at::TensorOptions().dtype(at::kLong).device(kCuda0)));
   list.push_back(at::zeros({3 * kMiB}, at::TensorOptions().dtype(at::kFloat).device(kCuda0)));
   const auto doubles = at::TensorOptions().dtype(at::kDouble).device(kCuda0);
-  list.push_back(at::zeros({400, 300}, doubles).slice(0, 0, 400, 2));  // non-dense: made contiguous on the stream
-  list.push_back(at::zeros({100, 50}, doubles).t());                  // dense, not contiguous
+  list.push_back(at::zeros({400, 300}, doubles)
+                     .slice(0, 0, 400, 2));           // non-dense: made contiguous on the stream
+  list.push_back(at::zeros({100, 50}, doubles).t());  // dense, not contiguous
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
 
   const c10::cuda::CUDAStream stream = c10::cuda::getStreamFromPool(false, 0);
@@ -70,7 +71,8 @@ TEST_P(StreamOrderingGpu, DeviceToHostSeesWorkQueuedBeforeStartCopy) {
     const at::Tensor o = out.get(i).toTensor();
     ASSERT_TRUE(o.is_cpu());
     const at::Tensor expected = at::full(o.sizes(), static_cast<double>(i + 3), o.options());
-    EXPECT_TRUE(bytes_of(o) == bytes_of(expected)) << "leaf " << i << " copied before it was written";
+    EXPECT_TRUE(bytes_of(o) == bytes_of(expected))
+        << "leaf " << i << " copied before it was written";
   }
 }
 
@@ -108,13 +110,15 @@ TEST_P(StreamOrderingGpu, HostToDeviceRunsOnTheCurrentStream) {
   }
 }
 
-std::string stream_ordering_name(const ::testing::TestParamInfo<StreamOrderingGpu::ParamType>& param_info) {
+std::string stream_ordering_name(
+    const ::testing::TestParamInfo<StreamOrderingGpu::ParamType>& param_info) {
   return std::string(std::get<0>(param_info.param) ? "background" : "inline") +
          (std::get<1>(param_info.param) ? "_pinned" : "_pageable");
 }
 
 INSTANTIATE_TEST_SUITE_P(BackgroundAndStaging, StreamOrderingGpu,
-                         ::testing::Combine(::testing::Bool(), ::testing::Bool()), stream_ordering_name);
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()),
+                         stream_ordering_name);
 
 TEST_F(GpuTest, ConcurrentCopiesOnSeparateStreams) {
   constexpr int kThreads = 4;

@@ -1,13 +1,5 @@
 // The copier on a GPU, values and packing: every dtype arrives bit for bit both ways, packed into
 // the chunks the options promise. Every test skips (with the reason shown) without a CUDA device.
-#include "detail/copy_job.h"
-#include "detail/pinned_pool.h"
-#include "detail/worker_pool.h"
-#include "mtc/copier.h"
-
-#include "gpu_test_support.h"
-#include "structure_compare.h"
-
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/ops/empty.h>
@@ -18,6 +10,13 @@
 #include <limits>
 #include <set>
 #include <vector>
+
+#include "detail/copy_job.h"
+#include "detail/pinned_pool.h"
+#include "detail/worker_pool.h"
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
 
 namespace {
 
@@ -96,7 +95,8 @@ TEST_F(GpuTest, MixedDtypesShareOneChunk) {
     // Odd element counts so each tensor ends off any alignment boundary.
     int64_t count = 1;
     for (int round = 0; round < 3; ++round)
-      for (const at::ScalarType dtype : all_dtypes()) list.push_back(random_tensor(dtype, {count++ % 7 + 1}, source));
+      for (const at::ScalarType dtype : all_dtypes())
+        list.push_back(random_tensor(dtype, {count++ % 7 + 1}, source));
     CopyHandle h = start_copy(list, target);
     const c10::IValue out = h.get();
     expect_structure_copy(out, list, target);
@@ -107,7 +107,8 @@ TEST_F(GpuTest, MixedDtypesShareOneChunk) {
     const std::vector<at::Tensor> outs = tensors_of(out);
     EXPECT_EQ(storages_of(outs).size(), 1u) << "one chunk: every output is a view of one storage";
     for (const at::Tensor& t : outs)
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % std::max<int64_t>(16, t.element_size()), 0u);
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % std::max<int64_t>(16, t.element_size()),
+                0u);
   }
 }
 
@@ -121,7 +122,7 @@ TEST_F(GpuTest, ReferenceBatchHostToDevicePacksIntoOneChunkPerPart) {
   for (const bool split : {false, true}) {
     SCOPED_TRACE(split ? "walk in parts" : "walk on one thread");
     mtc::detail::set_parallel_walk(split ? mtc::detail::kDefaultParallelWalkLeaves
-                                                : std::numeric_limits<int64_t>::max());
+                                         : std::numeric_limits<int64_t>::max());
     CopyHandle h = start_copy(in, kCuda0);
     const c10::IValue out = h.get();
     mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
@@ -211,10 +212,11 @@ TEST_F(GpuTest, The256KiBPackingBoundary) {
     const c10::Device target = source.is_cpu() ? kCuda0 : kCpu;
     SCOPED_TRACE(source.str() + " -> " + target.str());
     c10::impl::GenericList list(c10::AnyType::get());
-    list.push_back(random_tensor(at::kByte, {1}, source));                       // 1 B: packed
-    list.push_back(random_tensor(at::kFloat, {64 * 1024}, source));              // 256 KiB: packed
-    list.push_back(random_tensor(at::kByte, {256 * 1024 + 1}, source));          // 256 KiB + 1: not
-    list.push_back(random_tensor(at::kComplexDouble, {16 * 1024 + 1}, source));  // 256 KiB + 16: not
+    list.push_back(random_tensor(at::kByte, {1}, source));               // 1 B: packed
+    list.push_back(random_tensor(at::kFloat, {64 * 1024}, source));      // 256 KiB: packed
+    list.push_back(random_tensor(at::kByte, {256 * 1024 + 1}, source));  // 256 KiB + 1: not
+    list.push_back(
+        random_tensor(at::kComplexDouble, {16 * 1024 + 1}, source));  // 256 KiB + 16: not
     CopyHandle h = start_copy(list, target);
     expect_structure_copy(h.get(), list, target);
     const CopyStats s = h.stats();

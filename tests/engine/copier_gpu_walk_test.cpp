@@ -1,11 +1,5 @@
 // The copier on a GPU with structures large enough to be walked in parts by several threads.
 // Every test skips (with the reason shown) without a CUDA device.
-#include "detail/worker_pool.h"
-#include "mtc/copier.h"
-
-#include "gpu_test_support.h"
-#include "structure_compare.h"
-
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
@@ -18,6 +12,11 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "detail/worker_pool.h"
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
 
 namespace {
 
@@ -40,9 +39,9 @@ using mtc::test::to_device;
 using mtc::test::total_bytes;
 
 // A structure whose first root element suggests many leaves is walked by several threads, each
-// taking root elements in turn and packing into a chunk of its own. Packed, deferred (non-contiguous, over
-// 256 KiB, zero-size) and reused leaves, nested and directly under the root, of every root kind,
-// must all land where they belong.
+// taking root elements in turn and packing into a chunk of its own. Packed, deferred
+// (non-contiguous, over 256 KiB, zero-size) and reused leaves, nested and directly under the root,
+// of every root kind, must all land where they belong.
 TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
   constexpr int kElements = 64;
   auto element = [](int i) -> c10::IValue {
@@ -76,7 +75,8 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
   roots.push_back(c10::ivalue::Tuple::create(elements));
   {
     c10::impl::GenericDict d(c10::StringType::get(), c10::AnyType::get());
-    for (size_t i = 0; i < elements.size(); ++i) d.insert(std::to_string(elements.size() - i) += "k", elements[i]);
+    for (size_t i = 0; i < elements.size(); ++i)
+      d.insert(std::to_string(elements.size() - i) += "k", elements[i]);
     roots.push_back(d);
   }
   const bool parallel = mtc::detail::WorkerPool::instance().size() > 0;
@@ -126,7 +126,8 @@ TEST_F(GpuTest, LeafErrorInAWalkSplitInPartsReleasesEverything) {
       h.get();
       ADD_FAILURE() << "no exception";
     } catch (const c10::Error& e) {
-      EXPECT_NE(std::string(e.what()).find("tensor leaf 2 of root element 37"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("tensor leaf 2 of root element 37"), std::string::npos)
+          << e.what();
     }
   }
 }
@@ -140,11 +141,15 @@ TEST_F(GpuTest, OutputsFollowTheCallersInferenceMode) {
   for (const c10::Device& source : {kCpu, kCuda0}) {
     const c10::Device target = source.is_cpu() ? kCuda0 : kCpu;
     const c10::IValue small = mixed_batch(source);
-    const c10::IValue large = source.is_cpu() ? c10::IValue(big) : map_tensors(big, [](const at::Tensor& t) { return to_device(t, kCuda0); });
+    const c10::IValue large =
+        source.is_cpu()
+            ? c10::IValue(big)
+            : map_tensors(big, [](const at::Tensor& t) { return to_device(t, kCuda0); });
     for (const c10::IValue* in : {&small, &large}) {
       for (const bool inference : {true, false}) {
-        SCOPED_TRACE(::testing::Message() << source << " -> " << target << (in == &small ? ", mixed" : ", large")
-                                          << (inference ? ", in InferenceMode" : ""));
+        SCOPED_TRACE(::testing::Message()
+                     << source << " -> " << target << (in == &small ? ", mixed" : ", large")
+                     << (inference ? ", in InferenceMode" : ""));
         c10::IValue out;
         {
           c10::InferenceMode guard(inference);

@@ -78,10 +78,14 @@ enum class Failure { kNone, kInvalidOption, kUnsupportedLeaf, kDeviceOutOfMemory
 
 const char* fragment_of(Failure f) {
   switch (f) {
-    case Failure::kInvalidOption: return "min_packed_alignment_bytes";
-    case Failure::kUnsupportedLeaf: return "layout";
-    case Failure::kDeviceOutOfMemory: return "out of memory";
-    default: return "";
+    case Failure::kInvalidOption:
+      return "min_packed_alignment_bytes";
+    case Failure::kUnsupportedLeaf:
+      return "layout";
+    case Failure::kDeviceOutOfMemory:
+      return "out of memory";
+    default:
+      return "";
   }
 }
 
@@ -124,19 +128,24 @@ class Soak {
   Soak() {
     const int gpus = std::min<int>(c10::cuda::device_count(), 2);
     devices_.push_back(kCpu);
-    for (int d = 0; d < gpus; ++d) devices_.emplace_back(c10::kCUDA, static_cast<c10::DeviceIndex>(d));
+    for (int d = 0; d < gpus; ++d)
+      devices_.emplace_back(c10::kCUDA, static_cast<c10::DeviceIndex>(d));
     for (const c10::Device& device : devices_) {
       for (const bool mixed : {false, true}) {
-        const c10::IValue cpu = mixed ? mtc::test::mixed_batch(kCpu) : mtc::test::reference_batch(kCpu);
-        inputs_.push_back({device.is_cpu() ? cpu : mtc::test::map_tensors(cpu, [&](const at::Tensor& t) {
-                             return mtc::test::to_device(t, device);
-                           }),
-                           device, fingerprint(cpu)});
+        const c10::IValue cpu =
+            mixed ? mtc::test::mixed_batch(kCpu) : mtc::test::reference_batch(kCpu);
+        inputs_.push_back(
+            {device.is_cpu()
+                 ? cpu
+                 : mtc::test::map_tensors(
+                       cpu, [&](const at::Tensor& t) { return mtc::test::to_device(t, device); }),
+             device, fingerprint(cpu)});
       }
       c10::impl::GenericList bad(c10::AnyType::get());
       bad.push_back(at::ones({3}, at::TensorOptions().device(device)));
-      bad.push_back(at::sparse_coo_tensor(at::zeros({1, 2}, at::TensorOptions(at::kLong).device(device)),
-                                          at::ones({2}, at::TensorOptions().device(device)), {4}));
+      bad.push_back(
+          at::sparse_coo_tensor(at::zeros({1, 2}, at::TensorOptions(at::kLong).device(device)),
+                                at::ones({2}, at::TensorOptions().device(device)), {4}));
       unsupported_.push_back(bad);
     }
     // A dense CPU tensor that claims 4 TiB over 16 bytes: its device allocation fails before
@@ -154,7 +163,8 @@ class Soak {
     std::mt19937_64 rng(seed * 1000003 + static_cast<uint64_t>(index));
     // Odd threads copy on a stream of their own, even ones on the default stream.
     std::optional<c10::cuda::CUDAStreamGuard> stream;
-    if (devices_.size() > 1 && index % 2 == 1) stream.emplace(c10::cuda::getStreamFromPool(false, 0));
+    if (devices_.size() > 1 && index % 2 == 1)
+      stream.emplace(c10::cuda::getStreamFromPool(false, 0));
     const size_t window = 1 + rng() % 16;
     std::deque<Pending> own;
     for (int64_t i = 0; i < copies && !::testing::Test::HasFailure(); ++i) {
@@ -282,11 +292,12 @@ class Soak {
   }
 
   void verify(const c10::IValue& out, const Input& in, const c10::Device& target) {
-    mtc::test::expect_same_structure(out, in.data, [&](const at::Tensor& o, const at::Tensor& i, size_t) {
-      if (!i.defined()) return;
-      EXPECT_EQ(o.device(), target);
-      EXPECT_EQ(o.sizes(), i.sizes());
-    });
+    mtc::test::expect_same_structure(out, in.data,
+                                     [&](const at::Tensor& o, const at::Tensor& i, size_t) {
+                                       if (!i.defined()) return;
+                                       EXPECT_EQ(o.device(), target);
+                                       EXPECT_EQ(o.sizes(), i.sizes());
+                                     });
     const at::Tensor got = fingerprint(out);
     ASSERT_EQ(got.numel(), in.expected.numel());
     EXPECT_EQ(std::memcmp(got.const_data_ptr(), in.expected.const_data_ptr(), got.nbytes()), 0)
@@ -323,7 +334,8 @@ TEST(CopierSoak, ThreadsOfMixedCopiesWithDroppedHandlesAndFailures) {
     for (std::thread& t : threads) t.join();
     for (Mailbox& box : mailboxes) soak.drain(box);  // get() on yet another thread
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(tally.failures_seen.load(), tally.failures_expected.load());
   EXPECT_EQ(tally.in_flight.load(), 0);
 
@@ -338,13 +350,13 @@ TEST(CopierSoak, ThreadsOfMixedCopiesWithDroppedHandlesAndFailures) {
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     EXPECT_EQ(mtc::test::pinned_in_use(), pinned_before) << "pinned staging still held";
   }
-  std::cout << "[          ] soak: " << kThreads << " threads x " << copies << " copies = "
-            << tally.issued << " copies in " << seconds << " s ("
+  std::cout << "[          ] soak: " << kThreads << " threads x " << copies
+            << " copies = " << tally.issued << " copies in " << seconds << " s ("
             << static_cast<double>(tally.issued) / seconds << " copies/s); routes h2h "
             << tally.by_route[0] << ", h2d " << tally.by_route[1] << ", d2h " << tally.by_route[2]
-            << ", d2d " << tally.by_route[3] << "; verified " << tally.verified << ", dropped unfinished "
-            << tally.dropped << ", collected by another thread " << tally.cross_thread
-            << ", through ready() " << tally.polled << "; failures expected "
+            << ", d2d " << tally.by_route[3] << "; verified " << tally.verified
+            << ", dropped unfinished " << tally.dropped << ", collected by another thread "
+            << tally.cross_thread << ", through ready() " << tally.polled << "; failures expected "
             << tally.failures_expected << ", seen " << tally.failures_seen << "; at most "
             << tally.most_in_flight << " in flight\n";
 }

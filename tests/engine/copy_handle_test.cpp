@@ -1,14 +1,13 @@
 // CopyHandle's take_result() and wait(), the pair a binding uses to wrap the outputs while the
 // device works: on the CPU, and host to device where there is a GPU.
-#include "mtc/copier.h"
-
-#include "gpu_test_support.h"
-
 #include <ATen/core/List.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
+
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
 
 namespace {
 

@@ -25,8 +25,8 @@ void expect_throws_with(const std::function<void()>& fn, const std::string& frag
 
 // The copy of `data` fails with a c10::Error mentioning `fragment`: thrown by start_copy, or
 // (the structure is walked on the worker) rethrown by get() and by ready().
-void expect_copy_fails(const c10::IValue& data, const c10::Device& device, const CopyOptions& options,
-                       const std::string& fragment) {
+void expect_copy_fails(const c10::IValue& data, const c10::Device& device,
+                       const CopyOptions& options, const std::string& fragment) {
   CopyHandle h;
   try {
     h = start_copy(data, device, options);
@@ -55,8 +55,8 @@ c10::IValue mixed_batch(std::vector<at::Tensor>& tensors) {
   by_int.insert(int64_t{3}, add(at::arange(6, at::kDouble).reshape({2, 3}).t()));  // transposed
   by_int.insert(int64_t{1}, std::string("label"));
   c10::List<at::Tensor> typed;
-  typed.push_back(add(at::zeros({0}, at::kFloat)));                    // zero-size
-  typed.push_back(add(at::arange(1 << 18, at::kInt)));                 // 1 MiB
+  typed.push_back(add(at::zeros({0}, at::kFloat)));                     // zero-size
+  typed.push_back(add(at::arange(1 << 18, at::kInt)));                  // 1 MiB
   typed.push_back(add(at::arange(20, at::kShort).slice(0, 0, 20, 3)));  // strided
   c10::impl::GenericList list(c10::AnyType::get());
   list.push_back(cam);

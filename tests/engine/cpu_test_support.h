@@ -19,8 +19,8 @@ namespace mtc::test {
 void expect_throws_with(const std::function<void()>& fn, const std::string& fragment);
 // The copy of `data` fails with a c10::Error mentioning `fragment`: thrown by start_copy, or
 // (the structure is walked on the worker) rethrown by get() and by ready().
-void expect_copy_fails(const c10::IValue& data, const c10::Device& device, const CopyOptions& options,
-                       const std::string& fragment);
+void expect_copy_fails(const c10::IValue& data, const c10::Device& device,
+                       const CopyOptions& options, const std::string& fragment);
 // A batch of every container kind and passthrough leaf, with tensors of several dtypes,
 // layouts and sizes. `tensors` receives its tensor leaves in order.
 c10::IValue mixed_batch(std::vector<at::Tensor>& tensors);

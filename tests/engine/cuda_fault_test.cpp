@@ -1,6 +1,8 @@
 // The fault-injection seam of MTC_CUDA_CHECK (cuda_fault.h): the armed call fails once, with the
 // chosen error, without being made; every other call runs. No GPU needed: the checked
 // expressions here only count how often they run.
+#include "detail/cuda_fault.h"
+
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
@@ -10,7 +12,6 @@
 #include <vector>
 
 #include "detail/cuda_check.h"
-#include "detail/cuda_fault.h"
 
 namespace {
 
@@ -34,7 +35,8 @@ TEST(CudaFaultInjection, TheArmedCallFailsOnceWithoutBeingMade) {
       ++failures;
       EXPECT_EQ(i, 2);
       const std::string what = e.what_without_backtrace();
-      EXPECT_NE(what.find("counted_call() failed: cudaErrorInvalidValue"), std::string::npos) << what;
+      EXPECT_NE(what.find("counted_call() failed: cudaErrorInvalidValue"), std::string::npos)
+          << what;
     }
   }
   EXPECT_EQ(failures, 1);

@@ -215,13 +215,16 @@ c10::IValue mixed_batch(const c10::Device& device) {
 }
 
 // What the engine promises to pack for a copy to `target`.
-int64_t expected_packed(const std::vector<at::Tensor>& ts, const c10::Device& target, const CopyOptions& o) {
+int64_t expected_packed(const std::vector<at::Tensor>& ts, const c10::Device& target,
+                        const CopyOptions& o) {
   if (!o.pack_cpu_tensors) return 0;
   int64_t n = 0;
   for (const at::Tensor& t : ts) {
     if (!t.defined() || t.device() == target) continue;
     const auto bytes = static_cast<int64_t>(t.nbytes());
-    if (t.is_contiguous() && bytes >= 1 && bytes <= mtc::kMaxPackedTensorBytes && bytes <= o.max_packed_chunk_bytes) ++n;
+    if (t.is_contiguous() && bytes >= 1 && bytes <= mtc::kMaxPackedTensorBytes &&
+        bytes <= o.max_packed_chunk_bytes)
+      ++n;
   }
   return n;
 }
@@ -244,9 +247,9 @@ c10::impl::GenericList math_bit_views(const c10::Device& device) {
   list.push_back(randn({(1 * kMiB) / 16}, at::kComplexDouble).conj());           // dense span
   list.push_back(randn({8, 3}, at::kComplexFloat).t().conj());                   // dense, permuted
   list.push_back(randn({64, 64}, at::kComplexFloat).slice(1, 0, 64, 2).conj());  // non-dense
-  list.push_back(at::imag(randn({300, 10}, at::kComplexFloat).conj()));          // neg bit, non-dense
-  list.push_back(at::imag(randn({5}, at::kComplexDouble).conj()));               // neg bit, non-dense, small
-  list.push_back(at::_neg_view(randn({33}, at::kFloat)));                        // neg bit, packed
+  list.push_back(at::imag(randn({300, 10}, at::kComplexFloat).conj()));  // neg bit, non-dense
+  list.push_back(at::imag(randn({5}, at::kComplexDouble).conj()));  // neg bit, non-dense, small
+  list.push_back(at::_neg_view(randn({33}, at::kFloat)));           // neg bit, packed
   return list;
 }
 

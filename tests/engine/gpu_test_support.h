@@ -56,7 +56,8 @@ c10::IValue reference_batch(const c10::Device& device = kCpu);
 // A batch of every container kind, dtype and layout the engine distinguishes, on `device`.
 c10::IValue mixed_batch(const c10::Device& device);
 // What the engine promises to pack for a copy to `target`.
-int64_t expected_packed(const std::vector<at::Tensor>& ts, const c10::Device& target, const CopyOptions& o);
+int64_t expected_packed(const std::vector<at::Tensor>& ts, const c10::Device& target,
+                        const CopyOptions& o);
 // Undefined leaves and leaves already on `target`: the ones returned as they are.
 int64_t expected_reused(const std::vector<at::Tensor>& ts, const c10::Device& target);
 // Conjugate and negative views of finite complex and real values on `device`: packed, one dense

@@ -1,14 +1,5 @@
 // LeafRouter in a walk split by root element (what CopyJob does for large structures), and the
 // errors that name the leaf. Without a GPU.
-#include "detail/leaf_router.h"
-#include "detail/routes.h"
-#include "detail/structure.h"
-#include "mtc/copier.h"
-
-#include "leaf_router_test_support.h"
-#include "structure_compare.h"
-#include "test_constants.h"
-
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/ops/empty.h>
@@ -21,6 +12,14 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "detail/leaf_router.h"
+#include "detail/routes.h"
+#include "detail/structure.h"
+#include "leaf_router_test_support.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
+#include "test_constants.h"
 
 namespace mtc::detail {
 namespace {

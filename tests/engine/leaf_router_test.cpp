@@ -1,12 +1,6 @@
 // The engine's policy for the structure walk (LeafRouter), without a GPU: which leaves it packs,
 // and how, which it defers and which it returns as they are.
 #include "detail/leaf_router.h"
-#include "detail/routes.h"
-#include "mtc/copier.h"
-
-#include "leaf_router_test_support.h"
-#include "structure_compare.h"
-#include "test_constants.h"
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
@@ -19,6 +13,12 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "detail/routes.h"
+#include "leaf_router_test_support.h"
+#include "mtc/copier.h"
+#include "structure_compare.h"
+#include "test_constants.h"
 
 namespace mtc::detail {
 namespace {

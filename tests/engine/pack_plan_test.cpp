@@ -1,6 +1,5 @@
 // PackPlan: the packing layout is a pure function of sizes, element sizes and options.
 #include "detail/pack_plan.h"
-#include "mtc/copier.h"
 
 #include <gtest/gtest.h>
 
@@ -10,6 +9,8 @@
 #include <random>
 #include <vector>
 
+#include "mtc/copier.h"
+
 namespace mtc::detail {
 namespace {
 
@@ -18,7 +19,8 @@ constexpr int64_t kMiB = 1024 * 1024;
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-std::vector<PackCandidate> candidates_of(const std::vector<std::pair<int64_t, int64_t>>& bytes_and_elem) {
+std::vector<PackCandidate> candidates_of(
+    const std::vector<std::pair<int64_t, int64_t>>& bytes_and_elem) {
   std::vector<PackCandidate> out;
   for (size_t i = 0; i < bytes_and_elem.size(); ++i)
     out.push_back({static_cast<int64_t>(i), bytes_and_elem[i].first, bytes_and_elem[i].second});
@@ -154,8 +156,7 @@ TEST(PackPlan, LargeAlignments) {
     SCOPED_TRACE(::testing::Message() << "alignment " << alignment);
     const auto cands = candidates_of({{1, 1}, {alignment, 4}, {alignment + 1, 1}, {24, 8}});
     const PackPlan plan = plan_packing(cands, alignment, 32 * kMiB);
-    EXPECT_EQ(offsets_of(plan),
-              (std::vector<int64_t>{0, alignment, 2 * alignment, 4 * alignment}));
+    EXPECT_EQ(offsets_of(plan), (std::vector<int64_t>{0, alignment, 2 * alignment, 4 * alignment}));
     ASSERT_EQ(plan.chunks.size(), 1u);
     EXPECT_EQ(plan.chunks[0].bytes, 4 * alignment + 24);
     expect_consistent(plan, cands, alignment, 32 * kMiB);
@@ -254,8 +255,8 @@ TEST(PackPlan, The256KiBBoundaryUnderTheDefaultLimit) {
   EXPECT_EQ(defaults.min_packed_alignment_bytes, 16);
   std::vector<PackCandidate> cands;
   for (int64_t i = 0; i < 130; ++i) cands.push_back({i, kMaxPackedTensorBytes, 4});
-  const PackPlan plan = plan_packing(cands, defaults.min_packed_alignment_bytes,
-                                     defaults.max_packed_chunk_bytes);
+  const PackPlan plan =
+      plan_packing(cands, defaults.min_packed_alignment_bytes, defaults.max_packed_chunk_bytes);
   // 128 tensors of 256 KiB fill 32 MiB exactly; the 129th opens the second chunk.
   ASSERT_EQ(plan.chunks.size(), 2u);
   EXPECT_EQ(plan.chunks[0].item_count, 128);
@@ -301,8 +302,9 @@ TEST(PackPlan, RandomizedPlansKeepEveryInvariant) {
     for (size_t i = 0; i < count; ++i) {
       const int64_t elem = element_sizes[rng() % std::size(element_sizes)];
       // Mostly small tensors, some near or above the limit.
-      const int64_t elements = (rng() % 8 == 0) ? 1 + static_cast<int64_t>(rng() % (limit / elem + 2))
-                                                : 1 + static_cast<int64_t>(rng() % 300);
+      const int64_t elements = (rng() % 8 == 0)
+                                   ? 1 + static_cast<int64_t>(rng() % (limit / elem + 2))
+                                   : 1 + static_cast<int64_t>(rng() % 300);
       cands.push_back({static_cast<int64_t>(i) * 3 + 1, elements * elem, elem});
     }
     SCOPED_TRACE(::testing::Message() << "round " << round << " alignment " << alignment

@@ -1,12 +1,5 @@
 // The host-side helpers of the copier's routes: the packed staging fill, the parallel memcpy,
 // and the output views over chunk storages. Runs without a GPU.
-#include "detail/impl_pool.h"
-#include "detail/outputs.h"
-#include "detail/pack_plan.h"
-#include "detail/staging.h"
-
-#include "test_constants.h"
-
 #include <ATen/ops/_neg_view.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/ones.h>
@@ -24,11 +17,18 @@
 #include <utility>
 #include <vector>
 
+#include "detail/impl_pool.h"
+#include "detail/outputs.h"
+#include "detail/pack_plan.h"
+#include "detail/staging.h"
+#include "test_constants.h"
+
 namespace {
 
 using mtc::test::kCpu;
 
-std::vector<at::Tensor> random_tensors(const std::vector<std::pair<int64_t, at::ScalarType>>& specs) {
+std::vector<at::Tensor> random_tensors(
+    const std::vector<std::pair<int64_t, at::ScalarType>>& specs) {
   std::vector<at::Tensor> out;
   for (const auto& [numel, dtype] : specs) {
     const int64_t bytes = numel * static_cast<int64_t>(c10::elementSize(dtype));
@@ -44,7 +44,8 @@ TEST(Staging, FillStagingPlacesEveryItemAndNothingElse) {
   for (const int64_t scale : {int64_t{1}, int64_t{40}}) {
     SCOPED_TRACE(::testing::Message() << "scale " << scale);
     std::vector<std::pair<int64_t, at::ScalarType>> specs;
-    const at::ScalarType dtypes[] = {at::kByte, at::kHalf, at::kFloat, at::kDouble, at::kComplexDouble};
+    const at::ScalarType dtypes[] = {at::kByte, at::kHalf, at::kFloat, at::kDouble,
+                                     at::kComplexDouble};
     for (int i = 0; i < 97; ++i) specs.push_back({1 + (i * 37) % 200 * scale, dtypes[i % 5]});
     const std::vector<at::Tensor> inputs = random_tensors(specs);
     std::vector<PackCandidate> candidates;
@@ -68,7 +69,8 @@ TEST(Staging, FillStagingPlacesEveryItemAndNothingElse) {
     }
     std::vector<StagingCopy> copies;
     for (const PackItem& item : plan.items)
-      copies.push_back({inputs[item.leaf].const_data_ptr(), chunk_offsets[item.chunk] + item.offset, item.bytes});
+      copies.push_back({inputs[item.leaf].const_data_ptr(), chunk_offsets[item.chunk] + item.offset,
+                        item.bytes});
     std::vector<std::byte> buffer(static_cast<size_t>(total), std::byte{0xCD});
     fill_staging(copies, buffer.data());
     std::vector<bool> covered(buffer.size(), false);
@@ -91,19 +93,27 @@ TEST(Staging, RunHostCopiesCopiesExactlyTheRanges) {
   using mtc::detail::kParallelFillBytes;
   // One copy of each size, then several copies at once whose parts begin and end inside copies.
   const std::vector<std::vector<int64_t>> cases{
-      {0}, {1}, {kParallelFillBytes - 1}, {kParallelFillBytes}, {kParallelFillBytes + 3},
-      {5 * kParallelFillBytes + 7}, {33 * kParallelFillBytes + 1},
+      {0},
+      {1},
+      {kParallelFillBytes - 1},
+      {kParallelFillBytes},
+      {kParallelFillBytes + 3},
+      {5 * kParallelFillBytes + 7},
+      {33 * kParallelFillBytes + 1},
       {3, kParallelFillBytes / 2 + 1, 0, 2 * kParallelFillBytes + 5, 17, kParallelFillBytes - 9},
-      {kParallelFillBytes / 3, kParallelFillBytes / 3, kParallelFillBytes / 3, kParallelFillBytes / 3}};
+      {kParallelFillBytes / 3, kParallelFillBytes / 3, kParallelFillBytes / 3,
+       kParallelFillBytes / 3}};
   for (const std::vector<int64_t>& sizes : cases) {
-    SCOPED_TRACE(::testing::Message() << sizes.size() << " copies, the first of " << sizes[0] << " bytes");
+    SCOPED_TRACE(::testing::Message()
+                 << sizes.size() << " copies, the first of " << sizes[0] << " bytes");
     std::vector<at::Tensor> sources;
     std::vector<std::vector<std::byte>> targets;
     std::vector<mtc::detail::HostCopy> copies;
     for (const int64_t bytes : sizes) {
       sources.push_back(at::randint(256, {bytes + 1}, at::kByte));
       targets.emplace_back(static_cast<size_t>(bytes + 64), std::byte{0x5A});
-      const auto* src = static_cast<const std::byte*>(sources.back().const_data_ptr()) + 1;  // unaligned
+      const auto* src =
+          static_cast<const std::byte*>(sources.back().const_data_ptr()) + 1;  // unaligned
       copies.push_back({targets.back().data() + 3, src, bytes});
     }
     mtc::detail::run_host_copies(copies);
@@ -205,7 +215,8 @@ TEST(Outputs, MakeViewKeepsTheMeaningOfConjugateAndNegativeInputs) {
   ASSERT_TRUE(conj.is_conj());
   const at::Tensor view = make_view(storage, 0, conj);
   EXPECT_TRUE(at::equal(view.resolve_conj(), conj.resolve_conj()) ||
-              std::memcmp(view.resolve_conj().const_data_ptr(), conj.resolve_conj().const_data_ptr(), 64) == 0)
+              std::memcmp(view.resolve_conj().const_data_ptr(),
+                          conj.resolve_conj().const_data_ptr(), 64) == 0)
       << "the conjugate bit was dropped";
 
   const at::Tensor real = at::randint(256, {64}, at::kByte).view(at::kFloat);
@@ -215,7 +226,8 @@ TEST(Outputs, MakeViewKeepsTheMeaningOfConjugateAndNegativeInputs) {
   const at::Tensor neg = at::_neg_view(real);
   ASSERT_TRUE(neg.is_neg());
   const at::Tensor nview = make_view(storage2, 0, neg);
-  EXPECT_EQ(std::memcmp(nview.resolve_neg().const_data_ptr(), neg.resolve_neg().const_data_ptr(), 64), 0)
+  EXPECT_EQ(
+      std::memcmp(nview.resolve_neg().const_data_ptr(), neg.resolve_neg().const_data_ptr(), 64), 0)
       << "the negative bit was dropped";
 }
 

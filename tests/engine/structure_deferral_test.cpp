@@ -1,9 +1,5 @@
 // The structure walk's deferred leaves: the policy learns where each output goes once the leaf's
 // container is complete, whatever moves inside a container while it is built.
-#include "detail/structure.h"
-
-#include "structure_test_support.h"
-
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
@@ -14,6 +10,9 @@
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "detail/structure.h"
+#include "structure_test_support.h"
 
 namespace mtc::detail {
 namespace {

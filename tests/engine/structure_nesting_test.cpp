@@ -1,9 +1,5 @@
 // The structure walk's limits and failures: nesting up to kMaxNestingDepth, a container holding
 // itself, a policy that throws; a failed walk leaves no result.
-#include "detail/structure.h"
-
-#include "structure_test_support.h"
-
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
@@ -13,6 +9,9 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+
+#include "detail/structure.h"
+#include "structure_test_support.h"
 
 namespace mtc::detail {
 namespace {
@@ -79,13 +78,15 @@ TEST(Structure, PassthroughLeafAtTheNestingLimit) {
 // The limit counts values, not containers: an empty container may sit kMaxNestingDepth deep,
 // one holding anything may not.
 TEST(Structure, EmptyContainerAtTheNestingLimit) {
-  EXPECT_NO_THROW(expect_copied(nested_lists(kMaxNestingDepth, c10::impl::GenericList(c10::AnyType::get()))));
+  EXPECT_NO_THROW(
+      expect_copied(nested_lists(kMaxNestingDepth, c10::impl::GenericList(c10::AnyType::get()))));
   c10::impl::GenericList holding(c10::AnyType::get());
   holding.push_back(int64_t{1});
   RecordingPolicy policy;
   c10::IValue out;
-  EXPECT_THROW(StructureCopier<RecordingPolicy>(policy).copy(nested_lists(kMaxNestingDepth, holding), out),
-               c10::Error);
+  EXPECT_THROW(
+      StructureCopier<RecordingPolicy>(policy).copy(nested_lists(kMaxNestingDepth, holding), out),
+      c10::Error);
 }
 
 TEST(Structure, NestingDeeperThanTheLimitThrows) {

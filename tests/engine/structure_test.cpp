@@ -1,7 +1,5 @@
 // The structure walk (StructureCopier): new containers of the same kinds, types, order and keys,
 // every tensor leaf handed to the policy in pre-order.
-#include "structure_test_support.h"
-
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
@@ -12,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "structure_test_support.h"
 
 namespace mtc::detail {
 namespace {

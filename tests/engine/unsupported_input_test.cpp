@@ -71,8 +71,8 @@ std::vector<Unsupported> unsupported_kinds() {
        "quantized", true},
       {"nested",
        [](const c10::Device& d) {
-         return at::_nested_tensor_from_tensor_list(
-             {at::ones({2}, at::TensorOptions().device(d)), at::ones({3}, at::TensorOptions().device(d))});
+         return at::_nested_tensor_from_tensor_list({at::ones({2}, at::TensorOptions().device(d)),
+                                                     at::ones({3}, at::TensorOptions().device(d))});
        },
        "nested", true},
       {"meta",
@@ -94,9 +94,11 @@ c10::IValue structure_around(const at::Tensor& bad, const c10::Device& device) {
   return list;
 }
 
-void expect_error_mentions(const c10::Error& e, const std::string& fragment, const std::string& leaf) {
+void expect_error_mentions(const c10::Error& e, const std::string& fragment,
+                           const std::string& leaf) {
   const std::string what = e.what_without_backtrace();
-  EXPECT_NE(what.find(fragment), std::string::npos) << "'" << what << "' lacks '" << fragment << "'";
+  EXPECT_NE(what.find(fragment), std::string::npos)
+      << "'" << what << "' lacks '" << fragment << "'";
   EXPECT_NE(what.find(leaf), std::string::npos) << "'" << what << "' does not name " << leaf;
 }
 
@@ -128,7 +130,8 @@ TEST(UnsupportedInput, EachKindFailsACopyToTheCpuNamingTheLeaf) {
     expect_copy_fails(structure_around(kind.make(kCpu), kCpu), kCpu, kind.fragment);
   }
   const c10::IValue good = structure_around(dense(kCpu), kCpu);
-  mtc::test::expect_same_structure(start_copy(good, kCpu).get(), good, mtc::test::expect_same_tensor);
+  mtc::test::expect_same_structure(start_copy(good, kCpu).get(), good,
+                                   mtc::test::expect_same_tensor);
 }
 
 // The walk for a CUDA target is where a CPU leaf would be packed: it must refuse each kind before

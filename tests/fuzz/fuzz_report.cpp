@@ -48,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const ConfigError&) {
     return 0;
   }
-  for (const compare::CaseRecord& record : input.front().cases) (void)compare::case_label(record.key);
+  for (const compare::CaseRecord& record : input.front().cases)
+    (void)compare::case_label(record.key);
   compare_and_render(fixture, input);
   compare_and_render(input, input);
   return 0;

@@ -164,9 +164,10 @@ const std::vector<Case>& cases() {
         "out of range");
     add("DuplicateStrategy", R"({"structure": 1, "bench": {"strategies": ["a", "a"]}})",
         "/bench/strategies/1", "duplicate entry a");
-    add("UnknownPattern", R"({"structure": 1, "bench": {"patterns": ["warm"]}})", "/bench/patterns/0",
-        "unknown pattern warm (known: hot, step, step-busy)");
-    add("NoPattern", R"({"structure": 1, "bench": {"patterns": []}})", "/bench/patterns", "at least one pattern");
+    add("UnknownPattern", R"({"structure": 1, "bench": {"patterns": ["warm"]}})",
+        "/bench/patterns/0", "unknown pattern warm (known: hot, step, step-busy)");
+    add("NoPattern", R"({"structure": 1, "bench": {"patterns": []}})", "/bench/patterns",
+        "at least one pattern");
     add("InputsZero", R"({"structure": 1, "bench": {"inputs": 0}})", "/bench/inputs", "1");
     add("MaxRoundsBelowMin", R"({"structure": 1, "bench": {"min_rounds": 6, "max_rounds": 3}})",
         "/bench/max_rounds", "max_rounds (3) is below min_rounds (6)");

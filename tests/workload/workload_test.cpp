@@ -9,8 +9,6 @@
 #include <ATen/core/ivalue.h>
 #pragma GCC diagnostic pop
 
-#include "workload/workload.h"
-
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
@@ -22,6 +20,7 @@
 #include "test_support.h"
 #include "workload/config.h"
 #include "workload/summary.h"
+#include "workload/workload.h"
 
 namespace mtc::bench {
 namespace {

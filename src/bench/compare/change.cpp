@@ -1,8 +1,5 @@
 #include "compare/change.h"
 
-#include "stats/distributions.h"
-#include "errors.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -10,6 +7,9 @@
 #include <map>
 #include <stdexcept>
 #include <vector>
+
+#include "errors.h"
+#include "stats/distributions.h"
 
 namespace mtc::bench::compare {
 namespace {
@@ -23,8 +23,10 @@ double log_distance(double a, double b) { return b > 0.0 ? std::log(a / b) : kIn
 
 std::string_view to_string(Metric metric) {
   switch (metric) {
-    case Metric::kWall: return "wall";
-    case Metric::kSpeedup: return "speedup";
+    case Metric::kWall:
+      return "wall";
+    case Metric::kSpeedup:
+      return "speedup";
   }
   return "?";
 }
@@ -33,10 +35,14 @@ bool larger_is_better(Metric metric) { return metric == Metric::kSpeedup; }
 
 std::string_view to_string(Verdict verdict) {
   switch (verdict) {
-    case Verdict::kSame: return "SAME";
-    case Verdict::kFaster: return "FASTER";
-    case Verdict::kSlower: return "SLOWER";
-    case Verdict::kUnsure: return "UNSURE";
+    case Verdict::kSame:
+      return "SAME";
+    case Verdict::kFaster:
+      return "FASTER";
+    case Verdict::kSlower:
+      return "SLOWER";
+    case Verdict::kUnsure:
+      return "UNSURE";
   }
   return "?";
 }
@@ -62,13 +68,15 @@ Change log_mean_change(std::span<const double> logs, double level) {
   double squares = 0.0;
   for (double x : logs) squares += (x - mean) * (x - mean);
   const double sd = std::sqrt(squares / static_cast<double>(n - 1));
-  const double half = student_t_quantile(0.5 + level / 2.0, static_cast<double>(n - 1)) * sd / std::sqrt(static_cast<double>(n));
+  const double half = student_t_quantile(0.5 + level / 2.0, static_cast<double>(n - 1)) * sd /
+                      std::sqrt(static_cast<double>(n));
   change.low = std::exp(mean - half);
   change.high = std::exp(mean + half);
   return change;
 }
 
-std::vector<double> log_ratios(std::span<const double> baseline, std::span<const double> candidate) {
+std::vector<double> log_ratios(std::span<const double> baseline,
+                               std::span<const double> candidate) {
   std::vector<double> logs;
   logs.reserve(baseline.size());
   for (size_t i = 0; i < baseline.size(); ++i) logs.push_back(std::log(candidate[i] / baseline[i]));
@@ -77,20 +85,25 @@ std::vector<double> log_ratios(std::span<const double> baseline, std::span<const
 
 }  // namespace
 
-Change paired_change(std::span<const double> baseline, std::span<const double> candidate, double level) {
-  if (baseline.size() != candidate.size()) throw std::invalid_argument("paired_change: unequal round counts");
+Change paired_change(std::span<const double> baseline, std::span<const double> candidate,
+                     double level) {
+  if (baseline.size() != candidate.size())
+    throw std::invalid_argument("paired_change: unequal round counts");
   return log_mean_change(log_ratios(baseline, candidate), level);
 }
 
-ClusteredChange clustered_paired_change(std::span<const double> baseline, std::span<const double> candidate,
+ClusteredChange clustered_paired_change(std::span<const double> baseline,
+                                        std::span<const double> candidate,
                                         std::span<const int64_t> process, double level) {
-  if (baseline.size() != candidate.size()) throw std::invalid_argument("clustered_paired_change: unequal lengths");
+  if (baseline.size() != candidate.size())
+    throw std::invalid_argument("clustered_paired_change: unequal lengths");
   return clustered_log_change(log_ratios(baseline, candidate), process, level);
 }
 
-ClusteredChange clustered_log_change(std::span<const double> log_ratios, std::span<const int64_t> process,
-                                     double level) {
-  if (process.size() != log_ratios.size()) throw std::invalid_argument("clustered_log_change: unequal lengths");
+ClusteredChange clustered_log_change(std::span<const double> log_ratios,
+                                     std::span<const int64_t> process, double level) {
+  if (process.size() != log_ratios.size())
+    throw std::invalid_argument("clustered_log_change: unequal lengths");
   ClusteredChange out{log_mean_change(log_ratios, level), 0};
   std::map<int64_t, std::pair<double, int64_t>> sums;  // process -> (sum of log ratios, rounds)
   for (size_t i = 0; i < log_ratios.size(); ++i) {
@@ -108,7 +121,8 @@ ClusteredChange clustered_log_change(std::span<const double> log_ratios, std::sp
   double squares = 0.0;
   for (double m : means) squares += (m - mean) * (m - mean);
   const double c = static_cast<double>(means.size());
-  const double between = student_t_quantile(0.5 + level / 2.0, c - 1.0) * std::sqrt(squares / (c - 1.0)) / std::sqrt(c);
+  const double between = student_t_quantile(0.5 + level / 2.0, c - 1.0) *
+                         std::sqrt(squares / (c - 1.0)) / std::sqrt(c);
   const double centre = std::log(out.change.ratio);
   const double within = 0.5 * std::log(out.change.high / out.change.low);
   const double half = std::max(within, between);
@@ -119,8 +133,9 @@ ClusteredChange clustered_log_change(std::span<const double> log_ratios, std::sp
 
 Change unpaired_change(const Estimate& baseline, const Estimate& candidate) {
   if (std::abs(baseline.level - candidate.level) > 1e-9) {
-    throw UsageError(fmt::format("the intervals have different levels ({} and {}): measure both at one level",
-                                 baseline.level, candidate.level));
+    throw UsageError(
+        fmt::format("the intervals have different levels ({} and {}): measure both at one level",
+                    baseline.level, candidate.level));
   }
   Change change;
   change.level = baseline.level;

@@ -2,13 +2,13 @@
 // verdict it earns against a threshold. Pure functions, no I/O.
 #pragma once
 
-#include "compare/report_cases.h"
-
 #include <cstdint>
 #include <limits>
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "compare/report_cases.h"
 
 namespace mtc::bench::compare {
 
@@ -40,7 +40,8 @@ struct Change {
 // back to back, so the host's state of that moment cancels in their ratio. The change is the
 // geometric mean of the per-round ratios; its interval the t-interval of the mean log ratio
 // (n - 1 degrees of freedom). Values <= 0 are not allowed (the reader rejects them).
-Change paired_change(std::span<const double> baseline, std::span<const double> candidate, double level);
+Change paired_change(std::span<const double> baseline, std::span<const double> candidate,
+                     double level);
 
 // paired_change, when the rounds come from several processes (`process[r]` names round r's):
 // each process draws its own code layout and thread placement, which can favour one build by a
@@ -52,12 +53,13 @@ struct ClusteredChange {
   Change change;
   int64_t processes = 0;
 };
-ClusteredChange clustered_paired_change(std::span<const double> baseline, std::span<const double> candidate,
+ClusteredChange clustered_paired_change(std::span<const double> baseline,
+                                        std::span<const double> candidate,
                                         std::span<const int64_t> process, double level);
 // The same from the per-round log ratios ln(candidate / baseline) themselves, however each
 // round's ratio was estimated (e.g. the median of its per-step ratios: PairedSteps).
-ClusteredChange clustered_log_change(std::span<const double> log_ratios, std::span<const int64_t> process,
-                                     double level);
+ClusteredChange clustered_log_change(std::span<const double> log_ratios,
+                                     std::span<const int64_t> process, double level);
 
 // Two independent runs: the ratio of their medians. Each run's interval is turned into log
 // half-widths (below: ln(value / low), above: ln(high / value)); the ratio's log interval adds

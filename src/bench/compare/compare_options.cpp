@@ -1,29 +1,36 @@
 #include "compare/compare_options.h"
 
-#include "errors.h"
-
 #include <fmt/format.h>
 
 #include <cmath>
 #include <stdexcept>
 
+#include "errors.h"
+
 namespace mtc::bench::compare {
 
 std::string_view to_string(FailOn fail_on) {
   switch (fail_on) {
-    case FailOn::kSlower: return "slower";
-    case FailOn::kFaster: return "faster";
-    case FailOn::kAny: return "any";
-    case FailOn::kNone: return "none";
+    case FailOn::kSlower:
+      return "slower";
+    case FailOn::kFaster:
+      return "faster";
+    case FailOn::kAny:
+      return "any";
+    case FailOn::kNone:
+      return "none";
   }
   return "?";
 }
 
 std::string_view to_string(BaselineKind kind) {
   switch (kind) {
-    case BaselineKind::kAuto: return "auto";
-    case BaselineKind::kFresh: return "fresh";
-    case BaselineKind::kStored: return "stored";
+    case BaselineKind::kAuto:
+      return "auto";
+    case BaselineKind::kFresh:
+      return "fresh";
+    case BaselineKind::kStored:
+      return "stored";
   }
   return "?";
 }
@@ -66,18 +73,23 @@ std::map<Metric, double> parse_metric_thresholds(const std::string& text) {
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = text.find(',', start);
-    const std::string item = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
     const size_t equals = item.find('=');
     if (equals == std::string::npos) {
-      throw UsageError(fmt::format("--threshold-metric {}: expected METRIC=PERCENT, e.g. wall=5,speedup=10", item));
+      throw UsageError(fmt::format(
+          "--threshold-metric {}: expected METRIC=PERCENT, e.g. wall=5,speedup=10", item));
     }
     const std::string name = item.substr(0, equals);
     std::optional<Metric> metric;
     for (Metric m : {Metric::kWall, Metric::kSpeedup}) {
       if (name == to_string(m)) metric = m;
     }
-    if (!metric) throw UsageError(fmt::format("--threshold-metric: unknown metric {} (known: wall, speedup)", name));
-    if (thresholds.contains(*metric)) throw UsageError(fmt::format("--threshold-metric: {} given twice", name));
+    if (!metric)
+      throw UsageError(
+          fmt::format("--threshold-metric: unknown metric {} (known: wall, speedup)", name));
+    if (thresholds.contains(*metric))
+      throw UsageError(fmt::format("--threshold-metric: {} given twice", name));
     thresholds[*metric] = parse_threshold_percent(item.substr(equals + 1));
     if (comma == std::string::npos) break;
     start = comma + 1;

@@ -1,11 +1,11 @@
 // What `mtc-bench compare` was asked for, typed and validated (the CLI parses into this).
 #pragma once
 
-#include "compare/change.h"
-
 #include <map>
 #include <optional>
 #include <string>
+
+#include "compare/change.h"
 
 namespace mtc::bench::compare {
 
@@ -28,9 +28,9 @@ inline constexpr double kInProcessThreshold = 0.02;
 inline constexpr double kPairedLevel = 0.95;
 
 struct CompareOptions {
-  std::string baseline;   // a report or a folder of reports
-  std::string candidate;  // empty: `baseline` holds in-process A/B runs (in_process.h)
-  std::optional<double> threshold;             // --threshold: every metric
+  std::string baseline;             // a report or a folder of reports
+  std::string candidate;            // empty: `baseline` holds in-process A/B runs (in_process.h)
+  std::optional<double> threshold;  // --threshold: every metric
   std::map<Metric, double> metric_thresholds;  // --threshold-metric: wins over --threshold
   FailOn fail_on = FailOn::kSlower;
   BaselineKind baseline_kind = BaselineKind::kAuto;
@@ -43,7 +43,7 @@ std::string_view to_string(FailOn fail_on);
 std::string_view to_string(BaselineKind kind);
 
 // Parsers of the command line's text; each throws UsageError naming the bad text.
-FailOn parse_fail_on(const std::string& text);          // slower|faster|any|none
+FailOn parse_fail_on(const std::string& text);              // slower|faster|any|none
 BaselineKind parse_baseline_kind(const std::string& text);  // auto|fresh|stored
 // A threshold in percent: "5" or "5%" is 0.05. Must be > 0 and < 1000.
 double parse_threshold_percent(const std::string& text);

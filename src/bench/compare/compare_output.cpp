@@ -40,7 +40,9 @@ std::vector<std::string> row(const CaseResult& c) {
   return {c.key.config,
           c.key.pattern,
           c.key.direction,
-          c.baseline_strategy.empty() ? c.key.strategy : fmt::format("{} vs {}", c.key.strategy, c.baseline_strategy),
+          c.baseline_strategy.empty()
+              ? c.key.strategy
+              : fmt::format("{} vs {}", c.key.strategy, c.baseline_strategy),
           device_text(c),
           std::string(to_string(c.metric)),
           format_value(c.metric, c.baseline),
@@ -67,15 +69,17 @@ std::string detectable_text(const Comparison& comparison) {
 std::string summary_line(const Comparison& comparison, FailOn fail_on, int exit_code) {
   const auto n = counts(comparison);
   auto count = [&](Verdict v) { return n.contains(v) ? n.at(v) : 0; };
-  return fmt::format("{} SLOWER, {} FASTER, {} UNSURE, {} SAME; {} unmatched{}; fail on {}: exit {}",
-                     count(Verdict::kSlower), count(Verdict::kFaster), count(Verdict::kUnsure),
-                     count(Verdict::kSame), comparison.unmatched.size(), detectable_text(comparison),
-                     to_string(fail_on), exit_code);
+  return fmt::format(
+      "{} SLOWER, {} FASTER, {} UNSURE, {} SAME; {} unmatched{}; fail on {}: exit {}",
+      count(Verdict::kSlower), count(Verdict::kFaster), count(Verdict::kUnsure),
+      count(Verdict::kSame), comparison.unmatched.size(), detectable_text(comparison),
+      to_string(fail_on), exit_code);
 }
 
 std::string unmatched_label(const Unmatched& u) {
   return fmt::format("{} ({}{}): {}", case_label(u.key), u.key.device_model,
-                     u.key.workload_hash.empty() ? "" : ", workload " + u.key.workload_hash, u.reason);
+                     u.key.workload_hash.empty() ? "" : ", workload " + u.key.workload_hash,
+                     u.reason);
 }
 
 std::string signed_percent(double ratio) {
@@ -128,8 +132,9 @@ void ConsoleComparisonReporter::end(const ComparisonOutcome& outcome) {
   auto line = [&](const std::vector<std::string>& cells) {
     for (size_t i = 0; i < cells.size(); ++i) {
       const bool right = i < kColumns.size() && kColumns[i].right;
-      out += i + 1 == cells.size() ? cells[i] : right ? fmt::format("{:>{}}  ", cells[i], width[i])
-                                                      : fmt::format("{:<{}}  ", cells[i], width[i]);
+      out += i + 1 == cells.size() ? cells[i]
+             : right               ? fmt::format("{:>{}}  ", cells[i], width[i])
+                                   : fmt::format("{:<{}}  ", cells[i], width[i]);
     }
     out += "\n";
   };
@@ -140,7 +145,8 @@ void ConsoleComparisonReporter::end(const ComparisonOutcome& outcome) {
   for (const auto& r : rows_) line(r);
   if (!comparison.unmatched.empty()) {
     out += "not compared:\n";
-    for (const Unmatched& u : comparison.unmatched) out += fmt::format("  {}: {}\n", u.side, unmatched_label(u));
+    for (const Unmatched& u : comparison.unmatched)
+      out += fmt::format("  {}: {}\n", u.side, unmatched_label(u));
   }
   if (comparison.cases.empty()) out += "no case matched: nothing was compared\n";
   out += summary_line(comparison, outcome.fail_on, outcome.exit_code) + "\n";
@@ -167,7 +173,8 @@ void MarkdownComparisonReporter::end(const ComparisonOutcome& outcome) {
   }
   if (!comparison.unmatched.empty()) {
     out += "\nNot compared:\n\n";
-    for (const Unmatched& u : comparison.unmatched) out += fmt::format("- {}: {}\n", u.side, unmatched_label(u));
+    for (const Unmatched& u : comparison.unmatched)
+      out += fmt::format("- {}: {}\n", u.side, unmatched_label(u));
   }
   out_ << out;
 }
@@ -179,15 +186,17 @@ void JsonComparisonReporter::end(const ComparisonOutcome& outcome) {
 json comparison_json(const Comparison& comparison, FailOn fail_on, int exit_code) {
   auto finite = [](double x) { return std::isfinite(x) ? json(x) : json(nullptr); };
   auto key_json = [](const CaseKey& k) {
-    return json{{"config", k.config},       {"workload_hash", k.workload_hash}, {"pattern", k.pattern},
-                {"device_model", k.device_model}, {"device", k.device},       {"direction", k.direction},
+    return json{{"config", k.config},    {"workload_hash", k.workload_hash},
+                {"pattern", k.pattern},  {"device_model", k.device_model},
+                {"device", k.device},    {"direction", k.direction},
                 {"strategy", k.strategy}};
   };
   json cases = json::array();
   for (const CaseResult& c : comparison.cases) {
     json j = key_json(c.key);
     j["candidate_device_model"] = c.candidate_device_model;
-    j["baseline_strategy"] = c.baseline_strategy.empty() ? json(nullptr) : json(c.baseline_strategy);
+    j["baseline_strategy"] =
+        c.baseline_strategy.empty() ? json(nullptr) : json(c.baseline_strategy);
     j["metric"] = to_string(c.metric);
     j["larger_is_better"] = larger_is_better(c.metric);
     j["baseline"] = c.baseline;
@@ -210,26 +219,30 @@ json comparison_json(const Comparison& comparison, FailOn fail_on, int exit_code
     unmatched.push_back(std::move(j));
   }
   json thresholds = json::object();
-  for (const auto& [metric, value] : comparison.thresholds) thresholds[std::string(to_string(metric))] = value;
+  for (const auto& [metric, value] : comparison.thresholds)
+    thresholds[std::string(to_string(metric))] = value;
   json counted = json::object();
   for (Verdict v : {Verdict::kSame, Verdict::kFaster, Verdict::kSlower, Verdict::kUnsure}) {
     const auto n = counts(comparison);
     counted[std::string(to_string(v))] = n.contains(v) ? n.at(v) : 0;
   }
-  return json{{"compare_version", kCompareJsonVersion},
-              {"method", to_string(comparison.method)},
-              {"baseline_kind", to_string(comparison.basis)},
-              {"ab_job", comparison.ab_job.empty() ? json(nullptr) : json(comparison.ab_job)},
-              {"min_rounds", kMinRounds},
-              {"detectable", comparison.cases.empty() ? json(nullptr) : finite(detectable_change(comparison))},
-              {"thresholds", thresholds},
-              {"reports", {{"baseline", comparison.baseline_reports}, {"candidate", comparison.candidate_reports}}},
-              {"notes", comparison.notes},
-              {"cases", std::move(cases)},
-              {"unmatched", std::move(unmatched)},
-              {"counts", std::move(counted)},
-              {"fail_on", to_string(fail_on)},
-              {"exit_code", exit_code}};
+  return json{
+      {"compare_version", kCompareJsonVersion},
+      {"method", to_string(comparison.method)},
+      {"baseline_kind", to_string(comparison.basis)},
+      {"ab_job", comparison.ab_job.empty() ? json(nullptr) : json(comparison.ab_job)},
+      {"min_rounds", kMinRounds},
+      {"detectable",
+       comparison.cases.empty() ? json(nullptr) : finite(detectable_change(comparison))},
+      {"thresholds", thresholds},
+      {"reports",
+       {{"baseline", comparison.baseline_reports}, {"candidate", comparison.candidate_reports}}},
+      {"notes", comparison.notes},
+      {"cases", std::move(cases)},
+      {"unmatched", std::move(unmatched)},
+      {"counts", std::move(counted)},
+      {"fail_on", to_string(fail_on)},
+      {"exit_code", exit_code}};
 }
 
 }  // namespace mtc::bench::compare

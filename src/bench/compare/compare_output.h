@@ -4,14 +4,13 @@
 // outcome (the comparison, what fails, the exit code). Pure functions of the Comparison.
 #pragma once
 
-#include "compare/comparison.h"
-#include "report/reporter.h"
-
 #include <nlohmann/json.hpp>
-
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "compare/comparison.h"
+#include "report/reporter.h"
 
 namespace mtc::bench::compare {
 

@@ -1,8 +1,5 @@
 #include "compare/comparison.h"
 
-#include "errors.h"
-#include "stats/summary.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -10,6 +7,9 @@
 #include <cmath>
 #include <limits>
 #include <set>
+
+#include "errors.h"
+#include "stats/summary.h"
 
 namespace mtc::bench::compare {
 namespace {
@@ -48,21 +48,24 @@ std::set<std::string> collect(const std::vector<ReportCases>& reports, Member me
   return values;
 }
 
-void check_devices(const std::vector<ReportCases>& baseline, const std::vector<ReportCases>& candidate,
-                   const CompareOptions& options, std::vector<std::string>& notes) {
+void check_devices(const std::vector<ReportCases>& baseline,
+                   const std::vector<ReportCases>& candidate, const CompareOptions& options,
+                   std::vector<std::string>& notes) {
   const auto base = device_models(baseline);
   const auto cand = device_models(candidate);
   if (base == cand) return;
   const std::string what = fmt::format("the baseline was measured on {} and the candidate on {}",
                                        fmt::join(base, ", "), fmt::join(cand, ", "));
   if (!options.ignore_device) {
-    throw UsageError(what + ": times do not carry between devices (give --ignore-device to compare anyway)");
+    throw UsageError(
+        what + ": times do not carry between devices (give --ignore-device to compare anyway)");
   }
   notes.push_back(what + "; compared anyway (--ignore-device)");
 }
 
 // The job's name when both sides are the two sides of one A/B job, else empty.
-std::string paired_job(const std::vector<ReportCases>& baseline, const std::vector<ReportCases>& candidate) {
+std::string paired_job(const std::vector<ReportCases>& baseline,
+                       const std::vector<ReportCases>& candidate) {
   std::set<std::string> jobs;
   std::set<std::string> base_sides;
   std::set<std::string> cand_sides;
@@ -76,17 +79,21 @@ std::string paired_job(const std::vector<ReportCases>& baseline, const std::vect
   if (jobs.size() != 1) return "";
   const std::string& job = *jobs.begin();
   if (base_sides.size() != 1 || cand_sides.size() != 1) {
-    throw UsageError(fmt::format("A/B job {}: each input must hold one side (baseline has {}; candidate has {})",
-                                 job, fmt::join(base_sides, ", "), fmt::join(cand_sides, ", ")));
+    throw UsageError(
+        fmt::format("A/B job {}: each input must hold one side (baseline has {}; candidate has {})",
+                    job, fmt::join(base_sides, ", "), fmt::join(cand_sides, ", ")));
   }
   if (base_sides == cand_sides) {
-    throw UsageError(fmt::format("A/B job {}: both inputs are its `{}` side", job, *base_sides.begin()));
+    throw UsageError(
+        fmt::format("A/B job {}: both inputs are its `{}` side", job, *base_sides.begin()));
   }
   return job;
 }
 
-BaselineKind resolve_basis(const CompareOptions& options, bool paired, const std::vector<ReportCases>& baseline,
-                           const std::vector<ReportCases>& candidate, std::vector<std::string>& notes) {
+BaselineKind resolve_basis(const CompareOptions& options, bool paired,
+                           const std::vector<ReportCases>& baseline,
+                           const std::vector<ReportCases>& candidate,
+                           std::vector<std::string>& notes) {
   if (options.baseline_kind != BaselineKind::kAuto) return options.baseline_kind;
   if (paired) return BaselineKind::kFresh;
   std::vector<std::string> differ;
@@ -95,13 +102,16 @@ BaselineKind resolve_basis(const CompareOptions& options, bool paired, const std
   const auto base_days = collect(baseline, &ReportCases::day);
   const auto cand_days = collect(candidate, &ReportCases::day);
   if (base_hosts != cand_hosts) {
-    differ.push_back(fmt::format("hosts {} vs {}", fmt::join(base_hosts, ", "), fmt::join(cand_hosts, ", ")));
+    differ.push_back(
+        fmt::format("hosts {} vs {}", fmt::join(base_hosts, ", "), fmt::join(cand_hosts, ", ")));
   }
   if (base_days != cand_days) {
-    differ.push_back(fmt::format("days {} vs {}", fmt::join(base_days, ", "), fmt::join(cand_days, ", ")));
+    differ.push_back(
+        fmt::format("days {} vs {}", fmt::join(base_days, ", "), fmt::join(cand_days, ", ")));
   }
   if (differ.empty()) return BaselineKind::kFresh;
-  notes.push_back(fmt::format("stored baseline detected ({}): not one A/B job", fmt::join(differ, "; ")));
+  notes.push_back(
+      fmt::format("stored baseline detected ({}): not one A/B job", fmt::join(differ, "; ")));
   return BaselineKind::kStored;
 }
 
@@ -112,14 +122,17 @@ std::map<Metric, double> resolve_thresholds(const CompareOptions& options, Basel
   std::vector<std::string> parts;
   for (Metric m : {Metric::kWall, Metric::kSpeedup}) {
     const auto given = options.metric_thresholds.find(m);
-    thresholds[m] = given != options.metric_thresholds.end() ? given->second : options.threshold.value_or(fallback);
+    thresholds[m] = given != options.metric_thresholds.end() ? given->second
+                                                             : options.threshold.value_or(fallback);
     parts.push_back(fmt::format("{} {:g} %", to_string(m), thresholds[m] * 100.0));
   }
   std::string note = fmt::format("thresholds: {}", fmt::join(parts, ", "));
-  if (basis == BaselineKind::kStored && !options.threshold && options.metric_thresholds.size() < 2) {
-    note += fmt::format(" (a stored baseline from another day or host: the default is {:g} %, not {:g} %; it "
-                        "catches large regressions only)",
-                        kStoredThreshold * 100.0, kDefaultThreshold * 100.0);
+  if (basis == BaselineKind::kStored && !options.threshold &&
+      options.metric_thresholds.size() < 2) {
+    note += fmt::format(
+        " (a stored baseline from another day or host: the default is {:g} %, not {:g} %; it "
+        "catches large regressions only)",
+        kStoredThreshold * 100.0, kDefaultThreshold * 100.0);
   }
   notes.push_back(note);
   return thresholds;
@@ -138,8 +151,12 @@ Groups group_cases(const std::vector<ReportCases>& reports, const char* side, bo
         it->second.push_back({&r, &c});
         continue;
       }
-      const std::string reason = c.reason.empty() ? c.status : fmt::format("{}: {}", c.status, c.reason);
-      if (listed.insert(fmt::format("{}|{}|{}|{}", side, case_label(c.key), c.key.device_model, reason)).second) {
+      const std::string reason =
+          c.reason.empty() ? c.status : fmt::format("{}: {}", c.status, c.reason);
+      if (listed
+              .insert(
+                  fmt::format("{}|{}|{}|{}", side, case_label(c.key), c.key.device_model, reason))
+              .second) {
         unmatched.push_back({c.key, side, reason});
       }
     }
@@ -159,7 +176,8 @@ const Estimate* metric_estimate(const CaseRecord& c, Metric metric) {
 }
 
 std::string rounds_note(const Change& change) {
-  if (change.rounds < kMinRounds) return fmt::format("{} round(s); a verdict needs {}", change.rounds, kMinRounds);
+  if (change.rounds < kMinRounds)
+    return fmt::format("{} round(s); a verdict needs {}", change.rounds, kMinRounds);
   if (!std::isfinite(change.high)) return "no upper bound on the change";
   return "";
 }
@@ -173,8 +191,9 @@ std::optional<CaseResult> paired_result(const Records& base, const Records& cand
       auto& slot = rounds[f.report->ab->round];
       const CaseRecord*& mine = side == &base ? slot.first : slot.second;
       if (mine != nullptr) {
-        throw UsageError(fmt::format("{} appears twice in round {} of the {}: {} and {}", label, f.report->ab->round,
-                                     side == &base ? "baseline" : "candidate", mine->file, f.record->file));
+        throw UsageError(fmt::format("{} appears twice in round {} of the {}: {} and {}", label,
+                                     f.report->ab->round, side == &base ? "baseline" : "candidate",
+                                     mine->file, f.record->file));
       }
       mine = f.record;
     }
@@ -210,10 +229,11 @@ std::optional<CaseResult> unpaired_result(const Records& base, const Records& ca
                                           const std::string& label) {
   for (const auto* side : {&base, &cand}) {
     if (side->size() > 1) {
-      throw UsageError(fmt::format("{} appears in {} reports of the {} ({} and {}): outside one A/B job, give one "
-                                   "report per case and side",
-                                   label, side->size(), side == &base ? "baseline" : "candidate",
-                                   side->front().record->file, side->back().record->file));
+      throw UsageError(fmt::format(
+          "{} appears in {} reports of the {} ({} and {}): outside one A/B job, give one "
+          "report per case and side",
+          label, side->size(), side == &base ? "baseline" : "candidate", side->front().record->file,
+          side->back().record->file));
     }
   }
   const Estimate* b = metric_estimate(*base.front().record, metric);
@@ -231,14 +251,16 @@ std::optional<CaseResult> unpaired_result(const Records& base, const Records& ca
 bool share_a_round(const Records& base, const Records& cand) {
   std::set<int64_t> rounds;
   for (const Found& f : base) rounds.insert(f.report->ab->round);
-  return std::any_of(cand.begin(), cand.end(), [&](const Found& f) { return rounds.contains(f.report->ab->round); });
+  return std::any_of(cand.begin(), cand.end(),
+                     [&](const Found& f) { return rounds.contains(f.report->ab->round); });
 }
 
-void list_one_sided(const Groups& mine, const Groups& other, const char* side, const char* other_side,
-                    std::vector<Unmatched>& unmatched) {
+void list_one_sided(const Groups& mine, const Groups& other, const char* side,
+                    const char* other_side, std::vector<Unmatched>& unmatched) {
   for (const CaseKey& key : mine.order) {
     if (!other.by_key.contains(key)) {
-      unmatched.push_back({mine.by_key.at(key).front().record->key, side, fmt::format("no match in the {}", other_side)});
+      unmatched.push_back({mine.by_key.at(key).front().record->key, side,
+                           fmt::format("no match in the {}", other_side)});
     }
   }
 }
@@ -247,9 +269,12 @@ void list_one_sided(const Groups& mine, const Groups& other, const char* side, c
 
 std::string_view to_string(Method method) {
   switch (method) {
-    case Method::kPaired: return "paired";
-    case Method::kUnpaired: return "unpaired";
-    case Method::kInProcess: return "in_process";
+    case Method::kPaired:
+      return "paired";
+    case Method::kUnpaired:
+      return "unpaired";
+    case Method::kInProcess:
+      return "in_process";
   }
   return "?";
 }
@@ -257,13 +282,15 @@ std::string_view to_string(Method method) {
 double detectable_change(const Comparison& comparison) {
   double widest = 0.0;
   for (const CaseResult& c : comparison.cases) {
-    if (!(c.change.low > 0.0) || !std::isfinite(c.change.high)) return std::numeric_limits<double>::infinity();
+    if (!(c.change.low > 0.0) || !std::isfinite(c.change.high))
+      return std::numeric_limits<double>::infinity();
     widest = std::max(widest, 0.5 * std::log(c.change.high / c.change.low));
   }
   return std::expm1(widest);
 }
 
-Comparison compare_reports(const std::vector<ReportCases>& baseline, const std::vector<ReportCases>& candidate,
+Comparison compare_reports(const std::vector<ReportCases>& baseline,
+                           const std::vector<ReportCases>& candidate,
                            const CompareOptions& options) {
   Comparison out;
   out.baseline_reports = static_cast<int64_t>(baseline.size());
@@ -272,23 +299,29 @@ Comparison compare_reports(const std::vector<ReportCases>& baseline, const std::
   out.ab_job = paired_job(baseline, candidate);
   out.method = out.ab_job.empty() ? Method::kUnpaired : Method::kPaired;
   if (out.method == Method::kPaired) {
-    out.notes.push_back(fmt::format("paired by round (A/B job {}): per-round log ratio of the median wall time, "
-                                    "t-interval at {:g} % over the rounds",
-                                    out.ab_job, kPairedLevel * 100.0));
+    out.notes.push_back(
+        fmt::format("paired by round (A/B job {}): per-round log ratio of the median wall time, "
+                    "t-interval at {:g} % over the rounds",
+                    out.ab_job, kPairedLevel * 100.0));
   } else {
-    out.notes.push_back("unpaired: ratio of the medians; each run's interval as log half-widths, added in quadrature");
+    out.notes.push_back(
+        "unpaired: ratio of the medians; each run's interval as log half-widths, added in "
+        "quadrature");
   }
   out.basis = resolve_basis(options, out.method == Method::kPaired, baseline, candidate, out.notes);
   out.thresholds = resolve_thresholds(options, out.basis, out.notes);
   for (const auto* side : {&baseline, &candidate}) {
     for (const ReportCases& r : *side) {
-      if (r.interrupted) out.notes.push_back(fmt::format("{} was interrupted: it holds what finished", r.path));
+      if (r.interrupted)
+        out.notes.push_back(fmt::format("{} was interrupted: it holds what finished", r.path));
     }
   }
 
   std::set<std::string> listed;
-  const Groups base = group_cases(baseline, "baseline", options.ignore_device, out.unmatched, listed);
-  const Groups cand = group_cases(candidate, "candidate", options.ignore_device, out.unmatched, listed);
+  const Groups base =
+      group_cases(baseline, "baseline", options.ignore_device, out.unmatched, listed);
+  const Groups cand =
+      group_cases(candidate, "candidate", options.ignore_device, out.unmatched, listed);
   list_one_sided(base, cand, "baseline", "candidate", out.unmatched);
   list_one_sided(cand, base, "candidate", "baseline", out.unmatched);
 
@@ -298,15 +331,17 @@ Comparison compare_reports(const std::vector<ReportCases>& baseline, const std::
     if (it == cand.by_key.end()) continue;
     const CaseKey& shown = base_records.front().record->key;
     if (out.method == Method::kPaired && !share_a_round(base_records, it->second)) {
-      out.unmatched.push_back({shown, "baseline", "no round of the A/B job measured it on both sides"});
+      out.unmatched.push_back(
+          {shown, "baseline", "no round of the A/B job measured it on both sides"});
       continue;
     }
     for (Metric metric : {Metric::kWall, Metric::kSpeedup}) {
       // `to` is the reference of every speedup: its own is 1 by definition.
       if (metric == Metric::kSpeedup && shown.strategy == "to") continue;
       const std::string label = case_label(shown);
-      auto result = out.method == Method::kPaired ? paired_result(base_records, it->second, metric, label)
-                                                  : unpaired_result(base_records, it->second, metric, label);
+      auto result = out.method == Method::kPaired
+                        ? paired_result(base_records, it->second, metric, label)
+                        : unpaired_result(base_records, it->second, metric, label);
       if (!result) continue;
       result->key = shown;
       result->candidate_device_model = it->second.front().record->key.device_model;
@@ -320,10 +355,14 @@ Comparison compare_reports(const std::vector<ReportCases>& baseline, const std::
 
 bool fails_on(Verdict verdict, FailOn fail_on) {
   switch (fail_on) {
-    case FailOn::kSlower: return verdict == Verdict::kSlower;
-    case FailOn::kFaster: return verdict == Verdict::kFaster;
-    case FailOn::kAny: return verdict == Verdict::kSlower || verdict == Verdict::kFaster;
-    case FailOn::kNone: return false;
+    case FailOn::kSlower:
+      return verdict == Verdict::kSlower;
+    case FailOn::kFaster:
+      return verdict == Verdict::kFaster;
+    case FailOn::kAny:
+      return verdict == Verdict::kSlower || verdict == Verdict::kFaster;
+    case FailOn::kNone:
+      return false;
   }
   return false;
 }

@@ -2,13 +2,13 @@
 // of `mtc-bench compare`, independent of how the result is shown.
 #pragma once
 
-#include "compare/change.h"
-#include "compare/compare_options.h"
-#include "compare/report_cases.h"
-
 #include <map>
 #include <string>
 #include <vector>
+
+#include "compare/change.h"
+#include "compare/compare_options.h"
+#include "compare/report_cases.h"
 
 namespace mtc::bench::compare {
 
@@ -19,16 +19,16 @@ enum class Method { kPaired, kUnpaired, kInProcess };
 std::string_view to_string(Method method);
 
 struct CaseResult {
-  CaseKey key;                     // the baseline's key (its device model); in-process: the candidate's
-  std::string baseline_strategy;   // in-process only: the strategy of the other build (engine@base)
+  CaseKey key;  // the baseline's key (its device model); in-process: the candidate's
+  std::string baseline_strategy;  // in-process only: the strategy of the other build (engine@base)
   std::string candidate_device_model;
   Metric metric = Metric::kWall;
-  double baseline = 0.0;   // the baseline's value (paired: the median over its rounds)
+  double baseline = 0.0;  // the baseline's value (paired: the median over its rounds)
   double candidate = 0.0;
   Change change;
   double threshold = 0.0;
   Verdict verdict = Verdict::kUnsure;
-  std::string note;        // why UNSURE regardless of the interval, or what is missing
+  std::string note;  // why UNSURE regardless of the interval, or what is missing
 };
 
 // A case measured on one side only, or not measured successfully (skipped, failed).
@@ -53,7 +53,8 @@ struct Comparison {
 // Throws UsageError when the inputs cannot be compared: different GPU models (unless
 // options.ignore_device), one case several times on one side outside an A/B job, both inputs
 // the same side of an A/B job, intervals at different levels.
-Comparison compare_reports(const std::vector<ReportCases>& baseline, const std::vector<ReportCases>& candidate,
+Comparison compare_reports(const std::vector<ReportCases>& baseline,
+                           const std::vector<ReportCases>& candidate,
                            const CompareOptions& options);
 
 // The smallest change the comparison could have seen on every case: the largest half-width of

@@ -14,11 +14,11 @@
 // pooled. Only the wall time is compared: it already is a ratio measured together.
 #pragma once
 
-#include "compare/comparison.h"
-
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "compare/comparison.h"
 
 namespace mtc::bench::compare {
 
@@ -31,6 +31,7 @@ namespace mtc::bench::compare {
 std::vector<std::string> ab_partners(std::string_view baseline_strategy);
 
 // Throws UsageError when no report holds an A/B pair, or a case appears twice in one report.
-Comparison compare_in_process(const std::vector<ReportCases>& reports, const CompareOptions& options);
+Comparison compare_in_process(const std::vector<ReportCases>& reports,
+                              const CompareOptions& options);
 
 }  // namespace mtc::bench::compare

@@ -1,15 +1,15 @@
 #include "compare/report_cases.h"
 
-#include "errors.h"
-#include "report/json_node.h"
-#include "report/report_reader.h"
-
 #include <dirent.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <cmath>
+
+#include "errors.h"
+#include "report/json_node.h"
+#include "report/report_reader.h"
 
 namespace mtc::bench::compare {
 namespace {

@@ -4,13 +4,13 @@
 // Pure (no ATen).
 #pragma once
 
-#include "report/report.h"
-
 #include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "report/report.h"
 
 namespace mtc::bench::compare {
 

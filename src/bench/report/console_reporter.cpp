@@ -1,9 +1,9 @@
-#include "report/reporter.h"
-#include "report/table.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
+
+#include "report/reporter.h"
+#include "report/table.h"
 
 namespace mtc::bench {
 namespace {
@@ -65,7 +65,8 @@ void ConsoleReporter::run(const RunSection& run) {
   }
   for (const Entry& e : run.entries) {
     if (!e.reason.empty() && !e.ok()) {
-      out << fmt::format("  {} {} {}: {}: {}\n", e.direction, e.pattern, e.strategy, to_string(e.status), e.reason);
+      out << fmt::format("  {} {} {}: {}: {}\n", e.direction, e.pattern, e.strategy,
+                         to_string(e.status), e.reason);
     }
   }
   for (const std::string& note : run.notes) out << "  note: " << note << '\n';

@@ -3,13 +3,13 @@
 // a path that cannot be written fails before anything is measured.
 #pragma once
 
-#include "report/report_file.h"
-#include "report/reporter.h"
-
 #include <memory>
 #include <sstream>
 #include <string>
 #include <utility>
+
+#include "report/report_file.h"
+#include "report/reporter.h"
 
 namespace mtc::bench {
 

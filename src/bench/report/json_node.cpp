@@ -1,9 +1,9 @@
 #include "report/json_node.h"
 
-#include "errors.h"
-
 #include <limits>
 #include <utility>
+
+#include "errors.h"
 
 namespace mtc::bench {
 

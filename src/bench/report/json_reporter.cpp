@@ -1,6 +1,6 @@
-#include "report/reporter.h"
-
 #include <cmath>
+
+#include "report/reporter.h"
 
 namespace mtc::bench {
 namespace {
@@ -8,8 +8,8 @@ namespace {
 using json = nlohmann::json;
 
 json summary_json(const Summary& s) {
-  return json{{"count", s.count}, {"min", s.min},     {"p10", s.p10},   {"median", s.median},
-              {"mean", s.mean},   {"stdev", s.stdev}, {"p90", s.p90},   {"p99", s.p99},
+  return json{{"count", s.count}, {"min", s.min},     {"p10", s.p10}, {"median", s.median},
+              {"mean", s.mean},   {"stdev", s.stdev}, {"p90", s.p90}, {"p99", s.p99},
               {"max", s.max},     {"noise", s.noise}};
 }
 
@@ -18,7 +18,9 @@ json optional_summary(const std::optional<Summary>& s) {
 }
 
 // +inf (an unbounded interval) becomes null through replace_non_finite.
-json interval_json(const Interval& i) { return json{{"low", i.low}, {"high", i.high}, {"level", i.level}}; }
+json interval_json(const Interval& i) {
+  return json{{"low", i.low}, {"high", i.high}, {"level", i.level}};
+}
 
 json speedup_json(const std::optional<RatioEstimate>& r) {
   if (!r) return nullptr;
@@ -30,12 +32,14 @@ json speedup_json(const std::optional<RatioEstimate>& r) {
 }
 
 json rounds_json(const RoundsSummary& r) {
-  return json{{"count", r.rounds}, {"median_s", r.medians}, {"samples", r.samples}, {"process", r.process}};
+  return json{
+      {"count", r.rounds}, {"median_s", r.medians}, {"samples", r.samples}, {"process", r.process}};
 }
 
 json paired_steps_json(const PairedSteps& p) {
   json ratios = json::array();
-  for (const std::optional<double>& r : p.median_log_ratio) ratios.push_back(r ? json(*r) : json(nullptr));
+  for (const std::optional<double>& r : p.median_log_ratio)
+    ratios.push_back(r ? json(*r) : json(nullptr));
   return json{{"baseline", p.baseline}, {"median_log_ratio", ratios}};
 }
 
@@ -56,7 +60,9 @@ json entry_json(const Entry& e) {
   j["measure_time_s"] = e.measure_time_s;
   j["wall_s"] = summary_json(e.wall);
   j["interval_s"] = interval_json(e.rounds.interval);
-  j["noise"] = {{"within", e.rounds.within}, {"between", e.rounds.between}, {"reported", e.rounds.reported()}};
+  j["noise"] = {{"within", e.rounds.within},
+                {"between", e.rounds.between},
+                {"reported", e.rounds.reported()}};
   j["rounds"] = rounds_json(e.rounds);
   j["caller_blocked_s"] = summary_json(e.caller_blocked);
   j["gpu_s"] = optional_summary(e.gpu);
@@ -94,7 +100,10 @@ json run_json(const RunSection& run) {
                 {"resolved", run.config_resolved}}},
               {"settings", run.settings},
               {"workload",
-               {{"hash", run.workload_hash}, {"tensors", run.tensors}, {"bytes", run.bytes}, {"summary", run.workload}}},
+               {{"hash", run.workload_hash},
+                {"tensors", run.tensors},
+                {"bytes", run.bytes},
+                {"summary", run.workload}}},
               {"results", std::move(entries)},
               {"aggregates", std::move(aggregates)},
               {"notes", run.notes},

@@ -1,7 +1,7 @@
+#include <fmt/format.h>
+
 #include "report/reporter.h"
 #include "report/table.h"
-
-#include <fmt/format.h>
 
 namespace mtc::bench {
 namespace {
@@ -39,8 +39,9 @@ void MarkdownReporter::end(const Report& report) {
       out << "\n| all GPUs | direction | GB/s | tensors/s | slowest median |\n"
              "| --- | --- | ---: | ---: | ---: |\n";
       for (const Aggregate& agg : run.aggregates) {
-        out << fmt::format("| {} | {} {} | {:.2f} | {:.0f} | {} |\n", agg.strategy, agg.direction, agg.pattern,
-                           agg.gb_per_s, agg.tensors_per_s, format_duration(agg.slowest_median_s));
+        out << fmt::format("| {} | {} {} | {:.2f} | {:.0f} | {} |\n", agg.strategy, agg.direction,
+                           agg.pattern, agg.gb_per_s, agg.tensors_per_s,
+                           format_duration(agg.slowest_median_s));
       }
     }
     bool heading = false;
@@ -48,12 +49,14 @@ void MarkdownReporter::end(const Report& report) {
       if (e.ok() || e.reason.empty()) continue;
       if (!heading) out << '\n';
       heading = true;
-      out << fmt::format("- `{}` {}: {}: {}\n", e.strategy, e.direction, to_string(e.status), e.reason);
+      out << fmt::format("- `{}` {}: {}: {}\n", e.strategy, e.direction, to_string(e.status),
+                         e.reason);
     }
     for (const std::string& note : run.notes) out << "- note: " << note << '\n';
   }
   if (report.interrupted) {
-    out << "\n**Interrupted** (SIGINT or SIGTERM): the figures cover what was measured until then.\n";
+    out << "\n**Interrupted** (SIGINT or SIGTERM): the figures cover what was measured until "
+           "then.\n";
   }
   out << "\n" << kTableLegend << '\n';
 }

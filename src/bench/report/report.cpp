@@ -1,13 +1,13 @@
 #include "report/report.h"
 
-#include "errors.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <map>
 #include <tuple>
 #include <utility>
+
+#include "errors.h"
 
 namespace mtc::bench {
 
@@ -34,7 +34,8 @@ void compute_speedups(RunSection& run) {
           base.direction == entry.direction && base.pattern == entry.pattern) {
         // Round r of every case of a block ran in the same round of interleaving, so the pair
         // shares the host's state of that moment.
-        entry.speedup = paired_ratio(base.rounds.medians, entry.rounds.medians, entry.rounds.interval.level);
+        entry.speedup =
+            paired_ratio(base.rounds.medians, entry.rounds.medians, entry.rounds.interval.level);
         break;
       }
     }
@@ -55,7 +56,8 @@ void compute_aggregates(RunSection& run) {
   for (const auto& key : order) {
     const auto& members = groups[key];
     if (members.size() < 2) continue;
-    if (!std::all_of(members.begin(), members.end(), [](const Entry* e) { return e->ok(); })) continue;
+    if (!std::all_of(members.begin(), members.end(), [](const Entry* e) { return e->ok(); }))
+      continue;
     Aggregate agg;
     agg.direction = std::get<0>(key);
     agg.strategy = std::get<1>(key);
@@ -78,7 +80,8 @@ int exit_code_for(const Report& report) {
   bool failed = false;
   for (const RunSection& run : report.runs) {
     for (const Entry& e : run.entries) {
-      if (e.status == EntryStatus::kVerificationFailed) return static_cast<int>(ExitCode::kVerification);
+      if (e.status == EntryStatus::kVerificationFailed)
+        return static_cast<int>(ExitCode::kVerification);
       failed = failed || e.status == EntryStatus::kFailed;
     }
   }

@@ -4,16 +4,15 @@
 // types.h.
 #pragma once
 
-#include "stats/rounds.h"
-#include "stats/summary.h"
-#include "types.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "stats/rounds.h"
+#include "stats/summary.h"
+#include "types.h"
 
 namespace mtc::bench {
 
@@ -32,28 +31,28 @@ struct Entry {
   std::string direction;
   std::string strategy;
   std::string pattern;  // "hot" or "step" (types.h)
-  std::string source;  // "cpu", "cuda:0", ...
+  std::string source;   // "cpu", "cuda:0", ...
   std::string target;
   EntryStatus status = EntryStatus::kOk;
-  std::string reason;             // why skipped or failed; empty when ok
-  std::optional<bool> verified;   // empty when it never ran
-  std::string stop_reason;        // StopReason as text
+  std::string reason;            // why skipped or failed; empty when ok
+  std::optional<bool> verified;  // empty when it never ran
+  std::string stop_reason;       // StopReason as text
   int64_t warmup = 0;
-  double measure_time_s = 0.0;    // wall time of the measuring loops, gaps included
-  RoundsSummary rounds;           // per-round medians, the interval of the median, noise
-  Summary wall;                   // start until usable on the target, synchronized; pooled over
-                                  // rounds, its noise is rounds.reported()
-  Summary caller_blocked;         // how long the start call kept the caller
-  std::optional<Summary> gpu;     // CUDA events around the sample; none for h2h
-  Summary cpu;                    // process CPU time (all threads) during the sample
-  std::optional<Summary> exposed; // overlap mode: wall minus the simulated caller work
-  double gb_per_s = 0.0;          // workload bytes / median wall, 1e9 bytes per second
+  double measure_time_s = 0.0;     // wall time of the measuring loops, gaps included
+  RoundsSummary rounds;            // per-round medians, the interval of the median, noise
+  Summary wall;                    // start until usable on the target, synchronized; pooled over
+                                   // rounds, its noise is rounds.reported()
+  Summary caller_blocked;          // how long the start call kept the caller
+  std::optional<Summary> gpu;      // CUDA events around the sample; none for h2h
+  Summary cpu;                     // process CPU time (all threads) during the sample
+  std::optional<Summary> exposed;  // overlap mode: wall minus the simulated caller work
+  double gb_per_s = 0.0;           // workload bytes / median wall, 1e9 bytes per second
   double tensors_per_s = 0.0;
   // `to` / this, paired per round, same device, direction and pattern.
   std::optional<RatioEstimate> speedup;
   std::optional<PairedSteps> paired_steps;  // an A/B pair's candidate only
-  nlohmann::json engine;          // engine options and CopyStats; null for other strategies
-  nlohmann::json raw_samples;     // per-sample series when asked for; null otherwise
+  nlohmann::json engine;       // engine options and CopyStats; null for other strategies
+  nlohmann::json raw_samples;  // per-sample series when asked for; null otherwise
 
   bool ok() const { return status == EntryStatus::kOk; }
 };
@@ -63,9 +62,9 @@ struct Aggregate {
   std::string direction;
   std::string strategy;
   std::vector<int> devices;
-  double gb_per_s = 0.0;             // sum over the GPUs
-  double tensors_per_s = 0.0;        // sum over the GPUs
-  double slowest_median_s = 0.0;     // the largest per-GPU median wall time
+  double gb_per_s = 0.0;          // sum over the GPUs
+  double tensors_per_s = 0.0;     // sum over the GPUs
+  double slowest_median_s = 0.0;  // the largest per-GPU median wall time
   std::string pattern;
 };
 
@@ -77,14 +76,14 @@ struct RunSection {
   uint64_t seed = 0;
   nlohmann::json config_given;
   nlohmann::json config_resolved;
-  nlohmann::json settings;  // the bench settings after the command line's overrides
-  nlohmann::json workload;  // the workload summary
+  nlohmann::json settings;    // the bench settings after the command line's overrides
+  nlohmann::json workload;    // the workload summary
   std::string workload_hash;  // identifies the exact workload across reports (workload_hash())
   int64_t tensors = 0;
   int64_t bytes = 0;
   std::vector<Entry> entries;
   std::vector<Aggregate> aggregates;
-  std::vector<std::string> notes;  // e.g. why a direction was skipped
+  std::vector<std::string> notes;        // e.g. why a direction was skipped
   nlohmann::json host_canary = nullptr;  // env/host_canary.h: the host probe of every round
 };
 

@@ -1,12 +1,12 @@
 #include "report/report_reader.h"
 
-#include "errors.h"
-#include "report/json_node.h"
-
 #include <fmt/format.h>
 
 #include <fstream>
 #include <limits>
+
+#include "errors.h"
+#include "report/json_node.h"
 
 namespace mtc::bench {
 namespace {

@@ -15,11 +15,10 @@
 // high edge as +inf), which the JSON reporter writes back as null.
 #pragma once
 
-#include "report/report.h"
-
 #include <nlohmann/json.hpp>
-
 #include <string>
+
+#include "report/report.h"
 
 namespace mtc::bench {
 

@@ -8,12 +8,12 @@
 // lifecycle (compare/compare_output.h).
 #pragma once
 
-#include "report/report.h"
-
 #include <memory>
 #include <ostream>
 #include <utility>
 #include <vector>
+
+#include "report/report.h"
 
 namespace mtc::bench {
 

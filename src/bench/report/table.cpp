@@ -61,9 +61,12 @@ std::string format_interval(const Interval& interval) {
 }
 
 std::string format_speedup(const RatioEstimate& speedup) {
-  const auto number = [](double x) { return x >= 10.0 ? fmt::format("{:.1f}", x) : fmt::format("{:.2f}", x); };
+  const auto number = [](double x) {
+    return x >= 10.0 ? fmt::format("{:.1f}", x) : fmt::format("{:.2f}", x);
+  };
   if (!speedup.low || !speedup.high) return number(speedup.estimate) + "x";
-  return fmt::format("{}x ({}-{})", number(speedup.estimate), number(*speedup.low), number(*speedup.high));
+  return fmt::format("{}x ({}-{})", number(speedup.estimate), number(*speedup.low),
+                     number(*speedup.high));
 }
 
 std::string workload_line(const RunSection& run) {

@@ -2,10 +2,10 @@
 // rendered two ways.
 #pragma once
 
-#include "report/report.h"
-
 #include <string>
 #include <vector>
+
+#include "report/report.h"
 
 namespace mtc::bench {
 

@@ -1,13 +1,13 @@
 #include "stats/rounds.h"
 
-#include "stats/distributions.h"
-#include "stats/summary.h"
-
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
+
+#include "stats/distributions.h"
+#include "stats/summary.h"
 
 namespace mtc::bench {
 namespace {
@@ -60,7 +60,8 @@ RoundsSummary summarize_rounds(std::span<const Round> rounds, double level) {
   s.within = relative_median_noise(pooled);
 
   const std::vector<double> logs = logs_of(s.medians);
-  s.between = logs.size() >= 2 ? sample_sd(logs) / std::sqrt(static_cast<double>(logs.size())) : 1.0;
+  s.between =
+      logs.size() >= 2 ? sample_sd(logs) / std::sqrt(static_cast<double>(logs.size())) : 1.0;
   double h = std::max(log_half_width(logs, level), normal_quantile(0.5 + level / 2.0) * s.within);
 
   // Processes: the mean log round median of each, as one draw of "a fresh process".
@@ -71,7 +72,8 @@ RoundsSummary summarize_rounds(std::span<const Round> rounds, double level) {
   if (by_process.size() > 1) {
     std::vector<double> process_means;
     for (const auto& [process, values] : by_process) process_means.push_back(mean_of(values));
-    const double process_se = sample_sd(process_means) / std::sqrt(static_cast<double>(process_means.size()));
+    const double process_se =
+        sample_sd(process_means) / std::sqrt(static_cast<double>(process_means.size()));
     s.between = std::max(s.between, process_se);
     h = std::max(h, log_half_width(process_means, level));
   }
@@ -80,12 +82,13 @@ RoundsSummary summarize_rounds(std::span<const Round> rounds, double level) {
   return s;
 }
 
-std::optional<RatioEstimate> paired_ratio(std::span<const double> numerator, std::span<const double> denominator,
-                                          double level) {
+std::optional<RatioEstimate> paired_ratio(std::span<const double> numerator,
+                                          std::span<const double> denominator, double level) {
   std::vector<double> logs;
   const size_t n = std::min(numerator.size(), denominator.size());
   for (size_t i = 0; i < n; ++i) {
-    if (numerator[i] > 0.0 && denominator[i] > 0.0) logs.push_back(std::log(numerator[i] / denominator[i]));
+    if (numerator[i] > 0.0 && denominator[i] > 0.0)
+      logs.push_back(std::log(numerator[i] / denominator[i]));
   }
   if (logs.empty()) return std::nullopt;
   RatioEstimate r;

@@ -63,7 +63,8 @@ struct RatioEstimate {
   int64_t pairs = 0;
 };
 
-std::optional<RatioEstimate> paired_ratio(std::span<const double> numerator, std::span<const double> denominator,
+std::optional<RatioEstimate> paired_ratio(std::span<const double> numerator,
+                                          std::span<const double> denominator,
                                           double level = kDefaultIntervalLevel);
 
 // The relative half-width h of a t-interval for the mean of `logs`: t(n-1) * sd / sqrt(n).

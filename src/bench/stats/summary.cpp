@@ -7,8 +7,8 @@
 namespace mtc::bench {
 namespace {
 
-constexpr double kMadToStdev = 1.4826;          // consistent estimator of sigma for normal data
-constexpr double kMedianToMeanSe = 1.2533141;   // sqrt(pi / 2)
+constexpr double kMadToStdev = 1.4826;         // consistent estimator of sigma for normal data
+constexpr double kMedianToMeanSe = 1.2533141;  // sqrt(pi / 2)
 
 double finite_or_zero(double value) { return std::isfinite(value) ? value : 0.0; }
 
@@ -31,7 +31,8 @@ double median(std::vector<double> values) {
   std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
   const double upper = values[mid];
   if (values.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  const double lower =
+      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
   return (lower + upper) / 2.0;
 }
 

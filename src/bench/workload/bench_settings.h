@@ -36,8 +36,9 @@ struct BenchSettings {
 
 // The one rule between the round limits, as its message: empty when max_rounds >= min_rounds.
 // Checked where a pair of limits is final: a config on its own (the loader, so `validate` sees
-// it, as a ConfigError at the config's pointer) and the run's plan (runner/commands/make_run_plan.h,
-// where the command line's limits meet the config's, as a UsageError).
+// it, as a ConfigError at the config's pointer) and the run's plan
+// (runner/commands/make_run_plan.h, where the command line's limits meet the config's, as a
+// UsageError).
 inline std::string round_limits_error(int64_t min_rounds, int64_t max_rounds) {
   if (max_rounds >= min_rounds) return {};
   return "max_rounds (" + std::to_string(max_rounds) + ") is below min_rounds (" +

@@ -1,6 +1,8 @@
 // build_workload: walks the compiled spec depth first, in document order, drawing sizes from
 // one structure stream and each tensor's values from a stream of its own, so that changing
 // one tensor's values never shifts the shapes or values of the others.
+#include "workload/workload.h"
+
 #include <ATen/core/Tensor.h>
 #include <ATen/detail/CUDAHooksInterface.h>
 #include <ATen/ops/empty.h>
@@ -16,7 +18,6 @@
 #include "workload/detail/spec.h"
 #include "workload/detail/tensor_spec_parser.h"
 #include "workload/random.h"
-#include "workload/workload.h"
 
 namespace mtc::bench {
 namespace {

@@ -1,15 +1,14 @@
 #include "detail/completion.h"
 
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cstring>
 #include <iterator>
 
 #include "detail/cuda_check.h"
 #include "detail/event_pool.h"
 #include "detail/staging.h"
 #include "mtc/nvtx.h"
-
-#include <c10/cuda/CUDAGuard.h>
-
-#include <cstring>
 
 namespace mtc::detail {
 

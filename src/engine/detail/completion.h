@@ -3,8 +3,6 @@
 // copies (pinned staging -> pageable outputs) that can run only once the DMA has landed.
 #pragma once
 
-#include "detail/pinned_pool.h"
-
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <cuda_runtime_api.h>
@@ -12,6 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <vector>
+
+#include "detail/pinned_pool.h"
 
 namespace mtc::detail {
 

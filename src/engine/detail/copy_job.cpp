@@ -1,11 +1,5 @@
 #include "detail/copy_job.h"
 
-#include "detail/cuda_check.h"
-#include "detail/outputs.h"
-#include "detail/structure.h"
-#include "detail/worker_pool.h"
-#include "mtc/nvtx.h"
-
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 
@@ -15,6 +9,12 @@
 #include <map>
 #include <memory>
 #include <optional>
+
+#include "detail/cuda_check.h"
+#include "detail/outputs.h"
+#include "detail/structure.h"
+#include "detail/worker_pool.h"
+#include "mtc/nvtx.h"
 
 namespace mtc::detail {
 namespace {
@@ -65,9 +65,7 @@ double micros_since(std::chrono::steady_clock::time_point& since) {
 struct ElementTickets {
   ElementTickets(int64_t n, int max_threads) : elements(n), threads(max_threads) {}
   // The next element to walk; `elements` or more once none is left (or a thread failed).
-  int64_t take() {
-    return stop.load(std::memory_order_relaxed) ? elements : next.fetch_add(1);
-  }
+  int64_t take() { return stop.load(std::memory_order_relaxed) ? elements : next.fetch_add(1); }
   // A thread other than the walk's own walks elements, as long as there are any and a walker
   // slot is free for it.
   void join() {
@@ -82,12 +80,13 @@ struct ElementTickets {
   void close() { next.fetch_add(elements); }
 
   const int64_t elements;
-  const int threads;              // walker slots; slot 0 is the walk's own thread
-  std::atomic<int64_t> next{1};   // element 0 is walked before the split is decided
-  std::atomic<int> active{0};     // joined threads between asking for an element and being done
+  const int threads;             // walker slots; slot 0 is the walk's own thread
+  std::atomic<int64_t> next{1};  // element 0 is walked before the split is decided
+  std::atomic<int> active{0};    // joined threads between asking for an element and being done
   std::atomic<int> slots{1};
   std::atomic<bool> stop{false};  // a thread failed: the others stop early
-  const std::function<void(int, int64_t)>* walk = nullptr;  // (slot, first element); valid while open
+  const std::function<void(int, int64_t)>* walk =
+      nullptr;  // (slot, first element); valid while open
 };
 
 void CopyJob::walk() {
@@ -111,10 +110,12 @@ void CopyJob::walk() {
   if (n > 0) built[0] = first.copy_element(*elements[0], 0);
   WorkerPool& pool = WorkerPool::instance();
   const int64_t estimate = stats_.tensors * n;
-  const auto helpers = std::min<int64_t>({static_cast<int64_t>(pool.size()), n - 2,
-                                          estimate / leaves_per_part.load(std::memory_order_relaxed) - 1});
+  const auto helpers =
+      std::min<int64_t>({static_cast<int64_t>(pool.size()), n - 2,
+                         estimate / leaves_per_part.load(std::memory_order_relaxed) - 1});
   if (helpers < 1 || estimate < parallel_walk_leaves.load(std::memory_order_relaxed)) {
-    for (int64_t i = 1; i < n; ++i) built[i] = first.copy_element(*elements[i], static_cast<uint32_t>(i));
+    for (int64_t i = 1; i < n; ++i)
+      built[i] = first.copy_element(*elements[i], static_cast<uint32_t>(i));
     result_ = Copier::assemble(input_, built);
     first.place_elements(result_);
     return;
@@ -129,8 +130,15 @@ void CopyJob::walk() {
   } none;
   struct alignas(128) Walker {
     Walker(CopyJob& job, NoLeaves& no, CopyStats* stats_to_use)
-        : context{job.options_, job.target_, no.inputs, no.outputs, no.views, no.storages,
-                  stats_to_use ? *stats_to_use : own_stats, completion, job.streams_} {}
+        : context{job.options_,
+                  job.target_,
+                  no.inputs,
+                  no.outputs,
+                  no.views,
+                  no.storages,
+                  stats_to_use ? *stats_to_use : own_stats,
+                  completion,
+                  job.streams_} {}
     CopyStats own_stats;
     std::optional<LeafRouter> own_router;  // a helper's; the walk's thread uses router_
     std::optional<Copier> own_copier;
@@ -146,7 +154,8 @@ void CopyJob::walk() {
   // Made before any other thread joins, so a joining thread cannot fail outside walk_from.
   std::vector<std::unique_ptr<Walker>> walkers;
   for (int64_t k = 0; k <= helpers + 1; ++k) {
-    Walker& w = *walkers.emplace_back(std::make_unique<Walker>(*this, none, k == 0 ? &stats_ : nullptr));
+    Walker& w =
+        *walkers.emplace_back(std::make_unique<Walker>(*this, none, k == 0 ? &stats_ : nullptr));
     w.router = k == 0 ? &router_ : &w.own_router.emplace(target_, options_, w.own_stats);
     w.copier = k == 0 ? &first : &w.own_copier.emplace(*w.router);
   }
@@ -161,7 +170,8 @@ void CopyJob::walk() {
         w.error_element = i;
         ++w.walked;
         w.router->begin_element(i);
-        built[static_cast<size_t>(i)] = w.copier->copy_element(*elements[i], static_cast<uint32_t>(i));
+        built[static_cast<size_t>(i)] =
+            w.copier->copy_element(*elements[i], static_cast<uint32_t>(i));
       }
       if (pack_submitted_in_walk()) submit_packed_host_to_device(w.context, w.router->packed());
     } catch (...) {
@@ -236,7 +246,7 @@ void CopyJob::run_routes() {
       from_device[t.device().index()].push_back(static_cast<int64_t>(i));
     }
   }
-  RouteContext ctx{options_, target_, deferred, outputs_,    views_,
+  RouteContext ctx{options_,  target_, deferred,    outputs_, views_,
                    storages_, stats_,  completion_, streams_};
   // CPU leaves are deferred only for a CUDA target (for a CPU one they are returned as they are).
   // A split walk has submitted its chunks already; the event is still to record.

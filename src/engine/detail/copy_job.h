@@ -1,11 +1,6 @@
-// One copy in flight: its input, the new structure, its routes' results and its completion. Shared by
-// the handle and, while it runs, the worker that orchestrates it.
+// One copy in flight: its input, the new structure, its routes' results and its completion. Shared
+// by the handle and, while it runs, the worker that orchestrates it.
 #pragma once
-
-#include "detail/completion.h"
-#include "detail/leaf_router.h"
-#include "detail/routes.h"
-#include "mtc/copier.h"
 
 #include <ATen/core/ivalue.h>
 #include <c10/core/InferenceMode.h>
@@ -17,6 +12,11 @@
 #include <mutex>
 #include <optional>
 #include <utility>
+
+#include "detail/completion.h"
+#include "detail/leaf_router.h"
+#include "detail/routes.h"
+#include "mtc/copier.h"
 
 namespace mtc::detail {
 
@@ -114,10 +114,10 @@ class CopyJob {
 
   CopyStats stats_;
   c10::IValue result_;
-  LeafRouter router_;  // the walk's policy; holds the packed chunks and the deferred leaves
+  LeafRouter router_;   // the walk's policy; holds the packed chunks and the deferred leaves
   bool split_ = false;  // the walk ran in parts
-  std::vector<at::Tensor> outputs_;    // by deferred leaf, while the routes fill them
-  std::vector<DeferredView> views_;    // by deferred leaf
+  std::vector<at::Tensor> outputs_;  // by deferred leaf, while the routes fill them
+  std::vector<DeferredView> views_;  // by deferred leaf
   std::vector<c10::Storage> storages_;
   Completion completion_;
   std::mutex completion_mutex_;
@@ -125,8 +125,8 @@ class CopyJob {
   std::mutex walk_mutex_;
   std::shared_ptr<ElementTickets> open_walk_;  // while a walk in parts hands out elements
   std::atomic<bool> walk_open_{false};         // open_walk_ is set (read without the lock)
-  std::atomic<bool> claimed_{false};  // a thread has started run()
-  std::atomic<bool> taken_{false};    // take_result() moved result_ out
+  std::atomic<bool> claimed_{false};           // a thread has started run()
+  std::atomic<bool> taken_{false};             // take_result() moved result_ out
   // Its own cache lines: get() spins reading it while the worker writes the fields above.
   alignas(128) std::atomic<int> state_{kPending};
   std::chrono::steady_clock::time_point created_ = std::chrono::steady_clock::now();

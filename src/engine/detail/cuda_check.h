@@ -20,13 +20,14 @@ inline void clear_cuda_error(cudaError_t status) noexcept {
 }  // namespace mtc::detail
 
 // An injected fault made no call, so it leaves nothing pending to clear.
-#define MTC_CUDA_CHECK(expr)                                                                \
-  do {                                                                                      \
-    cudaError_t mtc_status_ = cudaSuccess;                                                  \
-    if (!::mtc::detail::CudaFaultInjection::fires(mtc_status_)) {                           \
-      mtc_status_ = (expr);                                                                 \
-      ::mtc::detail::clear_cuda_error(mtc_status_);                                         \
-    }                                                                                       \
-    TORCH_CHECK(mtc_status_ == cudaSuccess, "mtc: ", #expr, " failed: ",                    \
-                cudaGetErrorName(mtc_status_), ": ", cudaGetErrorString(mtc_status_));      \
+#define MTC_CUDA_CHECK(expr)                                      \
+  do {                                                            \
+    cudaError_t mtc_status_ = cudaSuccess;                        \
+    if (!::mtc::detail::CudaFaultInjection::fires(mtc_status_)) { \
+      mtc_status_ = (expr);                                       \
+      ::mtc::detail::clear_cuda_error(mtc_status_);               \
+    }                                                             \
+    TORCH_CHECK(mtc_status_ == cudaSuccess, "mtc: ", #expr,       \
+                " failed: ", cudaGetErrorName(mtc_status_), ": ", \
+                cudaGetErrorString(mtc_status_));                 \
   } while (false)

@@ -1,8 +1,7 @@
-#include "detail/gather.h"
+#include <algorithm>
 
 #include "detail/cuda_check.h"
-
-#include <algorithm>
+#include "detail/gather.h"
 
 namespace mtc::detail {
 namespace {
@@ -18,8 +17,9 @@ __global__ void gather_kernel(const __grid_constant__ GatherBatch batch, std::by
   const GatherItem item = batch.items[blockIdx.x];
   const auto* src = static_cast<const std::byte*>(item.src);
   std::byte* out = dst + item.dst_offset;
-  const bool vectorizable = ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(out) |
-                              item.bytes) & 15u) == 0;
+  const bool vectorizable =
+      ((reinterpret_cast<uintptr_t>(src) | reinterpret_cast<uintptr_t>(out) | item.bytes) & 15u) ==
+      0;
   if (vectorizable) {
     const auto* s = reinterpret_cast<const uint4*>(src);
     auto* d = reinterpret_cast<uint4*>(out);

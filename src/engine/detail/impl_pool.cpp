@@ -93,11 +93,13 @@ void* allocate(size_t bytes) {
         s.batches.pop_back();
       }
     }
-    for (size_t i = 1; i <= std::min(kPrefetchDistance, t_count); ++i) prefetch_for_write(t_blocks[t_count - i], bytes);
+    for (size_t i = 1; i <= std::min(kPrefetchDistance, t_count); ++i)
+      prefetch_for_write(t_blocks[t_count - i], bytes);
   }
   if (t_count == 0) return ::operator new(bytes);
   void* block = t_blocks[--t_count];
-  if (t_count >= kPrefetchDistance) prefetch_for_write(t_blocks[t_count - kPrefetchDistance], bytes);
+  if (t_count >= kPrefetchDistance)
+    prefetch_for_write(t_blocks[t_count - kPrefetchDistance], bytes);
   return block;
 }
 

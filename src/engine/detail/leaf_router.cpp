@@ -23,8 +23,8 @@ int64_t LeafRouter::leaf(const at::Tensor& t, c10::IValue& output) {
     TORCH_CHECK(!t.is_nested(), "mtc: ", where(index),
                 " is a nested tensor; only plain (non-nested) tensors can be copied");
     const c10::Device device = t.device();
-    TORCH_CHECK(device.is_cpu() || device.is_cuda(), "mtc: ", where(index), " is on ",
-                device.str(), "; only cpu and cuda tensors can be copied");
+    TORCH_CHECK(device.is_cpu() || device.is_cuda(), "mtc: ", where(index), " is on ", device.str(),
+                "; only cpu and cuda tensors can be copied");
     const auto bytes = static_cast<int64_t>(t.nbytes());
     stats_.bytes += bytes;
     if (device != target_) {

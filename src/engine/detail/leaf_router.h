@@ -5,16 +5,16 @@
 // are. Every other leaf is deferred to a route and placed in the new structure afterwards.
 #pragma once
 
-#include "detail/pack_plan.h"
-#include "detail/routes.h"
-#include "mtc/copier.h"
-
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "detail/pack_plan.h"
+#include "detail/routes.h"
+#include "mtc/copier.h"
 
 namespace mtc::detail {
 

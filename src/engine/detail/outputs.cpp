@@ -1,11 +1,11 @@
 #include "detail/outputs.h"
 
-#include "detail/impl_pool.h"
-
 #include <c10/core/DispatchKeySet.h>
 #include <c10/core/TensorImpl.h>
 
 #include <numeric>
+
+#include "detail/impl_pool.h"
 
 namespace mtc::detail {
 namespace {
@@ -16,7 +16,9 @@ class OutputImpl final : public c10::TensorImpl {
  public:
   using c10::TensorImpl::TensorImpl;
   static void* operator new(size_t bytes) { return impl_pool::allocate(bytes); }
-  static void operator delete(void* block, size_t bytes) noexcept { impl_pool::release(block, bytes); }
+  static void operator delete(void* block, size_t bytes) noexcept {
+    impl_pool::release(block, bytes);
+  }
 };
 
 }  // namespace
@@ -31,7 +33,7 @@ at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at:
                                    ? c10::DispatchKey::CUDA
                                    : c10::DispatchKey::CPU;
   auto impl = c10::make_intrusive<OutputImpl>(c10::Storage(storage), c10::DispatchKeySet(key),
-                                               like.dtype());
+                                              like.dtype());
   const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
   if (like.is_contiguous()) {
     // Cheaper than set_sizes_and_strides: no strides to copy and check.

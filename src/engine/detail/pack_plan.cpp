@@ -1,8 +1,8 @@
 #include "detail/pack_plan.h"
 
-#include "mtc/copier.h"
-
 #include <numeric>
+
+#include "mtc/copier.h"
 
 namespace mtc::detail {
 
@@ -12,9 +12,8 @@ ChunkPacker::Place ChunkPacker::add(int64_t bytes, int64_t element_size) {
   // lcm rather than max: equal for the usual powers of two, and for any other alignment still
   // a multiple of both, so every element stays aligned. The modulo skips the gcd loop in the
   // common case of an element size dividing the alignment.
-  const int64_t alignment = min_alignment_ % element_size == 0
-                                ? min_alignment_
-                                : std::lcm(min_alignment_, element_size);
+  const int64_t alignment =
+      min_alignment_ % element_size == 0 ? min_alignment_ : std::lcm(min_alignment_, element_size);
   int64_t offset = (used_ + alignment - 1) / alignment * alignment;
   if (chunk_ < 0 || offset + bytes > max_chunk_bytes_) {
     ++chunk_;

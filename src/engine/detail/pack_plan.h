@@ -28,7 +28,7 @@ struct PackChunk {
 };
 
 struct PackPlan {
-  std::vector<PackItem> items;    // in candidate order
+  std::vector<PackItem> items;  // in candidate order
   std::vector<PackChunk> chunks;
   std::vector<int64_t> too_large;  // leaves that would not fit an empty chunk: not packed
 };

@@ -1,3 +1,8 @@
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+
 #include "detail/cuda_check.h"
 #include "detail/event_pool.h"
 #include "detail/gather.h"
@@ -6,14 +11,8 @@
 #include "detail/routes.h"
 #include "mtc/nvtx.h"
 
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAGuard.h>
-
 namespace mtc::detail {
 namespace {
-
 
 // Makes `waiter` wait for the work queued so far on `signaller` (of device `device`).
 void order_after(c10::DeviceIndex device, cudaStream_t signaller, cudaStream_t waiter) {
@@ -62,8 +61,8 @@ void copy_device_to_device(RouteContext& ctx, c10::DeviceIndex source,
     MTC_RANGE(allocate, "allocate");
     c10::cuda::CUDAStreamGuard guard(target_stream);
     for (const PackChunk& chunk : plan.chunks) {
-      c10::DataPtr data =
-          c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(chunk.bytes + slack));
+      c10::DataPtr data = c10::cuda::CUDACachingAllocator::get()->allocate(
+          static_cast<size_t>(chunk.bytes + slack));
       shifts.push_back(alignment_shift(data.get(), alignment));
       chunks.push_back(ctx.add_storage(make_storage(std::move(data), chunk.bytes + slack)));
     }
@@ -92,10 +91,11 @@ void copy_device_to_device(RouteContext& ctx, c10::DeviceIndex source,
       gather.clear();
       for (int64_t k = chunk.first_item; k < chunk.first_item + chunk.item_count; ++k) {
         const PackItem& item = plan.items[k];
-        gather.push_back({ctx.inputs[item.leaf].const_data_ptr(), static_cast<uint64_t>(item.offset),
-                          static_cast<uint64_t>(item.bytes)});
+        gather.push_back({ctx.inputs[item.leaf].const_data_ptr(),
+                          static_cast<uint64_t>(item.offset), static_cast<uint64_t>(item.bytes)});
       }
-      launch_gather(gather.data(), gather.size(), static_cast<std::byte*>(packed.get()), source_stream.stream());
+      launch_gather(gather.data(), gather.size(), static_cast<std::byte*>(packed.get()),
+                    source_stream.stream());
       auto* dst = static_cast<std::byte*>(ctx.storages[chunks[c]].mutable_data()) + shifts[c];
       MTC_CUDA_CHECK(cudaMemcpyPeerAsync(dst, target, packed.get(), source,
                                          static_cast<size_t>(chunk.bytes), source_stream.stream()));

@@ -1,3 +1,8 @@
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+
 #include "detail/cuda_check.h"
 #include "detail/gather.h"
 #include "detail/outputs.h"
@@ -5,11 +10,6 @@
 #include "detail/routes.h"
 #include "detail/staging.h"
 #include "mtc/nvtx.h"
-
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAGuard.h>
 
 namespace mtc::detail {
 namespace {
@@ -35,7 +35,8 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
       MTC_RANGE(allocate, "allocate");
       // Freed as soon as the DMA is queued: it is used on this stream only, and the caching
       // allocator reuses it in stream order.
-      device_buffer = c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(chunk.bytes));
+      device_buffer =
+          c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(chunk.bytes));
       host_buffer = at::empty({chunk.bytes + alignment}, at::TensorOptions().dtype(at::kByte));
     }
     auto* host = static_cast<std::byte*>(host_buffer.data_ptr());
@@ -45,8 +46,8 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
       gather.clear();
       for (int64_t k = chunk.first_item; k < chunk.first_item + chunk.item_count; ++k) {
         const PackItem& item = plan.items[k];
-        gather.push_back({ctx.inputs[item.leaf].const_data_ptr(), static_cast<uint64_t>(item.offset),
-                          static_cast<uint64_t>(item.bytes)});
+        gather.push_back({ctx.inputs[item.leaf].const_data_ptr(),
+                          static_cast<uint64_t>(item.offset), static_cast<uint64_t>(item.bytes)});
       }
       auto* packed = static_cast<std::byte*>(device_buffer.get());
       launch_gather(gather.data(), gather.size(), packed, stream);
@@ -92,12 +93,14 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
   if (pinned_output) {
     // The DMA lands in the output itself; nothing frees the output before get() has waited.
     MTC_RANGE(submit, "submit");
-    MTC_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
+    MTC_CUDA_CHECK(
+        cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
   } else if (ctx.options.use_pinned_staging) {
     pipeline.device_to_host(dst, src, bytes);
   } else {
     MTC_RANGE(submit, "submit");
-    MTC_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
+    MTC_CUDA_CHECK(
+        cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
   }
   // From `source`: contiguous() has already resolved the bits of a non-dense input.
   copy_math_bits(source, out);
@@ -107,7 +110,8 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
 
 }  // namespace
 
-void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source, std::span<const int64_t> leaves) {
+void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source,
+                         std::span<const int64_t> leaves) {
   const c10::cuda::CUDAStream stream = ctx.streams.of(source);
   c10::cuda::CUDAStreamGuard guard(stream);
   std::vector<PackCandidate> candidates;

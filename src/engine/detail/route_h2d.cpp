@@ -1,15 +1,14 @@
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGuard.h>
+
 #include "detail/cuda_check.h"
 #include "detail/outputs.h"
 #include "detail/pinned_upload.h"
 #include "detail/routes.h"
 #include "detail/staging.h"
 #include "mtc/nvtx.h"
-
-#include <ATen/ops/empty.h>
-#include <ATen/ops/empty_strided.h>
-#include <c10/cuda/CUDACachingAllocator.h>
-#include <c10/cuda/CUDAGuard.h>
-
 
 namespace mtc::detail {
 namespace {
@@ -37,18 +36,21 @@ void submit_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream)
     c10::DataPtr data;
     {
       MTC_RANGE(allocate, "allocate");
-      data = c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(chunk.bytes + slack));
+      data = c10::cuda::CUDACachingAllocator::get()->allocate(
+          static_cast<size_t>(chunk.bytes + slack));
     }
     const int64_t shift = alignment_shift(data.get(), alignment);
     {
       MTC_RANGE(submit, "submit");
-      MTC_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::byte*>(data.get()) + shift, host + chunk.staging,
-                                     static_cast<size_t>(chunk.bytes), cudaMemcpyHostToDevice, stream));
+      MTC_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::byte*>(data.get()) + shift,
+                                     host + chunk.staging, static_cast<size_t>(chunk.bytes),
+                                     cudaMemcpyHostToDevice, stream));
     }
     if (shift != 0) {
       // Only for alignments the allocator's own does not cover: move the chunk's views along.
       // shift is a multiple of 16 (both alignments are), so of every element size.
-      const size_t last = c + 1 < packed.chunks.size() ? packed.chunks[c + 1].first_item : packed.views.size();
+      const size_t last =
+          c + 1 < packed.chunks.size() ? packed.chunks[c + 1].first_item : packed.views.size();
       for (size_t k = chunk.first_item; k < last; ++k) {
         c10::TensorImpl* view = packed.views[k];
         view->set_storage_offset(view->storage_offset() +
@@ -74,8 +76,7 @@ void single_host_to_device(RouteContext& ctx, int64_t leaf, std::vector<HostToDe
   at::Tensor out;
   {
     MTC_RANGE(allocate, "allocate");
-    out = at::empty_strided(source.sizes(), source.strides(),
-                            source.options().device(ctx.target));
+    out = at::empty_strided(source.sizes(), source.strides(), source.options().device(ctx.target));
   }
   const int64_t bytes = static_cast<int64_t>(source.nbytes());
   auto* dst = static_cast<std::byte*>(out.data_ptr());
@@ -88,7 +89,8 @@ void single_host_to_device(RouteContext& ctx, int64_t leaf, std::vector<HostToDe
     // Pinned sources need no staging. From pageable memory the driver stages the bytes itself
     // and returns once the source may be reused.
     MTC_RANGE(submit, "submit");
-    MTC_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream));
+    MTC_CUDA_CHECK(
+        cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream));
     if (pinned) ctx.completion.hold(source);
   }
   // From `source`: contiguous() has already resolved the bits of a non-dense input.
@@ -135,7 +137,8 @@ void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<cons
     }
   }
   // Returns once every host copy is done (the temporaries may go), the DMAs queued.
-  if (!pageable.empty()) ctx.stats.pinned_bytes += upload_pageable(pageable, ctx.completion, device, stream.stream());
+  if (!pageable.empty())
+    ctx.stats.pinned_bytes += upload_pageable(pageable, ctx.completion, device, stream.stream());
   ctx.completion.record(device, stream.stream());
 }
 

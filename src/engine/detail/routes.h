@@ -2,16 +2,16 @@
 // captured streams, fills its outputs and registers what completion must wait for.
 #pragma once
 
-#include "detail/completion.h"
-#include "detail/staging.h"
-#include "mtc/copier.h"
-
 #include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <cstdint>
 #include <span>
 #include <vector>
+
+#include "detail/completion.h"
+#include "detail/staging.h"
+#include "mtc/copier.h"
 
 namespace mtc::detail {
 
@@ -38,9 +38,9 @@ struct RouteContext {
   const CopyOptions& options;
   c10::Device target;
   const std::vector<at::Tensor>& inputs;
-  std::vector<at::Tensor>& outputs;       // by leaf, for outputs created by the routes
-  std::vector<DeferredView>& views;       // by leaf, for outputs created later
-  std::vector<c10::Storage>& storages;    // packed chunks on the target
+  std::vector<at::Tensor>& outputs;     // by leaf, for outputs created by the routes
+  std::vector<DeferredView>& views;     // by leaf, for outputs created later
+  std::vector<c10::Storage>& storages;  // packed chunks on the target
   CopyStats& stats;
   Completion& completion;
   const CapturedStreams& streams;
@@ -55,14 +55,14 @@ struct RouteContext {
 // views of chunk storages that have no device memory yet; copy_host_to_device attaches it.
 struct PackedChunks {
   struct Chunk {
-    c10::Storage storage;    // on the target, device memory attached at submission
-    int64_t bytes = 0;       // payload
-    int64_t staging = 0;     // where the chunk starts in the staging buffer
-    size_t first_item = 0;   // its items are [first_item, next chunk's first_item)
+    c10::Storage storage;   // on the target, device memory attached at submission
+    int64_t bytes = 0;      // payload
+    int64_t staging = 0;    // where the chunk starts in the staging buffer
+    size_t first_item = 0;  // its items are [first_item, next chunk's first_item)
   };
   std::vector<Chunk> chunks;
-  std::vector<StagingCopy> copies;     // by item: source, staging offset, bytes
-  std::vector<c10::TensorImpl*> views; // by item: the output (owned by the new structure)
+  std::vector<StagingCopy> copies;      // by item: source, staging offset, bytes
+  std::vector<c10::TensorImpl*> views;  // by item: the output (owned by the new structure)
 
   // Staging bytes for all chunks, each starting at a multiple of kStagingAlignment.
   int64_t staging_bytes() const;
@@ -82,7 +82,8 @@ void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 // completion event.
 void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<const int64_t> leaves);
 // Sources on CUDA device `source` to the CPU target.
-void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source, std::span<const int64_t> leaves);
+void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source,
+                         std::span<const int64_t> leaves);
 // Sources on CUDA device `source` to a different CUDA target.
 void copy_device_to_device(RouteContext& ctx, c10::DeviceIndex source,
                            std::span<const int64_t> leaves);

@@ -1,12 +1,12 @@
 #include "detail/staging.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "detail/cuda_check.h"
 #include "detail/event_pool.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
-
-#include <algorithm>
-#include <cstring>
 
 namespace mtc::detail {
 
@@ -28,7 +28,8 @@ void run_host_copies(std::span<const HostCopy> copies) {
     for (const HostCopy& c : copies) {
       const int64_t from = std::max(begin, at);
       const int64_t to = std::min(end, at + c.bytes);
-      if (from < to) std::memcpy(c.dst + (from - at), c.src + (from - at), static_cast<size_t>(to - from));
+      if (from < to)
+        std::memcpy(c.dst + (from - at), c.src + (from - at), static_cast<size_t>(to - from));
       at += c.bytes;
       if (at >= end) break;
     }

@@ -4,8 +4,6 @@
 // tensors go to a device through pinned_upload.h.)
 #pragma once
 
-#include "detail/completion.h"
-
 #include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 #include <cuda_runtime_api.h>
@@ -16,6 +14,8 @@
 #include <span>
 #include <utility>
 #include <vector>
+
+#include "detail/completion.h"
 
 namespace mtc::detail {
 

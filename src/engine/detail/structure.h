@@ -35,8 +35,9 @@ class StructureCopier {
   explicit StructureCopier(Policy& policy) : policy_(policy) {}
 
   // Builds the new structure in `result` (which must outlive the slots given out: a deferred
-  // tensor at the root is placed in `result` itself). Throws c10::Error for structures nested deeper than
-  // kMaxNestingDepth (the policy may throw too); the partial structure is then discarded.
+  // tensor at the root is placed in `result` itself). Throws c10::Error for structures nested
+  // deeper than kMaxNestingDepth (the policy may throw too); the partial structure is then
+  // discarded.
   void copy(const c10::IValue& data, c10::IValue& result) {
     pending_root_ = -1;
     result = visit(data, 0);
@@ -155,7 +156,8 @@ class StructureCopier {
     check_size(in.size());
     c10::impl::GenericDict out(in.keyType(), in.valueType());
     out.reserve(in.size());
-    for (const auto& entry : in) out.insert(entry.key(), element(entry.value(), position++, deferred));
+    for (const auto& entry : in)
+      out.insert(entry.key(), element(entry.value(), position++, deferred));
     return out;
   }
 
@@ -165,8 +167,9 @@ class StructureCopier {
     if (deferred.empty()) return;
     if (container.isList() || container.isTuple()) {
       // The container is complete: its elements no longer move.
-      auto* first = const_cast<c10::IValue*>(container.isList() ? container.toListRef().data()
-                                                                 : container.toTupleRef().elements().begin());
+      auto* first =
+          const_cast<c10::IValue*>(container.isList() ? container.toListRef().data()
+                                                      : container.toTupleRef().elements().begin());
       for (const Deferred& d : deferred) d.policy->place(d.id, first + d.position);
       return;
     }

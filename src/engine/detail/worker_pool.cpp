@@ -1,7 +1,5 @@
 #include "detail/worker_pool.h"
 
-#include "mtc/nvtx.h"
-
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -12,22 +10,27 @@
 #include <string>
 #include <utility>
 
+#include "mtc/nvtx.h"
+
 namespace mtc::detail {
 
 int parse_worker_threads(const char* text, int fallback) {
   if (text == nullptr || *text == '\0') return fallback;
   const std::string value(text);
-  const bool digits = value.size() <= 4 && std::all_of(value.begin(), value.end(), [](char c) { return c >= '0' && c <= '9'; });
+  const bool digits = value.size() <= 4 && std::all_of(value.begin(), value.end(),
+                                                       [](char c) { return c >= '0' && c <= '9'; });
   const int threads = digits ? std::stoi(value) : 0;
-  TORCH_CHECK(threads >= 1 && threads <= kMaxWorkerThreads, "mtc: ", kWorkerThreadsVariable, "='", value,
-              "' is not a worker count (an integer from 1 to ", kMaxWorkerThreads, ")");
+  TORCH_CHECK(threads >= 1 && threads <= kMaxWorkerThreads, "mtc: ", kWorkerThreadsVariable, "='",
+              value, "' is not a worker count (an integer from 1 to ", kMaxWorkerThreads, ")");
   return threads;
 }
 
 WorkerPool& WorkerPool::instance() {
   static WorkerPool* pool = [] {
     const int hw = static_cast<int>(std::thread::hardware_concurrency());
-    return new WorkerPool(parse_worker_threads(std::getenv(kWorkerThreadsVariable), std::clamp(hw, 1, 4)), kDefaultSpin);
+    return new WorkerPool(
+        parse_worker_threads(std::getenv(kWorkerThreadsVariable), std::clamp(hw, 1, 4)),
+        kDefaultSpin);
   }();
   return *pool;
 }
@@ -151,7 +154,8 @@ void WorkerPool::parallel_for(int64_t parts, const std::function<void(int64_t)>&
   // Taken out of the shared state, so the exception dies on this thread: a helper may drop the
   // state last, and the exception's own count lives in the (uninstrumented) C++ runtime, where
   // ThreadSanitizer cannot see that it ordered our reads of it before the free.
-  if (std::exception_ptr error = std::exchange(state->error, nullptr)) std::rethrow_exception(error);
+  if (std::exception_ptr error = std::exchange(state->error, nullptr))
+    std::rethrow_exception(error);
 }
 
 }  // namespace mtc::detail

@@ -1,16 +1,16 @@
 #include "runner/cli/command_line.h"
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+
 #include "errors.h"
+#include "mtc_git_revision.h"  // generated at build time: MTC_GIT_REVISION
 #include "runner/cli/compare_subcommand.h"
 #include "runner/cli/option_binder.h"
 #include "runner/cli/parse.h"
 #include "runner/cli/run_options.h"
 #include "runner/strategies/catalog.h"
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-
-#include "mtc_git_revision.h"  // generated at build time: MTC_GIT_REVISION
 
 #ifndef MTC_VERSION
 #define MTC_VERSION "unknown"
@@ -87,7 +87,8 @@ ParseResult parse_command_line(int argc, const char* const* argv, std::ostream& 
 
   CLI::App* validate = app.add_subcommand(
       "validate", "Load configs (and build their workloads) without measuring anything");
-  validate->add_option("configs", cl.validate.config_paths, "Config files or shipped names")->required();
+  validate->add_option("configs", cl.validate.config_paths, "Config files or shipped names")
+      ->required();
   validate->add_option("--set", cl.validate.sets, "Override a config value: NAME=VALUE");
   bool no_build = false;
   validate->add_flag("--no-build", no_build, "Only parse and resolve; do not build the workloads");

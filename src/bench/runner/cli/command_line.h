@@ -1,10 +1,10 @@
 // The command line: CLI11 wiring of every option into a CommandLine. No ATen.
 #pragma once
 
-#include "runner/cli/options.h"
-
 #include <optional>
 #include <ostream>
+
+#include "runner/cli/options.h"
 
 namespace mtc::bench {
 

@@ -2,11 +2,10 @@
 // subcommand to the app and turns what CLI11 collected into compare::CompareOptions.
 #pragma once
 
-#include "compare/compare_options.h"
-
 #include <CLI/CLI.hpp>
-
 #include <string>
+
+#include "compare/compare_options.h"
 
 namespace mtc::bench {
 

@@ -46,7 +46,8 @@ std::string executable_path() {
 }
 
 bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return text.size() >= suffix.size() &&
+         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -94,7 +95,8 @@ std::vector<std::string> list_configs(const std::vector<std::string>& dirs) {
     while (const dirent* entry = readdir(handle.get())) {
       const std::string name = entry->d_name;
       // Schemas sit beside the configs but are not configs.
-      if (ends_with(name, ".json") && !ends_with(name, ".schema.json") && is_file(dir + "/" + name)) {
+      if (ends_with(name, ".json") && !ends_with(name, ".schema.json") &&
+          is_file(dir + "/" + name)) {
         names.push_back(name);
       }
     }

@@ -4,16 +4,16 @@
 // each option is declared once, in cli/run_options.cpp, with its help.
 #pragma once
 
-#include "compare/compare_options.h"
-#include "runner/cli/parse.h"
-#include "types.h"
-#include "runner/strategies/engine_overrides.h"
-
 #include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "compare/compare_options.h"
+#include "runner/cli/parse.h"
+#include "runner/strategies/engine_overrides.h"
+#include "types.h"
 
 namespace mtc::bench {
 
@@ -42,13 +42,13 @@ struct RunOptions {
   std::optional<int64_t> min_rounds;
   std::optional<int64_t> max_rounds;
   std::optional<double> round_time_s;
-  bool quick = false;  // few short rounds: wide intervals, reported as they are
+  bool quick = false;                // few short rounds: wide intervals, reported as they are
   std::optional<int64_t> processes;  // fresh processes whose rounds are merged
   std::optional<AbLabel> ab_label;
-  std::string pin_cpu;  // "", "auto" (the GPU's local CPUs) or a CPU list "0-7,16"
+  std::string pin_cpu;                // "", "auto" (the GPU's local CPUs) or a CPU list "0-7,16"
   std::optional<int64_t> round_cpus;  // > 0: each round confined to this many CPUs
-  int64_t child_index = -1;  // internal: this process is child I of --processes N ...
-  int64_t child_count = 0;   // ... and N
+  int64_t child_index = -1;           // internal: this process is child I of --processes N ...
+  int64_t child_count = 0;            // ... and N
   bool raw_samples = false;
   std::string json_path;
   std::string md_path;

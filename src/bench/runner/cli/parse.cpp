@@ -1,10 +1,5 @@
 #include "runner/cli/parse.h"
 
-#include "runner/env/host_state.h"
-
-#include "errors.h"
-#include "runner/strategies/catalog.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -14,6 +9,10 @@
 #include <cstdint>
 #include <set>
 #include <stdexcept>
+
+#include "errors.h"
+#include "runner/env/host_state.h"
+#include "runner/strategies/catalog.h"
 
 namespace mtc::bench {
 namespace {
@@ -97,7 +96,8 @@ std::vector<Direction> parse_directions(const std::vector<std::string>& items) {
   for (const std::string& item : split_list(items)) {
     if (item == "all") {
       for (Direction d : all_directions()) {
-        if (std::find(directions.begin(), directions.end(), d) == directions.end()) directions.push_back(d);
+        if (std::find(directions.begin(), directions.end(), d) == directions.end())
+          directions.push_back(d);
       }
       continue;
     }
@@ -105,7 +105,8 @@ std::vector<Direction> parse_directions(const std::vector<std::string>& items) {
     if (!d) {
       throw UsageError(fmt::format("--direction {}: expected h2d, d2h, d2d, h2h or all", item));
     }
-    if (std::find(directions.begin(), directions.end(), *d) == directions.end()) directions.push_back(*d);
+    if (std::find(directions.begin(), directions.end(), *d) == directions.end())
+      directions.push_back(*d);
   }
   if (directions.empty()) throw UsageError("--direction: no direction given");
   return directions;
@@ -137,8 +138,8 @@ int64_t parse_bytes(std::string_view text) {
   }
   const std::string unit = trim(std::string_view(t).substr(digits));
   static const std::vector<std::pair<std::string, int64_t>> units{
-      {"", 1},          {"B", 1},          {"KiB", 1LL << 10}, {"MiB", 1LL << 20},
-      {"GiB", 1LL << 30}, {"KB", 1000},    {"MB", 1000000},    {"GB", 1000000000}};
+      {"", 1},      {"B", 1},        {"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30},
+      {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000}};
   for (const auto& [name, scale] : units) {
     if (unit == name) {
       if (number <= 0 || number > INT64_MAX / scale) {
@@ -182,7 +183,9 @@ std::vector<Pattern> parse_patterns(const std::vector<std::string>& items) {
   std::vector<Pattern> patterns;
   for (const std::string& item : split_list(items)) {
     const auto p = parse_pattern(item);
-    if (!p) throw UsageError(fmt::format("--pattern {}: expected hot, step or step-busy (a list: hot,step)", item));
+    if (!p)
+      throw UsageError(
+          fmt::format("--pattern {}: expected hot, step or step-busy (a list: hot,step)", item));
     if (std::find(patterns.begin(), patterns.end(), *p) == patterns.end()) patterns.push_back(*p);
   }
   if (patterns.empty()) throw UsageError("--pattern: no pattern given");
@@ -196,15 +199,18 @@ std::string parse_gap_mode_choice(const std::string& text) {
 
 AbLabel parse_ab_label(std::string_view text) {
   const auto bad = [&](std::string_view why) {
-    return UsageError(fmt::format("--ab-label {}: {} (expected JOB:SIDE:ROUND, e.g. pr-7:baseline:0)", text, why));
+    return UsageError(fmt::format(
+        "--ab-label {}: {} (expected JOB:SIDE:ROUND, e.g. pr-7:baseline:0)", text, why));
   };
   const size_t first = text.find(':');
   const size_t second = first == std::string_view::npos ? first : text.find(':', first + 1);
   if (second == std::string_view::npos) throw bad("needs three parts separated by ':'");
-  AbLabel label{std::string(text.substr(0, first)), std::string(text.substr(first + 1, second - first - 1)), 0};
+  AbLabel label{std::string(text.substr(0, first)),
+                std::string(text.substr(first + 1, second - first - 1)), 0};
   const std::string_view round = text.substr(second + 1);
   if (label.job.empty() || label.side.empty()) throw bad("JOB and SIDE must not be empty");
-  if (round.empty() || round.size() > 9 || round.find_first_not_of("0123456789") != std::string_view::npos) {
+  if (round.empty() || round.size() > 9 ||
+      round.find_first_not_of("0123456789") != std::string_view::npos) {
     throw bad("ROUND must be a non-negative integer");
   }
   label.round = std::stoll(std::string(round));
@@ -232,7 +238,8 @@ std::map<std::string, std::string> parse_engine_libraries(const std::vector<std:
 
 std::vector<int> parse_cpu_list(std::string_view text) {
   const auto cpus = cpu_list_from_text(text);
-  if (!cpus) throw UsageError(fmt::format("CPU list {}: expected numbers and ranges such as 0-7,16", text));
+  if (!cpus)
+    throw UsageError(fmt::format("CPU list {}: expected numbers and ranges such as 0-7,16", text));
   return *cpus;
 }
 
@@ -241,9 +248,10 @@ std::vector<std::string> parse_strategies(const std::vector<std::string>& items)
   for (const std::string& item : split_list(items)) {
     if (item.empty()) continue;
     if (find_strategy(item) == nullptr) {
-      throw UsageError(fmt::format("--strategy {}: unknown strategy (known: {}; and an engine variant with a build "
-                                   "loaded by --engine-lib, as engine@LABEL)",
-                                   item, fmt::join(strategy_names(), ", ")));
+      throw UsageError(fmt::format(
+          "--strategy {}: unknown strategy (known: {}; and an engine variant with a build "
+          "loaded by --engine-lib, as engine@LABEL)",
+          item, fmt::join(strategy_names(), ", ")));
     }
     if (std::find(names.begin(), names.end(), item) == names.end()) names.push_back(item);
   }

@@ -2,13 +2,13 @@
 // Pure functions that throw UsageError (exit code 2) with a message naming the bad text.
 #pragma once
 
-#include "types.h"
-
 #include <cstdint>
 #include <map>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "types.h"
 
 namespace mtc::bench {
 

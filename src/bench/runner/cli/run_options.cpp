@@ -1,16 +1,16 @@
 #include "runner/cli/run_options.h"
 
-#include "errors.h"
-#include "runner/cli/parse.h"
-#include "runner/measure/run_plan.h"
-#include "runner/strategies/engine_overrides.h"
-#include "workload/bench_settings.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <string>
 #include <vector>
+
+#include "errors.h"
+#include "runner/cli/parse.h"
+#include "runner/measure/run_plan.h"
+#include "runner/strategies/engine_overrides.h"
+#include "workload/bench_settings.h"
 
 namespace mtc::bench {
 namespace {

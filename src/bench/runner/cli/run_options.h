@@ -5,10 +5,10 @@
 // repeats them and tests/bench/documented_defaults_test.cpp holds the two together.
 #pragma once
 
+#include <CLI/CLI.hpp>
+
 #include "runner/cli/option_binder.h"
 #include "runner/cli/options.h"
-
-#include <CLI/CLI.hpp>
 
 namespace mtc::bench {
 

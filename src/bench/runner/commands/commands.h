@@ -1,9 +1,9 @@
 // The subcommands, and run_cli: parse, dispatch, map every error kind to its exit code.
 #pragma once
 
-#include "runner/cli/options.h"
-
 #include <ostream>
+
+#include "runner/cli/options.h"
 
 namespace mtc::bench {
 

@@ -1,9 +1,8 @@
-#include "runner/commands/commands.h"
+#include <c10/util/Exception.h>
 
 #include "errors.h"
 #include "runner/cli/command_line.h"
-
-#include <c10/util/Exception.h>
+#include "runner/commands/commands.h"
 
 namespace mtc::bench {
 namespace {
@@ -18,10 +17,14 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
   const CommandLine& cl = *parsed.command_line;
   try {
     switch (cl.command) {
-      case Command::kRun: return run_command(cl, out, err);
-      case Command::kList: return list_command(cl.list, out);
-      case Command::kValidate: return validate_command(cl.validate, out, err);
-      case Command::kCompare: return compare_command(cl.compare, out, err);
+      case Command::kRun:
+        return run_command(cl, out, err);
+      case Command::kList:
+        return list_command(cl.list, out);
+      case Command::kValidate:
+        return validate_command(cl.validate, out, err);
+      case Command::kCompare:
+        return compare_command(cl.compare, out, err);
     }
   } catch (const UsageError& e) {
     err << "mtc-bench: error: " << e.what() << "\nRun with --help for more information.\n";

@@ -1,13 +1,12 @@
-#include "runner/commands/commands.h"
-
-#include "runner/cli/config_paths.h"
-#include "runner/strategies/catalog.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "runner/cli/config_paths.h"
+#include "runner/commands/commands.h"
+#include "runner/strategies/catalog.h"
 
 namespace mtc::bench {
 namespace {
@@ -45,7 +44,8 @@ int list_command(const ListOptions& options, std::ostream& out) {
     const auto dirs = config_search_dirs();
     out << "Shipped configs (--config PATH, or just the name):\n";
     const auto configs = list_configs(dirs);
-    if (configs.empty()) out << "  none found (searched: " << fmt::format("{}", fmt::join(dirs, ", ")) << ")\n";
+    if (configs.empty())
+      out << "  none found (searched: " << fmt::format("{}", fmt::join(dirs, ", ")) << ")\n";
     for (const std::string& path : configs) {
       out << fmt::format("  {}\n      {}\n", path, config_blurb(path));
     }

@@ -1,14 +1,14 @@
 #include "runner/commands/make_run_plan.h"
 
-#include "errors.h"
-#include "runner/cli/options.h"
-#include "runner/strategies/catalog.h"
-#include "workload/config.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
+
+#include "errors.h"
+#include "runner/cli/options.h"
+#include "runner/strategies/catalog.h"
+#include "workload/config.h"
 
 namespace mtc::bench {
 namespace {
@@ -54,8 +54,9 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
   const std::vector<std::string> wanted = options.strategies.value_or(config.bench.strategies);
   for (const std::string& name : wanted) {
     if (find_strategy(name) == nullptr) {
-      throw ConfigError(config.file, "/bench/strategies",
-                        fmt::format("unknown strategy {} (known: {})", name, fmt::join(strategy_names(), ", ")));
+      throw ConfigError(
+          config.file, "/bench/strategies",
+          fmt::format("unknown strategy {} (known: {})", name, fmt::join(strategy_names(), ", ")));
     }
   }
   // Catalog order whatever order was asked for, so tables of different runs line up and the
@@ -68,8 +69,9 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
       const auto loaded = split_loaded_variant(name);
       if (!loaded || loaded->variant != info.name) continue;
       if (!options.engine_libraries.contains(std::string(loaded->label))) {
-        throw UsageError(fmt::format("strategy {}: no engine build is loaded as `{}` (give --engine-lib {}=PATH)",
-                                     name, loaded->label, loaded->label));
+        throw UsageError(fmt::format(
+            "strategy {}: no engine build is loaded as `{}` (give --engine-lib {}=PATH)", name,
+            loaded->label, loaded->label));
       }
       plan.strategies.push_back(name);
     }
@@ -99,7 +101,8 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
     s.patterns = *options.patterns;
   } else {
     s.patterns.clear();
-    for (const std::string& name : config.bench.patterns) s.patterns.push_back(*parse_pattern(name));
+    for (const std::string& name : config.bench.patterns)
+      s.patterns.push_back(*parse_pattern(name));
   }
   s.patterns = with_gaps(s.patterns, options.gap_mode.value_or(config.bench.gap_mode));
   s.inputs = options.inputs.value_or(config.bench.inputs);
@@ -131,10 +134,13 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
   plan.process_index = static_cast<int>(std::max<int64_t>(options.child_index, 0));
   // Several processes by default (see commands/processes.h); one for --quick and --profile,
   // whose point is a short run or one timeline.
-  plan.processes = static_cast<int>(options.processes.value_or(options.quick || options.profile ? 1 : config.bench.processes));
+  plan.processes = static_cast<int>(
+      options.processes.value_or(options.quick || options.profile ? 1 : config.bench.processes));
   if (options.child_count > 1) {
     // A child of --processes N measures its share of the rounds.
-    const auto share = [&](int64_t rounds) { return (rounds + options.child_count - 1) / options.child_count; };
+    const auto share = [&](int64_t rounds) {
+      return (rounds + options.child_count - 1) / options.child_count;
+    };
     s.stopping.min_rounds = share(s.stopping.min_rounds);
     s.stopping.max_rounds = share(s.stopping.max_rounds);
   }
@@ -142,6 +148,5 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
   plan.engine = options.engine;
   return plan;
 }
-
 
 }  // namespace mtc::bench

@@ -1,22 +1,21 @@
 #include "runner/commands/processes.h"
 
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <ftw.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "errors.h"
 #include "report/report_reader.h"
 #include "runner/env/environment.h"
 #include "runner/env/host_canary.h"
 #include "runner/measure/interrupt.h"
-
-#include <fmt/format.h>
-#include <fcntl.h>
-#include <ftw.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <sys/stat.h>
-
-#include <cstdlib>
 
 extern char** environ;
 
@@ -27,14 +26,15 @@ using json = nlohmann::json;
 
 // Options the parent handles itself; the bool says whether it takes a value.
 const std::vector<std::pair<std::string, bool>> kParentOnly{
-    {"--processes", true}, {"--json", true}, {"--md", true}, {"--child-index", true}, {"--child-count", true},
-    {"--quiet", false},    {"-q", false},    {"--raw-samples", false}};
+    {"--processes", true},   {"--json", true},   {"--md", true}, {"--child-index", true},
+    {"--child-count", true}, {"--quiet", false}, {"-q", false},  {"--raw-samples", false}};
 
 // Not std::filesystem::remove_all: libtorch exports its own copy of it, built for another
 // standard library ABI, and the dynamic linker may bind this call to that one.
 void remove_folder(const std::string& folder) {
   nftw(
-      folder.c_str(), [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
+      folder.c_str(),
+      [](const char* path, const struct stat*, int, struct FTW*) { return ::remove(path); }, 16,
       FTW_DEPTH | FTW_PHYS);
 }
 
@@ -45,11 +45,14 @@ int run_child(const std::vector<std::string>& arguments, const std::string& stdo
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
   // The children's tables would repeat the merged one: they go to a file.
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid = 0;
-  const int spawned = posix_spawn(&pid, executable_for_children().c_str(), &actions, nullptr, argv.data(), environ);
+  const int spawned =
+      posix_spawn(&pid, executable_for_children().c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) throw std::runtime_error(fmt::format("--processes: cannot start a child: error {}", spawned));
+  if (spawned != 0)
+    throw std::runtime_error(fmt::format("--processes: cannot start a child: error {}", spawned));
   int status = 0;
   bool passed_on = false;
   // Polled, not a blocking waitpid: a signal that lands before the wait begins (while the child
@@ -147,7 +150,8 @@ Entry merged_entry(const std::vector<const Entry*>& parts, int64_t tensors, int6
     }
   }
   e.rounds = summarize_rounds(series.rounds, level);
-  if (paired && static_cast<int64_t>(paired->median_log_ratio.size()) == e.rounds.rounds) e.paired_steps = paired;
+  if (paired && static_cast<int64_t>(paired->median_log_ratio.size()) == e.rounds.rounds)
+    e.paired_steps = paired;
   e.wall = summarize(series.wall);
   e.wall.noise = e.rounds.reported();
   e.caller_blocked = summarize(series.blocked);
@@ -159,8 +163,11 @@ Entry merged_entry(const std::vector<const Entry*>& parts, int64_t tensors, int6
     e.tensors_per_s = static_cast<double>(tensors) / e.wall.median;
   }
   if (keep_raw && !series.wall.empty()) {
-    e.raw_samples = {{"round", series.round_of_sample}, {"wall_s", series.wall},     {"caller_blocked_s", series.blocked},
-                     {"gpu_s", series.has_gpu ? json(series.gpu) : json(nullptr)}, {"cpu_s", series.cpu},
+    e.raw_samples = {{"round", series.round_of_sample},
+                     {"wall_s", series.wall},
+                     {"caller_blocked_s", series.blocked},
+                     {"gpu_s", series.has_gpu ? json(series.gpu) : json(nullptr)},
+                     {"cpu_s", series.cpu},
                      {"exposed_s", series.has_exposed ? json(series.exposed) : json(nullptr)}};
   }
   return e;
@@ -176,8 +183,8 @@ std::string& child_executable() {
 void set_executable_for_children(std::string path) { child_executable() = std::move(path); }
 const std::string& executable_for_children() { return child_executable(); }
 
-std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index, int count,
-                                         const std::string& json_path) {
+std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index,
+                                         int count, const std::string& json_path) {
   std::vector<std::string> args{parent.empty() ? "mtc-bench" : parent.front()};
   for (size_t i = 1; i < parent.size(); ++i) {
     const std::string& a = parent[i];
@@ -193,8 +200,8 @@ std::vector<std::string> child_arguments(const std::vector<std::string>& parent,
     if (!dropped) args.push_back(a);
   }
   for (const char* a : {"--quiet", "--raw-samples"}) args.emplace_back(a);
-  args.insert(args.end(), {"--child-index", std::to_string(index), "--child-count", std::to_string(count), "--json",
-                           json_path});
+  args.insert(args.end(), {"--child-index", std::to_string(index), "--child-count",
+                           std::to_string(count), "--json", json_path});
   return args;
 }
 
@@ -239,7 +246,8 @@ Report merge_process_reports(const std::vector<Report>& reports, bool keep_raw) 
     for (size_t i = 0; i < run.entries.size(); ++i) {
       std::vector<const Entry*> parts;
       for (const Report& r : reports) parts.push_back(&r.runs.at(s).entries.at(i));
-      section.entries.push_back(merged_entry(parts, section.tensors, section.bytes, level, keep_raw));
+      section.entries.push_back(
+          merged_entry(parts, section.tensors, section.bytes, level, keep_raw));
     }
     compute_speedups(section);
     compute_aggregates(section);
@@ -251,8 +259,10 @@ Report merge_process_reports(const std::vector<Report>& reports, bool keep_raw) 
 
 Report run_child_processes(const CommandLine& command_line, int count, std::ostream& err) {
   const char* tmp = std::getenv("TMPDIR");
-  std::string folder = std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/mtc-bench-processes-XXXXXX";
-  if (mkdtemp(folder.data()) == nullptr) throw std::runtime_error("--processes: cannot create a temporary folder");
+  std::string folder =
+      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/mtc-bench-processes-XXXXXX";
+  if (mkdtemp(folder.data()) == nullptr)
+    throw std::runtime_error("--processes: cannot create a temporary folder");
   std::vector<Report> reports;
   try {
     for (int i = 0; i < count; ++i) {
@@ -260,7 +270,8 @@ Report run_child_processes(const CommandLine& command_line, int count, std::ostr
       const std::string json_path = fmt::format("{}/process-{}.json", folder, i);
       const int code = run_child(child_arguments(command_line.arguments, i, count, json_path),
                                  fmt::format("{}/process-{}.txt", folder, i));
-      if (code == static_cast<int>(ExitCode::kUsage)) throw UsageError(fmt::format("process {} rejected its input", i));
+      if (code == static_cast<int>(ExitCode::kUsage))
+        throw UsageError(fmt::format("process {} rejected its input", i));
       struct stat info {};
       const bool written = ::stat(json_path.c_str(), &info) == 0;
       // After Ctrl-C the signal passed on may reach a child still starting, before it has set up

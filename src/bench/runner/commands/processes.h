@@ -4,12 +4,12 @@
 // interval (stats/rounds.h) then covers the variation between processes too.
 #pragma once
 
-#include "runner/cli/options.h"
-#include "report/report.h"
-
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "report/report.h"
+#include "runner/cli/options.h"
 
 namespace mtc::bench {
 
@@ -26,8 +26,8 @@ Report run_child_processes(const CommandLine& command_line, int count, std::ostr
 
 // The arguments of child `index`: the parent's without the output and process options, plus
 // what a child needs. Exposed for tests.
-std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index, int count,
-                                         const std::string& json_path);
+std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index,
+                                         int count, const std::string& json_path);
 
 // Merges the children's reports (same command, same configs; as report/report_reader.h reads
 // what they wrote) into one Report: samples and rounds are pooled, each round labelled with its

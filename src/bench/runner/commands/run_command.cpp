@@ -1,24 +1,22 @@
-#include "runner/commands/commands.h"
-
-#include "runner/commands/make_run_plan.h"
-#include "errors.h"
-#include "runner/cli/config_paths.h"
-#include "runner/measure/interrupt.h"
-#include "runner/commands/processes.h"
-#include "runner/env/environment.h"
-#include "runner/env/host_state.h"
-#include "runner/measure/bench_runner.h"
-#include "report/file_reporter.h"
-#include "report/reporter.h"
-#include "runner/strategies/engine.h"
-#include "runner/strategies/structure.h"
-
 #include <fmt/format.h>
 #include <mtc/nvtx.h>
 
 #include <algorithm>
 #include <memory>
 
+#include "errors.h"
+#include "report/file_reporter.h"
+#include "report/reporter.h"
+#include "runner/cli/config_paths.h"
+#include "runner/commands/commands.h"
+#include "runner/commands/make_run_plan.h"
+#include "runner/commands/processes.h"
+#include "runner/env/environment.h"
+#include "runner/env/host_state.h"
+#include "runner/measure/bench_runner.h"
+#include "runner/measure/interrupt.h"
+#include "runner/strategies/engine.h"
+#include "runner/strategies/structure.h"
 #include "workload/summary.h"
 #include "workload/workload.h"
 
@@ -36,8 +34,8 @@ nlohmann::json sweep_point_json(const std::vector<std::string>& point) {
 
 // --pin-cpu: "auto" binds to the first GPU's local CPUs (from sysfs), a list binds to it.
 // Returns the CPUs bound to, or null when not asked or not possible (said on `err`).
-nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devices, const nlohmann::json& gpus,
-                        std::ostream& err) {
+nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devices,
+                        const nlohmann::json& gpus, std::ostream& err) {
   if (request.empty()) return nullptr;
   std::vector<int> cpus;
   if (request == "auto") {
@@ -46,10 +44,11 @@ nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devi
       err << "mtc-bench: warning: --pin-cpu auto: no GPU to take the local CPUs of; not pinned\n";
       return nullptr;
     }
-    const GpuLocality locality =
-        read_gpu_locality("/sys/bus/pci/devices/" + gpus[device].value("pci_bus_id", std::string()));
+    const GpuLocality locality = read_gpu_locality("/sys/bus/pci/devices/" +
+                                                   gpus[device].value("pci_bus_id", std::string()));
     if (!locality.local_cpus) {
-      err << "mtc-bench: warning: --pin-cpu auto: GPU " << device << "'s local CPUs are unknown; not pinned\n";
+      err << "mtc-bench: warning: --pin-cpu auto: GPU " << device
+          << "'s local CPUs are unknown; not pinned\n";
       return nullptr;
     }
     cpus = *locality.local_cpus;
@@ -64,8 +63,8 @@ nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devi
 
 // The inputs of the run: the config's workload, and for the step pattern K - 1 more built with
 // the following seeds (a saved batch is copied again: the same values in fresh memory).
-std::vector<c10::IValue> build_inputs(const Config& config, const RunPlan& plan, const BuildOptions& options,
-                                      BuildInfo& info) {
+std::vector<c10::IValue> build_inputs(const Config& config, const RunPlan& plan,
+                                      const BuildOptions& options, BuildInfo& info) {
   const auto& patterns = plan.settings.patterns;
   const bool step = std::any_of(patterns.begin(), patterns.end(), is_step);
   const int64_t count = step ? plan.settings.inputs : 1;
@@ -125,7 +124,8 @@ int run_in_processes(const CommandLine& command_line, int processes, Reporter& o
 // Which build each engine strategy copies with: this program's, and each loaded one's.
 nlohmann::json engine_revisions(const LoadedEngines& engines) {
   nlohmann::json j{{"engine", build_revision()}};
-  for (const auto& [label, engine] : engines) j["@" + label] = {{"revision", engine->revision()}, {"path", engine->path()}};
+  for (const auto& [label, engine] : engines)
+    j["@" + label] = {{"revision", engine->revision()}, {"path", engine->path()}};
   return j;
 }
 
@@ -145,14 +145,17 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
     std::vector<std::string> sets = options.sets;
     sets.insert(sets.end(), point.begin(), point.end());
     if (options.seed) sets.push_back(fmt::format("/seed={}", *options.seed));
-    configs.push_back(options.input_path.empty() ? load_config(config_path, sets)
-                                                 : config_from_saved_batch(options.input_path, sets));
+    configs.push_back(options.input_path.empty()
+                          ? load_config(config_path, sets)
+                          : config_from_saved_batch(options.input_path, sets));
   }
   const int cuda_devices = cuda_device_count();
   std::vector<RunPlan> plans;
-  for (const Config& config : configs) plans.push_back(make_run_plan(config, options, cuda_devices));
+  for (const Config& config : configs)
+    plans.push_back(make_run_plan(config, options, cuda_devices));
   if (executable_for_children().empty()) {
-    if (options.processes.value_or(1) > 1) throw UsageError("--processes needs the mtc-bench program itself to start");
+    if (options.processes.value_or(1) > 1)
+      throw UsageError("--processes needs the mtc-bench program itself to start");
     for (RunPlan& plan : plans) plan.processes = 1;
   }
   // Loaded before anything is measured: a bad build fails in a second (exit 2). The parent of
@@ -171,11 +174,14 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   nlohmann::json host = host_layout(report.context["gpus"]);
   host["pinned"] = pin_cpus(options.pin_cpu, plans.front().devices, report.context["gpus"], err);
   if (!host["pinned"].is_null()) host["affinity"] = cpu_list_to_text(process_affinity());
-  host["nvml"] = monitor.available() ? nlohmann::json("ok") : nlohmann::json(monitor.why_unavailable());
+  host["nvml"] =
+      monitor.available() ? nlohmann::json("ok") : nlohmann::json(monitor.why_unavailable());
   report.command_line = command_line.arguments;
   report.profile = options.profile;
   if (options.ab_label) {
-    report.ab = {{"job", options.ab_label->job}, {"side", options.ab_label->side}, {"round", options.ab_label->round}};
+    report.ab = {{"job", options.ab_label->job},
+                 {"side", options.ab_label->side},
+                 {"round", options.ab_label->round}};
   }
   outputs.begin(report.context);
   Progress progress(!options.quiet);
@@ -218,7 +224,8 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
     run.entries = std::move(outcome.entries);
     run.notes = std::move(outcome.notes);
     run.host_canary = canary_json(outcome.canary);
-    if (const std::string note = canary_note(outcome.canary); !note.empty()) run.notes.push_back(note);
+    if (const std::string note = canary_note(outcome.canary); !note.empty())
+      run.notes.push_back(note);
     compute_speedups(run);
     compute_aggregates(run);
     outputs.run(run);

@@ -1,12 +1,10 @@
-#include "runner/commands/commands.h"
-
-#include "errors.h"
-#include "runner/cli/config_paths.h"
-#include "runner/env/environment.h"
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "errors.h"
+#include "runner/cli/config_paths.h"
+#include "runner/commands/commands.h"
+#include "runner/env/environment.h"
 #include "workload/summary.h"
 #include "workload/workload.h"
 

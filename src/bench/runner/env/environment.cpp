@@ -1,10 +1,9 @@
 #include "runner/env/environment.h"
 
 #include <cuda_runtime_api.h>
+#include <fmt/format.h>
 #include <torch/version.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <array>
 #include <cctype>
@@ -153,7 +152,8 @@ std::string build_revision() { return MTC_GIT_REVISION; }
 json collect_environment() {
   std::ifstream cpuinfo("/proc/cpuinfo");
   json context{
-      {"tool", {{"name", "mtc-bench"}, {"version", MTC_VERSION}, {"git_revision", MTC_GIT_REVISION}}},
+      {"tool",
+       {{"name", "mtc-bench"}, {"version", MTC_VERSION}, {"git_revision", MTC_GIT_REVISION}}},
       {"build",
        {{"type", MTC_BUILD_TYPE},
 #ifdef MTC_NVTX_DISABLE

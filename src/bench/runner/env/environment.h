@@ -1,9 +1,8 @@
 // The report's context block: what ran, where, on what. No ATen: CUDA runtime and /proc only.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <istream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 
@@ -23,8 +22,8 @@ std::optional<std::string> read_first_line(const std::string& path);
 
 // Pieces of it, exposed for tests.
 struct PcieLink {
-  std::string speed;  // as the kernel reports it: "32.0 GT/s PCIe"
-  int generation = 0; // 0 when the speed is not one of the known rates
+  std::string speed;   // as the kernel reports it: "32.0 GT/s PCIe"
+  int generation = 0;  // 0 when the speed is not one of the known rates
   int width = 0;
 };
 std::string cpu_model_from_cpuinfo(std::istream& cpuinfo);

@@ -87,7 +87,8 @@ GpuMonitor::GpuMonitor() : library_(std::make_unique<Library>()) {
   }
   const bool bound = l.bind(l.init, "nvmlInit_v2") && l.bind(l.shutdown, "nvmlShutdown") &&
                      l.bind(l.by_bus_id, "nvmlDeviceGetHandleByPciBusId_v2") &&
-                     l.bind(l.clock, "nvmlDeviceGetClockInfo") && l.bind(l.max_clock, "nvmlDeviceGetMaxClockInfo") &&
+                     l.bind(l.clock, "nvmlDeviceGetClockInfo") &&
+                     l.bind(l.max_clock, "nvmlDeviceGetMaxClockInfo") &&
                      l.bind(l.temperature, "nvmlDeviceGetTemperature") &&
                      l.bind(l.throttle, "nvmlDeviceGetCurrentClocksThrottleReasons") &&
                      l.bind(l.processes, "nvmlDeviceGetComputeRunningProcesses_v3");
@@ -108,8 +109,8 @@ bool GpuMonitor::available() const { return library_ != nullptr; }
 
 nlohmann::json GpuMonitor::snapshot(const std::string& pci_bus_id) const {
   using json = nlohmann::json;
-  json s{{"sm_clock_mhz", nullptr},     {"max_sm_clock_mhz", nullptr}, {"memory_clock_mhz", nullptr},
-         {"temperature_c", nullptr},    {"throttle_reasons", nullptr}, {"throttled", nullptr},
+  json s{{"sm_clock_mhz", nullptr},   {"max_sm_clock_mhz", nullptr}, {"memory_clock_mhz", nullptr},
+         {"temperature_c", nullptr},  {"throttle_reasons", nullptr}, {"throttled", nullptr},
          {"other_processes", nullptr}};
   if (!library_) return s;
   const Library& l = *library_;
@@ -133,7 +134,8 @@ nlohmann::json GpuMonitor::snapshot(const std::string& pci_bus_id) const {
     const auto self = static_cast<unsigned int>(getpid());
     for (unsigned int i = 0; i < std::min<unsigned int>(count, infos.size()); ++i) {
       if (infos[i].pid == self) continue;
-      others.push_back({{"pid", infos[i].pid}, {"name", process_name(infos[i].pid)},
+      others.push_back({{"pid", infos[i].pid},
+                        {"name", process_name(infos[i].pid)},
                         {"used_bytes", infos[i].used_gpu_memory}});
     }
     s["other_processes"] = std::move(others);

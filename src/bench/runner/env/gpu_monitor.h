@@ -3,9 +3,8 @@
 // (CI machines without a driver): everything then reads as unknown (null). No ATen.
 #pragma once
 
-#include <nlohmann/json.hpp>
-
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

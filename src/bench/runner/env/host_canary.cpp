@@ -30,7 +30,8 @@ double malloc_free_us() {
       // Sizes of small tensors and their containers; the write keeps the compiler from eliding
       // the pair.
       blocks[static_cast<size_t>(i)] = std::malloc(static_cast<size_t>(64 + (i % 16) * 96));
-      if (blocks[static_cast<size_t>(i)] != nullptr) *static_cast<volatile char*>(blocks[static_cast<size_t>(i)]) = 1;
+      if (blocks[static_cast<size_t>(i)] != nullptr)
+        *static_cast<volatile char*>(blocks[static_cast<size_t>(i)]) = 1;
     }
     for (void* b : blocks) std::free(b);
     best = std::min(best, microseconds_since(start));
@@ -94,7 +95,8 @@ CanaryReading HostCanary::read() {
   double best = 1e30;
   for (int pass = 0; pass < kPasses; ++pass) {
     const auto start = Clock::now();
-    if (cudaMemcpyAsync(device_buffer_, pinned_, kCopyBytes, cudaMemcpyHostToDevice, stream) != cudaSuccess ||
+    if (cudaMemcpyAsync(device_buffer_, pinned_, kCopyBytes, cudaMemcpyHostToDevice, stream) !=
+            cudaSuccess ||
         cudaStreamSynchronize(stream) != cudaSuccess) {
       cudaGetLastError();
       return reading;
@@ -113,7 +115,8 @@ nlohmann::json canary_json(const std::vector<CanaryRecord>& records) {
                       {"round", r.round},
                       {"process", r.process},
                       {"malloc_free_us", r.reading.malloc_free_us},
-                      {"h2d_4k_us", r.reading.h2d_4k_us ? nlohmann::json(*r.reading.h2d_4k_us) : nlohmann::json()}});
+                      {"h2d_4k_us", r.reading.h2d_4k_us ? nlohmann::json(*r.reading.h2d_4k_us)
+                                                        : nlohmann::json()}});
   }
   const auto [malloc_free, h2d] = series_of(records);
   return {{"rounds", std::move(rounds)},
@@ -125,12 +128,19 @@ nlohmann::json canary_json(const std::vector<CanaryRecord>& records) {
 
 std::vector<CanaryRecord> canary_records(const nlohmann::json& canary, int process) {
   std::vector<CanaryRecord> records;
-  if (!canary.is_object() || !canary.contains("rounds") || !canary["rounds"].is_array()) return records;
+  if (!canary.is_object() || !canary.contains("rounds") || !canary["rounds"].is_array())
+    return records;
   for (const nlohmann::json& r : canary["rounds"]) {
-    if (!r.is_object() || !r.contains("malloc_free_us") || !r["malloc_free_us"].is_number()) continue;
-    CanaryRecord record{r.value("direction", ""), r.value("pattern", ""), r.value("round", int64_t{0}), {}, process};
+    if (!r.is_object() || !r.contains("malloc_free_us") || !r["malloc_free_us"].is_number())
+      continue;
+    CanaryRecord record{r.value("direction", ""),
+                        r.value("pattern", ""),
+                        r.value("round", int64_t{0}),
+                        {},
+                        process};
     record.reading.malloc_free_us = r["malloc_free_us"].get<double>();
-    if (r.contains("h2d_4k_us") && r["h2d_4k_us"].is_number()) record.reading.h2d_4k_us = r["h2d_4k_us"].get<double>();
+    if (r.contains("h2d_4k_us") && r["h2d_4k_us"].is_number())
+      record.reading.h2d_4k_us = r["h2d_4k_us"].get<double>();
     records.push_back(std::move(record));
   }
   return records;
@@ -147,9 +157,10 @@ std::string canary_note(const std::vector<CanaryRecord>& records) {
   describe(malloc_free, "528 malloc/free pairs");
   describe(h2d, "a 4 KiB pinned copy");
   if (note.empty()) return note;
-  return fmt::format("{} (host canary, per round: {}): absolute times of different rounds saw different hosts; "
-                     "ratios measured together hold better",
-                     kCanaryNotePrefix, note);
+  return fmt::format(
+      "{} (host canary, per round: {}): absolute times of different rounds saw different hosts; "
+      "ratios measured together hold better",
+      kCanaryNotePrefix, note);
 }
 
 }  // namespace mtc::bench

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
-
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,8 +16,8 @@
 namespace mtc::bench {
 
 struct CanaryReading {
-  double malloc_free_us = 0.0;       // the fastest of 3 passes over 528 pairs
-  std::optional<double> h2d_4k_us;   // the fastest of 3 copies; none without a GPU
+  double malloc_free_us = 0.0;      // the fastest of 3 passes over 528 pairs
+  std::optional<double> h2d_4k_us;  // the fastest of 3 copies; none without a GPU
 };
 
 class HostCanary {

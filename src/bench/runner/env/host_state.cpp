@@ -1,17 +1,16 @@
 #include "runner/env/host_state.h"
 
-#include "runner/env/environment.h"
-
 #include <dirent.h>
+#include <fmt/format.h>
 #include <sched.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+
+#include "runner/env/environment.h"
 
 namespace mtc::bench {
 namespace {
@@ -93,7 +92,8 @@ std::string pin_process_to(const std::vector<int>& cpus) {
     const auto tid = parse_int(entry->d_name);
     if (!tid) continue;
     if (sched_setaffinity(*tid, sizeof(set), &set) != 0 && error.empty()) {
-      error = fmt::format("sched_setaffinity({}) failed: {}", cpu_list_to_text(cpus), std::strerror(errno));
+      error = fmt::format("sched_setaffinity({}) failed: {}", cpu_list_to_text(cpus),
+                          std::strerror(errno));
     }
   }
   closedir(tasks);
@@ -102,8 +102,10 @@ std::string pin_process_to(const std::vector<int>& cpus) {
 
 GpuLocality read_gpu_locality(const std::string& sysfs_device_dir) {
   GpuLocality locality;
-  if (const auto list = read_first_line(sysfs_device_dir + "/local_cpulist")) locality.local_cpus = cpu_list_from_text(*list);
-  if (const auto node = read_first_line(sysfs_device_dir + "/numa_node")) locality.numa_node = parse_int(*node);
+  if (const auto list = read_first_line(sysfs_device_dir + "/local_cpulist"))
+    locality.local_cpus = cpu_list_from_text(*list);
+  if (const auto node = read_first_line(sysfs_device_dir + "/numa_node"))
+    locality.numa_node = parse_int(*node);
   return locality;
 }
 
@@ -133,10 +135,12 @@ std::optional<CpuTicks> read_cpu_ticks(const std::string& path) {
 json host_snapshot(const GpuMonitor& monitor, const json& gpus) {
   const auto load = read_load_average();
   const auto ticks = read_cpu_ticks();
-  json snapshot{{"load_average", load ? json(*load) : json(nullptr)},
-                {"cpu_ticks", ticks ? json{{"total", ticks->total}, {"idle", ticks->idle}, {"steal", ticks->steal}}
-                                    : json(nullptr)},
-                {"gpus", json::array()}};
+  json snapshot{
+      {"load_average", load ? json(*load) : json(nullptr)},
+      {"cpu_ticks",
+       ticks ? json{{"total", ticks->total}, {"idle", ticks->idle}, {"steal", ticks->steal}}
+             : json(nullptr)},
+      {"gpus", json::array()}};
   for (const json& gpu : gpus) {
     json s = monitor.snapshot(gpu.value("pci_bus_id", std::string()));
     s["index"] = gpu.value("index", -1);
@@ -151,10 +155,12 @@ json host_layout(const json& gpus) {
               {"cpu_governor", governor ? json(*governor) : json(nullptr)},
               {"gpus", json::array()}};
   for (const json& gpu : gpus) {
-    const GpuLocality l = read_gpu_locality("/sys/bus/pci/devices/" + gpu.value("pci_bus_id", std::string()));
-    layout["gpus"].push_back({{"index", gpu.value("index", -1)},
-                              {"local_cpus", l.local_cpus ? json(cpu_list_to_text(*l.local_cpus)) : json(nullptr)},
-                              {"numa_node", l.numa_node ? json(*l.numa_node) : json(nullptr)}});
+    const GpuLocality l =
+        read_gpu_locality("/sys/bus/pci/devices/" + gpu.value("pci_bus_id", std::string()));
+    layout["gpus"].push_back(
+        {{"index", gpu.value("index", -1)},
+         {"local_cpus", l.local_cpus ? json(cpu_list_to_text(*l.local_cpus)) : json(nullptr)},
+         {"numa_node", l.numa_node ? json(*l.numa_node) : json(nullptr)}});
   }
   return layout;
 }
@@ -171,7 +177,8 @@ std::vector<std::string> busy_host_warnings(const json& start, const json& end, 
     for (const json& gpu : snapshot->value("gpus", json::array())) {
       if (!gpu_used(gpu, used_gpus)) continue;
       if (gpu.value("throttled", json()) == true) {
-        warnings.push_back(fmt::format("GPU {} clocks throttled at the {} ({})", gpu.value("index", -1), when,
+        warnings.push_back(fmt::format("GPU {} clocks throttled at the {} ({})",
+                                       gpu.value("index", -1), when,
                                        gpu["throttle_reasons"].dump()));
       }
     }
@@ -184,9 +191,10 @@ std::vector<std::string> busy_host_warnings(const json& start, const json& end, 
     const auto total = ticks_end["total"].get<int64_t>() - ticks_start["total"].get<int64_t>();
     const auto steal = ticks_end["steal"].get<int64_t>() - ticks_start["steal"].get<int64_t>();
     if (total > 0 && steal > 0.02 * static_cast<double>(total)) {
-      warnings.push_back(fmt::format("{:.1f} % of the CPU time during the run was stolen by the hypervisor "
-                                     "(other guests on the host)",
-                                     100.0 * static_cast<double>(steal) / static_cast<double>(total)));
+      warnings.push_back(
+          fmt::format("{:.1f} % of the CPU time during the run was stolen by the hypervisor "
+                      "(other guests on the host)",
+                      100.0 * static_cast<double>(steal) / static_cast<double>(total)));
     }
   }
   // At the end this process has a context of its own, which NVML may list under a PID of
@@ -194,8 +202,9 @@ std::vector<std::string> busy_host_warnings(const json& start, const json& end, 
   for (const json& gpu : start.value("gpus", json::array())) {
     const json& others = gpu.value("other_processes", json());
     if (gpu_used(gpu, used_gpus) && others.is_array() && !others.empty()) {
-      warnings.push_back(fmt::format("GPU {} is in use by {} other process{} ({})", gpu.value("index", -1),
-                                     others.size(), others.size() == 1 ? "" : "es", others[0].value("name", "?")));
+      warnings.push_back(fmt::format("GPU {} is in use by {} other process{} ({})",
+                                     gpu.value("index", -1), others.size(),
+                                     others.size() == 1 ? "" : "es", others[0].value("name", "?")));
     }
   }
   return warnings;

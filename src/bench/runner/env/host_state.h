@@ -4,15 +4,14 @@
 // processes. Figures from a busy host are flagged, not hidden. No ATen.
 #pragma once
 
-#include "runner/env/gpu_monitor.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "runner/env/gpu_monitor.h"
 
 namespace mtc::bench {
 

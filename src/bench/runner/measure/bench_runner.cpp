@@ -1,16 +1,5 @@
 #include "runner/measure/bench_runner.h"
 
-#include "compare/in_process.h"
-#include "runner/measure/interrupt.h"
-#include "runner/measure/device_threads.h"
-#include "runner/measure/paired_round.h"
-#include "runner/measure/round_confinement.h"
-#include "runner/measure/round_order.h"
-#include "runner/strategies/catalog.h"
-#include "runner/strategies/engine.h"
-#include "runner/strategies/registry.h"
-#include "runner/strategies/structure.h"
-
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_profiler_api.h>
@@ -19,6 +8,17 @@
 
 #include <algorithm>
 #include <memory>
+
+#include "compare/in_process.h"
+#include "runner/measure/device_threads.h"
+#include "runner/measure/interrupt.h"
+#include "runner/measure/paired_round.h"
+#include "runner/measure/round_confinement.h"
+#include "runner/measure/round_order.h"
+#include "runner/strategies/catalog.h"
+#include "runner/strategies/engine.h"
+#include "runner/strategies/registry.h"
+#include "runner/strategies/structure.h"
 
 namespace mtc::bench {
 namespace {
@@ -75,7 +75,8 @@ std::vector<Unit> units_of(const Block& block) {
   return units;
 }
 
-Entry skipped_entry(Direction direction, Pattern pattern, const std::string& strategy, int device, std::string reason) {
+Entry skipped_entry(Direction direction, Pattern pattern, const std::string& strategy, int device,
+                    std::string reason) {
   Entry e;
   e.device = device;
   e.direction = std::string(to_string(direction));
@@ -110,8 +111,8 @@ void prepare_phases(CaseGroup& group, DeviceThreads& threads, const CaseSettings
 
 // One round of a unit on every GPU thread: a group's member alone, or the pair's two members
 // sampled alternately; a side that cannot run leaves the other to measure alone.
-void measure_round(const Unit& unit, DeviceThreads& threads, const CaseSettings& settings, int process,
-                   Progress& progress, uint64_t round, uint64_t salt) {
+void measure_round(const Unit& unit, DeviceThreads& threads, const CaseSettings& settings,
+                   int process, Progress& progress, uint64_t round, uint64_t salt) {
   MeasureGroup sync(static_cast<int>(unit.a->members.size()));
   threads.run([&](size_t i) {
     CaseRunner* a = unit.a->members[i].get();
@@ -121,8 +122,9 @@ void measure_round(const Unit& unit, DeviceThreads& threads, const CaseSettings&
     Progress* shown = i == 0 ? &progress : nullptr;
     const mtc::nvtx::scoped_range range{unit.a->label.c_str()};
     if (a_runs && b_runs) {
-      measure_paired_round(*a, *b, settings, sync, process, shown,
-                           PairOrder(settings.order_seed, round, salt * 64 + static_cast<uint64_t>(i)));
+      measure_paired_round(
+          *a, *b, settings, sync, process, shown,
+          PairOrder(settings.order_seed, round, salt * 64 + static_cast<uint64_t>(i)));
     } else if (a_runs || b_runs) {
       (a_runs ? a : b)->measure_round(settings, sync, process, shown);
     } else {
@@ -148,43 +150,50 @@ StopReason block_verdict(const Block& block, const StoppingParams& params) {
   return all_satisfied ? StopReason::kNoiseTarget : StopReason::kNone;
 }
 
-void measure_block(Block& block, const CaseSettings& settings, int process, Progress& progress, HostCanary& canary,
-                   RoundConfinement& confinement, std::vector<CanaryRecord>& readings, std::vector<std::string>& notes) {
-  const uint64_t salt = static_cast<uint64_t>(block.direction) * 16 + static_cast<uint64_t>(block.pattern);
-  const std::string what = fmt::format("{} {}", to_string(block.direction), to_string(block.pattern));
+void measure_block(Block& block, const CaseSettings& settings, int process, Progress& progress,
+                   HostCanary& canary, RoundConfinement& confinement,
+                   std::vector<CanaryRecord>& readings, std::vector<std::string>& notes) {
+  const uint64_t salt =
+      static_cast<uint64_t>(block.direction) * 16 + static_cast<uint64_t>(block.pattern);
+  const std::string what =
+      fmt::format("{} {}", to_string(block.direction), to_string(block.pattern));
   StopReason verdict = StopReason::kNone;
   const int64_t max_rounds = settings.fixed_samples > 0 ? 1 : settings.stopping.max_rounds;
   const std::vector<Unit> units = units_of(block);
   for (int64_t round = 0; round < max_rounds && verdict == StopReason::kNone; ++round) {
-    readings.push_back({std::string(to_string(block.direction)), std::string(to_string(block.pattern)), round,
-                        canary.read(), process});
+    readings.push_back({std::string(to_string(block.direction)),
+                        std::string(to_string(block.pattern)), round, canary.read(), process});
     const std::vector<size_t> order = round_order(units.size(), settings.order_seed, round, salt);
     for (size_t index : order) {
       const Unit& unit = units[index];
       if (!unit.a->runnable() && (unit.b == nullptr || !unit.b->runnable())) continue;
       progress.begin_case(fmt::format("{} round {} {}{}", what, round + 1, unit.a->label,
                                       unit.b != nullptr ? " with " + unit.b->strategy : ""));
-      const std::string refused = confinement.confine(settings.order_seed, static_cast<uint64_t>(round), salt * 64 + index);
+      const std::string refused =
+          confinement.confine(settings.order_seed, static_cast<uint64_t>(round), salt * 64 + index);
       if (!refused.empty()) notes.push_back(refused);
-      measure_round(unit, *block.threads, settings, process, progress, static_cast<uint64_t>(round), salt);
+      measure_round(unit, *block.threads, settings, process, progress, static_cast<uint64_t>(round),
+                    salt);
       progress.end_case();
     }
     if (interrupted()) break;  // a started round completes, so every case has samples; no new one
-    verdict = settings.fixed_samples > 0 ? StopReason::kFixedCount : block_verdict(block, settings.stopping);
+    verdict = settings.fixed_samples > 0 ? StopReason::kFixedCount
+                                         : block_verdict(block, settings.stopping);
   }
   if (verdict == StopReason::kNone) verdict = StopReason::kMaxRounds;
   for (const auto& group : block.groups) {
     for (const auto& member : group->members) {
       if (member == nullptr) continue;
       const StopReason own = case_verdict(settings.stopping, member->progress());
-      member->set_stop_reason(settings.fixed_samples > 0 ? StopReason::kFixedCount
+      member->set_stop_reason(settings.fixed_samples > 0        ? StopReason::kFixedCount
                               : own == StopReason::kNoiseTarget ? own
-                                                                 : verdict);
+                                                                : verdict);
     }
   }
 }
 
-void collect(Block& block, const CaseSettings& settings, const WorkloadSize& size, std::vector<Entry>& entries) {
+void collect(Block& block, const CaseSettings& settings, const WorkloadSize& size,
+             std::vector<Entry>& entries) {
   for (auto& group : block.groups) {
     for (Entry& e : group->skipped) entries.push_back(std::move(e));
     for (const auto& member : group->members) {
@@ -195,11 +204,15 @@ void collect(Block& block, const CaseSettings& settings, const WorkloadSize& siz
 
 }  // namespace
 
-std::optional<Route> route_for(Direction direction, int device, int cuda_device_count, std::string& why) {
+std::optional<Route> route_for(Direction direction, int device, int cuda_device_count,
+                               std::string& why) {
   const c10::Device cpu(c10::kCPU);
-  const auto gpu = [](int index) { return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index)); };
+  const auto gpu = [](int index) {
+    return c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+  };
   switch (direction) {
-    case Direction::kH2H: return Route{direction, cpu, cpu};
+    case Direction::kH2H:
+      return Route{direction, cpu, cpu};
     case Direction::kH2D:
     case Direction::kD2H:
       if (device < 0 || cuda_device_count == 0) {
@@ -210,7 +223,9 @@ std::optional<Route> route_for(Direction direction, int device, int cuda_device_
                                           : Route{direction, gpu(device), cpu};
     case Direction::kD2D:
       if (device < 0 || cuda_device_count < 2) {
-        why = "needs two GPUs: with one, every leaf is already on the target and the engine returns it as it is";
+        why =
+            "needs two GPUs: with one, every leaf is already on the target and the engine returns "
+            "it as it is";
         return std::nullopt;
       }
       return Route{direction, gpu(device), gpu((device + 1) % cuda_device_count)};
@@ -222,25 +237,28 @@ std::optional<Route> route_for(Direction direction, int device, int cuda_device_
 c10::IValue input_for(const c10::IValue& workload, Direction direction, int device) {
   if (direction == Direction::kH2D || direction == Direction::kH2H) return workload;
   const c10::Device gpu(c10::kCUDA, static_cast<c10::DeviceIndex>(device));
-  c10::IValue moved = map_tensors(workload, [&](const at::Tensor& t) { return t.to(at::TensorOptions().device(gpu)); });
+  c10::IValue moved = map_tensors(
+      workload, [&](const at::Tensor& t) { return t.to(at::TensorOptions().device(gpu)); });
   c10::cuda::CUDAGuard guard(gpu.index());
   c10::cuda::device_synchronize();
   return moved;
 }
 
-RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPlan& plan, const LoadedEngines& engines,
-                          Progress& progress) {
+RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPlan& plan,
+                          const LoadedEngines& engines, Progress& progress) {
   RunOutcome outcome;
   const LeafCount count = count_tensors(workloads.front());
   const WorkloadSize size{count.tensors, count.bytes};
   const bool cuda = plan.cuda_device_count > 0;
   // h2h does not involve a GPU: one thread is enough whatever --devices says.
-  const std::vector<int> gpu_threads = cuda && !plan.devices.empty() ? plan.devices : std::vector<int>{-1};
+  const std::vector<int> gpu_threads =
+      cuda && !plan.devices.empty() ? plan.devices : std::vector<int>{-1};
   DeviceThreads cpu_pool(std::vector<int>{-1});
   DeviceThreads gpu_pool(gpu_threads);
   const CaseSettings& settings = plan.settings;
   const mtc::CopyOptions engine_base = engine_options(plan.engine);
-  const size_t total_cases = plan.directions.size() * plan.strategies.size() * settings.patterns.size();
+  const size_t total_cases =
+      plan.directions.size() * plan.strategies.size() * settings.patterns.size();
   size_t case_number = 0;
   // The host's probe of every round, on the first GPU (env/host_canary.h).
   HostCanary canary(cuda ? gpu_threads.front() : -1);
@@ -272,7 +290,8 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
       {
         MTC_RANGE(setup, "setup");
         threads.run([&](size_t i) {
-          for (size_t k = 0; k < used; ++k) inputs[i].push_back(input_for(workloads[k], direction, devices[i]));
+          for (size_t k = 0; k < used; ++k)
+            inputs[i].push_back(input_for(workloads[k], direction, devices[i]));
         });
       }
       auto block = std::make_unique<Block>(Block{direction, pattern, &threads, {}});
@@ -285,14 +304,16 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
         const std::string static_reason = unsupported_reason(info, direction, cuda);
         for (size_t i = 0; i < devices.size(); ++i) {
           auto strategy = make_strategy(name, engine_base, engines);
-          std::string reason = static_reason.empty() ? strategy->unsupported_reason(*routes[i]) : static_reason;
+          std::string reason =
+              static_reason.empty() ? strategy->unsupported_reason(*routes[i]) : static_reason;
           if (!reason.empty()) {
-            group->skipped.push_back(skipped_entry(direction, pattern, name, devices[i], std::move(reason)));
+            group->skipped.push_back(
+                skipped_entry(direction, pattern, name, devices[i], std::move(reason)));
             group->members.emplace_back(nullptr);
             continue;
           }
-          group->members.push_back(
-              std::make_unique<CaseRunner>(std::move(strategy), *routes[i], inputs[i], pattern, devices[i]));
+          group->members.push_back(std::make_unique<CaseRunner>(std::move(strategy), *routes[i],
+                                                                inputs[i], pattern, devices[i]));
         }
         if (group->runnable()) prepare_phases(*group, threads, settings);
         block->groups.push_back(std::move(group));
@@ -301,7 +322,8 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
         deferred.push_back(std::move(block));
         continue;
       }
-      measure_block(*block, settings, plan.process_index, progress, canary, confinement, outcome.canary, outcome.notes);
+      measure_block(*block, settings, plan.process_index, progress, canary, confinement,
+                    outcome.canary, outcome.notes);
       collect(*block, settings, size, outcome.entries);
     }
   }
@@ -311,7 +333,8 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
     // `nsys profile --capture-range=cudaProfilerApi` records them and nothing of the set-up.
     if (cuda) cudaProfilerStart();
     for (auto& block : deferred) {
-      measure_block(*block, settings, plan.process_index, progress, canary, confinement, outcome.canary, outcome.notes);
+      measure_block(*block, settings, plan.process_index, progress, canary, confinement,
+                    outcome.canary, outcome.notes);
     }
     if (cuda) cudaProfilerStop();
     for (auto& block : deferred) collect(*block, settings, size, outcome.entries);

@@ -4,18 +4,18 @@
 // and, with --profile, the cudaProfilerStart/Stop bracket.
 #pragma once
 
-#include "runner/measure/run_plan.h"
-#include "runner/measure/case_runner.h"
-#include "types.h"
-#include "runner/measure/progress.h"
-#include "runner/env/host_canary.h"
-#include "report/report.h"
-#include "runner/strategies/loaded_engine.h"
-
 #include <ATen/core/ivalue.h>
 
 #include <string>
 #include <vector>
+
+#include "report/report.h"
+#include "runner/env/host_canary.h"
+#include "runner/measure/case_runner.h"
+#include "runner/measure/progress.h"
+#include "runner/measure/run_plan.h"
+#include "runner/strategies/loaded_engine.h"
+#include "types.h"
 
 namespace mtc::bench {
 
@@ -28,14 +28,15 @@ struct RunOutcome {
 // workloads: the config's workload built with successive seeds (at least one). The hot pattern
 // copies the first; the step pattern rotates through all of them. engines: the builds loaded for
 // the plan's `VARIANT@LABEL` strategies.
-RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPlan& plan, const LoadedEngines& engines,
-                          Progress& progress);
+RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPlan& plan,
+                          const LoadedEngines& engines, Progress& progress);
 
 // The input of a direction on one GPU: the workload itself for h2d and h2h, moved to the GPU
 // (untimed, synchronized) for d2h and d2d.
 c10::IValue input_for(const c10::IValue& workload, Direction direction, int device);
 
 // The route of a direction for one GPU thread, or empty with `why` set when it cannot run.
-std::optional<Route> route_for(Direction direction, int device, int cuda_device_count, std::string& why);
+std::optional<Route> route_for(Direction direction, int device, int cuda_device_count,
+                               std::string& why);
 
 }  // namespace mtc::bench

@@ -1,22 +1,20 @@
 #include "runner/measure/case_runner.h"
 
-#include "runner/measure/gap.h"
-
-#include "runner/measure/interrupt.h"
-#include "runner/measure/clock.h"
-#include "runner/strategies/engine.h"
-#include "runner/verify/verify.h"
-
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
-#include <mtc/nvtx.h>
-
 #include <fmt/format.h>
+#include <mtc/nvtx.h>
 
 #include <algorithm>
 #include <chrono>
 #include <thread>
+
+#include "runner/measure/clock.h"
+#include "runner/measure/gap.h"
+#include "runner/measure/interrupt.h"
+#include "runner/strategies/engine.h"
+#include "runner/verify/verify.h"
 
 namespace mtc::bench {
 namespace {
@@ -26,8 +24,12 @@ nlohmann::json engine_json(const Strategy& strategy) {
   if (engine == nullptr) return nullptr;
   nlohmann::json j{{"options", copy_options_json(engine->options())}, {"stats", nullptr}};
   if (const auto s = engine->last_stats()) {
-    j["stats"] = {{"tensors", s->tensors}, {"bytes", s->bytes},   {"reused", s->reused},
-                  {"packed", s->packed},   {"chunks", s->chunks}, {"per_tensor", s->per_tensor},
+    j["stats"] = {{"tensors", s->tensors},
+                  {"bytes", s->bytes},
+                  {"reused", s->reused},
+                  {"packed", s->packed},
+                  {"chunks", s->chunks},
+                  {"per_tensor", s->per_tensor},
                   {"pinned_bytes", s->pinned_bytes}};
   }
   // Which build copied: this program's engine, or one loaded with --engine-lib.
@@ -35,14 +37,15 @@ nlohmann::json engine_json(const Strategy& strategy) {
   // The pool is shared by every case of the process that copies with the same build: these are
   // its figures when this case's entry is written, peaks since the process started.
   const mtc::PinnedPoolStats pool = engine->pinned_pool_stats();
-  j["pinned_pool"] = {{"reserved_bytes", pool.reserved_bytes},
-                      {"peak_reserved_bytes", pool.peak_reserved_bytes},
-                      {"peak_in_use_bytes", pool.peak_in_use_bytes},
-                      {"slab_allocations", pool.slab_allocations},
-                      {"reserved_over_peak_in_use",
-                       pool.peak_in_use_bytes > 0 ? nlohmann::json(static_cast<double>(pool.reserved_bytes) /
-                                                                   static_cast<double>(pool.peak_in_use_bytes))
-                                                  : nlohmann::json(nullptr)}};
+  j["pinned_pool"] = {
+      {"reserved_bytes", pool.reserved_bytes},
+      {"peak_reserved_bytes", pool.peak_reserved_bytes},
+      {"peak_in_use_bytes", pool.peak_in_use_bytes},
+      {"slab_allocations", pool.slab_allocations},
+      {"reserved_over_peak_in_use",
+       pool.peak_in_use_bytes > 0 ? nlohmann::json(static_cast<double>(pool.reserved_bytes) /
+                                                   static_cast<double>(pool.peak_in_use_bytes))
+                                  : nlohmann::json(nullptr)}};
   return j;
 }
 
@@ -50,9 +53,13 @@ double median_or_zero(const std::vector<double>& values) { return summarize(valu
 
 }  // namespace
 
-CaseRunner::CaseRunner(std::unique_ptr<Strategy> strategy, Route route, std::vector<c10::IValue> inputs,
-                       Pattern pattern, int device)
-    : strategy_(std::move(strategy)), route_(route), inputs_(std::move(inputs)), pattern_(pattern), device_(device) {
+CaseRunner::CaseRunner(std::unique_ptr<Strategy> strategy, Route route,
+                       std::vector<c10::IValue> inputs, Pattern pattern, int device)
+    : strategy_(std::move(strategy)),
+      route_(route),
+      inputs_(std::move(inputs)),
+      pattern_(pattern),
+      device_(device) {
   if (pattern_ == Pattern::kHot) inputs_.resize(std::min<size_t>(inputs_.size(), 1));
   if (route_.target.is_cuda()) {
     timer_device_ = route_.target.index();
@@ -111,7 +118,8 @@ void CaseRunner::verify() {
     if (const auto mismatch = verify_copy(inputs_[k], output, route_.target)) {
       verified_ = false;
       status_ = EntryStatus::kVerificationFailed;
-      reason_ = inputs_.size() > 1 ? fmt::format("input {}: {}", k, mismatch->describe()) : mismatch->describe();
+      reason_ = inputs_.size() > 1 ? fmt::format("input {}: {}", k, mismatch->describe())
+                                   : mismatch->describe();
       return;
     }
   }
@@ -192,23 +200,27 @@ void CaseRunner::begin_round(const CaseSettings& settings, int process) {
   rounds_.push_back(Round{{}, process});
 }
 
-bool CaseRunner::take_round_sample(const CaseSettings& settings, SteadyClock::time_point round_start, int sharers) {
+bool CaseRunner::take_round_sample(const CaseSettings& settings,
+                                   SteadyClock::time_point round_start, int sharers) {
   // The idle gap of a training step: the caller sleeps or works elsewhere, and nothing is copied.
   if (is_step(pattern_)) Gap(gap_mode_of(pattern_), settings.gap_touch_bytes).pass(settings.gap_s);
-  record(take_sample(round_start_.samples + round_samples_, settings.overlap_s), settings.overlap_s);
+  record(take_sample(round_start_.samples + round_samples_, settings.overlap_s),
+         settings.overlap_s);
   ++round_samples_;
   // Cases measured together share the round's loop time.
   round_loop_s_ = seconds_between(round_start, SteadyClock::now()) / sharers;
   if (!round_done_) {
     round_done_ = settings.fixed_samples > 0 ? round_samples_ >= settings.fixed_samples
-                                             : round_complete(settings.stopping, round_samples_, round_loop_s_, round_start_);
+                                             : round_complete(settings.stopping, round_samples_,
+                                                              round_loop_s_, round_start_);
   }
   return round_done_;
 }
 
 void CaseRunner::report_progress(const CaseSettings& settings, Progress& progress) const {
-  progress.update(round_start_.samples + round_samples_, round_start_.noise,
-                  std::min(1.0, (round_start_.loop_time_s + round_loop_s_) / settings.stopping.timeout_s));
+  progress.update(
+      round_start_.samples + round_samples_, round_start_.noise,
+      std::min(1.0, (round_start_.loop_time_s + round_loop_s_) / settings.stopping.timeout_s));
 }
 
 void CaseRunner::end_round() {
@@ -225,7 +237,8 @@ void CaseRunner::record_paired_round(std::string baseline, std::optional<double>
 
 std::string_view CaseRunner::strategy_name() const { return strategy_->name(); }
 
-void CaseRunner::measure_round(const CaseSettings& settings, MeasureGroup& group, int process, Progress* progress) {
+void CaseRunner::measure_round(const CaseSettings& settings, MeasureGroup& group, int process,
+                               Progress* progress) {
   MTC_RANGE(measure, "measure");
   bool done = false;
   group.arrive_and_wait();
@@ -290,7 +303,8 @@ Entry CaseRunner::entry(const CaseSettings& settings, const WorkloadSize& size) 
                      {"caller_blocked_s", blocked_},
                      {"gpu_s", timer_device_ ? nlohmann::json(gpu_) : nlohmann::json(nullptr)},
                      {"cpu_s", cpu_},
-                     {"exposed_s", settings.overlap_s > 0.0 ? nlohmann::json(exposed_) : nlohmann::json(nullptr)}};
+                     {"exposed_s", settings.overlap_s > 0.0 ? nlohmann::json(exposed_)
+                                                            : nlohmann::json(nullptr)}};
   }
   return e;
 }

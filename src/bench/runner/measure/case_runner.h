@@ -4,15 +4,6 @@
 // just the measuring in --profile mode.
 #pragma once
 
-#include "runner/measure/case_settings.h"
-#include "runner/measure/clock.h"
-#include "runner/measure/measure_group.h"
-#include "runner/measure/progress.h"
-#include "runner/measure/stopping.h"
-#include "report/report.h"
-#include "stats/rounds.h"
-#include "runner/strategies/strategy.h"
-
 #include <ATen/cuda/CUDAEvent.h>
 
 #include <memory>
@@ -20,14 +11,23 @@
 #include <string>
 #include <vector>
 
+#include "report/report.h"
+#include "runner/measure/case_settings.h"
+#include "runner/measure/clock.h"
+#include "runner/measure/measure_group.h"
+#include "runner/measure/progress.h"
+#include "runner/measure/stopping.h"
+#include "runner/strategies/strategy.h"
+#include "stats/rounds.h"
+
 namespace mtc::bench {
 
 class CaseRunner {
  public:
   // inputs: the hot pattern copies inputs[0]; the step pattern rotates through all of them.
   // device: the GPU this case's thread drives (-1 without one), for the report.
-  CaseRunner(std::unique_ptr<Strategy> strategy, Route route, std::vector<c10::IValue> inputs, Pattern pattern,
-             int device);
+  CaseRunner(std::unique_ptr<Strategy> strategy, Route route, std::vector<c10::IValue> inputs,
+             Pattern pattern, int device);
 
   void prepare();
   void warmup(int64_t count);
@@ -38,7 +38,8 @@ class CaseRunner {
   // workers in their state, not this one's), then samples until this case's round is complete
   // and every other member of `group` is done. Never leaves the group waiting: on failure it
   // still marks itself done. `process` labels the round in the report.
-  void measure_round(const CaseSettings& settings, MeasureGroup& group, int process, Progress* progress);
+  void measure_round(const CaseSettings& settings, MeasureGroup& group, int process,
+                     Progress* progress);
 
   // A round in steps, for a caller that interleaves cases sample by sample (paired_round.h):
   // begin_round, then take_round_sample until the case and its partners may end the round,
@@ -47,7 +48,8 @@ class CaseRunner {
   // The idle gap (step pattern), then one timed sample. The round's loop time since
   // `round_start` is split evenly between the `sharers` cases measured together. Returns whether
   // this case's round may end (it stays true once it was).
-  bool take_round_sample(const CaseSettings& settings, SteadyClock::time_point round_start, int sharers);
+  bool take_round_sample(const CaseSettings& settings, SteadyClock::time_point round_start,
+                         int sharers);
   void report_progress(const CaseSettings& settings, Progress& progress) const;
   void end_round();
   // For a pair measured sample by sample (paired_round.h): the samples taken so far, the wall
@@ -108,7 +110,7 @@ class CaseRunner {
   double round_loop_s_ = 0.0;
   bool round_done_ = false;
   double sample_time_s_ = 0.0;
-  std::vector<Round> rounds_;  // wall times, per round
+  std::vector<Round> rounds_;          // wall times, per round
   std::optional<PairedSteps> paired_;  // an A/B pair's candidate: one figure per round
   std::vector<int64_t> round_of_sample_;
   std::vector<double> wall_, blocked_, gpu_, cpu_, exposed_;

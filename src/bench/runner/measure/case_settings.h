@@ -1,11 +1,11 @@
 // How each case is measured. Pure data, shared by the runner and the plan that fills it.
 #pragma once
 
-#include "types.h"
-#include "runner/measure/stopping.h"
-
 #include <cstdint>
 #include <vector>
+
+#include "runner/measure/stopping.h"
+#include "types.h"
 
 namespace mtc::bench {
 
@@ -16,8 +16,8 @@ struct CaseSettings {
   StoppingParams stopping;
   // BenchSettings' pattern names, as patterns, `step` with the gaps of its gap_mode ("both").
   std::vector<Pattern> patterns{Pattern::kHot, Pattern::kStep, Pattern::kStepBusy};
-  int64_t inputs = BenchSettings{}.inputs;             // step patterns: inputs in rotation
-  double gap_s = BenchSettings{}.gap_us * 1e-6;        // step patterns: idle gap before each sample
+  int64_t inputs = BenchSettings{}.inputs;       // step patterns: inputs in rotation
+  double gap_s = BenchSettings{}.gap_us * 1e-6;  // step patterns: idle gap before each sample
   int64_t gap_touch_bytes = BenchSettings{}.gap_touch_bytes;  // step-busy: the caller's buffer
   double overlap_s = BenchSettings{}.overlap_us * 1e-6;  // simulated caller work, start to finish
   bool raw_samples = BenchSettings{}.raw_samples;

@@ -13,7 +13,8 @@ void bind_thread_to_device(int device) {
   if (device >= 0) {
     const cudaError_t status = cudaSetDevice(device);
     if (status != cudaSuccess) {
-      throw std::runtime_error(fmt::format("cudaSetDevice({}): {}", device, cudaGetErrorString(status)));
+      throw std::runtime_error(
+          fmt::format("cudaSetDevice({}): {}", device, cudaGetErrorString(status)));
     }
   }
   // Short enough for Linux's 15-character thread names, so `top -H` shows the same.

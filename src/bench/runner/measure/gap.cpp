@@ -1,10 +1,10 @@
 #include "runner/measure/gap.h"
 
-#include "runner/measure/clock.h"
-
 #include <chrono>
 #include <memory>
 #include <thread>
+
+#include "runner/measure/clock.h"
 
 namespace mtc::bench {
 namespace {
@@ -39,9 +39,12 @@ std::optional<GapMode> parse_gap_mode(std::string_view name) {
   return std::nullopt;
 }
 
-GapMode gap_mode_of(Pattern pattern) { return pattern == Pattern::kStepBusy ? GapMode::kBusy : GapMode::kSleep; }
+GapMode gap_mode_of(Pattern pattern) {
+  return pattern == Pattern::kStepBusy ? GapMode::kBusy : GapMode::kSleep;
+}
 
-Gap::Gap(GapMode mode, int64_t touch_bytes) : mode_(mode), touch_bytes_(touch_bytes < kLine ? kLine : touch_bytes) {}
+Gap::Gap(GapMode mode, int64_t touch_bytes)
+    : mode_(mode), touch_bytes_(touch_bytes < kLine ? kLine : touch_bytes) {}
 
 int64_t Gap::pass(double seconds) const {
   if (mode_ == GapMode::kSleep) {
@@ -51,8 +54,8 @@ int64_t Gap::pass(double seconds) const {
   TouchBuffer& buffer = thread_buffer(touch_bytes_);
   // Reads and writes a line at a time: the buffer's lines displace what the copy left in the
   // caches, as the caller's own work between two steps would.
-  const auto deadline =
-      SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(seconds));
+  const auto deadline = SteadyClock::now() + std::chrono::duration_cast<SteadyClock::duration>(
+                                                 std::chrono::duration<double>(seconds));
   volatile unsigned char* bytes = buffer.bytes.get();
   int64_t touched = 0;
   do {

@@ -7,11 +7,11 @@
 //          caches holding other data.
 #pragma once
 
-#include "types.h"
-
 #include <cstdint>
 #include <optional>
 #include <string_view>
+
+#include "types.h"
 
 namespace mtc::bench {
 

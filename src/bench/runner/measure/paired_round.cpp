@@ -1,21 +1,20 @@
 #include "runner/measure/paired_round.h"
 
-#include "runner/measure/clock.h"
-#include "runner/measure/interrupt.h"
-
 #include <mtc/nvtx.h>
-
-#include "stats/summary.h"
 
 #include <array>
 #include <cmath>
 #include <optional>
 #include <vector>
 
+#include "runner/measure/clock.h"
+#include "runner/measure/interrupt.h"
+#include "stats/summary.h"
+
 namespace mtc::bench {
 
-void measure_paired_round(CaseRunner& a, CaseRunner& b, const CaseSettings& settings, MeasureGroup& group,
-                          int process, Progress* progress, PairOrder order) {
+void measure_paired_round(CaseRunner& a, CaseRunner& b, const CaseSettings& settings,
+                          MeasureGroup& group, int process, Progress* progress, PairOrder order) {
   MTC_RANGE(measure, "measure");
   const std::array<CaseRunner*, 2> cases{&a, &b};
   std::array<bool, 2> done{false, false};  // its round may end, or it failed
@@ -64,8 +63,9 @@ void measure_paired_round(CaseRunner& a, CaseRunner& b, const CaseSettings& sett
   if (!marked) group.mark_done();
   for (CaseRunner* c : cases) c->end_round();
   if (a.ok() && b.ok()) {
-    a.record_paired_round(std::string(b.strategy_name()),
-                          step_log_ratios.empty() ? std::nullopt : std::optional<double>(median(step_log_ratios)));
+    a.record_paired_round(
+        std::string(b.strategy_name()),
+        step_log_ratios.empty() ? std::nullopt : std::optional<double>(median(step_log_ratios)));
   }
 }
 

@@ -17,7 +17,7 @@ namespace mtc::bench {
 // round's loop time is split evenly between them. A case that fails is marked failed and the
 // other goes on alone. Never leaves the group waiting. When both complete the round, `a` (the
 // candidate) records the median of the round's per-step log ratios against `b` (PairedSteps).
-void measure_paired_round(CaseRunner& a, CaseRunner& b, const CaseSettings& settings, MeasureGroup& group,
-                          int process, Progress* progress, PairOrder order);
+void measure_paired_round(CaseRunner& a, CaseRunner& b, const CaseSettings& settings,
+                          MeasureGroup& group, int process, Progress* progress, PairOrder order);
 
 }  // namespace mtc::bench

@@ -1,9 +1,9 @@
 #include "runner/measure/round_confinement.h"
 
+#include <fmt/format.h>
+
 #include "runner/env/host_state.h"
 #include "runner/measure/round_order.h"
-
-#include <fmt/format.h>
 
 namespace mtc::bench {
 

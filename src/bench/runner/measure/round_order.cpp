@@ -34,8 +34,8 @@ std::vector<size_t> round_order(size_t count, uint64_t seed, uint64_t round, uin
   return order;
 }
 
-std::vector<int> round_cpus(const std::vector<int>& allowed, size_t count, uint64_t seed, uint64_t round,
-                            uint64_t salt) {
+std::vector<int> round_cpus(const std::vector<int>& allowed, size_t count, uint64_t seed,
+                            uint64_t round, uint64_t salt) {
   std::vector<int> cpus = allowed;
   if (count >= cpus.size()) return cpus;
   uint64_t state = mixed_state(seed, round, salt ^ 0x4350555300000000ULL);

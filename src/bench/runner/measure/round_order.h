@@ -22,8 +22,8 @@ std::vector<size_t> round_order(size_t count, uint64_t seed, uint64_t round, uin
 // host each CPU is fast or slow of its own accord, and a build whose workers happened to settle
 // on a slow one would carry that for the whole process. Drawn anew each round, the CPUs' luck
 // falls on the rounds, where the interval sees it. All of `allowed` when count >= its size.
-std::vector<int> round_cpus(const std::vector<int>& allowed, size_t count, uint64_t seed, uint64_t round,
-                            uint64_t salt);
+std::vector<int> round_cpus(const std::vector<int>& allowed, size_t count, uint64_t seed,
+                            uint64_t round, uint64_t salt);
 
 class PairOrder {
  public:

@@ -3,16 +3,15 @@
 // the defaults of --quick and --profile. Pure (no ATen).
 #pragma once
 
-#include "runner/measure/case_settings.h"
-#include "types.h"
-#include "runner/strategies/engine_overrides.h"
-
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
+
+#include "runner/measure/case_settings.h"
+#include "runner/strategies/engine_overrides.h"
+#include "types.h"
 
 namespace mtc::bench {
 

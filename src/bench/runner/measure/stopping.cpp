@@ -4,18 +4,25 @@ namespace mtc::bench {
 
 std::string_view to_string(StopReason reason) {
   switch (reason) {
-    case StopReason::kNone: return "none";
-    case StopReason::kNoiseTarget: return "noise_target";
-    case StopReason::kMaxRounds: return "max_rounds";
-    case StopReason::kTimeout: return "timeout";
-    case StopReason::kMaxSamples: return "max_samples";
-    case StopReason::kFixedCount: return "fixed_count";
+    case StopReason::kNone:
+      return "none";
+    case StopReason::kNoiseTarget:
+      return "noise_target";
+    case StopReason::kMaxRounds:
+      return "max_rounds";
+    case StopReason::kTimeout:
+      return "timeout";
+    case StopReason::kMaxSamples:
+      return "max_samples";
+    case StopReason::kFixedCount:
+      return "fixed_count";
   }
   return "none";
 }
 
 StopReason case_verdict(const StoppingParams& params, const CaseProgress& progress) {
-  const bool minimums_met = progress.rounds >= params.min_rounds && progress.samples >= params.min_samples &&
+  const bool minimums_met = progress.rounds >= params.min_rounds &&
+                            progress.samples >= params.min_samples &&
                             progress.sample_time_s >= params.min_time_s;
   if (minimums_met && progress.noise <= params.noise_target) return StopReason::kNoiseTarget;
   // The limits win over the minimums: a case too slow for them still ends.

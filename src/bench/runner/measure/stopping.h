@@ -11,10 +11,10 @@
 // timeout_s of loop time (a slow case must not hold the run) or max_samples samples.
 #pragma once
 
-#include "workload/bench_settings.h"
-
 #include <cstdint>
 #include <string_view>
+
+#include "workload/bench_settings.h"
 
 namespace mtc::bench {
 
@@ -31,7 +31,7 @@ struct StoppingParams {
   double min_time_s = BenchSettings{}.min_time_s;
   double noise_target = BenchSettings{}.noise_target;  // reported relative noise of the median
   double timeout_s = BenchSettings{}.timeout_s;        // loop time per case, over all rounds
-  int64_t max_samples = 1'000'000;  // a memory guard for sub-microsecond cases
+  int64_t max_samples = 1'000'000;                     // a memory guard for sub-microsecond cases
 };
 
 enum class StopReason { kNone, kNoiseTarget, kMaxRounds, kTimeout, kMaxSamples, kFixedCount };

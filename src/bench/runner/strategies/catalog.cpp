@@ -1,14 +1,14 @@
 #include "runner/strategies/catalog.h"
 
-#include "runner/strategies/engine.h"
-#include "runner/strategies/memcpy_batch.h"
-#include "runner/strategies/per_tensor.h"
-#include "runner/strategies/transfer_stream.h"
-
 #include <algorithm>
 #include <cctype>
 #include <string>
 #include <vector>
+
+#include "runner/strategies/engine.h"
+#include "runner/strategies/memcpy_batch.h"
+#include "runner/strategies/per_tensor.h"
+#include "runner/strategies/transfer_stream.h"
 
 namespace mtc::bench {
 namespace {
@@ -119,7 +119,8 @@ std::vector<std::string> strategy_names() {
 
 std::string unsupported_reason(const StrategyInfo& info, Direction direction, bool cuda_available) {
   if (info.needs_cuda && !cuda_available) return "needs a CUDA device";
-  if (std::find(info.directions.begin(), info.directions.end(), direction) == info.directions.end()) {
+  if (std::find(info.directions.begin(), info.directions.end(), direction) ==
+      info.directions.end()) {
     std::string reason = "not applicable to ";
     reason += to_string(direction);
     if (info.name == "pin_to_nb") reason += " (it pins host sources: h2d only)";

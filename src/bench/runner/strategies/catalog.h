@@ -4,14 +4,14 @@
 // factories, is not. registry.h builds strategies by name.
 #pragma once
 
-#include "types.h"
-
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "types.h"
 
 namespace mtc {
 struct CopyOptions;

@@ -1,12 +1,13 @@
 #include "runner/strategies/engine.h"
 
-#include "runner/env/environment.h"
-
 #include <utility>
+
+#include "runner/env/environment.h"
 
 namespace mtc::bench {
 
-EngineStrategy::EngineStrategy(std::string name, mtc::CopyOptions options, std::shared_ptr<const LoadedEngine> loaded)
+EngineStrategy::EngineStrategy(std::string name, mtc::CopyOptions options,
+                               std::shared_ptr<const LoadedEngine> loaded)
     : name_(std::move(name)), options_(options), loaded_(std::move(loaded)) {}
 
 void EngineStrategy::start(const c10::IValue& input) {
@@ -36,7 +37,9 @@ mtc::PinnedPoolStats EngineStrategy::pinned_pool_stats() const {
   return loaded_ ? loaded_->pinned_pool_stats() : mtc::pinned_pool_stats();
 }
 
-std::string EngineStrategy::revision() const { return loaded_ ? loaded_->revision() : build_revision(); }
+std::string EngineStrategy::revision() const {
+  return loaded_ ? loaded_->revision() : build_revision();
+}
 
 mtc::CopyOptions engine_options(const EngineOverrides& overrides) {
   mtc::CopyOptions o;

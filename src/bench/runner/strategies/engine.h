@@ -3,20 +3,20 @@
 // loaded from a library, so that two builds are measured side by side.
 #pragma once
 
+#include <nlohmann/json.hpp>
+#include <string>
+
 #include "runner/strategies/engine_overrides.h"
 #include "runner/strategies/loaded_engine.h"
 #include "runner/strategies/strategy.h"
-
-#include <nlohmann/json.hpp>
-
-#include <string>
 
 namespace mtc::bench {
 
 class EngineStrategy final : public Strategy {
  public:
   // `loaded`: the build to copy with; null for the linked engine.
-  EngineStrategy(std::string name, mtc::CopyOptions options, std::shared_ptr<const LoadedEngine> loaded = nullptr);
+  EngineStrategy(std::string name, mtc::CopyOptions options,
+                 std::shared_ptr<const LoadedEngine> loaded = nullptr);
 
   std::string_view name() const override { return name_; }
   void prepare(const Route& route) override { target_ = route.target; }

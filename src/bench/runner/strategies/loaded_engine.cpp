@@ -1,16 +1,15 @@
 #include "runner/strategies/loaded_engine.h"
 
-#include "errors.h"
-#include "mtc_engine_plugin.h"
-
-#include <fmt/format.h>
-#include <torch/headeronly/version.h>
-
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
+#include <torch/headeronly/version.h>
 
 #include <array>
 #include <stdexcept>
+
+#include "errors.h"
+#include "mtc_engine_plugin.h"
 
 namespace mtc::bench {
 namespace {
@@ -24,32 +23,38 @@ void check(int rc, const ErrorText& error) {
 
 }  // namespace
 
-LoadedEngine::LoadedEngine(std::string label, std::string path) : label_(std::move(label)), path_(std::move(path)) {
+LoadedEngine::LoadedEngine(std::string label, std::string path)
+    : label_(std::move(label)), path_(std::move(path)) {
   const std::string what = fmt::format("--engine-lib {}={}", label_, path_);
   // RTLD_LOCAL: its symbols resolve nothing else; RTLD_NODELETE: never unloaded, since its
   // threads and pinned memory outlive any handle the runner holds.
   void* library = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (library == nullptr) {
     const char* why = dlerror();
-    throw UsageError(fmt::format("{}: cannot load it: {}", what, why != nullptr ? why : "unknown error"));
+    throw UsageError(
+        fmt::format("{}: cannot load it: {}", what, why != nullptr ? why : "unknown error"));
   }
   void* entry = dlsym(library, MTC_ENGINE_PLUGIN_ENTRY);
   if (entry == nullptr) {
-    throw UsageError(fmt::format("{}: not an mtc engine library (it has no {}; build one with "
-                                 "src/engine_plugin/standalone)",
-                                 what, MTC_ENGINE_PLUGIN_ENTRY));
+    throw UsageError(
+        fmt::format("{}: not an mtc engine library (it has no {}; build one with "
+                    "src/engine_plugin/standalone)",
+                    what, MTC_ENGINE_PLUGIN_ENTRY));
   }
   table_ = reinterpret_cast<mtc_engine_plugin_entry_fn>(entry)();
   if (table_ == nullptr || table_->abi_version != MTC_ENGINE_PLUGIN_ABI ||
       table_->table_size < sizeof(mtc_engine_plugin_table)) {
-    throw UsageError(fmt::format("{}: built for engine plugin interface {}, this mtc-bench reads {}: build the "
-                                 "library with this tree's src/engine_plugin/standalone",
-                                 what, table_ == nullptr ? 0U : table_->abi_version, MTC_ENGINE_PLUGIN_ABI));
+    throw UsageError(
+        fmt::format("{}: built for engine plugin interface {}, this mtc-bench reads {}: build the "
+                    "library with this tree's src/engine_plugin/standalone",
+                    what, table_ == nullptr ? 0U : table_->abi_version, MTC_ENGINE_PLUGIN_ABI));
   }
-  if (std::string(table_->torch_version) != TORCH_VERSION || table_->ivalue_size != sizeof(c10::IValue)) {
-    throw UsageError(fmt::format("{}: built against libtorch {}, this mtc-bench against {}: both must use the "
-                                 "same libtorch",
-                                 what, table_->torch_version, TORCH_VERSION));
+  if (std::string(table_->torch_version) != TORCH_VERSION ||
+      table_->ivalue_size != sizeof(c10::IValue)) {
+    throw UsageError(
+        fmt::format("{}: built against libtorch {}, this mtc-bench against {}: both must use the "
+                    "same libtorch",
+                    what, table_->torch_version, TORCH_VERSION));
   }
 }
 
@@ -59,13 +64,13 @@ void LoadedEngine::Copy::Release::operator()(mtc_plugin_copy* copy) const { tabl
 
 LoadedEngine::Copy LoadedEngine::start_copy(const c10::IValue& data, const c10::Device& device,
                                             const mtc::CopyOptions& options) const {
-  const mtc_plugin_options o{options.use_pinned_staging,        options.pack_cpu_tensors,
-                             options.use_background_thread,     options.pinned_host_outputs,
+  const mtc_plugin_options o{options.use_pinned_staging,         options.pack_cpu_tensors,
+                             options.use_background_thread,      options.pinned_host_outputs,
                              options.min_packed_alignment_bytes, options.max_packed_chunk_bytes};
   ErrorText error{};
   mtc_plugin_copy* raw = nullptr;
-  check(table_->start_copy(&data, static_cast<int32_t>(device.type()), device.index(), &o, &raw, error.data(),
-                           error.size()),
+  check(table_->start_copy(&data, static_cast<int32_t>(device.type()), device.index(), &o, &raw,
+                           error.data(), error.size()),
         error);
   Copy copy;
   copy.copy_ = std::unique_ptr<mtc_plugin_copy, Copy::Release>(raw, Copy::Release{table_});
@@ -102,8 +107,9 @@ mtc::PinnedPoolStats LoadedEngine::pinned_pool_stats() const {
   ErrorText error{};
   mtc_plugin_pool_stats s{};
   check(table_->pool_stats(&s, error.data(), error.size()), error);
-  return mtc::PinnedPoolStats{s.reserved_bytes, s.peak_reserved_bytes, s.in_use_bytes, s.peak_in_use_bytes,
-                              s.limit_bytes,    s.slabs,               s.slab_allocations, s.slab_frees};
+  return mtc::PinnedPoolStats{s.reserved_bytes,    s.peak_reserved_bytes, s.in_use_bytes,
+                              s.peak_in_use_bytes, s.limit_bytes,         s.slabs,
+                              s.slab_allocations,  s.slab_frees};
 }
 
 void LoadedEngine::set_pinned_pool_limit(int64_t bytes) const {
@@ -120,13 +126,15 @@ LoadedEngines load_engines(const std::map<std::string, std::string>& libraries) 
     if (stat(path.c_str(), &info) != 0) continue;  // the loader says what is wrong with it
     const auto [it, fresh] = files.emplace(std::make_pair(info.st_dev, info.st_ino), label);
     if (!fresh) {
-      throw UsageError(fmt::format("--engine-lib {}={}: the same file as --engine-lib {}: one library is one "
-                                   "build with one state; load a copy of it under another name",
-                                   label, path, it->second));
+      throw UsageError(
+          fmt::format("--engine-lib {}={}: the same file as --engine-lib {}: one library is one "
+                      "build with one state; load a copy of it under another name",
+                      label, path, it->second));
     }
   }
   LoadedEngines engines;
-  for (const auto& [label, path] : libraries) engines[label] = std::make_shared<const LoadedEngine>(label, path);
+  for (const auto& [label, path] : libraries)
+    engines[label] = std::make_shared<const LoadedEngine>(label, path);
   return engines;
 }
 

@@ -48,7 +48,8 @@ class LoadedEngine {
 
   // The engine's start_copy, get() and stats(); a failure throws std::runtime_error with the
   // engine's message (the case fails, as with the linked engine).
-  Copy start_copy(const c10::IValue& data, const c10::Device& device, const mtc::CopyOptions& options) const;
+  Copy start_copy(const c10::IValue& data, const c10::Device& device,
+                  const mtc::CopyOptions& options) const;
   c10::IValue get(Copy& copy) const;
   mtc::CopyStats stats(const Copy& copy) const;
   // This build's own process-wide pinned pool.

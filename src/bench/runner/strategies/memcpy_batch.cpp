@@ -1,13 +1,13 @@
 #include "runner/strategies/memcpy_batch.h"
 
-#include "runner/strategies/structure.h"
-
 #include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+
+#include "runner/strategies/structure.h"
 
 namespace mtc::bench {
 namespace {
@@ -19,8 +19,8 @@ int64_t align_up(int64_t value, int64_t alignment) {
 }
 
 #if CUDART_VERSION >= 12080
-void batch_copy(std::vector<void*>& dsts, std::vector<const void*>& srcs, std::vector<size_t>& sizes,
-                cudaStream_t stream) {
+void batch_copy(std::vector<void*>& dsts, std::vector<const void*>& srcs,
+                std::vector<size_t>& sizes, cudaStream_t stream) {
   // Sources are read in stream order: they may be the output of work queued before the copy
   // (the input-ready event orders that). The faster "any order" setting is only valid when
   // nothing in flight can touch them, which a general-purpose copy cannot know.
@@ -109,7 +109,8 @@ void MemcpyBatchStrategy::start(const c10::IValue& input) {
     if (slot.offset < 0) return t;
     const auto options = t.options().device(buffer_.device());
     if (t.nbytes() == 0) return at::empty(t.sizes(), options);
-    return at::empty({0}, options).set_(buffer_.storage(), slot.offset / t.element_size(), t.sizes());
+    return at::empty({0}, options)
+        .set_(buffer_.storage(), slot.offset / t.element_size(), t.sizes());
   });
 #else
   (void)input;

@@ -3,12 +3,12 @@
 // CUDA offers without a staging buffer, so a fair baseline for the engine.
 #pragma once
 
-#include "runner/strategies/strategy.h"
-
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <vector>
+
+#include "runner/strategies/strategy.h"
 
 namespace mtc::bench {
 

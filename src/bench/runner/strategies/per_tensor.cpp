@@ -1,8 +1,8 @@
 #include "runner/strategies/per_tensor.h"
 
-#include "runner/strategies/structure.h"
-
 #include <c10/cuda/CUDAStream.h>
+
+#include "runner/strategies/structure.h"
 
 namespace mtc::bench {
 namespace {

@@ -1,12 +1,12 @@
 #include "runner/strategies/registry.h"
 
-#include "errors.h"
-#include "runner/strategies/catalog.h"
-
 #include <fmt/format.h>
 
 #include <string>
 #include <utility>
+
+#include "errors.h"
+#include "runner/strategies/catalog.h"
 
 namespace mtc::bench {
 

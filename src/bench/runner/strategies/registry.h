@@ -1,11 +1,11 @@
 // Builds strategy objects by name, with the factory of their catalog entry (catalog.h).
 #pragma once
 
-#include "runner/strategies/loaded_engine.h"
-#include "runner/strategies/strategy.h"
-
 #include <memory>
 #include <string_view>
+
+#include "runner/strategies/loaded_engine.h"
+#include "runner/strategies/strategy.h"
 
 namespace mtc::bench {
 

@@ -2,8 +2,6 @@
 // caller is held) and start() + finish() + a device synchronize (until the data is usable).
 #pragma once
 
-#include "types.h"
-
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 #include <mtc/copier.h>
@@ -11,6 +9,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include "types.h"
 
 namespace mtc::bench {
 

@@ -1,8 +1,8 @@
 #include "runner/strategies/transfer_stream.h"
 
-#include "runner/strategies/structure.h"
-
 #include <c10/cuda/CUDAGuard.h>
+
+#include "runner/strategies/structure.h"
 
 namespace mtc::bench {
 

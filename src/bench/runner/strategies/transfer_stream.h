@@ -4,10 +4,10 @@
 // allocator where the outputs are used. GPU->CPU copies block, as they do there.
 #pragma once
 
-#include "runner/strategies/strategy.h"
-
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAStream.h>
+
+#include "runner/strategies/strategy.h"
 
 namespace mtc::bench {
 

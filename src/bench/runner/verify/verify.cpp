@@ -13,7 +13,8 @@ class Verifier {
  public:
   explicit Verifier(const c10::Device& target) : target_(target) {}
 
-  std::optional<Mismatch> check(const c10::IValue& in, const c10::IValue& out, const std::string& path) {
+  std::optional<Mismatch> check(const c10::IValue& in, const c10::IValue& out,
+                                const std::string& path) {
     if (in.isTensor()) return check_tensor(in.toTensor(), out, path);
     if (in.isList()) return check_list(in, out, path);
     if (in.isTuple()) return check_tuple(in, out, path);
@@ -44,7 +45,8 @@ class Verifier {
                                         c10::toString(in.scalar_type()))};
     }
     if (out.sizes() != in.sizes()) {
-      return Mismatch{path, fmt::format("shape {}, expected {}", c10::str(out.sizes()), c10::str(in.sizes()))};
+      return Mismatch{
+          path, fmt::format("shape {}, expected {}", c10::str(out.sizes()), c10::str(in.sizes()))};
     }
     if (out.device() != target_) {
       return Mismatch{path, fmt::format("on {}, expected {}", out.device().str(), target_.str())};
@@ -59,7 +61,8 @@ class Verifier {
       const auto* pb = static_cast<const unsigned char*>(b.const_data_ptr());
       size_t first = 0;
       while (pa[first] == pb[first]) ++first;
-      return Mismatch{path, fmt::format("values differ (first at byte {} of {})", first, a.nbytes())};
+      return Mismatch{path,
+                      fmt::format("values differ (first at byte {} of {})", first, a.nbytes())};
     }
     return std::nullopt;
   }

@@ -34,7 +34,8 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
       settings.patterns.push_back(checks.get_string(list[i], item_path));
       if (settings.patterns.back() != "hot" && settings.patterns.back() != "step" &&
           settings.patterns.back() != "step-busy") {
-        checks.fail(item_path, fmt::format("unknown pattern {} (known: hot, step, step-busy)", settings.patterns.back()));
+        checks.fail(item_path, fmt::format("unknown pattern {} (known: hot, step, step-busy)",
+                                           settings.patterns.back()));
       }
     }
     reject_duplicates(checks, settings.patterns, at("patterns"));
@@ -47,28 +48,35 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
   }
   if (value.contains("gap_mode")) {
     settings.gap_mode = checks.get_string(value["gap_mode"], at("gap_mode"));
-    if (settings.gap_mode != "sleep" && settings.gap_mode != "busy" && settings.gap_mode != "both") {
-      checks.fail(at("gap_mode"), fmt::format("unknown gap mode {} (known: sleep, busy, both)", settings.gap_mode));
+    if (settings.gap_mode != "sleep" && settings.gap_mode != "busy" &&
+        settings.gap_mode != "both") {
+      checks.fail(at("gap_mode"),
+                  fmt::format("unknown gap mode {} (known: sleep, busy, both)", settings.gap_mode));
     }
   }
   if (value.contains("gap_touch_bytes")) {
-    settings.gap_touch_bytes = checks.get_int(value["gap_touch_bytes"], at("gap_touch_bytes"), 64, int64_t{1} << 34);
+    settings.gap_touch_bytes =
+        checks.get_int(value["gap_touch_bytes"], at("gap_touch_bytes"), 64, int64_t{1} << 34);
   }
   if (value.contains("min_rounds")) {
-    settings.min_rounds = static_cast<int>(checks.get_int(value["min_rounds"], at("min_rounds"), 1, 10'000));
+    settings.min_rounds =
+        static_cast<int>(checks.get_int(value["min_rounds"], at("min_rounds"), 1, 10'000));
   }
   if (value.contains("max_rounds")) {
-    settings.max_rounds = static_cast<int>(checks.get_int(value["max_rounds"], at("max_rounds"), 1, 10'000));
+    settings.max_rounds =
+        static_cast<int>(checks.get_int(value["max_rounds"], at("max_rounds"), 1, 10'000));
   }
   if (const std::string error = round_limits_error(settings.min_rounds, settings.max_rounds);
       !error.empty()) {
     checks.fail(at(value.contains("max_rounds") ? "max_rounds" : "min_rounds"), error);
   }
   if (value.contains("processes")) {
-    settings.processes = static_cast<int>(checks.get_int(value["processes"], at("processes"), 1, 64));
+    settings.processes =
+        static_cast<int>(checks.get_int(value["processes"], at("processes"), 1, 64));
   }
   if (value.contains("round_time_s")) {
-    settings.round_time_s = checks.get_number(value["round_time_s"], at("round_time_s"), 0.0, kOneDay);
+    settings.round_time_s =
+        checks.get_number(value["round_time_s"], at("round_time_s"), 0.0, kOneDay);
   }
 }
 
@@ -77,10 +85,11 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
 BenchSettings parse_bench_settings(const JsonChecks& checks, const Json& value,
                                    const std::string& path) {
   checks.expect_object(value, path);
-  checks.allow_keys(value, path,
-                    {"warmup", "min_samples", "min_time_s", "noise_target", "timeout_s", "strategies",
-                     "devices", "overlap_us", "raw_samples", "patterns", "inputs", "gap_us", "gap_mode", "gap_touch_bytes", "min_rounds",
-                     "max_rounds", "round_time_s", "processes"});
+  checks.allow_keys(
+      value, path,
+      {"warmup", "min_samples", "min_time_s", "noise_target", "timeout_s", "strategies", "devices",
+       "overlap_us", "raw_samples", "patterns", "inputs", "gap_us", "gap_mode", "gap_touch_bytes",
+       "min_rounds", "max_rounds", "round_time_s", "processes"});
   BenchSettings settings;
   auto at = [&](const char* key) { return child_path(path, key); };
   if (value.contains("warmup")) {

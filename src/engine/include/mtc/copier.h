@@ -8,9 +8,9 @@
 // integer keys) nested to any depth. Tensor leaves are copied; every other leaf passes
 // through unchanged. The result has new containers of the same kinds, in the same order.
 //
-// Contract: the input (containers and tensors) must not be modified (by the host or by queued device work
-// issued after start_copy) until the copy has completed, that is until ready() returns true
-// or get() returns. Work queued on the relevant CUDA streams before start_copy is ordered
+// Contract: the input (containers and tensors) must not be modified (by the host or by queued
+// device work issued after start_copy) until the copy has completed, that is until ready() returns
+// true or get() returns. Work queued on the relevant CUDA streams before start_copy is ordered
 // before the copy; get() returns only after the data is on the target.
 #pragma once
 
@@ -46,14 +46,14 @@ inline constexpr int64_t kMaxPackedTensorBytes = 256 << 10;
 
 // What one copy did, for benchmarks and diagnostics. Filled once the copy is complete.
 struct CopyStats {
-  int64_t tensors = 0;          // tensor leaves in the input
-  int64_t bytes = 0;            // payload bytes of all tensor leaves
-  int64_t reused = 0;           // leaves already on the target, returned as they are
-  int64_t packed = 0;           // leaves that went through a packed chunk
-  int64_t chunks = 0;           // packed chunks (one allocation and one DMA each)
-  int64_t per_tensor = 0;       // leaves copied one by one
-  int64_t pinned_bytes = 0;     // staging bytes taken from the pinned pool
-  int64_t walk_threads = 0;     // threads that walked part of the structure (1: not split)
+  int64_t tensors = 0;       // tensor leaves in the input
+  int64_t bytes = 0;         // payload bytes of all tensor leaves
+  int64_t reused = 0;        // leaves already on the target, returned as they are
+  int64_t packed = 0;        // leaves that went through a packed chunk
+  int64_t chunks = 0;        // packed chunks (one allocation and one DMA each)
+  int64_t per_tensor = 0;    // leaves copied one by one
+  int64_t pinned_bytes = 0;  // staging bytes taken from the pinned pool
+  int64_t walk_threads = 0;  // threads that walked part of the structure (1: not split)
   // Where the time went, in microseconds of wall time, as the engine measured it.
   double queued_us = 0;    // start_copy until a worker picked the job up
   double traverse_us = 0;  // the walk: new containers, packing plan, packed output views (a

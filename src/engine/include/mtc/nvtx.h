@@ -32,8 +32,8 @@ inline nvtx3::event_attributes attributes(registered_string const& message, int6
 
 // A range in the `mtc` domain with a registered message, for hot paths:
 //   MTC_RANGE(stage, "stage");
-#define MTC_RANGE(var, text)                                                                 \
-  static ::mtc::nvtx::registered_string const var##_message{text};                          \
+#define MTC_RANGE(var, text)                                       \
+  static ::mtc::nvtx::registered_string const var##_message{text}; \
   ::mtc::nvtx::scoped_range const var##_range { var##_message }
 
 #else  // MTC_NVTX_DISABLE
