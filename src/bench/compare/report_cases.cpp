@@ -20,7 +20,9 @@ std::string device_model(const JsonNode& context, int device, const std::string&
   if (device < 0) return "cpu";
   const JsonNode gpus = context["gpus"];
   for (size_t i = 0; i < gpus.size(); ++i) {
-    const nlohmann::json& gpu = gpus.at(i).value();
+    // A named node: GCC 13 takes a reference through a temporary's value() for a dangling one.
+    const JsonNode node = gpus.at(i);
+    const nlohmann::json& gpu = node.value();
     if (!gpu.is_object()) continue;
     const auto index = gpu.find("index");
     const auto name = gpu.find("name");
