@@ -6,6 +6,7 @@
 # neither code nor state.
 set(_MTC_PLUGIN_DIR "${CMAKE_CURRENT_LIST_DIR}/../src/engine_plugin")
 set(_MTC_REVISION_SCRIPT "${CMAKE_CURRENT_LIST_DIR}/MtcGitRevision.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/MtcSharedLibstdcxx.cmake")
 
 function(mtc_add_engine_plugin target engine_target engine_source_dir)
   add_library(${target} MODULE "${_MTC_PLUGIN_DIR}/engine_plugin.cpp")
@@ -23,4 +24,6 @@ function(mtc_add_engine_plugin target engine_target engine_source_dir)
                                              LINK_DEPENDS "${_MTC_PLUGIN_DIR}/engine_plugin.map")
   # No --no-undefined: under a sanitizer the library leaves the runtime's symbols to the program.
   target_link_options(${target} PRIVATE "LINKER:--version-script=${_MTC_PLUGIN_DIR}/engine_plugin.map")
+  # Loaded into mtc-bench: the program's C++ runtime, not a copy of its own.
+  mtc_link_shared_libstdcxx(${target})
 endfunction()
