@@ -9,7 +9,8 @@
 # against many times. Builds mtc-bench into $MTC_BUILD_DIR (default build-gpu) first; extra
 # CMake options come from MTC_CMAKE_ARGS. Compare a later run against it with
 #   mtc-bench compare results/baselines/<gpu-model> REPORT.json
-# which sees reports from another day or host and applies the stored baseline's 25 % threshold.
+# which sees reports from another day or host and compares same-run ratios only (the speedups
+# over `to` and `memcpy_batch`), with thresholds from their measured spread between hosts.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root="${1:-results/baselines}"

@@ -21,6 +21,8 @@ TEST(CompareOptions, PerMetricThresholds) {
   EXPECT_DOUBLE_EQ(t.at(Metric::kWall), 0.05);
   EXPECT_DOUBLE_EQ(t.at(Metric::kSpeedup), 0.10);
   EXPECT_EQ(parse_metric_thresholds("speedup=7").size(), 1u);
+  EXPECT_DOUBLE_EQ(parse_metric_thresholds("over_memcpy_batch=50").at(Metric::kOverMemcpyBatch),
+                   0.5);
   for (const char* bad : {"wall", "gpu=5", "wall=5,wall=6", "wall=", "wall=5,"}) {
     EXPECT_THROW(parse_metric_thresholds(bad), UsageError) << bad;
   }

@@ -208,23 +208,30 @@ TEST(Comparison, PairedCasesWithoutACommonRoundAreListed) {
   EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 2);
 }
 
-TEST(Comparison, StoredBaselineWidensTheDefaultThresholdAndSaysSo) {
+TEST(Comparison, StoredBaselineIsComparedOnSameRunRatiosAndSaysSo) {
   const Comparison c = run_fixtures("stored.json", "slower.json");
   EXPECT_EQ(c.basis, BaselineKind::kStored);
-  EXPECT_DOUBLE_EQ(c.thresholds.at(Metric::kWall), 0.25);
-  EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kSame);  // 10 % < 25 %
+  EXPECT_FALSE(c.thresholds.contains(Metric::kWall));
+  EXPECT_DOUBLE_EQ(c.thresholds.at(Metric::kSpeedup), 0.30);
+  EXPECT_DOUBLE_EQ(c.thresholds.at(Metric::kOverMemcpyBatch), 0.55);
+  // No wall time is judged: the speedups over `to` only (these reports have no memcpy_batch).
+  ASSERT_EQ(c.cases.size(), 2u);
+  for (const CaseResult& r : c.cases) EXPECT_EQ(r.metric, Metric::kSpeedup);
+  EXPECT_EQ(find(c, "hot", "engine", Metric::kSpeedup).verdict, Verdict::kSame);  // -9 %, < 30 %
   std::string notes;
   for (const auto& n : c.notes) notes += n + "\n";
   EXPECT_NE(notes.find("stored baseline detected (hosts gpu-host-b vs gpu-host-a; days 2026-10-02 "
                        "vs 2026-11-20)"),
             std::string::npos)
       << notes;
-  EXPECT_NE(notes.find("the default is 25 %"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("compared on same-run ratios only"), std::string::npos) << notes;
+  EXPECT_NE(notes.find("measured spread between hosts"), std::string::npos) << notes;
 
   CompareOptions explicit_stored;
   explicit_stored.baseline_kind = BaselineKind::kStored;
   EXPECT_DOUBLE_EQ(
-      run_fixtures("base.json", "slower.json", explicit_stored).thresholds.at(Metric::kWall), 0.25);
+      run_fixtures("base.json", "slower.json", explicit_stored).thresholds.at(Metric::kSpeedup),
+      0.30);
   CompareOptions fresh;
   fresh.baseline_kind = BaselineKind::kFresh;
   EXPECT_EQ(find(run_fixtures("stored.json", "slower.json", fresh), "hot", "engine", Metric::kWall)
@@ -232,8 +239,36 @@ TEST(Comparison, StoredBaselineWidensTheDefaultThresholdAndSaysSo) {
             Verdict::kSlower);
   CompareOptions given;
   given.threshold = 0.05;
-  EXPECT_DOUBLE_EQ(run_fixtures("stored.json", "slower.json", given).thresholds.at(Metric::kWall),
-                   0.05);
+  const Comparison tight = run_fixtures("stored.json", "slower.json", given);
+  EXPECT_DOUBLE_EQ(tight.thresholds.at(Metric::kSpeedup), 0.05);
+  EXPECT_EQ(find(tight, "hot", "engine", Metric::kSpeedup).verdict, Verdict::kSlower);
+}
+
+TEST(Comparison, AStoredBaselineFromASlowerHostDoesNotMoveTheRatios) {
+  // Every time of the stored baseline is 40 % longer: a wall-time comparison would call the
+  // candidate 29 % faster; the ratios, measured within each run, say nothing changed.
+  const Comparison c = run_fixtures("stored-ratios.json", "ratios-same.json");
+  EXPECT_EQ(c.basis, BaselineKind::kStored);
+  // engine: speedup over `to` and over memcpy_batch, both patterns; memcpy_batch: over `to`.
+  ASSERT_EQ(c.cases.size(), 6u);
+  EXPECT_EQ(count(c, Verdict::kSame), 6);
+  const CaseResult& over = find(c, "hot", "engine", Metric::kOverMemcpyBatch);
+  EXPECT_NEAR(over.baseline, 1.1e-3 / 2.5e-4, 1e-9);
+  EXPECT_NEAR(over.change.ratio, 1.0, 1e-9);
+  EXPECT_TRUE(larger_is_better(Metric::kOverMemcpyBatch));
+}
+
+TEST(Comparison, AStoredBaselineCatchesAChangeBeyondTheHostsSpread) {
+  const Comparison c = run_fixtures("stored-ratios.json", "ratios-slower.json");
+  // The engine 1.5x slower: its speedup over `to` fell to 1/1.5, beyond the 30 % band.
+  const CaseResult& speedup = find(c, "hot", "engine", Metric::kSpeedup);
+  EXPECT_NEAR(speedup.change.ratio, 1 / 1.5, 1e-9);
+  EXPECT_EQ(speedup.verdict, Verdict::kSlower);
+  EXPECT_EQ(find(c, "step", "engine", Metric::kSpeedup).verdict, Verdict::kSlower);
+  // Over memcpy_batch the same fall lies inside that ratio's wider 55 % band.
+  EXPECT_NE(find(c, "hot", "engine", Metric::kOverMemcpyBatch).verdict, Verdict::kSlower);
+  EXPECT_EQ(find(c, "hot", "memcpy_batch", Metric::kSpeedup).verdict, Verdict::kSame);
+  EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 1);
 }
 
 }  // namespace

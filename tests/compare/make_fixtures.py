@@ -12,6 +12,9 @@ truth it checks against:
 - extra.json: base.json plus a memcpy_batch case the others lack (unmatched).
 - h200.json: base.json measured on an H200.
 - stored.json: base.json from another host and day.
+- stored-ratios.json: base.json plus memcpy_batch cases, from another host and day whose every
+  time is 40 % longer (the same-run ratios unchanged); ratios-same.json the same on this host at
+  the original times, ratios-slower.json with the engine 1.5x slower (its speedups a third lower).
 - v1.json: a schema version 1 report.
 - sweep.json: three sweep points (132, 528 and 2,112 tensors) whose times grow with the tensors,
   for the plots.
@@ -126,6 +129,12 @@ def main():
     write("h200.json", report(BASE_MEDIANS, gpu=H200))
     write("stored.json", report(BASE_MEDIANS, host="gpu-host-b", date="2026-10-02T08:30:00Z"))
     write("one-round.json", report(BASE_MEDIANS, rounds=1))
+    memcpy = [("hot", "memcpy_batch", 1.1e-3), ("step", "memcpy_batch", 1.3e-3)]
+    slow_host = [(p, s, m * 1.4) for p, s, m in memcpy]
+    write("stored-ratios.json", report(scaled(lambda key: 1.4), host="gpu-host-b", date="2026-10-02T08:30:00Z",
+                                       extra=slow_host))
+    write("ratios-same.json", report(BASE_MEDIANS, extra=memcpy))
+    write("ratios-slower.json", report(scaled(engine_times(1.5)), extra=memcpy))
     v1 = report(BASE_MEDIANS)
     v1["schema_version"] = 1
     write("v1.json", v1)

@@ -27,11 +27,13 @@ std::string_view to_string(Metric metric) {
       return "wall";
     case Metric::kSpeedup:
       return "speedup";
+    case Metric::kOverMemcpyBatch:
+      return "over_memcpy_batch";
   }
   return "?";
 }
 
-bool larger_is_better(Metric metric) { return metric == Metric::kSpeedup; }
+bool larger_is_better(Metric metric) { return metric != Metric::kWall; }
 
 std::string_view to_string(Verdict verdict) {
   switch (verdict) {

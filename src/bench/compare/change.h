@@ -12,11 +12,14 @@
 
 namespace mtc::bench::compare {
 
-// What is compared: the absolute wall time, and the same-run speedup over `to` (a ratio of
-// two times measured together, which travels between machines better than either time).
-enum class Metric { kWall, kSpeedup };
-std::string_view to_string(Metric metric);
-// For the wall time a larger candidate is worse; for a speedup it is better.
+// What is compared: the absolute wall time, and two same-run ratios, which travel between
+// machines better than either time: the speedup over `to` (measured paired per round by the
+// run) and the speedup over `memcpy_batch` (the ratio of the two medians of one run; compare
+// computes it, for a stored baseline only).
+enum class Metric { kWall, kSpeedup, kOverMemcpyBatch };
+inline constexpr Metric kAllMetrics[] = {Metric::kWall, Metric::kSpeedup, Metric::kOverMemcpyBatch};
+std::string_view to_string(Metric metric);  // "wall", "speedup", "over_memcpy_batch"
+// For the wall time a larger candidate is worse; for a ratio it is better.
 bool larger_is_better(Metric metric);
 
 enum class Verdict { kSame, kFaster, kSlower, kUnsure };

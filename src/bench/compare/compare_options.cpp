@@ -82,12 +82,12 @@ std::map<Metric, double> parse_metric_thresholds(const std::string& text) {
     }
     const std::string name = item.substr(0, equals);
     std::optional<Metric> metric;
-    for (Metric m : {Metric::kWall, Metric::kSpeedup}) {
+    for (Metric m : kAllMetrics) {
       if (name == to_string(m)) metric = m;
     }
     if (!metric)
-      throw UsageError(
-          fmt::format("--threshold-metric: unknown metric {} (known: wall, speedup)", name));
+      throw UsageError(fmt::format(
+          "--threshold-metric: unknown metric {} (known: wall, speedup, over_memcpy_batch)", name));
     if (thresholds.contains(*metric))
       throw UsageError(fmt::format("--threshold-metric: {} given twice", name));
     thresholds[*metric] = parse_threshold_percent(item.substr(equals + 1));

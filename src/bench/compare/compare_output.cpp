@@ -96,7 +96,7 @@ std::string format_interval(const Change& change) {
 }
 
 std::string format_value(Metric metric, double value) {
-  if (metric == Metric::kSpeedup) return fmt::format("{:.3g}x", value);
+  if (larger_is_better(metric)) return fmt::format("{:.3g}x", value);
   const double a = std::abs(value);
   if (a >= 1.0) return fmt::format("{:.3g} s", value);
   if (a >= 1e-3) return fmt::format("{:.3g} ms", value * 1e3);

@@ -115,24 +115,41 @@ BaselineKind resolve_basis(const CompareOptions& options, bool paired,
   return BaselineKind::kStored;
 }
 
+// What is judged: a fresh baseline's wall time and speedup over `to`; a stored baseline's
+// same-run ratios only, since its absolute times belong to another host.
+std::vector<Metric> judged_metrics(BaselineKind basis) {
+  if (basis == BaselineKind::kStored) return {Metric::kSpeedup, Metric::kOverMemcpyBatch};
+  return {Metric::kWall, Metric::kSpeedup};
+}
+
+double default_threshold(Metric metric, BaselineKind basis) {
+  if (basis != BaselineKind::kStored) return kDefaultThreshold;
+  return metric == Metric::kOverMemcpyBatch ? kStoredOverMemcpyBatchThreshold
+                                            : kStoredSpeedupThreshold;
+}
+
 std::map<Metric, double> resolve_thresholds(const CompareOptions& options, BaselineKind basis,
                                             std::vector<std::string>& notes) {
-  const double fallback = basis == BaselineKind::kStored ? kStoredThreshold : kDefaultThreshold;
   std::map<Metric, double> thresholds;
   std::vector<std::string> parts;
-  for (Metric m : {Metric::kWall, Metric::kSpeedup}) {
+  bool defaulted = false;
+  for (Metric m : judged_metrics(basis)) {
     const auto given = options.metric_thresholds.find(m);
-    thresholds[m] = given != options.metric_thresholds.end() ? given->second
-                                                             : options.threshold.value_or(fallback);
+    if (given != options.metric_thresholds.end()) {
+      thresholds[m] = given->second;
+    } else {
+      thresholds[m] = options.threshold.value_or(default_threshold(m, basis));
+      defaulted = defaulted || !options.threshold;
+    }
     parts.push_back(fmt::format("{} {:g} %", to_string(m), thresholds[m] * 100.0));
   }
   std::string note = fmt::format("thresholds: {}", fmt::join(parts, ", "));
-  if (basis == BaselineKind::kStored && !options.threshold &&
-      options.metric_thresholds.size() < 2) {
-    note += fmt::format(
-        " (a stored baseline from another day or host: the default is {:g} %, not {:g} %; it "
-        "catches large regressions only)",
-        kStoredThreshold * 100.0, kDefaultThreshold * 100.0);
+  if (basis == BaselineKind::kStored) {
+    note +=
+        " (a stored baseline from another day or host: compared on same-run ratios only, the "
+        "speedup over `to` and over `memcpy_batch`; absolute times are not compared";
+    if (defaulted) note += "; the default thresholds are the ratios' measured spread between hosts";
+    note += ")";
   }
   notes.push_back(note);
   return thresholds;
@@ -164,15 +181,46 @@ Groups group_cases(const std::vector<ReportCases>& reports, const char* side, bo
   return groups;
 }
 
+// Per round, for a paired job: the wall time and the speedup over `to` (the ratio over
+// `memcpy_batch` is a stored baseline's only).
 std::optional<double> metric_value(const CaseRecord& c, Metric metric) {
   if (metric == Metric::kWall) return c.wall.value;
-  if (c.speedup) return c.speedup->value;
+  if (metric == Metric::kSpeedup && c.speedup) return c.speedup->value;
   return std::nullopt;
 }
 
-const Estimate* metric_estimate(const CaseRecord& c, Metric metric) {
-  if (metric == Metric::kWall) return &c.wall;
-  return c.speedup ? &*c.speedup : nullptr;
+// The speedup of `found` over the `memcpy_batch` case its own report measured beside it: the
+// ratio of the two medians, with their intervals added in quadrature as if independent (they
+// were measured interleaved in one run, so this is the wider, safer interval).
+std::optional<Estimate> over_memcpy_batch(const Found& found, const Groups& side,
+                                          bool ignore_device) {
+  CaseKey peer = match_key(found.record->key, ignore_device);
+  if (peer.strategy == "memcpy_batch" || peer.strategy == "to") return std::nullopt;
+  peer.strategy = "memcpy_batch";
+  const auto it = side.by_key.find(peer);
+  if (it == side.by_key.end()) return std::nullopt;
+  for (const Found& f : it->second) {
+    if (f.report != found.report) continue;
+    const Change ratio = unpaired_change(found.record->wall, f.record->wall);
+    Estimate e{ratio.ratio, ratio.low, std::nullopt, ratio.level, ratio.rounds};
+    if (std::isfinite(ratio.high)) e.high = ratio.high;
+    return e;
+  }
+  return std::nullopt;
+}
+
+std::optional<Estimate> metric_estimate(const Found& found, Metric metric, const Groups& side,
+                                        bool ignore_device) {
+  const CaseRecord& c = *found.record;
+  switch (metric) {
+    case Metric::kWall:
+      return c.wall;
+    case Metric::kSpeedup:
+      return c.speedup;
+    case Metric::kOverMemcpyBatch:
+      return over_memcpy_batch(found, side, ignore_device);
+  }
+  return std::nullopt;
 }
 
 std::string rounds_note(const Change& change) {
@@ -226,7 +274,8 @@ std::optional<CaseResult> paired_result(const Records& base, const Records& cand
 }
 
 std::optional<CaseResult> unpaired_result(const Records& base, const Records& cand, Metric metric,
-                                          const std::string& label) {
+                                          const std::string& label, const Groups& base_side,
+                                          const Groups& cand_side, bool ignore_device) {
   for (const auto* side : {&base, &cand}) {
     if (side->size() > 1) {
       throw UsageError(fmt::format(
@@ -236,9 +285,9 @@ std::optional<CaseResult> unpaired_result(const Records& base, const Records& ca
           side->back().record->file));
     }
   }
-  const Estimate* b = metric_estimate(*base.front().record, metric);
-  const Estimate* c = metric_estimate(*cand.front().record, metric);
-  if (b == nullptr || c == nullptr) return std::nullopt;
+  const auto b = metric_estimate(base.front(), metric, base_side, ignore_device);
+  const auto c = metric_estimate(cand.front(), metric, cand_side, ignore_device);
+  if (!b || !c) return std::nullopt;
   CaseResult result;
   result.metric = metric;
   result.baseline = b->value;
@@ -335,13 +384,14 @@ Comparison compare_reports(const std::vector<ReportCases>& baseline,
           {shown, "baseline", "no round of the A/B job measured it on both sides"});
       continue;
     }
-    for (Metric metric : {Metric::kWall, Metric::kSpeedup}) {
+    for (Metric metric : judged_metrics(out.basis)) {
       // `to` is the reference of every speedup: its own is 1 by definition.
-      if (metric == Metric::kSpeedup && shown.strategy == "to") continue;
+      if (metric != Metric::kWall && shown.strategy == "to") continue;
       const std::string label = case_label(shown);
       auto result = out.method == Method::kPaired
                         ? paired_result(base_records, it->second, metric, label)
-                        : unpaired_result(base_records, it->second, metric, label);
+                        : unpaired_result(base_records, it->second, metric, label, base, cand,
+                                          options.ignore_device);
       if (!result) continue;
       result->key = shown;
       result->candidate_device_model = it->second.front().record->key.device_model;

@@ -32,7 +32,8 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareArguments& arguments) {
       ->type_name("PERCENT");
   compare
       ->add_option("--threshold-metric", arguments.metric_thresholds,
-                   "Per-metric thresholds, e.g. wall=5,speedup=10 (wins over --threshold)")
+                   "Per-metric thresholds, e.g. wall=5,speedup=10,over_memcpy_batch=50 (wins over "
+                   "--threshold)")
       ->type_name("METRIC=PERCENT,...");
   compare
       ->add_option("--fail-on", arguments.fail_on,
@@ -41,7 +42,7 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareArguments& arguments) {
   compare
       ->add_option(
           "--baseline-kind", arguments.baseline_kind,
-          "auto, fresh (same host and day) or stored (another day or host: 25 % default threshold)")
+          "auto, fresh (same host and day) or stored (another day or host: same-run ratios only)")
       ->capture_default_str();
   compare->add_flag("--ignore-device", arguments.options.ignore_device,
                     "Compare reports from different GPU models");
