@@ -8,6 +8,7 @@
 #include <limits>
 #include <set>
 
+#include "compare/basis.h"
 #include "errors.h"
 #include "stats/summary.h"
 
@@ -31,128 +32,6 @@ struct Groups {
 CaseKey match_key(CaseKey key, bool ignore_device) {
   if (ignore_device) key.device_model.clear();
   return key;
-}
-
-std::set<std::string> device_models(const std::vector<ReportCases>& reports) {
-  std::set<std::string> models;
-  for (const ReportCases& r : reports) {
-    for (const CaseRecord& c : r.cases) models.insert(c.key.device_model);
-  }
-  return models;
-}
-
-template <typename Member>
-std::set<std::string> collect(const std::vector<ReportCases>& reports, Member member) {
-  std::set<std::string> values;
-  for (const ReportCases& r : reports) values.insert(r.*member);
-  return values;
-}
-
-void check_devices(const std::vector<ReportCases>& baseline,
-                   const std::vector<ReportCases>& candidate, const CompareOptions& options,
-                   std::vector<std::string>& notes) {
-  const auto base = device_models(baseline);
-  const auto cand = device_models(candidate);
-  if (base == cand) return;
-  const std::string what = fmt::format("the baseline was measured on {} and the candidate on {}",
-                                       fmt::join(base, ", "), fmt::join(cand, ", "));
-  if (!options.ignore_device) {
-    throw UsageError(
-        what + ": times do not carry between devices (give --ignore-device to compare anyway)");
-  }
-  notes.push_back(what + "; compared anyway (--ignore-device)");
-}
-
-// The job's name when both sides are the two sides of one A/B job, else empty.
-std::string paired_job(const std::vector<ReportCases>& baseline,
-                       const std::vector<ReportCases>& candidate) {
-  std::set<std::string> jobs;
-  std::set<std::string> base_sides;
-  std::set<std::string> cand_sides;
-  for (const auto* side : {&baseline, &candidate}) {
-    for (const ReportCases& r : *side) {
-      if (!r.ab) return "";
-      jobs.insert(r.ab->job);
-      (side == &baseline ? base_sides : cand_sides).insert(r.ab->side);
-    }
-  }
-  if (jobs.size() != 1) return "";
-  const std::string& job = *jobs.begin();
-  if (base_sides.size() != 1 || cand_sides.size() != 1) {
-    throw UsageError(
-        fmt::format("A/B job {}: each input must hold one side (baseline has {}; candidate has {})",
-                    job, fmt::join(base_sides, ", "), fmt::join(cand_sides, ", ")));
-  }
-  if (base_sides == cand_sides) {
-    throw UsageError(
-        fmt::format("A/B job {}: both inputs are its `{}` side", job, *base_sides.begin()));
-  }
-  return job;
-}
-
-BaselineKind resolve_basis(const CompareOptions& options, bool paired,
-                           const std::vector<ReportCases>& baseline,
-                           const std::vector<ReportCases>& candidate,
-                           std::vector<std::string>& notes) {
-  if (options.baseline_kind != BaselineKind::kAuto) return options.baseline_kind;
-  if (paired) return BaselineKind::kFresh;
-  std::vector<std::string> differ;
-  const auto base_hosts = collect(baseline, &ReportCases::host);
-  const auto cand_hosts = collect(candidate, &ReportCases::host);
-  const auto base_days = collect(baseline, &ReportCases::day);
-  const auto cand_days = collect(candidate, &ReportCases::day);
-  if (base_hosts != cand_hosts) {
-    differ.push_back(
-        fmt::format("hosts {} vs {}", fmt::join(base_hosts, ", "), fmt::join(cand_hosts, ", ")));
-  }
-  if (base_days != cand_days) {
-    differ.push_back(
-        fmt::format("days {} vs {}", fmt::join(base_days, ", "), fmt::join(cand_days, ", ")));
-  }
-  if (differ.empty()) return BaselineKind::kFresh;
-  notes.push_back(
-      fmt::format("stored baseline detected ({}): not one A/B job", fmt::join(differ, "; ")));
-  return BaselineKind::kStored;
-}
-
-// What is judged: a fresh baseline's wall time and speedup over `to`; a stored baseline's
-// same-run ratios only, since its absolute times belong to another host.
-std::vector<Metric> judged_metrics(BaselineKind basis) {
-  if (basis == BaselineKind::kStored) return {Metric::kSpeedup, Metric::kOverMemcpyBatch};
-  return {Metric::kWall, Metric::kSpeedup};
-}
-
-double default_threshold(Metric metric, BaselineKind basis) {
-  if (basis != BaselineKind::kStored) return kDefaultThreshold;
-  return metric == Metric::kOverMemcpyBatch ? kStoredOverMemcpyBatchThreshold
-                                            : kStoredSpeedupThreshold;
-}
-
-std::map<Metric, double> resolve_thresholds(const CompareOptions& options, BaselineKind basis,
-                                            std::vector<std::string>& notes) {
-  std::map<Metric, double> thresholds;
-  std::vector<std::string> parts;
-  bool defaulted = false;
-  for (Metric m : judged_metrics(basis)) {
-    const auto given = options.metric_thresholds.find(m);
-    if (given != options.metric_thresholds.end()) {
-      thresholds[m] = given->second;
-    } else {
-      thresholds[m] = options.threshold.value_or(default_threshold(m, basis));
-      defaulted = defaulted || !options.threshold;
-    }
-    parts.push_back(fmt::format("{} {:g} %", to_string(m), thresholds[m] * 100.0));
-  }
-  std::string note = fmt::format("thresholds: {}", fmt::join(parts, ", "));
-  if (basis == BaselineKind::kStored) {
-    note +=
-        " (a stored baseline from another day or host: compared on same-run ratios only, the "
-        "speedup over `to` and over `memcpy_batch`; absolute times are not compared";
-    if (defaulted) note += "; the default thresholds are the ratios' measured spread between hosts";
-    note += ")";
-  }
-  notes.push_back(note);
-  return thresholds;
 }
 
 // Successful cases by key; the others are listed as unmatched, once per key, side and status.
