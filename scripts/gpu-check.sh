@@ -11,12 +11,12 @@
 # build.log: the build goes on past a failed file). The test stage runs every suite the mode
 # promises (engine, workload, bench, compare; only engine in "bench" and "engine"): a suite that
 # was not built, crashed or failed fails the check. The last line says what ran, e.g.
-# "engine 207 (+1 skipped), workload 165, bench 131, compare 40: all passed".
+# "engine 205 (+6 skipped), workload 165, bench 224 (+11 skipped), compare 54: all passed".
 #
 # full (no mode): the suites, then the main benchmark, the same CPU->GPU cases with glibc's
 #   malloc tuned, two GPUs at once with GPU->GPU across them (on a host with two), and the
 #   profile.
-# "quick" (about 3 minutes on 16 cores, build included): the suites and one `mtc-bench --quick`
+# "quick" (about 3.5 minutes on 16 cores, build included): the suites and one `mtc-bench --quick`
 #   run of every direction the host has.
 # "bench": the engine's tests and the CPU->GPU copy benchmarks (the engine's micro-benchmarks of
 #   whole copies and the walk, and mtc-bench's h2d cases): a fast check of an engine change.
