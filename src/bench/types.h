@@ -4,7 +4,9 @@
 // (as Google Benchmark keeps its in include/benchmark/types.h). Header-only.
 #pragma once
 
+#include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -115,6 +117,14 @@ inline std::optional<EntryStatus> parse_entry_status(std::string_view text) {
   }
   return std::nullopt;
 }
+
+// One side of one round of an interleaved A/B job: what `--ab-label JOB:SIDE:ROUND` gives a run
+// and the report's "ab" object keeps, for `compare` to pair the sides by round.
+struct AbLabel {
+  std::string job;
+  std::string side;
+  int64_t round = 0;
+};
 
 // The strategy every speedup is measured against (per-tensor `.to()`): the report's
 // speedup_vs_to.

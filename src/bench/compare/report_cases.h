@@ -55,13 +55,6 @@ struct CaseRecord {
   std::string file;  // the report it came from
 };
 
-// The report's "ab" label: one side of one round of an interleaved A/B job.
-struct AbLabel {
-  std::string job;
-  std::string side;
-  int64_t round = 0;
-};
-
 // One report as `compare` sees it: the file, its A/B label, host and day, and its cases.
 struct ReportCases {
   std::string path;

@@ -57,11 +57,6 @@ std::string parse_gap_mode_choice(const std::string& text);
 
 // "JOB:SIDE:ROUND" (--ab-label), e.g. "pr-123:baseline:2". JOB and SIDE are non-empty and
 // free of ':'; ROUND is a non-negative integer.
-struct AbLabel {
-  std::string job;
-  std::string side;
-  int64_t round = 0;
-};
 AbLabel parse_ab_label(std::string_view text);
 
 // --engine-lib items "LABEL=PATH" -> label -> path. A label is letters, digits, _ or -, once.
