@@ -17,6 +17,7 @@
 #include "runner/cli/command_line.h"
 #include "runner/cli/parse.h"
 #include "runner/measure/run_plan.h"
+#include "workload/bench_settings.h"
 #include "workload/config.h"
 
 namespace mtc::bench {
@@ -216,6 +217,26 @@ TEST(DocumentedDefaults, SchemaDescriptionsMatchBenchSettings) {
     }
     expect_documented("configs/spec.schema.json", key, match[1].str(), value);
   }
+}
+
+// The schema's bounds are for editors; the parser and the command line read the same bounds from
+// workload/bench_settings.h.
+TEST(DocumentedDefaults, SchemaBoundsMatchTheSettingBounds) {
+  const json schema = json::parse(read_source("configs/spec.schema.json"));
+  const json& properties = schema["$defs"]["bench"]["properties"];
+  const auto expect_bounds = [&](const std::string& key, double min, double max) {
+    ASSERT_TRUE(properties.contains(key)) << "configs/spec.schema.json: bench." << key;
+    EXPECT_EQ(properties[key].value("minimum", json()), json(min)) << "bench." << key;
+    EXPECT_EQ(properties[key].value("maximum", json()), json(max)) << "bench." << key;
+  };
+  const auto as_double = [](auto value) { return static_cast<double>(value); };
+  expect_bounds("inputs", as_double(kInputsBounds.min), as_double(kInputsBounds.max));
+  expect_bounds("gap_us", kGapUsBounds.min, kGapUsBounds.max);
+  expect_bounds("gap_touch_bytes", as_double(kGapTouchBytesBounds.min),
+                as_double(kGapTouchBytesBounds.max));
+  for (const char* key : {"min_rounds", "max_rounds"})
+    expect_bounds(key, as_double(kRoundsBounds.min), as_double(kRoundsBounds.max));
+  expect_bounds("processes", as_double(kProcessesBounds.min), as_double(kProcessesBounds.max));
 }
 
 TEST(DocumentedDefaults, EveryOptionOfHelpIsInTheDocs) {

@@ -34,6 +34,19 @@ struct BenchSettings {
   bool raw_samples = false;             // keep raw samples in the JSON report
 };
 
+// The accepted range of each bounded setting, inclusive: the config's parser and the command
+// line's checks read them here (spec.schema.json repeats them for editors).
+template <typename T>
+struct SettingBounds {
+  T min;
+  T max;
+};
+inline constexpr SettingBounds<int64_t> kInputsBounds{1, 1024};
+inline constexpr SettingBounds<double> kGapUsBounds{0.0, 1e7};
+inline constexpr SettingBounds<int64_t> kGapTouchBytesBounds{64, int64_t{1} << 34};
+inline constexpr SettingBounds<int64_t> kRoundsBounds{1, 10'000};
+inline constexpr SettingBounds<int64_t> kProcessesBounds{1, 64};
+
 // The one rule between the round limits, as its message: empty when max_rounds >= min_rounds.
 // Checked where a pair of limits is final: a config on its own (the loader, so `validate` sees
 // it, as a ConfigError at the config's pointer) and the run's plan

@@ -49,9 +49,17 @@ class OptionBinder {
     for (const std::function<void()>& finisher : finishers_) finisher();
   }
 
+  // Marks `option` as one the parent of --processes keeps to itself (parent_only_options()).
+  CLI::Option* parent_only(CLI::Option* option) {
+    parent_only_.push_back(option);
+    return option;
+  }
+  const std::vector<CLI::Option*>& parent_only() const { return parent_only_; }
+
  private:
   CLI::App& app_;
   std::vector<std::function<void()>> finishers_;
+  std::vector<CLI::Option*> parent_only_;
 };
 
 }  // namespace mtc::bench

@@ -43,6 +43,16 @@ std::string checked_pin_cpu(const std::string& request) {
   return request;
 }
 
+int64_t checked_gap_touch_bytes(const std::string& text) {
+  const int64_t bytes = parse_bytes(text);
+  if (bytes < kGapTouchBytesBounds.min || bytes > kGapTouchBytesBounds.max) {
+    throw UsageError(fmt::format("--gap-touch-bytes {}: must be {} to {}", text,
+                                 bytes_text(kGapTouchBytesBounds.min),
+                                 bytes_text(kGapTouchBytesBounds.max)));
+  }
+  return bytes;
+}
+
 void add_input_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
   const std::string group = "Input";
   app.add_option("-c,--config", run.config_path,
@@ -133,17 +143,22 @@ void add_measurement_options(CLI::App& app, RunOptions& run, OptionBinder& binde
       ->group(group);
 }
 
-void add_output_options(CLI::App& app, RunOptions& run) {
+// The parent of --processes writes the merged report and the tables; each child gets its own
+// report file and runs quietly (processes.cpp): these are the parent's alone.
+void add_output_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
   const std::string group = "Output";
-  app.add_option("--json", run.json_path, "Write the JSON report here")
+  binder.parent_only(app.add_option("--json", run.json_path, "Write the JSON report here"))
       ->type_name("PATH")
       ->group(group);
-  app.add_option("--md", run.md_path, "Write the markdown summary here")
+  binder.parent_only(app.add_option("--md", run.md_path, "Write the markdown summary here"))
       ->type_name("PATH")
       ->group(group);
-  app.add_flag("--raw-samples", run.raw_samples, "Include every sample in the JSON report")
+  binder
+      .parent_only(
+          app.add_flag("--raw-samples", run.raw_samples, "Include every sample in the JSON report"))
       ->group(group);
-  app.add_flag("-q,--quiet", run.quiet, "No progress bar or workload summary")->group(group);
+  binder.parent_only(app.add_flag("-q,--quiet", run.quiet, "No progress bar or workload summary"))
+      ->group(group);
 }
 
 void add_engine_options(RunOptions& run, OptionBinder& binder) {
@@ -205,13 +220,13 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
       .add("--inputs", run.inputs,
            "Step pattern: inputs in rotation, successive seeds " +
                config_default("inputs", defaults.inputs))
-      ->check(CLI::Range(int64_t{1}, int64_t{1024}))
+      ->check(CLI::Range(kInputsBounds.min, kInputsBounds.max))
       ->group(group);
   binder
       .add("--gap-us", run.gap_us,
            "Step pattern: idle gap before each sample, outside the clock " +
                config_default("gap_us", defaults.gap_us))
-      ->check(CLI::Range(0.0, 1e7))
+      ->check(CLI::Range(kGapUsBounds.min, kGapUsBounds.max))
       ->group(group);
   binder
       .add<std::string>("--gap-mode", run.gap_mode, parse_gap_mode_choice,
@@ -221,7 +236,7 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
       ->type_name("sleep|busy|both")
       ->group(group);
   binder
-      .add<std::string>("--gap-touch-bytes", run.gap_touch_bytes, parse_bytes,
+      .add<std::string>("--gap-touch-bytes", run.gap_touch_bytes, checked_gap_touch_bytes,
                         "Step-busy: the buffer the caller touches in the gap " +
                             config_default("gap_touch_bytes", bytes_text(defaults.gap_touch_bytes)))
       ->type_name("BYTES")
@@ -229,12 +244,12 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
   binder
       .add("--min-rounds", run.min_rounds,
            "Fewest rounds per case " + config_default("min_rounds", defaults.min_rounds))
-      ->check(CLI::Range(int64_t{1}, int64_t{10000}))
+      ->check(CLI::Range(kRoundsBounds.min, kRoundsBounds.max))
       ->group(group);
   binder
       .add("--max-rounds", run.max_rounds,
            "Most rounds per case " + config_default("max_rounds", defaults.max_rounds))
-      ->check(CLI::Range(int64_t{1}, int64_t{10000}))
+      ->check(CLI::Range(kRoundsBounds.min, kRoundsBounds.max))
       ->group(group);
   binder
       .add("--round-time", run.round_time_s,
@@ -248,11 +263,12 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
                            QuickSettings{}.rounds))
       ->group(group);
   binder
-      .add("--processes", run.processes,
-           "Measure in N fresh processes one after another, each with 1/N of the rounds, and "
-           "merge them: the interval then covers what differs between processes " +
-               config_default("processes", defaults.processes) + "; 1 with --quick or --profile")
-      ->check(CLI::Range(int64_t{1}, int64_t{64}))
+      .parent_only(binder.add(
+          "--processes", run.processes,
+          "Measure in N fresh processes one after another, each with 1/N of the rounds, and "
+          "merge them: the interval then covers what differs between processes " +
+              config_default("processes", defaults.processes) + "; 1 with --quick or --profile"))
+      ->check(CLI::Range(kProcessesBounds.min, kProcessesBounds.max))
       ->group(group);
   binder
       .add<std::string>("--pin-cpu", run.pin_cpu, checked_pin_cpu,
@@ -273,12 +289,14 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
                         "Label the report as one side of an A/B job, for `compare`")
       ->type_name("JOB:SIDE:ROUND")
       ->group(group);
-  app.add_option("--child-index", run.child_index,
-                 "Internal: set by --processes in the processes it starts")
+  binder
+      .parent_only(app.add_option("--child-index", run.child_index,
+                                  "Internal: set by --processes in the processes it starts"))
       ->group("");
-  app.add_option("--child-count", run.child_count,
-                 "Internal: set by --processes in the processes it starts")
-      ->check(CLI::Range(int64_t{1}, int64_t{64}))
+  binder
+      .parent_only(app.add_option("--child-count", run.child_count,
+                                  "Internal: set by --processes in the processes it starts"))
+      ->check(CLI::Range(kProcessesBounds.min, kProcessesBounds.max))
       ->group("");
 }
 
@@ -288,9 +306,25 @@ void add_run_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
   add_input_options(app, run, binder);
   add_selection_options(run, binder);
   add_measurement_options(app, run, binder);
-  add_output_options(app, run);
+  add_output_options(app, run, binder);
   add_engine_options(run, binder);
   add_round_options(app, run, binder);
+}
+
+std::vector<ParentOnlyOption> parent_only_options() {
+  CLI::App app;
+  RunOptions run;
+  OptionBinder binder(app);
+  add_run_options(app, run, binder);
+  std::vector<ParentOnlyOption> options;
+  for (const CLI::Option* option : binder.parent_only()) {
+    const bool takes_value = option->get_type_size_min() > 0;
+    for (const std::string& name : option->get_lnames())
+      options.push_back({"--" + name, takes_value});
+    for (const std::string& name : option->get_snames())
+      options.push_back({"-" + name, takes_value});
+  }
+  return options;
 }
 
 void check_run_options(const RunOptions& run) {

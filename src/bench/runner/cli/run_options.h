@@ -6,6 +6,8 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <string>
+#include <vector>
 
 #include "runner/cli/option_binder.h"
 #include "runner/cli/options.h"
@@ -13,6 +15,15 @@
 namespace mtc::bench {
 
 void add_run_options(CLI::App& app, RunOptions& run, OptionBinder& binder);
+
+// The options a parent of --processes keeps to itself (the report files, quietness, how it
+// numbers its children), as the command line spells them, and whether each takes a value: read
+// from their declarations, for processes.cpp to strip them from its children's command lines.
+struct ParentOnlyOption {
+  std::string name;
+  bool takes_value = false;
+};
+std::vector<ParentOnlyOption> parent_only_options();
 
 // What no single option can check: options that do not mix, and a run with nothing to run.
 // After binder.finish(); throws UsageError. The round limits are checked where they meet the

@@ -13,6 +13,7 @@
 
 #include "errors.h"
 #include "report/report_reader.h"
+#include "runner/cli/run_options.h"
 #include "runner/env/environment.h"
 #include "runner/env/host_canary.h"
 #include "runner/measure/interrupt.h"
@@ -23,11 +24,6 @@ namespace mtc::bench {
 namespace {
 
 using json = nlohmann::json;
-
-// Options the parent handles itself; the bool says whether it takes a value.
-const std::vector<std::pair<std::string, bool>> kParentOnly{
-    {"--processes", true},   {"--json", true},   {"--md", true}, {"--child-index", true},
-    {"--child-count", true}, {"--quiet", false}, {"-q", false},  {"--raw-samples", false}};
 
 // Not std::filesystem::remove_all: libtorch exports its own copy of it, built for another
 // standard library ABI, and the dynamic linker may bind this call to that one.
@@ -185,11 +181,12 @@ const std::string& executable_for_children() { return child_executable(); }
 
 std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index,
                                          int count, const std::string& json_path) {
+  static const std::vector<ParentOnlyOption> parent_only = parent_only_options();
   std::vector<std::string> args{parent.empty() ? "mtc-bench" : parent.front()};
   for (size_t i = 1; i < parent.size(); ++i) {
     const std::string& a = parent[i];
     bool dropped = false;
-    for (const auto& [name, takes_value] : kParentOnly) {
+    for (const auto& [name, takes_value] : parent_only) {
       if (a == name) {
         if (takes_value) ++i;
         dropped = true;

@@ -41,10 +41,12 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
     reject_duplicates(checks, settings.patterns, at("patterns"));
   }
   if (value.contains("inputs")) {
-    settings.inputs = static_cast<int>(checks.get_int(value["inputs"], at("inputs"), 1, 1024));
+    settings.inputs = static_cast<int>(
+        checks.get_int(value["inputs"], at("inputs"), kInputsBounds.min, kInputsBounds.max));
   }
   if (value.contains("gap_us")) {
-    settings.gap_us = checks.get_number(value["gap_us"], at("gap_us"), 0.0, 1e7);
+    settings.gap_us =
+        checks.get_number(value["gap_us"], at("gap_us"), kGapUsBounds.min, kGapUsBounds.max);
   }
   if (value.contains("gap_mode")) {
     settings.gap_mode = checks.get_string(value["gap_mode"], at("gap_mode"));
@@ -55,24 +57,24 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
     }
   }
   if (value.contains("gap_touch_bytes")) {
-    settings.gap_touch_bytes =
-        checks.get_int(value["gap_touch_bytes"], at("gap_touch_bytes"), 64, int64_t{1} << 34);
+    settings.gap_touch_bytes = checks.get_int(value["gap_touch_bytes"], at("gap_touch_bytes"),
+                                              kGapTouchBytesBounds.min, kGapTouchBytesBounds.max);
   }
   if (value.contains("min_rounds")) {
-    settings.min_rounds =
-        static_cast<int>(checks.get_int(value["min_rounds"], at("min_rounds"), 1, 10'000));
+    settings.min_rounds = static_cast<int>(checks.get_int(value["min_rounds"], at("min_rounds"),
+                                                          kRoundsBounds.min, kRoundsBounds.max));
   }
   if (value.contains("max_rounds")) {
-    settings.max_rounds =
-        static_cast<int>(checks.get_int(value["max_rounds"], at("max_rounds"), 1, 10'000));
+    settings.max_rounds = static_cast<int>(checks.get_int(value["max_rounds"], at("max_rounds"),
+                                                          kRoundsBounds.min, kRoundsBounds.max));
   }
   if (const std::string error = round_limits_error(settings.min_rounds, settings.max_rounds);
       !error.empty()) {
     checks.fail(at(value.contains("max_rounds") ? "max_rounds" : "min_rounds"), error);
   }
   if (value.contains("processes")) {
-    settings.processes =
-        static_cast<int>(checks.get_int(value["processes"], at("processes"), 1, 64));
+    settings.processes = static_cast<int>(checks.get_int(
+        value["processes"], at("processes"), kProcessesBounds.min, kProcessesBounds.max));
   }
   if (value.contains("round_time_s")) {
     settings.round_time_s =
