@@ -23,6 +23,16 @@ TEST(Processes, ChildArgumentsDropWhatTheParentHandles) {
                      "/tmp/x/2.json"}));
 }
 
+// A flag takes no value: the argument after a dropped flag is the next option, kept.
+TEST(Processes, ChildArgumentsKeepWhatFollowsADroppedFlag) {
+  const Strings parent{"mtc-bench", "--strategy", "to,engine", "--quiet", "--json",
+                       "out.json",  "-q",         "--config",  "streampetr"};
+  EXPECT_EQ(child_arguments(parent, 0, 2, "/tmp/x/0.json"),
+            (Strings{"mtc-bench", "--strategy", "to,engine", "--config", "streampetr", "--quiet",
+                     "--raw-samples", "--child-index", "0", "--child-count", "2", "--json",
+                     "/tmp/x/0.json"}));
+}
+
 // A child's report of one run of two cases (rounds of samples of `to` and of `engine`), as the
 // parent reads back what the child wrote with --raw-samples; `edit` changes it before writing.
 Report child_report(const std::vector<std::vector<double>>& rounds_of_to,

@@ -318,7 +318,8 @@ std::vector<ParentOnlyOption> parent_only_options() {
   add_run_options(app, run, binder);
   std::vector<ParentOnlyOption> options;
   for (const CLI::Option* option : binder.parent_only()) {
-    const bool takes_value = option->get_type_size_min() > 0;
+    // A flag's type size is 1 in CLI11 too; the number of values it expects tells them apart.
+    const bool takes_value = option->get_items_expected_max() > 0;
     for (const std::string& name : option->get_lnames())
       options.push_back({"--" + name, takes_value});
     for (const std::string& name : option->get_snames())
