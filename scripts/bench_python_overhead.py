@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The Python module's own cost around the engine, on a config's batch (the 528-tensor
 reference batch by default): how long start_copy() takes to return, start_copy().get() end to
-end, and dropping the handle and the result, next to the engine's own figures (stats()). Each
+end, and dropping the handle and the result, next to the engine's own figures and the module's
+parts (stats(): the walk, the engine's start, the waits and the build of the result). Each
 is given in wall time and in the calling thread's CPU time: on a shared machine the second is the
 steadier (it leaves out the time other processes took the core).
 
@@ -38,6 +39,7 @@ def main(argv=None):
     wall = {"start_copy returns": [], "start_copy + get": [], "drop handle and result": []}
     cpu = {name: [] for name in wall}
     engine = []
+    module = {}  # the module's own parts, stats()["module"]
     # The collector would run at arbitrary calls (every few hundred new objects): it is a cost
     # of the program, not of one call.
     gc.disable()
@@ -56,6 +58,8 @@ def main(argv=None):
             clock["start_copy + get"].append(t[2] - t[0])
             clock["drop handle and result"].append(t[4] - t[3])
         engine.append(s["queued_us"] + s["traverse_us"] + s["submit_us"] + s["outputs_us"])
+        for part, us in s["module"].items():
+            module.setdefault(part, []).append(us)
     gc.enable()
     skip = args.calls // 5  # warm-up
     print(f"mtc {mtc.__version__} from {Path(mtc.__file__).parent}, torch {torch.__version__}, "
@@ -67,6 +71,9 @@ def main(argv=None):
               f"{statistics.median(c) / 1e3:11.1f} {c[len(c) // 10] / 1e3:8.1f}")
     e = sorted(engine[skip:])
     print(f"  {'engine (its stats)':24} {statistics.median(e):12.1f} {e[len(e) // 10]:9.1f}")
+    for part, values in module.items():
+        v = sorted(values[skip:])
+        print(f"  {'module ' + part:24} {statistics.median(v):12.1f} {v[len(v) // 10]:9.1f}")
     return 0
 
 

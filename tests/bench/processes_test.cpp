@@ -25,7 +25,7 @@ TEST(Processes, ChildArgumentsDropWhatTheParentHandles) {
 
 // A flag takes no value: the argument after a dropped flag is the next option, kept.
 TEST(Processes, ChildArgumentsKeepWhatFollowsADroppedFlag) {
-  const Strings parent{"mtc-bench", "--strategy", "to,engine", "--quiet", "--json",
+  const Strings parent{"mtc-bench", "--strategy", "to,engine", "--quiet",   "--json",
                        "out.json",  "-q",         "--config",  "streampetr"};
   EXPECT_EQ(child_arguments(parent, 0, 2, "/tmp/x/0.json"),
             (Strings{"mtc-bench", "--strategy", "to,engine", "--config", "streampetr", "--quiet",

@@ -8,13 +8,24 @@
 namespace py = pybind11;
 
 namespace mtc::python {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double microseconds_since(Clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+}  // namespace
 
 AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure, CopyHandle handle,
-                                 c10::Device target, const CopyOptions& options)
+                                 c10::Device target, const CopyOptions& options,
+                                 const ModuleTimes& times)
     : structure_(std::move(structure)),
       handle_(std::move(handle)),
       target_(target),
-      options_(options) {}
+      options_(options),
+      times_(times) {}
 
 // Dropping an unfinished handle waits for the copy's device work (the engine's rule), without
 // the GIL: other Python threads go on meanwhile. The engine then destroys the copy on this
@@ -41,7 +52,11 @@ py::object AsyncCopyHandle::get() {
     // tried: a thread holding the lock may be waiting for the GIL.
     const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
     if (lock.owns_lock() && handle_.ready()) {
-      if (!built_) build(handle_.take_result());
+      if (!built_) {
+        const Clock::time_point start = Clock::now();
+        build(handle_.take_result());
+        times_.build_us = microseconds_since(start);
+      }
       result_ = built_;
       return result_;
     }
@@ -52,11 +67,17 @@ py::object AsyncCopyHandle::get() {
     py::gil_scoped_release release;
     const std::lock_guard<std::mutex> lock(get_mutex_);
     if (!built_) {
+      Clock::time_point start = Clock::now();
       c10::IValue output = handle_.take_result();
+      times_.result_wait_us = microseconds_since(start);
       const py::gil_scoped_acquire gil;
+      start = Clock::now();
       build(std::move(output));
+      times_.build_us = microseconds_since(start);
     }
+    const Clock::time_point start = Clock::now();
     handle_.wait();
+    times_.complete_wait_us = microseconds_since(start);
   }
   if (!result_) result_ = built_;
   return result_;
@@ -79,6 +100,13 @@ py::dict AsyncCopyHandle::stats() const {
   out["traverse_us"] = s.traverse_us;
   out["submit_us"] = s.submit_us;
   out["outputs_us"] = s.outputs_us;
+  py::dict module;
+  module["walk_us"] = times_.walk_us;
+  module["engine_start_us"] = times_.engine_start_us;
+  module["result_wait_us"] = times_.result_wait_us;
+  module["build_us"] = times_.build_us;
+  module["complete_wait_us"] = times_.complete_wait_us;
+  out["module"] = module;
   return out;
 }
 
@@ -105,8 +133,12 @@ void AsyncCopyHandle::build(c10::IValue output) {
 std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& target,
                                        const CopyOptions& options, bool check) {
   if (check) check_arguments(target, options);
+  ModuleTimes times;
+  Clock::time_point start_time = Clock::now();
   auto structure = std::make_unique<PyStructure>(data.ptr());
   c10::IValue input = structure->take_engine_input();
+  times.walk_us = microseconds_since(start_time);
+  start_time = Clock::now();
   CopyHandle handle;
   if (options.use_background_thread) {
     // Only validation and a hand-off: keeping the GIL is cheaper than taking it back.
@@ -115,8 +147,9 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
     py::gil_scoped_release release;
     handle = start_copy(input, target, options);
   }
-  return std::make_unique<AsyncCopyHandle>(std::move(structure), std::move(handle), target,
-                                           options);
+  times.engine_start_us = microseconds_since(start_time);
+  return std::make_unique<AsyncCopyHandle>(std::move(structure), std::move(handle), target, options,
+                                           times);
 }
 
 }  // namespace mtc::python

@@ -5,6 +5,7 @@
 #include <mtc/copier.h>
 #include <pybind11/pybind11.h>
 
+#include <chrono>
 #include <memory>
 #include <mutex>
 
@@ -12,10 +13,20 @@
 
 namespace mtc::python {
 
+// Where the module's own time went, per call (stats()["module"]): the engine's stats say
+// nothing of the walk of the Python structure or of building the result, the module's share.
+struct ModuleTimes {
+  double walk_us = 0;           // the Python structure taken apart, the engine's input made
+  double engine_start_us = 0;   // the engine's start_copy
+  double result_wait_us = 0;    // get(): waiting for the engine's output tensors
+  double build_us = 0;          // get(): the Python result built around them
+  double complete_wait_us = 0;  // get(): waiting for the device to finish, after the build
+};
+
 class AsyncCopyHandle {
  public:
   AsyncCopyHandle(std::unique_ptr<PyStructure> structure, CopyHandle handle, c10::Device target,
-                  const CopyOptions& options);
+                  const CopyOptions& options, const ModuleTimes& times);
   // Owns the copy's completion, like CopyHandle.
   AsyncCopyHandle(const AsyncCopyHandle&) = delete;
   AsyncCopyHandle& operator=(const AsyncCopyHandle&) = delete;
@@ -35,6 +46,7 @@ class AsyncCopyHandle {
   CopyHandle handle_;
   c10::Device target_;
   CopyOptions options_;
+  ModuleTimes times_;  // the get() parts written under get_mutex_, read once ready
   std::mutex get_mutex_;
   pybind11::object built_;   // the result, built before the device has finished; get_mutex_
   pybind11::object result_;  // built_ once the copy has completed

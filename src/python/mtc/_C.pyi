@@ -32,13 +32,17 @@ class AsyncCopyHandle:
         """The target (``device``, as a str) and the options this copy was given, after
         coercion: what reached the engine."""
 
-    def stats(self) -> Dict[str, Union[int, float]]:
+    def stats(self) -> Dict[str, Any]:
         """What the copy did, known once ``ready()`` is true or ``get()`` returned.
 
         Keys: ``tensors``, ``bytes``, ``reused`` (already on the target, returned as they
         are), ``packed``, ``chunks``, ``per_tensor``, ``pinned_bytes``, ``walk_threads``, and
         the engine's timings in microseconds: ``queued_us``, ``traverse_us``, ``submit_us``,
-        ``outputs_us``. Raises ``ValueError`` before the copy has completed.
+        ``outputs_us``; and ``module``, a dict of the module's own parts in microseconds:
+        ``walk_us`` (the Python structure taken apart), ``engine_start_us``, and in ``get()``
+        ``result_wait_us`` (for the engine's outputs), ``build_us`` (the Python result) and
+        ``complete_wait_us`` (for the device). Raises ``ValueError`` before the copy has
+        completed.
         """
 
 def start_copy(
