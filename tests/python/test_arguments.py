@@ -65,7 +65,7 @@ def test_the_stub_matches_the_binding():
     stub_names = [a.arg for a in function.args.args]
     first_line = mtc._C.start_copy.__doc__.splitlines()[0]
     assert re.findall(r"(\w+): ", first_line) == stub_names
-    assert stub_names[2:-1] == list(DEFAULTS)
+    assert stub_names[2:] == list(DEFAULTS)
     handle_methods = {n.name for n in stub.body if isinstance(n, ast.ClassDef) for n in n.body
                       if isinstance(n, ast.FunctionDef)}
     assert handle_methods == {m for m in dir(mtc.AsyncCopyHandle) if not m.startswith("_")}

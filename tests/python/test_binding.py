@@ -35,9 +35,11 @@ PROGRAM = textwrap.dedent("""
     t = torch.ones(3)
     assert mtc.start_copy({"a": [t]}, "cpu").get()["a"][0] is t
     try:
-        mtc._C.start_copy([t], "cpu", True, True, 0, 1 << 25, True, False, False)
+        mtc.start_copy([t], "cpu", min_packed_alignment_bytes=0)
     except ValueError as error:
         assert "got 0" in str(error)
+    else:
+        raise AssertionError("the engine did not raise")
 """)
 
 

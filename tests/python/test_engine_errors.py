@@ -1,11 +1,9 @@
 """The engine's own errors raised through the module, from start_copy and from get().
 
 On the GPU host an engine error raised into Python once ended the interpreter (a segmentation
-fault), so the module checks the arguments itself first (mtc._C.start_copy's check_arguments).
-These tests turn those checks off to make the engine raise, and run each group of cases in a
-child interpreter: a crash is then a failed test that names the case and the signal, not the end
-of the test run. The GPU group runs on the GPU host only; its result decides whether the
-module's own checks can go (docs/python.md, "Engine errors").
+fault: a static copy of libstdc++ inside the module, docs/python.md, "Engine errors"). Each
+group of cases runs in a child interpreter: a crash is then a failed test that names the case
+and the signal, not the end of the test run. The GPU group runs on the GPU host only.
 """
 
 import os
@@ -20,8 +18,8 @@ import torch
 from support import gpu_mark
 
 # Each case: (name, code that must raise, expected exception type name, a fragment of its
-# message). The code runs with `torch`, `mtc` and `C` (mtc._C) imported.
-START = "C.start_copy([torch.ones(1), {{'a': torch.ones(2)}}], {device!r}, True, True, {align}, {chunk}, {bg}, False, False)"
+# message). The code runs with `torch` and `mtc` imported.
+START = "mtc.start_copy([torch.ones(1), {{'a': torch.ones(2)}}], {device!r}, min_packed_alignment_bytes={align}, max_packed_chunk_bytes={chunk}, use_background_thread={bg})"
 
 CPU_CASES = [
     *[(f"alignment 0, background {bg}", START.format(device="cpu", align=0, chunk=1 << 20, bg=bg),
@@ -48,7 +46,7 @@ CUDA_LESS_CASES = [
 ]
 
 GPU_CASES = [
-    ("index that does not exist", "C.start_copy([torch.ones(1)], f'cuda:{torch.cuda.device_count()}', True, True, 16, 1 << 20, True, False, False)",
+    ("index that does not exist", "mtc.start_copy([torch.ones(1)], f'cuda:{torch.cuda.device_count()}')",
      "ValueError", "CUDA device(s) visible)"),
     *[(f"alignment 0 to cuda, background {bg}", START.format(device="cuda", align=0, chunk=1 << 20, bg=bg),
        "ValueError", "must be >= 1, got 0") for bg in (True, False)],
@@ -64,7 +62,6 @@ GPU_CASES = [
 
 RUNNER = textwrap.dedent("""
     import sys, torch, mtc
-    import mtc._C as C
     for name, code in CASES:
         print("case", name, flush=True)
         try:

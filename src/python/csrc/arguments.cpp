@@ -1,6 +1,5 @@
 #include "arguments.h"
 
-#include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
 #include <torch/csrc/Device.h>
 
@@ -161,22 +160,6 @@ CopyOptions coerce_options(const OptionArguments& arguments) {
   options.use_background_thread = flag(arguments.use_background_thread, "use_background_thread");
   options.pinned_host_outputs = flag(arguments.pinned_host_outputs, "pinned_host_outputs");
   return options;
-}
-
-void check_arguments(const c10::Device& target, const CopyOptions& options) {
-  if (options.min_packed_alignment_bytes < 1) {
-    throw py::value_error("mtc.start_copy: min_packed_alignment_bytes must be >= 1, got " +
-                          std::to_string(options.min_packed_alignment_bytes));
-  }
-  if (options.max_packed_chunk_bytes <= 0) {
-    throw py::value_error("mtc.start_copy: max_packed_chunk_bytes must be > 0, got " +
-                          std::to_string(options.max_packed_chunk_bytes));
-  }
-  if (!target.is_cuda() || !target.has_index()) return;
-  const int count = c10::cuda::device_count();
-  if (target.index() < count) return;
-  throw py::value_error("mtc.start_copy: target " + target.str() + " does not exist (" +
-                        std::to_string(count) + " CUDA device(s) visible)");
 }
 
 }  // namespace mtc::python

@@ -31,10 +31,4 @@ struct OptionArguments {
 // range) naming the option.
 CopyOptions coerce_options(const OptionArguments& arguments);
 
-// The engine's own argument checks, made here first (same words) so that a bad argument is the
-// module's ValueError raised before anything is walked or any device is touched. They stay
-// until an engine error raised through the module is shown not to end the interpreter on the GPU
-// host (docs/python.md, "Engine errors"): tests/python/test_engine_errors.py decides it.
-void check_arguments(const c10::Device& target, const CopyOptions& options);
-
 }  // namespace mtc::python

@@ -1,9 +1,8 @@
 #include "handle.h"
 
+#include <chrono>
 #include <string>
 #include <utility>
-
-#include "arguments.h"
 
 namespace py = pybind11;
 
@@ -131,8 +130,7 @@ void AsyncCopyHandle::build(c10::IValue output) {
 }
 
 std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& target,
-                                       const CopyOptions& options, bool check) {
-  if (check) check_arguments(target, options);
+                                       const CopyOptions& options) {
   ModuleTimes times;
   Clock::time_point start_time = Clock::now();
   auto structure = std::make_unique<PyStructure>(data.ptr());

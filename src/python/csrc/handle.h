@@ -52,9 +52,8 @@ class AsyncCopyHandle {
   pybind11::object result_;  // built_ once the copy has completed
 };
 
-// Walks `data` and starts the engine's copy. `check` makes the module's own argument checks
-// (arguments.h) before anything else; without them an invalid argument is the engine's error.
+// Walks `data` and starts the engine's copy; an invalid argument is the engine's ValueError.
 std::unique_ptr<AsyncCopyHandle> start(pybind11::handle data, const c10::Device& target,
-                                       const CopyOptions& options, bool check);
+                                       const CopyOptions& options);
 
 }  // namespace mtc::python

@@ -18,12 +18,12 @@ namespace {
 std::unique_ptr<AsyncCopyHandle> start_binding(
     py::handle data, py::handle device, py::handle use_pinned_staging, py::handle pack_cpu_tensors,
     py::handle min_packed_alignment_bytes, py::handle max_packed_chunk_bytes,
-    py::handle use_background_thread, py::handle pinned_host_outputs, bool check) {
+    py::handle use_background_thread, py::handle pinned_host_outputs) {
   const c10::Device target = parse_device(device);
   const CopyOptions options =
       coerce_options({use_pinned_staging, pack_cpu_tensors, min_packed_alignment_bytes,
                       max_packed_chunk_bytes, use_background_thread, pinned_host_outputs});
-  return start(data, target, options, check);
+  return start(data, target, options);
 }
 
 }  // namespace
@@ -54,7 +54,5 @@ PYBIND11_MODULE(_C, m) {
         py::arg("use_pinned_staging"), py::arg("pack_cpu_tensors"),
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),
         py::arg("use_background_thread"), py::arg("pinned_host_outputs"),
-        py::arg("check_arguments") = true,
-        "The binding behind mtc.start_copy, every option in place. check_arguments=False leaves "
-        "the argument checks to the engine (tests of its errors).");
+        "The binding behind mtc.start_copy, every option in place.");
 }

@@ -54,12 +54,9 @@ def start_copy(
     max_packed_chunk_bytes: Any,
     use_background_thread: Any,
     pinned_host_outputs: Any,
-    check_arguments: bool = True,
 ) -> AsyncCopyHandle:
     """The binding behind :func:`mtc.start_copy`, every option in place (no defaults).
 
-    Converts the device and the options as ``mtc.start_copy`` documents and starts the copy.
-    ``check_arguments=False`` skips the module's own checks of the options' ranges and of the
-    CUDA index, so that the engine raises those errors itself: for the tests of the engine's
-    errors through the module (tests/python/test_engine_errors.py).
+    Converts the device and the options as ``mtc.start_copy`` documents and starts the copy;
+    the options' ranges and the device's index are the engine's to check.
     """
