@@ -11,7 +11,6 @@ on the target come back as they are), so what remains is the module's walk of th
 rebuild of the result and the hand-offs: the overhead, not a copy.
 
     python scripts/bench_python_overhead.py [--device cpu] [--calls 3000] [--background 0|1]
-        [--build-ahead never,while_waiting]
 """
 
 import argparse
@@ -31,63 +30,50 @@ def main(argv=None):
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--background", type=int, choices=(0, 1), default=1, help="use_background_thread")
-    parser.add_argument("--build-ahead", default="while_waiting",
-                        help="when get() builds the result's containers ahead of the outputs: "
-                             "while_waiting, never, always, or several (comma-separated), taken in "
-                             "turn call by call so that each sees the same machine")
     args = parser.parse_args(argv)
 
     import mtc
     import torch
 
-    modes = args.build_ahead.split(",")
     batch = SpecBatch(args.config).build()
-    parts = ("start_copy returns", "start_copy + get", "drop handle and result")
-    wall = {mode: {name: [] for name in parts} for mode in modes}
-    cpu = {mode: {name: [] for name in parts} for mode in modes}
-    engine = {mode: [] for mode in modes}
-    module = {mode: {} for mode in modes}  # the module's own parts, stats()["module"]
+    wall = {"start_copy returns": [], "start_copy + get": [], "drop handle and result": []}
+    cpu = {name: [] for name in wall}
+    engine = []
+    module = {}  # the module's own parts, stats()["module"]
     # The collector would run at arbitrary calls (every few hundred new objects): it is a cost
     # of the program, not of one call.
     gc.disable()
-    try:
-        for call in range(args.calls * len(modes)):
-            mode = modes[call % len(modes)]
-            mtc._C._set_build_ahead(mode)
-            w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
-            handle = mtc.start_copy(batch, args.device, use_background_thread=bool(args.background))
-            w1, c1 = time.perf_counter_ns(), time.thread_time_ns()
-            out = handle.get()
-            w2, c2 = time.perf_counter_ns(), time.thread_time_ns()
-            s = handle.stats()
-            w3, c3 = time.perf_counter_ns(), time.thread_time_ns()
-            del handle, out
-            w4, c4 = time.perf_counter_ns(), time.thread_time_ns()
-            for clock, t in ((wall[mode], (w0, w1, w2, w3, w4)), (cpu[mode], (c0, c1, c2, c3, c4))):
-                clock["start_copy returns"].append(t[1] - t[0])
-                clock["start_copy + get"].append(t[2] - t[0])
-                clock["drop handle and result"].append(t[4] - t[3])
-            engine[mode].append(s["queued_us"] + s["traverse_us"] + s["submit_us"] + s["outputs_us"])
-            for part, us in s["module"].items():
-                module[mode].setdefault(part, []).append(us)
-    finally:
-        gc.enable()
-        mtc._C._set_build_ahead("while_waiting")
+    for _ in range(args.calls):
+        w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
+        handle = mtc.start_copy(batch, args.device, use_background_thread=bool(args.background))
+        w1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+        out = handle.get()
+        w2, c2 = time.perf_counter_ns(), time.thread_time_ns()
+        s = handle.stats()
+        w3, c3 = time.perf_counter_ns(), time.thread_time_ns()
+        del handle, out
+        w4, c4 = time.perf_counter_ns(), time.thread_time_ns()
+        for clock, t in ((wall, (w0, w1, w2, w3, w4)), (cpu, (c0, c1, c2, c3, c4))):
+            clock["start_copy returns"].append(t[1] - t[0])
+            clock["start_copy + get"].append(t[2] - t[0])
+            clock["drop handle and result"].append(t[4] - t[3])
+        engine.append(s["queued_us"] + s["traverse_us"] + s["submit_us"] + s["outputs_us"])
+        for part, us in s["module"].items():
+            module.setdefault(part, []).append(us)
+    gc.enable()
     skip = args.calls // 5  # warm-up
-    for mode in modes:
-        print(f"mtc {mtc.__version__} from {Path(mtc.__file__).parent}, torch {torch.__version__}, "
-              f"device {args.device}, use_background_thread={bool(args.background)}, build ahead: {mode}, "
-              f"{args.calls - skip} calls")
-        print(f"  {'':24} {'wall median':>12} {'wall p10':>9} {'CPU median':>11} {'CPU p10':>8}  (us)")
-        for name in parts:
-            w, c = sorted(wall[mode][name][skip:]), sorted(cpu[mode][name][skip:])
-            print(f"  {name:24} {statistics.median(w) / 1e3:12.1f} {w[len(w) // 10] / 1e3:9.1f} "
-                  f"{statistics.median(c) / 1e3:11.1f} {c[len(c) // 10] / 1e3:8.1f}")
-        e = sorted(engine[mode][skip:])
-        print(f"  {'engine (its stats)':24} {statistics.median(e):12.1f} {e[len(e) // 10]:9.1f}")
-        for part, values in module[mode].items():
-            v = sorted(values[skip:])
-            print(f"  {'module ' + part:24} {statistics.median(v):12.1f} {v[len(v) // 10]:9.1f}")
+    print(f"mtc {mtc.__version__} from {Path(mtc.__file__).parent}, torch {torch.__version__}, "
+          f"device {args.device}, use_background_thread={bool(args.background)}, {args.calls - skip} calls")
+    print(f"  {'':24} {'wall median':>12} {'wall p10':>9} {'CPU median':>11} {'CPU p10':>8}  (us)")
+    for name in wall:
+        w, c = sorted(wall[name][skip:]), sorted(cpu[name][skip:])
+        print(f"  {name:24} {statistics.median(w) / 1e3:12.1f} {w[len(w) // 10] / 1e3:9.1f} "
+              f"{statistics.median(c) / 1e3:11.1f} {c[len(c) // 10] / 1e3:8.1f}")
+    e = sorted(engine[skip:])
+    print(f"  {'engine (its stats)':24} {statistics.median(e):12.1f} {e[len(e) // 10]:9.1f}")
+    for part, values in module.items():
+        v = sorted(values[skip:])
+        print(f"  {'module ' + part:24} {statistics.median(v):12.1f} {v[len(v) // 10]:9.1f}")
     return 0
 
 

@@ -11,9 +11,6 @@ import torch.utils._pytree as pytree
 import mtc
 from support import assert_copied
 
-# Every test here with the result built both ways (conftest.py).
-pytestmark = pytest.mark.usefixtures("each_build")
-
 Point = collections.namedtuple("Point", "x y")
 
 

@@ -10,8 +10,7 @@ import torch
 import mtc
 from support import ProgressWatcher, assert_copied, gpu_mark
 
-# Every test here with the result built both ways (conftest.py).
-pytestmark = [*gpu_mark(), pytest.mark.usefixtures("each_build")]
+pytestmark = gpu_mark()
 
 # About 0.1-0.2 s of GPU time on the chips this project runs on (torch.cuda._sleep spins cycles).
 LONG_SLEEP_CYCLES = 300_000_000

@@ -51,8 +51,7 @@ def test_stats_give_the_module_own_parts():
     handle = mtc.start_copy(long_structure(), "cpu")
     handle.get()
     parts = handle.stats()["module"]
-    assert set(parts) == {"walk_us", "engine_start_us", "build_ahead_us", "result_wait_us", "build_us",
-                          "complete_wait_us"}
+    assert set(parts) == {"walk_us", "engine_start_us", "result_wait_us", "build_us", "complete_wait_us"}
     assert all(us >= 0 for us in parts.values())
     # Half a million leaves take more than a microsecond to walk and to put back together.
     assert parts["walk_us"] > 1 and parts["build_us"] > 1
@@ -95,18 +94,12 @@ def test_the_watcher_sees_a_call_that_keeps_the_gil():
 
 
 def test_get_lets_other_threads_run_while_it_waits():
-    # What is measured is the wait alone: built ahead, half a million leaves' containers would
-    # take the GIL for a good part of the engine's walk, work done with the GIL either way.
-    mtc._C._set_build_ahead("never")
-    try:
-        data = long_structure()
-        with ProgressWatcher() as watcher:
-            handle = mtc.start_copy(data, "cpu")
-            start = time.perf_counter()
-            out = handle.get()
-            end = time.perf_counter()
-    finally:
-        mtc._C._set_build_ahead("while_waiting")
+    data = long_structure()
+    with ProgressWatcher() as watcher:
+        handle = mtc.start_copy(data, "cpu")
+        start = time.perf_counter()
+        out = handle.get()
+        end = time.perf_counter()
     assert len(out) == LONG_COPY_LEAVES
     assert watcher.coverage(start, end) >= 0.3, f"get() took {(end - start) * 1e3:.0f} ms"
 
@@ -167,11 +160,3 @@ def test_many_threads_waiting_on_one_handle():
     for thread in threads:
         thread.join()
     assert len(results) == 4 and all(r is results[0] for r in results)
-
-
-def test_the_build_ahead_setting_takes_three_names():
-    with pytest.raises(ValueError, match="while_waiting, never or always, got 'sometimes'"):
-        mtc._C._set_build_ahead("sometimes")
-    for mode in ("always", "never", "while_waiting"):
-        mtc._C._set_build_ahead(mode)
-        assert mtc.start_copy({"a": [torch.ones(2), (torch.ones(1), "s")]}, "cpu").get()["a"][1][1] == "s"

@@ -10,9 +10,6 @@ import torch.utils._pytree
 import mtc
 from support import assert_copied
 
-# Every test here with the result built both ways (conftest.py).
-pytestmark = pytest.mark.usefixtures("each_build")
-
 
 def copy(data, device="cpu", **options):
     return mtc.start_copy(data, device, **options).get()

@@ -1,6 +1,5 @@
 #include "handle.h"
 
-#include <atomic>
 #include <chrono>
 #include <string>
 #include <utility>
@@ -12,19 +11,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::atomic<BuildAhead>& build_ahead_setting() {
-  static std::atomic<BuildAhead> mode{BuildAhead::kWhileWaiting};
-  return mode;
-}
-
 double microseconds_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
 }  // namespace
-
-BuildAhead build_ahead_mode() { return build_ahead_setting().load(std::memory_order_relaxed); }
-void set_build_ahead_mode(BuildAhead mode) { build_ahead_setting().store(mode); }
 
 AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure, CopyHandle handle,
                                  c10::Device target, const CopyOptions& options,
@@ -52,44 +43,35 @@ AsyncCopyHandle::~AsyncCopyHandle() {
 }
 
 // The result is built while the device still writes the new tensors: the engine hands them
-// over once they exist, and only then is completion awaited. While the engine still makes them,
-// the result's containers are built ahead (with the GIL, which this thread holds anyway), so
-// that only the outputs are left to place once they exist.
+// over once they exist, and only then is completion awaited.
 py::object AsyncCopyHandle::get() {
   if (result_) return result_;
-  // The lock keeps two threads from taking the engine's result of one handle. Holding the GIL,
-  // it is only tried: a thread holding the lock may be waiting for the GIL.
-  std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
-  // Declared before the GIL is let go, so that it is dropped with the GIL held.
-  std::unique_ptr<PyStructure::Ahead> ahead;
-  if (lock.owns_lock() && !built_) {
-    const BuildAhead mode = build_ahead_mode();
-    const bool ready = handle_.ready();
-    if (ready && mode != BuildAhead::kAlways) {
-      // A copy that is complete already needs no wait: no need to let go of the GIL.
-      const Clock::time_point start = Clock::now();
-      build(handle_.take_result(), nullptr);
-      times_.build_us = microseconds_since(start);
+  {
+    // A copy that is complete already needs no wait: no need to let go of the GIL. Only
+    // tried: a thread holding the lock may be waiting for the GIL.
+    const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
+    if (lock.owns_lock() && handle_.ready()) {
+      if (!built_) {
+        const Clock::time_point start = Clock::now();
+        build(handle_.take_result());
+        times_.build_us = microseconds_since(start);
+      }
       result_ = built_;
       return result_;
     }
-    if (mode != BuildAhead::kNever) {
-      const Clock::time_point start = Clock::now();
-      ahead = structure_->build_ahead();
-      times_.build_ahead_us = microseconds_since(start);
-    }
   }
   {
+    // The lock keeps two threads from taking the engine's result of one handle; it is taken
+    // without the GIL, so a thread that holds the GIL never waits for it.
     py::gil_scoped_release release;
-    if (!lock.owns_lock())
-      lock.lock();  // without the GIL: never waits for a thread that waits for it
+    const std::lock_guard<std::mutex> lock(get_mutex_);
     if (!built_) {
       Clock::time_point start = Clock::now();
       c10::IValue output = handle_.take_result();
       times_.result_wait_us = microseconds_since(start);
       const py::gil_scoped_acquire gil;
       start = Clock::now();
-      build(std::move(output), ahead.get());
+      build(std::move(output));
       times_.build_us = microseconds_since(start);
     }
     const Clock::time_point start = Clock::now();
@@ -120,7 +102,6 @@ py::dict AsyncCopyHandle::stats() const {
   py::dict module;
   module["walk_us"] = times_.walk_us;
   module["engine_start_us"] = times_.engine_start_us;
-  module["build_ahead_us"] = times_.build_ahead_us;
   module["result_wait_us"] = times_.result_wait_us;
   module["build_us"] = times_.build_us;
   module["complete_wait_us"] = times_.complete_wait_us;
@@ -141,12 +122,10 @@ py::dict AsyncCopyHandle::options() const {
 }
 
 // The outputs are moved into their Python objects, and what is left of the engine's structure
-// is dropped in rebuild() or fill(), with the GIL: a tensor that loses its last C++ reference
-// other than its Python object's takes the GIL to release that object. The GIL must be held.
-void AsyncCopyHandle::build(c10::IValue output, PyStructure::Ahead* ahead) {
-  built_ = py::reinterpret_steal<py::object>(ahead != nullptr
-                                                 ? structure_->fill(*ahead, std::move(output))
-                                                 : structure_->rebuild(std::move(output)));
+// is dropped in rebuild(), with the GIL: a tensor that loses its last C++ reference other than
+// its Python object's takes the GIL to release that object. The GIL must be held.
+void AsyncCopyHandle::build(c10::IValue output) {
+  built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output)));
   structure_->clear();
 }
 

@@ -18,18 +18,10 @@ namespace mtc::python {
 struct ModuleTimes {
   double walk_us = 0;           // the Python structure taken apart, the engine's input made
   double engine_start_us = 0;   // the engine's start_copy
-  double build_ahead_us = 0;    // get(): the result's containers built before the outputs exist
   double result_wait_us = 0;    // get(): waiting for the engine's output tensors
-  double build_us = 0;          // get(): the outputs placed (or the whole result built)
+  double build_us = 0;          // get(): the Python result built around them
   double complete_wait_us = 0;  // get(): waiting for the device to finish, after the build
 };
-
-// When get() builds the result's containers ahead of the outputs (PyStructure::build_ahead):
-// while it would otherwise wait for them (the default), never, or always (tests and benchmarks
-// of both ways in one process).
-enum class BuildAhead { kWhileWaiting, kNever, kAlways };
-BuildAhead build_ahead_mode();
-void set_build_ahead_mode(BuildAhead mode);
 
 class AsyncCopyHandle {
  public:
@@ -48,8 +40,7 @@ class AsyncCopyHandle {
   pybind11::dict options() const;
 
  private:
-  // `ahead`: the containers built ahead, or null to build the whole result here.
-  void build(c10::IValue output, PyStructure::Ahead* ahead);
+  void build(c10::IValue output);
 
   std::unique_ptr<PyStructure> structure_;
   CopyHandle handle_;

@@ -5,7 +5,6 @@
 #include <pybind11/pybind11.h>
 
 #include <memory>
-#include <string>
 
 #include "arguments.h"
 #include "errors.h"
@@ -56,17 +55,4 @@ PYBIND11_MODULE(_C, m) {
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),
         py::arg("use_background_thread"), py::arg("pinned_host_outputs"),
         "The binding behind mtc.start_copy, every option in place.");
-  m.def(
-      "_set_build_ahead",
-      [](const std::string& mode) {
-        using mtc::python::BuildAhead;
-        if (mode == "while_waiting") return set_build_ahead_mode(BuildAhead::kWhileWaiting);
-        if (mode == "never") return set_build_ahead_mode(BuildAhead::kNever);
-        if (mode == "always") return set_build_ahead_mode(BuildAhead::kAlways);
-        throw py::value_error("mtc._C._set_build_ahead: while_waiting, never or always, got '" +
-                              mode + "'");
-      },
-      py::arg("mode"),
-      "When get() builds the result's containers before the outputs exist: while_waiting (the "
-      "default: when the copy is not complete yet), never, or always. For tests and benchmarks.");
 }

@@ -16,13 +16,9 @@
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
-#include <pybind11/pybind11.h>
 #include <torch/csrc/python_headers.h>
 
-#include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <memory>
 #include <vector>
 
 #include "containers.h"
@@ -52,33 +48,6 @@ class PyStructure {
   // Drops the references to the input's keys and opaque leaves; the GIL must be held.
   void clear();
 
-  // The result in two steps, for get() while the engine still works: build_ahead() makes the
-  // result's lists, tuples and dicts with a placeholder where each output goes (its opaque
-  // leaves and keys included), and fill() puts the outputs in. Other containers (named tuples,
-  // OrderedDict, defaultdict, deque) are built whole by fill(), as is a root that is not a list,
-  // tuple or dict. The GIL must be held for both.
-  struct Ahead {
-    // Where fill() puts an output: a tensor, or a container it builds whole from the tape.
-    struct Slot {
-      PyObject* container;   // borrowed: the result holds it
-      PyObject* key;         // a dict's key (the tape holds it), or null
-      Py_ssize_t index;      // the position in a list or tuple
-      size_t root_element;   // whose engine entry holds its tensors
-      size_t tape_position;  // kTensorSlot, or the node of a container fill() builds
-      Kind container_kind;
-    };
-    static constexpr size_t kTensorSlot = std::numeric_limits<size_t>::max();
-
-    pybind11::object root;  // null: fill() builds the whole result
-    // The placeholder in every slot: an empty list, which the garbage collector tracks, so that
-    // it does not untrack a tuple of placeholders while get() waits without the GIL.
-    pybind11::object placeholder;
-    std::vector<Slot> slots;
-  };
-  std::unique_ptr<Ahead> build_ahead() const;
-  // A new reference; `ahead` is spent. Like rebuild(), moves the outputs into their objects.
-  PyObject* fill(Ahead& ahead, c10::IValue output) const;
-
  private:
   struct Node {
     Kind kind;
@@ -92,7 +61,6 @@ class PyStructure {
     bool is_tensor;  // the element is a tensor leaf itself
   };
   class Reader;
-  class AheadBuilder;
 
   void walk(PyObject* object, int depth);
   // `extra` (owned, may be null) goes into the container's node.

@@ -40,7 +40,6 @@ class AsyncCopyHandle:
         the engine's timings in microseconds: ``queued_us``, ``traverse_us``, ``submit_us``,
         ``outputs_us``; and ``module``, a dict of the module's own parts in microseconds:
         ``walk_us`` (the Python structure taken apart), ``engine_start_us``, and in ``get()``
-        ``build_ahead_us`` (the result's containers, built while the engine works),
         ``result_wait_us`` (for the engine's outputs), ``build_us`` (the Python result) and
         ``complete_wait_us`` (for the device). Raises ``ValueError`` before the copy has
         completed.
@@ -61,9 +60,3 @@ def start_copy(
     Converts the device and the options as ``mtc.start_copy`` documents and starts the copy;
     the options' ranges and the device's index are the engine's to check.
     """
-
-
-def _set_build_ahead(mode: str) -> None:
-    """When ``get()`` builds the result's containers before the outputs exist: ``"while_waiting"``
-    (the default: when the copy is not complete yet), ``"never"``, or ``"always"``. For tests and
-    benchmarks of both ways in one process."""
