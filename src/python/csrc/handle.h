@@ -5,7 +5,6 @@
 #include <mtc/copier.h>
 #include <pybind11/pybind11.h>
 
-#include <chrono>
 #include <memory>
 #include <mutex>
 
