@@ -1,0 +1,100 @@
+// What dropping a copy's result costs the thread that drops it: in a training step the previous
+// batch's result is freed inside the step, and on the GPU host that free took ~90-100 us of a
+// 242 us step of the reference batch (results/NOTES.md, 2026-11-25). Here the engine's walk
+// builds the result (a CUDA target's new containers and packed output tensors: no CUDA call
+// happens in the walk, so this runs without a GPU too) on a thread of its own, as a pool worker
+// does, and only the free is timed, on the walking thread or on another one.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "detail/leaf_router.h"
+#include "detail/structure.h"
+#include "mtc/copier.h"
+#include "reference_batch.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs each job on one thread of its own, the caller waiting for it.
+class OtherThread {
+ public:
+  OtherThread() : thread_([this] { run(); }) {}
+  OtherThread(const OtherThread&) = delete;
+  OtherThread& operator=(const OtherThread&) = delete;
+  ~OtherThread() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      quit_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+
+  void run_and_wait(std::function<void()> job) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    job_ = std::move(job);
+    wake_.notify_all();
+    wake_.wait(lock, [this] { return !job_; });
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [this] { return quit_ || job_; });
+      if (quit_) return;
+      job_();
+      job_ = nullptr;
+      wake_.notify_all();
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::function<void()> job_;
+  bool quit_ = false;
+  std::thread thread_;
+};
+
+// Argument 0: batch multiplier (1: 528 tensors, 145 containers). Argument 1: 0 the result is
+// freed by another thread than the one that built it (a training loop), 1 by the same thread.
+void BM_FreeResult(benchmark::State& state) {
+  const c10::IValue data = mtc::microbench::make_reference_batch(static_cast<int>(state.range(0)));
+  const bool same_thread = state.range(1) == 1;
+  const mtc::CopyOptions options;
+  OtherThread walker;
+  for (auto _ : state) {
+    c10::IValue result;
+    walker.run_and_wait([&] {
+      mtc::CopyStats stats;
+      mtc::detail::LeafRouter router(c10::Device(c10::kCUDA, 0), options, stats);
+      mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(data, result);
+    });
+    double seconds = 0;
+    auto free_result = [&] {
+      const auto t0 = Clock::now();
+      result = c10::IValue();
+      seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    };
+    if (same_thread) {
+      walker.run_and_wait(free_result);
+    } else {
+      free_result();
+    }
+    state.SetIterationTime(seconds);
+  }
+}
+
+}  // namespace
+
+BENCHMARK(BM_FreeResult)
+    ->ArgsProduct({{1, 8}, {0, 1}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
