@@ -22,6 +22,7 @@
 #   whole copies and the walk, and mtc-bench's h2d cases): a fast check of an engine change.
 # "engine": the engine's tests and the micro-benchmarks of a training loop's patterns (hot, after
 #   an idle gap, fresh batches, the previous result freed inside the copy; both directions), of
+#   the free of a result by another thread than the one that built it and by the same one, of
 #   large pageable tensors by fill threads against one pinned copy, of the mixed batch and of the
 #   pinned pool's footprint over 10,000 copies, then mtc-bench on configs/mixed.json. The
 #   micro-benchmarks run in these two modes only.
@@ -178,7 +179,7 @@ fi
 
 if [[ "$mode" == engine ]]; then
   step "engine micro-benchmarks: training-loop patterns, bandwidth, mixed batch, pinned pool"
-  microbench 'BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15|135|391|399)/|BM_EngineCopy<Direction::kDeviceToHost>/1/(7|135|399)/|BM_PerTensorTo|BM_LargePageableToDevice/[0-5]/|BM_LargePageableToDevicePerTensorTo|BM_MixedBatch|BM_PinnedPoolFootprint' engine_bench
+  microbench 'BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15|135|391|399)/|BM_EngineCopy<Direction::kDeviceToHost>/1/(7|135|399)/|BM_PerTensorTo|BM_LargePageableToDevice/[0-5]/|BM_LargePageableToDevicePerTensorTo|BM_MixedBatch|BM_PinnedPoolFootprint|BM_FreeResult' engine_bench
   step "large pageable tensors with 8 workers (MTC_WORKER_THREADS=8)"
   MTC_WORKER_THREADS=8 microbench 'BM_LargePageableToDevice/[079]/' engine_bench_8workers
   step "mtc-bench, mixed batch"
