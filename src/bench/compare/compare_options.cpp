@@ -1,9 +1,12 @@
 #include "compare/compare_options.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <stdexcept>
+#include <string_view>
+#include <vector>
 
 #include "errors.h"
 
@@ -85,9 +88,12 @@ std::map<Metric, double> parse_metric_thresholds(const std::string& text) {
     for (Metric m : kAllMetrics) {
       if (name == to_string(m)) metric = m;
     }
-    if (!metric)
-      throw UsageError(fmt::format(
-          "--threshold-metric: unknown metric {} (known: wall, speedup, over_memcpy_batch)", name));
+    if (!metric) {
+      std::vector<std::string_view> known;
+      for (Metric m : kAllMetrics) known.push_back(to_string(m));
+      throw UsageError(fmt::format("--threshold-metric: unknown metric {} (known: {})", name,
+                                   fmt::join(known, ", ")));
+    }
     if (thresholds.contains(*metric))
       throw UsageError(fmt::format("--threshold-metric: {} given twice", name));
     thresholds[*metric] = parse_threshold_percent(item.substr(equals + 1));
