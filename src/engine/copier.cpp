@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "detail/copy_job.h"
+#include "detail/host_block_cache.h"
 #include "detail/pinned_pool.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
@@ -142,5 +143,11 @@ int64_t release_idle_pinned_memory() { return detail::PinnedPool::instance().rel
 void set_pinned_pool_limit(int64_t bytes) { detail::PinnedPool::instance().set_limit(bytes); }
 
 void reset_pinned_pool_peaks() { detail::PinnedPool::instance().reset_peaks(); }
+
+HostCacheStats host_cache_stats() { return detail::HostBlockCache::instance().stats(); }
+
+int64_t release_cached_host_memory() { return detail::HostBlockCache::instance().release_idle(); }
+
+void set_host_cache_limit(int64_t bytes) { detail::HostBlockCache::instance().set_limit(bytes); }
 
 }  // namespace mtc

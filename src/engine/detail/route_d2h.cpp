@@ -1,10 +1,11 @@
-#include <ATen/ops/empty.h>
+#include <ATen/EmptyTensor.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include "detail/cuda_check.h"
 #include "detail/gather.h"
+#include "detail/host_block_cache.h"
 #include "detail/outputs.h"
 #include "detail/pack_plan.h"
 #include "detail/routes.h"
@@ -37,7 +38,10 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
       // allocator reuses it in stream order.
       device_buffer =
           c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(chunk.bytes));
-      host_buffer = at::empty({chunk.bytes + alignment}, at::TensorOptions().dtype(at::kByte));
+      host_buffer = at::detail::empty_generic({chunk.bytes + alignment},
+                                              &HostBlockCache::instance(),
+                                              c10::DispatchKeySet(c10::DispatchKey::CPU), at::kByte,
+                                              std::nullopt);
     }
     auto* host = static_cast<std::byte*>(host_buffer.data_ptr());
     const int64_t shift = alignment_shift(host, alignment);
@@ -84,8 +88,13 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
   at::Tensor out;
   {
     MTC_RANGE(allocate, "allocate");
-    out = at::empty_strided(source.sizes(), source.strides(),
-                            source.options().device(at::kCPU).pinned_memory(pinned_output));
+    // Pinned outputs come from torch's pinned-memory cache, pageable ones from the engine's.
+    out = pinned_output
+              ? at::empty_strided(source.sizes(), source.strides(),
+                                  source.options().device(at::kCPU).pinned_memory(true))
+              : at::detail::empty_strided_generic(
+                    source.sizes(), source.strides(), &HostBlockCache::instance(),
+                    c10::DispatchKeySet(c10::DispatchKey::CPU), source.scalar_type());
   }
   const int64_t bytes = static_cast<int64_t>(source.nbytes());
   auto* dst = static_cast<std::byte*>(out.data_ptr());
