@@ -6,6 +6,7 @@
 #   scripts/gpu-check.sh OUT_DIR [quick|bench|engine|python|reliability|sanitize]
 #   scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]
 #   scripts/gpu-check.sh OUT_DIR ab N [CANDIDATE_DIR]
+#   scripts/gpu-check.sh OUT_DIR microbench FILTER
 #
 # A failed build stops the script at once with exit 1 and its first errors (every error is in
 # build.log: the build goes on past a failed file). The test stage runs every suite the mode
@@ -33,6 +34,9 @@
 #   tree's engine as the baseline library against this tree's mtc-bench (an A/A job), or against
 #   the mtc-bench of CANDIDATE_DIR (a copy of the tree with a change to measure). Files:
 #   build.log, trust.md, trust.json. MTC_PERF_* settings pass through (e.g. MTC_PERF_COMPARE_ARGS).
+# "microbench" builds mtc_engine_bench only and runs the micro-benchmarks matching FILTER (a
+#   Google Benchmark regex), five repetitions each in random interleaving, so that variants of
+#   one question see the same moments of the host: engine_bench.json and engine_bench.md.
 # "python" installs the Python module into python3's environment (pip install
 #   --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
 #   included) and scripts/bench_python.py. "reliability" runs the engine's differential test at
@@ -68,6 +72,7 @@ fi
   # shellcheck disable=SC2086
   [[ "$mode" == bench || "$mode" == engine ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc-bench"
   [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
+  [[ "$mode" == microbench ]] && export MTC_TARGETS="mtc_engine_bench"
   [[ "$mode" == ab ]] && export MTC_TARGETS="mtc-bench mtc_engine_plugin"
   # Keep going past a failed file: one call shows every error, not only the first. An A/B
   # against another tree builds nothing here: perf-ci builds both sides.
@@ -108,6 +113,17 @@ if [[ "$mode" == ab ]]; then
   step "in-process A/B: $count jobs, baseline this tree${candidate:+, candidate ${candidate[*]}}"
   MTC_PERF_WORK="${MTC_PERF_WORK:-/tmp/perf-ci}" bash scripts/perf-trust.sh "$count" "$out" . "${candidate[@]}" ||
     status=1
+  step "done (status $status)"
+  exit $status
+fi
+
+if [[ "$mode" == microbench ]]; then
+  filter="${3:?usage: scripts/gpu-check.sh OUT_DIR microbench FILTER}"
+  step "engine micro-benchmarks matching $filter, interleaved"
+  "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_enable_random_interleaving=true --benchmark_filter="$filter" \
+    --benchmark_out="$out/engine_bench.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
+  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/engine_bench.json" | tee "$out/engine_bench.md"
   step "done (status $status)"
   exit $status
 fi

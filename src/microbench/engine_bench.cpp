@@ -315,6 +315,10 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 135})->Args({1, 391})->Args({1, 399});
   b->Args({1, 23})->Args({1, 31})->Args({8, 23})->Args({1, 39});
   b->Args({1, 6})->Args({1, 5})->Args({1, 3});
+  // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
+  // on the pool (391, 399), on one worker (+16), split by the caller (-4), all on the caller.
+  b->Args({1, 19})->Args({1, 407})->Args({1, 387})->Args({1, 403});
+  b->Args({1, 415})->Args({1, 395})->Args({1, 411});
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -338,6 +342,9 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({8, 7})
     ->Args({1, 135})
     ->Args({1, 399})
+    ->Args({1, 19})
+    ->Args({1, 415})
+    ->Args({1, 411})
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);
