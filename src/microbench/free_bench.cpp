@@ -5,11 +5,13 @@
 // happens in the walk, so this runs without a GPU too) on a thread of its own, as a pool worker
 // does, and only the free is timed, on the walking thread or on another one.
 #include <benchmark/benchmark.h>
+#include <c10/core/InferenceMode.h>
 
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -63,18 +65,31 @@ class OtherThread {
   std::thread thread_;
 };
 
+// What a result is made of, to tell the parts of its free apart (argument 2).
+enum Parts {
+  kWhole = 0,          // the engine's result for a CUDA target
+  kNoVersionCounter,   // the same built in InferenceMode: no version counter per output tensor
+  kContainersOnly,     // a CPU target: new containers around the input tensors
+};
+
 // Argument 0: batch multiplier (1: 528 tensors, 145 containers). Argument 1: 0 the result is
 // freed by another thread than the one that built it (a training loop), 1 by the same thread.
+// Argument 2: Parts.
 void BM_FreeResult(benchmark::State& state) {
   const c10::IValue data = mtc::microbench::make_reference_batch(static_cast<int>(state.range(0)));
   const bool same_thread = state.range(1) == 1;
+  const auto parts = static_cast<Parts>(state.range(2));
+  const c10::Device target =
+      parts == kContainersOnly ? c10::Device(c10::kCPU) : c10::Device(c10::kCUDA, 0);
   const mtc::CopyOptions options;
   OtherThread walker;
   for (auto _ : state) {
     c10::IValue result;
     walker.run_and_wait([&] {
+      std::optional<c10::InferenceMode> no_version_counters;
+      if (parts == kNoVersionCounter) no_version_counters.emplace(true);
       mtc::CopyStats stats;
-      mtc::detail::LeafRouter router(c10::Device(c10::kCUDA, 0), options, stats);
+      mtc::detail::LeafRouter router(target, options, stats);
       mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(data, result);
     });
     double seconds = 0;
@@ -95,6 +110,7 @@ void BM_FreeResult(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_FreeResult)
-    ->ArgsProduct({{1, 8}, {0, 1}})
+    ->ArgsProduct({{1, 8}, {0, 1}, {kWhole}})
+    ->ArgsProduct({{1}, {0, 1}, {kNoVersionCounter, kContainersOnly}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
