@@ -67,9 +67,9 @@ class OtherThread {
 
 // What a result is made of, to tell the parts of its free apart (argument 2).
 enum Parts {
-  kWhole = 0,          // the engine's result for a CUDA target
-  kNoVersionCounter,   // the same built in InferenceMode: no version counter per output tensor
-  kContainersOnly,     // a CPU target: new containers around the input tensors
+  kWhole = 0,         // the engine's result for a CUDA target
+  kNoVersionCounter,  // the same built in InferenceMode: no version counter per output tensor
+  kContainersOnly,    // a CPU target: new containers around the input tensors
 };
 
 // Argument 0: batch multiplier (1: 528 tensors, 145 containers). Argument 1: 0 the result is

@@ -38,10 +38,9 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
       // allocator reuses it in stream order.
       device_buffer =
           c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(chunk.bytes));
-      host_buffer = at::detail::empty_generic({chunk.bytes + alignment},
-                                              &HostBlockCache::instance(),
-                                              c10::DispatchKeySet(c10::DispatchKey::CPU), at::kByte,
-                                              std::nullopt);
+      host_buffer = at::detail::empty_generic(
+          {chunk.bytes + alignment}, &HostBlockCache::instance(),
+          c10::DispatchKeySet(c10::DispatchKey::CPU), at::kByte, std::nullopt);
     }
     auto* host = static_cast<std::byte*>(host_buffer.data_ptr());
     const int64_t shift = alignment_shift(host, alignment);
@@ -89,12 +88,11 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
   {
     MTC_RANGE(allocate, "allocate");
     // Pinned outputs come from torch's pinned-memory cache, pageable ones from the engine's.
-    out = pinned_output
-              ? at::empty_strided(source.sizes(), source.strides(),
-                                  source.options().device(at::kCPU).pinned_memory(true))
-              : at::detail::empty_strided_generic(
-                    source.sizes(), source.strides(), &HostBlockCache::instance(),
-                    c10::DispatchKeySet(c10::DispatchKey::CPU), source.scalar_type());
+    out = pinned_output ? at::empty_strided(source.sizes(), source.strides(),
+                                            source.options().device(at::kCPU).pinned_memory(true))
+                        : at::detail::empty_strided_generic(
+                              source.sizes(), source.strides(), &HostBlockCache::instance(),
+                              c10::DispatchKeySet(c10::DispatchKey::CPU), source.scalar_type());
   }
   const int64_t bytes = static_cast<int64_t>(source.nbytes());
   auto* dst = static_cast<std::byte*>(out.data_ptr());
