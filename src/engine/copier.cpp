@@ -9,7 +9,7 @@
 
 #include "detail/copy_job.h"
 #include "detail/host_block_cache.h"
-#include "detail/pinned_pool.h"
+#include "detail/pinned_pool_set.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
 
@@ -120,6 +120,8 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
   for (c10::DeviceIndex d = 0; d < devices; ++d) streams.add(d);
 
   auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams));
+  // The pool grows with the devices in use (the sources' are noted when the walk finds them).
+  if (target.is_cuda()) detail::WorkerPool::instance().use_device(target.index());
   if (options.use_background_thread) {
     // Whoever claims the job first runs it: a worker, or the caller if it reaches get() before
     // any worker has picked the job up. The task reaches the job through its gate: a worker that
@@ -136,13 +138,20 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
   return CopyHandle(std::move(job));
 }
 
-PinnedPoolStats pinned_pool_stats() { return detail::PinnedPool::instance().stats(); }
+PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }
 
-int64_t release_idle_pinned_memory() { return detail::PinnedPool::instance().release_idle(); }
+PinnedPoolStats pinned_pool_stats(c10::DeviceIndex device) {
+  TORCH_CHECK_VALUE(device >= 0 && device < detail::PinnedPoolSet::kMaxDevices,
+                    "mtc::pinned_pool_stats: ", static_cast<int>(device),
+                    " is not a CUDA device index");
+  return detail::PinnedPoolSet::instance().stats(device);
+}
 
-void set_pinned_pool_limit(int64_t bytes) { detail::PinnedPool::instance().set_limit(bytes); }
+int64_t release_idle_pinned_memory() { return detail::PinnedPoolSet::instance().release_idle(); }
 
-void reset_pinned_pool_peaks() { detail::PinnedPool::instance().reset_peaks(); }
+void set_pinned_pool_limit(int64_t bytes) { detail::PinnedPoolSet::instance().set_limit(bytes); }
+
+void reset_pinned_pool_peaks() { detail::PinnedPoolSet::instance().reset_peaks(); }
 
 HostCacheStats host_cache_stats() { return detail::HostBlockCache::instance().stats(); }
 

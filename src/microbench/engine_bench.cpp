@@ -20,7 +20,7 @@
 #include "detail/leaf_router.h"
 #include "detail/outputs.h"
 #include "detail/pack_plan.h"
-#include "detail/pinned_pool.h"
+#include "detail/pinned_pool_set.h"
 #include "detail/staging.h"
 #include "detail/structure.h"
 #include "detail/worker_pool.h"
@@ -164,7 +164,7 @@ void BM_StagingFill(benchmark::State& state) {
   mtc::detail::PinnedBlock block;
   std::byte* dst = nullptr;
   if (has_gpu()) {
-    block = mtc::detail::PinnedPool::instance().acquire(bytes);
+    block = mtc::detail::PinnedPoolSet::instance().for_device(0).acquire(bytes);
     dst = block.data;
   } else {
     plain.resize(static_cast<size_t>(bytes));
@@ -175,7 +175,7 @@ void BM_StagingFill(benchmark::State& state) {
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * bytes);
-  if (block) mtc::detail::PinnedPool::instance().release(block);
+  mtc::detail::PinnedPool::give_back(block);
 }
 
 // Output views alone (part of the walk): a TensorImpl per packed tensor on a shared storage.

@@ -81,6 +81,13 @@ TEST(CopierCpu, UnsupportedTargetDeviceTypesThrow) {
   EXPECT_THROW(start_copy(c10::IValue(), c10::Device(c10::kMeta)), c10::Error);
 }
 
+TEST(CopierCpu, PinnedPoolStatsOfANegativeDeviceIndexThrows) {
+  EXPECT_THROW(mtc::pinned_pool_stats(-1), c10::ValueError);
+  expect_throws_with([] { mtc::pinned_pool_stats(-3); }, "not a CUDA device index");
+  // A device no copy used (or that this machine lacks) has an empty pool.
+  EXPECT_EQ(mtc::pinned_pool_stats(7).reserved_bytes, 0);
+}
+
 TEST(CopierCpu, LeafOnAnUnsupportedDeviceThrows) {
   c10::impl::GenericList list(c10::AnyType::get());
   list.push_back(at::ones({2}));

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "cpu_test_support.h"
-#include "detail/pinned_pool.h"
 #include "detail/structure.h"
 #include "mtc/copier.h"
 
@@ -218,11 +217,11 @@ TEST(CopierCpu, OutputContainersAreIndependentOfTheInput) {
 }
 
 TEST(CopierCpu, PinnedPoolIsNotTouchedByCpuToCpu) {
-  const mtc::detail::PinnedPoolStats before = mtc::detail::PinnedPool::instance().stats();
+  const mtc::PinnedPoolStats before = mtc::pinned_pool_stats();
   std::vector<at::Tensor> tensors;
   const c10::IValue in = mixed_batch(tensors);
   for (int i = 0; i < 3; ++i) start_copy(in, kCpu).get();
-  const mtc::detail::PinnedPoolStats after = mtc::detail::PinnedPool::instance().stats();
+  const mtc::PinnedPoolStats after = mtc::pinned_pool_stats();
   EXPECT_EQ(after.slab_allocations, before.slab_allocations);
   EXPECT_EQ(after.in_use_bytes, before.in_use_bytes);
 }

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "detail/worker_pool.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
@@ -98,6 +99,31 @@ TEST_F(MultiGpuTest, SourcesOnSeveralDevices) {
     CopyHandle h = start_copy(list, target);
     expect_structure_copy(h.get(), list, target);
   }
+}
+
+TEST_F(MultiGpuTest, EachGpuStagesInItsOwnPinnedPool) {
+  mtc::release_idle_pinned_memory();
+  mtc::reset_pinned_pool_peaks();
+  start_copy(reference_batch(kCpu), kCuda1).get();
+  EXPECT_GT(mtc::pinned_pool_stats(1).peak_in_use_bytes, 0);
+  EXPECT_EQ(mtc::pinned_pool_stats(0).peak_in_use_bytes, 0)
+      << "a copy to cuda:1 staged in cuda:0's pool";
+  const c10::IValue on0 = reference_batch(kCuda0);
+  start_copy(on0, kCpu).get();
+  EXPECT_GT(mtc::pinned_pool_stats(0).peak_in_use_bytes, 0) << "GPU->CPU from cuda:0";
+  const mtc::PinnedPoolStats all = mtc::pinned_pool_stats();
+  EXPECT_EQ(all.peak_in_use_bytes, mtc::pinned_pool_stats(0).peak_in_use_bytes +
+                                       mtc::pinned_pool_stats(1).peak_in_use_bytes);
+  EXPECT_EQ(all.in_use_bytes, 0);
+}
+
+TEST_F(MultiGpuTest, TheWorkerPoolGrowsWithTheGpusInUse) {
+  start_copy(reference_batch(kCpu), kCuda0).get();
+  start_copy(reference_batch(kCuda1), kCpu).get();  // a source device counts too
+  const mtc::detail::WorkerPool& pool = mtc::detail::WorkerPool::instance();
+  EXPECT_GE(pool.devices_in_use(), 2);
+  EXPECT_EQ(pool.size(),
+            mtc::detail::WorkerCount::from_environment().for_devices(pool.devices_in_use()));
 }
 
 TEST_F(MultiGpuTest, DeviceToDeviceOrderingOnNonDefaultStreams) {

@@ -9,7 +9,6 @@
 #include <tuple>
 #include <vector>
 
-#include "detail/pinned_pool.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
@@ -20,7 +19,6 @@ using mtc::CopyHandle;
 using mtc::CopyOptions;
 using mtc::CopyStats;
 using mtc::start_copy;
-using mtc::detail::PinnedPool;
 using mtc::test::expect_copy_of;
 using mtc::test::expect_structure_copy;
 using mtc::test::expected_packed;
@@ -77,7 +75,7 @@ TEST_P(OptionCombinationsGpu, CopiesTheMixedBatch) {
       EXPECT_GT(s.pinned_bytes, 0);
     }
 
-    const int64_t slab_allocations = PinnedPool::instance().stats().slab_allocations;
+    const int64_t slab_allocations = mtc::pinned_pool_stats().slab_allocations;
     if (round == 1) {
       slab_allocations_after_second = slab_allocations;
     } else if (round > 1) {
@@ -126,7 +124,7 @@ TEST_F(GpuTest, PinnedPoolIsWarmAfterTheSecondCopy) {
     // The first copy grows the pool; the second may merge what it grew into one slab.
     start_copy(batch, target).get();
     start_copy(batch, target).get();
-    const auto warm = PinnedPool::instance().stats();
+    const auto warm = mtc::pinned_pool_stats();
     EXPECT_EQ(warm.in_use_bytes, baseline);
     for (int i = 0; i < 10; ++i) {
       CopyHandle h = start_copy(batch, target);
@@ -138,7 +136,7 @@ TEST_F(GpuTest, PinnedPoolIsWarmAfterTheSecondCopy) {
       CopyHandle h = start_copy(batch, target);
     }
     EXPECT_EQ(pinned_in_use(), baseline);
-    const auto after = PinnedPool::instance().stats();
+    const auto after = mtc::pinned_pool_stats();
     EXPECT_EQ(after.slab_allocations, warm.slab_allocations);
     EXPECT_EQ(after.reserved_bytes, warm.reserved_bytes);
   }

@@ -12,7 +12,6 @@
 #include <array>
 #include <cstring>
 
-#include "detail/pinned_pool.h"
 #include "structure_compare.h"
 
 namespace mtc::test {
@@ -253,6 +252,6 @@ c10::impl::GenericList math_bit_views(const c10::Device& device) {
   return list;
 }
 
-int64_t pinned_in_use() { return mtc::detail::PinnedPool::instance().stats().in_use_bytes; }
+int64_t pinned_in_use() { return mtc::pinned_pool_stats().in_use_bytes; }
 
 }  // namespace mtc::test

@@ -57,6 +57,19 @@ TEST_P(PinnedPoolGpu, RepeatedCopiesLevelOffNearThePeakInFlight) {
   expect_structure_copy(h.get(), batch, target);
 }
 
+TEST_P(PinnedPoolGpu, StagingComesFromTheGpusOwnPool) {
+  const bool h2d = GetParam();
+  const c10::IValue batch = reference_batch(h2d ? kCpu : kCuda0);
+  mtc::release_idle_pinned_memory();
+  mtc::reset_pinned_pool_peaks();
+  start_copy(batch, h2d ? kCuda0 : kCpu).get();
+  const PinnedPoolStats own = mtc::pinned_pool_stats(0);
+  EXPECT_GT(own.peak_in_use_bytes, 0);
+  EXPECT_EQ(own.in_use_bytes, 0);
+  EXPECT_EQ(mtc::pinned_pool_stats().peak_in_use_bytes, own.peak_in_use_bytes)
+      << "another device's pool staged a copy of cuda:0";
+}
+
 TEST_P(PinnedPoolGpu, ACopyPastTheLimitFailsFromGetAndTheEngineStaysUsable) {
   const bool h2d = GetParam();
   const c10::IValue batch = reference_batch(h2d ? kCpu : kCuda0);  // about 160 KB of staging

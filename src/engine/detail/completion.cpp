@@ -71,7 +71,7 @@ void Completion::wait_noexcept() noexcept {
 }
 
 void Completion::release_noexcept() noexcept {
-  for (const PinnedBlock& b : staging_) PinnedPool::instance().release(b);
+  for (const PinnedBlock& b : staging_) PinnedPool::give_back(b);
   staging_.clear();
   for (const Event& e : events_) EventPool::instance().release(e.device, e.event);
   events_.clear();

@@ -253,6 +253,7 @@ void CopyJob::run_routes() {
   if (!packed.chunks.empty() || !to_device.empty() || (split_ && pack_submitted_in_walk()))
     copy_host_to_device(ctx, packed, to_device);
   for (const auto& [source, leaves] : from_device) {
+    WorkerPool::instance().use_device(source);
     if (target_.is_cpu()) {
       copy_device_to_host(ctx, source, leaves);
     } else {

@@ -12,7 +12,7 @@ namespace mtc::detail {
 
 class EventPool {
  public:
-  // Never destroyed (see PinnedPool::instance).
+  // Never destroyed (see PinnedPoolSet::instance).
   static EventPool& instance();
 
   // The caller must have `device` current. Throws on a CUDA error.

@@ -55,12 +55,6 @@ PinnedPool::~PinnedPool() {
     if (slab.base != nullptr) source_.free(slab.base);
 }
 
-PinnedPool& PinnedPool::instance() {
-  static PinnedPool* pool = new PinnedPool(
-      cuda_host_slabs(), parse_pinned_pool_limit(std::getenv(kPinnedPoolLimitVariable)));
-  return *pool;
-}
-
 bool PinnedPool::try_carve(int32_t slab_index, int64_t bytes, PinnedBlock& out) {
   Slab& slab = slabs_[slab_index];
   for (auto it = slab.free.begin(); it != slab.free.end(); ++it) {
@@ -69,28 +63,45 @@ bool PinnedPool::try_carve(int32_t slab_index, int64_t bytes, PinnedBlock& out) 
     const int64_t remaining = it->second - bytes;
     slab.free.erase(it);
     if (remaining > 0) slab.free.emplace(offset + bytes, remaining);
-    out = PinnedBlock{slab.base + offset, bytes, slab_index};
+    out = PinnedBlock{slab.base + offset, bytes, slab_index, this};
     return true;
   }
   return false;
 }
 
-void PinnedPool::free_slab(Slab& slab) noexcept {
-  source_.free(slab.base);
+void PinnedPool::detach_slab(Slab& slab, Detached& detached) noexcept {
+  detached.push_back(slab.base);
   reserved_ -= slab.bytes;
   --live_slabs_;
   ++slab_frees_;
   slab = Slab{};
 }
 
-int32_t PinnedPool::add_slab(int64_t bytes, int64_t minimum) {
-  if (limit_ > 0 && reserved_ + minimum > limit_) release_idle_locked();
+void PinnedPool::free_detached(Detached& detached) noexcept {
+  for (void* base : detached) source_.free(base);
+  detached.clear();
+}
+
+int32_t PinnedPool::add_slab(std::unique_lock<std::mutex>& lock, int64_t bytes, int64_t minimum,
+                             Detached& detached) {
+  if (limit_ > 0 && reserved_ + minimum > limit_) release_idle_locked(detached);
   if (limit_ > 0) {
     if (reserved_ + minimum > limit_) return -1;
     bytes = std::max(minimum, std::min(bytes, limit_ - reserved_));
   }
-  // Allocated before any bookkeeping changes: if it throws, the pool is as it was.
-  void* base = source_.allocate(bytes);
+  // Counted before the lock is let go, so that requests meanwhile see it against the limit.
+  reserved_ += bytes;
+  lock.unlock();
+  free_detached(detached);
+  void* base = nullptr;
+  try {
+    base = source_.allocate(bytes);
+  } catch (...) {
+    lock.lock();
+    reserved_ -= bytes;  // the pool is as it was
+    throw;
+  }
+  lock.lock();
   ++slab_allocations_;
   auto entry =
       std::find_if(slabs_.begin(), slabs_.end(), [](const Slab& s) { return s.base == nullptr; });
@@ -98,21 +109,20 @@ int32_t PinnedPool::add_slab(int64_t bytes, int64_t minimum) {
   entry->base = static_cast<std::byte*>(base);
   entry->bytes = bytes;
   entry->free.emplace(0, bytes);
-  reserved_ += bytes;
   ++live_slabs_;
   peak_reserved_ = std::max(peak_reserved_, reserved_);
   return static_cast<int32_t>(entry - slabs_.begin());
 }
 
-void PinnedPool::merge_idle_slabs() {
+void PinnedPool::merge_idle_slabs(std::unique_lock<std::mutex>& lock, Detached& detached) {
   const int64_t target = slab_bytes_for(demand_since_merge_);
   for (Slab& slab : slabs_)
-    if (slab.base != nullptr) free_slab(slab);
+    if (slab.base != nullptr) detach_slab(slab, detached);
   slabs_.clear();
   demand_since_merge_ = 0;
   // If the limit or the allocation says no, the request that follows grows the pool as usual.
   try {
-    add_slab(target, kGranularity);
+    add_slab(lock, target, kGranularity, detached);
   } catch (const c10::Error&) {
   }
 }
@@ -123,41 +133,43 @@ void PinnedPool::note_granted(int64_t bytes) {
   demand_since_merge_ = std::max(demand_since_merge_, in_use_);
 }
 
-PinnedBlock PinnedPool::acquire_locked(int64_t bytes) {
+PinnedBlock PinnedPool::acquire_block(int64_t bytes) {
   TORCH_CHECK(bytes > 0, "mtc: pinned block of ", bytes, " bytes requested");
   bytes = round_up(bytes, kGranularity);
-  if (in_use_ == 0 && live_slabs_ > 1) merge_idle_slabs();
+  Detached detached;
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (in_use_ == 0 && live_slabs_ > 1) merge_idle_slabs(lock, detached);
   PinnedBlock block;
-  for (int32_t i = 0; i < static_cast<int32_t>(slabs_.size()); ++i) {
-    if (slabs_[i].base != nullptr && try_carve(i, bytes, block)) {
-      note_granted(bytes);
-      return block;
+  bool carved = false;
+  for (int32_t i = 0; !carved && i < static_cast<int32_t>(slabs_.size()); ++i)
+    carved = slabs_[i].base != nullptr && try_carve(i, bytes, block);
+  if (!carved) {
+    // Room for everything in flight and this request: if the demand stays, one merge later
+    // finds a pool that already fits it.
+    const int32_t slab =
+        add_slab(lock, std::max(bytes, slab_bytes_for(in_use_ + bytes)), bytes, detached);
+    if (slab >= 0) {
+      carved = try_carve(slab, bytes, block);
+      TORCH_INTERNAL_ASSERT(carved);
     }
   }
-  // Room for everything in flight and this request: if the demand stays, one merge later
-  // finds a pool that already fits it.
-  const int32_t slab = add_slab(std::max(bytes, slab_bytes_for(in_use_ + bytes)), bytes);
-  if (slab < 0) return block;
-  const bool carved = try_carve(slab, bytes, block);
-  TORCH_INTERNAL_ASSERT(carved);
-  note_granted(bytes);
+  if (carved) note_granted(bytes);
+  lock.unlock();
+  free_detached(detached);  // idle slabs the limit let go when no new slab came of it
   return block;
 }
 
-PinnedBlock PinnedPool::try_acquire(int64_t bytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return acquire_locked(bytes);
-}
+PinnedBlock PinnedPool::try_acquire(int64_t bytes) { return acquire_block(bytes); }
 
 PinnedBlock PinnedPool::acquire(int64_t bytes) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const PinnedBlock block = acquire_locked(bytes);
-  TORCH_CHECK(block, "mtc: pinned staging of ", round_up(bytes, kGranularity),
-              " bytes does not fit the pinned pool's limit of ", limit_, " bytes (", reserved_,
-              " reserved, ", in_use_, " in use by copies in flight); raise it with ",
-              kPinnedPoolLimitVariable,
+  const PinnedBlock block = acquire_block(bytes);
+  if (block) return block;
+  const PinnedPoolStats s = stats();
+  TORCH_CHECK(false, "mtc: pinned staging of ", round_up(bytes, kGranularity),
+              " bytes does not fit the pinned pool's limit of ", s.limit_bytes, " bytes (",
+              s.reserved_bytes, " reserved, ", s.in_use_bytes,
+              " in use by copies in flight); raise it with ", kPinnedPoolLimitVariable,
               " or mtc::set_pinned_pool_limit (0: no limit), or copy less at once");
-  return block;
 }
 
 void PinnedPool::release(const PinnedBlock& block) noexcept {
@@ -197,10 +209,10 @@ PinnedPoolStats PinnedPool::stats() const {
   return s;
 }
 
-int64_t PinnedPool::release_idle_locked() {
+int64_t PinnedPool::release_idle_locked(Detached& detached) {
   const int64_t before = reserved_;
   for (Slab& slab : slabs_)
-    if (slab.idle()) free_slab(slab);
+    if (slab.idle()) detach_slab(slab, detached);
   // Entries stay (blocks in use name their slab by index) but trailing free ones can go.
   while (!slabs_.empty() && slabs_.back().base == nullptr) slabs_.pop_back();
   if (live_slabs_ == 0) demand_since_merge_ = 0;
@@ -208,17 +220,27 @@ int64_t PinnedPool::release_idle_locked() {
 }
 
 int64_t PinnedPool::release_idle() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return release_idle_locked();
+  Detached detached;
+  int64_t freed = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    freed = release_idle_locked(detached);
+  }
+  free_detached(detached);
+  return freed;
 }
 
 void PinnedPool::set_limit(int64_t bytes) {
   TORCH_CHECK(bytes >= 0,
               "mtc::set_pinned_pool_limit: the limit must be >= 0 bytes (0: no limit), got ",
               bytes);
-  std::lock_guard<std::mutex> lock(mutex_);
-  limit_ = bytes;
-  if (limit_ > 0 && reserved_ > limit_) release_idle_locked();
+  Detached detached;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    limit_ = bytes;
+    if (limit_ > 0 && reserved_ > limit_) release_idle_locked(detached);
+  }
+  free_detached(detached);
 }
 
 void PinnedPool::reset_peaks() {

@@ -21,10 +21,13 @@
 
 namespace mtc::detail {
 
+class PinnedPool;
+
 struct PinnedBlock {
   std::byte* data = nullptr;
   int64_t bytes = 0;  // as granted (the request rounded up to the granularity)
   int32_t slab = -1;
+  PinnedPool* pool = nullptr;  // the pool it goes back to
 
   explicit operator bool() const { return data != nullptr; }
 };
@@ -39,7 +42,7 @@ struct SlabSource {
 };
 SlabSource cuda_host_slabs();
 
-// The environment variable that sets the process-wide pool's limit, in bytes (0: no limit).
+// The environment variable that sets the limit of each device's pool, in bytes (0: no limit).
 inline constexpr const char* kPinnedPoolLimitVariable = "MTC_PINNED_POOL_LIMIT_BYTES";
 // `text` as a limit: a non-negative decimal integer of bytes. Throws c10::Error naming the
 // variable for anything else. Null (unset) or empty: 0.
@@ -54,11 +57,6 @@ class PinnedPool {
   // from copy to copy does not need a new slab every time.
   static constexpr int64_t kHeadroomDivisor = 8;
 
-  // The process-wide pool, limited by MTC_PINNED_POOL_LIMIT_BYTES when set. Deliberately never
-  // destroyed: at static destruction the CUDA runtime may already be gone, and the OS reclaims
-  // pinned pages at exit anyway. Throws c10::Error when the variable is not a byte count.
-  static PinnedPool& instance();
-
   explicit PinnedPool(SlabSource source = cuda_host_slabs(), int64_t limit_bytes = 0);
   PinnedPool(const PinnedPool&) = delete;  // owns slabs
   PinnedPool& operator=(const PinnedPool&) = delete;
@@ -71,7 +69,12 @@ class PinnedPool {
   // for callers that can make do with less.
   PinnedBlock try_acquire(int64_t bytes);
   void release(const PinnedBlock& block) noexcept;
+  // Gives `block` back to the pool it came from (nothing for an empty block).
+  static void give_back(const PinnedBlock& block) noexcept {
+    if (block) block.pool->release(block);
+  }
 
+  // reserved_bytes counts a slab from the moment it is asked of the SlabSource.
   PinnedPoolStats stats() const;
   // Frees every slab with no block in use; returns the bytes freed.
   int64_t release_idle();
@@ -90,23 +93,30 @@ class PinnedPool {
       return base != nullptr && free.size() == 1 && free.begin()->second == bytes;
     }
   };
+  // Slabs the pool has let go of, given back to the SlabSource once the lock is released: no
+  // CUDA call (cudaHostAlloc, cudaFreeHost: milliseconds) runs under the lock, so releases and
+  // other requests of the pool's device go on meanwhile.
+  using Detached = std::vector<void*>;
   // Shared by acquire and try_acquire: an empty block when the limit is in the way.
-  PinnedBlock acquire_locked(int64_t bytes);
+  PinnedBlock acquire_block(int64_t bytes);
   bool try_carve(int32_t slab_index, int64_t bytes, PinnedBlock& out);
   // A new slab of `bytes`, or of less (but at least `minimum`) to stay within the limit;
-  // -1 when the limit leaves no room for `minimum` even after freeing idle slabs.
-  int32_t add_slab(int64_t bytes, int64_t minimum);
-  void free_slab(Slab& slab) noexcept;
-  int64_t release_idle_locked();
+  // -1 when the limit leaves no room for `minimum` even after freeing idle slabs. Unlocks
+  // `lock` to free `detached` and to allocate, and holds it again when it returns or throws.
+  int32_t add_slab(std::unique_lock<std::mutex>& lock, int64_t bytes, int64_t minimum,
+                   Detached& detached);
+  void detach_slab(Slab& slab, Detached& detached) noexcept;
+  void free_detached(Detached& detached) noexcept;
+  int64_t release_idle_locked(Detached& detached);
   // Several slabs and nothing in flight: one slab for the demand seen since the last merge.
-  void merge_idle_slabs();
+  void merge_idle_slabs(std::unique_lock<std::mutex>& lock, Detached& detached);
   void note_granted(int64_t bytes);
 
   SlabSource source_;
   mutable std::mutex mutex_;
   std::vector<Slab> slabs_;
   int64_t live_slabs_ = 0;
-  int64_t reserved_ = 0;
+  int64_t reserved_ = 0;  // live slabs and those being allocated
   int64_t in_use_ = 0;
   int64_t limit_ = 0;
   int64_t peak_reserved_ = 0;

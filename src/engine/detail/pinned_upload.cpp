@@ -12,7 +12,7 @@
 
 #include "detail/cuda_check.h"
 #include "detail/event_pool.h"
-#include "detail/pinned_pool.h"
+#include "detail/pinned_pool_set.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
 
@@ -23,8 +23,7 @@ std::atomic<int> upload_thread_limit{0};
 
 // As many slots of as many bytes as the pinned pool's limit allows: first fewer slots (down to
 // two, which still overlap a fill with a DMA), then smaller ones, then a single one.
-PinnedBlock acquire_ring(int& slots, int64_t& slot_bytes) {
-  PinnedPool& pool = PinnedPool::instance();
+PinnedBlock acquire_ring(PinnedPool& pool, int& slots, int64_t& slot_bytes) {
   while (true) {
     if (slots == 1 && slot_bytes <= kUploadMinSlotBytes) return pool.acquire(slot_bytes);
     if (PinnedBlock ring = pool.try_acquire(slots * slot_bytes)) return ring;
@@ -154,7 +153,8 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
   int64_t chunk_count = 0;
   for (const HostToDeviceSpan& s : spans) chunk_count += (s.bytes + slot_bytes - 1) / slot_bytes;
   int slots = static_cast<int>(std::min<int64_t>(kUploadSlots, chunk_count));
-  const PinnedBlock ring = acquire_ring(slots, slot_bytes);
+  const PinnedBlock ring =
+      acquire_ring(PinnedPoolSet::instance().for_device(device), slots, slot_bytes);
   completion.hold(ring);
 
   std::vector<HostToDeviceSpan> chunks;

@@ -8,6 +8,7 @@
 #include "detail/host_block_cache.h"
 #include "detail/outputs.h"
 #include "detail/pack_plan.h"
+#include "detail/pinned_pool_set.h"
 #include "detail/routes.h"
 #include "detail/staging.h"
 #include "mtc/nvtx.h"
@@ -18,7 +19,8 @@ namespace {
 // Small device tensors are gathered on the device into one buffer per chunk, which then
 // crosses PCIe in one DMA and lands in a pageable chunk the outputs are views of.
 void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& candidates,
-                         std::vector<int64_t>& singles, cudaStream_t stream) {
+                         std::vector<int64_t>& singles, c10::DeviceIndex source,
+                         cudaStream_t stream) {
   PackPlan plan;
   {
     MTC_RANGE(plan_range, "plan");
@@ -55,7 +57,7 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
       auto* packed = static_cast<std::byte*>(device_buffer.get());
       launch_gather(gather.data(), gather.size(), packed, stream);
       if (ctx.options.use_pinned_staging) {
-        PinnedBlock block = PinnedPool::instance().acquire(chunk.bytes);
+        PinnedBlock block = PinnedPoolSet::instance().for_device(source).acquire(chunk.bytes);
         ctx.completion.hold(block);
         ctx.stats.pinned_bytes += block.bytes;
         MTC_CUDA_CHECK(cudaMemcpyAsync(block.data, packed, static_cast<size_t>(chunk.bytes),
@@ -136,7 +138,7 @@ void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source,
       singles.push_back(leaf);
     }
   }
-  if (!candidates.empty()) pack_device_to_host(ctx, candidates, singles, stream.stream());
+  if (!candidates.empty()) pack_device_to_host(ctx, candidates, singles, source, stream.stream());
   if (!singles.empty()) {
     PinnedPipeline pipeline(ctx.completion, source, stream.stream());
     for (const int64_t leaf : singles) single_device_to_host(ctx, leaf, pipeline, stream.stream());

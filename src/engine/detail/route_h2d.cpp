@@ -5,6 +5,7 @@
 
 #include "detail/cuda_check.h"
 #include "detail/outputs.h"
+#include "detail/pinned_pool_set.h"
 #include "detail/pinned_upload.h"
 #include "detail/routes.h"
 #include "detail/staging.h"
@@ -18,7 +19,8 @@ void submit_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream)
   const int64_t staging_bytes = packed.staging_bytes();
   std::byte* host = nullptr;
   if (ctx.options.use_pinned_staging) {
-    PinnedBlock block = PinnedPool::instance().acquire(staging_bytes);
+    PinnedBlock block =
+        PinnedPoolSet::instance().for_device(ctx.target.index()).acquire(staging_bytes);
     ctx.completion.hold(block);
     host = block.data;
     ctx.stats.pinned_bytes += block.bytes;

@@ -5,6 +5,7 @@
 
 #include "detail/cuda_check.h"
 #include "detail/event_pool.h"
+#include "detail/pinned_pool_set.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
 
@@ -85,8 +86,8 @@ std::pair<PinnedPipeline::Slot*, int64_t> PinnedPipeline::reserve(int64_t bytes)
   if (!slots_[next].block) {
     // Slots are taken in order, so those before `next` exist: with no room for another, the
     // ring is what it has (without even one, the pool's limit error goes to the copy).
-    const PinnedBlock block = next == 0 ? PinnedPool::instance().acquire(kSlotBytes)
-                                        : PinnedPool::instance().try_acquire(kSlotBytes);
+    PinnedPool& pool = PinnedPoolSet::instance().for_device(device_);
+    const PinnedBlock block = next == 0 ? pool.acquire(kSlotBytes) : pool.try_acquire(kSlotBytes);
     if (block) {
       slots_[next].block = block;
       slots_[next].event = EventPool::instance().acquire(device_);

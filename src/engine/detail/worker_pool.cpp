@@ -3,6 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cstdlib>
 #include <exception>
@@ -25,19 +26,53 @@ int parse_worker_threads(const char* text, int fallback) {
   return threads;
 }
 
+int WorkerCount::for_devices(int devices_in_use) const {
+  if (fixed > 0) return fixed;
+  const int64_t wanted = int64_t{per_device} * std::max(devices_in_use, 1);
+  return static_cast<int>(std::clamp<int64_t>(wanted, 1, std::max(hardware_threads, 1)));
+}
+
+WorkerCount WorkerCount::from_environment() {
+  WorkerCount count;
+  count.fixed = parse_worker_threads(std::getenv(kWorkerThreadsVariable), 0);
+  count.hardware_threads = static_cast<int>(std::thread::hardware_concurrency());
+  return count;
+}
+
 WorkerPool& WorkerPool::instance() {
-  static WorkerPool* pool = [] {
-    const int hw = static_cast<int>(std::thread::hardware_concurrency());
-    return new WorkerPool(
-        parse_worker_threads(std::getenv(kWorkerThreadsVariable), std::clamp(hw, 1, 4)),
-        kDefaultSpin);
-  }();
+  static WorkerPool* pool = new WorkerPool(WorkerCount::from_environment(), kDefaultSpin);
   return *pool;
 }
 
-WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin) : spin_us_(spin.count()) {
-  threads_.reserve(threads);
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this, i] { run_worker(i); });
+WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin)
+    : WorkerPool(WorkerCount{.fixed = threads}, spin) {}
+
+WorkerPool::WorkerPool(WorkerCount count, std::chrono::microseconds spin)
+    : spin_us_(spin.count()), count_(count) {
+  grow_to(count_.for_devices(0));
+}
+
+void WorkerPool::grow_to(int threads) {
+  std::lock_guard<std::mutex> lock(grow_mutex_);
+  if (closed_) return;
+  threads_.reserve(static_cast<size_t>(std::max<int>(threads, static_cast<int>(threads_.size()))));
+  for (int i = static_cast<int>(threads_.size()); i < threads; ++i) {
+    threads_.emplace_back([this, i] { run_worker(i); });
+    size_.store(i + 1, std::memory_order_relaxed);
+  }
+}
+
+void WorkerPool::use_device(int device) {
+  if (device < 0 || device >= 128) return;
+  const uint64_t bit = uint64_t{1} << (device % 64);
+  std::atomic<uint64_t>& word = devices_[device / 64];
+  if ((word.load(std::memory_order_relaxed) & bit) != 0) return;
+  if ((word.fetch_or(bit) & bit) != 0) return;
+  grow_to(count_.for_devices(devices_in_use()));
+}
+
+int WorkerPool::devices_in_use() const {
+  return std::popcount(devices_[0].load()) + std::popcount(devices_[1].load());
 }
 
 WorkerPool::~WorkerPool() {
@@ -46,7 +81,14 @@ WorkerPool::~WorkerPool() {
     stopping_ = true;
   }
   wake_.notify_all();
-  for (std::thread& t : threads_) t.join();
+  // Joined without the lock: a worker may be starting others (use_device) right now.
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(grow_mutex_);
+    closed_ = true;
+    threads.swap(threads_);
+  }
+  for (std::thread& t : threads) t.join();
 }
 
 void WorkerPool::submit(Task task) {

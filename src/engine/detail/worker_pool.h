@@ -30,24 +30,48 @@ inline void cpu_relax() {
 #endif
 }
 
-// The environment variable that sets the process-wide pool's worker count (default: min(4,
-// hardware threads)); more workers fill large tensors' pinned chunks with more threads.
+// The environment variable that fixes the process-wide pool's worker count (otherwise it follows
+// the devices in use, see WorkerCount); more workers fill large tensors' pinned chunks with more
+// threads.
 inline constexpr const char* kWorkerThreadsVariable = "MTC_WORKER_THREADS";
 inline constexpr int kMaxWorkerThreads = 256;
 // `text` as a worker count (1 .. kMaxWorkerThreads); `fallback` when null or empty. Throws
 // c10::Error naming the variable for anything else.
 int parse_worker_threads(const char* text, int fallback);
 
+// Workers for each CUDA device the process copies to or from. One copy of the reference batch
+// walks its structure on four threads (its own and three helpers): GPUs copying at the same
+// moment each want as many, and a single set of four shared by all of them makes their walks
+// take turns.
+inline constexpr int kWorkersPerDevice = 4;
+
+// How many workers a pool runs: `fixed` if set, otherwise `per_device` for each CUDA device in
+// use (CPU-only copies count as one device), never more than the hardware threads, at least one.
+struct WorkerCount {
+  int fixed = 0;  // 0: follow the devices
+  int per_device = kWorkersPerDevice;
+  int hardware_threads = 1;
+
+  int for_devices(int devices_in_use) const;
+  // The process-wide pool's: MTC_WORKER_THREADS when set (throws c10::Error naming it when it is
+  // not a worker count), this machine's hardware threads.
+  static WorkerCount from_environment();
+};
+
 class WorkerPool {
  public:
   using Task = std::function<void()>;
 
-  // The process-wide pool (MTC_WORKER_THREADS workers, or min(4, hardware threads), at least 1).
-  // Never destroyed, so copies still in flight at exit do not race a joining destructor. Throws
-  // c10::Error when MTC_WORKER_THREADS is set to something other than a worker count.
+  // The process-wide pool, sized by WorkerCount::from_environment(): it starts with one
+  // device's workers and grows as copies use more devices. Never destroyed, so copies still in
+  // flight at exit do not race a joining destructor. Throws c10::Error when MTC_WORKER_THREADS is
+  // set to something other than a worker count.
   static WorkerPool& instance();
 
+  // A pool of exactly `threads` workers (its count is fixed).
   WorkerPool(int threads, std::chrono::microseconds spin);
+  // A pool of count.for_devices(0) workers that grows with use_device().
+  WorkerPool(WorkerCount count, std::chrono::microseconds spin);
   WorkerPool(const WorkerPool&) = delete;  // owns threads
   WorkerPool& operator=(const WorkerPool&) = delete;
   ~WorkerPool();
@@ -60,7 +84,12 @@ class WorkerPool {
   // Runs one queued task on the calling thread, if there is one. Lets a thread that waits
   // for pool work help with it instead of idling.
   bool try_run_one();
-  int size() const { return static_cast<int>(threads_.size()); }
+  int size() const { return size_.load(std::memory_order_relaxed); }
+  // A copy to or from CUDA device `device` is starting. The first time a device is seen, the
+  // pool grows to its WorkerCount for the devices seen so far (starting threads costs ~35 us
+  // each, once); after that it is one atomic load. Never shrinks.
+  void use_device(int device);
+  int devices_in_use() const;
   // How long an idle worker spins before sleeping (for benchmarks that compare settings).
   void set_spin(std::chrono::microseconds spin) { spin_us_.store(spin.count()); }
   static constexpr std::chrono::microseconds kDefaultSpin{200};
@@ -71,6 +100,8 @@ class WorkerPool {
 
  private:
   void run_worker(int index);
+  // Starts workers until there are `threads`.
+  void grow_to(int threads);
   // After `added` tasks were queued: counts them and wakes a sleeping worker if needed.
   void count_and_wake(int64_t added);
   bool try_pop(Task& task);
@@ -82,7 +113,13 @@ class WorkerPool {
   std::atomic<int64_t> pending_{0};
   std::atomic<int> spinners_{0};
   bool stopping_ = false;
+  const WorkerCount count_;
+  // Device indices are below 128 (c10::DeviceIndex is 8 bits): one bit each.
+  std::atomic<uint64_t> devices_[2] = {0, 0};
+  std::mutex grow_mutex_;  // guards threads_ and closed_; held while threads start
   std::vector<std::thread> threads_;
+  bool closed_ = false;  // the destructor has taken the threads: no more start
+  std::atomic<int> size_{0};
 };
 
 }  // namespace mtc::detail

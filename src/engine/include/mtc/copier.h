@@ -108,9 +108,10 @@ class CopyHandle {
 CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
                       const CopyOptions& options = {});
 
-// The process-wide pool of pinned (page-locked) host memory that stages copies. It grows with
-// the demand and, once a repeated workload has run a copy or two, holds about 1.125x the most
-// staging that was in flight at once and allocates nothing more.
+// The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy
+// to a GPU or from it stages in that GPU's pool, so GPUs copying at once do not share one. Each
+// grows with its device's demand and, once a repeated workload has run a copy or two, holds
+// about 1.125x the most staging that was in flight at once and allocates nothing more.
 struct PinnedPoolStats {
   int64_t reserved_bytes = 0;       // pinned memory the pool holds now: its size
   int64_t peak_reserved_bytes = 0;  // the largest size since start or reset_pinned_pool_peaks()
@@ -122,19 +123,25 @@ struct PinnedPoolStats {
   int64_t slab_frees = 0;           // pinned allocations given back so far (cudaFreeHost)
 };
 
-// The figures above. Never blocks on copies; throws c10::Error only when
-// MTC_PINNED_POOL_LIMIT_BYTES is set to something other than a byte count.
+// Every device's pool added up: sizes, bytes in use and allocation counts are sums, a peak is
+// the sum of the pools' peaks (which may have come at different moments), the limit is each
+// pool's. Never blocks on copies; throws c10::Error only when MTC_PINNED_POOL_LIMIT_BYTES is set
+// to something other than a byte count.
 PinnedPoolStats pinned_pool_stats();
-// Gives every pinned allocation with nothing in flight back to the system; returns the bytes
-// freed. The next copies allocate again (about 0.5-1 ms per MB), so call it between phases of
-// a program, not between steps. cudaFreeHost may wait for the device to be idle.
+// The pool of CUDA device `device` alone (zeros and the limit if no copy has used it yet).
+// Throws c10::ValueError for an index below 0 or above 127.
+PinnedPoolStats pinned_pool_stats(c10::DeviceIndex device);
+// Gives every pinned allocation with nothing in flight back to the system, in every pool;
+// returns the bytes freed. The next copies allocate again (about 0.5-1 ms per MB), so call it
+// between phases of a program, not between steps. cudaFreeHost may wait for the device to be
+// idle.
 int64_t release_idle_pinned_memory();
-// The most pinned memory the pool may hold, in bytes; 0 removes the limit. The environment
-// variable MTC_PINNED_POOL_LIMIT_BYTES sets it when the pool is first used. A copy whose staging
-// would need a larger pool fails, and get() throws c10::Error saying so; the engine stays usable.
-// Lowering the limit below the current size frees idle allocations at once.
+// The most pinned memory each device's pool may hold, in bytes; 0 removes the limit. The
+// environment variable MTC_PINNED_POOL_LIMIT_BYTES sets it when the pools are first used. A copy
+// whose staging would need a larger pool fails, and get() throws c10::Error saying so; the
+// engine stays usable. Lowering the limit below a pool's size frees its idle allocations at once.
 void set_pinned_pool_limit(int64_t bytes);
-// Restarts both peaks from the current figures (to measure one workload's peak).
+// Restarts every pool's peaks from its current figures (to measure one workload's peak).
 void reset_pinned_pool_peaks();
 
 // GPU->CPU outputs of 64 KiB and more (pageable ones; pinned_host_outputs off) take their memory
