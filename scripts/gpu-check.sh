@@ -3,7 +3,7 @@
 # GPU tests included), the main benchmark and (when nsys can write reports) a short Nsight
 # Systems capture. Reports go to the folder given as the first argument.
 #
-#   scripts/gpu-check.sh OUT_DIR [quick|bench|engine|python|reliability|sanitize]
+#   scripts/gpu-check.sh OUT_DIR [quick|bench|engine|multi|python|reliability|sanitize]
 #   scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]
 #   scripts/gpu-check.sh OUT_DIR ab N [CANDIDATE_DIR]
 #   scripts/gpu-check.sh OUT_DIR microbench FILTER
@@ -27,6 +27,9 @@
 #   large pageable tensors by fill threads against one pinned copy, of the mixed batch and of the
 #   pinned pool's footprint over 10,000 copies, then mtc-bench on configs/mixed.json. The
 #   micro-benchmarks run in these two modes only.
+# "multi" (a host with two or more GPUs): the engine's tests (the multi-GPU ones included), then
+#   scripts/gpu-check-multi.sh: every GPU copying at once against one GPU alone, in one process,
+#   with the worker count of one GPU, and one process per GPU (multi.md, multi-reports.tar.gz).
 # "repeat" builds mtc-bench only and runs it N times (at most 7) one process after another, by
 #   default on configs/streampetr.json, writing run-I.json for each (scripts/repeatability.py
 #   compares them).
@@ -71,6 +74,7 @@ fi
   step "build"
   # shellcheck disable=SC2086
   [[ "$mode" == bench || "$mode" == engine ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc-bench"
+  [[ "$mode" == multi ]] && export MTC_TARGETS="mtc_engine_tests mtc-bench"
   [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
   [[ "$mode" == microbench ]] && export MTC_TARGETS="mtc_engine_bench"
   [[ "$mode" == ab ]] && export MTC_TARGETS="mtc-bench mtc_engine_plugin"
@@ -131,7 +135,7 @@ fi
 # Every suite the mode promises runs; one that was not built, crashed or failed is a failure,
 # and the summary line names each with its count of passed tests.
 suites=(engine workload bench compare)
-[[ "$mode" == bench || "$mode" == engine ]] && suites=(engine)
+[[ "$mode" == bench || "$mode" == engine || "$mode" == multi ]] && suites=(engine)
 step "tests: ${suites[*]}" | tee "$out/tests.log"
 summary=()
 failed=()
@@ -181,6 +185,12 @@ microbench() {
     --benchmark_filter="$1" --benchmark_out="$out/$2.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
   "$MTC_PYTHON" scripts/summarize-microbench.py "$out/$2.json" | tee -a "$out/engine_bench.md"
 }
+
+if [[ "$mode" == multi ]]; then
+  step "several GPUs at once against one alone"
+  bash scripts/gpu-check-multi.sh "$out" "$MTC_BUILD_DIR/mtc-bench" || status=1
+  finish
+fi
 
 if [[ "$mode" == bench ]]; then
   step "engine micro-benchmarks, CPU->GPU"

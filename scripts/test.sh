@@ -28,6 +28,9 @@ echo "=== links and paths in README.md, docs/ and the other READMEs"
 echo "=== the layering of src/: no folder includes one above it"
 "$MTC_PYTHON" tests/scripts/layering_test.py
 
+echo "=== scripts/multi_gpu_summary.py on synthetic reports"
+"$MTC_PYTHON" tests/scripts/multi_gpu_summary_test.py
+
 echo "=== smoke run of the main job"
 smoke="$MTC_BUILD_DIR/smoke"
 mkdir -p "$smoke"

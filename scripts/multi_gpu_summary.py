@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Per-GPU copy times with several GPUs at once, against one GPU alone, from mtc-bench reports.
+
+    python3 scripts/multi_gpu_summary.py LABEL=REPORT.json [LABEL=REPORT.json ...] [--md OUT.md]
+        [--baseline alone] [--strategy engine]
+
+Each LABEL names one way of running (e.g. `alone`: `--devices 0`; `together`: `--devices 0,1` in
+one process; `procs`: one process per GPU, started together); a label may be given several times
+(repetitions, or one report per process). For each direction, pattern and GPU it prints the
+median over the label's reports of each report's median wall time for the strategy, and its ratio
+to the baseline label's figure for GPU 0 (or for the same GPU when the baseline has it). The
+ratios are the many-GPU targets: per-GPU time within 1.2x (2 and 4 GPUs) or 1.3x (8 GPUs) of one
+GPU alone, all from one call. Exit status 0, or 2 when a report cannot be read or the baseline
+label is missing.
+"""
+import argparse
+import json
+import statistics
+import sys
+from collections import defaultdict
+
+
+def medians(report, strategy):
+    """(direction, pattern, gpu) -> median wall seconds of `strategy`, for each ok result."""
+    out = {}
+    for run in report["runs"]:
+        for e in run["results"]:
+            if e.get("status") != "ok" or e["strategy"] != strategy:
+                continue
+            out[(e["direction"], e.get("pattern", "hot"), e["device"])] = e["wall_s"]["median"]
+    return out
+
+
+def parse_pairs(pairs):
+    labelled = []
+    for pair in pairs:
+        label, sep, path = pair.partition("=")
+        if not sep or not label or not path:
+            raise ValueError(f"'{pair}' is not LABEL=REPORT.json")
+        with open(path, encoding="utf-8") as f:
+            labelled.append((label, json.load(f)))
+    return labelled
+
+
+def table(labelled, strategy, baseline):
+    # label -> key -> list of per-report medians
+    figures = defaultdict(lambda: defaultdict(list))
+    order = []
+    for label, report in labelled:
+        if label not in order:
+            order.append(label)
+        for key, median in medians(report, strategy).items():
+            figures[label][key].append(median)
+    if baseline not in figures:
+        raise KeyError(f"no report labelled '{baseline}' holds strategy '{strategy}'")
+    base = {k: statistics.median(v) for k, v in figures[baseline].items()}
+    rows = []
+    cases = sorted({(d, p) for label in order for (d, p, _) in figures[label]})
+    for direction, pattern in cases:
+        for label in order:
+            gpus = sorted(g for (d, p, g) in figures[label] if (d, p) == (direction, pattern))
+            for gpu in gpus:
+                value = statistics.median(figures[label][(direction, pattern, gpu)])
+                reference = base.get((direction, pattern, gpu), base.get((direction, pattern, 0)))
+                ratio = value / reference if reference else None
+                reps = len(figures[label][(direction, pattern, gpu)])
+                rows.append((direction, pattern, label, gpu, value, ratio, reps))
+    return rows
+
+
+def render(rows, strategy, baseline):
+    lines = [
+        f"Per-GPU median wall time of `{strategy}` (median over the reports of each label) and its"
+        f" ratio to `{baseline}` (one GPU alone) in the same call.",
+        "",
+        "| direction | pattern | run | GPU | median | vs alone | reports |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for direction, pattern, label, gpu, value, ratio, reps in rows:
+        shown = f"{ratio:.2f}x" if ratio is not None else "-"
+        lines.append(
+            f"| {direction} | {pattern} | {label} | {gpu} | {value * 1e6:,.1f} us | {shown} | {reps} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("reports", nargs="+", metavar="LABEL=REPORT.json")
+    parser.add_argument("--baseline", default="alone", help="the label of one GPU alone")
+    parser.add_argument("--strategy", default="engine")
+    parser.add_argument("--md", help="also write the table here")
+    args = parser.parse_args()
+    try:
+        rows = table(parse_pairs(args.reports), args.strategy, args.baseline)
+    except (OSError, ValueError, KeyError) as e:
+        print(f"multi_gpu_summary: {e}", file=sys.stderr)
+        return 2
+    text = render(rows, args.strategy, args.baseline)
+    sys.stdout.write(text)
+    if args.md:
+        with open(args.md, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
