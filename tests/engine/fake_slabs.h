@@ -3,6 +3,7 @@
 #pragma once
 
 #include <c10/util/Exception.h>
+#include <gtest/gtest.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -49,6 +50,13 @@ struct FakeSlabs {
     std::free(base);
   }
   static SlabSource source() { return SlabSource{&FakeSlabs::allocate, &FakeSlabs::free}; }
+};
+
+// A fixture whose tests start and end with FakeSlabs' books cleared.
+class FakeSlabsTest : public ::testing::Test {
+ protected:
+  void SetUp() override { FakeSlabs::reset(); }
+  void TearDown() override { FakeSlabs::reset(); }
 };
 
 }  // namespace mtc::detail::test

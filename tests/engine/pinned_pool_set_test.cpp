@@ -26,11 +26,7 @@ using test::FakeSlabs;
 
 constexpr int64_t kMiB = 1024 * 1024;
 
-class PinnedPoolSetTest : public ::testing::Test {
- protected:
-  void SetUp() override { FakeSlabs::reset(); }
-  void TearDown() override { FakeSlabs::reset(); }
-};
+class PinnedPoolSetTest : public test::FakeSlabsTest {};
 
 TEST_F(PinnedPoolSetTest, EachDeviceKeepsItsOwnBlocksAndStatistics) {
   PinnedPoolSet pools(FakeSlabs::source());

@@ -20,11 +20,7 @@ using test::FakeSlabs;
 constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = 1024 * kKiB;
 
-class PinnedPoolSizing : public ::testing::Test {
- protected:
-  void SetUp() override { FakeSlabs::reset(); }
-  void TearDown() override { FakeSlabs::reset(); }
-};
+class PinnedPoolSizing : public test::FakeSlabsTest {};
 
 // One copy as the engine stages it: blocks taken one after another while the copy is in flight
 // (a walk in parts takes one per part, of sizes that vary with how the elements were shared

@@ -29,11 +29,7 @@ int64_t slab_for(int64_t demand) { return (demand + demand / 8 + 4095) / 4096 * 
 // from that one slab, one behind the other.
 void presize(PinnedPool& pool, int64_t bytes) { pool.release(pool.acquire(bytes)); }
 
-class PinnedPoolTest : public ::testing::Test {
- protected:
-  void SetUp() override { FakeSlabs::reset(); }
-  void TearDown() override { FakeSlabs::reset(); }
-};
+class PinnedPoolTest : public test::FakeSlabsTest {};
 
 TEST_F(PinnedPoolTest, StartsEmpty) {
   PinnedPool pool(FakeSlabs::source());
