@@ -50,7 +50,8 @@ class PinnedPoolSet {
   PinnedPool* existing(c10::DeviceIndex device) const;
 
   const SlabSource source_;
-  mutable std::mutex mutex_;  // making pools and changing the limit (never on a copy's path)
+  // Making pools and changing the limit: a copy takes it only the first time its device stages.
+  mutable std::mutex mutex_;
   int64_t limit_;
   std::array<std::atomic<PinnedPool*>, kMaxDevices> pools_{};
 };
