@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <mutex>
 
 #include "detail/pinned_pool.h"
@@ -20,6 +21,7 @@ class PinnedPoolSet {
  public:
   // Device indices are below this (c10::DeviceIndex is 8 bits).
   static constexpr int kMaxDevices = 128;
+  static_assert(kMaxDevices > std::numeric_limits<c10::DeviceIndex>::max());
 
   // The process's pools: cudaHostAlloc slabs, each pool limited by MTC_PINNED_POOL_LIMIT_BYTES
   // when set. Deliberately never destroyed: at static destruction the CUDA runtime may already
@@ -32,7 +34,7 @@ class PinnedPoolSet {
   PinnedPoolSet& operator=(const PinnedPoolSet&) = delete;
   ~PinnedPoolSet();
 
-  // The pool of `device` (0 .. kMaxDevices - 1), made on first use with the set's limit.
+  // The pool of `device` (any index but a negative one), made on first use with the set's limit.
   PinnedPool& for_device(c10::DeviceIndex device);
 
   // One device's figures; a device whose pool was never used has zeros and the limit.

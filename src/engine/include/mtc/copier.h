@@ -129,7 +129,7 @@ struct PinnedPoolStats {
 // to something other than a byte count.
 PinnedPoolStats pinned_pool_stats();
 // The pool of CUDA device `device` alone (zeros and the limit if no copy has used it yet).
-// Throws c10::ValueError for an index below 0 or above 127.
+// Throws c10::ValueError for a negative index.
 PinnedPoolStats pinned_pool_stats(c10::DeviceIndex device);
 // Gives every pinned allocation with nothing in flight back to the system, in every pool;
 // returns the bytes freed. The next copies allocate again (about 0.5-1 ms per MB), so call it
