@@ -230,14 +230,18 @@ int64_t PinnedPool::release_idle() {
   return freed;
 }
 
-void PinnedPool::set_limit(int64_t bytes) {
+int64_t checked_pool_limit(int64_t bytes) {
   TORCH_CHECK(bytes >= 0,
               "mtc::set_pinned_pool_limit: the limit must be >= 0 bytes (0: no limit), got ",
               bytes);
+  return bytes;
+}
+
+void PinnedPool::set_limit(int64_t bytes) {
   Detached detached;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    limit_ = bytes;
+    limit_ = checked_pool_limit(bytes);
     if (limit_ > 0 && reserved_ > limit_) release_idle_locked(detached);
   }
   free_detached(detached);

@@ -47,6 +47,9 @@ inline constexpr const char* kPinnedPoolLimitVariable = "MTC_PINNED_POOL_LIMIT_B
 // `text` as a limit: a non-negative decimal integer of bytes. Throws c10::Error naming the
 // variable for anything else. Null (unset) or empty: 0.
 int64_t parse_pinned_pool_limit(const char* text);
+// `bytes` as a new limit (0: none): throws c10::Error, in the words of set_pinned_pool_limit, for
+// a negative one.
+int64_t checked_pool_limit(int64_t bytes);
 
 class PinnedPool {
  public:

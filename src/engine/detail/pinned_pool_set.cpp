@@ -72,12 +72,9 @@ int64_t PinnedPoolSet::release_idle() {
 }
 
 void PinnedPoolSet::set_limit(int64_t bytes) {
-  TORCH_CHECK(bytes >= 0,
-              "mtc::set_pinned_pool_limit: the limit must be >= 0 bytes (0: no limit), got ",
-              bytes);
   // Held while the pools take it, so that a pool made meanwhile starts with the new limit.
   std::lock_guard<std::mutex> lock(mutex_);
-  limit_ = bytes;
+  limit_ = checked_pool_limit(bytes);
   for (std::atomic<PinnedPool*>& slot : pools_)
     if (PinnedPool* pool = slot.load(std::memory_order_relaxed)) pool->set_limit(bytes);
 }
