@@ -15,6 +15,7 @@
 #include <future>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "fake_slabs.h"
@@ -179,6 +180,48 @@ TEST_F(PinnedPoolSetTest, APoolServesOthersWhileItsSourceAllocates) {
   pool.release(grown);
   pool.release(held);
   EXPECT_EQ(pool.stats().in_use_bytes, 0);
+}
+
+// Asks `pool` for `first` bytes and, while the source allocates the slab for them, for `second`
+// bytes on another thread; returns both blocks once the source went on.
+std::pair<PinnedBlock, PinnedBlock> two_requests_while_growing(PinnedPool& pool, int64_t first,
+                                                               int64_t second) {
+  {
+    std::lock_guard<std::mutex> lock(GatedSlabs::mutex);
+    GatedSlabs::gate_allocate = true;
+  }
+  auto a = std::async(std::launch::async, [&pool, first] { return pool.acquire(first); });
+  GatedSlabs::until_inside();
+  auto b = std::async(std::launch::async, [&pool, second] { return pool.acquire(second); });
+  // Time for the second request to reach the pool: had it gone to allocate, it would now be at
+  // the closed gate as well.
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  GatedSlabs::open();
+  return {a.get(), b.get()};
+}
+
+// The workers of one copy ask for staging at the same moment: while one of them allocates a
+// slab sized for everything in flight, the others wait for it rather than each allocating one
+// (on an H200 host they made a slab allocation per copy, and the pool never settled).
+TEST_F(PinnedPoolSetTest, RequestsThatDoNotFitWaitForTheSlabBeingAllocated) {
+  PinnedPool pool(GatedSlabs::source());
+  const auto [a, b] = two_requests_while_growing(pool, kMiB, 64 * 1024);
+  EXPECT_EQ(pool.stats().slab_allocations, 1) << "the second request allocated a slab of its own";
+  EXPECT_EQ(a.slab, b.slab);
+  pool.release(a);
+  pool.release(b);
+  EXPECT_EQ(pool.stats().in_use_bytes, 0);
+}
+
+// A request that waited for another's slab and still does not fit adds its own.
+TEST_F(PinnedPoolSetTest, ARequestLargerThanTheSlabItWaitedForAddsItsOwn) {
+  PinnedPool pool(GatedSlabs::source());
+  const auto [a, b] = two_requests_while_growing(pool, kMiB, 8 * kMiB);
+  EXPECT_EQ(b.bytes, 8 * kMiB);
+  EXPECT_NE(a.slab, b.slab);
+  EXPECT_EQ(pool.stats().slab_allocations, 2);
+  pool.release(a);
+  pool.release(b);
 }
 
 TEST_F(PinnedPoolSetTest, APoolServesOthersWhileItsSourceFrees) {

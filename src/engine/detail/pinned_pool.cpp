@@ -89,8 +89,11 @@ int32_t PinnedPool::add_slab(std::unique_lock<std::mutex>& lock, int64_t bytes, 
     if (reserved_ + minimum > limit_) return -1;
     bytes = std::max(minimum, std::min(bytes, limit_ - reserved_));
   }
-  // Counted before the lock is let go, so that requests meanwhile see it against the limit.
+  // Counted before the lock is let go, so that requests meanwhile see it against the limit;
+  // and while growing_ is set, requests that do not fit wait for this slab instead of each
+  // allocating one of their own (the workers of one copy ask at the same moment).
   reserved_ += bytes;
+  growing_ = true;
   lock.unlock();
   free_detached(detached);
   void* base = nullptr;
@@ -99,9 +102,11 @@ int32_t PinnedPool::add_slab(std::unique_lock<std::mutex>& lock, int64_t bytes, 
   } catch (...) {
     lock.lock();
     reserved_ -= bytes;  // the pool is as it was
+    end_growth();
     throw;
   }
   lock.lock();
+  end_growth();
   ++slab_allocations_;
   auto entry =
       std::find_if(slabs_.begin(), slabs_.end(), [](const Slab& s) { return s.base == nullptr; });
@@ -112,6 +117,11 @@ int32_t PinnedPool::add_slab(std::unique_lock<std::mutex>& lock, int64_t bytes, 
   ++live_slabs_;
   peak_reserved_ = std::max(peak_reserved_, reserved_);
   return static_cast<int32_t>(entry - slabs_.begin());
+}
+
+void PinnedPool::end_growth() noexcept {
+  growing_ = false;
+  grown_.notify_all();
 }
 
 void PinnedPool::merge_idle_slabs(std::unique_lock<std::mutex>& lock, Detached& detached) {
@@ -138,11 +148,16 @@ PinnedBlock PinnedPool::acquire_block(int64_t bytes) {
   bytes = round_up(bytes, kGranularity);
   Detached detached;
   std::unique_lock<std::mutex> lock(mutex_);
-  if (in_use_ == 0 && live_slabs_ > 1) merge_idle_slabs(lock, detached);
   PinnedBlock block;
   bool carved = false;
-  for (int32_t i = 0; !carved && i < static_cast<int32_t>(slabs_.size()); ++i)
-    carved = slabs_[i].base != nullptr && try_carve(i, bytes, block);
+  for (;;) {
+    if (!growing_ && in_use_ == 0 && live_slabs_ > 1) merge_idle_slabs(lock, detached);
+    for (int32_t i = 0; !carved && i < static_cast<int32_t>(slabs_.size()); ++i)
+      carved = slabs_[i].base != nullptr && try_carve(i, bytes, block);
+    if (carved || !growing_) break;
+    // Another request is adding a slab sized for everything in flight: try that one first.
+    grown_.wait(lock, [this] { return !growing_; });
+  }
   if (!carved) {
     // Room for everything in flight and this request: if the demand stays, one merge later
     // finds a pool that already fits it.

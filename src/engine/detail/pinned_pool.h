@@ -11,6 +11,7 @@
 // reserved bytes: a request that only a larger pool could serve fails with a message saying so.
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -105,7 +106,8 @@ class PinnedPool {
   bool try_carve(int32_t slab_index, int64_t bytes, PinnedBlock& out);
   // A new slab of `bytes`, or of less (but at least `minimum`) to stay within the limit;
   // -1 when the limit leaves no room for `minimum` even after freeing idle slabs. Unlocks
-  // `lock` to free `detached` and to allocate, and holds it again when it returns or throws.
+  // `lock` to free `detached` and to allocate, and holds it again when it returns or throws;
+  // meanwhile growing_ is set, and requests that find no room wait for this slab.
   int32_t add_slab(std::unique_lock<std::mutex>& lock, int64_t bytes, int64_t minimum,
                    Detached& detached);
   void detach_slab(Slab& slab, Detached& detached) noexcept;
@@ -113,10 +115,14 @@ class PinnedPool {
   int64_t release_idle_locked(Detached& detached);
   // Several slabs and nothing in flight: one slab for the demand seen since the last merge.
   void merge_idle_slabs(std::unique_lock<std::mutex>& lock, Detached& detached);
+  // Clears growing_ and wakes the requests that waited for the new slab.
+  void end_growth() noexcept;
   void note_granted(int64_t bytes);
 
   SlabSource source_;
   mutable std::mutex mutex_;
+  std::condition_variable grown_;  // signalled when a slab allocation ends
+  bool growing_ = false;           // a slab is being allocated with the lock released
   std::vector<Slab> slabs_;
   int64_t live_slabs_ = 0;
   int64_t reserved_ = 0;  // live slabs and those being allocated
