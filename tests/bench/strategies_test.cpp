@@ -3,6 +3,9 @@
 #include <ATen/ops/arange.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "measure_support.h"
 #include "runner/env/environment.h"
 #include "runner/measure/bench_runner.h"
@@ -59,6 +62,42 @@ TEST(Structure, MapRebuildsEveryContainerKind) {
   EXPECT_EQ(calls, 9);
   EXPECT_FALSE(verify_copy(in, out, kCpu));
   EXPECT_FALSE(out.toTupleRef().elements()[0].isSameIdentity(in.toTupleRef().elements()[0]));
+}
+
+// Whether a and b are one object (isSameIdentity compares strings by their text).
+bool same_object(const c10::IValue& a, const c10::IValue& b) {
+  return a.isString() ? a.toString().get() == b.toString().get() : a.isSameIdentity(b);
+}
+
+// Every reference-counted object of the copy is its own: tensors through fn, strings new.
+TEST(Structure, OwnStructureSharesNoStringOrTensor) {
+  const c10::IValue in = make_batch();
+  const c10::IValue out = own_structure(in, [](const at::Tensor& t) { return t.clone(); });
+  EXPECT_FALSE(verify_copy(in, out, kCpu));
+  const auto sample = [](const c10::IValue& batch) {
+    return batch.toTupleRef().elements()[0].toListRef()[0].toGenericDict();
+  };
+  for (auto a = sample(in).begin(), b = sample(out).begin(); a != sample(in).end(); ++a, ++b) {
+    EXPECT_EQ(a->key().toStringRef(), b->key().toStringRef());
+    EXPECT_FALSE(same_object(a->key(), b->key())) << a->key().toStringRef();
+    EXPECT_FALSE(same_object(a->value(), b->value())) << a->key().toStringRef();
+  }
+  // map_tensors, the baselines' walk, keeps the keys as a user's map does.
+  const c10::IValue mapped = map_tensors(in, [](const at::Tensor& t) { return t; });
+  EXPECT_TRUE(same_object(sample(mapped).begin()->key(), sample(in).begin()->key()));
+}
+
+TEST(BenchRunner, SeveralGpuThreadsEachGetAHostInputOfTheirOwn) {
+  const c10::IValue workload = make_batch();
+  EXPECT_TRUE(input_for(workload, Direction::kH2D, 0).isSameIdentity(workload));
+  const c10::IValue own = input_for(workload, Direction::kH2D, 1, /*several=*/true);
+  EXPECT_FALSE(own.isSameIdentity(workload));
+  EXPECT_FALSE(verify_copy(workload, own, kCpu));
+  std::vector<const void*> seen;
+  for_each_tensor(workload, [&](const at::Tensor& t) { seen.push_back(t.data_ptr()); });
+  for_each_tensor(own, [&](const at::Tensor& t) {
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), t.data_ptr()), 0) << "a tensor is shared";
+  });
 }
 
 TEST(Structure, TypedListsKeepTheirType) {

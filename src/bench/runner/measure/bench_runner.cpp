@@ -234,10 +234,13 @@ std::optional<Route> route_for(Direction direction, int device, int cuda_device_
   return std::nullopt;
 }
 
-c10::IValue input_for(const c10::IValue& workload, Direction direction, int device) {
-  if (direction == Direction::kH2D || direction == Direction::kH2H) return workload;
+c10::IValue input_for(const c10::IValue& workload, Direction direction, int device, bool several) {
+  if (direction == Direction::kH2D || direction == Direction::kH2H) {
+    if (!several) return workload;
+    return own_structure(workload, [](const at::Tensor& t) { return t.clone(); });
+  }
   const c10::Device gpu(c10::kCUDA, static_cast<c10::DeviceIndex>(device));
-  c10::IValue moved = map_tensors(
+  c10::IValue moved = own_structure(
       workload, [&](const at::Tensor& t) { return t.to(at::TensorOptions().device(gpu)); });
   c10::cuda::CUDAGuard guard(gpu.index());
   c10::cuda::device_synchronize();
@@ -291,7 +294,7 @@ RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPl
         MTC_RANGE(setup, "setup");
         threads.run([&](size_t i) {
           for (size_t k = 0; k < used; ++k)
-            inputs[i].push_back(input_for(workloads[k], direction, devices[i]));
+            inputs[i].push_back(input_for(workloads[k], direction, devices[i], devices.size() > 1));
         });
       }
       auto block = std::make_unique<Block>(Block{direction, pattern, &threads, {}});

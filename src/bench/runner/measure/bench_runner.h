@@ -31,9 +31,11 @@ struct RunOutcome {
 RunOutcome run_benchmarks(const std::vector<c10::IValue>& workloads, const RunPlan& plan,
                           const LoadedEngines& engines, Progress& progress);
 
-// The input of a direction on one GPU: the workload itself for h2d and h2h, moved to the GPU
-// (untimed, synchronized) for d2h and d2d.
-c10::IValue input_for(const c10::IValue& workload, Direction direction, int device);
+// The input of a direction on one GPU: for h2d and h2h the workload itself, or, when `several`
+// GPU threads copy at once, a structure of its own for each (own_structure, tensors cloned);
+// for d2h and d2d one of its own moved to the GPU (untimed, synchronized).
+c10::IValue input_for(const c10::IValue& workload, Direction direction, int device,
+                      bool several = false);
 
 // The route of a direction for one GPU thread, or empty with `why` set when it cannot run.
 std::optional<Route> route_for(Direction direction, int device, int cuda_device_count,

@@ -5,7 +5,11 @@
 
 namespace mtc::bench {
 
-c10::IValue map_tensors(const c10::IValue& value, TensorMap fn) {
+namespace {
+// The one recursive rebuild behind map_tensors and own_structure: tensor leaves through fn,
+// other leaves and dict keys through other (both: same kinds of containers, same order).
+template <class Other>
+c10::IValue rebuild(const c10::IValue& value, TensorMap fn, const Other& other) {
   if (value.isTensor()) return fn(value.toTensor());
   if (value.isList()) {
     // Keeps the element type, so a typed List[Tensor] stays typed.
@@ -14,24 +18,35 @@ c10::IValue map_tensors(const c10::IValue& value, TensorMap fn) {
     c10::impl::GenericList out(value.toList().elementType());
     const c10::ArrayRef<c10::IValue> items = value.toListRef();
     out.reserve(items.size());
-    for (const c10::IValue& item : items) out.push_back(map_tensors(item, fn));
+    for (const c10::IValue& item : items) out.push_back(rebuild(item, fn, other));
     return out;
   }
   if (value.isTuple()) {
     const auto& elements = value.toTupleRef().elements();
     std::vector<c10::IValue> out;
     out.reserve(elements.size());
-    for (const c10::IValue& item : elements) out.push_back(map_tensors(item, fn));
+    for (const c10::IValue& item : elements) out.push_back(rebuild(item, fn, other));
     return c10::ivalue::Tuple::create(std::move(out));
   }
   if (value.isGenericDict()) {
     const c10::impl::GenericDict dict = value.toGenericDict();
     c10::impl::GenericDict out(dict.keyType(), dict.valueType());
     out.reserve(dict.size());
-    for (const auto& item : dict) out.insert(item.key(), map_tensors(item.value(), fn));
+    for (const auto& item : dict) out.insert(other(item.key()), rebuild(item.value(), fn, other));
     return out;
   }
-  return value;
+  return other(value);
+}
+}  // namespace
+
+c10::IValue map_tensors(const c10::IValue& value, TensorMap fn) {
+  return rebuild(value, fn, [](const c10::IValue& v) { return v; });
+}
+
+c10::IValue own_structure(const c10::IValue& value, TensorMap fn) {
+  return rebuild(value, fn, [](const c10::IValue& v) {
+    return v.isString() ? c10::IValue(std::string(v.toStringRef())) : v;
+  });
 }
 
 void for_each_tensor(const c10::IValue& value, TensorVisit fn) {

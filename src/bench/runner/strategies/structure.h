@@ -16,6 +16,11 @@ using TensorVisit = c10::function_ref<void(const at::Tensor&)>;
 
 // A new structure of the same shape with each tensor leaf replaced by fn(leaf).
 c10::IValue map_tensors(const c10::IValue& value, TensorMap fn);
+// The same, with every string (dict key or leaf) a new string: a structure that shares no
+// reference-counted object with `value` but what fn returns. The GPU threads of one run each get
+// one, as the ranks of a training job each load their own batch: threads copying one shared
+// structure would bounce the reference counts of its tensors and strings between cores.
+c10::IValue own_structure(const c10::IValue& value, TensorMap fn);
 // Calls fn on every tensor leaf, in the order map_tensors visits them.
 void for_each_tensor(const c10::IValue& value, TensorVisit fn);
 
