@@ -10,8 +10,10 @@ one process; `procs`: one process per GPU, started together); a label may be giv
 median over the label's reports of each report's median wall time for the strategy, and its ratio
 to the baseline label's figure for GPU 0 (or for the same GPU when the baseline has it). The
 ratios are the many-GPU targets: per-GPU time within 1.2x (2 and 4 GPUs) or 1.3x (8 GPUs) of one
-GPU alone, all from one call. Exit status 0, or 2 when a report cannot be read or the baseline
-label is missing.
+GPU alone, all from one call. Below the table, each label's pinned slab allocations
+(`cudaHostAlloc`) against its timed copies, flagged when the pool kept allocating: its times then
+include allocations a settled pool does not make. Exit status 0, or 2 when a report cannot be
+read or the baseline label is missing.
 """
 import argparse
 import json
@@ -29,6 +31,47 @@ def medians(report, strategy):
                 continue
             out[(e["direction"], e.get("pattern", "hot"), e["device"])] = e["wall_s"]["median"]
     return out
+
+
+def pinned_allocations(report, strategy):
+    """(slab allocations of the process's pinned pools, timed copies of `strategy`) in a report;
+    None for the first when the report does not say. The count is the process's, at the end."""
+    allocations, copies = None, 0
+    for run in report["runs"]:
+        for e in run["results"]:
+            if e.get("status") != "ok" or e["strategy"] != strategy:
+                continue
+            copies += e.get("samples", 0)
+            count = e.get("engine", {}).get("pinned_pool", {}).get("slab_allocations")
+            if count is not None:
+                allocations = max(allocations or 0, count)
+    return allocations, copies
+
+
+# More slab allocations than this share of the timed copies (and more than a pool needs to
+# settle) means the pool did not settle.
+KEPT_ALLOCATING_SHARE = 0.01
+SETTLING_ALLOCATIONS = 20
+
+
+def allocation_lines(labelled, strategy):
+    totals = {}
+    for label, report in labelled:
+        allocations, copies = pinned_allocations(report, strategy)
+        if allocations is None:
+            continue
+        done = totals.setdefault(label, [0, 0, 0])
+        done[0] += allocations
+        done[1] += copies
+        done[2] += 1
+    lines = []
+    for label, (allocations, copies, reports) in totals.items():
+        line = (f"- `{label}`: {allocations:,} pinned slab allocations over {copies:,} timed copies"
+                f" ({reports} report{'s' if reports != 1 else ''})")
+        if allocations > SETTLING_ALLOCATIONS * reports and allocations > KEPT_ALLOCATING_SHARE * copies:
+            line += ": **the pinned pool kept allocating; these times include cudaHostAlloc**"
+        lines.append(line)
+    return lines
 
 
 def parse_pairs(pairs):
@@ -68,7 +111,7 @@ def table(labelled, strategy, baseline):
     return rows
 
 
-def render(rows, strategy, baseline):
+def render(rows, strategy, baseline, allocations=()):
     lines = [
         f"Per-GPU median wall time of `{strategy}` (median over the reports of each label) and its"
         f" ratio to `{baseline}` (one GPU alone) in the same call.",
@@ -81,6 +124,8 @@ def render(rows, strategy, baseline):
         lines.append(
             f"| {direction} | {pattern} | {label} | {gpu} | {value * 1e6:,.1f} us | {shown} | {reps} |"
         )
+    if allocations:
+        lines += ["", "Pinned slab allocations (each report's process, at its end):", *allocations]
     return "\n".join(lines) + "\n"
 
 
@@ -92,11 +137,12 @@ def main():
     parser.add_argument("--md", help="also write the table here")
     args = parser.parse_args()
     try:
-        rows = table(parse_pairs(args.reports), args.strategy, args.baseline)
+        labelled = parse_pairs(args.reports)
+        rows = table(labelled, args.strategy, args.baseline)
     except (OSError, ValueError, KeyError) as e:
         print(f"multi_gpu_summary: {e}", file=sys.stderr)
         return 2
-    text = render(rows, args.strategy, args.baseline)
+    text = render(rows, args.strategy, args.baseline, allocation_lines(labelled, args.strategy))
     sys.stdout.write(text)
     if args.md:
         with open(args.md, "w", encoding="utf-8") as f:

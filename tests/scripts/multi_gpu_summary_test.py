@@ -14,10 +14,14 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SUMMARY = ROOT / "scripts" / "multi_gpu_summary.py"
 
 
-def report(entries):
-    """A report holding one run with (direction, pattern, strategy, gpu, median seconds) results."""
+def report(entries, slabs=None, samples=1000):
+    """A report holding one run with (direction, pattern, strategy, gpu, median seconds) results,
+    each of `samples` copies; `slabs`: the engine's pinned slab allocations, if given."""
     results = [{"direction": d, "pattern": p, "strategy": s, "device": g, "status": "ok",
-                "wall_s": {"median": m}} for d, p, s, g, m in entries]
+                "samples": samples, "wall_s": {"median": m}} for d, p, s, g, m in entries]
+    for e in results:
+        if slabs is not None and e["strategy"] == "engine":
+            e["engine"] = {"pinned_pool": {"slab_allocations": slabs}}
     results.append({"direction": "h2d", "pattern": "hot", "strategy": "engine", "device": 0,
                     "status": "skipped", "wall_s": {"median": 1.0}})  # not counted
     return {"schema_version": 2, "runs": [{"results": results}]}
@@ -37,9 +41,10 @@ def main():
         tmp = pathlib.Path(name)
         us = 1e-6
         reports = [
-            ("alone", report([("h2d", "hot", "engine", 0, 100 * us), ("h2d", "hot", "to", 0, 5000 * us)])),
-            ("alone", report([("h2d", "hot", "engine", 0, 110 * us)])),
-            ("together", report([("h2d", "hot", "engine", 0, 126 * us), ("h2d", "hot", "engine", 1, 147 * us)])),
+            ("alone", report([("h2d", "hot", "engine", 0, 100 * us), ("h2d", "hot", "to", 0, 5000 * us)], slabs=3)),
+            ("alone", report([("h2d", "hot", "engine", 0, 110 * us)], slabs=4)),
+            ("together", report([("h2d", "hot", "engine", 0, 126 * us), ("h2d", "hot", "engine", 1, 147 * us)],
+                                slabs=1900)),
             ("procs", report([("h2d", "hot", "engine", 0, 115.5 * us)])),
             ("procs", report([("h2d", "hot", "engine", 1, 210 * us)])),
         ]
@@ -56,6 +61,14 @@ def main():
             cells = [c.strip() for c in row.strip("|").split("|")]
             assert cells == ["h2d", "hot", label, gpu, median, ratio, reps], (cells, row)
         assert md.read_text() == done.stdout
+        # A settled pool (7 allocations over 2,000 copies) passes; one allocating at almost every
+        # copy (1,900 over 2,000) is flagged; reports without the figure say nothing.
+        alone = next(line for line in done.stdout.splitlines() if line.startswith("- `alone`"))
+        assert "7 pinned slab allocations over 2,000 timed copies (2 reports)" in alone, alone
+        assert "kept allocating" not in alone, alone
+        together = next(line for line in done.stdout.splitlines() if line.startswith("- `together`"))
+        assert "1,900 pinned slab allocations" in together and "kept allocating" in together, together
+        assert "- `procs`" not in done.stdout, done.stdout
         to = run(tmp, reports, "--strategy", "to")
         assert to.returncode == 0 and "5,000.0 us" in to.stdout, to.stdout
         missing = run(tmp, reports[2:])
