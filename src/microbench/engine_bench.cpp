@@ -266,6 +266,9 @@ void BM_EngineCopy(benchmark::State& state) {
   // always find them awake (to tell wake-up costs from walking costs).
   if (state.range(1) & 64)
     mtc::detail::WorkerPool::instance().set_spin(std::chrono::milliseconds(2));
+  // Bit 512: a split walk's chunks are queued by the walk's thread after the walk, not by each
+  // walker as it finishes (set_queue_after_walk).
+  mtc::detail::set_queue_after_walk(state.range(1) & 512);
   double start_seconds = 0;
   std::vector<double> seconds;
   mtc::CopyStats sum;
@@ -319,6 +322,8 @@ void engine_args(benchmark::internal::Benchmark* b) {
   // on the pool (391, 399), on one worker (+16), split by the caller (-4), all on the caller.
   b->Args({1, 19})->Args({1, 407})->Args({1, 387})->Args({1, 403});
   b->Args({1, 415})->Args({1, 395})->Args({1, 411});
+  // The chunks queued after the walk (+512): hot, fresh batches with the previous freed, the step.
+  b->Args({1, 519})->Args({1, 903})->Args({1, 911});
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 

@@ -20,7 +20,10 @@ namespace mtc::detail {
 namespace {
 std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
 std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
+std::atomic<bool> queue_after_walk{false};
 }  // namespace
+
+void set_queue_after_walk(bool on) { queue_after_walk.store(on); }
 
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
   parallel_walk_leaves.store(min_leaves);
@@ -148,7 +151,8 @@ void CopyJob::walk() {
     RouteContext context;
     std::exception_ptr error;
     int64_t error_element = 0;
-    int64_t walked = 0;  // root elements
+    int64_t walked = 0;                 // root elements
+    const std::byte* staged = nullptr;  // chunks staged, to queue after the walk
   };
   // One walker per helper, one for a caller that waits in get() and joins, and the walk's own.
   // Made before any other thread joins, so a joining thread cannot fail outside walk_from.
@@ -159,6 +163,7 @@ void CopyJob::walk() {
     w.router = k == 0 ? &router_ : &w.own_router.emplace(target_, options_, w.own_stats);
     w.copier = k == 0 ? &first : &w.own_copier.emplace(*w.router);
   }
+  const bool queue_later = queue_after_walk.load(std::memory_order_relaxed);
   const auto tickets = std::make_shared<ElementTickets>(n, static_cast<int>(walkers.size()));
   // Walks elements from `i` on, as long as there are any; a failing thread records its error
   // and stops. The error reported is the one of the earliest element, whichever thread failed
@@ -173,7 +178,12 @@ void CopyJob::walk() {
         built[static_cast<size_t>(i)] =
             w.copier->copy_element(*elements[i], static_cast<uint32_t>(i));
       }
-      if (pack_submitted_in_walk()) submit_packed_host_to_device(w.context, w.router->packed());
+      if (pack_submitted_in_walk()) {
+        if (queue_later)
+          w.staged = stage_packed_host_to_device(w.context, w.router->packed());
+        else
+          submit_packed_host_to_device(w.context, w.router->packed());
+      }
     } catch (...) {
       w.error = std::current_exception();
       tickets->stop.store(true, std::memory_order_relaxed);
@@ -198,6 +208,18 @@ void CopyJob::walk() {
     open_walk_.reset();
   }
   while (tickets->active.load(std::memory_order_acquire) != 0) cpu_relax();
+  const bool any_failed = std::any_of(walkers.begin(), walkers.end(),
+                                      [](const auto& w) { return w->error != nullptr; });
+  if (queue_later && !any_failed) {
+    for (const auto& w : walkers) {
+      try {
+        queue_packed_host_to_device(w->context, w->router->packed(), w->staged);
+      } catch (...) {
+        w->error = std::current_exception();
+        break;
+      }
+    }
+  }
   // Threads that did submit hold staging their DMAs may still read: it goes to the job's
   // completion, which the failure path waits for after synchronizing the streams.
   const Walker* failed = nullptr;

@@ -31,6 +31,11 @@ inline constexpr int64_t kDefaultParallelWalkLeaves = 256;
 inline constexpr int64_t kDefaultLeavesPerPart = 128;
 // Changes both, process-wide (for benchmarks that compare settings in one run).
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);
+// Whether a split walk's CPU->GPU chunks are queued by the walk's own thread once every walker
+// is done (each walker still stages its own), instead of by each walker as it finishes: fewer
+// driver calls at the same moment, less overlap. Off by default; process-wide, for benchmarks
+// that compare the two (results/NOTES.md).
+void set_queue_after_walk(bool on);
 
 class CopyJob;
 
