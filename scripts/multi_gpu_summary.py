@@ -22,29 +22,29 @@ import sys
 from collections import defaultdict
 
 
-def medians(report, strategy):
-    """(direction, pattern, gpu) -> median wall seconds of `strategy`, for each ok result."""
-    out = {}
+def ok_results(report, strategy):
+    """The results of `strategy` in every run of a report that measured it (status ok)."""
     for run in report["runs"]:
         for e in run["results"]:
-            if e.get("status") != "ok" or e["strategy"] != strategy:
-                continue
-            out[(e["direction"], e.get("pattern", "hot"), e["device"])] = e["wall_s"]["median"]
-    return out
+            if e.get("status") == "ok" and e["strategy"] == strategy:
+                yield e
+
+
+def medians(report, strategy):
+    """(direction, pattern, gpu) -> median wall seconds of `strategy`, for each ok result."""
+    return {(e["direction"], e.get("pattern", "hot"), e["device"]): e["wall_s"]["median"]
+            for e in ok_results(report, strategy)}
 
 
 def pinned_allocations(report, strategy):
     """(slab allocations of the process's pinned pools, timed copies of `strategy`) in a report;
     None for the first when the report does not say. The count is the process's, at the end."""
     allocations, copies = None, 0
-    for run in report["runs"]:
-        for e in run["results"]:
-            if e.get("status") != "ok" or e["strategy"] != strategy:
-                continue
-            copies += e.get("samples", 0)
-            count = e.get("engine", {}).get("pinned_pool", {}).get("slab_allocations")
-            if count is not None:
-                allocations = max(allocations or 0, count)
+    for e in ok_results(report, strategy):
+        copies += e.get("samples", 0)
+        count = e.get("engine", {}).get("pinned_pool", {}).get("slab_allocations")
+        if count is not None:
+            allocations = max(allocations or 0, count)
     return allocations, copies
 
 

@@ -208,9 +208,8 @@ void CopyJob::walk() {
     open_walk_.reset();
   }
   while (tickets->active.load(std::memory_order_acquire) != 0) cpu_relax();
-  const bool any_failed = std::any_of(walkers.begin(), walkers.end(),
-                                      [](const auto& w) { return w->error != nullptr; });
-  if (queue_later && !any_failed) {
+  if (queue_later && std::none_of(walkers.begin(), walkers.end(),
+                                  [](const auto& w) { return w->error != nullptr; })) {
     for (const auto& w : walkers) {
       try {
         queue_packed_host_to_device(w->context, w->router->packed(), w->staged);

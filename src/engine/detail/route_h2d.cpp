@@ -110,8 +110,7 @@ void single_host_to_device(RouteContext& ctx, int64_t leaf, std::vector<HostToDe
 }  // namespace
 
 void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
-  if (packed.chunks.empty()) return;
-  queue_packed_host_to_device(ctx, packed, stage_packed(ctx, packed));
+  queue_packed_host_to_device(ctx, packed, stage_packed_host_to_device(ctx, packed));
 }
 
 std::byte* stage_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
