@@ -4,9 +4,10 @@
 # engine's tests. Each GPU copies the reference batch (configs/streampetr.json, CPU->GPU and
 # GPU->CPU, hot and step) as:
 #   alone     mtc-bench --devices 0: one GPU in the process (the yardstick);
-#   together  --devices 0,...,N-1: one thread per GPU in one process, the pools shared;
-#   fixed4    together with MTC_WORKER_THREADS=4, the worker count of one GPU (as every
-#             process had before the pool grew with the devices in use);
+#   together  --devices 0,...,N-1: one thread per GPU in one process, each GPU's copies on a
+#             worker pool of its own;
+#   shared    together with MTC_WORKER_THREADS=4N: as many workers, in one pool that every GPU
+#             shares (as before the pools were per device);
 #   procs     N processes, one per GPU (--devices k), started together: what a process shares
 #             against what the host shares.
 # The four run in turn, REPS times (default 2), so that the host's changes of state fall on all
@@ -48,7 +49,7 @@ for rep in $(seq 1 "$reps"); do
   echo "=== repetition $rep/$reps ($(date -u +%T))"
   run alone "alone-$rep.json" -- --devices 0
   run together "together-$rep.json" -- --devices "$all"
-  run fixed4 "fixed4-$rep.json" MTC_WORKER_THREADS=4 -- --devices "$all"
+  run shared "shared-$rep.json" MTC_WORKER_THREADS=$((4 * gpus)) -- --devices "$all"
   pids=()
   for g in $(seq 0 $((gpus - 1))); do
     "$bench" "${args[@]}" --devices "$g" --json "$reports/procs-$rep-gpu$g.json" \

@@ -10,7 +10,7 @@
 #include "detail/copy_job.h"
 #include "detail/host_block_cache.h"
 #include "detail/pinned_pool_set.h"
-#include "detail/worker_pool.h"
+#include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
 
 namespace mtc {
@@ -119,16 +119,16 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
   if (devices > 0) at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
   for (c10::DeviceIndex d = 0; d < devices; ++d) streams.add(d);
 
-  auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams));
-  // The pool grows with the devices in use (the sources' are noted when the walk finds them).
-  if (target.is_cuda()) detail::WorkerPool::instance().use_device(target.index());
+  // Each device's copies have workers of their own (see worker_pool_set.h).
+  detail::WorkerPool& pool = detail::worker_pool_for(target);
+  auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams), pool);
   if (options.use_background_thread) {
     // Whoever claims the job first runs it: a worker, or the caller if it reaches get() before
     // any worker has picked the job up. The task reaches the job through its gate: a worker that
     // pops it after the handle was dropped has nothing to do (release_here).
     auto gate = std::make_shared<detail::TaskGate>(job);
     job->set_task_gate(gate);
-    detail::WorkerPool::instance().submit([gate = std::move(gate)] {
+    pool.submit([gate = std::move(gate)] {
       if (const std::shared_ptr<detail::CopyJob> claimed = gate->take())
         claimed->run_if_unclaimed();
     });

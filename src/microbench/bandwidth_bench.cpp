@@ -14,7 +14,7 @@
 
 #include "bench_support.h"
 #include "detail/pinned_upload.h"
-#include "detail/worker_pool.h"
+#include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
 
@@ -78,7 +78,7 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   }
   mtc::detail::set_upload_threads(0);
   const double engine = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
-  const int workers = mtc::detail::WorkerPool::instance().size();
+  const int workers = mtc::detail::worker_pool_for(c10::Device(c10::kCUDA, 0)).size();
   state.counters["fill_threads"] =
       state.range(0) == 0 ? workers + 1 : std::min<int64_t>(state.range(0), workers + 1);
   state.counters["engine_GBps"] = engine;

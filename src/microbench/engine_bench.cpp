@@ -23,7 +23,7 @@
 #include "detail/pinned_pool_set.h"
 #include "detail/staging.h"
 #include "detail/structure.h"
-#include "detail/worker_pool.h"
+#include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
 
@@ -265,10 +265,7 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 64: idle workers spin 2 ms instead of 200 us before sleeping, so back-to-back copies
   // always find them awake (to tell wake-up costs from walking costs).
   if (state.range(1) & 64)
-    mtc::detail::WorkerPool::instance().set_spin(std::chrono::milliseconds(2));
-  // Bit 512: a split walk's chunks are queued by the walk's thread after the walk, not by each
-  // walker as it finishes (set_queue_after_walk).
-  mtc::detail::set_queue_after_walk(state.range(1) & 512);
+    mtc::detail::WorkerPoolSet::instance().set_spin(std::chrono::milliseconds(2));
   double start_seconds = 0;
   std::vector<double> seconds;
   mtc::CopyStats sum;
@@ -303,7 +300,7 @@ void BM_EngineCopy(benchmark::State& state) {
   state.counters["walk_threads"] = static_cast<double>(sum.walk_threads) / n;
   report_median(state, seconds);
   mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
-  mtc::detail::WorkerPool::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);
+  mtc::detail::WorkerPoolSet::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -322,8 +319,6 @@ void engine_args(benchmark::internal::Benchmark* b) {
   // on the pool (391, 399), on one worker (+16), split by the caller (-4), all on the caller.
   b->Args({1, 19})->Args({1, 407})->Args({1, 387})->Args({1, 403});
   b->Args({1, 415})->Args({1, 395})->Args({1, 411});
-  // The chunks queued after the walk (+512): hot, fresh batches with the previous freed, the step.
-  b->Args({1, 519})->Args({1, 903})->Args({1, 911});
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 

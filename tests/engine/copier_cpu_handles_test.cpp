@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "cpu_test_support.h"
-#include "detail/worker_pool.h"
+#include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
 
@@ -77,7 +77,8 @@ TEST(CopierCpu, MovedHandles) {
 // worker nor runs the queued work first: the caller runs the copy itself. (Otherwise get() would
 // not return before the blocking tasks are released below.)
 TEST(CopierCpu, GetRunsTheCopyWhenNoWorkerHasStartedIt) {
-  auto& pool = mtc::detail::WorkerPool::instance();
+  // The pool start_copy gives a copy to the CPU made on this thread.
+  auto& pool = mtc::detail::worker_pool_for(kCpu);
   std::atomic<bool> release{false};
   std::atomic<int> blocked{0};
   std::atomic<int> finished{0};
@@ -165,7 +166,7 @@ TEST(CopierCpu, ManyConcurrentCallers) {
 TEST(CopierCpu, SplitWalkIsCompleteWhicheverHelpersJoin) {
   const c10::impl::GenericList root =
       mtc::test::list_of_lists(40, 20, [](int k) { return at::full({1}, static_cast<double>(k)); });
-  const int pool = mtc::detail::WorkerPool::instance().size();
+  const int pool = mtc::detail::worker_pool_for(kCpu).size();
   int64_t most_threads = 0;
   // At least 200 copies; then more until one was split, for up to 20 s: on a loaded 2-core
   // machine the helpers often wake only after the copy's own thread has walked everything.

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "detail/worker_pool.h"
+#include "detail/worker_pool_set.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
@@ -117,13 +117,23 @@ TEST_F(MultiGpuTest, EachGpuStagesInItsOwnPinnedPool) {
   EXPECT_EQ(all.in_use_bytes, 0);
 }
 
-TEST_F(MultiGpuTest, TheWorkerPoolGrowsWithTheGpusInUse) {
+// Each GPU's copies run on workers of their own; a copy back to the CPU on the workers of the
+// caller's current GPU. With MTC_WORKER_THREADS set, one pool serves both.
+TEST_F(MultiGpuTest, EachGpuHasAWorkerPoolOfItsOwn) {
   start_copy(reference_batch(kCpu), kCuda0).get();
-  start_copy(reference_batch(kCuda1), kCpu).get();  // a source device counts too
-  const mtc::detail::WorkerPool& pool = mtc::detail::WorkerPool::instance();
-  EXPECT_GE(pool.devices_in_use(), 2);
-  EXPECT_EQ(pool.size(),
-            mtc::detail::WorkerCount::from_environment().for_devices(pool.devices_in_use()));
+  start_copy(reference_batch(kCpu), kCuda1).get();
+  mtc::detail::WorkerPoolSet& pools = mtc::detail::WorkerPoolSet::instance();
+  const mtc::detail::WorkerCount count = mtc::detail::WorkerCount::from_environment();
+  mtc::detail::WorkerPool& pool0 = pools.for_device(0);
+  mtc::detail::WorkerPool& pool1 = pools.for_device(1);
+  EXPECT_EQ(&mtc::detail::worker_pool_for(kCuda0), &pool0);
+  EXPECT_EQ(&mtc::detail::worker_pool_for(kCuda1), &pool1);
+  EXPECT_EQ(count.shared(), &pool0 == &pool1);
+  EXPECT_EQ(pool0.size(), count.per_pool());
+  EXPECT_EQ(pool1.size(), count.per_pool());
+  const c10::cuda::CUDAGuard on1(1);
+  EXPECT_EQ(&mtc::detail::worker_pool_for(kCpu), &pool1) << "a copy back made on GPU 1's thread";
+  start_copy(reference_batch(kCuda1), kCpu).get();
 }
 
 TEST_F(MultiGpuTest, DeviceToDeviceOrderingOnNonDefaultStreams) {

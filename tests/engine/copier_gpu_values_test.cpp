@@ -13,7 +13,7 @@
 
 #include "detail/copy_job.h"
 #include "detail/pinned_pool.h"
-#include "detail/worker_pool.h"
+#include "detail/worker_pool_set.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
@@ -133,7 +133,7 @@ TEST_F(GpuTest, ReferenceBatchHostToDevicePacksIntoOneChunkPerPart) {
     EXPECT_EQ(s.reused, 0);
     EXPECT_EQ(s.packed, 528);
     // The copy's thread, the workers and a caller waiting in get().
-    const int64_t max_parts = mtc::detail::WorkerPool::instance().size() + 2;
+    const int64_t max_parts = mtc::detail::worker_pool_for(kCuda0).size() + 2;
     if (split) {
       // Every thread that walked part of it packed something, into a chunk of its own.
       EXPECT_GE(s.walk_threads, 1);

@@ -13,8 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "detail/copy_job.h"
-#include "detail/worker_pool.h"
+#include "detail/worker_pool_set.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
@@ -80,21 +79,13 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
       d.insert(std::to_string(elements.size() - i) += "k", elements[i]);
     roots.push_back(d);
   }
-  const bool parallel = mtc::detail::WorkerPool::instance().size() > 0;
+  const bool parallel = mtc::detail::worker_pool_for(kCuda0).size() > 0;
   int64_t most_threads = 0;
-  // Both ways of queuing a split walk's chunks: by each walker, and by the walk's thread after it.
-  struct QueueAfterWalk {
-    ~QueueAfterWalk() { mtc::detail::set_queue_after_walk(false); }
-  } restore;
   for (const c10::IValue& root : roots) {
     const std::vector<at::Tensor> leaves = tensors_of(root);
     ASSERT_GE(leaves.size(), 1024u);
-    for (const int run : {0, 1, 2, 3}) {
-      const bool background = run % 2 == 0;
-      const bool queue_after_walk = run >= 2;
-      mtc::detail::set_queue_after_walk(queue_after_walk);
-      SCOPED_TRACE(::testing::Message() << root.tagKind() << ", background " << background
-                                        << ", chunks queued after the walk " << queue_after_walk);
+    for (const bool background : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << root.tagKind() << ", background " << background);
       CopyOptions options;
       options.use_background_thread = background;
       CopyHandle h = start_copy(root, kCuda0, options);
@@ -112,7 +103,7 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
       most_threads = std::max(most_threads, s.walk_threads);
     }
   }
-  // Helpers join as they wake up: not every copy is split, but over twelve copies of over 1,024
+  // Helpers join as they wake up: not every copy is split, but over six copies of over 1,024
   // leaves some are.
   if (parallel) {
     EXPECT_GE(most_threads, 2) << "the walk was never split";

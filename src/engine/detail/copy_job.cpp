@@ -13,17 +13,14 @@
 #include "detail/cuda_check.h"
 #include "detail/outputs.h"
 #include "detail/structure.h"
-#include "detail/worker_pool.h"
+#include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
 
 namespace mtc::detail {
 namespace {
 std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
 std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
-std::atomic<bool> queue_after_walk{false};
 }  // namespace
-
-void set_queue_after_walk(bool on) { queue_after_walk.store(on); }
 
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
   parallel_walk_leaves.store(min_leaves);
@@ -43,11 +40,12 @@ c10::cuda::CUDAStream CapturedStreams::of(c10::DeviceIndex device) const {
 }
 
 CopyJob::CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
-                 CapturedStreams streams)
+                 CapturedStreams streams, WorkerPool& pool)
     : input_(std::move(input)),
       target_(target),
       options_(options),
       streams_(std::move(streams)),
+      pool_(pool),
       router_(target, options_, stats_) {}
 
 CopyJob::~CopyJob() { wait_noexcept(); }
@@ -111,7 +109,7 @@ void CopyJob::walk() {
   std::vector<c10::IValue> built(static_cast<size_t>(n));
   Copier first(router_);
   if (n > 0) built[0] = first.copy_element(*elements[0], 0);
-  WorkerPool& pool = WorkerPool::instance();
+  WorkerPool& pool = pool_;
   const int64_t estimate = stats_.tensors * n;
   const auto helpers =
       std::min<int64_t>({static_cast<int64_t>(pool.size()), n - 2,
@@ -151,8 +149,7 @@ void CopyJob::walk() {
     RouteContext context;
     std::exception_ptr error;
     int64_t error_element = 0;
-    int64_t walked = 0;                 // root elements
-    const std::byte* staged = nullptr;  // chunks staged, to queue after the walk
+    int64_t walked = 0;  // root elements
   };
   // One walker per helper, one for a caller that waits in get() and joins, and the walk's own.
   // Made before any other thread joins, so a joining thread cannot fail outside walk_from.
@@ -163,7 +160,6 @@ void CopyJob::walk() {
     w.router = k == 0 ? &router_ : &w.own_router.emplace(target_, options_, w.own_stats);
     w.copier = k == 0 ? &first : &w.own_copier.emplace(*w.router);
   }
-  const bool queue_later = queue_after_walk.load(std::memory_order_relaxed);
   const auto tickets = std::make_shared<ElementTickets>(n, static_cast<int>(walkers.size()));
   // Walks elements from `i` on, as long as there are any; a failing thread records its error
   // and stops. The error reported is the one of the earliest element, whichever thread failed
@@ -178,12 +174,7 @@ void CopyJob::walk() {
         built[static_cast<size_t>(i)] =
             w.copier->copy_element(*elements[i], static_cast<uint32_t>(i));
       }
-      if (pack_submitted_in_walk()) {
-        if (queue_later)
-          w.staged = stage_packed_host_to_device(w.context, w.router->packed());
-        else
-          submit_packed_host_to_device(w.context, w.router->packed());
-      }
+      if (pack_submitted_in_walk()) submit_packed_host_to_device(w.context, w.router->packed());
     } catch (...) {
       w.error = std::current_exception();
       tickets->stop.store(true, std::memory_order_relaxed);
@@ -208,17 +199,6 @@ void CopyJob::walk() {
     open_walk_.reset();
   }
   while (tickets->active.load(std::memory_order_acquire) != 0) cpu_relax();
-  if (queue_later && std::none_of(walkers.begin(), walkers.end(),
-                                  [](const auto& w) { return w->error != nullptr; })) {
-    for (const auto& w : walkers) {
-      try {
-        queue_packed_host_to_device(w->context, w->router->packed(), w->staged);
-      } catch (...) {
-        w->error = std::current_exception();
-        break;
-      }
-    }
-  }
   // Threads that did submit hold staging their DMAs may still read: it goes to the job's
   // completion, which the failure path waits for after synchronizing the streams.
   const Walker* failed = nullptr;
@@ -274,7 +254,6 @@ void CopyJob::run_routes() {
   if (!packed.chunks.empty() || !to_device.empty() || (split_ && pack_submitted_in_walk()))
     copy_host_to_device(ctx, packed, to_device);
   for (const auto& [source, leaves] : from_device) {
-    WorkerPool::instance().use_device(source);
     if (target_.is_cpu()) {
       copy_device_to_host(ctx, source, leaves);
     } else {
@@ -305,6 +284,7 @@ void CopyJob::place_outputs() {
 
 void CopyJob::run() noexcept {
   MTC_RANGE(job, "copy job");
+  const PoolScope scope(pool_);  // run by the caller too (run_if_unclaimed)
   const std::optional<c10::InferenceMode> inference = inference_guard();
   try {
     run_routes();
@@ -331,7 +311,8 @@ int CopyJob::wait_submitted(bool join) {
   if (state != kPending) return state;
   // The worker usually finishes within tens of microseconds: spin first, then sleep. While
   // spinning, join the walk if it is split (once), or help with queued pool work.
-  WorkerPool& pool = WorkerPool::instance();
+  const PoolScope scope(pool_);
+  WorkerPool& pool = pool_;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
   while ((state = state_.load(std::memory_order_acquire)) == kPending &&
          std::chrono::steady_clock::now() < deadline) {
@@ -354,6 +335,7 @@ bool CopyJob::ready() {
   const int state = state_.load(std::memory_order_acquire);
   if (state == kPending) return false;
   if (state == kFailed) std::rethrow_exception(error_);
+  const PoolScope scope(pool_);  // completion may run host copies on the pool
   std::lock_guard<std::mutex> lock(completion_mutex_);
   return completion_.query();
 }
@@ -367,6 +349,7 @@ c10::IValue CopyJob::get() {
 
 void CopyJob::wait() {
   wait_started();
+  const PoolScope scope(pool_);  // completion may run host copies on the pool
   std::lock_guard<std::mutex> lock(completion_mutex_);
   // The inputs stay referenced until the job is destroyed (with its handle): releasing them
   // here would put hundreds of reference-count drops on the caller's critical path.

@@ -16,6 +16,7 @@
 #include "detail/completion.h"
 #include "detail/leaf_router.h"
 #include "detail/routes.h"
+#include "detail/worker_pool.h"
 #include "mtc/copier.h"
 
 namespace mtc::detail {
@@ -31,11 +32,6 @@ inline constexpr int64_t kDefaultParallelWalkLeaves = 256;
 inline constexpr int64_t kDefaultLeavesPerPart = 128;
 // Changes both, process-wide (for benchmarks that compare settings in one run).
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);
-// Whether a split walk's CPU->GPU chunks are queued by the walk's own thread once every walker
-// is done (each walker still stages its own), instead of by each walker as it finishes: fewer
-// driver calls at the same moment, less overlap. Off by default; process-wide, for benchmarks
-// that compare the two (results/NOTES.md).
-void set_queue_after_walk(bool on);
 
 class CopyJob;
 
@@ -61,8 +57,9 @@ class TaskGate {
 
 class CopyJob {
  public:
+  // `pool`: the workers that run the job and help with it (worker_pool_for the target).
   CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
-          CapturedStreams streams);
+          CapturedStreams streams, WorkerPool& pool);
   CopyJob(const CopyJob&) = delete;  // shared through shared_ptr only
   CopyJob& operator=(const CopyJob&) = delete;
   ~CopyJob();
@@ -115,6 +112,7 @@ class CopyJob {
   c10::Device target_;
   CopyOptions options_;
   CapturedStreams streams_;
+  WorkerPool& pool_;
   bool inference_mode_ = c10::InferenceMode::is_enabled();  // constructed on the caller's thread
 
   CopyStats stats_;

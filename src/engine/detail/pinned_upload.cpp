@@ -13,7 +13,7 @@
 #include "detail/cuda_check.h"
 #include "detail/event_pool.h"
 #include "detail/pinned_pool_set.h"
-#include "detail/worker_pool.h"
+#include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
 
 namespace mtc::detail {
@@ -162,7 +162,7 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
     for (int64_t done = 0; done < s.bytes; done += slot_bytes)
       chunks.push_back({s.dst + done, s.src + done, std::min(slot_bytes, s.bytes - done)});
   }
-  WorkerPool& pool = WorkerPool::instance();
+  WorkerPool& pool = current_worker_pool();
   const int limit = upload_threads() > 0 ? upload_threads() : pool.size() + 1;
   const int64_t helpers =
       total < kUploadParallelBytes

@@ -14,9 +14,8 @@
 namespace mtc::detail {
 namespace {
 
-// Stages the packed chunks: host memory (pinned from the target's pool, or pageable) holding
-// every chunk's bytes, held by the context's completion.
-std::byte* stage_packed(RouteContext& ctx, PackedChunks& packed) {
+// Stages the packed chunks, gives each its device memory and queues one DMA per chunk.
+void submit_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream) {
   const int64_t staging_bytes = packed.staging_bytes();
   std::byte* host = nullptr;
   if (ctx.options.use_pinned_staging) {
@@ -31,12 +30,7 @@ std::byte* stage_packed(RouteContext& ctx, PackedChunks& packed) {
     host = static_cast<std::byte*>(buffer.data_ptr());
   }
   fill_staging(packed.copies, host);
-  return host;
-}
 
-// Gives each staged chunk its device memory and queues one DMA per chunk.
-void queue_packed(RouteContext& ctx, PackedChunks& packed, const std::byte* host,
-                  cudaStream_t stream) {
   const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
   const int64_t slack = chunk_slack(alignment, kDeviceAllocAlignment);
   for (size_t c = 0; c < packed.chunks.size(); ++c) {
@@ -110,18 +104,10 @@ void single_host_to_device(RouteContext& ctx, int64_t leaf, std::vector<HostToDe
 }  // namespace
 
 void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
-  queue_packed_host_to_device(ctx, packed, stage_packed_host_to_device(ctx, packed));
-}
-
-std::byte* stage_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
-  return packed.chunks.empty() ? nullptr : stage_packed(ctx, packed);
-}
-
-void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed, const std::byte* host) {
   if (packed.chunks.empty()) return;
   const c10::cuda::CUDAStream stream = ctx.streams.of(ctx.target.index());
   c10::cuda::CUDAStreamGuard guard(stream);
-  queue_packed(ctx, packed, host, stream.stream());
+  submit_packed(ctx, packed, stream.stream());
   packed = PackedChunks();
 }
 

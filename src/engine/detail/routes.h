@@ -76,11 +76,6 @@ inline constexpr int64_t kStagingAlignment = 256;
 // chunks' storages live on in their views). Safe to run for several routers at once, each with
 // its own context (stats, completion); records no event.
 void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
-// Its two halves, for a split walk whose walkers stage in parallel and whose chunks one thread
-// queues: the staging (null when there are no chunks), filled; then the device memory and DMAs,
-// after which `packed` is empty.
-std::byte* stage_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
-void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed, const std::byte* host);
 
 // CPU sources (pageable or pinned) to the CUDA target: the chunks packed during the walk that
 // are not yet submitted (then empties `packed`), then `leaves` one by one; records the

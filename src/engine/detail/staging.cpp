@@ -6,7 +6,7 @@
 #include "detail/cuda_check.h"
 #include "detail/event_pool.h"
 #include "detail/pinned_pool_set.h"
-#include "detail/worker_pool.h"
+#include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
 
 namespace mtc::detail {
@@ -14,7 +14,7 @@ namespace mtc::detail {
 void run_host_copies(std::span<const HostCopy> copies) {
   int64_t total = 0;
   for (const HostCopy& c : copies) total += c.bytes;
-  WorkerPool& pool = WorkerPool::instance();
+  WorkerPool& pool = current_worker_pool();
   if (total < kParallelFillBytes || pool.size() == 0) {
     for (const HostCopy& c : copies) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
     return;
@@ -47,7 +47,7 @@ void fill_staging(std::span<const StagingCopy> copies, std::byte* host_base) {
   };
   int64_t total = 0;
   for (const StagingCopy& c : copies) total += c.bytes;
-  WorkerPool& pool = WorkerPool::instance();
+  WorkerPool& pool = current_worker_pool();
   if (total < kParallelFillBytes || pool.size() == 0) {
     copy_range(0, copies.size());
     return;

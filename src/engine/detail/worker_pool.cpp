@@ -3,76 +3,21 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <bit>
 #include <chrono>
-#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <string>
 #include <utility>
 
+#include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
 
 namespace mtc::detail {
 
-int parse_worker_threads(const char* text, int fallback) {
-  if (text == nullptr || *text == '\0') return fallback;
-  const std::string value(text);
-  const bool digits = value.size() <= 4 && std::all_of(value.begin(), value.end(),
-                                                       [](char c) { return c >= '0' && c <= '9'; });
-  const int threads = digits ? std::stoi(value) : 0;
-  TORCH_CHECK(threads >= 1 && threads <= kMaxWorkerThreads, "mtc: ", kWorkerThreadsVariable, "='",
-              value, "' is not a worker count (an integer from 1 to ", kMaxWorkerThreads, ")");
-  return threads;
-}
-
-int WorkerCount::for_devices(int devices_in_use) const {
-  if (fixed > 0) return fixed;
-  const int64_t wanted = int64_t{per_device} * std::max(devices_in_use, 1);
-  return static_cast<int>(std::clamp<int64_t>(wanted, 1, std::max(hardware_threads, 1)));
-}
-
-WorkerCount WorkerCount::from_environment() {
-  WorkerCount count;
-  count.fixed = parse_worker_threads(std::getenv(kWorkerThreadsVariable), 0);
-  count.hardware_threads = static_cast<int>(std::thread::hardware_concurrency());
-  return count;
-}
-
-WorkerPool& WorkerPool::instance() {
-  static WorkerPool* pool = new WorkerPool(WorkerCount::from_environment(), kDefaultSpin);
-  return *pool;
-}
-
-WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin)
-    : WorkerPool(WorkerCount{.fixed = threads}, spin) {}
-
-WorkerPool::WorkerPool(WorkerCount count, std::chrono::microseconds spin)
-    : spin_us_(spin.count()), count_(count) {
-  grow_to(count_.for_devices(0));
-}
-
-void WorkerPool::grow_to(int threads) {
-  std::lock_guard<std::mutex> lock(grow_mutex_);
-  if (closed_) return;
-  threads_.reserve(static_cast<size_t>(std::max<int>(threads, static_cast<int>(threads_.size()))));
-  for (int i = static_cast<int>(threads_.size()); i < threads; ++i) {
+WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin) : spin_us_(spin.count()) {
+  threads_.reserve(static_cast<size_t>(std::max(threads, 1)));
+  for (int i = 0; i < std::max(threads, 1); ++i)
     threads_.emplace_back([this, i] { run_worker(i); });
-    size_.store(i + 1, std::memory_order_relaxed);
-  }
-}
-
-void WorkerPool::use_device(int device) {
-  if (device < 0 || device >= 128) return;
-  const uint64_t bit = uint64_t{1} << (device % 64);
-  std::atomic<uint64_t>& word = devices_[device / 64];
-  if ((word.load(std::memory_order_relaxed) & bit) != 0) return;
-  if ((word.fetch_or(bit) & bit) != 0) return;
-  grow_to(count_.for_devices(devices_in_use()));
-}
-
-int WorkerPool::devices_in_use() const {
-  return std::popcount(devices_[0].load()) + std::popcount(devices_[1].load());
 }
 
 WorkerPool::~WorkerPool() {
@@ -81,14 +26,7 @@ WorkerPool::~WorkerPool() {
     stopping_ = true;
   }
   wake_.notify_all();
-  // Joined without the lock: a worker may be starting others (use_device) right now.
-  std::vector<std::thread> threads;
-  {
-    std::lock_guard<std::mutex> lock(grow_mutex_);
-    closed_ = true;
-    threads.swap(threads_);
-  }
-  for (std::thread& t : threads) t.join();
+  for (std::thread& t : threads_) t.join();
 }
 
 void WorkerPool::submit(Task task) {
@@ -125,18 +63,23 @@ bool WorkerPool::try_run_one() {
 }
 
 bool WorkerPool::try_pop(Task& task) {
-  if (pending_.load(std::memory_order_acquire) == 0) return false;
+  // A task is queued (under the lock) before it is counted, and counts are only taken here, one
+  // per task: a thread whose claim succeeded finds its task in the queue.
+  int64_t pending = pending_.load(std::memory_order_acquire);
+  do {
+    if (pending <= 0) return false;
+  } while (!pending_.compare_exchange_weak(pending, pending - 1));
   std::lock_guard<std::mutex> lock(mutex_);
-  if (queue_.empty()) return false;
+  TORCH_INTERNAL_ASSERT(!queue_.empty(), "mtc: a claimed worker task is missing from the queue");
   task = std::move(queue_.front());
   queue_.pop_front();
-  pending_.fetch_sub(1, std::memory_order_release);
   return true;
 }
 
 void WorkerPool::run_worker(int index) {
   const std::string name = "mtc-worker-" + std::to_string(index);
   nvtx::name_current_thread(name.c_str());
+  const PoolScope scope(*this);  // the helpers of the work it runs come from this pool too
   Task task;
   while (true) {
     if (try_pop(task)) {

@@ -1,7 +1,8 @@
-// The process-wide pool of worker threads that runs copy orchestration and helps with large
-// staging fills. An idle worker spins briefly before sleeping: at a ~50 us copy, a sleep/wake
-// handoff (~15 us median on the GPU host) would be a third of the budget, a spinning one 0.5 us.
-// Spinning is bounded (200 us after the last task), so an idle process does not burn cores.
+// A pool of worker threads that runs copy orchestration and helps with split walks and large
+// staging fills; the process has one per CUDA device its copies use (worker_pool_set.h). An idle
+// worker spins briefly before sleeping: at a ~50 us copy, a sleep/wake handoff (~15 us median on
+// the GPU host) would be a third of the budget, a spinning one 0.5 us. Spinning is bounded (200 us
+// after the last task), so an idle process does not burn cores.
 #pragma once
 
 #include <atomic>
@@ -30,48 +31,12 @@ inline void cpu_relax() {
 #endif
 }
 
-// The environment variable that fixes the process-wide pool's worker count (otherwise it follows
-// the devices in use, see WorkerCount); more workers fill large tensors' pinned chunks with more
-// threads.
-inline constexpr const char* kWorkerThreadsVariable = "MTC_WORKER_THREADS";
-inline constexpr int kMaxWorkerThreads = 256;
-// `text` as a worker count (1 .. kMaxWorkerThreads); `fallback` when null or empty. Throws
-// c10::Error naming the variable for anything else.
-int parse_worker_threads(const char* text, int fallback);
-
-// Workers for each CUDA device the process copies to or from. One copy of the reference batch
-// walks its structure on four threads (its own and three helpers): GPUs copying at the same
-// moment each want as many, and a single set of four shared by all of them makes their walks
-// take turns.
-inline constexpr int kWorkersPerDevice = 4;
-
-// How many workers a pool runs: `fixed` if set, otherwise `per_device` for each CUDA device in
-// use (CPU-only copies count as one device), never more than the hardware threads, at least one.
-struct WorkerCount {
-  int fixed = 0;  // 0: follow the devices
-  int per_device = kWorkersPerDevice;
-  int hardware_threads = 1;
-
-  int for_devices(int devices_in_use) const;
-  // The process-wide pool's: MTC_WORKER_THREADS when set (throws c10::Error naming it when it is
-  // not a worker count), this machine's hardware threads.
-  static WorkerCount from_environment();
-};
-
 class WorkerPool {
  public:
   using Task = std::function<void()>;
 
-  // The process-wide pool, sized by WorkerCount::from_environment(): it starts with one
-  // device's workers and grows as copies use more devices. Never destroyed, so copies still in
-  // flight at exit do not race a joining destructor. Throws c10::Error when MTC_WORKER_THREADS is
-  // set to something other than a worker count.
-  static WorkerPool& instance();
-
-  // A pool of exactly `threads` workers (its count is fixed).
+  // A pool of exactly `threads` workers (at least one) whose idle workers spin for `spin`.
   WorkerPool(int threads, std::chrono::microseconds spin);
-  // A pool of count.for_devices(0) workers that grows with use_device().
-  WorkerPool(WorkerCount count, std::chrono::microseconds spin);
   WorkerPool(const WorkerPool&) = delete;  // owns threads
   WorkerPool& operator=(const WorkerPool&) = delete;
   ~WorkerPool();
@@ -84,12 +49,7 @@ class WorkerPool {
   // Runs one queued task on the calling thread, if there is one. Lets a thread that waits
   // for pool work help with it instead of idling.
   bool try_run_one();
-  int size() const { return size_.load(std::memory_order_relaxed); }
-  // A copy to or from CUDA device `device` is starting. The first time a device is seen, the
-  // pool grows to its WorkerCount for the devices seen so far (starting threads costs ~35 us
-  // each, once); after that it is one atomic load. Never shrinks.
-  void use_device(int device);
-  int devices_in_use() const;
+  int size() const { return static_cast<int>(threads_.size()); }
   // How long an idle worker spins before sleeping (for benchmarks that compare settings).
   void set_spin(std::chrono::microseconds spin) { spin_us_.store(spin.count()); }
   static constexpr std::chrono::microseconds kDefaultSpin{200};
@@ -100,10 +60,10 @@ class WorkerPool {
 
  private:
   void run_worker(int index);
-  // Starts workers until there are `threads`.
-  void grow_to(int threads);
   // After `added` tasks were queued: counts them and wakes a sleeping worker if needed.
   void count_and_wake(int64_t added);
+  // Claims a task from `pending_` before taking the lock, so that only as many threads contend
+  // for the queue as there are tasks in it (not every spinning worker at each new task).
   bool try_pop(Task& task);
 
   std::atomic<int64_t> spin_us_;
@@ -113,13 +73,7 @@ class WorkerPool {
   std::atomic<int64_t> pending_{0};
   std::atomic<int> spinners_{0};
   bool stopping_ = false;
-  const WorkerCount count_;
-  // Device indices are below 128 (c10::DeviceIndex is 8 bits): one bit each.
-  std::atomic<uint64_t> devices_[2] = {0, 0};
-  std::mutex grow_mutex_;  // guards threads_ and closed_; held while threads start
-  std::vector<std::thread> threads_;
-  bool closed_ = false;  // the destructor has taken the threads: no more start
-  std::atomic<int> size_{0};
+  std::vector<std::thread> threads_;  // started by the constructor, joined by the destructor
 };
 
 }  // namespace mtc::detail

@@ -1,0 +1,99 @@
+#include "detail/worker_pool_set.h"
+
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <utility>
+
+namespace mtc::detail {
+
+int parse_worker_threads(const char* text, int fallback) {
+  if (text == nullptr || *text == '\0') return fallback;
+  const std::string value(text);
+  const bool digits = value.size() <= 4 && std::all_of(value.begin(), value.end(),
+                                                       [](char c) { return c >= '0' && c <= '9'; });
+  const int threads = digits ? std::stoi(value) : 0;
+  TORCH_CHECK(threads >= 1 && threads <= kMaxWorkerThreads, "mtc: ", kWorkerThreadsVariable, "='",
+              value, "' is not a worker count (an integer from 1 to ", kMaxWorkerThreads, ")");
+  return threads;
+}
+
+int WorkerCount::per_pool() const {
+  if (fixed > 0) return fixed;
+  return std::clamp(per_device, 1, std::max(hardware_threads, 1));
+}
+
+WorkerCount WorkerCount::from_environment() {
+  WorkerCount count;
+  count.fixed = parse_worker_threads(std::getenv(kWorkerThreadsVariable), 0);
+  count.hardware_threads = static_cast<int>(std::thread::hardware_concurrency());
+  return count;
+}
+
+WorkerPoolSet& WorkerPoolSet::instance() {
+  static WorkerPoolSet* set =
+      new WorkerPoolSet(WorkerCount::from_environment(), WorkerPool::kDefaultSpin);
+  return *set;
+}
+
+WorkerPoolSet::WorkerPoolSet(WorkerCount count, std::chrono::microseconds spin)
+    : count_(count), spin_us_(spin.count()) {}
+
+WorkerPoolSet::~WorkerPoolSet() {
+  for (auto& slot : pools_) delete slot.load();
+}
+
+WorkerPool& WorkerPoolSet::for_device(int device) {
+  const size_t slot =
+      count_.shared() || device < 0 || device >= kMaxDevices ? 0 : static_cast<size_t>(device) + 1;
+  if (WorkerPool* pool = pools_[slot].load(std::memory_order_acquire)) return *pool;
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (WorkerPool* pool = pools_[slot].load(std::memory_order_relaxed)) return *pool;
+  auto* pool = new WorkerPool(count_.per_pool(), std::chrono::microseconds(spin_us_.load()));
+  pools_[slot].store(pool, std::memory_order_release);
+  return *pool;
+}
+
+int WorkerPoolSet::pools() const {
+  return static_cast<int>(std::count_if(pools_.begin(), pools_.end(),
+                                        [](const auto& slot) { return slot.load() != nullptr; }));
+}
+
+int WorkerPoolSet::threads() const {
+  int threads = 0;
+  for (const auto& slot : pools_)
+    if (const WorkerPool* pool = slot.load()) threads += pool->size();
+  return threads;
+}
+
+void WorkerPoolSet::set_spin(std::chrono::microseconds spin) {
+  std::lock_guard<std::mutex> lock(mutex_);  // a pool made meanwhile gets the new value
+  spin_us_.store(spin.count());
+  for (auto& slot : pools_)
+    if (WorkerPool* pool = slot.load()) pool->set_spin(spin);
+}
+
+WorkerPool& worker_pool_for(const c10::Device& target) {
+  WorkerPoolSet& pools = WorkerPoolSet::instance();
+  if (target.is_cuda()) return pools.for_device(target.index());
+  // device_count() is cached by torch after its first call; current_device() asks the runtime.
+  return pools.for_device(c10::cuda::device_count() > 0 ? c10::cuda::current_device() : -1);
+}
+
+namespace {
+thread_local WorkerPool* t_current_pool = nullptr;
+}  // namespace
+
+WorkerPool& current_worker_pool() {
+  return t_current_pool != nullptr ? *t_current_pool : worker_pool_for(c10::Device(c10::kCPU));
+}
+
+PoolScope::PoolScope(WorkerPool& pool) : previous_(std::exchange(t_current_pool, &pool)) {}
+
+PoolScope::~PoolScope() { t_current_pool = previous_; }
+
+}  // namespace mtc::detail

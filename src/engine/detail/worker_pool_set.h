@@ -1,0 +1,102 @@
+// The process's worker pools: one for each CUDA device its copies use. GPUs driven at the same
+// moment from one process (a thread per GPU) then share no task queue and no worker: each
+// device's workers build only that device's outputs, from their own glibc heaps, and only that
+// device's caller frees them. With one pool for every device, a worker serving GPU 0 and then
+// GPU 2 had both callers freeing into its heap while it allocated for a third.
+#pragma once
+
+#include <c10/core/Device.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <mutex>
+
+#include "detail/worker_pool.h"
+
+namespace mtc::detail {
+
+// The environment variable that fixes the worker count: one pool of that many workers then
+// serves every device (as before the pools were per device); more workers fill large tensors'
+// pinned chunks with more threads.
+inline constexpr const char* kWorkerThreadsVariable = "MTC_WORKER_THREADS";
+inline constexpr int kMaxWorkerThreads = 256;
+// `text` as a worker count (1 .. kMaxWorkerThreads); `fallback` when null or empty. Throws
+// c10::Error naming the variable for anything else.
+int parse_worker_threads(const char* text, int fallback);
+
+// Workers for each CUDA device: one copy of the reference batch walks its structure on four
+// threads (its own and three helpers).
+inline constexpr int kWorkersPerDevice = 4;
+
+struct WorkerCount {
+  int fixed = 0;  // 0: a pool of per_device workers for each device
+  int per_device = kWorkersPerDevice;
+  int hardware_threads = 1;
+
+  // One pool shared by every device (a fixed count), or one per device.
+  bool shared() const { return fixed > 0; }
+  // Workers in each pool: `fixed` if set (more than the hardware threads when asked for),
+  // otherwise `per_device` up to the hardware threads; at least one.
+  int per_pool() const;
+  // MTC_WORKER_THREADS when set (throws c10::Error naming it when it is not a worker count),
+  // this machine's hardware threads.
+  static WorkerCount from_environment();
+};
+
+class WorkerPoolSet {
+ public:
+  // Device indices are below this (c10::DeviceIndex is 8 bits).
+  static constexpr int kMaxDevices = 128;
+
+  // The process's pools, sized by WorkerCount::from_environment(). Never destroyed, so copies
+  // still in flight at exit do not race a joining destructor.
+  static WorkerPoolSet& instance();
+
+  WorkerPoolSet(WorkerCount count, std::chrono::microseconds spin);
+  WorkerPoolSet(const WorkerPoolSet&) = delete;  // owns its pools
+  WorkerPoolSet& operator=(const WorkerPoolSet&) = delete;
+  ~WorkerPoolSet();
+
+  // The pool of copies to or from CUDA device `device`, or of copies that use no device (-1, or
+  // any index that is not a device's); made on first use (starting a worker costs ~35 us,
+  // once). After that, one atomic load.
+  WorkerPool& for_device(int device);
+  // Pools made so far, and their workers.
+  int pools() const;
+  int threads() const;
+  // How long idle workers spin before sleeping, in every pool, the ones made later too (for
+  // benchmarks that compare settings).
+  void set_spin(std::chrono::microseconds spin);
+
+ private:
+  const WorkerCount count_;
+  std::atomic<int64_t> spin_us_;
+  std::mutex mutex_;  // held while a pool is made
+  // Slot 0: copies that use no device (and, when shared, every copy); slot d + 1: device d.
+  std::array<std::atomic<WorkerPool*>, kMaxDevices + 1> pools_{};
+};
+
+// The pool of a copy to `target`: a CUDA target's device's; for a CPU target, the calling
+// thread's current CUDA device's (a process that drives several GPUs has a thread per GPU, and
+// that thread's copies back come from its GPU), or no device's in a process without GPUs.
+WorkerPool& worker_pool_for(const c10::Device& target);
+
+// The pool of the work the calling thread is doing: while a PoolScope lives on the thread (a
+// worker's whole life, a copy job's run, a caller's wait for its copy), its pool; otherwise
+// worker_pool_for a CPU target. Staging
+// fills and uploads use it, so their helpers are the copy's own device's workers.
+WorkerPool& current_worker_pool();
+
+class PoolScope {
+ public:
+  explicit PoolScope(WorkerPool& pool);
+  PoolScope(const PoolScope&) = delete;  // restores what it replaced, once
+  PoolScope& operator=(const PoolScope&) = delete;
+  ~PoolScope();
+
+ private:
+  WorkerPool* previous_;
+};
+
+}  // namespace mtc::detail
