@@ -10,8 +10,9 @@
 #             shares (as before the pools were per device);
 #   procs     N processes, one per GPU (--devices k), started together: what a process shares
 #             against what the host shares.
-# The four run in turn, REPS times (default 2), so that the host's changes of state fall on all
-# of them. Writes multi.md (scripts/multi_gpu_summary.py: per-GPU medians and ratios to alone)
+# The four run in turn, REPS times (default 4), so that the host's changes of state fall on all
+# of them; only the engine is measured (the ratios are its own, and `to` would take most of the
+# time). Writes multi.md (scripts/multi_gpu_summary.py: per-GPU medians and ratios to alone)
 # and multi-reports.tar.gz (every report) to OUT_DIR.
 #
 #   scripts/gpu-check-multi.sh OUT_DIR MTC_BENCH [REPS]
@@ -19,7 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check-multi.sh OUT_DIR MTC_BENCH [REPS]}"
 bench="${2:?usage: scripts/gpu-check-multi.sh OUT_DIR MTC_BENCH [REPS]}"
-reps="${3:-2}"
+reps="${3:-4}"
 python="${MTC_PYTHON:-python3}"
 gpus=$(nvidia-smi --list-gpus | wc -l)
 if (( gpus < 2 )); then
@@ -27,7 +28,7 @@ if (( gpus < 2 )); then
   exit 2
 fi
 all=$(seq -s, 0 $((gpus - 1)))
-args=(--config configs/streampetr.json --direction h2d,d2h --pattern hot,step --strategy to,engine
+args=(--config configs/streampetr.json --direction h2d,d2h --pattern hot,step --strategy engine
       --processes 1 --max-rounds 10 --quiet)
 reports="$(mktemp -d)"
 status=0
