@@ -8,9 +8,11 @@
 #             worker pool of its own;
 #   shared    together with MTC_WORKER_THREADS=4N: as many workers, in one pool that every GPU
 #             shares (as before the pools were per device);
+#   spin      together with MTC_WORKER_SPIN_US=2000: idle workers spin 2 ms before sleeping
+#             instead of 200 us (tells wake-ups between a GPU's copies from other costs);
 #   procs     N processes, one per GPU (--devices k), started together: what a process shares
 #             against what the host shares.
-# The four run in turn, REPS times (default 4), so that the host's changes of state fall on all
+# The five run in turn, REPS times (default 4), so that the host's changes of state fall on all
 # of them; only the engine is measured (the ratios are its own, and `to` would take most of the
 # time). Writes multi.md (scripts/multi_gpu_summary.py: per-GPU medians and ratios to alone)
 # and multi-reports.tar.gz (every report) to OUT_DIR.
@@ -51,6 +53,7 @@ for rep in $(seq 1 "$reps"); do
   run alone "alone-$rep.json" -- --devices 0
   run together "together-$rep.json" -- --devices "$all"
   run shared "shared-$rep.json" MTC_WORKER_THREADS=$((4 * gpus)) -- --devices "$all"
+  run spin "spin-$rep.json" MTC_WORKER_SPIN_US=2000 -- --devices "$all"
   pids=()
   for g in $(seq 0 $((gpus - 1))); do
     "$bench" "${args[@]}" --devices "$g" --json "$reports/procs-$rep-gpu$g.json" \

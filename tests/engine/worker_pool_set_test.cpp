@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -58,6 +59,16 @@ TEST(WorkerPoolSet, InstanceFollowsTheEnvironment) {
   WorkerPoolSet& pools = WorkerPoolSet::instance();
   EXPECT_EQ(&pools, &WorkerPoolSet::instance());
   EXPECT_EQ(pools.for_device(-1).size(), WorkerCount::from_environment().per_pool());
+  EXPECT_EQ(pools.for_device(-1).spin(),
+            parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin));
+}
+
+TEST(WorkerPoolSet, SetSpinReachesEveryPoolTheLaterOnesToo) {
+  WorkerPoolSet pools(WorkerCount{.per_device = 1, .hardware_threads = 64}, kSpin);
+  EXPECT_EQ(pools.for_device(0).spin(), kSpin);
+  pools.set_spin(std::chrono::microseconds(2000));
+  EXPECT_EQ(pools.for_device(0).spin(), std::chrono::microseconds(2000));
+  EXPECT_EQ(pools.for_device(5).spin(), std::chrono::microseconds(2000));
 }
 
 TEST(WorkerPoolSet, MakesAPoolForEachDeviceOnFirstUse) {
@@ -142,6 +153,29 @@ TEST(WorkerPoolSet, WorkerCountVariableParsesCounts) {
   EXPECT_EQ(parse_worker_threads("1", 4), 1);
   EXPECT_EQ(parse_worker_threads("12", 4), 12);
   EXPECT_EQ(parse_worker_threads("256", 4), 256);
+}
+
+TEST(WorkerPoolSet, SpinVariableParsesMicroseconds) {
+  using std::chrono::microseconds;
+  EXPECT_EQ(parse_worker_spin(nullptr, microseconds(200)), microseconds(200));
+  EXPECT_EQ(parse_worker_spin("", microseconds(200)), microseconds(200));
+  EXPECT_EQ(parse_worker_spin("0", microseconds(200)), microseconds(0));
+  EXPECT_EQ(parse_worker_spin("2000", microseconds(200)), microseconds(2000));
+  EXPECT_EQ(parse_worker_spin("1000000", microseconds(200)), microseconds(kMaxWorkerSpinUs));
+}
+
+TEST(WorkerPoolSet, SpinVariableRejectsAnythingElseNamingIt) {
+  for (const char* bad : {"1000001", "-1", "2ms", " 5", "1e3", "99999999999"}) {
+    SCOPED_TRACE(bad);
+    try {
+      parse_worker_spin(bad, std::chrono::microseconds(200));
+      ADD_FAILURE() << "accepted";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string(kWorkerSpinVariable) + "='" + bad + "'"),
+                std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(WorkerPoolSet, WorkerCountVariableRejectsAnythingElseNamingIt) {

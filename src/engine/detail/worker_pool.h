@@ -52,6 +52,7 @@ class WorkerPool {
   int size() const { return static_cast<int>(threads_.size()); }
   // How long an idle worker spins before sleeping (for benchmarks that compare settings).
   void set_spin(std::chrono::microseconds spin) { spin_us_.store(spin.count()); }
+  std::chrono::microseconds spin() const { return std::chrono::microseconds(spin_us_.load()); }
   static constexpr std::chrono::microseconds kDefaultSpin{200};
 
   // Runs fn(i) for i in [0, parts): the calling thread takes parts too, idle workers help.

@@ -11,15 +11,29 @@
 
 namespace mtc::detail {
 
-int parse_worker_threads(const char* text, int fallback) {
+namespace {
+// `text` as an integer from `low` to `high` (digits only); `fallback` when null or empty.
+int64_t parse_setting(const char* variable, const char* text, int64_t low, int64_t high,
+                      int64_t fallback, const char* what) {
   if (text == nullptr || *text == '\0') return fallback;
   const std::string value(text);
-  const bool digits = value.size() <= 4 && std::all_of(value.begin(), value.end(),
+  const bool digits = value.size() <= 7 && std::all_of(value.begin(), value.end(),
                                                        [](char c) { return c >= '0' && c <= '9'; });
-  const int threads = digits ? std::stoi(value) : 0;
-  TORCH_CHECK(threads >= 1 && threads <= kMaxWorkerThreads, "mtc: ", kWorkerThreadsVariable, "='",
-              value, "' is not a worker count (an integer from 1 to ", kMaxWorkerThreads, ")");
-  return threads;
+  const int64_t parsed = digits ? std::stoll(value) : -1;
+  TORCH_CHECK(parsed >= low && parsed <= high, "mtc: ", variable, "='", value, "' is not ", what,
+              " (an integer from ", low, " to ", high, ")");
+  return parsed;
+}
+}  // namespace
+
+int parse_worker_threads(const char* text, int fallback) {
+  return static_cast<int>(parse_setting(kWorkerThreadsVariable, text, 1, kMaxWorkerThreads,
+                                        fallback, "a worker count"));
+}
+
+std::chrono::microseconds parse_worker_spin(const char* text, std::chrono::microseconds fallback) {
+  return std::chrono::microseconds(parse_setting(kWorkerSpinVariable, text, 0, kMaxWorkerSpinUs,
+                                                 fallback.count(), "a spin in microseconds"));
 }
 
 int WorkerCount::per_pool() const {
@@ -35,8 +49,9 @@ WorkerCount WorkerCount::from_environment() {
 }
 
 WorkerPoolSet& WorkerPoolSet::instance() {
-  static WorkerPoolSet* set =
-      new WorkerPoolSet(WorkerCount::from_environment(), WorkerPool::kDefaultSpin);
+  static WorkerPoolSet* set = new WorkerPoolSet(
+      WorkerCount::from_environment(),
+      parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin));
   return *set;
 }
 

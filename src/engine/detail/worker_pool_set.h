@@ -25,6 +25,16 @@ inline constexpr int kMaxWorkerThreads = 256;
 // c10::Error naming the variable for anything else.
 int parse_worker_threads(const char* text, int fallback);
 
+// The environment variable that sets how long an idle worker spins before it sleeps, in
+// microseconds (default WorkerPool::kDefaultSpin, 200): longer spins spare a loop whose copies
+// come a little further apart the wake-ups (15-60 us on a shared host), at the price of a busy
+// core per idle worker meanwhile; 0 sleeps at once.
+inline constexpr const char* kWorkerSpinVariable = "MTC_WORKER_SPIN_US";
+inline constexpr int64_t kMaxWorkerSpinUs = 1'000'000;
+// `text` as a spin (0 .. kMaxWorkerSpinUs microseconds); `fallback` when null or empty. Throws
+// c10::Error naming the variable for anything else.
+std::chrono::microseconds parse_worker_spin(const char* text, std::chrono::microseconds fallback);
+
 // Workers for each CUDA device: one copy of the reference batch walks its structure on four
 // threads (its own and three helpers).
 inline constexpr int kWorkersPerDevice = 4;
@@ -49,8 +59,9 @@ class WorkerPoolSet {
   // Device indices are below this (c10::DeviceIndex is 8 bits).
   static constexpr int kMaxDevices = 128;
 
-  // The process's pools, sized by WorkerCount::from_environment(). Never destroyed, so copies
-  // still in flight at exit do not race a joining destructor.
+  // The process's pools, sized by WorkerCount::from_environment(), spinning for
+  // MTC_WORKER_SPIN_US (both throw c10::Error naming the variable when it is malformed). Never
+  // destroyed, so copies still in flight at exit do not race a joining destructor.
   static WorkerPoolSet& instance();
 
   WorkerPoolSet(WorkerCount count, std::chrono::microseconds spin);
