@@ -29,8 +29,8 @@
 #   micro-benchmarks run in these two modes only.
 # "multi" (a host with two or more GPUs): the engine's tests (the multi-GPU ones included), then
 #   scripts/gpu-check-multi.sh: every GPU copying at once against one GPU alone, in one process
-#   (a worker pool per GPU, and one pool shared by all), and one process per GPU (multi.md,
-#   multi-reports.tar.gz).
+#   (a worker pool per GPU; one pool shared by all; workers that spin 2 ms), and one process per
+#   GPU (multi.md, multi-reports.tar.gz).
 # "repeat" builds mtc-bench only and runs it N times (at most 7) one process after another, by
 #   default on configs/streampetr.json, writing run-I.json for each (scripts/repeatability.py
 #   compares them).

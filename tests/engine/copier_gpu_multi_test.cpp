@@ -10,7 +10,10 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <thread>
 #include <vector>
 
 #include "detail/worker_pool_set.h"
@@ -117,23 +120,46 @@ TEST_F(MultiGpuTest, EachGpuStagesInItsOwnPinnedPool) {
   EXPECT_EQ(all.in_use_bytes, 0);
 }
 
-// Each GPU's copies run on workers of their own; a copy back to the CPU on the workers of the
-// caller's current GPU. With MTC_WORKER_THREADS set, one pool serves both.
+// Each GPU's copies run on workers of their own. With every worker of cuda:1 held busy, a copy
+// to cuda:0 is still taken up by a worker (it completes without get()), and a copy to cuda:1 is
+// not (nothing starts it until get() runs it on the caller). A copy back to the CPU uses the
+// workers of the caller's current GPU. With MTC_WORKER_THREADS set, one pool serves both.
 TEST_F(MultiGpuTest, EachGpuHasAWorkerPoolOfItsOwn) {
-  start_copy(reference_batch(kCpu), kCuda0).get();
-  start_copy(reference_batch(kCpu), kCuda1).get();
-  mtc::detail::WorkerPoolSet& pools = mtc::detail::WorkerPoolSet::instance();
-  const mtc::detail::WorkerCount count = mtc::detail::WorkerCount::from_environment();
-  mtc::detail::WorkerPool& pool0 = pools.for_device(0);
-  mtc::detail::WorkerPool& pool1 = pools.for_device(1);
-  EXPECT_EQ(&mtc::detail::worker_pool_for(kCuda0), &pool0);
-  EXPECT_EQ(&mtc::detail::worker_pool_for(kCuda1), &pool1);
+  namespace detail = mtc::detail;
+  const detail::WorkerCount count = detail::WorkerCount::from_environment();
+  detail::WorkerPool& pool0 = detail::worker_pool_for(kCuda0);
+  detail::WorkerPool& pool1 = detail::worker_pool_for(kCuda1);
   EXPECT_EQ(count.shared(), &pool0 == &pool1);
-  EXPECT_EQ(pool0.size(), count.per_pool());
   EXPECT_EQ(pool1.size(), count.per_pool());
-  const c10::cuda::CUDAGuard on1(1);
-  EXPECT_EQ(&mtc::detail::worker_pool_for(kCpu), &pool1) << "a copy back made on GPU 1's thread";
-  start_copy(reference_batch(kCuda1), kCpu).get();
+  {
+    const c10::cuda::CUDAGuard on1(1);
+    EXPECT_EQ(&detail::worker_pool_for(kCpu), &pool1) << "a copy back made on GPU 1's thread";
+  }
+  if (count.shared()) return;
+  std::atomic<bool> release{false};
+  std::atomic<int> blocked{0};
+  std::atomic<int> finished{0};
+  // Its last access to the test's stack is the increment of `finished`: the test waits for it.
+  auto block = [&] {
+    blocked.fetch_add(1);
+    while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    finished.fetch_add(1);
+  };
+  for (int w = 0; w < pool1.size(); ++w) pool1.submit(block);
+  while (blocked.load() < pool1.size()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  const c10::IValue in = reference_batch(kCpu);
+  CopyHandle to0 = start_copy(in, kCuda0);
+  bool done0 = false;
+  for (int i = 0; i < 10000 && !(done0 = to0.ready()); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(done0) << "a copy to cuda:0 waited for cuda:1's workers";
+  CopyHandle to1 = start_copy(in, kCuda1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(to1.ready()) << "a copy to cuda:1 started while every cuda:1 worker was busy";
+  expect_structure_copy(to1.get(), in, kCuda1);  // run by this thread
+  release.store(true);
+  while (finished.load() < pool1.size()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  expect_structure_copy(to0.get(), in, kCuda0);
 }
 
 TEST_F(MultiGpuTest, DeviceToDeviceOrderingOnNonDefaultStreams) {

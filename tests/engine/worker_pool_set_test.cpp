@@ -40,12 +40,16 @@ void expect_concurrent_workers(WorkerPool& pool, int workers) {
   }
 }
 
-TEST(WorkerCount, EachPoolHasOneDevicesWorkersUpToTheHardwareThreads) {
+TEST(WorkerCount, EachPoolHasOneDevicesWorkersUpToItsShareOfTheHardwareThreads) {
   EXPECT_FALSE(WorkerCount{}.shared());
   EXPECT_EQ(WorkerCount{.hardware_threads = 16}.per_pool(), kWorkersPerDevice);
   EXPECT_EQ(WorkerCount{.hardware_threads = 2}.per_pool(), 2);
   EXPECT_EQ(WorkerCount{.hardware_threads = 0}.per_pool(), 1);  // unknown: at least one
   EXPECT_EQ((WorkerCount{.per_device = 3, .hardware_threads = 128}.per_pool()), 3);
+  // All devices' pools together stay within the hardware threads.
+  EXPECT_EQ((WorkerCount{.hardware_threads = 64, .devices = 4}.per_pool()), 4);
+  EXPECT_EQ((WorkerCount{.hardware_threads = 16, .devices = 8}.per_pool()), 2);
+  EXPECT_EQ((WorkerCount{.hardware_threads = 16, .devices = 32}.per_pool()), 1);
 }
 
 TEST(WorkerCount, AFixedCountIsOnePoolOfThatMany) {
@@ -53,6 +57,7 @@ TEST(WorkerCount, AFixedCountIsOnePoolOfThatMany) {
   EXPECT_EQ((WorkerCount{.fixed = 3, .hardware_threads = 64}.per_pool()), 3);
   // More than the hardware threads when asked for.
   EXPECT_EQ((WorkerCount{.fixed = 12, .hardware_threads = 2}.per_pool()), 12);
+  EXPECT_EQ((WorkerCount{.fixed = 12, .hardware_threads = 16, .devices = 8}.per_pool()), 12);
 }
 
 TEST(WorkerPoolSet, InstanceFollowsTheEnvironment) {

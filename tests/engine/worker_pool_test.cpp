@@ -60,10 +60,13 @@ TEST(WorkerPool, EveryTaskRunsExactlyOnceWithManySubmittersAndTakers) {
       }
     });
   }
+  // A lost task fails the test (after 60 s) instead of hanging it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   std::vector<std::thread> takers;
   for (int t = 0; t < 2; ++t) {
     takers.emplace_back([&] {
-      while (!submitted.load() || done.load() < kSubmitters * kEach) {
+      while ((!submitted.load() || done.load() < kSubmitters * kEach) &&
+             std::chrono::steady_clock::now() < deadline) {
         if (!pool.try_run_one()) std::this_thread::yield();
       }
     });
@@ -71,6 +74,7 @@ TEST(WorkerPool, EveryTaskRunsExactlyOnceWithManySubmittersAndTakers) {
   for (std::thread& t : threads) t.join();
   submitted.store(true);
   for (std::thread& t : takers) t.join();
+  ASSERT_EQ(done.load(), kSubmitters * kEach) << "tasks were lost";
   for (size_t k = 0; k < runs.size(); ++k) ASSERT_EQ(runs[k].load(), 1) << "task " << k;
 }
 

@@ -39,9 +39,13 @@ void WorkerPool::submit(Task task) {
 
 void WorkerPool::submit_copies(const Task& task, int copies) {
   if (copies <= 0) return;
-  {
+  int queued = 0;
+  try {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (int i = 0; i < copies; ++i) queue_.push_back(task);
+    for (; queued < copies; ++queued) queue_.push_back(task);
+  } catch (...) {
+    count_and_wake(queued);  // queued tasks must be counted, or nothing would ever take them
+    throw;
   }
   count_and_wake(copies);
 }
@@ -94,7 +98,7 @@ void WorkerPool::run_worker(int index) {
     spinners_.fetch_add(1);
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
-    while (pending_.load(std::memory_order_acquire) == 0 &&
+    while (pending_.load(std::memory_order_acquire) == 0 && !stopping_.load() &&
            std::chrono::steady_clock::now() < deadline) {
       for (int i = 0; i < 32; ++i) cpu_relax();
     }

@@ -2,7 +2,7 @@
 // staging fills; the process has one per CUDA device its copies use (worker_pool_set.h). An idle
 // worker spins briefly before sleeping: at a ~50 us copy, a sleep/wake handoff (~15 us median on
 // the GPU host) would be a third of the budget, a spinning one 0.5 us. Spinning is bounded (200 us
-// after the last task), so an idle process does not burn cores.
+// after the last task by default, MTC_WORKER_SPIN_US), so an idle process does not burn cores.
 #pragma once
 
 #include <atomic>
@@ -73,8 +73,8 @@ class WorkerPool {
   std::deque<Task> queue_;
   std::atomic<int64_t> pending_{0};
   std::atomic<int> spinners_{0};
-  bool stopping_ = false;
-  std::vector<std::thread> threads_;  // started by the constructor, joined by the destructor
+  std::atomic<bool> stopping_{false};  // set under mutex_; read by spinners without it
+  std::vector<std::thread> threads_;   // started by the constructor, joined by the destructor
 };
 
 }  // namespace mtc::detail

@@ -38,13 +38,14 @@ std::chrono::microseconds parse_worker_spin(const char* text, std::chrono::micro
 
 int WorkerCount::per_pool() const {
   if (fixed > 0) return fixed;
-  return std::clamp(per_device, 1, std::max(hardware_threads, 1));
+  return std::clamp(per_device, 1, std::max(hardware_threads / std::max(devices, 1), 1));
 }
 
 WorkerCount WorkerCount::from_environment() {
   WorkerCount count;
   count.fixed = parse_worker_threads(std::getenv(kWorkerThreadsVariable), 0);
   count.hardware_threads = static_cast<int>(std::thread::hardware_concurrency());
+  count.devices = c10::cuda::device_count();
   return count;
 }
 

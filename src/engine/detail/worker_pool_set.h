@@ -26,9 +26,9 @@ inline constexpr int kMaxWorkerThreads = 256;
 int parse_worker_threads(const char* text, int fallback);
 
 // The environment variable that sets how long an idle worker spins before it sleeps, in
-// microseconds (default WorkerPool::kDefaultSpin, 200): longer spins spare a loop whose copies
-// come a little further apart the wake-ups (15-60 us on a shared host), at the price of a busy
-// core per idle worker meanwhile; 0 sleeps at once.
+// microseconds (default WorkerPool::kDefaultSpin, 200). A loop whose copies come a little more
+// than that apart pays a wake-up (15-60 us on a shared host) at each; a longer spin spares it, at
+// the price of a busy core per idle worker meanwhile. 0 sleeps at once.
 inline constexpr const char* kWorkerSpinVariable = "MTC_WORKER_SPIN_US";
 inline constexpr int64_t kMaxWorkerSpinUs = 1'000'000;
 // `text` as a spin (0 .. kMaxWorkerSpinUs microseconds); `fallback` when null or empty. Throws
@@ -43,14 +43,16 @@ struct WorkerCount {
   int fixed = 0;  // 0: a pool of per_device workers for each device
   int per_device = kWorkersPerDevice;
   int hardware_threads = 1;
+  int devices = 0;  // CUDA devices the process sees
 
   // One pool shared by every device (a fixed count), or one per device.
   bool shared() const { return fixed > 0; }
   // Workers in each pool: `fixed` if set (more than the hardware threads when asked for),
-  // otherwise `per_device` up to the hardware threads; at least one.
+  // otherwise `per_device`, but never so many that the pools of all devices together would
+  // outnumber the hardware threads; at least one.
   int per_pool() const;
   // MTC_WORKER_THREADS when set (throws c10::Error naming it when it is not a worker count),
-  // this machine's hardware threads.
+  // this machine's hardware threads and CUDA devices.
   static WorkerCount from_environment();
 };
 
@@ -69,8 +71,8 @@ class WorkerPoolSet {
   WorkerPoolSet& operator=(const WorkerPoolSet&) = delete;
   ~WorkerPoolSet();
 
-  // The pool of copies to or from CUDA device `device`, or of copies that use no device (-1, or
-  // any index that is not a device's); made on first use (starting a worker costs ~35 us,
+  // The pool of CUDA device `device` (see worker_pool_for), or of copies that use no device (-1,
+  // or any index that is not a device's); made on first use (starting a worker costs ~35 us,
   // once). After that, one atomic load.
   WorkerPool& for_device(int device);
   // Pools made so far, and their workers.
@@ -95,8 +97,8 @@ WorkerPool& worker_pool_for(const c10::Device& target);
 
 // The pool of the work the calling thread is doing: while a PoolScope lives on the thread (a
 // worker's whole life, a copy job's run, a caller's wait for its copy), its pool; otherwise
-// worker_pool_for a CPU target. Staging
-// fills and uploads use it, so their helpers are the copy's own device's workers.
+// worker_pool_for a CPU target. Staging fills and uploads use it, so their helpers are the copy's
+// own device's workers.
 WorkerPool& current_worker_pool();
 
 class PoolScope {

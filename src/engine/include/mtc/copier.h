@@ -33,7 +33,11 @@ struct CopyOptions {
   int64_t min_packed_alignment_bytes = 16;
   // Payload limit of one packed chunk. Must be > 0.
   int64_t max_packed_chunk_bytes = 32 << 20;
-  // Do planning, staging and submission on the shared worker pool; start_copy returns at once.
+  // Do planning, staging and submission on a worker pool; start_copy returns at once. Each CUDA
+  // device has workers of its own: a copy to a GPU uses that GPU's, a copy to the CPU those of
+  // the calling thread's current CUDA device (a thread that drives one GPU of several should
+  // make it current, as torch.cuda.set_device does; otherwise its copies back share the
+  // workers of device 0).
   bool use_background_thread = true;
   // GPU->CPU: tensors that are not packed are copied straight into pinned (page-locked) output
   // tensors from torch's pinned-memory cache, with no host copy after the DMA. The outputs are
