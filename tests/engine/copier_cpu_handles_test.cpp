@@ -20,6 +20,7 @@
 #include "cpu_test_support.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
+#include "pool_blocker.h"
 #include "structure_compare.h"
 
 namespace {
@@ -77,20 +78,9 @@ TEST(CopierCpu, MovedHandles) {
 // worker nor runs the queued work first: the caller runs the copy itself. (Otherwise get() would
 // not return before the blocking tasks are released below.)
 TEST(CopierCpu, GetRunsTheCopyWhenNoWorkerHasStartedIt) {
-  // The pool start_copy gives a copy to the CPU made on this thread.
-  auto& pool = mtc::detail::worker_pool_for(kCpu);
-  std::atomic<bool> release{false};
-  std::atomic<int> blocked{0};
-  std::atomic<int> finished{0};
-  // Its last access to the test's stack is the increment of `finished`: the test waits for it.
-  auto block = [&] {
-    blocked.fetch_add(1);
-    while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    finished.fetch_add(1);
-  };
-  for (int w = 0; w < pool.size(); ++w) pool.submit(block);
-  while (blocked.load() < pool.size()) std::this_thread::sleep_for(std::chrono::microseconds(50));
-  pool.submit(block);  // queued ahead of the copy
+  // The pool start_copy gives a copy to the CPU made on this thread, every worker busy and one
+  // more task queued ahead of the copy.
+  mtc::test::PoolBlocker blocker(mtc::detail::worker_pool_for(kCpu), /*queued_behind=*/1);
   std::vector<at::Tensor> tensors;
   const c10::IValue in = mixed_batch(tensors);
   std::atomic<bool> done{false};
@@ -102,12 +92,8 @@ TEST(CopierCpu, GetRunsTheCopyWhenNoWorkerHasStartedIt) {
   for (int i = 0; i < 2000 && !done.load(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_TRUE(done.load()) << "get() waited for a worker";
-  release.store(true);
+  blocker.release();  // the task queued ahead of the copy runs now, after it
   caller.join();
-  // The task queued ahead of the copy still runs after the copy; it must be done before the
-  // variables it uses go out of scope.
-  while (finished.load() < pool.size() + 1)
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
 }
 
 TEST(CopierCpu, TheCopyIsDestroyedOnTheThreadThatDropsTheHandle) {

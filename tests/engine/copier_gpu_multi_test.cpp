@@ -10,7 +10,6 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <thread>
@@ -19,6 +18,7 @@
 #include "detail/worker_pool_set.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
+#include "pool_blocker.h"
 #include "structure_compare.h"
 
 namespace {
@@ -136,17 +136,7 @@ TEST_F(MultiGpuTest, EachGpuHasAWorkerPoolOfItsOwn) {
     EXPECT_EQ(&detail::worker_pool_for(kCpu), &pool1) << "a copy back made on GPU 1's thread";
   }
   if (count.shared()) return;
-  std::atomic<bool> release{false};
-  std::atomic<int> blocked{0};
-  std::atomic<int> finished{0};
-  // Its last access to the test's stack is the increment of `finished`: the test waits for it.
-  auto block = [&] {
-    blocked.fetch_add(1);
-    while (!release.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    finished.fetch_add(1);
-  };
-  for (int w = 0; w < pool1.size(); ++w) pool1.submit(block);
-  while (blocked.load() < pool1.size()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  mtc::test::PoolBlocker blocker(pool1);
   const c10::IValue in = reference_batch(kCpu);
   CopyHandle to0 = start_copy(in, kCuda0);
   bool done0 = false;
@@ -157,8 +147,7 @@ TEST_F(MultiGpuTest, EachGpuHasAWorkerPoolOfItsOwn) {
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_FALSE(to1.ready()) << "a copy to cuda:1 started while every cuda:1 worker was busy";
   expect_structure_copy(to1.get(), in, kCuda1);  // run by this thread
-  release.store(true);
-  while (finished.load() < pool1.size()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  blocker.release();
   expect_structure_copy(to0.get(), in, kCuda0);
 }
 
