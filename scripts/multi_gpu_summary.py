@@ -10,7 +10,11 @@ one process; `procs`: one process per GPU, started together); a label may be giv
 median over the label's reports of each report's median wall time for the strategy, and its ratio
 to the baseline label's figure for GPU 0 (or for the same GPU when the baseline has it). The
 ratios are the many-GPU targets: per-GPU time within 1.2x (2 and 4 GPUs) or 1.3x (8 GPUs) of one
-GPU alone, all from one call. Below the table, each label's pinned slab allocations
+GPU alone, all from one call. A second table gives each label's spread, to read the first
+with: the range of its per-GPU ratios, the range over every report and GPU (the labels run in
+different processes, one after another, so a difference smaller than this spread may be the
+host's), and the engine's own steps (median over the reports and GPUs, when the reports hold
+them). Below, each label's pinned slab allocations
 (`cudaHostAlloc`) against its timed copies, flagged when the pool kept allocating: its times then
 include allocations a settled pool does not make. Exit status 0, or 2 when a report cannot be
 read or the baseline label is missing.
@@ -34,6 +38,15 @@ def medians(report, strategy):
     """(direction, pattern, gpu) -> median wall seconds of `strategy`, for each ok result."""
     return {(e["direction"], e.get("pattern", "hot"), e["device"]): e["wall_s"]["median"]
             for e in ok_results(report, strategy)}
+
+
+STEPS = ("queued", "traverse", "submit", "outputs")
+
+
+def steps(report, strategy):
+    """(direction, pattern, gpu) -> the engine's step medians (us) of `strategy`, where given."""
+    return {(e["direction"], e.get("pattern", "hot"), e["device"]): e["engine"]["steps_median_us"]
+            for e in ok_results(report, strategy) if "steps_median_us" in e.get("engine", {})}
 
 
 def pinned_allocations(report, strategy):
@@ -111,7 +124,46 @@ def table(labelled, strategy, baseline):
     return rows
 
 
-def render(rows, strategy, baseline, allocations=()):
+def spreads(labelled, strategy, baseline, rows):
+    """Per (direction, pattern, label): (lowest, highest) per-GPU ratio, (lowest, highest) ratio
+    of any one report's GPU, and the median of each engine step over the reports and GPUs."""
+    base = {(d, p, g): value for d, p, label, g, value, _, _ in rows if label == baseline}
+    out = {}
+    for direction, pattern, label, gpu, _, ratio, _ in rows:
+        entry = out.setdefault((direction, pattern, label), {"gpus": [], "reports": [], "steps": defaultdict(list)})
+        if ratio is not None:
+            entry["gpus"].append(ratio)
+    for label, report in labelled:
+        for (direction, pattern, gpu), median in medians(report, strategy).items():
+            entry = out.get((direction, pattern, label))
+            reference = base.get((direction, pattern, gpu), base.get((direction, pattern, 0)))
+            if entry is not None and reference:
+                entry["reports"].append(median / reference)
+        for (direction, pattern, _), figures in steps(report, strategy).items():
+            entry = out.get((direction, pattern, label))
+            if entry is not None:
+                for name in STEPS:
+                    if name in figures:
+                        entry["steps"][name].append(figures[name])
+    return out
+
+
+def spread_lines(spread):
+    def span(values):
+        return f"{min(values):.2f}-{max(values):.2f}x" if values else "-"
+
+    lines = ["| run | direction | pattern | per GPU | every report and GPU | "
+             + " | ".join(f"{name} (us)" for name in STEPS) + " |",
+             "|---|---|---|---|---|" + "---|" * len(STEPS)]
+    for (direction, pattern, label), entry in spread.items():
+        cells = [f"{statistics.median(entry['steps'][name]):.1f}" if entry["steps"][name] else "-"
+                 for name in STEPS]
+        lines.append(f"| {label} | {direction} | {pattern} | {span(entry['gpus'])} | {span(entry['reports'])} | "
+                     + " | ".join(cells) + " |")
+    return lines
+
+
+def render(rows, strategy, baseline, allocations=(), spread_table=()):
     lines = [
         f"Per-GPU median wall time of `{strategy}` (median over the reports of each label) and its"
         f" ratio to `{baseline}` (one GPU alone) in the same call.",
@@ -124,6 +176,9 @@ def render(rows, strategy, baseline, allocations=()):
         lines.append(
             f"| {direction} | {pattern} | {label} | {gpu} | {value * 1e6:,.1f} us | {shown} | {reps} |"
         )
+    if spread_table:
+        lines += ["", "Each label's spread: its GPUs' ratios, the ratios of every report's GPU, and the"
+                  " engine's steps (median over the reports and GPUs).", "", *spread_table]
     if allocations:
         lines += ["", "Pinned slab allocations (each report's process, at its end):", *allocations]
     return "\n".join(lines) + "\n"
@@ -142,7 +197,8 @@ def main():
     except (OSError, ValueError, KeyError) as e:
         print(f"multi_gpu_summary: {e}", file=sys.stderr)
         return 2
-    text = render(rows, args.strategy, args.baseline, allocation_lines(labelled, args.strategy))
+    text = render(rows, args.strategy, args.baseline, allocation_lines(labelled, args.strategy),
+                  spread_lines(spreads(labelled, args.strategy, args.baseline, rows)))
     sys.stdout.write(text)
     if args.md:
         with open(args.md, "w", encoding="utf-8") as f:

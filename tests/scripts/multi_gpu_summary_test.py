@@ -14,14 +14,19 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SUMMARY = ROOT / "scripts" / "multi_gpu_summary.py"
 
 
-def report(entries, slabs=None, samples=1000):
+def report(entries, slabs=None, samples=1000, steps=None):
     """A report holding one run with (direction, pattern, strategy, gpu, median seconds) results,
-    each of `samples` copies; `slabs`: the engine's pinned slab allocations, if given."""
+    each of `samples` copies; `slabs`: the engine's pinned slab allocations, `steps`: its step
+    medians (us), if given."""
     results = [{"direction": d, "pattern": p, "strategy": s, "device": g, "status": "ok",
                 "samples": samples, "wall_s": {"median": m}} for d, p, s, g, m in entries]
     for e in results:
-        if slabs is not None and e["strategy"] == "engine":
-            e["engine"] = {"pinned_pool": {"slab_allocations": slabs}}
+        if e["strategy"] == "engine":
+            e["engine"] = {}
+            if slabs is not None:
+                e["engine"]["pinned_pool"] = {"slab_allocations": slabs}
+            if steps is not None:
+                e["engine"]["steps_median_us"] = steps
     results.append({"direction": "h2d", "pattern": "hot", "strategy": "engine", "device": 0,
                     "status": "skipped", "wall_s": {"median": 1.0}})  # not counted
     return {"schema_version": 2, "runs": [{"results": results}]}
@@ -41,8 +46,10 @@ def main():
         tmp = pathlib.Path(name)
         us = 1e-6
         reports = [
-            ("alone", report([("h2d", "hot", "engine", 0, 100 * us), ("h2d", "hot", "to", 0, 5000 * us)], slabs=3)),
-            ("alone", report([("h2d", "hot", "engine", 0, 110 * us)], slabs=4)),
+            ("alone", report([("h2d", "hot", "engine", 0, 100 * us), ("h2d", "hot", "to", 0, 5000 * us)], slabs=3,
+                             steps={"queued": 0.5, "traverse": 80.0})),
+            ("alone", report([("h2d", "hot", "engine", 0, 110 * us)], slabs=4,
+                             steps={"queued": 1.5, "traverse": 90.0})),
             ("together", report([("h2d", "hot", "engine", 0, 126 * us), ("h2d", "hot", "engine", 1, 147 * us)],
                                 slabs=1900)),
             ("procs", report([("h2d", "hot", "engine", 0, 115.5 * us)])),
@@ -61,6 +68,15 @@ def main():
             cells = [c.strip() for c in row.strip("|").split("|")]
             assert cells == ["h2d", "hot", label, gpu, median, ratio, reps], (cells, row)
         assert md.read_text() == done.stdout
+        # The spread table: each label's GPUs' ratios, every report's GPU against 105 us (alone's
+        # two reports 100 and 110 us: 0.95x and 1.05x), and the step medians where given.
+        spread = {line.split("|")[1].strip(): [c.strip() for c in line.strip("|").split("|")]
+                  for line in done.stdout.splitlines() if line.startswith("| ") and "| h2d | hot |" in line
+                  and not line.startswith("| h2d")}
+        assert spread["alone"] == ["alone", "h2d", "hot", "1.00-1.00x", "0.95-1.05x", "1.0", "85.0", "-", "-"], spread
+        assert spread["together"][3:5] == ["1.20-1.40x", "1.20-1.40x"], spread
+        assert spread["together"][5:] == ["-", "-", "-", "-"], spread
+        assert spread["procs"][3:5] == ["1.10-2.00x", "1.10-2.00x"], spread
         # A settled pool (7 allocations over 2,000 copies) passes; one allocating at almost every
         # copy (1,900 over 2,000) is flagged; reports without the figure say nothing.
         alone = next(line for line in done.stdout.splitlines() if line.startswith("- `alone`"))
