@@ -33,7 +33,7 @@ def main(path):
         extra = {k: v for k, v in b.items() if isinstance(v, (int, float)) and k not in known
                  and k not in ("repetitions", "repetition_index", "threads", "family_index",
                                "per_family_instance_index")}
-        if any(k.endswith("GBps") or k.startswith(("pool", "peak", "grew", "slab")) for k in extra):
+        if any(k.endswith("GBps") or k.startswith(("pool", "peak", "grew", "slab", "gpu")) for k in extra):
             others.append((name, extra))
     if others:
         print()
@@ -74,6 +74,12 @@ def main(path):
         engine, to = us(f"BM_MixedBatch/{arg}/0/"), us(f"BM_MixedBatch/{arg}/1/")
         if engine and to:
             print(f"mixed batch {direction}: engine {engine:.1f} us, .to() {to:.1f} us, speedup {to / engine:.1f}x")
+    for direction, arg in (("CPU->GPU", 0), ("GPU->CPU", 1)):
+        per_gpu, one_pool, alone = (us(f"BM_MultiGpuCopy/{arg}/{mode}/") for mode in (0, 1, 2))
+        if per_gpu and one_pool and alone:
+            print(f"{direction}, every GPU at once in one process (median over the GPUs): a worker pool per GPU"
+                  f" {per_gpu:.1f} us = {per_gpu / alone:.2f}x GPU 0 alone ({alone:.1f} us), one pool for all"
+                  f" {one_pool:.1f} us = {one_pool / alone:.2f}x (target <= 1.2x at 2 and 4 GPUs)")
     pinned_outputs, to = us("BM_MixedBatch/0/2/"), us("BM_MixedBatch/0/1/")
     if pinned_outputs and to:
         print(f"mixed batch d2h, pinned outputs: engine {pinned_outputs:.1f} us, speedup {to / pinned_outputs:.1f}x")

@@ -105,6 +105,23 @@ TEST(WorkerPoolSet, AFixedCountIsOnePoolForEveryDevice) {
   expect_concurrent_workers(shared, 3);
 }
 
+TEST(WorkerPoolSet, OnePoolForAllServesEveryDeviceWithAllTheirWorkersWhileOn) {
+  WorkerPoolSet pools(WorkerCount{.per_device = 2, .hardware_threads = 64, .devices = 3}, kSpin);
+  WorkerPool& zero = pools.for_device(0);
+  pools.set_one_pool_for_all(true);
+  WorkerPool& all = pools.for_device(0);
+  EXPECT_NE(&all, &zero);
+  EXPECT_EQ(all.size(), 6);
+  EXPECT_EQ(&pools.for_device(2), &all);
+  EXPECT_EQ(&pools.for_device(-1), &all);
+  pools.set_one_pool_for_all(false);
+  EXPECT_EQ(&pools.for_device(0), &zero);
+  EXPECT_NE(&pools.for_device(2), &all);
+  pools.set_one_pool_for_all(true);
+  EXPECT_EQ(&pools.for_device(1), &all) << "made once, kept";
+  EXPECT_EQ(pools.threads(), 2 + 2 + 6);
+}
+
 TEST(WorkerPoolSet, ConcurrentFirstUsesMakeOnePoolPerDevice) {
   WorkerPoolSet pools(WorkerCount{.per_device = 1, .hardware_threads = 64}, kSpin);
   std::vector<std::vector<WorkerPool*>> seen(8, std::vector<WorkerPool*>(8));

@@ -64,12 +64,18 @@ WorkerPoolSet::~WorkerPoolSet() {
 }
 
 WorkerPool& WorkerPoolSet::for_device(int device) {
-  const size_t slot =
-      count_.shared() || device < 0 || device >= kMaxDevices ? 0 : static_cast<size_t>(device) + 1;
+  const bool one_pool = one_pool_for_all_.load(std::memory_order_relaxed) && !count_.shared();
+  size_t slot = 0;  // copies of no device, or every copy when MTC_WORKER_THREADS is set
+  if (one_pool) {
+    slot = kOnePoolSlot;
+  } else if (!count_.shared() && device >= 0 && device < kMaxDevices) {
+    slot = static_cast<size_t>(device) + 1;
+  }
   if (WorkerPool* pool = pools_[slot].load(std::memory_order_acquire)) return *pool;
   std::lock_guard<std::mutex> lock(mutex_);
   if (WorkerPool* pool = pools_[slot].load(std::memory_order_relaxed)) return *pool;
-  auto* pool = new WorkerPool(count_.per_pool(), std::chrono::microseconds(spin_us_.load()));
+  const int workers = count_.per_pool() * (one_pool ? std::max(count_.devices, 1) : 1);
+  auto* pool = new WorkerPool(workers, std::chrono::microseconds(spin_us_.load()));
   pools_[slot].store(pool, std::memory_order_release);
   return *pool;
 }

@@ -81,13 +81,21 @@ class WorkerPoolSet {
   // How long idle workers spin before sleeping, in every pool, the ones made later too (for
   // benchmarks that compare settings).
   void set_spin(std::chrono::microseconds spin);
+  // For benchmarks that compare the two designs in one process: while on, every device's copies
+  // (and those of no device) use one pool of as many workers as all devices' pools together
+  // (per_pool() for each device the process sees), made on first use and kept; off goes back to
+  // the pools per device. Copies already started keep the pool they started on.
+  void set_one_pool_for_all(bool on) { one_pool_for_all_.store(on); }
 
  private:
   const WorkerCount count_;
   std::atomic<int64_t> spin_us_;
   std::mutex mutex_;  // held while a pool is made
-  // Slot 0: copies that use no device (and, when shared, every copy); slot d + 1: device d.
-  std::array<std::atomic<WorkerPool*>, kMaxDevices + 1> pools_{};
+  std::atomic<bool> one_pool_for_all_{false};
+  // Slot 0: copies that use no device (and, when shared, every copy); slot d + 1: device d; the
+  // last: the one pool of set_one_pool_for_all.
+  static constexpr size_t kOnePoolSlot = kMaxDevices + 1;
+  std::array<std::atomic<WorkerPool*>, kMaxDevices + 2> pools_{};
 };
 
 // The pool of a copy to `target`: a CUDA target's device's; for a CPU target, the calling
