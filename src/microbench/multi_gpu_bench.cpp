@@ -5,6 +5,7 @@
 // did meanwhile as much as by the design.)
 #include <benchmark/benchmark.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
 #include <atomic>
@@ -36,8 +37,9 @@ const c10::IValue& input_for(int gpu, bool h2d) {
   if (it != inputs.end()) return it->second;
   c10::IValue made = mtc::microbench::make_reference_batch();
   if (!h2d) {
+    const c10::cuda::CUDAGuard on(static_cast<c10::DeviceIndex>(gpu));
     made = map_to(made, c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(gpu)));
-    c10::cuda::device_synchronize();
+    c10::cuda::device_synchronize();  // this GPU's
   }
   return inputs.emplace(std::make_pair(gpu, h2d), std::move(made)).first->second;
 }
@@ -94,7 +96,8 @@ void BM_MultiGpuCopy(benchmark::State& state) {
   for (std::thread& t : threads) t.join();
   mtc::detail::WorkerPoolSet::instance().set_one_pool_for_all(false);
   for (int g = 0; g < gpus; ++g)
-    state.counters["gpu" + std::to_string(g) + "_us"] = median_of(seconds[static_cast<size_t>(g)]) * 1e6;
+    state.counters["gpu" + std::to_string(g) + "_us"] =
+        median_of(seconds[static_cast<size_t>(g)]) * 1e6;
   state.counters["slowest_us"] = median_of(slowest) * 1e6;
   state.counters["median_us"] = median_of(iteration) * 1e6;
 }
