@@ -40,11 +40,12 @@ def main(path):
         for name, extra in others:
             print(f"- {name}: " + ", ".join(f"{k} {v:.3g}" for k, v in sorted(extra.items())))
 
+    def bench(prefix):
+        return next((b for name, b in medians.items() if name.startswith(prefix)), None)
+
     def us(prefix):
-        for name, b in medians.items():
-            if name.startswith(prefix):
-                return b.get("median_us", b["real_time"])
-        return None
+        b = bench(prefix)
+        return b.get("median_us", b["real_time"]) if b else None
 
     h2d = "BM_EngineCopy<Direction::kHostToDevice>"
     to = "BM_PerTensorTo<Direction::kHostToDevice>"
@@ -74,9 +75,6 @@ def main(path):
         engine, to = us(f"BM_MixedBatch/{arg}/0/"), us(f"BM_MixedBatch/{arg}/1/")
         if engine and to:
             print(f"mixed batch {direction}: engine {engine:.1f} us, .to() {to:.1f} us, speedup {to / engine:.1f}x")
-    def bench(prefix):
-        return next((b for name, b in medians.items() if name.startswith(prefix)), None)
-
     for direction, arg in (("CPU->GPU", 0), ("GPU->CPU", 1)):
         alone = bench(f"BM_MultiGpuCopy/{arg}/2/")
         for mode, design in ((0, "a worker pool per GPU"), (1, "one pool for all")):

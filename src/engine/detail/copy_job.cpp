@@ -109,10 +109,9 @@ void CopyJob::walk() {
   std::vector<c10::IValue> built(static_cast<size_t>(n));
   Copier first(router_);
   if (n > 0) built[0] = first.copy_element(*elements[0], 0);
-  WorkerPool& pool = pool_;
   const int64_t estimate = stats_.tensors * n;
   const auto helpers =
-      std::min<int64_t>({static_cast<int64_t>(pool.size()), n - 2,
+      std::min<int64_t>({static_cast<int64_t>(pool_.size()), n - 2,
                          estimate / leaves_per_part.load(std::memory_order_relaxed) - 1});
   if (helpers < 1 || estimate < parallel_walk_leaves.load(std::memory_order_relaxed)) {
     for (int64_t i = 1; i < n; ++i)
@@ -190,7 +189,7 @@ void CopyJob::walk() {
     open_walk_ = tickets;
   }
   walk_open_.store(true, std::memory_order_release);
-  pool.submit_copies([tickets] { tickets->join(); }, static_cast<int>(helpers));
+  pool_.submit_copies([tickets] { tickets->join(); }, static_cast<int>(helpers));
   walk_from(*walkers[0], tickets->take());
   tickets->close();
   walk_open_.store(false, std::memory_order_relaxed);
@@ -312,7 +311,6 @@ int CopyJob::wait_submitted(bool join) {
   // The worker usually finishes within tens of microseconds: spin first, then sleep. While
   // spinning, join the walk if it is split (once), or help with queued pool work.
   const PoolScope scope(pool_);
-  WorkerPool& pool = pool_;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::microseconds(200);
   while ((state = state_.load(std::memory_order_acquire)) == kPending &&
          std::chrono::steady_clock::now() < deadline) {
@@ -321,7 +319,7 @@ int CopyJob::wait_submitted(bool join) {
       join_walk();
       continue;
     }
-    if (pool.try_run_one()) continue;
+    if (pool_.try_run_one()) continue;
     cpu_relax();
   }
   while (state == kPending) {
