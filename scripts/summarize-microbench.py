@@ -77,7 +77,8 @@ def main(path):
             print(f"mixed batch {direction}: engine {engine:.1f} us, .to() {to:.1f} us, speedup {to / engine:.1f}x")
     for direction, arg in (("CPU->GPU", 0), ("GPU->CPU", 1)):
         alone = bench(f"BM_MultiGpuCopy/{arg}/2/")
-        for mode, design in ((0, "a worker pool per GPU"), (1, "one pool for all")):
+        for mode, design in ((0, "a worker pool per GPU"), (1, "one pool for all"),
+                             (3, "a worker pool per GPU, workers spinning 2 ms")):
             b = bench(f"BM_MultiGpuCopy/{arg}/{mode}/")
             if not (alone and b and alone.get("gpu0_us")):
                 continue

@@ -44,4 +44,30 @@ void report_median(benchmark::State& state, std::vector<double>& seconds) {
   state.counters["median_us"] = median_of(seconds) * 1e6;
 }
 
+void StatsSum::add(const mtc::CopyStats& stats, double start_seconds) {
+  sum_.queued_us += stats.queued_us;
+  sum_.traverse_us += stats.traverse_us;
+  sum_.submit_us += stats.submit_us;
+  sum_.outputs_us += stats.outputs_us;
+  sum_.walk_threads += stats.walk_threads;
+  start_seconds_ += start_seconds;
+  ++copies_;
+}
+
+void StatsSum::merge(const StatsSum& other) {
+  add(other.sum_, other.start_seconds_);
+  copies_ += other.copies_ - 1;  // add() counted other's sums as one copy
+}
+
+void StatsSum::report(benchmark::State& state) const {
+  if (copies_ == 0) return;
+  const auto n = static_cast<double>(copies_);
+  state.counters["start_us"] = start_seconds_ * 1e6 / n;
+  state.counters["queued_us"] = sum_.queued_us / n;
+  state.counters["traverse_us"] = sum_.traverse_us / n;
+  state.counters["submit_us"] = sum_.submit_us / n;
+  state.counters["outputs_us"] = sum_.outputs_us / n;
+  state.counters["walk_threads"] = static_cast<double>(sum_.walk_threads) / n;
+}
+
 }  // namespace mtc::microbench

@@ -8,6 +8,8 @@
 
 #include <vector>
 
+#include "mtc/copier.h"
+
 namespace mtc::microbench {
 
 bool has_gpu();
@@ -20,5 +22,21 @@ c10::IValue map_to(const c10::IValue& v, const c10::Device& device);
 // worker that had gone to sleep, move the mean, not the median). Reorders `seconds`.
 double median_of(std::vector<double>& seconds);
 void report_median(benchmark::State& state, std::vector<double>& seconds);
+
+// Where the copies' time went, as the engine measured it (CopyStats) plus how long start_copy
+// kept the caller: summed over a benchmark's copies, reported as means per copy (start_us,
+// queued_us, traverse_us, submit_us, outputs_us, walk_threads). One per thread; merge() adds
+// another's.
+class StatsSum {
+ public:
+  void add(const mtc::CopyStats& stats, double start_seconds);
+  void merge(const StatsSum& other);
+  void report(benchmark::State& state) const;
+
+ private:
+  mtc::CopyStats sum_;
+  double start_seconds_ = 0;
+  int64_t copies_ = 0;
+};
 
 }  // namespace mtc::microbench

@@ -266,9 +266,8 @@ void BM_EngineCopy(benchmark::State& state) {
   // always find them awake (to tell wake-up costs from walking costs).
   if (state.range(1) & 64)
     mtc::detail::WorkerPoolSet::instance().set_spin(std::chrono::milliseconds(2));
-  double start_seconds = 0;
   std::vector<double> seconds;
-  mtc::CopyStats sum;
+  mtc::microbench::StatsSum stats;
   c10::IValue previous;
   size_t turn = 0;
   for (auto _ : state) {
@@ -283,21 +282,9 @@ void BM_EngineCopy(benchmark::State& state) {
     if (free_previous_in_copy) previous = std::move(out);
     seconds.push_back(std::chrono::duration<double>(t2 - t0).count());
     state.SetIterationTime(seconds.back());
-    start_seconds += std::chrono::duration<double>(t1 - t0).count();
-    const mtc::CopyStats s = handle.stats();
-    sum.queued_us += s.queued_us;
-    sum.traverse_us += s.traverse_us;
-    sum.submit_us += s.submit_us;
-    sum.outputs_us += s.outputs_us;
-    sum.walk_threads += s.walk_threads;
+    stats.add(handle.stats(), std::chrono::duration<double>(t1 - t0).count());
   }
-  const auto n = static_cast<double>(state.iterations());
-  state.counters["start_us"] = start_seconds * 1e6 / n;
-  state.counters["queued_us"] = sum.queued_us / n;
-  state.counters["traverse_us"] = sum.traverse_us / n;
-  state.counters["submit_us"] = sum.submit_us / n;
-  state.counters["outputs_us"] = sum.outputs_us / n;
-  state.counters["walk_threads"] = static_cast<double>(sum.walk_threads) / n;
+  stats.report(state);
   report_median(state, seconds);
   mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
   mtc::detail::WorkerPoolSet::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);

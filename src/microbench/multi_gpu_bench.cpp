@@ -29,7 +29,12 @@ using Clock = std::chrono::steady_clock;
 using mtc::microbench::map_to;
 using mtc::microbench::median_of;
 
-enum Mode : int64_t { kPoolPerDevice = 0, kOnePoolForAll = 1, kAlone = 2 };
+enum Mode : int64_t {
+  kPoolPerDevice = 0,
+  kOnePoolForAll = 1,
+  kAlone = 2,
+  kPoolPerDeviceSpinning = 3
+};
 
 // Each GPU's own reference batch: on the CPU for CPU->GPU, on that GPU for GPU->CPU (made once).
 const c10::IValue& input_for(int gpu, bool h2d) {
@@ -46,13 +51,16 @@ const c10::IValue& input_for(int gpu, bool h2d) {
 }
 
 // Arguments: {0 CPU->GPU, 1 GPU->CPU; mode: 0 a worker pool per GPU, 1 one pool for all GPUs,
-// 2 GPU 0 alone}. Each iteration releases every GPU's thread at once (they spin on a generation
-// count, so they start within a microsecond or two of each other; a barrier's wake-ups would
-// spread them by tens) and each times its copy from start_copy until get() returned; the handle
-// and the result are dropped after the clock (the hot pattern, as BM_EngineCopy). Counters:
-// each GPU's median over the iterations (gpuK_us: compare with gpu0_us of mode 2, one GPU alone)
-// and the median of the slowest GPU's time (slowest_us). The iteration's time is the slowest
-// GPU's. In mode 1 a copy's walk and fills may also take more helpers than a GPU's own pool has.
+// 2 GPU 0 alone, 3 a pool per GPU whose idle workers spin 2 ms instead of 200 us (no worker of
+// a GPU sleeps between its copies: tells a wake-up's cost from the rest)}. Each iteration releases
+// every GPU's thread at once (they spin on a generation count, so they start within a microsecond
+// or two of each other; a barrier's wake-ups would spread them by tens) and each times its copy
+// from start_copy until get() returned; the handle and the result are dropped after the clock (the
+// hot pattern, as BM_EngineCopy). Counters: each GPU's median over the iterations (gpuK_us: compare
+// with gpu0_us of mode 2, one GPU alone) and the median of the slowest GPU's time (slowest_us). The
+// iteration's time is the slowest GPU's. The engine's own steps (StatsSum: start_us, queued_us,
+// traverse_us, ...) are means over every GPU's copies: where the time of several GPUs at once went.
+// In mode 1 a copy's walk and fills may also take more helpers than a GPU's own pool has.
 void BM_MultiGpuCopy(benchmark::State& state) {
   const int visible = c10::cuda::device_count();
   if (visible < 2) return state.SkipWithError("fewer than two CUDA devices");
@@ -62,9 +70,12 @@ void BM_MultiGpuCopy(benchmark::State& state) {
   const bool h2d = state.range(0) == 0;
   const int gpus = mode == kAlone ? 1 : visible;
   for (int g = 0; g < gpus; ++g) input_for(g, h2d);
-  mtc::detail::WorkerPoolSet::instance().set_one_pool_for_all(mode == kOnePoolForAll);
+  auto& pools = mtc::detail::WorkerPoolSet::instance();
+  pools.set_one_pool_for_all(mode == kOnePoolForAll);
+  if (mode == kPoolPerDeviceSpinning) pools.set_spin(std::chrono::milliseconds(2));
 
   std::vector<std::vector<double>> seconds(static_cast<size_t>(gpus));
+  std::vector<mtc::microbench::StatsSum> stats(static_cast<size_t>(gpus));
   std::atomic<int64_t> generation{0};
   std::atomic<int> finished{0};
   std::atomic<bool> quit{false};
@@ -87,9 +98,12 @@ void BM_MultiGpuCopy(benchmark::State& state) {
           // thread reports the iteration done (so the next one starts with every thread ready).
           const auto t0 = Clock::now();
           mtc::CopyHandle handle = mtc::start_copy(data, target);
+          const auto t1 = Clock::now();
           const c10::IValue out = handle.get();
           seconds[static_cast<size_t>(g)].push_back(
               std::chrono::duration<double>(Clock::now() - t0).count());
+          stats[static_cast<size_t>(g)].add(handle.stats(),
+                                            std::chrono::duration<double>(t1 - t0).count());
         } catch (const std::exception& e) {
           const std::lock_guard<std::mutex> lock(error_mutex);
           if (error.empty()) error = "GPU " + std::to_string(g) + ": " + e.what();
@@ -117,8 +131,11 @@ void BM_MultiGpuCopy(benchmark::State& state) {
   }
   quit.store(true);
   for (std::thread& t : threads) t.join();
-  mtc::detail::WorkerPoolSet::instance().set_one_pool_for_all(false);
+  pools.set_one_pool_for_all(false);
+  pools.set_spin(mtc::detail::WorkerPool::kDefaultSpin);
   if (slowest.empty()) return;
+  for (size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);
+  stats[0].report(state);
   for (int g = 0; g < gpus; ++g)
     state.counters["gpu" + std::to_string(g) + "_us"] =
         median_of(seconds[static_cast<size_t>(g)]) * 1e6;
@@ -126,7 +143,7 @@ void BM_MultiGpuCopy(benchmark::State& state) {
 }
 
 BENCHMARK(BM_MultiGpuCopy)
-    ->ArgsProduct({{0, 1}, {kPoolPerDevice, kOnePoolForAll, kAlone}})
+    ->ArgsProduct({{0, 1}, {kPoolPerDevice, kOnePoolForAll, kAlone, kPoolPerDeviceSpinning}})
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);
