@@ -132,6 +132,31 @@ TEST_F(GpuTest, LeafErrorInAWalkSplitInPartsReleasesEverything) {
   }
 }
 
+// A GPU->CPU copy of many small tensors gathers them in launches of up to 1,024 (here 1,024 and
+// 176) and makes their views in parts on the pool, each part on an alias of the packed chunk's
+// storage. Every output holds the right bytes, and one output kept alone keeps its chunk's
+// memory: later copies, which reuse freed chunks, do not touch it.
+TEST_F(GpuTest, GpuToCpuOutputsMadeInPartsKeepTheirChunkAlive) {
+  const c10::impl::GenericList big =
+      mtc::test::list_of_lists(40, 30, [](int k) { return random_tensor(at::kFloat, {k + 1}); });
+  const c10::IValue on_gpu =
+      map_tensors(big, [](const at::Tensor& t) { return to_device(t, kCuda0); });
+  at::Tensor kept;
+  {
+    CopyHandle h = start_copy(on_gpu, kCpu);
+    const c10::IValue out = h.get();
+    expect_structure_copy(out, on_gpu, kCpu);
+    EXPECT_EQ(h.stats().packed, 1200);
+    EXPECT_EQ(h.stats().chunks, 1);
+    kept = tensors_of(out).at(1111);
+  }
+  const at::Tensor expected = tensors_of(big).at(1111);
+  for (int i = 0; i < 5; ++i) {
+    const c10::IValue again = start_copy(on_gpu, kCpu).get();
+    EXPECT_TRUE(kept.equal(expected)) << "after copy " << i;
+  }
+}
+
 // Outputs are created on other threads; under the caller's InferenceMode they must still be
 // inference tensors (as .to() gives there), and normal tensors outside it, in both directions
 // and in a walk split in parts.

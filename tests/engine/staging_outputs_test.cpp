@@ -167,6 +167,43 @@ TEST(Outputs, MakeViewOverASharedStorage) {
   EXPECT_EQ(t.data_ptr(), static_cast<void*>(raw + 6));
 }
 
+// An alias storage shares the bytes of its storage and keeps it alive: the storage's memory is
+// freed when the last of the alias and the views on it dies, not when the storage does.
+TEST(Outputs, AnAliasStorageKeepsItsStorageAliveUntilItDies) {
+  using namespace mtc::detail;
+  static bool freed = false;
+  freed = false;
+  auto* raw = new std::byte[256];
+  for (int i = 0; i < 256; ++i) raw[i] = static_cast<std::byte>(i);
+  c10::Storage storage = make_storage(c10::DataPtr(
+                                          raw, raw,
+                                          [](void* p) {
+                                            delete[] static_cast<std::byte*>(p);
+                                            freed = true;
+                                          },
+                                          kCpu),
+                                      256);
+  c10::Storage alias = make_alias_storage(storage);
+  EXPECT_EQ(alias.data(), storage.data());
+  EXPECT_EQ(alias.nbytes(), 256u);
+  storage = c10::Storage();
+  EXPECT_FALSE(freed);
+  at::Tensor view = make_view(alias, 16, at::zeros({4}, at::kByte));
+  alias = c10::Storage();
+  EXPECT_FALSE(freed);
+  EXPECT_EQ(view[3].item<uint8_t>(), 19);
+  view = at::Tensor();
+  EXPECT_TRUE(freed);
+}
+
+// A CUDA block's alias would hide it from record_stream: refused.
+TEST(Outputs, AliasStoragesAreForCpuStoragesOnly) {
+  using namespace mtc::detail;
+  const c10::Storage cuda(c10::Storage::use_byte_size_t(), 0,
+                          c10::DataPtr(nullptr, c10::Device(c10::kCUDA, 0)), nullptr, false);
+  EXPECT_THROW(make_alias_storage(cuda), c10::Error);
+}
+
 // Outputs are usually made on a worker and freed on the caller's thread. The TensorImpls freed
 // on one thread go, in whole batches, to a shared list from which another thread that makes
 // outputs takes them back, and a thread that exits hands over the blocks it kept.

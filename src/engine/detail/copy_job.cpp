@@ -269,15 +269,42 @@ void CopyJob::run_routes() {
 
 void CopyJob::place_outputs() {
   MTC_RANGE(outputs, "create outputs");
+  const size_t n = router_.deferred().size();
+  // CPU storages only: an alias of a CUDA block would hide it from record_stream.
+  const int64_t parts =
+      target_.is_cpu()
+          ? std::min<int64_t>(static_cast<int64_t>(n) / kOutputsPerPart, pool_.size() + 1)
+          : 1;
+  if (parts < 2) {
+    place_outputs(0, n, false);
+    return;
+  }
+  pool_.parallel_for(parts, [&](int64_t p) {
+    const std::optional<c10::InferenceMode> inference = inference_guard();
+    place_outputs(n * static_cast<size_t>(p) / static_cast<size_t>(parts),
+                  n * static_cast<size_t>(p + 1) / static_cast<size_t>(parts), true);
+  });
+}
+
+void CopyJob::place_outputs(size_t begin, size_t end, bool own_storages) {
   const std::vector<at::Tensor>& deferred = router_.deferred();
   const std::vector<c10::IValue*>& slots = router_.slots();
-  for (size_t i = 0; i < deferred.size(); ++i) {
+  // Threads that made views of one StorageImpl at once would each move its reference count's
+  // cache line to their core, at every view.
+  std::vector<c10::Storage> aliases(own_storages ? storages_.size() : 0);
+  for (size_t i = begin; i < end; ++i) {
     const DeferredView& v = views_[i];
-    if (v.storage >= 0) {
-      *slots[i] = make_view(storages_[v.storage], v.byte_offset, deferred[i]);
-    } else {
+    if (v.storage < 0) {
       *slots[i] = std::move(outputs_[i]);
+      continue;
     }
+    const c10::Storage* storage = &storages_[v.storage];
+    if (own_storages) {
+      c10::Storage& alias = aliases[v.storage];
+      if (!alias) alias = make_alias_storage(*storage);
+      storage = &alias;
+    }
+    *slots[i] = make_view(*storage, v.byte_offset, deferred[i]);
   }
 }
 

@@ -33,6 +33,11 @@ inline constexpr int64_t kDefaultLeavesPerPart = 128;
 // Changes both, process-wide (for benchmarks that compare settings in one run).
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);
 
+// Outputs made after the walk (the views of a GPU->CPU copy's packed chunks, ~0.14 us each, one
+// after another on one thread) are placed by the pool in parts of this many once there are at
+// least twice as many: 528 views took 72 us on one thread (results/NOTES.md, 2026-11-26).
+inline constexpr int64_t kOutputsPerPart = 128;
+
 class CopyJob;
 
 // What a queued task holds of its job: a worker takes the job through it, and dropping the
@@ -100,8 +105,12 @@ class CopyJob {
   }
   // Whether the parts of a split walk submit their packed chunks themselves.
   bool pack_submitted_in_walk() const { return target_.is_cuda() && options_.pack_cpu_tensors; }
-  // Puts the routes' outputs (and the deferred views) into their slots.
+  // Puts the routes' outputs (and the deferred views) into their slots; a CPU target's many
+  // outputs in parts on the pool.
   void place_outputs();
+  // place_outputs for deferred leaves [begin, end). With `own_storages`, views are made on
+  // aliases of the storages, made for this range (see make_alias_storage).
+  void place_outputs(size_t begin, size_t end, bool own_storages);
   // Waits until the job is submitted or failed; with `join`, walks part of a split walk meanwhile.
   int wait_submitted(bool join);
   // Runs the job if no thread has, waits until it is submitted; rethrows a failure.

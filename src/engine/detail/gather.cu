@@ -6,14 +6,16 @@
 namespace mtc::detail {
 namespace {
 
+template <int N>
 struct GatherBatch {
-  GatherItem items[kGatherBatch];
+  GatherItem items[N];
 };
 
 constexpr int kThreads = 256;
 
 // One block per tensor. 16-byte accesses when source, destination and size allow it.
-__global__ void gather_kernel(const __grid_constant__ GatherBatch batch, std::byte* dst) {
+template <int N>
+__global__ void gather_kernel(const __grid_constant__ GatherBatch<N> batch, std::byte* dst) {
   const GatherItem item = batch.items[blockIdx.x];
   const auto* src = static_cast<const std::byte*>(item.src);
   std::byte* out = dst + item.dst_offset;
@@ -29,15 +31,24 @@ __global__ void gather_kernel(const __grid_constant__ GatherBatch batch, std::by
   }
 }
 
+template <int N>
+void launch_batches(const GatherItem* items, size_t count, std::byte* dst, cudaStream_t stream) {
+  for (size_t first = 0; first < count; first += N) {
+    const size_t n = std::min<size_t>(N, count - first);
+    GatherBatch<N> batch;
+    std::copy_n(items + first, n, batch.items);
+    gather_kernel<N><<<static_cast<unsigned>(n), kThreads, 0, stream>>>(batch, dst);
+    MTC_CUDA_CHECK(cudaGetLastError());
+  }
+}
+
 }  // namespace
 
 void launch_gather(const GatherItem* items, size_t count, std::byte* dst, cudaStream_t stream) {
-  for (size_t first = 0; first < count; first += kGatherBatch) {
-    const size_t n = std::min<size_t>(kGatherBatch, count - first);
-    GatherBatch batch;
-    std::copy_n(items + first, n, batch.items);
-    gather_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(batch, dst);
-    MTC_CUDA_CHECK(cudaGetLastError());
+  if (count <= kGatherBatch) {
+    launch_batches<kGatherBatch>(items, count, dst, stream);
+  } else {
+    launch_batches<kLargeGatherBatch>(items, count, dst, stream);
   }
 }
 

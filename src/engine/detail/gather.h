@@ -15,8 +15,12 @@ struct GatherItem {
   uint64_t bytes;
 };
 
-// Descriptors travel as kernel parameters; 128 of 24 bytes stay under the classic 4 KiB limit.
+// Descriptors travel as kernel parameters, which may take up to 32,764 bytes on Volta and newer
+// GPUs since CUDA 12.1. A launch copies its parameters whole, so a gather of up to 128 tensors
+// takes one launch of 3 KiB and a larger one launches of up to 1,024 (24 KiB): with 128 a launch,
+// the reference batch's 528 device tensors took five launches where one does.
 inline constexpr int kGatherBatch = 128;
+inline constexpr int kLargeGatherBatch = 1024;
 
 // Enqueues the gathers on `stream` (of the device that holds the sources and `dst`).
 // (Compiled as CUDA C++17, hence no std::span.)

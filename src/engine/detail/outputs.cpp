@@ -28,6 +28,16 @@ c10::Storage make_storage(c10::DataPtr data, int64_t bytes) {
                       /*allocator=*/nullptr, /*resizable=*/false);
 }
 
+c10::Storage make_alias_storage(const c10::Storage& storage) {
+  TORCH_INTERNAL_ASSERT(storage.device_type() == c10::DeviceType::CPU,
+                        "make_alias_storage: CPU storages only");
+  auto* owner = new c10::Storage(storage);
+  c10::DataPtr data(
+      owner->mutable_data(), owner, [](void* o) { delete static_cast<c10::Storage*>(o); },
+      storage.device());
+  return make_storage(std::move(data), static_cast<int64_t>(storage.nbytes()));
+}
+
 at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at::Tensor& like) {
   const c10::DispatchKey key = storage.device_type() == c10::DeviceType::CUDA
                                    ? c10::DispatchKey::CUDA

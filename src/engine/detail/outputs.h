@@ -26,6 +26,12 @@ int64_t chunk_slack(int64_t base_alignment, int64_t block_alignment);
 // A storage of `bytes` owning `data` (allocation base may precede data by the alignment shift).
 c10::Storage make_storage(c10::DataPtr data, int64_t bytes);
 
+// A second storage over the bytes of CPU `storage` that keeps it alive until it dies itself.
+// Views made on it count their references there, not on `storage`: threads that make views of
+// one chunk at once then do not share one reference count. Not for CUDA storages: torch's
+// record_stream ignores memory whose DataPtr is not the caching allocator's own.
+c10::Storage make_alias_storage(const c10::Storage& storage);
+
 // A tensor of `like`'s dtype, sizes and strides over `storage`, starting `byte_offset` bytes in.
 // byte_offset must be a multiple of the element size.
 at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at::Tensor& like);
