@@ -180,7 +180,7 @@ void CopyJob::walk() {
     }
   };
   const std::function<void(int, int64_t)> join = [&](int slot, int64_t i) {
-    const std::optional<c10::InferenceMode> inference = inference_guard();
+    const c10::InferenceMode inference = inference_guard();
     walk_from(*walkers[static_cast<size_t>(slot)], i);
   };
   tickets->walk = &join;
@@ -280,7 +280,7 @@ void CopyJob::place_outputs() {
     return;
   }
   pool_.parallel_for(parts, [&](int64_t p) {
-    const std::optional<c10::InferenceMode> inference = inference_guard();
+    const c10::InferenceMode inference = inference_guard();
     place_outputs(n * static_cast<size_t>(p) / static_cast<size_t>(parts),
                   n * static_cast<size_t>(p + 1) / static_cast<size_t>(parts), true);
   });
@@ -311,7 +311,7 @@ void CopyJob::place_outputs(size_t begin, size_t end, bool own_storages) {
 void CopyJob::run() noexcept {
   MTC_RANGE(job, "copy job");
   const PoolScope scope(pool_);  // run by the caller too (run_if_unclaimed)
-  const std::optional<c10::InferenceMode> inference = inference_guard();
+  const c10::InferenceMode inference = inference_guard();
   try {
     run_routes();
     state_.store(kSubmitted, std::memory_order_release);

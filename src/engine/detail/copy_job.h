@@ -97,12 +97,11 @@ class CopyJob {
   void walk();
   // From get(): walks root elements of a walk in parts that is under way on another thread.
   void join_walk();
-  // The caller's InferenceMode at start_copy, for the threads that create the outputs: tensors
-  // created inside it are inference tensors, as .to() would give there.
-  std::optional<c10::InferenceMode> inference_guard() const {
-    if (!inference_mode_) return std::nullopt;
-    return std::optional<c10::InferenceMode>(std::in_place, true);
-  }
+  // The caller's InferenceMode at start_copy, on or off, for the threads that create the
+  // outputs: tensors created inside it are inference tensors, as .to() would give there. Set
+  // either way: a caller that helps with pool work while it waits in get() may be in the other
+  // mode for its own copy.
+  c10::InferenceMode inference_guard() const { return c10::InferenceMode(inference_mode_); }
   // Whether the parts of a split walk submit their packed chunks themselves.
   bool pack_submitted_in_walk() const { return target_.is_cuda() && options_.pack_cpu_tensors; }
   // Puts the routes' outputs (and the deferred views) into their slots; a CPU target's many
