@@ -7,7 +7,9 @@
 #   test at 2,500 cases per route (10,000 on the GPU routes of one GPU, 15,000 with two), the
 #   soak at 1,000 copies per thread, the fault and unsupported-input tests, and
 #   mtc_memory_steadiness over 100,000 copies each way. Files: build.log, differential.log,
-#   soak.log, faults.log, steadiness-h2d.md, steadiness-d2h.md.
+#   soak.log, faults.log, steadiness-h2d.md, steadiness-d2h.md. A test process that dies of a
+#   signal writes its stack into its log (scripts/crash_backtrace.c), and a failed step prints
+#   its log's last lines and that stack, resolved.
 # "sanitize": every GPU test of the engine (death tests aside: they crash the device on
 #   purpose) under compute-sanitizer's memcheck, racecheck and synccheck, with small sizes;
 #   any error the tool reports, or a failed test, fails the mode. memcheck runs with
@@ -20,7 +22,7 @@
 # MTC_DIFFERENTIAL_CASES, MTC_SOAK_COPIES and MTC_SANITIZE_FILTER override the sizes and the
 # sanitized tests.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 out="${1:?usage: scripts/gpu-check-reliability.sh OUT_DIR reliability|sanitize}"
 mode="${2:?usage: scripts/gpu-check-reliability.sh OUT_DIR reliability|sanitize}"
 mkdir -p "$out"
@@ -29,19 +31,38 @@ export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
 tests="$MTC_BUILD_DIR/tests/engine/mtc_engine_tests"
 status=0
 step() { echo "=== $* ($(date -u +%T))"; }
+# In reliability mode a test process that dies of a signal writes its stack into its log
+# (scripts/crash_backtrace.c, preloaded; not under compute-sanitizer, which handles signals
+# itself): a differential run on 2026-11-26 died once, and its log stopped at the test's first
+# line.
+preload=""
+# Resolves the "object(+offset)" frames of a crash in LOG (function, and line where the build
+# has debug information).
+resolve_frames() {
+  grep -oE '^[^ (]+\(\+0x[0-9a-f]+\)' "$1" | head -40 | while read -r frame; do
+    local object="${frame%%(*}" offset="${frame#*(+}"
+    echo "  $frame: $(addr2line -f -C -i -e "$object" "${offset%)}" 2>/dev/null | paste -sd' ' | cut -c1-240)"
+  done
+}
 # Runs "$@" under `timeout`, line-buffered into LOG (a crash or a hang leaves the test's name
-# there), and says how it ended.
+# there), and says how it ended; after a failure, the log's last lines and a crash's stack.
 run_logged() {
   local log="$1" limit="$2"
   shift 2
   local start=$SECONDS
-  timeout --signal=ABRT --kill-after=10 "$limit" stdbuf -oL "$@" >> "$log" 2>&1
+  env ${preload:+LD_PRELOAD="$preload"} timeout --signal=ABRT --kill-after=10 "$limit" \
+    stdbuf -oL "$@" >> "$log" 2>&1
   local rc=$?
   case $rc in
     0) echo "ok ($((SECONDS - start)) s)" ;;
     124 | 134 | 137) echo "FAILED: rc $rc after $((SECONDS - start)) s (time limit $limit s, or aborted)"; status=1 ;;
     *) echo "FAILED: rc $rc after $((SECONDS - start)) s"; status=1 ;;
   esac
+  if (( rc != 0 )); then
+    echo "last lines of $(basename "$log"):"
+    grep -v "^\[ *\(OK\|RUN\) *\]" "$log" | tail -8 | cut -c1-240
+    grep -q "fatal signal" "$log" && resolve_frames "$log"
+  fi
   return $rc
 }
 
@@ -64,6 +85,11 @@ tail -3 "$out/build.log"
 
 if [[ "$mode" == reliability ]]; then
   limit="${MTC_STEP_TIMEOUT:-300}"
+  if "${CC:-cc}" -shared -fPIC -O1 -o /tmp/mtc-crash-backtrace.so scripts/crash_backtrace.c 2> /dev/null; then
+    preload=/tmp/mtc-crash-backtrace.so
+  else
+    echo "note: scripts/crash_backtrace.c did not build: a crash will leave no stack"
+  fi
   step "differential test, ${MTC_DIFFERENTIAL_CASES:-2500} cases per route"
   MTC_DIFFERENTIAL_CASES="${MTC_DIFFERENTIAL_CASES:-2500}" \
     run_logged "$out/differential.log" "$limit" "$tests" --gtest_filter='CopierDifferential.*'
