@@ -1,6 +1,7 @@
 // The host-side helpers of the copier's routes: the packed staging fill, the parallel memcpy,
 // and the output views over chunk storages. Runs without a GPU.
 #include <ATen/ops/_neg_view.h>
+#include <ATen/ops/arange.h>
 #include <ATen/ops/equal.h>
 #include <ATen/ops/ones.h>
 #include <ATen/ops/randint.h>
@@ -194,6 +195,25 @@ TEST(Outputs, AnAliasStorageKeepsItsStorageAliveUntilItDies) {
   EXPECT_EQ(view[3].item<uint8_t>(), 19);
   view = at::Tensor();
   EXPECT_TRUE(freed);
+}
+
+// An alias of a resizable storage is resizable with the same allocator: a view that grows past
+// it gets memory of its own, and the storage's bytes stay as they were.
+TEST(Outputs, AnAliasOfAResizableStorageGrowsLikeIt) {
+  using namespace mtc::detail;
+  const at::Tensor chunk = at::arange(64, at::kByte);
+  const c10::Storage alias = make_alias_storage(chunk.storage());
+  EXPECT_TRUE(alias.resizable());
+  EXPECT_EQ(alias.allocator(), chunk.storage().allocator());
+  at::Tensor view = make_view(alias, 8, at::zeros({4}, at::kByte));
+  EXPECT_EQ(view[0].item<uint8_t>(), 8);
+  view.resize_({4096});
+  EXPECT_NE(view.data_ptr(), chunk.data_ptr());
+  EXPECT_EQ(view[0].item<uint8_t>(), 8) << "the bytes before the resize are kept";
+  view.fill_(0);
+  EXPECT_EQ(chunk[8].item<uint8_t>(), 8) << "the chunk's own bytes are untouched";
+  EXPECT_FALSE(
+      make_alias_storage(make_storage(c10::GetCPUAllocator()->allocate(8), 8)).resizable());
 }
 
 // A CUDA block's alias would hide it from record_stream: refused.

@@ -35,7 +35,10 @@ c10::Storage make_alias_storage(const c10::Storage& storage) {
   c10::DataPtr data(
       owner->mutable_data(), owner, [](void* o) { delete static_cast<c10::Storage*>(o); },
       storage.device());
-  return make_storage(std::move(data), static_cast<int64_t>(storage.nbytes()));
+  // Resizable with the same allocator when `storage` is: a view's resize_() beyond the chunk
+  // behaves as it would on the chunk's own storage (new memory for the storage it is on).
+  return c10::Storage(c10::Storage::use_byte_size_t(), storage.nbytes(), std::move(data),
+                      storage.allocator(), storage.resizable());
 }
 
 at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at::Tensor& like) {
