@@ -31,6 +31,9 @@ echo "=== the layering of src/: no folder includes one above it"
 echo "=== scripts/multi_gpu_summary.py on synthetic reports"
 "$MTC_PYTHON" tests/scripts/multi_gpu_summary_test.py
 
+echo "=== scripts/summarize-microbench.py on a synthetic benchmark file"
+"$MTC_PYTHON" tests/scripts/summarize_microbench_test.py
+
 echo "=== smoke run of the main job"
 smoke="$MTC_BUILD_DIR/smoke"
 mkdir -p "$smoke"

@@ -33,7 +33,7 @@ enum Mode : int64_t {
   kPoolPerDevice = 0,
   kOnePoolForAll = 1,
   kAlone = 2,
-  kPoolPerDeviceSpinning = 3
+  kAloneOnTheBenchmarksThread = 3
 };
 
 // Each GPU's own reference batch: on the CPU for CPU->GPU, on that GPU for GPU->CPU (made once).
@@ -50,9 +50,33 @@ const c10::IValue& input_for(int gpu, bool h2d) {
   return inputs.emplace(std::make_pair(gpu, h2d), std::move(made)).first->second;
 }
 
+// GPU 0's copies from the calling thread, timed as BM_MultiGpuCopy's threads time theirs.
+void copy_on_this_thread(benchmark::State& state, const c10::IValue& data, bool h2d) {
+  c10::cuda::set_device(0);
+  const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  std::vector<double> seconds;
+  mtc::microbench::StatsSum stats;
+  for (auto _ : state) {
+    const auto t0 = Clock::now();
+    mtc::CopyHandle handle = mtc::start_copy(data, target);
+    const auto t1 = Clock::now();
+    const c10::IValue out = handle.get();
+    seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    state.SetIterationTime(seconds.back());
+    stats.add(handle.stats(), std::chrono::duration<double>(t1 - t0).count());
+  }
+  stats.report(state);
+  if (seconds.empty()) return;
+  state.counters["gpu0_us"] = median_of(seconds) * 1e6;
+  state.counters["slowest_us"] = state.counters["gpu0_us"];
+}
+
 // Arguments: {0 CPU->GPU, 1 GPU->CPU; mode: 0 a worker pool per GPU, 1 one pool for all GPUs,
-// 2 GPU 0 alone, 3 a pool per GPU whose idle workers spin 2 ms instead of 200 us (no worker of
-// a GPU sleeps between its copies: tells a wake-up's cost from the rest)}. Each iteration releases
+// 2 GPU 0 alone (from a thread released as the others are), 3 GPU 0 alone from the benchmark's
+// own thread (as BM_EngineCopy: on 2026-11-26 mode 2's GPU->CPU copy took 248 us there against
+// BM_EngineCopy's 171, unexplained); how long idle workers spin, in us: 200 (the default) or
+// 2000 (a worker that walked its part early then no longer sleeps before the next copy; on four
+// GPUs the cycle outlasts 200 us)}. Each iteration releases
 // every GPU's thread at once (they spin on a generation count, so they start within a microsecond
 // or two of each other; a barrier's wake-ups would spread them by tens) and each times its copy
 // from start_copy until get() returned; the handle and the result are dropped after the clock (the
@@ -68,11 +92,16 @@ void BM_MultiGpuCopy(benchmark::State& state) {
   if (mode == kOnePoolForAll && mtc::detail::WorkerCount::from_environment().shared())
     return state.SkipWithError("MTC_WORKER_THREADS is set: every GPU shares one pool already");
   const bool h2d = state.range(0) == 0;
-  const int gpus = mode == kAlone ? 1 : visible;
+  const int gpus = mode == kAlone || mode == kAloneOnTheBenchmarksThread ? 1 : visible;
   for (int g = 0; g < gpus; ++g) input_for(g, h2d);
   auto& pools = mtc::detail::WorkerPoolSet::instance();
   pools.set_one_pool_for_all(mode == kOnePoolForAll);
-  if (mode == kPoolPerDeviceSpinning) pools.set_spin(std::chrono::milliseconds(2));
+  pools.set_spin(std::chrono::microseconds(state.range(2)));
+  if (mode == kAloneOnTheBenchmarksThread) {
+    copy_on_this_thread(state, input_for(0, h2d), h2d);
+    pools.set_spin(mtc::detail::WorkerPool::kDefaultSpin);
+    return;
+  }
 
   std::vector<std::vector<double>> seconds(static_cast<size_t>(gpus));
   std::vector<mtc::microbench::StatsSum> stats(static_cast<size_t>(gpus));
@@ -143,7 +172,9 @@ void BM_MultiGpuCopy(benchmark::State& state) {
 }
 
 BENCHMARK(BM_MultiGpuCopy)
-    ->ArgsProduct({{0, 1}, {kPoolPerDevice, kOnePoolForAll, kAlone, kPoolPerDeviceSpinning}})
+    ->ArgsProduct({{0, 1},
+                   {kPoolPerDevice, kOnePoolForAll, kAlone, kAloneOnTheBenchmarksThread},
+                   {mtc::detail::WorkerPool::kDefaultSpin.count(), 2000}})
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""scripts/summarize-microbench.py on a synthetic Google Benchmark file whose ratios are known:
+the several-GPU designs against GPU 0 alone with the same worker spin, and the medians table.
+
+    python3 tests/scripts/summarize_microbench_test.py
+"""
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SUMMARY = ROOT / "scripts" / "summarize-microbench.py"
+
+
+def bench(name, **counters):
+    entry = {"name": name, "run_name": name, "aggregate_name": "median", "real_time": 1.0,
+             "time_unit": "us"}
+    entry.update(counters)
+    return entry
+
+
+def summarize(benchmarks):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "bench.json"
+        path.write_text(json.dumps({"context": {"num_cpus": 64}, "benchmarks": benchmarks}))
+        done = subprocess.run([sys.executable, str(SUMMARY), str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def main():
+    suffix = "min_time:0.300/manual_time"
+    out = summarize([
+        # CPU->GPU, spin 200: alone 100 us (released thread), 90 us (benchmark's thread).
+        bench(f"BM_MultiGpuCopy/0/2/200/{suffix}", gpu0_us=100.0, slowest_us=100.0),
+        bench(f"BM_MultiGpuCopy/0/3/200/{suffix}", gpu0_us=90.0, slowest_us=90.0),
+        bench(f"BM_MultiGpuCopy/0/0/200/{suffix}", gpu0_us=110.0, gpu1_us=125.0, slowest_us=130.0),
+        # Spin 2000: its own alone, so the same per-GPU times give other ratios.
+        bench(f"BM_MultiGpuCopy/0/2/2000/{suffix}", gpu0_us=50.0, slowest_us=50.0),
+        bench(f"BM_MultiGpuCopy/0/0/2000/{suffix}", gpu0_us=110.0, gpu1_us=125.0, slowest_us=130.0),
+        # GPU->CPU without an alone figure: no ratio line for it.
+        bench(f"BM_MultiGpuCopy/1/0/200/{suffix}", gpu0_us=300.0, gpu1_us=310.0, slowest_us=320.0),
+        # An errored benchmark is left out.
+        dict(bench(f"BM_MultiGpuCopy/1/2/200/{suffix}", gpu0_us=1.0), error_occurred=True),
+    ])
+    assert ("CPU->GPU, workers spin 200 us: GPU 0 alone 100.0 us from a released thread, "
+            "90.0 us from the benchmark's own thread") in out, out
+    assert ("CPU->GPU, every GPU at once in one process, a worker pool per GPU, workers spin 200 us: "
+            "each GPU 1.10-1.25x GPU 0 alone (100.0 us), the slowest 1.30x") in out, out
+    assert ("a worker pool per GPU, workers spin 2000 us: each GPU 2.20-2.50x GPU 0 alone (50.0 us), "
+            "the slowest 2.60x") in out, out
+    assert "one pool for all" not in out, out
+    assert "GPU->CPU, every GPU" not in out, out
+    assert "| BM_MultiGpuCopy/0/0/200/min_time:0.300/manual_time | 1.0 |" in out, out
+    print("summarize-microbench: the several-GPU ratios against GPU 0 alone with the same spin hold")
+
+
+if __name__ == "__main__":
+    main()
