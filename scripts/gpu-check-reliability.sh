@@ -61,6 +61,8 @@ run_logged() {
   if (( rc != 0 )); then
     echo "last lines of $(basename "$log"):"
     grep -v "^\[ *\(OK\|RUN\) *\]" "$log" | tail -8 | cut -c1-240
+    grep -q "watchdog:" "$log" && grep "watchdog:" "$log" | cut -c1-400
+    # After a time limit or a watchdog the stack is the aborted thread's, not where a hang is.
     grep -q "fatal signal" "$log" && resolve_frames "$log"
   fi
   return $rc
@@ -91,7 +93,8 @@ if [[ "$mode" == reliability ]]; then
     echo "note: scripts/crash_backtrace.c did not build: a crash will leave no stack"
   fi
   step "differential test, ${MTC_DIFFERENTIAL_CASES:-2500} cases per route"
-  MTC_DIFFERENTIAL_CASES="${MTC_DIFFERENTIAL_CASES:-2500}" \
+  # Its watchdog names each route's case and aborts before the step's time limit would.
+  MTC_DIFFERENTIAL_CASES="${MTC_DIFFERENTIAL_CASES:-2500}" MTC_DIFFERENTIAL_SECONDS=$((limit - 20)) \
     run_logged "$out/differential.log" "$limit" "$tests" --gtest_filter='CopierDifferential.*'
   grep -E "cases|Failure|seed [0-9]+|FAILED" "$out/differential.log" | head -20
 

@@ -4,6 +4,8 @@
 //   MTC_DIFFERENTIAL_CASES=N   cases per route (default 300, what CI runs; the GPU host's
 //                              reliability check runs 2500, 10,000 or more on GPU routes)
 //   MTC_DIFFERENTIAL_SEED=S    the first case's seed (default 1); case i uses S + i
+//   MTC_DIFFERENTIAL_SECONDS=T past T seconds (default 600) the test prints each route's case
+//                              and aborts: a hang then names where each route was
 // Routes: CPU->CPU (new containers, the same tensors) everywhere; with a GPU, CPU->GPU from
 // pageable and from pinned tensors, GPU->CPU, and a mixed route whose leaves each sit on the
 // CPU (pageable or pinned) or on any GPU, copied to the CPU or any GPU drawn per case (leaves
@@ -32,6 +34,7 @@
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
+#include "watchdog.h"
 
 namespace {
 
@@ -289,10 +292,13 @@ void run_case(const Route& route, uint64_t seed, RouteTally& tally) {
 }
 
 // The route's cases, one after another; stops at the first failing case (of any route).
-RouteTally run_route(const Route& route, int64_t cases, uint64_t first_seed) {
+// `current` is the seed of the case under way (for the watchdog).
+RouteTally run_route(const Route& route, int64_t cases, uint64_t first_seed,
+                     std::atomic<uint64_t>& current) {
   RouteTally tally;
   for (int64_t i = 0; i < cases && !::testing::Test::HasFailure(); ++i) {
     const uint64_t seed = first_seed + static_cast<uint64_t>(i);
+    current.store(seed, std::memory_order_relaxed);
     // An exception escaping a route's thread would end the process without naming the case.
     try {
       run_case(route, seed, tally);
@@ -312,9 +318,18 @@ TEST(CopierDifferential, RandomStructuresMatchPerTensorTo) {
   if (all.size() == 1) std::cout << "[          ] no CUDA device: the CPU->CPU route only\n";
   const auto start = std::chrono::steady_clock::now();
   std::vector<RouteTally> tallies(all.size());
+  std::vector<std::atomic<uint64_t>> current(all.size());
+  const mtc::test::Watchdog watchdog(
+      std::chrono::seconds(env_int("MTC_DIFFERENTIAL_SECONDS", 600)), "the differential test", [&] {
+        std::string where =
+            "seed under way per route (rerun one alone with MTC_DIFFERENTIAL_SEED):";
+        for (size_t r = 0; r < all.size(); ++r)
+          where += " " + all[r].name + " " + std::to_string(current[r].load());
+        return where;
+      });
   std::vector<std::thread> threads;
   for (size_t r = 0; r < all.size(); ++r)
-    threads.emplace_back([&, r] { tallies[r] = run_route(all[r], cases, first_seed); });
+    threads.emplace_back([&, r] { tallies[r] = run_route(all[r], cases, first_seed, current[r]); });
   for (std::thread& t : threads) t.join();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -133,14 +133,17 @@ TEST_F(GpuTest, LeafErrorInAWalkSplitInPartsReleasesEverything) {
 }
 
 // A GPU->CPU copy of many small tensors gathers them in launches of up to 1,024 (here 1,024 and
-// 176) and makes their views in parts on the pool, each part on an alias of the packed chunk's
-// storage. Every output holds the right bytes, and one output kept alone keeps its chunk's
-// memory: later copies, which reuse freed chunks, do not touch it.
+// 176) and makes their views in parts on the pool, each part (from its second view of the chunk
+// on) on an alias of the chunk's storage: outputs of different parts share the chunk's memory
+// but not its StorageImpl. One output kept alone keeps its chunk's memory: later copies of
+// other values into chunks of the same size, which take freed chunks back, do not touch it.
 TEST_F(GpuTest, GpuToCpuOutputsMadeInPartsKeepTheirChunkAlive) {
   const c10::impl::GenericList big =
       mtc::test::list_of_lists(40, 30, [](int k) { return random_tensor(at::kFloat, {k + 1}); });
   const c10::IValue on_gpu =
       map_tensors(big, [](const at::Tensor& t) { return to_device(t, kCuda0); });
+  const c10::IValue others =
+      map_tensors(on_gpu, [](const at::Tensor& t) { return t.neg().add(1); });
   at::Tensor kept;
   {
     CopyHandle h = start_copy(on_gpu, kCpu);
@@ -148,11 +151,16 @@ TEST_F(GpuTest, GpuToCpuOutputsMadeInPartsKeepTheirChunkAlive) {
     expect_structure_copy(out, on_gpu, kCpu);
     EXPECT_EQ(h.stats().packed, 1200);
     EXPECT_EQ(h.stats().chunks, 1);
-    kept = tensors_of(out).at(1111);
+    const std::vector<at::Tensor> outs = tensors_of(out);
+    EXPECT_EQ(outs.at(1).storage().data(), outs.at(1199).storage().data()) << "one chunk";
+    EXPECT_NE(outs.at(1).storage().unsafeGetStorageImpl(),
+              outs.at(1199).storage().unsafeGetStorageImpl())
+        << "placed in parts, each on its own alias";
+    kept = outs.at(1111);
   }
   const at::Tensor expected = tensors_of(big).at(1111);
   for (int i = 0; i < 5; ++i) {
-    const c10::IValue again = start_copy(on_gpu, kCpu).get();
+    const c10::IValue again = start_copy(others, kCpu).get();
     EXPECT_TRUE(kept.equal(expected)) << "after copy " << i;
   }
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "detail/cuda_check.h"
 #include "detail/outputs.h"
@@ -180,7 +181,7 @@ void CopyJob::walk() {
     }
   };
   const std::function<void(int, int64_t)> join = [&](int slot, int64_t i) {
-    const c10::InferenceMode inference = inference_guard();
+    const std::optional<c10::InferenceMode> inference = inference_guard();
     walk_from(*walkers[static_cast<size_t>(slot)], i);
   };
   tickets->walk = &join;
@@ -280,7 +281,7 @@ void CopyJob::place_outputs() {
     return;
   }
   pool_.parallel_for(parts, [&](int64_t p) {
-    const c10::InferenceMode inference = inference_guard();
+    const std::optional<c10::InferenceMode> inference = inference_guard();
     place_outputs(n * static_cast<size_t>(p) / static_cast<size_t>(parts),
                   n * static_cast<size_t>(p + 1) / static_cast<size_t>(parts), true);
   });
@@ -290,8 +291,11 @@ void CopyJob::place_outputs(size_t begin, size_t end, bool own_storages) {
   const std::vector<at::Tensor>& deferred = router_.deferred();
   const std::vector<c10::IValue*>& slots = router_.slots();
   // Threads that made views of one StorageImpl at once would each move its reference count's
-  // cache line to their core, at every view.
+  // cache line to their core, at every view. A part's first view of a storage counts there; from
+  // its second on, the part uses an alias of its own (chunks of one or two items, as a small
+  // max_packed_chunk_bytes gives, then cost no alias).
   std::vector<c10::Storage> aliases(own_storages ? storages_.size() : 0);
+  std::vector<uint8_t> seen(own_storages ? storages_.size() : 0);
   for (size_t i = begin; i < end; ++i) {
     const DeferredView& v = views_[i];
     if (v.storage < 0) {
@@ -299,7 +303,7 @@ void CopyJob::place_outputs(size_t begin, size_t end, bool own_storages) {
       continue;
     }
     const c10::Storage* storage = &storages_[v.storage];
-    if (own_storages) {
+    if (own_storages && std::exchange(seen[v.storage], uint8_t{1}) != 0) {
       c10::Storage& alias = aliases[v.storage];
       if (!alias) alias = make_alias_storage(*storage);
       storage = &alias;
@@ -311,7 +315,7 @@ void CopyJob::place_outputs(size_t begin, size_t end, bool own_storages) {
 void CopyJob::run() noexcept {
   MTC_RANGE(job, "copy job");
   const PoolScope scope(pool_);  // run by the caller too (run_if_unclaimed)
-  const c10::InferenceMode inference = inference_guard();
+  const std::optional<c10::InferenceMode> inference = inference_guard();
   try {
     run_routes();
     state_.store(kSubmitted, std::memory_order_release);

@@ -97,11 +97,15 @@ class CopyJob {
   void walk();
   // From get(): walks root elements of a walk in parts that is under way on another thread.
   void join_walk();
-  // The caller's InferenceMode at start_copy, on or off, for the threads that create the
-  // outputs: tensors created inside it are inference tensors, as .to() would give there. Set
-  // either way: a caller that helps with pool work while it waits in get() may be in the other
-  // mode for its own copy.
-  c10::InferenceMode inference_guard() const { return c10::InferenceMode(inference_mode_); }
+  // The caller's InferenceMode at start_copy, for the threads that create the outputs: tensors
+  // created inside it are inference tensors, as .to() would give there. Set where the thread is
+  // in the other mode (a caller that helps with pool work while it waits in get() may be, for its
+  // own copy), and only there: InferenceMode(false) would also turn grad mode on, under a
+  // caller's no_grad that runs its own copy.
+  std::optional<c10::InferenceMode> inference_guard() const {
+    if (c10::InferenceMode::is_enabled() == inference_mode_) return std::nullopt;
+    return std::optional<c10::InferenceMode>(std::in_place, inference_mode_);
+  }
   // Whether the parts of a split walk submit their packed chunks themselves.
   bool pack_submitted_in_walk() const { return target_.is_cuda() && options_.pack_cpu_tensors; }
   // Puts the routes' outputs (and the deferred views) into their slots; a CPU target's many

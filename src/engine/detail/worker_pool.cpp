@@ -136,8 +136,13 @@ void WorkerPool::parallel_for(int64_t parts, const std::function<void(int64_t)>&
     }
   };
   const int64_t helpers = std::min<int64_t>(parts - 1, size());
-  // Helpers only touch `fn` while a part is unclaimed, and the caller waits for every part.
-  for (int64_t h = 0; h < helpers; ++h) submit(work);
+  // Helpers only touch `fn` while a part is unclaimed, and the caller waits for every part. A
+  // helper that could not be queued (out of memory) is no failure: this thread runs the parts
+  // it would have, and must still wait for those that helpers queued before it took.
+  try {
+    for (int64_t h = 0; h < helpers; ++h) submit(work);
+  } catch (...) {
+  }
   work();
   while (state->done.load(std::memory_order_acquire) < parts) cpu_relax();
   // Taken out of the shared state, so the exception dies on this thread: a helper may drop the
