@@ -1,0 +1,198 @@
+// CopyJob's walk of the input: on the job's thread alone for small structures, or in parts
+// (root elements handed out one at a time) by pool workers and a caller waiting in get() for
+// large ones. The rest of the job is in copy_job.cpp.
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "detail/copy_job.h"
+#include "detail/leaf_router.h"
+#include "detail/routes.h"
+#include "detail/structure.h"
+#include "detail/worker_pool.h"
+#include "mtc/nvtx.h"
+
+namespace mtc::detail {
+namespace {
+std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
+std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
+}  // namespace
+
+void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
+  parallel_walk_leaves.store(min_leaves);
+  leaves_per_part.store(std::max<int64_t>(1, leaves_per_part_));
+}
+
+// Hands out the root elements of a split walk, one at a time, to whichever thread asks next.
+// Shared with the helper tasks and with callers waiting in get(), which may come after the walk
+// is over (a worker that woke late): such a thread gets no element and touches nothing but
+// this object.
+struct ElementTickets {
+  ElementTickets(int64_t n, int max_threads) : elements(n), threads(max_threads) {}
+  // The next element to walk; `elements` or more once none is left (or a thread failed).
+  int64_t take() { return stop.load(std::memory_order_relaxed) ? elements : next.fetch_add(1); }
+  // A thread other than the walk's own walks elements, as long as there are any and a walker
+  // slot is free for it.
+  void join() {
+    active.fetch_add(1);
+    if (const int slot = slots.fetch_add(1); slot < threads) {
+      if (const int64_t i = take(); i < elements) (*walk)(slot, i);
+    }
+    active.fetch_sub(1, std::memory_order_release);
+  }
+  // No element is handed out after this. A thread that holds one counted itself in `active`
+  // before taking it, so the walk sees it there after closing.
+  void close() { next.fetch_add(elements); }
+
+  const int64_t elements;
+  const int threads;             // walker slots; slot 0 is the walk's own thread
+  std::atomic<int64_t> next{1};  // element 0 is walked before the split is decided
+  std::atomic<int> active{0};    // joined threads between asking for an element and being done
+  std::atomic<int> slots{1};
+  std::atomic<bool> stop{false};  // a thread failed: the others stop early
+  const std::function<void(int, int64_t)>* walk =
+      nullptr;  // (slot, first element); valid while open
+};
+
+void CopyJob::walk() {
+  MTC_RANGE(traverse, "traverse");
+  using Copier = StructureCopier<LeafRouter>;
+  stats_.walk_threads = 1;
+  if (!Copier::is_container(input_)) {
+    Copier(router_).copy(input_, result_);
+    return;
+  }
+  // The root's elements are copied one by one and the root assembled around them. The first
+  // element tells how large the structure probably is. A large one is walked by several
+  // threads, each with its own router (its own chunks, so threads do not share a storage's
+  // reference count), taking the elements one at a time in order: the walk's thread starts at
+  // once, pool workers join as they wake up (one that wakes late costs nothing) and so does a
+  // caller waiting in get().
+  const std::vector<const c10::IValue*> elements = Copier::elements_of(input_);
+  const auto n = static_cast<int64_t>(elements.size());
+  std::vector<c10::IValue> built(static_cast<size_t>(n));
+  Copier first(router_);
+  if (n > 0) built[0] = first.copy_element(*elements[0], 0);
+  const int64_t estimate = stats_.tensors * n;
+  const auto helpers =
+      std::min<int64_t>({static_cast<int64_t>(pool_.size()), n - 2,
+                         estimate / leaves_per_part.load(std::memory_order_relaxed) - 1});
+  if (helpers < 1 || estimate < parallel_walk_leaves.load(std::memory_order_relaxed)) {
+    for (int64_t i = 1; i < n; ++i)
+      built[i] = first.copy_element(*elements[i], static_cast<uint32_t>(i));
+    result_ = Copier::assemble(input_, built);
+    first.place_elements(result_);
+    return;
+  }
+  // Each thread also stages and submits its own chunks once no element is left, so its
+  // submission overlaps the others' walks. Each thread's objects sit on cache lines of their
+  // own: routers write their counts and vectors at every leaf.
+  struct NoLeaves {  // submissions route no single leaf
+    std::vector<at::Tensor> inputs, outputs;
+    std::vector<DeferredView> views;
+    std::vector<c10::Storage> storages;
+  } none;
+  struct alignas(128) Walker {
+    Walker(CopyJob& job, NoLeaves& no, CopyStats* stats_to_use)
+        : context{job.options_,
+                  job.target_,
+                  no.inputs,
+                  no.outputs,
+                  no.views,
+                  no.storages,
+                  stats_to_use ? *stats_to_use : own_stats,
+                  completion,
+                  job.streams_} {}
+    CopyStats own_stats;
+    std::optional<LeafRouter> own_router;  // a helper's; the walk's thread uses router_
+    std::optional<Copier> own_copier;
+    LeafRouter* router = nullptr;
+    Copier* copier = nullptr;
+    Completion completion;  // what the thread's submission holds
+    RouteContext context;
+    std::exception_ptr error;
+    int64_t error_element = 0;
+    int64_t walked = 0;  // root elements
+  };
+  // One walker per helper, one for a caller that waits in get() and joins, and the walk's own.
+  // Made before any other thread joins, so a joining thread cannot fail outside walk_from.
+  std::vector<std::unique_ptr<Walker>> walkers;
+  for (int64_t k = 0; k <= helpers + 1; ++k) {
+    Walker& w =
+        *walkers.emplace_back(std::make_unique<Walker>(*this, none, k == 0 ? &stats_ : nullptr));
+    w.router = k == 0 ? &router_ : &w.own_router.emplace(target_, options_, w.own_stats);
+    w.copier = k == 0 ? &first : &w.own_copier.emplace(*w.router);
+  }
+  const auto tickets = std::make_shared<ElementTickets>(n, static_cast<int>(walkers.size()));
+  // Walks elements from `i` on, as long as there are any; a failing thread records its error
+  // and stops. The error reported is the one of the earliest element, whichever thread failed
+  // first in time: every element before a failed one has been handed out and is walked, so
+  // the message does not vary from run to run (within an element, the first bad leaf fails).
+  auto walk_from = [&](Walker& w, int64_t i) {
+    try {
+      for (; i < n; i = tickets->take()) {
+        w.error_element = i;
+        ++w.walked;
+        w.router->begin_element(i);
+        built[static_cast<size_t>(i)] =
+            w.copier->copy_element(*elements[i], static_cast<uint32_t>(i));
+      }
+      if (pack_submitted_in_walk()) submit_packed_host_to_device(w.context, w.router->packed());
+    } catch (...) {
+      w.error = std::current_exception();
+      tickets->stop.store(true, std::memory_order_relaxed);
+    }
+  };
+  const std::function<void(int, int64_t)> join = [&](int slot, int64_t i) {
+    const std::optional<c10::InferenceMode> inference = inference_guard();
+    walk_from(*walkers[static_cast<size_t>(slot)], i);
+  };
+  tickets->walk = &join;
+  {
+    std::lock_guard<std::mutex> lock(walk_mutex_);
+    open_walk_ = tickets;
+  }
+  walk_open_.store(true, std::memory_order_release);
+  pool_.submit_copies([tickets] { tickets->join(); }, static_cast<int>(helpers));
+  walk_from(*walkers[0], tickets->take());
+  tickets->close();
+  walk_open_.store(false, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(walk_mutex_);
+    open_walk_.reset();
+  }
+  while (tickets->active.load(std::memory_order_acquire) != 0) cpu_relax();
+  // Threads that did submit hold staging their DMAs may still read: it goes to the job's
+  // completion, which the failure path waits for after synchronizing the streams.
+  const Walker* failed = nullptr;
+  for (const auto& w : walkers) {
+    completion_.absorb(w->completion);
+    if (w->error && (!failed || w->error_element < failed->error_element)) failed = w.get();
+  }
+  if (failed) std::rethrow_exception(failed->error);
+  result_ = Copier::assemble(input_, built);
+  stats_.walk_threads = 0;
+  for (const auto& w : walkers) {
+    if (w->walked == 0) continue;
+    ++stats_.walk_threads;
+    w->copier->place_elements(result_);
+    if (w->router != &router_) router_.absorb(*w->router);
+  }
+  split_ = true;
+}
+
+void CopyJob::join_walk() {
+  std::shared_ptr<ElementTickets> tickets;
+  {
+    std::lock_guard<std::mutex> lock(walk_mutex_);
+    tickets = open_walk_;
+  }
+  if (tickets) tickets->join();
+}
+
+}  // namespace mtc::detail
