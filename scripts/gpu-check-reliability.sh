@@ -61,7 +61,7 @@ run_logged() {
   if (( rc != 0 )); then
     echo "last lines of $(basename "$log"):"
     grep -v "^\[ *\(OK\|RUN\) *\]" "$log" | tail -8 | cut -c1-240
-    grep -q "watchdog:" "$log" && grep "watchdog:" "$log" | cut -c1-400
+    grep "watchdog:" "$log" | cut -c1-400
     # After a time limit or a watchdog the stack is the aborted thread's, not where a hang is.
     grep -q "fatal signal" "$log" && resolve_frames "$log"
   fi

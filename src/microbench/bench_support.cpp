@@ -55,8 +55,13 @@ void StatsSum::add(const mtc::CopyStats& stats, double start_seconds) {
 }
 
 void StatsSum::merge(const StatsSum& other) {
-  add(other.sum_, other.start_seconds_);
-  copies_ += other.copies_ - 1;  // add() counted other's sums as one copy
+  sum_.queued_us += other.sum_.queued_us;
+  sum_.traverse_us += other.sum_.traverse_us;
+  sum_.submit_us += other.sum_.submit_us;
+  sum_.outputs_us += other.sum_.outputs_us;
+  sum_.walk_threads += other.sum_.walk_threads;
+  start_seconds_ += other.start_seconds_;
+  copies_ += other.copies_;
 }
 
 void StatsSum::report(benchmark::State& state) const {

@@ -50,6 +50,21 @@ const c10::IValue& input_for(int gpu, bool h2d) {
   return inputs.emplace(std::make_pair(gpu, h2d), std::move(made)).first->second;
 }
 
+// The process's pools as one benchmark wants them (one pool for all or not, how long idle workers
+// spin), back to the defaults when it ends, however it ends.
+struct PoolSettings {
+  PoolSettings(bool one_pool_for_all, std::chrono::microseconds spin) {
+    mtc::detail::WorkerPoolSet::instance().set_one_pool_for_all(one_pool_for_all);
+    mtc::detail::WorkerPoolSet::instance().set_spin(spin);
+  }
+  PoolSettings(const PoolSettings&) = delete;  // restores once
+  PoolSettings& operator=(const PoolSettings&) = delete;
+  ~PoolSettings() {
+    mtc::detail::WorkerPoolSet::instance().set_one_pool_for_all(false);
+    mtc::detail::WorkerPoolSet::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);
+  }
+};
+
 // GPU 0's copies from the calling thread, timed as BM_MultiGpuCopy's threads time theirs.
 void copy_on_this_thread(benchmark::State& state, const c10::IValue& data, bool h2d) {
   c10::cuda::set_device(0);
@@ -94,14 +109,9 @@ void BM_MultiGpuCopy(benchmark::State& state) {
   const bool h2d = state.range(0) == 0;
   const int gpus = mode == kAlone || mode == kAloneOnTheBenchmarksThread ? 1 : visible;
   for (int g = 0; g < gpus; ++g) input_for(g, h2d);
-  auto& pools = mtc::detail::WorkerPoolSet::instance();
-  pools.set_one_pool_for_all(mode == kOnePoolForAll);
-  pools.set_spin(std::chrono::microseconds(state.range(2)));
-  if (mode == kAloneOnTheBenchmarksThread) {
-    copy_on_this_thread(state, input_for(0, h2d), h2d);
-    pools.set_spin(mtc::detail::WorkerPool::kDefaultSpin);
-    return;
-  }
+  const PoolSettings settings(mode == kOnePoolForAll, std::chrono::microseconds(state.range(2)));
+  if (mode == kAloneOnTheBenchmarksThread)
+    return copy_on_this_thread(state, input_for(0, h2d), h2d);
 
   std::vector<std::vector<double>> seconds(static_cast<size_t>(gpus));
   std::vector<mtc::microbench::StatsSum> stats(static_cast<size_t>(gpus));
@@ -160,8 +170,6 @@ void BM_MultiGpuCopy(benchmark::State& state) {
   }
   quit.store(true);
   for (std::thread& t : threads) t.join();
-  pools.set_one_pool_for_all(false);
-  pools.set_spin(mtc::detail::WorkerPool::kDefaultSpin);
   if (slowest.empty()) return;
   for (size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);
   stats[0].report(state);

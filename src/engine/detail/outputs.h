@@ -29,8 +29,8 @@ c10::Storage make_storage(c10::DataPtr data, int64_t bytes);
 // A second storage over the bytes of CPU `storage` that keeps it alive until it dies itself.
 // Views made on it count their references there, not on `storage`: threads that make views of
 // one chunk at once then do not share one reference count. It has the allocator and the
-// resizability of `storage`. Not for CUDA storages: torch's
-// record_stream ignores memory whose DataPtr is not the caching allocator's own.
+// resizability of `storage`. Not for CUDA storages: torch's record_stream ignores memory whose
+// DataPtr is not the caching allocator's own.
 c10::Storage make_alias_storage(const c10::Storage& storage);
 
 // A tensor of `like`'s dtype, sizes and strides over `storage`, starting `byte_offset` bytes in.
