@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <thread>
@@ -255,8 +256,10 @@ void BM_EngineCopy(benchmark::State& state) {
   options.use_pinned_staging = state.range(1) & 2;
   options.use_background_thread = state.range(1) & 4;
   // Bit 8: leave the engine idle for 5 ms before each copy, so its workers have gone to sleep
-  // (a training step's one copy), instead of back-to-back copies that find them spinning.
+  // (a training step's one copy), instead of back-to-back copies that find them spinning; with
+  // bit 1024 the caller spends the gap busy over 32 MiB (a forward pass) instead of sleeping.
   const bool idle_gap = state.range(1) & 8;
+  const bool busy = state.range(1) & 1024;
   // Bit 16: never split the walk across the pool (one thread walks), to compare with the split;
   // bit 32: at most one walking thread per 256 leaves instead of 128 (fewer helpers).
   mtc::detail::set_parallel_walk(state.range(1) & 16 ? std::numeric_limits<int64_t>::max()
@@ -266,12 +269,15 @@ void BM_EngineCopy(benchmark::State& state) {
   // always find them awake (to tell wake-up costs from walking costs).
   if (state.range(1) & 64)
     mtc::detail::WorkerPoolSet::instance().set_spin(std::chrono::milliseconds(2));
+  // Bit 512: sleeping workers do not wake ahead of the next copy (worker_pool.h).
+  mtc::detail::WorkerPoolSet::instance().set_anticipate(!(state.range(1) & 512));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
   size_t turn = 0;
   for (auto _ : state) {
-    if (idle_gap) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (idle_gap && busy) mtc::microbench::busy_gap(std::chrono::milliseconds(5));
+    if (idle_gap && !busy) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     const c10::IValue& data = inputs[turn++ % inputs.size()];
     const auto t0 = Clock::now();
     mtc::CopyHandle handle = mtc::start_copy(data, target, options);
@@ -288,25 +294,41 @@ void BM_EngineCopy(benchmark::State& state) {
   report_median(state, seconds);
   mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
   mtc::detail::WorkerPoolSet::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);
+  mtc::detail::WorkerPoolSet::instance().set_anticipate(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
 // 8 idle gap before each copy, 16 walk never split, 32 one walking thread per 256 leaves,
 // 64 workers spin 2 ms, 128 a fresh batch each copy (rotation of 8), 256 previous result freed
-// inside the copy}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an
-// idle gap, the last one dropped meanwhile.
+// inside the copy, 512 workers never wake ahead of a copy, 1024 the gap busy}. 399 = 7 + 8 + 128
+// + 256 is a training loop's step: a fresh batch after an idle gap, the last one dropped
+// meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead.
+// Cases without a gap run until their copies took 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7});
   b->Args({1, 71});
   b->Args({1, 15});
-  b->Args({1, 135})->Args({1, 391})->Args({1, 399});
+  b->Args({1, 391});
   b->Args({1, 23})->Args({1, 31})->Args({8, 23})->Args({1, 39});
   b->Args({1, 6})->Args({1, 5})->Args({1, 3});
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
   // on the pool (391, 399), on one worker (+16), split by the caller (-4), all on the caller.
   b->Args({1, 19})->Args({1, 407})->Args({1, 387})->Args({1, 403});
-  b->Args({1, 415})->Args({1, 395})->Args({1, 411});
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
+}
+
+// Cases with a 5 ms gap before each copy run a fixed number of copies: 0.3 s of copies of
+// ~300 us would take 1,000 gaps, 5 s a repetition.
+constexpr int64_t kCopiesAfterAGap = 100;
+void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> flags) {
+  for (const int64_t f : flags) b->Args({1, f});
+  b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
+}
+void h2d_gap_args(benchmark::internal::Benchmark* b) {
+  gap_args(b, {135, 399, 911, 1423, 1935, 415, 395, 411});
+}
+void d2h_gap_args(benchmark::internal::Benchmark* b) {
+  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411});
 }
 
 }  // namespace
@@ -324,14 +346,12 @@ BENCHMARK(BM_Plan)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_StagingFill)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_CreateOutputs)->Arg(1)->Arg(8)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EngineCopy<Direction::kHostToDevice>)->Apply(engine_args);
+BENCHMARK(BM_EngineCopy<Direction::kHostToDevice>)->Apply(h2d_gap_args);
+BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Apply(d2h_gap_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 7})
     ->Args({8, 7})
-    ->Args({1, 135})
-    ->Args({1, 399})
     ->Args({1, 19})
-    ->Args({1, 415})
-    ->Args({1, 411})
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

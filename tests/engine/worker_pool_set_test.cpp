@@ -66,6 +66,8 @@ TEST(WorkerPoolSet, InstanceFollowsTheEnvironment) {
   EXPECT_EQ(pools.for_device(-1).size(), WorkerCount::from_environment().per_pool());
   EXPECT_EQ(pools.for_device(-1).spin(),
             parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin));
+  EXPECT_EQ(pools.for_device(-1).anticipates(),
+            parse_worker_anticipate(std::getenv(kWorkerAnticipateVariable), true));
 }
 
 TEST(WorkerPoolSet, SetSpinReachesEveryPoolTheLaterOnesToo) {
@@ -74,6 +76,35 @@ TEST(WorkerPoolSet, SetSpinReachesEveryPoolTheLaterOnesToo) {
   pools.set_spin(std::chrono::microseconds(2000));
   EXPECT_EQ(pools.for_device(0).spin(), std::chrono::microseconds(2000));
   EXPECT_EQ(pools.for_device(5).spin(), std::chrono::microseconds(2000));
+}
+
+TEST(WorkerPoolSet, SetAnticipateReachesEveryPoolTheLaterOnesToo) {
+  WorkerPoolSet pools(WorkerCount{.per_device = 1, .hardware_threads = 64}, kSpin);
+  EXPECT_TRUE(pools.for_device(0).anticipates());
+  pools.set_anticipate(false);
+  EXPECT_FALSE(pools.for_device(0).anticipates());
+  EXPECT_FALSE(pools.for_device(5).anticipates());
+  WorkerPoolSet off(WorkerCount{.per_device = 1, .hardware_threads = 64}, kSpin, false);
+  EXPECT_FALSE(off.for_device(-1).anticipates());
+}
+
+TEST(WorkerPoolSet, AnticipateVariableIsZeroOrOne) {
+  EXPECT_TRUE(parse_worker_anticipate(nullptr, true));
+  EXPECT_TRUE(parse_worker_anticipate("", true));
+  EXPECT_FALSE(parse_worker_anticipate("0", true));
+  EXPECT_TRUE(parse_worker_anticipate("1", false));
+  for (const char* bad : {"2", "-1", "yes", "on", " 1", "01x"}) {
+    SCOPED_TRACE(bad);
+    try {
+      parse_worker_anticipate(bad, true);
+      ADD_FAILURE() << "accepted";
+    } catch (const c10::Error& e) {
+      EXPECT_NE(
+          std::string(e.what()).find(std::string(kWorkerAnticipateVariable) + "='" + bad + "'"),
+          std::string::npos)
+          << e.what();
+    }
+  }
 }
 
 TEST(WorkerPoolSet, MakesAPoolForEachDeviceOnFirstUse) {

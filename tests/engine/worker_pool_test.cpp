@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <initializer_list>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -127,6 +128,48 @@ TEST(WorkerPool, NestedParallelForFromWorkersDoesNotDeadlock) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   ASSERT_EQ(finished.load(), 6);
   EXPECT_EQ(sum.load(), 6 * (49 * 50 / 2));
+}
+
+// Queues `count` tasks from this thread, the k-th at `intervals[k % size]` after the one before
+// (sleeping in between, as a training loop between its copies), each waited for, until a worker
+// has woken ahead of one when `until_early_wake`. Returns the pool's early wakes.
+int64_t submit_spaced(WorkerPool& pool, std::initializer_list<std::chrono::milliseconds> intervals,
+                      int count, bool until_early_wake) {
+  std::atomic<int> done{0};
+  auto at = std::chrono::steady_clock::now();
+  for (int k = 0; k < count; ++k) {
+    at += *(intervals.begin() + k % static_cast<int>(intervals.size()));
+    std::this_thread::sleep_until(at);
+    pool.submit([&done] { done.fetch_add(1); });
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (done.load() <= k && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::yield();
+    EXPECT_EQ(done.load(), k + 1) << "task " << k << " never ran";
+    if (until_early_wake && pool.anticipated_wakes() > 0) break;
+  }
+  return pool.anticipated_wakes();
+}
+
+TEST(WorkerPool, WorkersWakeAheadOfRegularlySpacedTasks) {
+  // Eight regular intervals are enough on a quiet machine; a busy one may upset a few.
+  WorkerPool pool(2, std::chrono::microseconds(20));
+  EXPECT_TRUE(pool.anticipates());
+  EXPECT_GT(submit_spaced(pool, {std::chrono::milliseconds(8)}, 80, true), 0);
+}
+
+TEST(WorkerPool, WorkersDoNotWakeAheadWhenTurnedOff) {
+  WorkerPool pool(2, std::chrono::microseconds(20), /*anticipate=*/false);
+  EXPECT_EQ(submit_spaced(pool, {std::chrono::milliseconds(6)}, 16, false), 0);
+  pool.set_anticipate(true);
+  EXPECT_TRUE(pool.anticipates());
+}
+
+TEST(WorkerPool, WorkersDoNotWakeAheadOfIrregularTasks) {
+  // Intervals 4 ms and 12 ms apart: far past what a forecast's window may span.
+  WorkerPool pool(2, std::chrono::microseconds(20));
+  EXPECT_EQ(
+      submit_spaced(pool, {std::chrono::milliseconds(4), std::chrono::milliseconds(12)}, 16, false),
+      0);
 }
 
 TEST(WorkerPool, ConcurrentParallelForCallers) {

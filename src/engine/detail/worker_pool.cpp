@@ -14,7 +14,10 @@
 
 namespace mtc::detail {
 
-WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin) : spin_us_(spin.count()) {
+using Clock = ArrivalForecast::Clock;
+
+WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin, bool anticipate)
+    : spin_us_(spin.count()), anticipate_(anticipate) {
   threads_.reserve(static_cast<size_t>(std::max(threads, 1)));
   for (int i = 0; i < std::max(threads, 1); ++i)
     threads_.emplace_back([this, i] { run_worker(i); });
@@ -29,10 +32,16 @@ WorkerPool::~WorkerPool() {
   for (std::thread& t : threads_) t.join();
 }
 
+void WorkerPool::set_anticipate(bool on) {
+  anticipate_.store(on);
+  wake_.notify_all();  // sleepers recompute when to wake
+}
+
 void WorkerPool::submit(Task task) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(task));
+    forecast_.record(Clock::now());
   }
   count_and_wake(1);
 }
@@ -42,6 +51,7 @@ void WorkerPool::submit_copies(const Task& task, int copies) {
   int queued = 0;
   try {
     std::lock_guard<std::mutex> lock(mutex_);
+    forecast_.record(Clock::now());
     for (; queued < copies; ++queued) queue_.push_back(task);
   } catch (...) {
     count_and_wake(queued);  // queued tasks must be counted, or nothing would ever take them
@@ -85,6 +95,8 @@ void WorkerPool::run_worker(int index) {
   nvtx::name_current_thread(name.c_str());
   const PoolScope scope(*this);  // the helpers of the work it runs come from this pool too
   Task task;
+  int64_t anticipated = -1;
+  Clock::time_point spin_until{};  // the end of a forecast copy's window, after an early wake
   while (true) {
     if (try_pop(task)) {
       // Pass the wake-up on while more tasks wait than spinning workers can take.
@@ -96,18 +108,43 @@ void WorkerPool::run_worker(int index) {
     // Spin a while before sleeping: copies tend to come in bursts (and parallel parts
     // right behind their orchestration), and a sleeping worker costs a wake-up.
     spinners_.fetch_add(1);
-    const auto deadline = std::chrono::steady_clock::now() +
-                          std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed));
+    const auto deadline = std::max(
+        spin_until,
+        Clock::now() + std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed)));
+    spin_until = {};
     while (pending_.load(std::memory_order_acquire) == 0 && !stopping_.load() &&
-           std::chrono::steady_clock::now() < deadline) {
+           Clock::now() < deadline) {
       for (int i = 0; i < 32; ++i) cpu_relax();
     }
     spinners_.fetch_sub(1);
     if (pending_.load() > 0) continue;
     std::unique_lock<std::mutex> lock(mutex_);
-    wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
-    if (stopping_ && queue_.empty()) return;
+    if (!sleep(lock, anticipated, spin_until)) return;
   }
+}
+
+bool WorkerPool::sleep(std::unique_lock<std::mutex>& lock, int64_t& anticipated,
+                       Clock::time_point& spin_until) {
+  while (!stopping_ && queue_.empty()) {
+    const std::optional<ArrivalForecast::Window> window =
+        anticipate_.load(std::memory_order_relaxed) ? forecast_.next() : std::nullopt;
+    if (!window || window->burst == anticipated) {
+      wake_.wait(lock);
+      continue;
+    }
+    const Clock::time_point now = Clock::now();
+    if (now < window->wake_at) {
+      wake_.wait_until(lock, window->wake_at);
+      continue;
+    }
+    anticipated = window->burst;
+    if (now < window->spin_until) {
+      spin_until = window->spin_until;
+      anticipated_wakes_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return !(stopping_ && queue_.empty());
 }
 
 void WorkerPool::parallel_for(int64_t parts, const std::function<void(int64_t)>& fn) {

@@ -3,6 +3,9 @@
 // worker spins briefly before sleeping: at a ~50 us copy, a sleep/wake handoff (~15 us median on
 // the GPU host) would be a third of the budget, a spinning one 0.5 us. Spinning is bounded (200 us
 // after the last task by default, MTC_WORKER_SPIN_US), so an idle process does not burn cores.
+// When copies come at regular intervals too far apart for that spin (a training loop's step), a
+// sleeping worker wakes shortly before the next one is due and spins until it comes, or until
+// the forecast's window has passed (arrival_forecast.h; MTC_WORKER_ANTICIPATE=0 turns it off).
 #pragma once
 
 #include <atomic>
@@ -14,6 +17,8 @@
 #include <mutex>
 #include <thread>
 #include <vector>
+
+#include "detail/arrival_forecast.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -35,8 +40,9 @@ class WorkerPool {
  public:
   using Task = std::function<void()>;
 
-  // A pool of exactly `threads` workers (at least one) whose idle workers spin for `spin`.
-  WorkerPool(int threads, std::chrono::microseconds spin);
+  // A pool of exactly `threads` workers (at least one) whose idle workers spin for `spin`, and
+  // wake ahead of a forecast copy when `anticipate` is on.
+  WorkerPool(int threads, std::chrono::microseconds spin, bool anticipate = true);
   WorkerPool(const WorkerPool&) = delete;  // owns threads
   WorkerPool& operator=(const WorkerPool&) = delete;
   ~WorkerPool();
@@ -54,6 +60,11 @@ class WorkerPool {
   void set_spin(std::chrono::microseconds spin) { spin_us_.store(spin.count()); }
   std::chrono::microseconds spin() const { return std::chrono::microseconds(spin_us_.load()); }
   static constexpr std::chrono::microseconds kDefaultSpin{200};
+  // Whether sleeping workers wake ahead of a forecast copy (for benchmarks that compare).
+  void set_anticipate(bool on);
+  bool anticipates() const { return anticipate_.load(); }
+  // Times a sleeping worker woke ahead of a forecast copy, since the pool was made.
+  int64_t anticipated_wakes() const { return anticipated_wakes_.load(std::memory_order_relaxed); }
 
   // Runs fn(i) for i in [0, parts): the calling thread takes parts too, idle workers help.
   // Returns once every part has run; rethrows the first exception of a part.
@@ -66,9 +77,17 @@ class WorkerPool {
   // Claims a task from `pending_` before taking the lock, so that only as many threads contend
   // for the queue as there are tasks in it (not every spinning worker at each new task).
   bool try_pop(Task& task);
+  // Sleeps until a task is queued (true), the pool stops with nothing queued (false), or the
+  // forecast's next copy is due (true, with `spin_until` the end of its window). `anticipated`
+  // is the burst this worker last woke early for: one early wake per burst. Holds `lock`.
+  bool sleep(std::unique_lock<std::mutex>& lock, int64_t& anticipated,
+             ArrivalForecast::Clock::time_point& spin_until);
 
   std::atomic<int64_t> spin_us_;
+  std::atomic<bool> anticipate_;
+  std::atomic<int64_t> anticipated_wakes_{0};
   std::mutex mutex_;
+  ArrivalForecast forecast_;  // guarded by mutex_
   std::condition_variable wake_;
   std::deque<Task> queue_;
   std::atomic<int64_t> pending_{0};

@@ -36,6 +36,10 @@ std::chrono::microseconds parse_worker_spin(const char* text, std::chrono::micro
                                                  fallback.count(), "a spin in microseconds"));
 }
 
+bool parse_worker_anticipate(const char* text, bool fallback) {
+  return parse_setting(kWorkerAnticipateVariable, text, 0, 1, fallback ? 1 : 0, "0 or 1") == 1;
+}
+
 int WorkerCount::per_pool() const {
   if (fixed > 0) return fixed;
   return std::clamp(per_device, 1, std::max(hardware_threads / std::max(devices, 1), 1));
@@ -52,12 +56,13 @@ WorkerCount WorkerCount::from_environment() {
 WorkerPoolSet& WorkerPoolSet::instance() {
   static WorkerPoolSet* set = new WorkerPoolSet(
       WorkerCount::from_environment(),
-      parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin));
+      parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin),
+      parse_worker_anticipate(std::getenv(kWorkerAnticipateVariable), true));
   return *set;
 }
 
-WorkerPoolSet::WorkerPoolSet(WorkerCount count, std::chrono::microseconds spin)
-    : count_(count), spin_us_(spin.count()) {}
+WorkerPoolSet::WorkerPoolSet(WorkerCount count, std::chrono::microseconds spin, bool anticipate)
+    : count_(count), spin_us_(spin.count()), anticipate_(anticipate) {}
 
 WorkerPoolSet::~WorkerPoolSet() {
   for (auto& slot : pools_) delete slot.load();
@@ -75,7 +80,8 @@ WorkerPool& WorkerPoolSet::for_device(int device) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (WorkerPool* pool = pools_[slot].load(std::memory_order_relaxed)) return *pool;
   const int workers = count_.per_pool() * (one_pool ? std::max(count_.devices, 1) : 1);
-  auto* pool = new WorkerPool(workers, std::chrono::microseconds(spin_us_.load()));
+  auto* pool =
+      new WorkerPool(workers, std::chrono::microseconds(spin_us_.load()), anticipate_.load());
   pools_[slot].store(pool, std::memory_order_release);
   return *pool;
 }
@@ -97,6 +103,13 @@ void WorkerPoolSet::set_spin(std::chrono::microseconds spin) {
   spin_us_.store(spin.count());
   for (auto& slot : pools_)
     if (WorkerPool* pool = slot.load()) pool->set_spin(spin);
+}
+
+void WorkerPoolSet::set_anticipate(bool on) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  anticipate_.store(on);
+  for (auto& slot : pools_)
+    if (WorkerPool* pool = slot.load()) pool->set_anticipate(on);
 }
 
 WorkerPool& worker_pool_for(const c10::Device& target) {

@@ -35,6 +35,14 @@ inline constexpr int64_t kMaxWorkerSpinUs = 1'000'000;
 // c10::Error naming the variable for anything else.
 std::chrono::microseconds parse_worker_spin(const char* text, std::chrono::microseconds fallback);
 
+// The environment variable that turns off waking ahead of a forecast copy (worker_pool.h): 0
+// off, 1 on (the default). Off, a loop whose copies come further apart than the spin pays a
+// worker's wake-up at each copy and another for each of its walk's helpers.
+inline constexpr const char* kWorkerAnticipateVariable = "MTC_WORKER_ANTICIPATE";
+// `text` as 0 or 1; `fallback` when null or empty. Throws c10::Error naming the variable for
+// anything else.
+bool parse_worker_anticipate(const char* text, bool fallback);
+
 // Workers for each CUDA device: one copy of the reference batch walks its structure on four
 // threads (its own and three helpers).
 inline constexpr int kWorkersPerDevice = 4;
@@ -62,11 +70,12 @@ class WorkerPoolSet {
   static constexpr int kMaxDevices = 128;
 
   // The process's pools, sized by WorkerCount::from_environment(), spinning for
-  // MTC_WORKER_SPIN_US (both throw c10::Error naming the variable when it is malformed). Never
+  // MTC_WORKER_SPIN_US, waking ahead of forecast copies unless MTC_WORKER_ANTICIPATE=0 (each
+  // throws c10::Error naming the variable when it is malformed). Never
   // destroyed, so copies still in flight at exit do not race a joining destructor.
   static WorkerPoolSet& instance();
 
-  WorkerPoolSet(WorkerCount count, std::chrono::microseconds spin);
+  WorkerPoolSet(WorkerCount count, std::chrono::microseconds spin, bool anticipate = true);
   WorkerPoolSet(const WorkerPoolSet&) = delete;  // owns its pools
   WorkerPoolSet& operator=(const WorkerPoolSet&) = delete;
   ~WorkerPoolSet();
@@ -81,6 +90,9 @@ class WorkerPoolSet {
   // How long idle workers spin before sleeping, in every pool, the ones made later too (for
   // benchmarks that compare settings).
   void set_spin(std::chrono::microseconds spin);
+  // Whether sleeping workers wake ahead of a forecast copy, in every pool, the ones made later
+  // too (for benchmarks that compare settings).
+  void set_anticipate(bool on);
   // For benchmarks that compare the two designs in one process: while on, every device's copies
   // (and those of no device) use one pool of as many workers as all devices' pools together
   // (per_pool() for each device the process sees), made on first use and kept; off goes back to
@@ -90,6 +102,7 @@ class WorkerPoolSet {
  private:
   const WorkerCount count_;
   std::atomic<int64_t> spin_us_;
+  std::atomic<bool> anticipate_;
   std::mutex mutex_;  // held while a pool is made
   std::atomic<bool> one_pool_for_all_{false};
   // Slot 0: copies that use no device (and, when shared, every copy); slot d + 1: device d; the

@@ -1,0 +1,94 @@
+// The forecast of a worker pool's next copy, on made-up timelines. No GPU needed.
+#include "detail/arrival_forecast.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <initializer_list>
+
+namespace mtc::detail {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using Clock = ArrivalForecast::Clock;
+
+const Clock::time_point kStart = Clock::time_point() + std::chrono::hours(1);
+
+// Bursts of `tasks` tasks 100 us apart, each burst `interval` after the previous one's start;
+// returns the last burst's start.
+Clock::time_point bursts(ArrivalForecast& forecast, Clock::time_point first, int count,
+                         microseconds interval, int tasks = 1) {
+  Clock::time_point start = first;
+  for (int b = 0; b < count; ++b) {
+    start = first + b * interval;
+    for (int t = 0; t < tasks; ++t) forecast.record(start + t * microseconds(100));
+  }
+  return start;
+}
+
+TEST(ArrivalForecast, NoneUntilEnoughBurstsCameRegularly) {
+  ArrivalForecast forecast;
+  EXPECT_FALSE(forecast.next());
+  bursts(forecast, kStart, ArrivalForecast::kMinHistory, milliseconds(5));
+  EXPECT_FALSE(forecast.next()) << "four bursts are three intervals";
+  forecast.record(kStart + ArrivalForecast::kMinHistory * milliseconds(5));
+  EXPECT_TRUE(forecast.next());
+}
+
+TEST(ArrivalForecast, RegularBurstsGiveAWindowAroundTheNext) {
+  ArrivalForecast forecast;
+  const Clock::time_point last = bursts(forecast, kStart, 10, milliseconds(5), /*tasks=*/3);
+  EXPECT_EQ(forecast.bursts(), 10) << "tasks 100 us apart are one burst";
+  const auto window = forecast.next();
+  ASSERT_TRUE(window);
+  EXPECT_EQ(window->wake_at, last + milliseconds(5) - ArrivalForecast::kLead);
+  EXPECT_EQ(window->spin_until, last + milliseconds(5) + ArrivalForecast::kSlack);
+  EXPECT_EQ(window->burst, 10);
+}
+
+TEST(ArrivalForecast, TheWindowSpansTheShortestToTheLongestInterval) {
+  ArrivalForecast forecast;
+  Clock::time_point start = kStart;
+  forecast.record(start);
+  for (int jitter : {0, 300, 100, 400, 200, 0, 300, 100}) {
+    start += milliseconds(3) + microseconds(jitter);
+    forecast.record(start);
+  }
+  const auto window = forecast.next();
+  ASSERT_TRUE(window);
+  EXPECT_EQ(window->wake_at, start + milliseconds(3) - ArrivalForecast::kLead);
+  EXPECT_EQ(window->spin_until, start + microseconds(3400) + ArrivalForecast::kSlack);
+}
+
+TEST(ArrivalForecast, IrregularBurstsGetNoneUntilTheOddIntervalIsForgotten) {
+  ArrivalForecast forecast;
+  Clock::time_point last = bursts(forecast, kStart, 10, milliseconds(5));
+  ASSERT_TRUE(forecast.next());
+  // One step 2 ms longer than the others: the spread is past kMaxSpread.
+  last += milliseconds(7);
+  forecast.record(last);
+  for (int b = 1; b < ArrivalForecast::kHistory; ++b) {
+    forecast.record(last + b * milliseconds(5));
+    EXPECT_FALSE(forecast.next()) << "after " << b << " regular bursts";
+  }
+  forecast.record(last + ArrivalForecast::kHistory * milliseconds(5));
+  EXPECT_TRUE(forecast.next()) << "the odd interval has left the history";
+}
+
+TEST(ArrivalForecast, BackToBackTasksAreOneBurstAndGetNone) {
+  // A hot loop: copies closer together than kBurstGap keep the workers spinning anyway.
+  ArrivalForecast forecast;
+  for (int t = 0; t < 1000; ++t) forecast.record(kStart + t * microseconds(300));
+  EXPECT_EQ(forecast.bursts(), 1);
+  EXPECT_FALSE(forecast.next());
+}
+
+TEST(ArrivalForecast, IntervalsLongerThanASecondGetNone) {
+  ArrivalForecast forecast;
+  bursts(forecast, kStart, 10, std::chrono::seconds(2));
+  EXPECT_FALSE(forecast.next());
+}
+
+}  // namespace
+}  // namespace mtc::detail
