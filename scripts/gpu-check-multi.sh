@@ -12,9 +12,9 @@
 #             instead of 200 us (tells wake-ups between a GPU's copies from other costs);
 #   procs     N processes, one per GPU (--devices k), started together: what a process shares
 #             against what the host shares.
-# The five run in turn, REPS times (default 4), so that the host's changes of state fall on all
-# of them; only the engine is measured (the ratios are its own, and `to` would take most of the
-# time). Writes multi.md (scripts/multi_gpu_summary.py: per-GPU medians and ratios to alone)
+# The five run in turn, REPS times (default: MTC_MULTI_REPS, else 4), so that the host's
+# changes of state fall on all of them; only the engine is measured (the ratios are its own,
+# and `to` would take most of the time). Writes multi.md (scripts/multi_gpu_summary.py: per-GPU medians and ratios to alone)
 # and multi-reports.tar.gz (every report) to OUT_DIR.
 #
 #   scripts/gpu-check-multi.sh OUT_DIR MTC_BENCH [REPS]
@@ -22,7 +22,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check-multi.sh OUT_DIR MTC_BENCH [REPS]}"
 bench="${2:?usage: scripts/gpu-check-multi.sh OUT_DIR MTC_BENCH [REPS]}"
-reps="${3:-4}"
+reps="${3:-${MTC_MULTI_REPS:-4}}"
 python="${MTC_PYTHON:-python3}"
 gpus=$(nvidia-smi --list-gpus | wc -l)
 if (( gpus < 2 )); then
