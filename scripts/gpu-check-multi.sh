@@ -14,8 +14,8 @@
 #             against what the host shares.
 # The five run in turn, REPS times (default: MTC_MULTI_REPS, else 4), so that the host's
 # changes of state fall on all of them; only the engine is measured (the ratios are its own,
-# and `to` would take most of the time). Writes multi.md (scripts/multi_gpu_summary.py: per-GPU medians and ratios to alone)
-# and multi-reports.tar.gz (every report) to OUT_DIR.
+# and `to` would take most of the time). Writes multi.md (scripts/multi_gpu_summary.py: per-GPU
+# medians and ratios to alone) and multi-reports.tar.gz (every report) to OUT_DIR.
 #
 #   scripts/gpu-check-multi.sh OUT_DIR MTC_BENCH [REPS]
 set -uo pipefail
