@@ -38,9 +38,11 @@
 #   tree's engine as the baseline library against this tree's mtc-bench (an A/A job), or against
 #   the mtc-bench of CANDIDATE_DIR (a copy of the tree with a change to measure). Files:
 #   build.log, trust.md, trust.json. MTC_PERF_* settings pass through (e.g. MTC_PERF_COMPARE_ARGS).
-# "microbench" builds mtc_engine_bench only and runs the micro-benchmarks matching FILTER (a
-#   Google Benchmark regex), five repetitions each in random interleaving, so that variants of
-#   one question see the same moments of the host: engine_bench.json and engine_bench.md.
+# "microbench" builds the engine's tests and mtc_engine_bench only, runs the engine's tests, then
+#   the micro-benchmarks matching FILTER (a Google Benchmark regex), five repetitions each in
+#   random interleaving, so that variants of one question see the same moments of the host:
+#   tests.log, engine_bench.json and engine_bench.md (a fast check of an engine change with the
+#   benchmarks that measure it).
 # "python" installs the Python module into python3's environment (pip install
 #   --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
 #   included) and scripts/bench_python.py. "reliability" runs the engine's differential test at
@@ -77,7 +79,7 @@ fi
   [[ "$mode" == bench || "$mode" == engine ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc-bench"
   [[ "$mode" == multi ]] && export MTC_TARGETS="mtc_engine_tests mtc-bench"
   [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
-  [[ "$mode" == microbench ]] && export MTC_TARGETS="mtc_engine_bench"
+  [[ "$mode" == microbench ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench"
   [[ "$mode" == ab ]] && export MTC_TARGETS="mtc-bench mtc_engine_plugin"
   # Keep going past a failed file: one call shows every error, not only the first. An A/B
   # against another tree builds nothing here: perf-ci builds both sides.
@@ -122,21 +124,10 @@ if [[ "$mode" == ab ]]; then
   exit $status
 fi
 
-if [[ "$mode" == microbench ]]; then
-  filter="${3:?usage: scripts/gpu-check.sh OUT_DIR microbench FILTER}"
-  step "engine micro-benchmarks matching $filter, interleaved"
-  "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-    --benchmark_enable_random_interleaving=true --benchmark_filter="$filter" \
-    --benchmark_out="$out/engine_bench.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
-  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/engine_bench.json" | tee "$out/engine_bench.md"
-  step "done (status $status)"
-  exit $status
-fi
-
 # Every suite the mode promises runs; one that was not built, crashed or failed is a failure,
 # and the summary line names each with its count of passed tests.
 suites=(engine workload bench compare)
-[[ "$mode" == bench || "$mode" == engine || "$mode" == multi ]] && suites=(engine)
+[[ "$mode" == bench || "$mode" == engine || "$mode" == multi || "$mode" == microbench ]] && suites=(engine)
 step "tests: ${suites[*]}" | tee "$out/tests.log"
 summary=()
 failed=()
@@ -186,6 +177,16 @@ microbench() {
     --benchmark_filter="$1" --benchmark_out="$out/$2.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
   "$MTC_PYTHON" scripts/summarize-microbench.py "$out/$2.json" | tee -a "$out/engine_bench.md"
 }
+
+if [[ "$mode" == microbench ]]; then
+  filter="${3:?usage: scripts/gpu-check.sh OUT_DIR microbench FILTER}"
+  step "engine micro-benchmarks matching $filter, interleaved"
+  "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+    --benchmark_enable_random_interleaving=true --benchmark_filter="$filter" \
+    --benchmark_out="$out/engine_bench.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
+  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/engine_bench.json" | tee "$out/engine_bench.md"
+  finish
+fi
 
 if [[ "$mode" == multi ]]; then
   step "several GPUs at once against one alone"

@@ -18,7 +18,8 @@ def main(path):
         name = b["run_name"] if "run_name" in b else b["name"]
         medians[name] = b
     print(f"host {ctx.get('host_name')} date {ctx.get('date')} cpus {ctx.get('num_cpus')}")
-    steps = ["median_us", "start_us", "queued_us", "traverse_us", "submit_us", "outputs_us", "walk_threads"]
+    steps = ["median_us", "start_us", "queued_us", "traverse_us", "submit_us", "outputs_us", "walk_threads",
+             "early_wakes"]
     print("| benchmark | time (us) | " + " | ".join(steps) + " |")
     print("|---" * (2 + len(steps)) + "|")
     for name, b in medians.items():
@@ -67,6 +68,13 @@ def main(path):
     if e1 and step:
         print(f"training step (fresh batch, idle gap, previous freed inside): {step:.1f} us = {step / e1:.2f}x hot"
               + (f", {t1 / step:.1f}x .to()" if t1 else ""))
+    # The training step with workers that wake ahead of the copy against without (bit 512).
+    for direction, family in (("h2d", h2d), ("d2h", "BM_EngineCopy<Direction::kDeviceToHost>")):
+        for gap, on, off in (("sleeping", 399, 911), ("busy", 1423, 1935)):
+            ahead, without = us(f"{family}/1/{on}/"), us(f"{family}/1/{off}/")
+            if ahead and without:
+                print(f"{direction} step after a {gap} gap: {ahead:.1f} us with workers that wake ahead, "
+                      f"{without:.1f} us without ({ahead / without:.2f}x)")
     for name, b in medians.items():
         if name.startswith("BM_LargePageableToDevice/") and "of_pinned" in b:
             print(f"64 x 4 MiB pageable H2D, {b['fill_threads']:.0f} thread(s): {b['engine_GBps']:.1f} GB/s = "

@@ -45,6 +45,17 @@ TEST(ArrivalForecast, RegularBurstsGiveAWindowAroundTheNext) {
   EXPECT_EQ(window->wake_at, last + milliseconds(5) - ArrivalForecast::kLead);
   EXPECT_EQ(window->spin_until, last + milliseconds(5) + ArrivalForecast::kSlack);
   EXPECT_EQ(window->burst, 10);
+  EXPECT_EQ(window->tasks, 3) << "the last burst queued three tasks";
+}
+
+TEST(ArrivalForecast, AWindowCountsTheTasksOfTheLastBurst) {
+  ArrivalForecast forecast;
+  const Clock::time_point last = bursts(forecast, kStart, 9, milliseconds(5));
+  forecast.record(last + milliseconds(5), 4);  // as submit_copies queues four at once
+  forecast.record(last + milliseconds(5) + microseconds(50), 2);
+  const auto window = forecast.next();
+  ASSERT_TRUE(window);
+  EXPECT_EQ(window->tasks, 6);
 }
 
 TEST(ArrivalForecast, TheWindowSpansTheShortestToTheLongestInterval) {

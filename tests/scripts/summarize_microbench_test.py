@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """scripts/summarize-microbench.py on a synthetic Google Benchmark file whose ratios are known:
-the several-GPU designs against GPU 0 alone with the same worker spin, and the medians table.
+the several-GPU designs against GPU 0 alone with the same worker spin, the step with workers that
+wake ahead against without, and the medians table.
 
     python3 tests/scripts/summarize_microbench_test.py
 """
@@ -42,6 +43,10 @@ def main():
         bench(f"BM_MultiGpuCopy/0/0/2000/{suffix}", gpu0_us=110.0, gpu1_us=125.0, slowest_us=130.0),
         # GPU->CPU without an alone figure: no ratio line for it.
         bench(f"BM_MultiGpuCopy/1/0/200/{suffix}", gpu0_us=300.0, gpu1_us=310.0, slowest_us=320.0),
+        # The step with workers that wake ahead (399) and without (911), CPU->GPU only.
+        dict(bench("BM_EngineCopy<Direction::kHostToDevice>/1/399/iterations:100/manual_time",
+                   median_us=300.0, early_wakes=3.9)),
+        bench("BM_EngineCopy<Direction::kHostToDevice>/1/911/iterations:100/manual_time", median_us=400.0),
         # An errored benchmark is left out.
         dict(bench(f"BM_MultiGpuCopy/1/2/200/{suffix}", gpu0_us=1.0), error_occurred=True),
     ])
@@ -54,7 +59,11 @@ def main():
     assert "one pool for all" not in out, out
     assert "GPU->CPU, every GPU" not in out, out
     assert "| BM_MultiGpuCopy/0/0/200/min_time:0.300/manual_time | 1.0 |" in out, out
-    print("summarize-microbench: the several-GPU ratios against GPU 0 alone with the same spin hold")
+    assert ("h2d step after a sleeping gap: 300.0 us with workers that wake ahead, 400.0 us without "
+            "(0.75x)") in out, out
+    assert "| 300.0 |" in out and "| 3.9 |" in out, out
+    assert "step after a busy gap" not in out and "d2h step" not in out, out
+    print("summarize-microbench: the several-GPU ratios and the step with and without early wakes hold")
 
 
 if __name__ == "__main__":

@@ -37,18 +37,21 @@ class ArrivalForecast {
   // Bursts whose intervals differ by more than this are not regular enough: the spin of one
   // forecast would last longer than kLead + kMaxSpread + kSlack (850 us).
   static constexpr std::chrono::microseconds kMaxSpread{500};
-  // Only intervals from 2 * kLead to kMaxInterval are forecast.
+  // Only intervals up to this are forecast.
   static constexpr std::chrono::seconds kMaxInterval{1};
+  // Bursts start more than kBurstGap apart, so a window never opens before the last burst began.
+  static_assert(kBurstGap > kLead);
 
   // When workers should be awake for the next burst.
   struct Window {
     Clock::time_point wake_at;
     Clock::time_point spin_until;
     int64_t burst;  // numbers the last burst: one forecast per burst
+    int64_t tasks;  // queued in the last burst: how many workers the next one may want
   };
 
-  // A task was queued at `now` (not earlier than the previous call's).
-  void record(Clock::time_point now);
+  // `tasks` tasks were queued at `now` (not earlier than the previous call's).
+  void record(Clock::time_point now, int64_t tasks = 1);
   // The window of the next burst, when the last kHistory (at least kMinHistory) bursts came at
   // regular intervals; otherwise none.
   std::optional<Window> next() const;
@@ -62,6 +65,7 @@ class ArrivalForecast {
   Clock::time_point last_task_{};
   Clock::time_point burst_start_{};
   int64_t bursts_ = 0;
+  int64_t burst_tasks_ = 0;
 };
 
 }  // namespace mtc::detail

@@ -33,7 +33,11 @@ WorkerPool::~WorkerPool() {
 }
 
 void WorkerPool::set_anticipate(bool on) {
-  anticipate_.store(on);
+  {
+    // Under the lock, so that no sleeper is between reading the setting and waiting.
+    std::lock_guard<std::mutex> lock(mutex_);
+    anticipate_.store(on);
+  }
   wake_.notify_all();  // sleepers recompute when to wake
 }
 
@@ -51,7 +55,7 @@ void WorkerPool::submit_copies(const Task& task, int copies) {
   int queued = 0;
   try {
     std::lock_guard<std::mutex> lock(mutex_);
-    forecast_.record(Clock::now());
+    forecast_.record(Clock::now(), copies);
     for (; queued < copies; ++queued) queue_.push_back(task);
   } catch (...) {
     count_and_wake(queued);  // queued tasks must be counted, or nothing would ever take them
@@ -95,8 +99,7 @@ void WorkerPool::run_worker(int index) {
   nvtx::name_current_thread(name.c_str());
   const PoolScope scope(*this);  // the helpers of the work it runs come from this pool too
   Task task;
-  int64_t anticipated = -1;
-  Clock::time_point spin_until{};  // the end of a forecast copy's window, after an early wake
+  EarlyWake early;
   while (true) {
     if (try_pop(task)) {
       // Pass the wake-up on while more tasks wait than spinning workers can take.
@@ -109,9 +112,9 @@ void WorkerPool::run_worker(int index) {
     // right behind their orchestration), and a sleeping worker costs a wake-up.
     spinners_.fetch_add(1);
     const auto deadline = std::max(
-        spin_until,
+        early.spin_until,
         Clock::now() + std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed)));
-    spin_until = {};
+    early.spin_until = {};
     while (pending_.load(std::memory_order_acquire) == 0 && !stopping_.load() &&
            Clock::now() < deadline) {
       for (int i = 0; i < 32; ++i) cpu_relax();
@@ -119,16 +122,25 @@ void WorkerPool::run_worker(int index) {
     spinners_.fetch_sub(1);
     if (pending_.load() > 0) continue;
     std::unique_lock<std::mutex> lock(mutex_);
-    if (!sleep(lock, anticipated, spin_until)) return;
+    if (!sleep(lock, early)) return;
   }
 }
 
-bool WorkerPool::sleep(std::unique_lock<std::mutex>& lock, int64_t& anticipated,
-                       Clock::time_point& spin_until) {
+bool WorkerPool::sleep(std::unique_lock<std::mutex>& lock, EarlyWake& early) {
   while (!stopping_ && queue_.empty()) {
     const std::optional<ArrivalForecast::Window> window =
         anticipate_.load(std::memory_order_relaxed) ? forecast_.next() : std::nullopt;
-    if (!window || window->burst == anticipated) {
+    if (window && window->burst != early.burst) {
+      // A new forecast: wake early only if the last copy's tasks leave a worker's share of it.
+      if (early_burst_ != window->burst) {
+        early_burst_ = window->burst;
+        early_wakers_ = 0;
+      }
+      early.burst = window->burst;
+      early.claimed = early_wakers_ < window->tasks;
+      if (early.claimed) ++early_wakers_;
+    }
+    if (!window || window->burst != early.burst || !early.claimed) {
       wake_.wait(lock);
       continue;
     }
@@ -137,9 +149,9 @@ bool WorkerPool::sleep(std::unique_lock<std::mutex>& lock, int64_t& anticipated,
       wake_.wait_until(lock, window->wake_at);
       continue;
     }
-    anticipated = window->burst;
+    early.claimed = false;
     if (now < window->spin_until) {
-      spin_until = window->spin_until;
+      early.spin_until = window->spin_until;
       anticipated_wakes_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }

@@ -3,9 +3,10 @@
 // worker spins briefly before sleeping: at a ~50 us copy, a sleep/wake handoff (~15 us median on
 // the GPU host) would be a third of the budget, a spinning one 0.5 us. Spinning is bounded (200 us
 // after the last task by default, MTC_WORKER_SPIN_US), so an idle process does not burn cores.
-// When copies come at regular intervals too far apart for that spin (a training loop's step), a
-// sleeping worker wakes shortly before the next one is due and spins until it comes, or until
-// the forecast's window has passed (arrival_forecast.h; MTC_WORKER_ANTICIPATE=0 turns it off).
+// When copies come at regular intervals too far apart for that spin (a training loop's step),
+// sleeping workers wake shortly before the next one is due and spin until it comes, or until the
+// forecast's window has passed: as many workers as the last copy queued tasks, each once per
+// copy (arrival_forecast.h; MTC_WORKER_ANTICIPATE=0 turns it off).
 #pragma once
 
 #include <atomic>
@@ -77,17 +78,25 @@ class WorkerPool {
   // Claims a task from `pending_` before taking the lock, so that only as many threads contend
   // for the queue as there are tasks in it (not every spinning worker at each new task).
   bool try_pop(Task& task);
+  // A worker's part in the forecasts: the burst whose forecast it last took up, whether it holds
+  // one of that forecast's early wakes, and, once woken early, when to stop spinning.
+  struct EarlyWake {
+    int64_t burst = -1;
+    bool claimed = false;
+    ArrivalForecast::Clock::time_point spin_until{};
+  };
   // Sleeps until a task is queued (true), the pool stops with nothing queued (false), or the
-  // forecast's next copy is due (true, with `spin_until` the end of its window). `anticipated`
-  // is the burst this worker last woke early for: one early wake per burst. Holds `lock`.
-  bool sleep(std::unique_lock<std::mutex>& lock, int64_t& anticipated,
-             ArrivalForecast::Clock::time_point& spin_until);
+  // forecast's next copy is due and `early` holds one of its wakes (true, with
+  // early.spin_until the end of its window). Holds `lock`.
+  bool sleep(std::unique_lock<std::mutex>& lock, EarlyWake& early);
 
   std::atomic<int64_t> spin_us_;
   std::atomic<bool> anticipate_;
   std::atomic<int64_t> anticipated_wakes_{0};
   std::mutex mutex_;
   ArrivalForecast forecast_;  // guarded by mutex_
+  int64_t early_burst_ = -1;  // the forecast whose early wakes are being handed out (mutex_)
+  int64_t early_wakers_ = 0;  // how many it has handed out (mutex_)
   std::condition_variable wake_;
   std::deque<Task> queue_;
   std::atomic<int64_t> pending_{0};
