@@ -260,9 +260,9 @@ void BM_EngineCopy(benchmark::State& state) {
   // (a training step's one copy), instead of back-to-back copies that find them spinning; with
   // bit 1024 the caller spends the gap busy over 32 MiB (a forward pass) instead of sleeping.
   const bool idle_gap = state.range(1) & 8;
-  const mtc::bench::Gap gap(
-      state.range(1) & 1024 ? mtc::bench::GapMode::kBusy : mtc::bench::GapMode::kSleep,
-      int64_t{32} << 20);
+  const mtc::bench::Gap gap(state.range(1) & 1024 ? mtc::bench::GapMode::kBusy
+                                                  : mtc::bench::GapMode::kSleep,
+                            int64_t{32} << 20);
   // Bit 16: never split the walk across the pool (one thread walks), to compare with the split;
   // bit 32: at most one walking thread per 256 leaves instead of 128 (fewer helpers).
   mtc::detail::set_parallel_walk(state.range(1) & 16 ? std::numeric_limits<int64_t>::max()
