@@ -5,11 +5,28 @@
 #include <c10/cuda/CUDAFunctions.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <memory>
 #include <utility>
 
 namespace mtc::microbench {
 
 bool has_gpu() { return c10::cuda::device_count() > 0; }
+
+void busy_gap(std::chrono::microseconds duration) {
+  constexpr size_t kBytes = size_t{32} << 20;
+  constexpr size_t kLine = 64;
+  thread_local std::unique_ptr<unsigned char[]> buffer(new unsigned char[kBytes]());
+  thread_local size_t next = 0;
+  volatile unsigned char* bytes = buffer.get();
+  const auto deadline = std::chrono::steady_clock::now() + duration;
+  do {
+    for (int i = 0; i < 64; ++i) {  // 4 KiB between looks at the clock
+      bytes[next] = static_cast<unsigned char>(bytes[next] + 1);
+      next = (next + kLine) % kBytes;
+    }
+  } while (std::chrono::steady_clock::now() < deadline);
+}
 
 c10::IValue map_to(const c10::IValue& v, const c10::Device& device) {
   if (v.isTensor()) return v.toTensor().to(device);

@@ -6,6 +6,7 @@
 #include <benchmark/benchmark.h>
 #include <c10/core/Device.h>
 
+#include <chrono>
 #include <vector>
 
 #include "mtc/copier.h"
@@ -22,6 +23,11 @@ c10::IValue map_to(const c10::IValue& v, const c10::Device& device);
 // worker that had gone to sleep, move the mean, not the median). Reorders `seconds`.
 double median_of(std::vector<double>& seconds);
 void report_median(benchmark::State& state, std::vector<double>& seconds);
+
+// A training step's busy gap: the calling thread reads and writes 32 MiB a cache line at a
+// time for `duration`, displacing what the last copy left in the caches while staying on the
+// CPU (mtc-bench's `--gap-mode busy` does the same).
+void busy_gap(std::chrono::microseconds duration);
 
 // Where the copies' time went, as the engine measured it (CopyStats) plus how long start_copy
 // kept the caller: summed over a benchmark's copies, reported as means per copy (start_us,

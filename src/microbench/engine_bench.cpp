@@ -27,7 +27,6 @@
 #include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
-#include "runner/measure/gap.h"
 
 namespace {
 
@@ -260,9 +259,7 @@ void BM_EngineCopy(benchmark::State& state) {
   // (a training step's one copy), instead of back-to-back copies that find them spinning; with
   // bit 1024 the caller spends the gap busy over 32 MiB (a forward pass) instead of sleeping.
   const bool idle_gap = state.range(1) & 8;
-  const mtc::bench::Gap gap(state.range(1) & 1024 ? mtc::bench::GapMode::kBusy
-                                                  : mtc::bench::GapMode::kSleep,
-                            int64_t{32} << 20);
+  const bool busy = state.range(1) & 1024;
   // Bit 16: never split the walk across the pool (one thread walks), to compare with the split;
   // bit 32: at most one walking thread per 256 leaves instead of 128 (fewer helpers).
   mtc::detail::set_parallel_walk(state.range(1) & 16 ? std::numeric_limits<int64_t>::max()
@@ -280,7 +277,8 @@ void BM_EngineCopy(benchmark::State& state) {
   size_t turn = 0;
   // One copy as a training loop makes it; returns its time and adds its steps to `stats`.
   auto copy = [&] {
-    if (idle_gap) gap.pass(0.005);
+    if (idle_gap && busy) mtc::microbench::busy_gap(std::chrono::milliseconds(5));
+    if (idle_gap && !busy) std::this_thread::sleep_for(std::chrono::milliseconds(5));
     const c10::IValue& data = inputs[turn++ % inputs.size()];
     const auto t0 = Clock::now();
     mtc::CopyHandle handle = mtc::start_copy(data, target, options);
