@@ -97,6 +97,10 @@ void CopyHandle::wait() {
   job_->wait();
 }
 
+bool CopyHandle::help() { return job_ != nullptr && job_->help(); }
+
+bool CopyHandle::preparing() const { return job_ != nullptr && job_->preparing(); }
+
 CopyStats CopyHandle::stats() const {
   TORCH_CHECK(job_, "mtc::CopyHandle::stats() on an empty handle");
   return job_->stats();

@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "deferred_release.h"
+
 namespace py = pybind11;
 
 namespace mtc::python {
@@ -60,6 +62,10 @@ py::object AsyncCopyHandle::get() {
       return result_;
     }
   }
+  // With the GIL, which the walk needs not: its part of the walk is short, bounded C++ work, and
+  // letting go of the GIL around it and taking it back would cost more than it is worth.
+  handle_.help();
+  release_kept_while([this] { return handle_.preparing(); });
   {
     // The lock keeps two threads from taking the engine's result of one handle; it is taken
     // without the GIL, so a thread that holds the GIL never waits for it.
@@ -73,6 +79,8 @@ py::object AsyncCopyHandle::get() {
       start = Clock::now();
       build(std::move(output));
       times_.build_us = microseconds_since(start);
+      // The device may still be writing the outputs (GPU->CPU: their host copies may be pending).
+      release_kept_while([this] { return !handle_.ready(); });
     }
     const Clock::time_point start = Clock::now();
     handle_.wait();
@@ -105,6 +113,8 @@ py::dict AsyncCopyHandle::stats() const {
   module["result_wait_us"] = times_.result_wait_us;
   module["build_us"] = times_.build_us;
   module["complete_wait_us"] = times_.complete_wait_us;
+  module["released_tensors"] = times_.released_tensors;
+  module["release_us"] = times_.release_us;
   out["module"] = module;
   return out;
 }
@@ -125,8 +135,29 @@ py::dict AsyncCopyHandle::options() const {
 // is dropped in rebuild(), with the GIL: a tensor that loses its last C++ reference other than
 // its Python object's takes the GIL to release that object. The GIL must be held.
 void AsyncCopyHandle::build(c10::IValue output) {
-  built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output)));
+  thread_local size_t last_created = 0;  // a training loop's results are alike: no regrowth
+  NewTensors created;
+  created.objects.reserve(last_created);
+  built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output), created));
   structure_->clear();
+  last_created = created.objects.size();
+  DeferredRelease::instance().keep(created);
+}
+
+// In slices: between two, the copy may have got where the caller should go on.
+template <typename Waiting>
+void AsyncCopyHandle::release_kept_while(Waiting waiting) {
+  constexpr size_t kSlice = 16;  // a few microseconds of teardown
+  DeferredRelease& kept = DeferredRelease::instance();
+  if (kept.kept_tensors() == 0 || !waiting()) return;
+  const Clock::time_point start = Clock::now();
+  const size_t before = kept.kept_tensors();
+  while (kept.release_some(kSlice) && waiting()) {
+  }
+  // Python code run by a release may have kept more; the difference is what left here.
+  const size_t after = kept.kept_tensors();
+  times_.released_tensors += before > after ? static_cast<int64_t>(before - after) : 0;
+  times_.release_us += microseconds_since(start);
 }
 
 std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& target,

@@ -20,6 +20,10 @@ struct ModuleTimes {
   double result_wait_us = 0;    // get(): waiting for the engine's output tensors
   double build_us = 0;          // get(): the Python result built around them
   double complete_wait_us = 0;  // get(): waiting for the device to finish, after the build
+  // get(): earlier results' tensors released while the copy ran without the caller (see
+  // deferred_release.h), and the time that took; written under the GIL.
+  int64_t released_tensors = 0;
+  double release_us = 0;
 };
 
 class AsyncCopyHandle {
@@ -40,6 +44,10 @@ class AsyncCopyHandle {
 
  private:
   void build(c10::IValue output);
+  // Releases earlier results' kept tensors (deferred_release.h) while `waiting()` says the copy
+  // still runs without the caller; the GIL must be held.
+  template <typename Waiting>
+  void release_kept_while(Waiting waiting);
 
   std::unique_ptr<PyStructure> structure_;
   CopyHandle handle_;

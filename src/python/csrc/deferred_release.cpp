@@ -1,0 +1,49 @@
+#include "deferred_release.h"
+
+namespace mtc::python {
+
+DeferredRelease& DeferredRelease::instance() {
+  static DeferredRelease* const kept = new DeferredRelease();  // see the header: never destroyed
+  return *kept;
+}
+
+void DeferredRelease::set_enabled(bool enabled) {
+  enabled_ = enabled;
+  if (!enabled) release_all();
+}
+
+void DeferredRelease::keep(const NewTensors& tensors) {
+  if (!enabled_ || tensors.objects.size() < kMinTensors || tensors.bytes > kMaxResultBytes) return;
+  for (PyObject* object : tensors.objects) {
+    Py_INCREF(object);
+    objects_.push_back(object);
+  }
+  results_.push_back({tensors.objects.size(), tensors.bytes});
+  while (results_.size() > kMaxResults && !objects_.empty()) release_front();
+}
+
+void DeferredRelease::release_front() {
+  PyObject* object = objects_.front();
+  objects_.pop_front();
+  if (--results_.front().tensors == 0) results_.pop_front();
+  Py_DECREF(object);
+}
+
+bool DeferredRelease::release_some(size_t count) {
+  for (; count > 0 && !objects_.empty(); --count) release_front();
+  return !objects_.empty();
+}
+
+size_t DeferredRelease::release_all() {
+  size_t released = 0;
+  for (; !objects_.empty(); ++released) release_front();
+  return released;
+}
+
+int64_t DeferredRelease::kept_bytes() const {
+  int64_t bytes = 0;
+  for (const Result& result : results_) bytes += result.bytes;
+  return bytes;
+}
+
+}  // namespace mtc::python
