@@ -1,5 +1,7 @@
 #include "deferred_release.h"
 
+#include <algorithm>
+
 namespace mtc::python {
 
 DeferredRelease& DeferredRelease::instance() {
@@ -13,13 +15,24 @@ void DeferredRelease::set_enabled(bool enabled) {
 }
 
 void DeferredRelease::keep(const NewTensors& tensors) {
-  if (!enabled_ || tensors.objects.size() < kMinTensors || tensors.bytes > kMaxResultBytes) return;
-  for (PyObject* object : tensors.objects) {
-    Py_INCREF(object);
-    objects_.push_back(object);
+  const size_t count = std::min(budget_, tensors.objects.size());
+  if (!enabled_ || count == 0 || tensors.objects.size() < kMinTensors ||
+      tensors.total_bytes > kMaxResultBytes)
+    return;
+  int64_t bytes = 0;
+  for (size_t i = 0; i < count; ++i) {
+    Py_INCREF(tensors.objects[i]);
+    objects_.push_back(tensors.objects[i]);
+    bytes += tensors.bytes[i];
   }
-  results_.push_back({tensors.objects.size(), tensors.bytes});
+  results_.push_back({count, bytes});
   while (results_.size() > kMaxResults && !objects_.empty()) release_front();
+}
+
+void DeferredRelease::learn(size_t released, bool wanted_more) {
+  constexpr size_t kMaxBudget = size_t{1} << 20;
+  budget_ = wanted_more ? std::min(kMaxBudget, 2 * std::max(budget_, released))
+                        : std::max(kProbe, released);
 }
 
 void DeferredRelease::release_front() {

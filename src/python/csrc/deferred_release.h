@@ -10,12 +10,18 @@
 // new tensor object of a result, and AsyncCopyHandle::get() releases them, oldest first, while
 // CopyHandle::preparing() says a worker is still making the next outputs.
 //
-// What a program sees: after `del result`, the tensors of a kept result live on until a later
-// get() or release_all() (memory stays allocated; weak references fire later). The bounds keep
-// that small: only results of at least kMinTensors new tensors and at most kMaxResultBytes are
-// kept, and at most kMaxResults of them; a further one releases the oldest at once. Tensors the
-// program still holds are only referenced once more: they die when the program drops them, and
-// the module's last reference, whichever comes last.
+// How many to keep is learned: the tensors a get() released while it waited set how many of
+// the next result are kept (at least kProbe, so that a wait that opens is seen; twice as many
+// when a wait ran out of tensors to release). In a loop whose caller runs each copy itself
+// (its workers asleep, as in a tight loop from Python) there is no such wait, and a result's
+// tensors beyond the probe die where the program drops them, as without this.
+//
+// What a program sees: after `del result`, the kept tensors of a result live on until a later
+// get() or release_all() (their memory stays allocated; weak references fire later). Bounds
+// keep that small: only results of at least kMinTensors new tensors and at most kMaxResultBytes
+// are kept from, and at most kMaxResults of them; a further one releases the oldest at once.
+// Tensors the program still holds are only referenced once more: they die when both the program
+// and the module have let go.
 //
 // The GIL guards everything here.
 #pragma once
@@ -32,7 +38,8 @@ namespace mtc::python {
 // The tensor objects a rebuild created, and their bytes: what may be kept.
 struct NewTensors {
   std::vector<PyObject*> objects;  // borrowed: the result owns them
-  int64_t bytes = 0;
+  std::vector<int64_t> bytes;      // of each object
+  int64_t total_bytes = 0;
 };
 
 class DeferredRelease {
@@ -45,6 +52,8 @@ class DeferredRelease {
   // A copy's wait releases about one result of the reference batch's size; more kept results
   // would only hold memory longer.
   static constexpr size_t kMaxResults = 2;
+  // The fewest tensors of a result kept: a few microseconds of teardown.
+  static constexpr size_t kProbe = 16;
 
   // The process's one instance. Never destroyed: a Py_DECREF after the interpreter has finalized
   // would crash, so mtc/__init__.py releases what is kept when the interpreter exits.
@@ -54,8 +63,13 @@ class DeferredRelease {
   // Off releases everything kept at once. On by default (MTC_DEFER_RELEASE, read by mtc).
   void set_enabled(bool enabled);
 
-  // Takes a reference to each of a result's new tensor objects, within the bounds above.
+  // Takes a reference to the first budget() of a result's new tensor objects, within the bounds
+  // above.
   void keep(const NewTensors& tensors);
+  // After a get(): it released `released` tensors while it waited, and `wanted_more` says
+  // whether its wait ran out of tensors to release. Sets budget().
+  void learn(size_t released, bool wanted_more);
+  size_t budget() const { return budget_; }
   // Releases up to `count` objects, oldest first; returns whether any are left.
   bool release_some(size_t count);
   // Releases everything kept; returns how many objects that was.
@@ -76,6 +90,7 @@ class DeferredRelease {
     int64_t bytes;
   };
   bool enabled_ = true;
+  size_t budget_ = kProbe;
   std::deque<PyObject*> objects_;  // owned references, oldest result first
   std::deque<Result> results_;
 };

@@ -55,8 +55,10 @@ py::object AsyncCopyHandle::get() {
     if (lock.owns_lock() && handle_.ready()) {
       if (!built_) {
         const Clock::time_point start = Clock::now();
-        build(handle_.take_result());
+        NewTensors created;
+        build(handle_.take_result(), created);
         times_.build_us = microseconds_since(start);
+        keep(created, {});  // the copy ran while the program did other work: no wait to use
       }
       result_ = built_;
       return result_;
@@ -65,7 +67,7 @@ py::object AsyncCopyHandle::get() {
   // With the GIL, which the walk needs not: its part of the walk is short, bounded C++ work, and
   // letting go of the GIL around it and taking it back would cost more than it is worth.
   handle_.help();
-  release_kept_while([this] { return handle_.preparing(); });
+  const ReleaseWindow preparing = release_kept_while([this] { return handle_.preparing(); });
   {
     // The lock keeps two threads from taking the engine's result of one handle; it is taken
     // without the GIL, so a thread that holds the GIL never waits for it.
@@ -77,10 +79,14 @@ py::object AsyncCopyHandle::get() {
       times_.result_wait_us = microseconds_since(start);
       const py::gil_scoped_acquire gil;
       start = Clock::now();
-      build(std::move(output));
+      NewTensors created;
+      build(std::move(output), created);
       times_.build_us = microseconds_since(start);
       // The device may still be writing the outputs (GPU->CPU: their host copies may be pending).
-      release_kept_while([this] { return !handle_.ready(); });
+      // Released before this result's tensors are kept: only earlier results' go.
+      const ReleaseWindow completing = release_kept_while([this] { return !handle_.ready(); });
+      keep(created, {preparing.released + completing.released,
+                     preparing.wanted_more || completing.wanted_more});
     }
     const Clock::time_point start = Clock::now();
     handle_.wait();
@@ -134,30 +140,38 @@ py::dict AsyncCopyHandle::options() const {
 // The outputs are moved into their Python objects, and what is left of the engine's structure
 // is dropped in rebuild(), with the GIL: a tensor that loses its last C++ reference other than
 // its Python object's takes the GIL to release that object. The GIL must be held.
-void AsyncCopyHandle::build(c10::IValue output) {
+void AsyncCopyHandle::build(c10::IValue output, NewTensors& created) {
   thread_local size_t last_created = 0;  // a training loop's results are alike: no regrowth
-  NewTensors created;
   created.objects.reserve(last_created);
+  created.bytes.reserve(last_created);
   built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output), created));
   structure_->clear();
   last_created = created.objects.size();
-  DeferredRelease::instance().keep(created);
+}
+
+void AsyncCopyHandle::keep(const NewTensors& created, ReleaseWindow waits) {
+  DeferredRelease& kept = DeferredRelease::instance();
+  kept.learn(waits.released, waits.wanted_more);
+  kept.keep(created);
 }
 
 // In slices: between two, the copy may have got where the caller should go on.
 template <typename Waiting>
-void AsyncCopyHandle::release_kept_while(Waiting waiting) {
+AsyncCopyHandle::ReleaseWindow AsyncCopyHandle::release_kept_while(Waiting waiting) {
   constexpr size_t kSlice = 16;  // a few microseconds of teardown
   DeferredRelease& kept = DeferredRelease::instance();
-  if (kept.kept_tensors() == 0 || !waiting()) return;
+  if (!kept.enabled() || !waiting()) return {};
+  if (kept.kept_tensors() == 0) return {0, true};
   const Clock::time_point start = Clock::now();
   const size_t before = kept.kept_tensors();
   while (kept.release_some(kSlice) && waiting()) {
   }
   // Python code run by a release may have kept more; the difference is what left here.
   const size_t after = kept.kept_tensors();
-  times_.released_tensors += before > after ? static_cast<int64_t>(before - after) : 0;
+  const ReleaseWindow window{before > after ? before - after : 0, after == 0 && waiting()};
+  times_.released_tensors += static_cast<int64_t>(window.released);
   times_.release_us += microseconds_since(start);
+  return window;
 }
 
 std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& target,

@@ -43,11 +43,19 @@ class AsyncCopyHandle {
   pybind11::dict options() const;
 
  private:
-  void build(c10::IValue output);
-  // Releases earlier results' kept tensors (deferred_release.h) while `waiting()` says the copy
-  // still runs without the caller; the GIL must be held.
+  // Builds built_ around `output`; `created` gets its new tensor objects. The GIL must be held.
+  void build(c10::IValue output, NewTensors& created);
+  // A wait of get() used to release earlier results' kept tensors (deferred_release.h).
+  struct ReleaseWindow {
+    size_t released = 0;
+    bool wanted_more = false;  // it ran out of tensors to release before the wait ended
+  };
+  // Releases kept tensors while `waiting()` says the copy still runs without the caller; the
+  // GIL must be held.
   template <typename Waiting>
-  void release_kept_while(Waiting waiting);
+  ReleaseWindow release_kept_while(Waiting waiting);
+  // Tells the deferred release how get()'s waits went, and keeps the new result's tensors.
+  static void keep(const NewTensors& created, ReleaseWindow waits);
 
   std::unique_ptr<PyStructure> structure_;
   CopyHandle handle_;

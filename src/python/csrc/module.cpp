@@ -81,8 +81,9 @@ PYBIND11_MODULE(_C, m) {
         out["enabled"] = kept.enabled();
         out["tensors"] = kept.kept_tensors();
         out["bytes"] = kept.kept_bytes();
+        out["budget"] = kept.budget();
         return out;
       },
       "What the module keeps now: enabled, tensors (objects kept), bytes (of the results they "
-      "belong to).");
+      "belong to), budget (how many tensors of the next result it would keep).");
 }

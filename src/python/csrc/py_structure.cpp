@@ -324,7 +324,8 @@ class PyStructure::Reader {
     if (object == nullptr) throw py::error_already_set();
     if (created) {
       created_.objects.push_back(object);
-      created_.bytes += bytes;
+      created_.bytes.push_back(bytes);
+      created_.total_bytes += bytes;
     }
     return object;
   }

@@ -67,9 +67,11 @@ def release_deferred() -> int:
     ``get()`` would release them while the engine's workers make its outputs; returns how many
     tensor objects it let go of.
 
-    The module keeps one reference to each new tensor of a result of at least 16 new tensors and
-    at most 16 MiB, for the last two such results: after ``del result`` their memory stays
-    allocated, and weak references to them do not fire, until then. Called at interpreter exit.
+    The module keeps one reference to new tensors of a result of at least 16 new tensors and at
+    most 16 MiB, for the last two such results: as many as the last ``get()`` could release while
+    it waited (at least 16, twice as many when it ran out). After ``del result`` their memory
+    stays allocated, and weak references to them do not fire, until then. Called at interpreter
+    exit.
     """
 
 def set_deferred_release(enabled: bool) -> bool:
@@ -77,5 +79,6 @@ def set_deferred_release(enabled: bool) -> bool:
     starts with it off) or off, which releases what is kept. Returns the previous setting."""
 
 def deferred_release_stats() -> Dict[str, Union[bool, int]]:
-    """What the module keeps now: ``enabled``, ``tensors`` (objects kept) and ``bytes`` (of the
-    results they belong to)."""
+    """What the module keeps now: ``enabled``, ``tensors`` (objects kept), ``bytes`` (of the
+    results they belong to) and ``budget`` (how many tensors of the next result it would keep:
+    learned from how many the last ``get()`` released while it waited)."""

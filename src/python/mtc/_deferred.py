@@ -1,11 +1,12 @@
 """The deferred release of results' tensors: its setting from the environment, and its end.
 
 Dropping a result of many small tensors costs ~0.2 us per tensor in torch's teardown of the
-tensor objects. The module keeps one reference to each new tensor of a result (results of 16 to
-any number of tensors and at most 16 MiB, the last two such results), so that when the program
-drops the result, the tensors die later: inside a later ``get()``, while the engine's workers
-make that copy's outputs and the caller would only wait. Until then their memory stays allocated
-and weak references to them do not fire. ``mtc.release_deferred()`` releases them at once;
+tensor objects. The module keeps one reference to new tensors of a result (results of 16 or
+more new tensors and at most 16 MiB, the last two such results), so that when the program drops
+the result, those tensors die later: inside a later ``get()``, while the engine's workers make
+that copy's outputs and the caller would only wait. How many it keeps follows how many the last
+``get()`` released so (at least 16). Until then their memory stays allocated and weak
+references to them do not fire. ``mtc.release_deferred()`` releases them at once;
 ``MTC_DEFER_RELEASE=0`` in the environment, or ``mtc.set_deferred_release(False)``, turns it off.
 """
 
