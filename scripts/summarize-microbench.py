@@ -70,7 +70,8 @@ def main(path):
               + (f", {t1 / step:.1f}x .to()" if t1 else ""))
     # The training step with workers that wake ahead of the copy against without (bit 512).
     for direction, family in (("h2d", h2d), ("d2h", "BM_EngineCopy<Direction::kDeviceToHost>")):
-        for gap, on, off in (("sleeping", 399, 911), ("busy", 1423, 1935)):
+        for gap, on, off in (("sleeping", 399, 911), ("busy", 1423, 1935),
+                             ("200 us sleeping", 2447, 2959), ("200 us busy", 3471, 3983)):
             ahead, without = us(f"{family}/1/{on}/"), us(f"{family}/1/{off}/")
             if ahead and without:
                 print(f"{direction} step after a {gap} gap: {ahead:.1f} us with workers that wake ahead, "

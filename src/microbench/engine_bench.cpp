@@ -260,6 +260,10 @@ void BM_EngineCopy(benchmark::State& state) {
   // bit 1024 the caller spends the gap busy over 32 MiB (a forward pass) instead of sleeping.
   const bool idle_gap = state.range(1) & 8;
   const bool busy = state.range(1) & 1024;
+  // Bit 2048: a gap of 200 us instead of 5 ms, a little longer than a worker's spin: a tight
+  // loop whose caller has work of its own between copies (as a loop in Python does).
+  const auto gap =
+      state.range(1) & 2048 ? std::chrono::microseconds(200) : std::chrono::microseconds(5000);
   // Bit 16: never split the walk across the pool (one thread walks), to compare with the split;
   // bit 32: at most one walking thread per 256 leaves instead of 128 (fewer helpers).
   mtc::detail::set_parallel_walk(state.range(1) & 16 ? std::numeric_limits<int64_t>::max()
@@ -277,8 +281,8 @@ void BM_EngineCopy(benchmark::State& state) {
   size_t turn = 0;
   // One copy as a training loop makes it; returns its time and adds its steps to `stats`.
   auto copy = [&] {
-    if (idle_gap && busy) mtc::microbench::busy_gap(std::chrono::milliseconds(5));
-    if (idle_gap && !busy) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (idle_gap && busy) mtc::microbench::busy_gap(gap);
+    if (idle_gap && !busy) std::this_thread::sleep_for(gap);
     const c10::IValue& data = inputs[turn++ % inputs.size()];
     const auto t0 = Clock::now();
     mtc::CopyHandle handle = mtc::start_copy(data, target, options);
@@ -315,9 +319,10 @@ void BM_EngineCopy(benchmark::State& state) {
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
 // 8 idle gap before each copy, 16 walk never split, 32 one walking thread per 256 leaves,
 // 64 workers spin 2 ms, 128 a fresh batch each copy (rotation of 8), 256 previous result freed
-// inside the copy, 512 workers never wake ahead of a copy, 1024 the gap busy}. 399 = 7 + 8 + 128
-// + 256 is a training loop's step: a fresh batch after an idle gap, the last one dropped
-// meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead.
+// inside the copy, 512 workers never wake ahead of a copy, 1024 the gap busy, 2048 the gap 200 us
+// instead of 5 ms}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an
+// idle gap, the last one dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935
+// those without waking ahead; 2447, 2959, 3471 and 3983 the four with the short gap.
 // Cases without a gap run until their copies took 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7});
@@ -339,7 +344,7 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {15, 527, 31, 135, 399, 911, 1423, 1935, 415, 395, 411});
+  gap_args(b, {15, 527, 31, 135, 399, 911, 1423, 1935, 415, 395, 411, 2447, 2959, 3471, 3983});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(b, {135, 399, 911, 1423, 1935, 415, 411});

@@ -15,14 +15,16 @@ using Clock = ArrivalForecast::Clock;
 
 const Clock::time_point kStart = Clock::time_point() + std::chrono::hours(1);
 
-// Bursts of `tasks` tasks 100 us apart, each burst `interval` after the previous one's start;
-// returns the last burst's start.
+// Copies `interval` apart, each a first task and `tasks` - 1 more of the copy 100 us apart;
+// returns the last copy's start.
 Clock::time_point bursts(ArrivalForecast& forecast, Clock::time_point first, int count,
                          microseconds interval, int tasks = 1) {
   Clock::time_point start = first;
   for (int b = 0; b < count; ++b) {
     start = first + b * interval;
-    for (int t = 0; t < tasks; ++t) forecast.record(start + t * microseconds(100));
+    forecast.record(start);
+    for (int t = 1; t < tasks; ++t)
+      forecast.record(start + t * microseconds(100), 1, /*starts_copy=*/false);
   }
   return start;
 }
@@ -39,7 +41,7 @@ TEST(ArrivalForecast, NoneUntilEnoughBurstsCameRegularly) {
 TEST(ArrivalForecast, RegularBurstsGiveAWindowAroundTheNext) {
   ArrivalForecast forecast;
   const Clock::time_point last = bursts(forecast, kStart, 10, milliseconds(5), /*tasks=*/3);
-  EXPECT_EQ(forecast.bursts(), 10) << "tasks 100 us apart are one burst";
+  EXPECT_EQ(forecast.bursts(), 10) << "a copy's tasks are one burst";
   const auto window = forecast.next();
   ASSERT_TRUE(window);
   EXPECT_EQ(window->wake_at, last + milliseconds(5) - ArrivalForecast::kLead);
@@ -51,8 +53,9 @@ TEST(ArrivalForecast, RegularBurstsGiveAWindowAroundTheNext) {
 TEST(ArrivalForecast, AWindowCountsTheTasksOfTheLastBurst) {
   ArrivalForecast forecast;
   const Clock::time_point last = bursts(forecast, kStart, 9, milliseconds(5));
-  forecast.record(last + milliseconds(5), 4);  // as submit_copies queues four at once
-  forecast.record(last + milliseconds(5) + microseconds(50), 2);
+  forecast.record(last + milliseconds(5));
+  forecast.record(last + milliseconds(5) + microseconds(10), 3, false);   // submit_copies: three
+  forecast.record(last + milliseconds(5) + microseconds(900), 2, false);  // late ones count too
   const auto window = forecast.next();
   ASSERT_TRUE(window);
   EXPECT_EQ(window->tasks, 6);
@@ -87,12 +90,37 @@ TEST(ArrivalForecast, IrregularBurstsGetNoneUntilTheOddIntervalIsForgotten) {
   EXPECT_TRUE(forecast.next()) << "the odd interval has left the history";
 }
 
-TEST(ArrivalForecast, BackToBackTasksAreOneBurstAndGetNone) {
-  // A hot loop: copies closer together than kBurstGap keep the workers spinning anyway.
+TEST(ArrivalForecast, CopiesStartedTogetherAreOneBurst) {
+  // Several threads copying at once.
   ArrivalForecast forecast;
-  for (int t = 0; t < 1000; ++t) forecast.record(kStart + t * microseconds(300));
+  for (int b = 0; b < 10; ++b) {
+    for (int t = 0; t < 4; ++t)
+      forecast.record(kStart + b * milliseconds(5) + t * microseconds(10));
+  }
+  EXPECT_EQ(forecast.bursts(), 10);
+  const auto window = forecast.next();
+  ASSERT_TRUE(window);
+  EXPECT_EQ(window->tasks, 4);
+}
+
+TEST(ArrivalForecast, ATightLoopGetsAWindowThatIsOpenAtOnce) {
+  // Copies 300 us apart (a tight loop in Python): each is a burst, and the window opens before
+  // the last copy began, so workers that would sleep spin on to the next.
+  ArrivalForecast forecast;
+  const Clock::time_point last = bursts(forecast, kStart, 1000, microseconds(300), /*tasks=*/4);
+  EXPECT_EQ(forecast.bursts(), 1000);
+  const auto window = forecast.next();
+  ASSERT_TRUE(window);
+  EXPECT_EQ(window->wake_at, last + microseconds(300) - ArrivalForecast::kLead);
+  EXPECT_EQ(window->spin_until, last + microseconds(300) + ArrivalForecast::kSlack);
+  EXPECT_EQ(window->tasks, 4);
+}
+
+TEST(ArrivalForecast, ACopysLaterTasksNeverStartABurst) {
+  ArrivalForecast forecast;
+  forecast.record(kStart);
+  for (int t = 1; t < 100; ++t) forecast.record(kStart + t * milliseconds(1), 1, false);
   EXPECT_EQ(forecast.bursts(), 1);
-  EXPECT_FALSE(forecast.next());
 }
 
 TEST(ArrivalForecast, IntervalsLongerThanASecondGetNone) {

@@ -168,6 +168,11 @@ def test_an_interpreter_that_exits_with_tensors_kept_exits_cleanly():
 
 def test_a_later_copy_releases_them_while_the_device_works():
     batch = [torch.arange(8, dtype=torch.float32) + i for i in range(528)]
+    # Device memory for three results in torch's cache first: an allocation that had to ask the
+    # driver could wait for the device, and with it for the kernel below.
+    held = [mtc.start_copy(batch, "cuda").get() for _ in range(3)]
+    del held
+    mtc.release_deferred()
     torch.cuda.synchronize()
     baseline = torch.cuda.memory_allocated()
     refs = copy_and_drop(batch, "cuda")
@@ -179,7 +184,8 @@ def test_a_later_copy_releases_them_while_the_device_works():
     torch.cuda._sleep(50_000_000)
     handle = mtc.start_copy(batch, "cuda")
     out = handle.get()
-    assert handle.stats()["module"]["released_tensors"] == kept
+    module = handle.stats()["module"]
+    assert module["released_tensors"] == kept, module
     assert alive(refs) == 0
     assert all(torch.equal(o.cpu(), b) for o, b in zip(out, batch))
     del out

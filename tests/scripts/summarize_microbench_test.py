@@ -47,6 +47,9 @@ def main():
         dict(bench("BM_EngineCopy<Direction::kHostToDevice>/1/399/iterations:100/manual_time",
                    median_us=300.0, early_wakes=3.9)),
         bench("BM_EngineCopy<Direction::kHostToDevice>/1/911/iterations:100/manual_time", median_us=400.0),
+        # The same after a 200 us gap (bit 2048).
+        bench("BM_EngineCopy<Direction::kHostToDevice>/1/2447/iterations:100/manual_time", median_us=150.0),
+        bench("BM_EngineCopy<Direction::kHostToDevice>/1/2959/iterations:100/manual_time", median_us=200.0),
         # An errored benchmark is left out.
         dict(bench(f"BM_MultiGpuCopy/1/2/200/{suffix}", gpu0_us=1.0), error_occurred=True),
     ])
@@ -61,6 +64,8 @@ def main():
     assert "| BM_MultiGpuCopy/0/0/200/min_time:0.300/manual_time | 1.0 |" in out, out
     assert ("h2d step after a sleeping gap: 300.0 us with workers that wake ahead, 400.0 us without "
             "(0.75x)") in out, out
+    assert ("h2d step after a 200 us sleeping gap: 150.0 us with workers that wake ahead, 200.0 us "
+            "without (0.75x)") in out, out
     assert "| 300.0 |" in out and "| 3.9 |" in out, out
     assert "step after a busy gap" not in out and "d2h step" not in out, out
     print("summarize-microbench: the several-GPU ratios and the step with and without early wakes hold")

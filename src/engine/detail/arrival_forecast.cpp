@@ -4,9 +4,9 @@
 
 namespace mtc::detail {
 
-void ArrivalForecast::record(Clock::time_point now, int64_t tasks) {
-  const bool new_burst = bursts_ == 0 || now - last_task_ > kBurstGap;
-  last_task_ = now;
+void ArrivalForecast::record(Clock::time_point now, int64_t tasks, bool starts_copy) {
+  const bool new_burst = bursts_ == 0 || (starts_copy && now - last_copy_ > kBurstGap);
+  if (starts_copy) last_copy_ = now;
   if (!new_burst) {
     burst_tasks_ += tasks;
     return;

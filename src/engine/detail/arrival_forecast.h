@@ -7,10 +7,14 @@
 // have its workers awake and spinning shortly before. A loop whose copies come irregularly gets
 // no forecast, and its workers sleep as before: a wrong forecast only costs a short spin.
 //
-// Tasks are grouped into bursts: a task queued more than kBurstGap after the previous one starts
-// a new burst (a copy's own tasks, its walk's helpers and its output parts, come closer
-// together). The forecast looks at the intervals between the last kHistory bursts' starts. Pure:
-// the caller gives the time and keeps it consistent (the worker pool holds its lock).
+// Tasks are grouped into bursts, one per copy: a copy's first task starts a burst, unless it came
+// within kBurstGap of the previous copy's (several threads copying at once), and the tasks it
+// queues later (its walk's helpers, its output parts) join that burst however late they come.
+// Copies that come faster than a worker's spin need no forecast, but a loop that spends a little
+// more between copies than the spin (a tight loop in Python: ~300 us a copy against a 200 us
+// spin) does: there a forecast's window opens at once and its workers spin on to the next copy.
+// The forecast looks at the intervals between the last kHistory bursts' starts. Pure: the caller
+// gives the time and keeps it consistent (the worker pool holds its lock).
 #pragma once
 
 #include <array>
@@ -24,8 +28,8 @@ class ArrivalForecast {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // A task queued this long after the previous one starts a new burst.
-  static constexpr std::chrono::microseconds kBurstGap{500};
+  // A copy that starts this long after the previous one starts a new burst.
+  static constexpr std::chrono::microseconds kBurstGap{50};
   // Intervals kept, and how many are needed before a forecast is made.
   static constexpr int kHistory = 8;
   static constexpr int kMinHistory = 4;
@@ -39,8 +43,6 @@ class ArrivalForecast {
   static constexpr std::chrono::microseconds kMaxSpread{500};
   // Only intervals up to this are forecast.
   static constexpr std::chrono::seconds kMaxInterval{1};
-  // Bursts start more than kBurstGap apart, so a window never opens before the last burst began.
-  static_assert(kBurstGap > kLead);
 
   // When workers should be awake for the next burst.
   struct Window {
@@ -50,8 +52,9 @@ class ArrivalForecast {
     int64_t tasks;  // queued in the last burst: how many workers the next one may want
   };
 
-  // `tasks` tasks were queued at `now` (not earlier than the previous call's).
-  void record(Clock::time_point now, int64_t tasks = 1);
+  // `tasks` tasks were queued at `now` (not earlier than the previous call's): a copy's first
+  // (`starts_copy`), or more of the copy under way (helpers, parts).
+  void record(Clock::time_point now, int64_t tasks = 1, bool starts_copy = true);
   // The window of the next burst, when the last kHistory (at least kMinHistory) bursts came at
   // regular intervals; otherwise none.
   std::optional<Window> next() const;
@@ -62,7 +65,7 @@ class ArrivalForecast {
   std::array<Clock::duration, kHistory> intervals_{};
   int intervals_kept_ = 0;
   int next_slot_ = 0;
-  Clock::time_point last_task_{};
+  Clock::time_point last_copy_{};
   Clock::time_point burst_start_{};
   int64_t bursts_ = 0;
   int64_t burst_tasks_ = 0;

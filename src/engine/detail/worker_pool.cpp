@@ -55,7 +55,7 @@ void WorkerPool::submit_copies(const Task& task, int copies) {
   int queued = 0;
   try {
     std::lock_guard<std::mutex> lock(mutex_);
-    forecast_.record(Clock::now(), copies);
+    forecast_.record(Clock::now(), copies, /*starts_copy=*/false);
     for (; queued < copies; ++queued) queue_.push_back(task);
   } catch (...) {
     count_and_wake(queued);  // queued tasks must be counted, or nothing would ever take them

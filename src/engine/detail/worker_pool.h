@@ -48,10 +48,11 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
   ~WorkerPool();
 
+  // A copy's first task (the forecast counts a copy from it).
   void submit(Task task);
   // Queues `copies` copies of `task`, waking at most one sleeping worker: each worker that
   // picks up a task wakes the next while tasks wait, so the submitting thread pays for one
-  // wake-up, not one per task.
+  // wake-up, not one per task. For the copy under way: its walk's helpers, its parts.
   void submit_copies(const Task& task, int copies);
   // Runs one queued task on the calling thread, if there is one. Lets a thread that waits
   // for pool work help with it instead of idling.
