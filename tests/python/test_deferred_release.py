@@ -188,7 +188,7 @@ def test_a_later_copy_releases_them_while_the_device_works():
     assert module["released_tensors"] == kept, module
     assert alive(refs) == 0
     assert all(torch.equal(o.cpu(), b) for o, b in zip(out, batch))
-    del out
+    del out, handle  # the handle holds its copy's device memory too
     mtc.release_deferred()
     torch.cuda.synchronize()
     assert torch.cuda.memory_allocated() == baseline

@@ -41,11 +41,11 @@ void WorkerPool::set_anticipate(bool on) {
   wake_.notify_all();  // sleepers recompute when to wake
 }
 
-void WorkerPool::submit(Task task) {
+void WorkerPool::submit(Task task, bool starts_copy) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(task));
-    forecast_.record(Clock::now());
+    forecast_.record(Clock::now(), 1, starts_copy);
   }
   count_and_wake(1);
 }
@@ -189,7 +189,9 @@ void WorkerPool::parallel_for(int64_t parts, const std::function<void(int64_t)>&
   // helper that could not be queued (out of memory) is no failure: this thread runs the parts
   // it would have, and must still wait for those that helpers queued before it took.
   try {
-    for (int64_t h = 0; h < helpers; ++h) submit(work);
+    // Parts of a copy under way (a GPU->CPU copy's outputs come a DMA after its start): they
+    // must not count as copies of their own, or the forecast would see irregular intervals.
+    for (int64_t h = 0; h < helpers; ++h) submit(work, /*starts_copy=*/false);
   } catch (...) {
   }
   work();

@@ -48,8 +48,9 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
   ~WorkerPool();
 
-  // A copy's first task (the forecast counts a copy from it).
-  void submit(Task task);
+  // A copy's first task (the forecast counts a copy from it), or with `starts_copy` false more
+  // work of the copy under way.
+  void submit(Task task, bool starts_copy = true);
   // Queues `copies` copies of `task`, waking at most one sleeping worker: each worker that
   // picks up a task wakes the next while tasks wait, so the submitting thread pays for one
   // wake-up, not one per task. For the copy under way: its walk's helpers, its parts.

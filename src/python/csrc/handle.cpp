@@ -67,7 +67,9 @@ py::object AsyncCopyHandle::get() {
   // With the GIL, which the walk needs not: its part of the walk is short, bounded C++ work, and
   // letting go of the GIL around it and taking it back would cost more than it is worth.
   handle_.help();
-  const ReleaseWindow preparing = release_kept_while([this] { return handle_.preparing(); });
+  // Slices of 4: preparing() costs two atomic reads, and a slice that outlasts the wait delays
+  // the caller.
+  const ReleaseWindow preparing = release_kept_while(4, [this] { return handle_.preparing(); });
   {
     // The lock keeps two threads from taking the engine's result of one handle; it is taken
     // without the GIL, so a thread that holds the GIL never waits for it.
@@ -84,7 +86,8 @@ py::object AsyncCopyHandle::get() {
       times_.build_us = microseconds_since(start);
       // The device may still be writing the outputs (GPU->CPU: their host copies may be pending).
       // Released before this result's tensors are kept: only earlier results' go.
-      const ReleaseWindow completing = release_kept_while([this] { return !handle_.ready(); });
+      // Slices of 16: ready() queries the device.
+      const ReleaseWindow completing = release_kept_while(16, [this] { return !handle_.ready(); });
       keep(created, {preparing.released + completing.released,
                      preparing.wanted_more || completing.wanted_more});
     }
@@ -157,14 +160,13 @@ void AsyncCopyHandle::keep(const NewTensors& created, ReleaseWindow waits) {
 
 // In slices: between two, the copy may have got where the caller should go on.
 template <typename Waiting>
-AsyncCopyHandle::ReleaseWindow AsyncCopyHandle::release_kept_while(Waiting waiting) {
-  constexpr size_t kSlice = 16;  // a few microseconds of teardown
+AsyncCopyHandle::ReleaseWindow AsyncCopyHandle::release_kept_while(size_t slice, Waiting waiting) {
   DeferredRelease& kept = DeferredRelease::instance();
   if (!kept.enabled() || !waiting()) return {};
   if (kept.kept_tensors() == 0) return {0, true};
   const Clock::time_point start = Clock::now();
   const size_t before = kept.kept_tensors();
-  while (kept.release_some(kSlice) && waiting()) {
+  while (kept.release_some(slice) && waiting()) {
   }
   // Python code run by a release may have kept more; the difference is what left here.
   const size_t after = kept.kept_tensors();

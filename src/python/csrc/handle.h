@@ -50,10 +50,10 @@ class AsyncCopyHandle {
     size_t released = 0;
     bool wanted_more = false;  // it ran out of tensors to release before the wait ended
   };
-  // Releases kept tensors while `waiting()` says the copy still runs without the caller; the
-  // GIL must be held.
+  // Releases kept tensors, `slice` at a time, while `waiting()` says the copy still runs without
+  // the caller; the GIL must be held.
   template <typename Waiting>
-  ReleaseWindow release_kept_while(Waiting waiting);
+  ReleaseWindow release_kept_while(size_t slice, Waiting waiting);
   // Tells the deferred release how get()'s waits went, and keeps the new result's tensors.
   static void keep(const NewTensors& created, ReleaseWindow waits);
 
