@@ -14,11 +14,13 @@ void DeferredRelease::set_enabled(bool enabled) {
   if (!enabled) release_all();
 }
 
-void DeferredRelease::keep(const NewTensors& tensors) {
-  const size_t count = std::min(budget_, tensors.objects.size());
+size_t DeferredRelease::keep(const NewTensors& tensors) {
+  // Tensors still kept from earlier results take their share of the next wait first.
+  const size_t room = budget_ > objects_.size() ? budget_ - objects_.size() : 0;
+  const size_t count = std::min(room, tensors.objects.size());
   if (!enabled_ || count == 0 || tensors.objects.size() < kMinTensors ||
       tensors.total_bytes > kMaxResultBytes)
-    return;
+    return 0;
   int64_t bytes = 0;
   for (size_t i = 0; i < count; ++i) {
     Py_INCREF(tensors.objects[i]);
@@ -26,7 +28,9 @@ void DeferredRelease::keep(const NewTensors& tensors) {
     bytes += tensors.bytes[i];
   }
   results_.push_back({count, bytes});
-  while (results_.size() > kMaxResults && !objects_.empty()) release_front();
+  size_t released = 0;
+  for (; results_.size() > kMaxResults && !objects_.empty(); ++released) release_front();
+  return released;
 }
 
 void DeferredRelease::learn(size_t released, bool wanted_more) {

@@ -10,9 +10,9 @@
 // new tensor object of a result, and AsyncCopyHandle::get() releases them, oldest first, while
 // CopyHandle::preparing() says a worker is still making the next outputs.
 //
-// How many to keep is learned: the tensors a get() released while it waited set how many of
-// the next result are kept (at least kProbe, so that a wait that opens is seen; twice as many
-// when a wait ran out of tensors to release). In a loop whose caller runs each copy itself
+// How many to keep is learned: the tensors a get() released while it waited set how many are
+// kept for the next one, those still kept from earlier results included (at least kProbe, so
+// that a wait that opens is seen; twice as many when a wait ran out of tensors to release). In a loop whose caller runs each copy itself
 // (its workers asleep, as in a tight loop from Python) there is no such wait, and a result's
 // tensors beyond the probe die where the program drops them, as without this.
 //
@@ -63,12 +63,14 @@ class DeferredRelease {
   // Off releases everything kept at once. On by default (MTC_DEFER_RELEASE, read by mtc).
   void set_enabled(bool enabled);
 
-  // Takes a reference to the first budget() of a result's new tensor objects, within the bounds
-  // above.
-  void keep(const NewTensors& tensors);
+  // Takes a reference to a result's first new tensor objects, as many as budget() leaves room
+  // for beside those kept already, within the bounds above. Returns how many objects of the
+  // oldest results it released to stay within kMaxResults.
+  size_t keep(const NewTensors& tensors);
   // After a get(): it released `released` tensors while it waited, and `wanted_more` says
   // whether its wait ran out of tensors to release. Sets budget().
   void learn(size_t released, bool wanted_more);
+  // How many tensors a get()'s waits are expected to release: the most kept at once.
   size_t budget() const { return budget_; }
   // Releases up to `count` objects, oldest first; returns whether any are left.
   bool release_some(size_t count);

@@ -124,6 +124,7 @@ py::dict AsyncCopyHandle::stats() const {
   module["complete_wait_us"] = times_.complete_wait_us;
   module["released_tensors"] = times_.released_tensors;
   module["release_us"] = times_.release_us;
+  module["released_to_keep"] = times_.released_to_keep;
   out["module"] = module;
   return out;
 }
@@ -155,7 +156,7 @@ void AsyncCopyHandle::build(c10::IValue output, NewTensors& created) {
 void AsyncCopyHandle::keep(const NewTensors& created, ReleaseWindow waits) {
   DeferredRelease& kept = DeferredRelease::instance();
   kept.learn(waits.released, waits.wanted_more);
-  kept.keep(created);
+  times_.released_to_keep = static_cast<int64_t>(kept.keep(created));
 }
 
 // In slices: between two, the copy may have got where the caller should go on.

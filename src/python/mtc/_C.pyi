@@ -42,7 +42,8 @@ class AsyncCopyHandle:
         ``walk_us`` (the Python structure taken apart), ``engine_start_us``, and in ``get()``
         ``result_wait_us`` (for the engine's outputs), ``build_us`` (the Python result) and
         ``complete_wait_us`` (for the device), and ``released_tensors`` and ``release_us``:
-        earlier results' tensors released meanwhile (see :func:`release_deferred`). Raises
+        earlier results' tensors released meanwhile (see :func:`release_deferred`), and
+        ``released_to_keep``: those released at once after the build, to keep within bounds. Raises
         ``ValueError`` before the copy has completed.
         """
 
