@@ -12,9 +12,10 @@
 //
 // How many to keep is learned: the tensors a get() released while it waited set how many are
 // kept for the next one, those still kept from earlier results included (at least kProbe, so
-// that a wait that opens is seen; twice as many when a wait ran out of tensors to release). In a loop whose caller runs each copy itself
-// (its workers asleep, as in a tight loop from Python) there is no such wait, and a result's
-// tensors beyond the probe die where the program drops them, as without this.
+// that a wait that opens is seen; twice as many when a wait ran out of tensors to release). In a
+// loop whose caller runs each copy itself (its workers asleep, as in a tight loop from Python)
+// there is no such wait, and a result's tensors beyond the probe die where the program drops them,
+// as without this.
 //
 // What a program sees: after `del result`, the kept tensors of a result live on until a later
 // get() or release_all() (their memory stays allocated; weak references fire later). Bounds
