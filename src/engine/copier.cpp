@@ -99,6 +99,8 @@ void CopyHandle::wait() {
 
 bool CopyHandle::help() { return job_ != nullptr && job_->help(); }
 
+bool CopyHandle::can_help() const { return job_ != nullptr && job_->can_help(); }
+
 bool CopyHandle::preparing() const { return job_ != nullptr && job_->preparing(); }
 
 CopyStats CopyHandle::stats() const {

@@ -92,9 +92,10 @@ TEST(CopyHandle, PreparingWhileAWorkerWalksAndHelpWalksPartsWithIt) {
     while (!handle.ready()) {
       if (!handle.preparing()) continue;
       seen_preparing = true;
-      helped = handle.help() || helped;
+      if (handle.can_help()) helped = handle.help() || helped;
     }
     EXPECT_FALSE(handle.preparing());
+    EXPECT_FALSE(handle.can_help());
     EXPECT_FALSE(handle.help());
     mtc::test::expect_structure_copy(handle.get(), batch, kCpu);
     // A part this thread walked is counted among the walk's threads.
@@ -110,6 +111,7 @@ TEST(CopyHandle, NothingIsPreparedElsewhereWithoutTheBackgroundThread) {
   options.use_background_thread = false;
   CopyHandle handle = start_copy(long_batch(), kCpu, options);
   EXPECT_FALSE(handle.preparing());
+  EXPECT_FALSE(handle.can_help());
   EXPECT_FALSE(handle.help());
   EXPECT_TRUE(handle.ready());
 }
@@ -117,6 +119,7 @@ TEST(CopyHandle, NothingIsPreparedElsewhereWithoutTheBackgroundThread) {
 TEST(CopyHandle, AnEmptyHandleIsNotPreparingAndCannotBeHelped) {
   CopyHandle handle;
   EXPECT_FALSE(handle.preparing());
+  EXPECT_FALSE(handle.can_help());
   EXPECT_FALSE(handle.help());
 }
 

@@ -80,8 +80,9 @@ class CopyJob {
   // See CopyHandle::take_result() and wait().
   c10::IValue take_result();
   void wait();
-  // See CopyHandle::help() and preparing().
+  // See CopyHandle::help(), can_help() and preparing().
   bool help() noexcept;
+  bool can_help() const { return walk_open_.load(std::memory_order_acquire); }
   bool preparing() const {
     return claimed_.load(std::memory_order_acquire) &&
            state_.load(std::memory_order_acquire) == kPending;

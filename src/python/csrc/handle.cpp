@@ -64,12 +64,23 @@ py::object AsyncCopyHandle::get() {
       return result_;
     }
   }
-  // With the GIL, which the walk needs not: its part of the walk is short, bounded C++ work, and
-  // letting go of the GIL around it and taking it back would cost more than it is worth.
-  handle_.help();
-  // Slices of 4: preparing() costs two atomic reads, and a slice that outlasts the wait delays
-  // the caller.
-  const ReleaseWindow preparing = release_kept_while(4, [this] { return handle_.preparing(); });
+  // While a worker prepares the outputs, the caller releases kept tensors until the outputs
+  // exist, in slices of 4 (preparing() costs two atomic reads, and a slice that outlasts the
+  // wait delays the caller). Once the worker's walk opens to helpers, the caller first walks
+  // its share, as take_result() would (the walk is faster for it), without the GIL (a large
+  // structure's share is long). With nothing kept, take_result() does all of that.
+  ReleaseWindow preparing;
+  if (DeferredRelease::instance().kept_tensors() > 0 && handle_.preparing()) {
+    bool helped = false;
+    preparing = release_kept_while(4, [this, &helped] {
+      if (!helped && handle_.can_help()) {
+        helped = true;
+        const py::gil_scoped_release release;
+        handle_.help();
+      }
+      return handle_.preparing();
+    });
+  }
   {
     // The lock keeps two threads from taking the engine's result of one handle; it is taken
     // without the GIL, so a thread that holds the GIL never waits for it.

@@ -101,6 +101,9 @@ class CopyHandle {
   // while they wait, if a worker's walk is split in parts and has parts left; it returns whether
   // it walked any. It never waits for another thread and never throws (a failure is get()'s).
   bool help();
+  // Never blocks or throws. True while a worker's walk is split in parts and open to helpers:
+  // help() may walk some now.
+  bool can_help() const;
   // Never blocks or throws. True while a worker (not this thread) is still walking the structure
   // or making the outputs, so take_result() would block. False before a worker has taken the
   // copy up (take_result() would run it on the calling thread) and once the outputs exist.
