@@ -10,10 +10,7 @@ Two patterns, each timed per call with a device synchronize at the end for every
 - step: a training step: each call copies the next batch of a rotation of K=8 (distinct
   tensors), after an idle gap of 2 ms, and drops the previous call's output inside the timed
   region, as a training loop replacing its batch does.
-mtc runs twice: as installed (`mtc`: a dropped result's tensors die inside a later get(), while
-the engine's workers make that copy's outputs) and with that deferred release turned off
-(`mtc_eager`: they die where the program drops them). For both, how long start_copy() itself
-takes to return is timed too. The methods' runs are
+For mtc, how long start_copy() itself takes to return is timed too. The methods' runs are
 interleaved (run 1 of every method, then run 2, ...), so a change of the machine's state over the
 measurement falls on all of them alike.
 
@@ -93,31 +90,13 @@ def timed_start_copy(module, device):
     return start_copy
 
 
-def mtc_with_deferred_release(device, deferred):
-    """mtc, with the deferred release of dropped results' tensors on or off for its runs."""
-    import mtc
-
-    copy = timed_start_copy(mtc, device)
-    copy.before_run = lambda: mtc.set_deferred_release(deferred)
-    return copy
-
-
-def before_run(copy):
-    """Every run starts from the same state: no tensors of an earlier run kept by mtc (their
-    release would fall inside this run's clock), the method's own settings made."""
-    import mtc
-
-    mtc.release_deferred()
-    getattr(copy, "before_run", lambda: None)()
-
-
 def methods(device, original=None):
+    import mtc
+
     available = {
         "to": lambda data, timings: per_tensor(data, device, False),
         "to_nb": lambda data, timings: per_tensor(data, device, True),
-        "mtc": mtc_with_deferred_release(device, True),
-        # The same module releasing each result's tensors where the program drops it.
-        "mtc_eager": mtc_with_deferred_release(device, False),
+        "mtc": timed_start_copy(mtc, device),
     }
     if original is not None:
         available["original"] = timed_start_copy(original, device)
@@ -145,7 +124,6 @@ def summarize(samples_ns, run_means_ns):
 
 def one_run(copy, batches, device, pattern, iters, starts):
     """One run of `iters` timed calls; returns their times in ns."""
-    before_run(copy)
     run = []
     out = None
     for i in range(iters):
@@ -170,7 +148,6 @@ def measure(copies, batches, device, pattern, warmup, runs, iters):
     """Times each of `copies` per call, their runs interleaved; returns {name: (summary, start_copy
     return times in ns)}."""
     for copy in copies.values():
-        before_run(copy)
         for i in range(warmup):
             copy(batches[i % len(batches)], [])
             synchronize(device)
@@ -234,9 +211,7 @@ def parse_args(argv):
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--iters", type=int, default=50)
-    parser.add_argument("--methods", default="to,to_nb,mtc,mtc_eager",
-                        help="of to, to_nb, mtc, mtc_eager (mtc without the deferred release of "
-                             "dropped results' tensors); must include to")
+    parser.add_argument("--methods", default="to,to_nb,mtc")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)
@@ -291,7 +266,6 @@ def main(argv=None):
     for pattern in ("protocol", "step"):
         verified = {}
         for name in chosen:
-            before_run(available[name])
             out = available[name](batches[0], [])
             synchronize(args.device)
             why = difference(out, batches[0], args.device)

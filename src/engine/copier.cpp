@@ -97,12 +97,6 @@ void CopyHandle::wait() {
   job_->wait();
 }
 
-bool CopyHandle::help() { return job_ != nullptr && job_->help(); }
-
-bool CopyHandle::can_help() const { return job_ != nullptr && job_->can_help(); }
-
-bool CopyHandle::preparing() const { return job_ != nullptr && job_->preparing(); }
-
 CopyStats CopyHandle::stats() const {
   TORCH_CHECK(job_, "mtc::CopyHandle::stats() on an empty handle");
   return job_->stats();

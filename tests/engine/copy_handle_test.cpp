@@ -1,6 +1,5 @@
 // CopyHandle's take_result() and wait(), the pair a binding uses to wrap the outputs while the
-// device works, and help() and preparing(), the pair it uses while a worker makes them: on the
-// CPU, and host to device where there is a GPU.
+// device works: on the CPU, and host to device where there is a GPU.
 #include <ATen/core/List.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
@@ -68,59 +67,6 @@ TEST(CopyHandle, AFailedCopyFailsTakeResultAndWait) {
   CopyHandle handle = start_copy(list, kCpu);
   EXPECT_THROW(handle.take_result(), c10::Error);
   EXPECT_THROW(handle.wait(), c10::Error);
-}
-
-// Root elements of many tensors: a worker takes milliseconds to walk it, in parts.
-c10::impl::GenericList long_batch() {
-  c10::impl::GenericList list(c10::AnyType::get());
-  for (int i = 0; i < 64; ++i) {
-    c10::List<at::Tensor> element;
-    for (int j = 0; j < 1500; ++j) element.push_back(at::empty({1}));
-    list.push_back(element);
-  }
-  return list;
-}
-
-TEST(CopyHandle, PreparingWhileAWorkerWalksAndHelpWalksPartsWithIt) {
-  const c10::impl::GenericList batch = long_batch();
-  // A thread that the machine's load keeps off its core for the whole walk sees nothing of it:
-  // a few tries.
-  bool seen_preparing = false;
-  for (int attempt = 0; attempt < 20 && !seen_preparing; ++attempt) {
-    CopyHandle handle = start_copy(batch, kCpu);
-    bool helped = false;
-    while (!handle.ready()) {
-      if (!handle.preparing()) continue;
-      seen_preparing = true;
-      if (handle.can_help()) helped = handle.help() || helped;
-    }
-    EXPECT_FALSE(handle.preparing());
-    EXPECT_FALSE(handle.can_help());
-    EXPECT_FALSE(handle.help());
-    mtc::test::expect_structure_copy(handle.get(), batch, kCpu);
-    // A part this thread walked is counted among the walk's threads.
-    if (helped) {
-      EXPECT_GE(handle.stats().walk_threads, 2);
-    }
-  }
-  EXPECT_TRUE(seen_preparing);
-}
-
-TEST(CopyHandle, NothingIsPreparedElsewhereWithoutTheBackgroundThread) {
-  CopyOptions options;
-  options.use_background_thread = false;
-  CopyHandle handle = start_copy(long_batch(), kCpu, options);
-  EXPECT_FALSE(handle.preparing());
-  EXPECT_FALSE(handle.can_help());
-  EXPECT_FALSE(handle.help());
-  EXPECT_TRUE(handle.ready());
-}
-
-TEST(CopyHandle, AnEmptyHandleIsNotPreparingAndCannotBeHelped) {
-  CopyHandle handle;
-  EXPECT_FALSE(handle.preparing());
-  EXPECT_FALSE(handle.can_help());
-  EXPECT_FALSE(handle.help());
 }
 
 class CopyHandleGpu : public mtc::test::GpuTest {};

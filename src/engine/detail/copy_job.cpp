@@ -182,12 +182,6 @@ int CopyJob::wait_submitted(bool join) {
   return state;
 }
 
-bool CopyJob::help() noexcept {
-  if (!walk_open_.load(std::memory_order_acquire)) return false;
-  const PoolScope scope(pool_);
-  return join_walk();
-}
-
 bool CopyJob::ready() {
   const int state = state_.load(std::memory_order_acquire);
   if (state == kPending) return false;

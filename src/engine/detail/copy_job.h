@@ -80,13 +80,6 @@ class CopyJob {
   // See CopyHandle::take_result() and wait().
   c10::IValue take_result();
   void wait();
-  // See CopyHandle::help(), can_help() and preparing().
-  bool help() noexcept;
-  bool can_help() const { return walk_open_.load(std::memory_order_acquire); }
-  bool preparing() const {
-    return claimed_.load(std::memory_order_acquire) &&
-           state_.load(std::memory_order_acquire) == kPending;
-  }
   CopyStats stats() const { return stats_; }
   // Set once, by start_copy, when a task is queued for the job; closed by the handle.
   void set_task_gate(std::shared_ptr<TaskGate> gate) { task_gate_ = std::move(gate); }
@@ -102,9 +95,8 @@ class CopyJob {
   void run_routes();
   // Builds result_ with router_ as the policy, in parts on the pool for large structures.
   void walk();
-  // From get(): walks root elements of a walk in parts that is under way on another thread;
-  // returns whether it walked any.
-  bool join_walk();
+  // From get(): walks root elements of a walk in parts that is under way on another thread.
+  void join_walk();
   // The caller's InferenceMode at start_copy, for the threads that create the outputs: tensors
   // created inside it are inference tensors, as .to() would give there. Set where the thread is
   // in the other mode (a caller that helps with pool work while it waits in get() may be, for its

@@ -37,18 +37,13 @@ struct ElementTickets {
   // The next element to walk; `elements` or more once none is left (or a thread failed).
   int64_t take() { return stop.load(std::memory_order_relaxed) ? elements : next.fetch_add(1); }
   // A thread other than the walk's own walks elements, as long as there are any and a walker
-  // slot is free for it; returns whether it walked any.
-  bool join() {
-    bool walked = false;
+  // slot is free for it.
+  void join() {
     active.fetch_add(1);
     if (const int slot = slots.fetch_add(1); slot < threads) {
-      if (const int64_t i = take(); i < elements) {
-        (*walk)(slot, i);
-        walked = true;
-      }
+      if (const int64_t i = take(); i < elements) (*walk)(slot, i);
     }
     active.fetch_sub(1, std::memory_order_release);
-    return walked;
   }
   // No element is handed out after this. A thread that holds one counted itself in `active`
   // before taking it, so the walk sees it there after closing.
@@ -191,13 +186,13 @@ void CopyJob::walk() {
   split_ = true;
 }
 
-bool CopyJob::join_walk() {
+void CopyJob::join_walk() {
   std::shared_ptr<ElementTickets> tickets;
   {
     std::lock_guard<std::mutex> lock(walk_mutex_);
     tickets = open_walk_;
   }
-  return tickets && tickets->join();
+  if (tickets) tickets->join();
 }
 
 }  // namespace mtc::detail

@@ -4,8 +4,6 @@
 #include <string>
 #include <utility>
 
-#include "deferred_release.h"
-
 namespace py = pybind11;
 
 namespace mtc::python {
@@ -55,31 +53,12 @@ py::object AsyncCopyHandle::get() {
     if (lock.owns_lock() && handle_.ready()) {
       if (!built_) {
         const Clock::time_point start = Clock::now();
-        NewTensors created;
-        build(handle_.take_result(), created);
+        build(handle_.take_result());
         times_.build_us = microseconds_since(start);
-        keep(created, {});  // the copy ran while the program did other work: no wait to use
       }
       result_ = built_;
       return result_;
     }
-  }
-  // While a worker prepares the outputs, the caller releases kept tensors until the outputs
-  // exist, in slices of 4 (preparing() costs two atomic reads, and a slice that outlasts the
-  // wait delays the caller). Once the worker's walk opens to helpers, the caller first walks
-  // its share, as take_result() would (the walk is faster for it), without the GIL (a large
-  // structure's share is long). With nothing kept, take_result() does all of that.
-  ReleaseWindow preparing;
-  if (DeferredRelease::instance().kept_tensors() > 0 && handle_.preparing()) {
-    bool helped = false;
-    preparing = release_kept_while(4, [this, &helped] {
-      if (!helped && handle_.can_help()) {
-        helped = true;
-        const py::gil_scoped_release release;
-        handle_.help();
-      }
-      return handle_.preparing();
-    });
   }
   {
     // The lock keeps two threads from taking the engine's result of one handle; it is taken
@@ -92,15 +71,8 @@ py::object AsyncCopyHandle::get() {
       times_.result_wait_us = microseconds_since(start);
       const py::gil_scoped_acquire gil;
       start = Clock::now();
-      NewTensors created;
-      build(std::move(output), created);
+      build(std::move(output));
       times_.build_us = microseconds_since(start);
-      // The device may still be writing the outputs (GPU->CPU: their host copies may be pending).
-      // Released before this result's tensors are kept: only earlier results' go.
-      // Slices of 16: ready() queries the device.
-      const ReleaseWindow completing = release_kept_while(16, [this] { return !handle_.ready(); });
-      keep(created, {preparing.released + completing.released,
-                     preparing.wanted_more || completing.wanted_more});
     }
     const Clock::time_point start = Clock::now();
     handle_.wait();
@@ -133,9 +105,6 @@ py::dict AsyncCopyHandle::stats() const {
   module["result_wait_us"] = times_.result_wait_us;
   module["build_us"] = times_.build_us;
   module["complete_wait_us"] = times_.complete_wait_us;
-  module["released_tensors"] = times_.released_tensors;
-  module["release_us"] = times_.release_us;
-  module["released_to_keep"] = times_.released_to_keep;
   out["module"] = module;
   return out;
 }
@@ -155,37 +124,9 @@ py::dict AsyncCopyHandle::options() const {
 // The outputs are moved into their Python objects, and what is left of the engine's structure
 // is dropped in rebuild(), with the GIL: a tensor that loses its last C++ reference other than
 // its Python object's takes the GIL to release that object. The GIL must be held.
-void AsyncCopyHandle::build(c10::IValue output, NewTensors& created) {
-  thread_local size_t last_created = 0;  // a training loop's results are alike: no regrowth
-  created.objects.reserve(last_created);
-  created.bytes.reserve(last_created);
-  built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output), created));
+void AsyncCopyHandle::build(c10::IValue output) {
+  built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output)));
   structure_->clear();
-  last_created = created.objects.size();
-}
-
-void AsyncCopyHandle::keep(const NewTensors& created, ReleaseWindow waits) {
-  DeferredRelease& kept = DeferredRelease::instance();
-  kept.learn(waits.released, waits.wanted_more);
-  times_.released_to_keep = static_cast<int64_t>(kept.keep(created));
-}
-
-// In slices: between two, the copy may have got where the caller should go on.
-template <typename Waiting>
-AsyncCopyHandle::ReleaseWindow AsyncCopyHandle::release_kept_while(size_t slice, Waiting waiting) {
-  DeferredRelease& kept = DeferredRelease::instance();
-  if (!kept.enabled() || !waiting()) return {};
-  if (kept.kept_tensors() == 0) return {0, true};
-  const Clock::time_point start = Clock::now();
-  const size_t before = kept.kept_tensors();
-  while (kept.release_some(slice) && waiting()) {
-  }
-  // Python code run by a release may have kept more; the difference is what left here.
-  const size_t after = kept.kept_tensors();
-  const ReleaseWindow window{before > after ? before - after : 0, after == 0 && waiting()};
-  times_.released_tensors += static_cast<int64_t>(window.released);
-  times_.release_us += microseconds_since(start);
-  return window;
 }
 
 std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& target,

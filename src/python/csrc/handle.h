@@ -20,13 +20,6 @@ struct ModuleTimes {
   double result_wait_us = 0;    // get(): waiting for the engine's output tensors
   double build_us = 0;          // get(): the Python result built around them
   double complete_wait_us = 0;  // get(): waiting for the device to finish, after the build
-  // get(): earlier results' tensors released while the copy ran without the caller (see
-  // deferred_release.h), and the time that took; written under the GIL.
-  int64_t released_tensors = 0;
-  double release_us = 0;
-  // get(): earlier results' tensors released at once, after the build, to keep this result's
-  // within the bounds: a cost the waits did not absorb.
-  int64_t released_to_keep = 0;
 };
 
 class AsyncCopyHandle {
@@ -46,19 +39,7 @@ class AsyncCopyHandle {
   pybind11::dict options() const;
 
  private:
-  // Builds built_ around `output`; `created` gets its new tensor objects. The GIL must be held.
-  void build(c10::IValue output, NewTensors& created);
-  // A wait of get() used to release earlier results' kept tensors (deferred_release.h).
-  struct ReleaseWindow {
-    size_t released = 0;
-    bool wanted_more = false;  // it ran out of tensors to release before the wait ended
-  };
-  // Releases kept tensors, `slice` at a time, while `waiting()` says the copy still runs without
-  // the caller; the GIL must be held.
-  template <typename Waiting>
-  ReleaseWindow release_kept_while(size_t slice, Waiting waiting);
-  // Tells the deferred release how get()'s waits went, and keeps the new result's tensors.
-  void keep(const NewTensors& created, ReleaseWindow waits);
+  void build(c10::IValue output);
 
   std::unique_ptr<PyStructure> structure_;
   CopyHandle handle_;

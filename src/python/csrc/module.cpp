@@ -7,7 +7,6 @@
 #include <memory>
 
 #include "arguments.h"
-#include "deferred_release.h"
 #include "errors.h"
 #include "handle.h"
 
@@ -56,34 +55,4 @@ PYBIND11_MODULE(_C, m) {
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),
         py::arg("use_background_thread"), py::arg("pinned_host_outputs"),
         "The binding behind mtc.start_copy, every option in place.");
-
-  using mtc::python::DeferredRelease;
-  m.def(
-      "release_deferred", [] { return DeferredRelease::instance().release_all(); },
-      "Releases now the tensors of dropped results that the module kept for a later copy to "
-      "release; returns how many tensor objects it let go of.");
-  m.def(
-      "set_deferred_release",
-      [](bool enabled) {
-        DeferredRelease& kept = DeferredRelease::instance();
-        const bool previous = kept.enabled();
-        kept.set_enabled(enabled);
-        return previous;
-      },
-      py::arg("enabled"),
-      "Turns the deferred release of results' tensors on or off (off releases what is kept); "
-      "returns the previous setting.");
-  m.def(
-      "deferred_release_stats",
-      [] {
-        const DeferredRelease& kept = DeferredRelease::instance();
-        py::dict out;
-        out["enabled"] = kept.enabled();
-        out["tensors"] = kept.kept_tensors();
-        out["bytes"] = kept.kept_bytes();
-        out["budget"] = kept.budget();
-        return out;
-      },
-      "What the module keeps now: enabled, tensors (objects kept), bytes (of the results they "
-      "belong to), budget (how many tensors of the next result it would keep).");
 }

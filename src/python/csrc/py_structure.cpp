@@ -260,10 +260,8 @@ c10::IValue PyStructure::take_engine_input() {
 // preservation), once per tensor.
 class PyStructure::Reader {
  public:
-  Reader(const PyStructure& structure, c10::IValue& output, NewTensors& created)
-      : tape_(structure.tape_),
-        root_is_container_(structure.root_is_container_),
-        created_(created) {
+  Reader(const PyStructure& structure, c10::IValue& output)
+      : tape_(structure.tape_), root_is_container_(structure.root_is_container_) {
     if (root_is_container_) {
       roots_ = output.toList();
     } else {
@@ -316,17 +314,9 @@ class PyStructure::Reader {
     if (object == nullptr) throw py::error_already_set();
     return py::reinterpret_steal<py::object>(object);
   }
-  PyObject* wrap(at::Tensor tensor) {
-    // A tensor that has a Python object already (a leaf already on the target) gets it back.
-    const bool created = tensor.unsafeGetTensorImpl()->pyobj_slot()->load_pyobj() == nullptr;
-    const auto bytes = static_cast<int64_t>(tensor.nbytes());
+  static PyObject* wrap(at::Tensor tensor) {
     PyObject* object = THPVariable_Wrap(std::move(tensor));
     if (object == nullptr) throw py::error_already_set();
-    if (created) {
-      created_.objects.push_back(object);
-      created_.bytes.push_back(bytes);
-      created_.total_bytes += bytes;
-    }
     return object;
   }
   // The next element of a container; a root element's tensors are in its own entry.
@@ -353,12 +343,11 @@ class PyStructure::Reader {
   size_t in_entry_ = 0;
   size_t next_ = 0;
   bool root_is_container_;
-  NewTensors& created_;
 };
 
-PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created) const {
+PyObject* PyStructure::rebuild(c10::IValue output) const {
   TORCH_INTERNAL_ASSERT(!tape_.empty(), "mtc: rebuild() after clear()");
-  return Reader(*this, output, created).read(/*at_root=*/true);
+  return Reader(*this, output).read(/*at_root=*/true);
 }
 
 }  // namespace mtc::python

@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "containers.h"
-#include "deferred_release.h"
 
 namespace mtc::python {
 
@@ -44,9 +43,8 @@ class PyStructure {
   c10::IValue take_engine_input();
   // The same containers, keys and opaque leaves around `output`, what the engine returned for
   // take_engine_input(); its tensors are moved into the result. A new reference; the GIL must
-  // be held (`output` is released here, with it). `created` gets the tensor objects the rebuild
-  // made (not those of tensors that had one already, such as leaves already on the target).
-  PyObject* rebuild(c10::IValue output, NewTensors& created) const;
+  // be held (`output` is released here, with it).
+  PyObject* rebuild(c10::IValue output) const;
   // Drops the references to the input's keys and opaque leaves; the GIL must be held.
   void clear();
 

@@ -41,10 +41,8 @@ class AsyncCopyHandle:
         ``outputs_us``; and ``module``, a dict of the module's own parts in microseconds:
         ``walk_us`` (the Python structure taken apart), ``engine_start_us``, and in ``get()``
         ``result_wait_us`` (for the engine's outputs), ``build_us`` (the Python result) and
-        ``complete_wait_us`` (for the device), and ``released_tensors`` and ``release_us``:
-        earlier results' tensors released meanwhile (see :func:`release_deferred`), and
-        ``released_to_keep``: those released at once after the build, to keep within bounds. Raises
-        ``ValueError`` before the copy has completed.
+        ``complete_wait_us`` (for the device). Raises ``ValueError`` before the copy has
+        completed.
         """
 
 def start_copy(
@@ -62,24 +60,3 @@ def start_copy(
     Converts the device and the options as ``mtc.start_copy`` documents and starts the copy;
     the options' ranges and the device's index are the engine's to check.
     """
-
-def release_deferred() -> int:
-    """Releases now the tensors of dropped results that the module kept, so that a later
-    ``get()`` would release them while the engine's workers make its outputs; returns how many
-    tensor objects it let go of.
-
-    The module keeps one reference to new tensors of a result of at least 16 new tensors and at
-    most 16 MiB, for the last two such results: as many as the last ``get()`` could release while
-    it waited (at least 16, twice as many when it ran out). After ``del result`` their memory
-    stays allocated, and weak references to them do not fire, until then. Called at interpreter
-    exit.
-    """
-
-def set_deferred_release(enabled: bool) -> bool:
-    """Turns the deferred release on (the default; ``MTC_DEFER_RELEASE=0`` in the environment
-    starts with it off) or off, which releases what is kept. Returns the previous setting."""
-
-def deferred_release_stats() -> Dict[str, Union[bool, int]]:
-    """What the module keeps now: ``enabled``, ``tensors`` (objects kept), ``bytes`` (of the
-    results they belong to) and ``budget`` (how many tensors of the next result it would keep:
-    learned from how many the last ``get()`` released while it waited)."""

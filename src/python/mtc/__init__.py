@@ -11,22 +11,7 @@ leaves; every other object comes back as it is. See ``help(mtc.start_copy)``.
 # torch first: it loads libtorch and torch's Python bindings, which mtc._C is linked against.
 import torch  # noqa: F401
 
-from mtc import _deferred  # noqa: F401  (sets the deferred release up from the environment)
-from mtc._C import (
-    AsyncCopyHandle,
-    __version__,
-    deferred_release_stats,
-    release_deferred,
-    set_deferred_release,
-)
+from mtc._C import AsyncCopyHandle, __version__
 from mtc._copy import DeviceLike, start_copy
 
-__all__ = [
-    "AsyncCopyHandle",
-    "DeviceLike",
-    "deferred_release_stats",
-    "release_deferred",
-    "set_deferred_release",
-    "start_copy",
-    "__version__",
-]
+__all__ = ["AsyncCopyHandle", "DeviceLike", "start_copy", "__version__"]

@@ -96,18 +96,6 @@ class CopyHandle {
   c10::IValue take_result();
   // Blocks until done, like get() without the result; rethrows a failure.
   void wait();
-  // For bindings with work of their own to do while a worker makes the outputs, a pair:
-  // help() walks parts of the structure on the calling thread, as get() and take_result() do
-  // while they wait, if a worker's walk is split in parts and has parts left; it returns whether
-  // it walked any. It never waits for another thread and never throws (a failure is get()'s).
-  bool help();
-  // Never blocks or throws. True while a worker's walk is split in parts and open to helpers:
-  // help() may walk some now.
-  bool can_help() const;
-  // Never blocks or throws. True while a worker (not this thread) is still walking the structure
-  // or making the outputs, so take_result() would block. False before a worker has taken the
-  // copy up (take_result() would run it on the calling thread) and once the outputs exist.
-  bool preparing() const;
   // Valid after get() or once ready() returned true.
   CopyStats stats() const;
   bool valid() const { return job_ != nullptr; }
