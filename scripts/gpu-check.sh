@@ -170,21 +170,21 @@ finish() {
 }
 gpus=$(nvidia-smi --list-gpus | wc -l)
 
-# The engine's micro-benchmarks matching $1, five repetitions, into $out/$2.json and its summary
-# appended to $out/engine_bench.md.
+# The engine's micro-benchmarks matching $1, five repetitions (further Google Benchmark flags
+# after $2), into $out/$2.json and its summary appended to $out/engine_bench.md.
 microbench() {
-  "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-    --benchmark_filter="$1" --benchmark_out="$out/$2.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
-  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/$2.json" | tee -a "$out/engine_bench.md"
+  local filter="$1" name="$2"
+  shift 2
+  "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true "$@" \
+    --benchmark_filter="$filter" --benchmark_out="$out/$name.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
+  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/$name.json" | tee -a "$out/engine_bench.md"
 }
 
 if [[ "$mode" == microbench ]]; then
   filter="${3:?usage: scripts/gpu-check.sh OUT_DIR microbench FILTER}"
   step "engine micro-benchmarks matching $filter, interleaved"
-  "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-    --benchmark_enable_random_interleaving=true --benchmark_filter="$filter" \
-    --benchmark_out="$out/engine_bench.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
-  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/engine_bench.json" | tee "$out/engine_bench.md"
+  : > "$out/engine_bench.md"
+  microbench "$filter" engine_bench --benchmark_enable_random_interleaving=true
   finish
 fi
 
