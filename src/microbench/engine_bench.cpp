@@ -336,8 +336,8 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
-// Cases with a 5 ms gap before each copy run a fixed number of copies: 0.3 s of copies of
-// ~300 us would take 1,000 gaps, 5 s a repetition.
+// Cases with a gap before each copy run a fixed number of copies: 0.3 s of copies of ~300 us
+// would take 1,000 gaps, 5 s a repetition with the 5 ms gap.
 constexpr int64_t kCopiesAfterAGap = 100;
 void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> flags) {
   for (const int64_t f : flags) b->Args({1, f});
