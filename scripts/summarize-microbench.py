@@ -104,6 +104,19 @@ def main(path):
                 print(f"{direction}, every GPU at once in one process, {design}, workers spin {spin} us: each GPU "
                       f"{min(ratios):.2f}-{max(ratios):.2f}x GPU 0 alone ({base:.1f} us), the slowest "
                       f"{b['slowest_us'] / base:.2f}x (target <= 1.2x at 2 and 4 GPUs)")
+    # BM_MultiGpuParts/{part}/{alone}: a CPU->GPU copy's walk (no CUDA call) and its driver
+    # calls, every GPU at once against GPU 0 alone.
+    for arg, part in ((0, "the walk alone (no CUDA call)"), (1, "the driver's calls alone")):
+        alone, together = bench(f"BM_MultiGpuParts/{arg}/1/"), bench(f"BM_MultiGpuParts/{arg}/0/")
+        if not (alone and alone.get("gpu0_us") and together):
+            continue
+        base = alone["gpu0_us"]
+        ratios = [together[k] / base for k in sorted(together) if k.startswith("gpu") and k.endswith("_us")]
+        line = (f"CPU->GPU copy's parts, {part}, every GPU at once in one process: each GPU "
+                f"{min(ratios):.2f}-{max(ratios):.2f}x GPU 0 alone ({base:.1f} us)")
+        if "submit_us" in together and "submit_us" in alone:
+            line += f"; the calls before the wait {together['submit_us']:.1f} us against {alone['submit_us']:.1f} alone"
+        print(line)
     pinned_outputs, to = us("BM_MixedBatch/0/2/"), us("BM_MixedBatch/0/1/")
     if pinned_outputs and to:
         print(f"mixed batch d2h, pinned outputs: engine {pinned_outputs:.1f} us, speedup {to / pinned_outputs:.1f}x")

@@ -4,30 +4,38 @@
 // (Labels run in separate processes, as scripts/gpu-check-multi.sh does, differ by what the host
 // did meanwhile as much as by the design.)
 #include <benchmark/benchmark.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 
-#include <algorithm>
-#include <atomic>
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <map>
-#include <mutex>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
 #include "bench_support.h"
+#include "detail/cuda_check.h"
+#include "detail/leaf_router.h"
+#include "detail/structure.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
+#include "released_threads.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using mtc::microbench::map_to;
 using mtc::microbench::median_of;
+using mtc::microbench::ReleasedRun;
+using mtc::microbench::report_released;
+using mtc::microbench::run_released;
 
 enum Mode : int64_t {
   kPoolPerDevice = 0,
@@ -91,15 +99,14 @@ void copy_on_this_thread(benchmark::State& state, const c10::IValue& data, bool 
 // own thread (as BM_EngineCopy: on 2026-11-26 mode 2's GPU->CPU copy took 248 us there against
 // BM_EngineCopy's 171, unexplained); how long idle workers spin, in us: 200 (the default) or
 // 2000 (a worker that walked its part early then no longer sleeps before the next copy; on four
-// GPUs the cycle outlasts 200 us)}. Each iteration releases
-// every GPU's thread at once (they spin on a generation count, so they start within a microsecond
-// or two of each other; a barrier's wake-ups would spread them by tens) and each times its copy
-// from start_copy until get() returned; the handle and the result are dropped after the clock (the
-// hot pattern, as BM_EngineCopy). Counters: each GPU's median over the iterations (gpuK_us: compare
-// with gpu0_us of mode 2, one GPU alone) and the median of the slowest GPU's time (slowest_us). The
-// iteration's time is the slowest GPU's. The engine's own steps (StatsSum: start_us, queued_us,
-// traverse_us, ...) are means over every GPU's copies: where the time of several GPUs at once went.
-// In mode 1 a copy's walk and fills may also take more helpers than a GPU's own pool has.
+// GPUs the cycle outlasts 200 us)}. Each iteration releases every GPU's thread at once
+// (run_released) and each times its copy from start_copy until get() returned; the handle and the
+// result are dropped after the clock (the hot pattern, as BM_EngineCopy). Counters: each GPU's
+// median over the iterations (gpuK_us: compare with gpu0_us of mode 2, one GPU alone) and the
+// median of the slowest GPU's time (slowest_us). The iteration's time is the slowest GPU's. The
+// engine's own steps (StatsSum: start_us, queued_us, traverse_us, ...) are means over every GPU's
+// copies: where the time of several GPUs at once went. In mode 1 a copy's walk and fills may also
+// take more helpers than a GPU's own pool has.
 void BM_MultiGpuCopy(benchmark::State& state) {
   const int visible = c10::cuda::device_count();
   if (visible < 2) return state.SkipWithError("fewer than two CUDA devices");
@@ -113,76 +120,117 @@ void BM_MultiGpuCopy(benchmark::State& state) {
   if (mode == kAloneOnTheBenchmarksThread)
     return copy_on_this_thread(state, input_for(0, h2d), h2d);
 
-  std::vector<std::vector<double>> seconds(static_cast<size_t>(gpus));
   std::vector<mtc::microbench::StatsSum> stats(static_cast<size_t>(gpus));
-  std::atomic<int64_t> generation{0};
-  std::atomic<int> finished{0};
-  std::atomic<bool> quit{false};
-  std::mutex error_mutex;
-  std::string error;  // the first copy that threw; the benchmark stops with it
-  std::vector<std::thread> threads;
-  for (int g = 0; g < gpus; ++g) {
-    threads.emplace_back([&, g] {
-      const auto device = static_cast<c10::DeviceIndex>(g);
-      c10::cuda::set_device(device);
-      const c10::IValue& data = input_for(g, h2d);
-      const c10::Device target = h2d ? c10::Device(c10::kCUDA, device) : c10::Device(c10::kCPU);
-      for (int64_t seen = 0;;) {
-        while (generation.load(std::memory_order_acquire) == seen && !quit.load())
-          mtc::detail::cpu_relax();
-        if (quit.load()) return;
-        ++seen;
-        try {
-          // The handle and the result go at the end of this scope: after the clock, before the
-          // thread reports the iteration done (so the next one starts with every thread ready).
-          const auto t0 = Clock::now();
-          mtc::CopyHandle handle = mtc::start_copy(data, target);
-          const auto t1 = Clock::now();
-          const c10::IValue out = handle.get();
-          seconds[static_cast<size_t>(g)].push_back(
-              std::chrono::duration<double>(Clock::now() - t0).count());
-          stats[static_cast<size_t>(g)].add(handle.stats(),
-                                            std::chrono::duration<double>(t1 - t0).count());
-        } catch (const std::exception& e) {
-          const std::lock_guard<std::mutex> lock(error_mutex);
-          if (error.empty()) error = "GPU " + std::to_string(g) + ": " + e.what();
-        }
-        finished.fetch_add(1, std::memory_order_acq_rel);
-      }
-    });
-  }
-  std::vector<double> slowest;
-  for (auto _ : state) {
-    finished.store(0);
-    generation.fetch_add(1, std::memory_order_acq_rel);
-    while (finished.load(std::memory_order_acquire) < gpus) mtc::detail::cpu_relax();
-    {
-      const std::lock_guard<std::mutex> lock(error_mutex);
-      if (!error.empty()) {
-        state.SkipWithError(error.c_str());
-        break;
-      }
-    }
-    double longest = 0;
-    for (const auto& s : seconds) longest = std::max(longest, s.back());
-    slowest.push_back(longest);
-    state.SetIterationTime(longest);
-  }
-  quit.store(true);
-  for (std::thread& t : threads) t.join();
-  if (slowest.empty()) return;
+  ReleasedRun run = run_released(state, gpus, [&](int g) {
+    const auto device = static_cast<c10::DeviceIndex>(g);
+    const c10::Device target = h2d ? c10::Device(c10::kCUDA, device) : c10::Device(c10::kCPU);
+    // The handle and the result go at the end of this scope: after the clock.
+    const auto t0 = Clock::now();
+    mtc::CopyHandle handle = mtc::start_copy(input_for(g, h2d), target);
+    const auto t1 = Clock::now();
+    const c10::IValue out = handle.get();
+    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    stats[static_cast<size_t>(g)].add(handle.stats(),
+                                      std::chrono::duration<double>(t1 - t0).count());
+    return seconds;
+  });
+  if (run.slowest.empty()) return;
   for (size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);
   stats[0].report(state);
-  for (int g = 0; g < gpus; ++g)
-    state.counters["gpu" + std::to_string(g) + "_us"] =
-        median_of(seconds[static_cast<size_t>(g)]) * 1e6;
-  state.counters["slowest_us"] = median_of(slowest) * 1e6;
+  report_released(state, run);
 }
 
 BENCHMARK(BM_MultiGpuCopy)
     ->ArgsProduct({{0, 1},
                    {kPoolPerDevice, kOnePoolForAll, kAlone, kAloneOnTheBenchmarksThread},
                    {mtc::detail::WorkerPool::kDefaultSpin.count(), 2000}})
+    ->UseManualTime()
+    ->MinTime(0.3)
+    ->Unit(benchmark::kMicrosecond);
+
+// Two parts of a CPU->GPU copy of the reference batch, each done by every GPU's thread at once
+// against GPU 0's alone: what grows when one process drives several GPUs, the CPU's work or the
+// driver's? (2026-11-26: with four GPUs in one process the copy took 1.23-1.29x its time alone,
+// the growth in the walk; one process per GPU, 1.01-1.13x.) Arguments: {part: 0 the walk alone,
+// on one thread, as BM_Walk (new containers, the packing plan, the output views; no CUDA
+// call); 1 the driver's part alone: kChunks chunks of kChunkBytes, each a device allocation
+// from torch's caching allocator and a cudaMemcpyAsync from pinned memory on the GPU's current
+// stream, then an event recorded and waited for (the reference batch's split walk submits ~4.75
+// chunks of ~32 KiB); 0 every GPU at once, 1 GPU 0 alone}. Counters as BM_MultiGpuCopy's, and
+// for the driver's part submit_us: the median time until the event was recorded (the calls
+// alone, before the wait).
+constexpr int kChunks = 5;
+constexpr size_t kChunkBytes = 32 << 10;
+
+struct DriverSide {
+  std::byte* pinned = nullptr;  // kChunks chunks, never freed (the process ends first)
+  cudaEvent_t done = nullptr;
+};
+
+DriverSide& driver_side(int gpu) {
+  static std::map<int, DriverSide> sides;  // made on the benchmark's thread before the release
+  if (auto it = sides.find(gpu); it != sides.end()) return it->second;
+  DriverSide& side = sides[gpu];
+  const c10::cuda::CUDAGuard on(static_cast<c10::DeviceIndex>(gpu));
+  void* host = nullptr;
+  MTC_CUDA_CHECK(cudaHostAlloc(&host, kChunks * kChunkBytes, cudaHostAllocDefault));
+  side.pinned = static_cast<std::byte*>(host);
+  MTC_CUDA_CHECK(cudaEventCreateWithFlags(&side.done, cudaEventDisableTiming));
+  return side;
+}
+
+double driver_part(int gpu, double& submit_seconds) {
+  const DriverSide& side = driver_side(gpu);
+  const cudaStream_t stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(gpu));
+  std::array<c10::DataPtr, kChunks> chunks;
+  const auto t0 = Clock::now();
+  for (int c = 0; c < kChunks; ++c) {
+    chunks[static_cast<size_t>(c)] = c10::cuda::CUDACachingAllocator::get()->allocate(kChunkBytes);
+    MTC_CUDA_CHECK(cudaMemcpyAsync(chunks[static_cast<size_t>(c)].get(),
+                                   side.pinned + c * kChunkBytes, kChunkBytes,
+                                   cudaMemcpyHostToDevice, stream));
+  }
+  MTC_CUDA_CHECK(cudaEventRecord(side.done, stream));
+  submit_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  MTC_CUDA_CHECK(cudaEventSynchronize(side.done));
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+double walk_part(int gpu) {
+  const c10::Device target(c10::kCUDA, static_cast<c10::DeviceIndex>(gpu));
+  const mtc::CopyOptions options;
+  mtc::CopyStats stats;
+  mtc::detail::LeafRouter router(target, options, stats);
+  c10::IValue result;  // dropped after the clock, by this thread
+  const auto t0 = Clock::now();
+  mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(input_for(gpu, true), result);
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void BM_MultiGpuParts(benchmark::State& state) {
+  const int visible = c10::cuda::device_count();
+  if (visible < 2) return state.SkipWithError("fewer than two CUDA devices");
+  const bool driver = state.range(0) == 1;
+  const int gpus = state.range(1) == 1 ? 1 : visible;
+  for (int g = 0; g < gpus; ++g) driver ? (void)driver_side(g) : (void)input_for(g, true);
+  std::vector<std::vector<double>> submits(static_cast<size_t>(gpus));
+  ReleasedRun run = run_released(state, gpus, [&](int g) {
+    if (!driver) return walk_part(g);
+    double submit = 0;
+    const double seconds = driver_part(g, submit);
+    submits[static_cast<size_t>(g)].push_back(submit);
+    return seconds;
+  });
+  if (run.slowest.empty()) return;
+  report_released(state, run);
+  if (!driver) return;
+  std::vector<double> all;
+  for (const auto& s : submits) all.insert(all.end(), s.begin(), s.end());
+  state.counters["submit_us"] = median_of(all) * 1e6;
+}
+
+BENCHMARK(BM_MultiGpuParts)
+    ->ArgsProduct({{0, 1}, {0, 1}})
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

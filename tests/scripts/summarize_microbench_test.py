@@ -50,6 +50,10 @@ def main():
         # The same after a 200 us gap (bit 2048).
         bench("BM_EngineCopy<Direction::kHostToDevice>/1/2447/iterations:100/manual_time", median_us=150.0),
         bench("BM_EngineCopy<Direction::kHostToDevice>/1/2959/iterations:100/manual_time", median_us=200.0),
+        # A copy's parts: the walk (no alone figure: no line), the driver's calls with their submission.
+        bench(f"BM_MultiGpuParts/0/0/{suffix}", gpu0_us=90.0, gpu1_us=95.0, slowest_us=96.0),
+        bench(f"BM_MultiGpuParts/1/1/{suffix}", gpu0_us=40.0, slowest_us=40.0, submit_us=20.0),
+        bench(f"BM_MultiGpuParts/1/0/{suffix}", gpu0_us=48.0, gpu1_us=60.0, slowest_us=61.0, submit_us=30.0),
         # An errored benchmark is left out.
         dict(bench(f"BM_MultiGpuCopy/1/2/200/{suffix}", gpu0_us=1.0), error_occurred=True),
     ])
@@ -68,6 +72,9 @@ def main():
             "without (0.75x)") in out, out
     assert "| 300.0 |" in out and "| 3.9 |" in out, out
     assert "step after a busy gap" not in out and "d2h step" not in out, out
+    assert ("CPU->GPU copy's parts, the driver's calls alone, every GPU at once in one process: each GPU "
+            "1.20-1.50x GPU 0 alone (40.0 us); the calls before the wait 30.0 us against 20.0 alone") in out, out
+    assert "the walk alone" not in out, out
     print("summarize-microbench: the several-GPU ratios and the step with and without early wakes hold")
 
 

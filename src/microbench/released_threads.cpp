@@ -1,0 +1,73 @@
+#include "released_threads.h"
+
+#include <c10/cuda/CUDAFunctions.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "bench_support.h"
+#include "detail/worker_pool.h"
+
+namespace mtc::microbench {
+
+ReleasedRun run_released(benchmark::State& state, int gpus,
+                         const std::function<double(int)>& work) {
+  ReleasedRun run;
+  run.seconds.resize(static_cast<size_t>(gpus));
+  std::atomic<int64_t> generation{0};
+  std::atomic<int> finished{0};
+  std::atomic<bool> quit{false};
+  std::mutex error_mutex;
+  std::string error;  // the first failure; the benchmark stops with it
+  std::vector<std::thread> threads;
+  for (int g = 0; g < gpus; ++g) {
+    threads.emplace_back([&, g] {
+      c10::cuda::set_device(static_cast<c10::DeviceIndex>(g));
+      for (int64_t seen = 0;;) {
+        while (generation.load(std::memory_order_acquire) == seen && !quit.load())
+          mtc::detail::cpu_relax();
+        if (quit.load()) return;
+        ++seen;
+        try {
+          run.seconds[static_cast<size_t>(g)].push_back(work(g));
+        } catch (const std::exception& e) {
+          const std::lock_guard<std::mutex> lock(error_mutex);
+          if (error.empty()) error = "GPU " + std::to_string(g) + ": " + e.what();
+        }
+        finished.fetch_add(1, std::memory_order_acq_rel);
+      }
+    });
+  }
+  for (auto _ : state) {
+    finished.store(0);
+    generation.fetch_add(1, std::memory_order_acq_rel);
+    while (finished.load(std::memory_order_acquire) < gpus) mtc::detail::cpu_relax();
+    {
+      const std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error.empty()) {
+        state.SkipWithError(error.c_str());
+        break;
+      }
+    }
+    double longest = 0;
+    for (const auto& s : run.seconds) longest = std::max(longest, s.back());
+    run.slowest.push_back(longest);
+    state.SetIterationTime(longest);
+  }
+  quit.store(true);
+  for (std::thread& t : threads) t.join();
+  return run;
+}
+
+void report_released(benchmark::State& state, ReleasedRun& run) {
+  if (run.slowest.empty()) return;
+  for (size_t g = 0; g < run.seconds.size(); ++g)
+    state.counters["gpu" + std::to_string(g) + "_us"] = median_of(run.seconds[g]) * 1e6;
+  state.counters["slowest_us"] = median_of(run.slowest) * 1e6;
+}
+
+}  // namespace mtc::microbench

@@ -1,0 +1,31 @@
+// A thread per GPU, all released at the same moment for every benchmark iteration: how the
+// multi-GPU micro-benchmarks make several GPUs do the same thing at once in one process.
+#pragma once
+
+#include <benchmark/benchmark.h>
+
+#include <functional>
+#include <vector>
+
+namespace mtc::microbench {
+
+// What each GPU's thread measured: its seconds per iteration, and the slowest thread's per
+// iteration.
+struct ReleasedRun {
+  std::vector<std::vector<double>> seconds;  // [gpu][iteration]
+  std::vector<double> slowest;
+};
+
+// Runs `work(g)` on thread g (current device g) for g < gpus, every thread released at once for
+// each iteration of `state`; work returns the seconds it measured. The threads spin on a
+// generation count, so they start within a microsecond or two of each other (a barrier's
+// wake-ups would spread them by tens). The iteration's time is the slowest thread's. Whatever
+// work(g) leaves in its own scope is dropped before the thread reports the iteration done, so
+// the next one starts with every thread ready. The first exception stops the benchmark with
+// SkipWithError naming the GPU.
+ReleasedRun run_released(benchmark::State& state, int gpus, const std::function<double(int)>& work);
+
+// Counters gpuK_us (each GPU's median) and slowest_us (the median of the slowest per iteration).
+void report_released(benchmark::State& state, ReleasedRun& run);
+
+}  // namespace mtc::microbench
