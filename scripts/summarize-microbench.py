@@ -84,36 +84,44 @@ def main(path):
         engine, to = us(f"BM_MixedBatch/{arg}/0/"), us(f"BM_MixedBatch/{arg}/1/")
         if engine and to:
             print(f"mixed batch {direction}: engine {engine:.1f} us, .to() {to:.1f} us, speedup {to / engine:.1f}x")
-    # BM_MultiGpuCopy/{direction}/{design}/{spin_us}: each design against GPU 0 alone with the
-    # same spin (mode 2: a released thread as the others; mode 3: the benchmark's own thread).
+    def spans(together, base):
+        ratios = [together[k] / base for k in sorted(together) if k.startswith("gpu") and k.endswith("_us")]
+        return f"{min(ratios):.2f}-{max(ratios):.2f}x"
+
+    # BM_MultiGpuCopy/{direction}/{design}/{spin_us}/{variant}: each design against GPU 0 alone
+    # with the same spin and variant (mode 2: a released thread as the others; mode 3: the
+    # benchmark's own thread).
+    variants = {0: "", 1: ", TensorImpl pool off", 2: ", dicts typed Dict[str, Any]"}
     for direction, arg in (("CPU->GPU", 0), ("GPU->CPU", 1)):
         for spin in (200, 2000):
-            alone = bench(f"BM_MultiGpuCopy/{arg}/2/{spin}/")
-            own = bench(f"BM_MultiGpuCopy/{arg}/3/{spin}/")
-            if not (alone and alone.get("gpu0_us")):
-                continue
-            base = alone["gpu0_us"]
-            if own and own.get("gpu0_us"):
-                print(f"{direction}, workers spin {spin} us: GPU 0 alone {base:.1f} us from a released thread, "
-                      f"{own['gpu0_us']:.1f} us from the benchmark's own thread")
-            for mode, design in ((0, "a worker pool per GPU"), (1, "one pool for all")):
-                b = bench(f"BM_MultiGpuCopy/{arg}/{mode}/{spin}/")
-                if not b:
+            for variant, named in variants.items():
+                alone = bench(f"BM_MultiGpuCopy/{arg}/2/{spin}/{variant}/")
+                own = bench(f"BM_MultiGpuCopy/{arg}/3/{spin}/{variant}/")
+                if not (alone and alone.get("gpu0_us")):
                     continue
-                ratios = [b[k] / base for k in sorted(b) if k.startswith("gpu") and k.endswith("_us")]
-                print(f"{direction}, every GPU at once in one process, {design}, workers spin {spin} us: each GPU "
-                      f"{min(ratios):.2f}-{max(ratios):.2f}x GPU 0 alone ({base:.1f} us), the slowest "
-                      f"{b['slowest_us'] / base:.2f}x (target <= 1.2x at 2 and 4 GPUs)")
-    # BM_MultiGpuParts/{part}/{alone}: a CPU->GPU copy's walk (no CUDA call) and its driver
-    # calls, every GPU at once against GPU 0 alone.
-    for arg, part in ((0, "the walk alone (no CUDA call)"), (1, "the driver's calls alone")):
-        alone, together = bench(f"BM_MultiGpuParts/{arg}/1/"), bench(f"BM_MultiGpuParts/{arg}/0/")
+                base = alone["gpu0_us"]
+                if own and own.get("gpu0_us"):
+                    print(f"{direction}, workers spin {spin} us: GPU 0 alone {base:.1f} us from a released thread, "
+                          f"{own['gpu0_us']:.1f} us from the benchmark's own thread")
+                for mode, design in ((0, "a worker pool per GPU"), (1, "one pool for all")):
+                    b = bench(f"BM_MultiGpuCopy/{arg}/{mode}/{spin}/{variant}/")
+                    if not b:
+                        continue
+                    print(f"{direction}, every GPU at once in one process, {design}, workers spin {spin} us{named}: "
+                          f"each GPU {spans(b, base)} GPU 0 alone ({base:.1f} us), the slowest "
+                          f"{b['slowest_us'] / base:.2f}x (target <= 1.2x at 2 and 4 GPUs)")
+    # BM_MultiGpuParts/{part}/{alone}/{variant}: a CPU->GPU copy's walk (no CUDA call) and its
+    # driver calls, every GPU at once against GPU 0 alone.
+    parts = ((0, 0, "the walk alone (no CUDA call)"), (0, 1, "the walk alone, TensorImpl pool off"),
+             (0, 2, "the walk alone, dicts typed Dict[str, Any]"),
+             (0, 3, "the walk alone to the CPU (new containers only)"), (1, 0, "the driver's calls alone"))
+    for arg, variant, part in parts:
+        alone, together = bench(f"BM_MultiGpuParts/{arg}/1/{variant}/"), bench(f"BM_MultiGpuParts/{arg}/0/{variant}/")
         if not (alone and alone.get("gpu0_us") and together):
             continue
         base = alone["gpu0_us"]
-        ratios = [together[k] / base for k in sorted(together) if k.startswith("gpu") and k.endswith("_us")]
         line = (f"CPU->GPU copy's parts, {part}, every GPU at once in one process: each GPU "
-                f"{min(ratios):.2f}-{max(ratios):.2f}x GPU 0 alone ({base:.1f} us)")
+                f"{spans(together, base)} GPU 0 alone ({base:.1f} us)")
         if "submit_us" in together and "submit_us" in alone:
             line += f"; the calls before the wait {together['submit_us']:.1f} us against {alone['submit_us']:.1f} alone"
         print(line)

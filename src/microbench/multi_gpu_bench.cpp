@@ -16,11 +16,13 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "bench_support.h"
 #include "detail/cuda_check.h"
+#include "detail/impl_pool.h"
 #include "detail/leaf_router.h"
 #include "detail/structure.h"
 #include "detail/worker_pool_set.h"
@@ -44,18 +46,35 @@ enum Mode : int64_t {
   kAloneOnTheBenchmarksThread = 3
 };
 
+// What else a benchmark changes, to tell causes apart in one process: nothing; the engine's pool
+// of output TensorImpls off (impl_pool::set_enabled); the batch's dicts typed Dict[str, Any] (a
+// type without a reference count, where every Dict[str, Tensor] copies TensorType's, one for
+// the whole process); to the CPU (BM_MultiGpuParts's walk only: new containers around the same
+// tensors, no output TensorImpl).
+enum Variant : int64_t { kAsIs = 0, kNoImplPool = 1, kAnyValues = 2, kContainersOnly = 3 };
+
+struct VariantScope {
+  explicit VariantScope(Variant v) : variant(v) {
+    if (v == kNoImplPool) mtc::detail::impl_pool::set_enabled(false);
+  }
+  VariantScope(const VariantScope&) = delete;  // restores once
+  VariantScope& operator=(const VariantScope&) = delete;
+  ~VariantScope() { mtc::detail::impl_pool::set_enabled(true); }
+  Variant variant;
+};
+
 // Each GPU's own reference batch: on the CPU for CPU->GPU, on that GPU for GPU->CPU (made once).
-const c10::IValue& input_for(int gpu, bool h2d) {
-  static std::map<std::pair<int, bool>, c10::IValue> inputs;
-  auto it = inputs.find({gpu, h2d});
+const c10::IValue& input_for(int gpu, bool h2d, bool any_values = false) {
+  static std::map<std::tuple<int, bool, bool>, c10::IValue> inputs;
+  auto it = inputs.find({gpu, h2d, any_values});
   if (it != inputs.end()) return it->second;
-  c10::IValue made = mtc::microbench::make_reference_batch();
+  c10::IValue made = mtc::microbench::make_reference_batch(1, false, any_values);
   if (!h2d) {
     const c10::cuda::CUDAGuard on(static_cast<c10::DeviceIndex>(gpu));
     made = map_to(made, c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(gpu)));
     c10::cuda::device_synchronize();  // this GPU's
   }
-  return inputs.emplace(std::make_pair(gpu, h2d), std::move(made)).first->second;
+  return inputs.emplace(std::make_tuple(gpu, h2d, any_values), std::move(made)).first->second;
 }
 
 // The process's pools as one benchmark wants them (one pool for all or not, how long idle workers
@@ -99,7 +118,9 @@ void copy_on_this_thread(benchmark::State& state, const c10::IValue& data, bool 
 // own thread (as BM_EngineCopy: on 2026-11-26 mode 2's GPU->CPU copy took 248 us there against
 // BM_EngineCopy's 171, unexplained); how long idle workers spin, in us: 200 (the default) or
 // 2000 (a worker that walked its part early then no longer sleeps before the next copy; on four
-// GPUs the cycle outlasts 200 us)}. Each iteration releases every GPU's thread at once
+// GPUs the cycle outlasts 200 us); a Variant (kAsIs for every mode and spin; CPU->GPU with a pool
+// per GPU and alone, at 200 us, also with the TensorImpl pool off and with Dict[str, Any]
+// batches)}. Each iteration releases every GPU's thread at once
 // (run_released) and each times its copy from start_copy until get() returned; the handle and the
 // result are dropped after the clock (the hot pattern, as BM_EngineCopy). Counters: each GPU's
 // median over the iterations (gpuK_us: compare with gpu0_us of mode 2, one GPU alone) and the
@@ -114,11 +135,13 @@ void BM_MultiGpuCopy(benchmark::State& state) {
   if (mode == kOnePoolForAll && mtc::detail::WorkerCount::from_environment().shared())
     return state.SkipWithError("MTC_WORKER_THREADS is set: every GPU shares one pool already");
   const bool h2d = state.range(0) == 0;
+  const VariantScope variant(static_cast<Variant>(state.range(3)));
+  const bool any = variant.variant == kAnyValues;
   const int gpus = mode == kAlone || mode == kAloneOnTheBenchmarksThread ? 1 : visible;
-  for (int g = 0; g < gpus; ++g) input_for(g, h2d);
+  for (int g = 0; g < gpus; ++g) input_for(g, h2d, any);
   const PoolSettings settings(mode == kOnePoolForAll, std::chrono::microseconds(state.range(2)));
   if (mode == kAloneOnTheBenchmarksThread)
-    return copy_on_this_thread(state, input_for(0, h2d), h2d);
+    return copy_on_this_thread(state, input_for(0, h2d, any), h2d);
 
   std::vector<mtc::microbench::StatsSum> stats(static_cast<size_t>(gpus));
   ReleasedRun run = run_released(state, gpus, [&](int g) {
@@ -126,7 +149,7 @@ void BM_MultiGpuCopy(benchmark::State& state) {
     const c10::Device target = h2d ? c10::Device(c10::kCUDA, device) : c10::Device(c10::kCPU);
     // The handle and the result go at the end of this scope: after the clock.
     const auto t0 = Clock::now();
-    mtc::CopyHandle handle = mtc::start_copy(input_for(g, h2d), target);
+    mtc::CopyHandle handle = mtc::start_copy(input_for(g, h2d, any), target);
     const auto t1 = Clock::now();
     const c10::IValue out = handle.get();
     const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -143,7 +166,9 @@ void BM_MultiGpuCopy(benchmark::State& state) {
 BENCHMARK(BM_MultiGpuCopy)
     ->ArgsProduct({{0, 1},
                    {kPoolPerDevice, kOnePoolForAll, kAlone, kAloneOnTheBenchmarksThread},
-                   {mtc::detail::WorkerPool::kDefaultSpin.count(), 2000}})
+                   {mtc::detail::WorkerPool::kDefaultSpin.count(), 2000},
+                   {kAsIs}})
+    ->ArgsProduct({{0}, {kPoolPerDevice, kAlone}, {200}, {kNoImplPool, kAnyValues}})
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);
@@ -156,9 +181,10 @@ BENCHMARK(BM_MultiGpuCopy)
 // call); 1 the driver's part alone: kChunks chunks of kChunkBytes, each a device allocation
 // from torch's caching allocator and a cudaMemcpyAsync from pinned memory on the GPU's current
 // stream, then an event recorded and waited for (the reference batch's split walk submits ~4.75
-// chunks of ~32 KiB); 0 every GPU at once, 1 GPU 0 alone}. Counters as BM_MultiGpuCopy's, and
-// for the driver's part submit_us: the median time until the event was recorded (the calls
-// alone, before the wait).
+// chunks of ~32 KiB); 0 every GPU at once, 1 GPU 0 alone; a Variant (the walk: each; the driver's
+// part: kAsIs)}. Each thread drops its walk's result itself, after the clock. Counters as
+// BM_MultiGpuCopy's, and for the driver's part submit_us: the median time until the event was
+// recorded (the calls alone, before the wait).
 constexpr int kChunks = 5;
 constexpr size_t kChunkBytes = 32 << 10;
 
@@ -196,14 +222,17 @@ double driver_part(int gpu, double& submit_seconds) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-double walk_part(int gpu) {
-  const c10::Device target(c10::kCUDA, static_cast<c10::DeviceIndex>(gpu));
+double walk_part(int gpu, Variant variant) {
+  const c10::Device target = variant == kContainersOnly
+                                 ? c10::Device(c10::kCPU)
+                                 : c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(gpu));
   const mtc::CopyOptions options;
   mtc::CopyStats stats;
   mtc::detail::LeafRouter router(target, options, stats);
   c10::IValue result;  // dropped after the clock, by this thread
   const auto t0 = Clock::now();
-  mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(input_for(gpu, true), result);
+  mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(
+      input_for(gpu, true, variant == kAnyValues), result);
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
@@ -212,10 +241,12 @@ void BM_MultiGpuParts(benchmark::State& state) {
   if (visible < 2) return state.SkipWithError("fewer than two CUDA devices");
   const bool driver = state.range(0) == 1;
   const int gpus = state.range(1) == 1 ? 1 : visible;
-  for (int g = 0; g < gpus; ++g) driver ? (void)driver_side(g) : (void)input_for(g, true);
+  const VariantScope variant(static_cast<Variant>(state.range(2)));
+  for (int g = 0; g < gpus; ++g)
+    driver ? (void)driver_side(g) : (void)input_for(g, true, variant.variant == kAnyValues);
   std::vector<std::vector<double>> submits(static_cast<size_t>(gpus));
   ReleasedRun run = run_released(state, gpus, [&](int g) {
-    if (!driver) return walk_part(g);
+    if (!driver) return walk_part(g, variant.variant);
     double submit = 0;
     const double seconds = driver_part(g, submit);
     submits[static_cast<size_t>(g)].push_back(submit);
@@ -230,7 +261,8 @@ void BM_MultiGpuParts(benchmark::State& state) {
 }
 
 BENCHMARK(BM_MultiGpuParts)
-    ->ArgsProduct({{0, 1}, {0, 1}})
+    ->ArgsProduct({{0}, {0, 1}, {kAsIs, kNoImplPool, kAnyValues, kContainersOnly}})
+    ->ArgsProduct({{1}, {0, 1}, {kAsIs}})
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

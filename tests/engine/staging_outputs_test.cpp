@@ -289,3 +289,29 @@ TEST(Outputs, MakeViewKeepsTheMeaningOfConjugateAndNegativeInputs) {
 }
 
 }  // namespace
+
+// With the pool off (a measurement's switch), blocks go back to operator delete and none reach the
+// shared list; blocks made while it was on and freed while it is off are not lost either way.
+TEST(Outputs, TensorImplPoolCanBeTurnedOffAndOnAgain) {
+  using namespace mtc::detail;
+  const at::Tensor like = at::ones({2});
+  const c10::Storage storage = like.storage();
+  constexpr int kCount = 1000;
+  auto make = [&](std::vector<at::Tensor>& out) {
+    for (int i = 0; i < kCount; ++i) out.push_back(make_view(storage, 0, like));
+  };
+  std::vector<at::Tensor> made_on;
+  std::thread(make, std::ref(made_on)).join();
+  impl_pool::set_enabled(false);
+  const int64_t before = impl_pool::shared_blocks();
+  made_on.clear();
+  std::vector<at::Tensor> made_off;
+  std::thread(make, std::ref(made_off)).join();
+  made_off.clear();
+  EXPECT_EQ(impl_pool::shared_blocks(), before);
+  impl_pool::set_enabled(true);
+  std::vector<at::Tensor> made_again;
+  std::thread(make, std::ref(made_again)).join();
+  made_again.clear();
+  EXPECT_GT(impl_pool::shared_blocks(), before - static_cast<int64_t>(impl_pool::kBatch));
+}

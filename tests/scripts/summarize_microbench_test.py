@@ -35,14 +35,14 @@ def main():
     suffix = "min_time:0.300/manual_time"
     out = summarize([
         # CPU->GPU, spin 200: alone 100 us (released thread), 90 us (benchmark's thread).
-        bench(f"BM_MultiGpuCopy/0/2/200/{suffix}", gpu0_us=100.0, slowest_us=100.0),
-        bench(f"BM_MultiGpuCopy/0/3/200/{suffix}", gpu0_us=90.0, slowest_us=90.0),
-        bench(f"BM_MultiGpuCopy/0/0/200/{suffix}", gpu0_us=110.0, gpu1_us=125.0, slowest_us=130.0),
+        bench(f"BM_MultiGpuCopy/0/2/200/0/{suffix}", gpu0_us=100.0, slowest_us=100.0),
+        bench(f"BM_MultiGpuCopy/0/3/200/0/{suffix}", gpu0_us=90.0, slowest_us=90.0),
+        bench(f"BM_MultiGpuCopy/0/0/200/0/{suffix}", gpu0_us=110.0, gpu1_us=125.0, slowest_us=130.0),
         # Spin 2000: its own alone, so the same per-GPU times give other ratios.
-        bench(f"BM_MultiGpuCopy/0/2/2000/{suffix}", gpu0_us=50.0, slowest_us=50.0),
-        bench(f"BM_MultiGpuCopy/0/0/2000/{suffix}", gpu0_us=110.0, gpu1_us=125.0, slowest_us=130.0),
+        bench(f"BM_MultiGpuCopy/0/2/2000/0/{suffix}", gpu0_us=50.0, slowest_us=50.0),
+        bench(f"BM_MultiGpuCopy/0/0/2000/0/{suffix}", gpu0_us=110.0, gpu1_us=125.0, slowest_us=130.0),
         # GPU->CPU without an alone figure: no ratio line for it.
-        bench(f"BM_MultiGpuCopy/1/0/200/{suffix}", gpu0_us=300.0, gpu1_us=310.0, slowest_us=320.0),
+        bench(f"BM_MultiGpuCopy/1/0/200/0/{suffix}", gpu0_us=300.0, gpu1_us=310.0, slowest_us=320.0),
         # The step with workers that wake ahead (399) and without (911), CPU->GPU only.
         dict(bench("BM_EngineCopy<Direction::kHostToDevice>/1/399/iterations:100/manual_time",
                    median_us=300.0, early_wakes=3.9)),
@@ -51,11 +51,14 @@ def main():
         bench("BM_EngineCopy<Direction::kHostToDevice>/1/2447/iterations:100/manual_time", median_us=150.0),
         bench("BM_EngineCopy<Direction::kHostToDevice>/1/2959/iterations:100/manual_time", median_us=200.0),
         # A copy's parts: the walk (no alone figure: no line), the driver's calls with their submission.
-        bench(f"BM_MultiGpuParts/0/0/{suffix}", gpu0_us=90.0, gpu1_us=95.0, slowest_us=96.0),
-        bench(f"BM_MultiGpuParts/1/1/{suffix}", gpu0_us=40.0, slowest_us=40.0, submit_us=20.0),
-        bench(f"BM_MultiGpuParts/1/0/{suffix}", gpu0_us=48.0, gpu1_us=60.0, slowest_us=61.0, submit_us=30.0),
+        bench(f"BM_MultiGpuParts/0/0/0/{suffix}", gpu0_us=90.0, gpu1_us=95.0, slowest_us=96.0),
+        bench(f"BM_MultiGpuParts/1/1/0/{suffix}", gpu0_us=40.0, slowest_us=40.0, submit_us=20.0),
+        bench(f"BM_MultiGpuParts/1/0/0/{suffix}", gpu0_us=48.0, gpu1_us=60.0, slowest_us=61.0, submit_us=30.0),
+        # A variant (the TensorImpl pool off) against its own alone.
+        bench(f"BM_MultiGpuCopy/0/2/200/1/{suffix}", gpu0_us=80.0, slowest_us=80.0),
+        bench(f"BM_MultiGpuCopy/0/0/200/1/{suffix}", gpu0_us=88.0, gpu1_us=96.0, slowest_us=100.0),
         # An errored benchmark is left out.
-        dict(bench(f"BM_MultiGpuCopy/1/2/200/{suffix}", gpu0_us=1.0), error_occurred=True),
+        dict(bench(f"BM_MultiGpuCopy/1/2/200/0/{suffix}", gpu0_us=1.0), error_occurred=True),
     ])
     assert ("CPU->GPU, workers spin 200 us: GPU 0 alone 100.0 us from a released thread, "
             "90.0 us from the benchmark's own thread") in out, out
@@ -65,7 +68,7 @@ def main():
             "the slowest 2.60x") in out, out
     assert "one pool for all" not in out, out
     assert "GPU->CPU, every GPU" not in out, out
-    assert "| BM_MultiGpuCopy/0/0/200/min_time:0.300/manual_time | 1.0 |" in out, out
+    assert "| BM_MultiGpuCopy/0/0/200/0/min_time:0.300/manual_time | 1.0 |" in out, out
     assert ("h2d step after a sleeping gap: 300.0 us with workers that wake ahead, 400.0 us without "
             "(0.75x)") in out, out
     assert ("h2d step after a 200 us sleeping gap: 150.0 us with workers that wake ahead, 200.0 us "
@@ -75,6 +78,8 @@ def main():
     assert ("CPU->GPU copy's parts, the driver's calls alone, every GPU at once in one process: each GPU "
             "1.20-1.50x GPU 0 alone (40.0 us); the calls before the wait 30.0 us against 20.0 alone") in out, out
     assert "the walk alone" not in out, out
+    assert ("a worker pool per GPU, workers spin 200 us, TensorImpl pool off: each GPU 1.10-1.20x GPU 0 alone "
+            "(80.0 us), the slowest 1.25x") in out, out
     print("summarize-microbench: the several-GPU ratios and the step with and without early wakes hold")
 
 

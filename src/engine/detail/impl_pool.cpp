@@ -19,6 +19,8 @@ struct Shared {
   std::atomic<size_t> block_bytes{0};  // the size served, fixed by the first allocation
 };
 
+std::atomic<bool> enabled{true};
+
 // Never destroyed: threads may release blocks while the process exits.
 Shared& shared() {
   static Shared* s = new Shared;
@@ -82,7 +84,8 @@ void* allocate(size_t bytes) {
   Shared& s = shared();
   size_t served = s.block_bytes.load(std::memory_order_relaxed);
   if (served == 0 && s.block_bytes.compare_exchange_strong(served, bytes)) served = bytes;
-  if (bytes != served || t_exited) return ::operator new(bytes);
+  if (bytes != served || t_exited || !enabled.load(std::memory_order_relaxed))
+    return ::operator new(bytes);
   (void)&t_flusher;  // constructed on first use in this thread, flushes at its exit
   if (t_count == 0) {
     {
@@ -105,7 +108,8 @@ void* allocate(size_t bytes) {
 
 void release(void* block, size_t bytes) noexcept {
   if (block == nullptr) return;
-  if (bytes != shared().block_bytes.load(std::memory_order_relaxed) || t_exited) {
+  if (bytes != shared().block_bytes.load(std::memory_order_relaxed) || t_exited ||
+      !enabled.load(std::memory_order_relaxed)) {
     ::operator delete(block);
     return;
   }
@@ -114,6 +118,8 @@ void release(void* block, size_t bytes) noexcept {
   if (t_count == 2 * kBatch) hand_over();
   t_blocks[t_count++] = block;
 }
+
+void set_enabled(bool on) { enabled.store(on, std::memory_order_relaxed); }
 
 int64_t shared_blocks() {
   Shared& s = shared();
