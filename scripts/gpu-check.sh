@@ -3,7 +3,7 @@
 # GPU tests included), the main benchmark and (when nsys can write reports) a short Nsight
 # Systems capture. Reports go to the folder given as the first argument.
 #
-#   scripts/gpu-check.sh OUT_DIR [quick|bench|engine|multi|python|reliability|sanitize]
+#   scripts/gpu-check.sh OUT_DIR [quick|bench|engine|multi|lockstep|python|reliability|sanitize]
 #   scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]
 #   scripts/gpu-check.sh OUT_DIR ab N [CANDIDATE_DIR]
 #   scripts/gpu-check.sh OUT_DIR microbench FILTER
@@ -31,6 +31,10 @@
 #   scripts/gpu-check-multi.sh: every GPU copying at once against one GPU alone, in one process
 #   (a worker pool per GPU; one pool shared by all; workers that spin 2 ms), and one process per
 #   GPU (multi.md, multi-reports.tar.gz).
+# "lockstep" (a host with two or more GPUs): the engine's tests, then
+#   scripts/gpu-check-lockstep.sh: every GPU at once against GPU 0 alone, in one process (a
+#   thread per GPU) and in one process per GPU, every copy released at the same moment in both
+#   (engine_bench.md, lockstep.json).
 # "repeat" builds mtc-bench only and runs it N times (at most 7) one process after another, by
 #   default on configs/streampetr.json, writing run-I.json for each (scripts/repeatability.py
 #   compares them).
@@ -78,6 +82,7 @@ fi
   # shellcheck disable=SC2086
   [[ "$mode" == bench || "$mode" == engine ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc-bench"
   [[ "$mode" == multi ]] && export MTC_TARGETS="mtc_engine_tests mtc-bench"
+  [[ "$mode" == lockstep ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc_lockstep_copies"
   [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
   [[ "$mode" == microbench ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench"
   [[ "$mode" == ab ]] && export MTC_TARGETS="mtc-bench mtc_engine_plugin"
@@ -127,7 +132,7 @@ fi
 # Every suite the mode promises runs; one that was not built, crashed or failed is a failure,
 # and the summary line names each with its count of passed tests.
 suites=(engine workload bench compare)
-[[ "$mode" == bench || "$mode" == engine || "$mode" == multi || "$mode" == microbench ]] && suites=(engine)
+[[ "$mode" == bench || "$mode" == engine || "$mode" == multi || "$mode" == microbench || "$mode" == lockstep ]] && suites=(engine)
 step "tests: ${suites[*]}" | tee "$out/tests.log"
 summary=()
 failed=()
@@ -185,6 +190,13 @@ if [[ "$mode" == microbench ]]; then
   step "engine micro-benchmarks matching $filter, interleaved"
   : > "$out/engine_bench.md"
   microbench "$filter" engine_bench --benchmark_enable_random_interleaving=true
+  finish
+fi
+
+if [[ "$mode" == lockstep ]]; then
+  step "several GPUs at once, in one process and a process each, every copy released together"
+  : > "$out/engine_bench.md"
+  bash scripts/gpu-check-lockstep.sh "$out" "$MTC_BUILD_DIR" || status=1
   finish
 fi
 

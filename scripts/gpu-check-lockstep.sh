@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Several GPUs at once, in one process and in one process per GPU, every copy released at the
+# same moment in both: what one process shares, told apart from what the host shares. Run by
+# `scripts/gpu-check.sh OUT_DIR lockstep` on a host with two or more GPUs, after its build and
+# the engine's tests.
+#   - in one process: mtc_engine_bench's BM_MultiGpuCopy, a thread per GPU (a worker pool per
+#     GPU) against GPU 0 alone, CPU->GPU and GPU->CPU, five repetitions in random interleaving;
+#   - one process per GPU: mtc_lockstep_copies, CUDA_VISIBLE_DEVICES=g each, ITERATIONS
+#     iterations (default 2000), each every GPU at once or GPU 0 alone at random.
+# Appends its lines to OUT_DIR/engine_bench.md and writes lockstep.json (every rank's times).
+#
+#   scripts/gpu-check-lockstep.sh OUT_DIR BUILD_DIR [ITERATIONS]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${1:?usage: scripts/gpu-check-lockstep.sh OUT_DIR BUILD_DIR [ITERATIONS]}"
+build="${2:?usage: scripts/gpu-check-lockstep.sh OUT_DIR BUILD_DIR [ITERATIONS]}"
+iterations="${3:-2000}"
+python="${MTC_PYTHON:-python3}"
+gpus=$(nvidia-smi --list-gpus | wc -l)
+if (( gpus < 2 )); then
+  echo "lockstep: this host has $gpus GPU(s); the comparison needs two or more"
+  exit 2
+fi
+status=0
+"$build/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
+  --benchmark_enable_random_interleaving=true --benchmark_filter='BM_MultiGpuCopy/[01]/[02]/200/0/' \
+  --benchmark_out="$out/in-process.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
+"$python" scripts/summarize-microbench.py "$out/in-process.json" | grep "every GPU\|GPU 0 alone" \
+  | tee -a "$out/engine_bench.md"
+rm -f "$out/in-process.json"
+times="$(mktemp -d)"
+for direction in h2d d2h; do
+  name="/mtc-lockstep-$$-$direction"
+  rm -f "/dev/shm${name}"
+  pids=()
+  for g in $(seq 0 $((gpus - 1))); do
+    CUDA_VISIBLE_DEVICES=$g timeout 300 "$build/mtc_lockstep_copies" "$g" "$gpus" "$name" \
+      "$direction" "$iterations" "$times/$direction-$g.json" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+  rm -f "/dev/shm${name}"
+  label=$([[ $direction == h2d ]] && echo "CPU->GPU" || echo "GPU->CPU")
+  "$python" scripts/lockstep_summary.py "$label" "$times/$direction"-*.json | tee -a "$out/engine_bench.md" \
+    || status=1
+done
+"$python" - "$times" "$out/lockstep.json" <<'PY'
+import json, pathlib, sys
+runs = {p.stem: json.loads(p.read_text()) for p in sorted(pathlib.Path(sys.argv[1]).glob("*.json"))}
+pathlib.Path(sys.argv[2]).write_text(json.dumps(runs))
+PY
+rm -rf "$times"
+exit $status

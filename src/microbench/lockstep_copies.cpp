@@ -1,0 +1,175 @@
+// One process per GPU, every copy released at the same moment in all of them: what the host
+// shares, told apart from what one process shares. BM_MultiGpuCopy releases a thread per GPU of
+// one process at once; scripts/gpu-check-multi.sh's `procs` label starts a process per GPU but
+// lets their copies drift apart, so its ratios also differ by how much the copies overlapped.
+// Here the processes meet in shared memory before every iteration, and rank 0 picks at random
+// whether every rank copies or rank 0 alone: both kinds of iteration fall on the same processes
+// and the same moments of the host, as the designs of one process do in random interleaving.
+//
+//   mtc_lockstep_copies RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON
+//
+// `cpu` copies the CPU batch to the CPU (the walk only, no CUDA call): the meeting protocol's
+// test on machines without a GPU.
+//
+// Start RANKS processes in any order (the others wait for rank 0's shared memory), each on its
+// own GPU: CUDA_VISIBLE_DEVICES=g, so each copies on its device 0 as a training job would. Each writes {"rank", "all_us", "alone_us"} (its copy times, us, per kind; alone_us only
+// on rank 0) to OUT_JSON. A rank that waits longer than MTC_LOCKSTEP_WAIT_S seconds (default
+// 60) for the others exits with 3; bad arguments exit with 2. Rank 0 removes the shared memory
+// at the end.
+#include <c10/cuda/CUDAFunctions.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bench_support.h"
+#include "detail/worker_pool.h"
+#include "mtc/copier.h"
+#include "reference_batch.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Lives in the shared memory: lock-free atomics work across processes that map it.
+struct Meeting {
+  std::atomic<int64_t> generation;  // the iteration released; rank 0 advances it
+  std::atomic<int> everyone;        // the iteration's kind: 1 every rank copies, 0 rank 0 alone
+  std::atomic<int> ready;           // ranks that finished their warm-up
+  std::atomic<int> done;            // ranks done with the current iteration
+};
+static_assert(std::atomic<int64_t>::is_always_lock_free && std::atomic<int>::is_always_lock_free);
+
+[[noreturn]] void fail(int code, const std::string& why) {
+  std::fprintf(stderr, "mtc_lockstep_copies: %s\n", why.c_str());
+  std::exit(code);
+}
+
+// How long a rank waits for the others before it gives up (one of them died).
+std::chrono::seconds patience() {
+  const char* text = std::getenv("MTC_LOCKSTEP_WAIT_S");
+  const int seconds = text != nullptr ? std::atoi(text) : 0;
+  return std::chrono::seconds(seconds > 0 ? seconds : 60);
+}
+
+Meeting* meet(const std::string& name, bool create) {
+  const auto deadline = Clock::now() + patience();
+  int fd = -1;
+  while ((fd = shm_open(name.c_str(), create ? O_CREAT | O_EXCL | O_RDWR : O_RDWR, 0600)) < 0) {
+    if (create) fail(2, "cannot create shared memory " + name + " (left from an earlier run?)");
+    if (Clock::now() > deadline) fail(3, "rank 0 never made shared memory " + name);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  if (create && ftruncate(fd, sizeof(Meeting)) != 0) fail(2, "cannot size shared memory");
+  // A rank that opens the memory before rank 0 sized it sees it empty: wait for the size.
+  struct stat info {};
+  while (fstat(fd, &info) == 0 && info.st_size < static_cast<off_t>(sizeof(Meeting))) {
+    if (Clock::now() > deadline) fail(3, "shared memory " + name + " never got its size");
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  void* at = mmap(nullptr, sizeof(Meeting), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (at == MAP_FAILED) fail(2, "cannot map shared memory " + name);
+  return static_cast<Meeting*>(at);  // zero-filled by ftruncate: every count starts at 0
+}
+
+// Spins until `ok()`, giving up after patience() (a rank died).
+template <class Ok>
+void wait_for(Ok ok, const char* what) {
+  const auto deadline = Clock::now() + patience();
+  while (!ok()) {
+    mtc::detail::cpu_relax();
+    if (Clock::now() > deadline) fail(3, std::string("gave up waiting for ") + what);
+  }
+}
+
+double copy_once(const c10::IValue& data, const c10::Device& target) {
+  const auto t0 = Clock::now();
+  mtc::CopyHandle handle = mtc::start_copy(data, target);
+  const c10::IValue out = handle.get();
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  // The handle and the result go after the clock, as in BM_MultiGpuCopy.
+}
+
+void write_times(std::ofstream& out, const char* name, const std::vector<double>& us) {
+  out << '"' << name << "\": [";
+  for (size_t i = 0; i < us.size(); ++i) out << (i ? ", " : "") << us[i];
+  out << ']';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 7) fail(2, "usage: RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON");
+  const int rank = std::atoi(argv[1]);
+  const int ranks = std::atoi(argv[2]);
+  const std::string name = argv[3];
+  const std::string direction = argv[4];
+  const int64_t iterations = std::atoll(argv[5]);
+  if (ranks < 1 || rank < 0 || rank >= ranks || iterations < 1 || name.empty() || name[0] != '/' ||
+      (direction != "h2d" && direction != "d2h" && direction != "cpu"))
+    fail(2, "bad arguments (RANK in [0, RANKS), ITERATIONS >= 1, SHM_NAME like /name, h2d|d2h|cpu)");
+  try {
+    c10::IValue data = mtc::microbench::make_reference_batch();
+    c10::Device target(c10::kCPU);
+    if (direction != "cpu") {
+      if (c10::cuda::device_count() < 1) fail(2, "no CUDA device");
+      c10::cuda::set_device(0);
+      if (direction == "h2d") {
+        target = c10::Device(c10::kCUDA, 0);
+      } else {
+        data = mtc::microbench::map_to(data, c10::Device(c10::kCUDA, 0));
+        c10::cuda::device_synchronize();
+      }
+    }
+    for (int i = 0; i < 50; ++i) copy_once(data, target);  // pools, pinned memory, allocator
+
+    Meeting* m = meet(name, rank == 0);
+    m->ready.fetch_add(1);
+    wait_for([&] { return m->ready.load() == ranks; }, "every rank's warm-up");
+    std::mt19937_64 coin(12345);
+    std::vector<double> all_us, alone_us;
+    for (int64_t i = 1; i <= iterations; ++i) {
+      if (rank == 0) {
+        m->done.store(0);
+        m->everyone.store(static_cast<int>(coin() & 1));
+        m->generation.store(i, std::memory_order_release);
+      } else {
+        wait_for([&] { return m->generation.load(std::memory_order_acquire) == i; }, "rank 0");
+      }
+      const bool everyone = m->everyone.load() == 1;
+      if (everyone) {
+        all_us.push_back(copy_once(data, target));
+      } else if (rank == 0) {
+        alone_us.push_back(copy_once(data, target));
+      }
+      m->done.fetch_add(1, std::memory_order_acq_rel);
+      if (rank == 0)
+        wait_for([&] { return m->done.load(std::memory_order_acquire) == ranks; },
+                 "the iteration's copies");
+    }
+    if (rank == 0) shm_unlink(name.c_str());
+    std::ofstream out(argv[6]);
+    out << "{\"rank\": " << rank << ", ";
+    write_times(out, "all_us", all_us);
+    out << ", ";
+    write_times(out, "alone_us", alone_us);
+    out << "}\n";
+    if (!out) fail(2, std::string("cannot write ") + argv[6]);
+  } catch (const std::exception& e) {
+    fail(1, e.what());
+  }
+  return 0;
+}

@@ -1,0 +1,65 @@
+#!/usr/bin/env python3
+"""mtc_lockstep_copies and scripts/lockstep_summary.py without a GPU: three processes meet for
+every iteration (the `cpu` direction: the walk only), every rank copies in the same iterations
+and only rank 0 in the others; the summary's ratios on synthetic times whose truth is known; bad
+arguments exit 2, and a rank whose peers never come exits 3 instead of hanging.
+
+    python3 tests/scripts/lockstep_test.py BUILD_DIR/mtc_lockstep_copies
+"""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SUMMARY = ROOT / "scripts" / "lockstep_summary.py"
+
+
+def summarize(label, paths):
+    done = subprocess.run([sys.executable, str(SUMMARY), label, *map(str, paths)], capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
+
+
+def main(binary):
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        name = f"/mtc-lockstep-test-{os.getpid()}"
+        procs = [subprocess.Popen([binary, str(r), "3", name, "cpu", "120", str(tmp / f"r{r}.json")],
+                                  stderr=subprocess.PIPE, text=True) for r in range(3)]
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+        assert not pathlib.Path("/dev/shm" + name).exists(), "rank 0 left its shared memory"
+        runs = [json.loads((tmp / f"r{r}.json").read_text()) for r in range(3)]
+        together = len(runs[0]["all_us"])
+        assert together + len(runs[0]["alone_us"]) == 120, runs[0]
+        assert 0 < together < 120, together  # a fair coin over 120 iterations
+        for r in runs[1:]:
+            assert len(r["all_us"]) == together and r["alone_us"] == [], r
+        code, out = summarize("CPU", [tmp / f"r{r}.json" for r in range(3)])
+        assert code == 0 and "3 processes: each GPU" in out, out
+
+        # Known truth: rank 0 alone 100 us, together 110; rank 1 together 130.
+        (tmp / "s0.json").write_text(json.dumps({"rank": 0, "all_us": [109, 110, 111], "alone_us": [99, 100, 101, 500]}))
+        (tmp / "s1.json").write_text(json.dumps({"rank": 1, "all_us": [129, 130, 131], "alone_us": []}))
+        code, out = summarize("CPU->GPU", [tmp / "s1.json", tmp / "s0.json"])
+        assert code == 0, out
+        assert ("CPU->GPU, one process per GPU, lock-stepped, 2 processes: each GPU 1.09-1.29x GPU 0 alone "
+                "(100.5 us; 4 alone and 3 together iterations)") in out, out
+        (tmp / "s1.json").write_text(json.dumps({"rank": 1, "all_us": [], "alone_us": []}))
+        code, out = summarize("CPU->GPU", [tmp / "s0.json", tmp / "s1.json"])
+        assert code == 1 and "nothing to compare" in out, out
+
+        bad = subprocess.run([binary, "3", "2", name, "cpu", "10", str(tmp / "x.json")], capture_output=True, text=True)
+        assert bad.returncode == 2 and "bad arguments" in bad.stderr, bad.stderr
+        alone = subprocess.run([binary, "0", "2", name, "cpu", "10", str(tmp / "x.json")], capture_output=True,
+                               text=True, env={**os.environ, "MTC_LOCKSTEP_WAIT_S": "1"}, timeout=60)
+        assert alone.returncode == 3 and "gave up waiting" in alone.stderr, alone.stderr
+        pathlib.Path("/dev/shm" + name).unlink(missing_ok=True)
+    print("lockstep: ranks meet every iteration, the summary's ratios hold, bad input exits 2, a lone rank 3")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
