@@ -4,9 +4,10 @@
     python3 scripts/lockstep_summary.py LABEL RANK0.json RANK1.json ...
 
 Prints one line: each rank's median copy time in the iterations where every rank copied, as a
-ratio to rank 0's median in the iterations where it copied alone (the same processes, iterations
-of both kinds in random order), and the slowest rank's ratio. Medians, not means: a copy that
-met a sleeping worker moves a mean. Exits 1 when a file is missing a kind of iteration.
+ratio to its own median in the iterations where it copied alone, and as a ratio to rank 0's
+alone (the same processes; iterations of both kinds, and the rank alone, chosen at random).
+Medians, not means: a copy that met a sleeping worker moves a mean. Exits 1 when a rank is
+missing a kind of iteration.
 """
 import json
 import statistics
@@ -16,15 +17,17 @@ import sys
 def main(label, paths):
     ranks = [json.load(open(p)) for p in paths]
     ranks.sort(key=lambda r: r["rank"])
-    alone = ranks[0].get("alone_us") or []
-    if not alone or any(not r.get("all_us") for r in ranks):
+    if any(not r.get("all_us") or not r.get("alone_us") for r in ranks):
         print(f"{label}: a rank has no copies of one kind; nothing to compare", file=sys.stderr)
         return 1
-    base = statistics.median(alone)
-    ratios = [statistics.median(r["all_us"]) / base for r in ranks]
+    together = [statistics.median(r["all_us"]) for r in ranks]
+    alone = [statistics.median(r["alone_us"]) for r in ranks]
+    own = [t / a for t, a in zip(together, alone)]
+    first = [t / alone[0] for t in together]
     print(f"{label}, one process per GPU, lock-stepped, {len(ranks)} processes: each GPU "
-          f"{min(ratios):.2f}-{max(ratios):.2f}x GPU 0 alone ({base:.1f} us; "
-          f"{len(alone)} alone and {len(ranks[0]['all_us'])} together iterations)")
+          f"{min(own):.2f}-{max(own):.2f}x its own time alone ({min(alone):.1f}-{max(alone):.1f} us), "
+          f"{min(first):.2f}-{max(first):.2f}x GPU 0 alone ({len(ranks[0]['all_us'])} iterations together, "
+          f"{sum(len(r['alone_us']) for r in ranks)} alone)")
     return 0
 
 

@@ -110,6 +110,19 @@ def main(path):
                     print(f"{direction}, every GPU at once in one process, {design}, workers spin {spin} us{named}: "
                           f"each GPU {spans(b, base)} GPU 0 alone ({base:.1f} us), the slowest "
                           f"{b['slowest_us'] / base:.2f}x (target <= 1.2x at 2 and 4 GPUs)")
+    # Mode 4: each iteration every GPU or one alone, at random: each GPU against its own time alone.
+    for direction, arg in (("CPU->GPU", 0), ("GPU->CPU", 1)):
+        b = bench(f"BM_MultiGpuCopy/{arg}/4/200/0/")
+        gpus = sorted(k[:-3] for k in b if k.startswith("gpu") and k.endswith("_us")
+                      and not k.endswith("_alone_us")) if b else []
+        if not gpus or any(f"{g}_alone_us" not in b for g in gpus):
+            continue
+        own = [b[f"{g}_us"] / b[f"{g}_alone_us"] for g in gpus]
+        first = [b[f"{g}_us"] / b["gpu0_alone_us"] for g in gpus]
+        alone = [b[f"{g}_alone_us"] for g in gpus]
+        print(f"{direction}, every GPU at once in one process or one alone at random: each GPU "
+              f"{min(own):.2f}-{max(own):.2f}x its own time alone ({min(alone):.1f}-{max(alone):.1f} us), "
+              f"{min(first):.2f}-{max(first):.2f}x GPU 0 alone (target <= 1.2x at 2 and 4 GPUs)")
     # BM_MultiGpuParts/{part}/{alone}/{variant}: a CPU->GPU copy's walk (no CUDA call) and its
     # driver calls, every GPU at once against GPU 0 alone.
     parts = ((0, 0, "the walk alone (no CUDA call)"), (0, 1, "the walk alone, TensorImpl pool off"),

@@ -3,8 +3,9 @@
 // one process at once; scripts/gpu-check-multi.sh's `procs` label starts a process per GPU but
 // lets their copies drift apart, so its ratios also differ by how much the copies overlapped.
 // Here the processes meet in shared memory before every iteration, and rank 0 picks at random
-// whether every rank copies or rank 0 alone: both kinds of iteration fall on the same processes
-// and the same moments of the host, as the designs of one process do in random interleaving.
+// whether every rank copies or one rank alone (itself chosen at random): both kinds of iteration
+// fall on the same processes and the same moments of the host, and each GPU is compared with its
+// own time alone (a GPU may be slower than GPU 0 by its own place on the host).
 //
 //   mtc_lockstep_copies RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON
 //
@@ -12,10 +13,9 @@
 // test on machines without a GPU.
 //
 // Start RANKS processes in any order (the others wait for rank 0's shared memory), each on its
-// own GPU: CUDA_VISIBLE_DEVICES=g, so each copies on its device 0 as a training job would. Each writes {"rank", "all_us", "alone_us"} (its copy times, us, per kind; alone_us only
-// on rank 0) to OUT_JSON. A rank that waits longer than MTC_LOCKSTEP_WAIT_S seconds (default
-// 60) for the others exits with 3; bad arguments exit with 2. Rank 0 removes the shared memory
-// at the end.
+// own GPU: CUDA_VISIBLE_DEVICES=g, so each copies on its device 0 as a training job would. Each
+// writes {"rank", "all_us", "alone_us"} (its copy times, us: with every rank, alone) to OUT_JSON. A rank that waits longer than MTC_LOCKSTEP_WAIT_S seconds (default 60) for the others
+// exits with 3; bad arguments exit with 2. Rank 0 removes the shared memory at the end.
 #include <c10/cuda/CUDAFunctions.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -46,7 +46,7 @@ using Clock = std::chrono::steady_clock;
 // Lives in the shared memory: lock-free atomics work across processes that map it.
 struct Meeting {
   std::atomic<int64_t> generation;  // the iteration released; rank 0 advances it
-  std::atomic<int> everyone;        // the iteration's kind: 1 every rank copies, 0 rank 0 alone
+  std::atomic<int> who;             // the iteration's kind: -1 every rank copies, else that rank
   std::atomic<int> ready;           // ranks that finished their warm-up
   std::atomic<int> done;            // ranks done with the current iteration
 };
@@ -120,7 +120,8 @@ int main(int argc, char** argv) {
   const int64_t iterations = std::atoll(argv[5]);
   if (ranks < 1 || rank < 0 || rank >= ranks || iterations < 1 || name.empty() || name[0] != '/' ||
       (direction != "h2d" && direction != "d2h" && direction != "cpu"))
-    fail(2, "bad arguments (RANK in [0, RANKS), ITERATIONS >= 1, SHM_NAME like /name, h2d|d2h|cpu)");
+    fail(2,
+         "bad arguments (RANK in [0, RANKS), ITERATIONS >= 1, SHM_NAME like /name, h2d|d2h|cpu)");
   try {
     c10::IValue data = mtc::microbench::make_reference_batch();
     c10::Device target(c10::kCPU);
@@ -144,15 +145,15 @@ int main(int argc, char** argv) {
     for (int64_t i = 1; i <= iterations; ++i) {
       if (rank == 0) {
         m->done.store(0);
-        m->everyone.store(static_cast<int>(coin() & 1));
+        m->who.store((coin() & 1) ? -1 : static_cast<int>(coin() % static_cast<unsigned>(ranks)));
         m->generation.store(i, std::memory_order_release);
       } else {
         wait_for([&] { return m->generation.load(std::memory_order_acquire) == i; }, "rank 0");
       }
-      const bool everyone = m->everyone.load() == 1;
-      if (everyone) {
+      const int who = m->who.load();
+      if (who < 0) {
         all_us.push_back(copy_once(data, target));
-      } else if (rank == 0) {
+      } else if (who == rank) {
         alone_us.push_back(copy_once(data, target));
       }
       m->done.fetch_add(1, std::memory_order_acq_rel);

@@ -43,7 +43,8 @@ enum Mode : int64_t {
   kPoolPerDevice = 0,
   kOnePoolForAll = 1,
   kAlone = 2,
-  kAloneOnTheBenchmarksThread = 3
+  kAloneOnTheBenchmarksThread = 3,
+  kEveryGpuOrOneAlone = 4
 };
 
 // What else a benchmark changes, to tell causes apart in one process: nothing; the engine's pool
@@ -116,14 +117,15 @@ void copy_on_this_thread(benchmark::State& state, const c10::IValue& data, bool 
 // Arguments: {0 CPU->GPU, 1 GPU->CPU; mode: 0 a worker pool per GPU, 1 one pool for all GPUs,
 // 2 GPU 0 alone (from a thread released as the others are), 3 GPU 0 alone from the benchmark's
 // own thread (as BM_EngineCopy: on 2026-11-26 mode 2's GPU->CPU copy took 248 us there against
-// BM_EngineCopy's 171, unexplained); how long idle workers spin, in us: 200 (the default) or
-// 2000 (a worker that walked its part early then no longer sleeps before the next copy; on four
-// GPUs the cycle outlasts 200 us); a Variant (kAsIs for every mode and spin; CPU->GPU with a pool
-// per GPU and alone, at 200 us, also with the TensorImpl pool off and with Dict[str, Any]
-// batches)}. Each iteration releases every GPU's thread at once
-// (run_released) and each times its copy from start_copy until get() returned; the handle and the
-// result are dropped after the clock (the hot pattern, as BM_EngineCopy). Counters: each GPU's
-// median over the iterations (gpuK_us: compare with gpu0_us of mode 2, one GPU alone) and the
+// BM_EngineCopy's 171, unexplained), 4 a worker pool per GPU, each iteration at random every GPU
+// or one GPU alone (each GPU against its own time alone, at the same moments: gpuK_alone_us); how
+// long idle workers spin, in us: 200 (the default) or 2000 (a worker that walked its part early
+// then no longer sleeps before the next copy; on four GPUs the cycle outlasts 200 us); a Variant
+// (kAsIs for every mode and spin; CPU->GPU with a pool per GPU and alone, at 200 us, also with the
+// TensorImpl pool off and with Dict[str, Any] batches)}. Each iteration releases every GPU's thread
+// at once (run_released) and each times its copy from start_copy until get() returned; the handle
+// and the result are dropped after the clock (the hot pattern, as BM_EngineCopy). Counters: each
+// GPU's median over the iterations (gpuK_us: compare with gpu0_us of mode 2, one GPU alone) and the
 // median of the slowest GPU's time (slowest_us). The iteration's time is the slowest GPU's. The
 // engine's own steps (StatsSum: start_us, queued_us, traverse_us, ...) are means over every GPU's
 // copies: where the time of several GPUs at once went. In mode 1 a copy's walk and fills may also
@@ -144,19 +146,22 @@ void BM_MultiGpuCopy(benchmark::State& state) {
     return copy_on_this_thread(state, input_for(0, h2d, any), h2d);
 
   std::vector<mtc::microbench::StatsSum> stats(static_cast<size_t>(gpus));
-  ReleasedRun run = run_released(state, gpus, [&](int g) {
-    const auto device = static_cast<c10::DeviceIndex>(g);
-    const c10::Device target = h2d ? c10::Device(c10::kCUDA, device) : c10::Device(c10::kCPU);
-    // The handle and the result go at the end of this scope: after the clock.
-    const auto t0 = Clock::now();
-    mtc::CopyHandle handle = mtc::start_copy(input_for(g, h2d, any), target);
-    const auto t1 = Clock::now();
-    const c10::IValue out = handle.get();
-    const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    stats[static_cast<size_t>(g)].add(handle.stats(),
-                                      std::chrono::duration<double>(t1 - t0).count());
-    return seconds;
-  });
+  ReleasedRun run = run_released(
+      state, gpus,
+      [&](int g) {
+        const auto device = static_cast<c10::DeviceIndex>(g);
+        const c10::Device target = h2d ? c10::Device(c10::kCUDA, device) : c10::Device(c10::kCPU);
+        // The handle and the result go at the end of this scope: after the clock.
+        const auto t0 = Clock::now();
+        mtc::CopyHandle handle = mtc::start_copy(input_for(g, h2d, any), target);
+        const auto t1 = Clock::now();
+        const c10::IValue out = handle.get();
+        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        stats[static_cast<size_t>(g)].add(handle.stats(),
+                                          std::chrono::duration<double>(t1 - t0).count());
+        return seconds;
+      },
+      /*mix_alone=*/mode == kEveryGpuOrOneAlone);
   if (run.slowest.empty()) return;
   for (size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);
   stats[0].report(state);
@@ -169,6 +174,7 @@ BENCHMARK(BM_MultiGpuCopy)
                    {mtc::detail::WorkerPool::kDefaultSpin.count(), 2000},
                    {kAsIs}})
     ->ArgsProduct({{0}, {kPoolPerDevice, kAlone}, {200}, {kNoImplPool, kAnyValues}})
+    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAlone}, {200}, {kAsIs}})
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

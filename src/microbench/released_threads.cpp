@@ -6,6 +6,7 @@
 #include <atomic>
 #include <exception>
 #include <mutex>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -14,11 +15,13 @@
 
 namespace mtc::microbench {
 
-ReleasedRun run_released(benchmark::State& state, int gpus,
-                         const std::function<double(int)>& work) {
+ReleasedRun run_released(benchmark::State& state, int gpus, const std::function<double(int)>& work,
+                         bool mix_alone) {
   ReleasedRun run;
   run.seconds.resize(static_cast<size_t>(gpus));
+  run.alone.resize(static_cast<size_t>(gpus));
   std::atomic<int64_t> generation{0};
+  std::atomic<int> only{-1};  // the one GPU the iteration releases, or -1 for every GPU
   std::atomic<int> finished{0};
   std::atomic<bool> quit{false};
   std::mutex error_mutex;
@@ -32,8 +35,13 @@ ReleasedRun run_released(benchmark::State& state, int gpus,
           mtc::detail::cpu_relax();
         if (quit.load()) return;
         ++seen;
+        const int alone = only.load(std::memory_order_relaxed);
         try {
-          run.seconds[static_cast<size_t>(g)].push_back(work(g));
+          if (alone < 0) {
+            run.seconds[static_cast<size_t>(g)].push_back(work(g));
+          } else if (alone == g) {
+            run.alone[static_cast<size_t>(g)].push_back(work(g));
+          }
         } catch (const std::exception& e) {
           const std::lock_guard<std::mutex> lock(error_mutex);
           if (error.empty()) error = "GPU " + std::to_string(g) + ": " + e.what();
@@ -42,8 +50,12 @@ ReleasedRun run_released(benchmark::State& state, int gpus,
       }
     });
   }
+  std::mt19937 coin(2026);
   for (auto _ : state) {
     finished.store(0);
+    const int alone =
+        mix_alone && (coin() & 1) ? static_cast<int>(coin() % static_cast<unsigned>(gpus)) : -1;
+    only.store(alone, std::memory_order_relaxed);  // published by the generation's release
     generation.fetch_add(1, std::memory_order_acq_rel);
     while (finished.load(std::memory_order_acquire) < gpus) mtc::detail::cpu_relax();
     {
@@ -54,8 +66,12 @@ ReleasedRun run_released(benchmark::State& state, int gpus,
       }
     }
     double longest = 0;
-    for (const auto& s : run.seconds) longest = std::max(longest, s.back());
-    run.slowest.push_back(longest);
+    if (alone >= 0) {
+      longest = run.alone[static_cast<size_t>(alone)].back();
+    } else {
+      for (const auto& s : run.seconds) longest = std::max(longest, s.back());
+    }
+    if (alone < 0) run.slowest.push_back(longest);
     state.SetIterationTime(longest);
   }
   quit.store(true);
@@ -65,8 +81,12 @@ ReleasedRun run_released(benchmark::State& state, int gpus,
 
 void report_released(benchmark::State& state, ReleasedRun& run) {
   if (run.slowest.empty()) return;
-  for (size_t g = 0; g < run.seconds.size(); ++g)
-    state.counters["gpu" + std::to_string(g) + "_us"] = median_of(run.seconds[g]) * 1e6;
+  for (size_t g = 0; g < run.seconds.size(); ++g) {
+    if (!run.seconds[g].empty())
+      state.counters["gpu" + std::to_string(g) + "_us"] = median_of(run.seconds[g]) * 1e6;
+    if (!run.alone[g].empty())
+      state.counters["gpu" + std::to_string(g) + "_alone_us"] = median_of(run.alone[g]) * 1e6;
+  }
   state.counters["slowest_us"] = median_of(run.slowest) * 1e6;
 }
 

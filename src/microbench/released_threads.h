@@ -9,10 +9,11 @@
 
 namespace mtc::microbench {
 
-// What each GPU's thread measured: its seconds per iteration, and the slowest thread's per
-// iteration.
+// What each GPU's thread measured: its seconds in the iterations where every thread ran, in those
+// where it ran alone (with mix_alone), and the slowest thread's per iteration.
 struct ReleasedRun {
-  std::vector<std::vector<double>> seconds;  // [gpu][iteration]
+  std::vector<std::vector<double>> seconds;  // [gpu][iteration with every GPU]
+  std::vector<std::vector<double>> alone;    // [gpu][iteration with that GPU alone]
   std::vector<double> slowest;
 };
 
@@ -22,10 +23,14 @@ struct ReleasedRun {
 // wake-ups would spread them by tens). The iteration's time is the slowest thread's. Whatever
 // work(g) leaves in its own scope is dropped before the thread reports the iteration done, so
 // the next one starts with every thread ready. The first exception stops the benchmark with
-// SkipWithError naming the GPU.
-ReleasedRun run_released(benchmark::State& state, int gpus, const std::function<double(int)>& work);
+// SkipWithError naming the GPU. With mix_alone, each iteration is at random either every thread
+// or one thread chosen at random: every GPU's time alone and with the others, measured at the
+// same moments of the host (a GPU may be slower than GPU 0 alone by its own place on the host).
+ReleasedRun run_released(benchmark::State& state, int gpus, const std::function<double(int)>& work,
+                         bool mix_alone = false);
 
-// Counters gpuK_us (each GPU's median) and slowest_us (the median of the slowest per iteration).
+// Counters gpuK_us (each GPU's median with every GPU), slowest_us (the median of the slowest per
+// iteration) and, where there are times alone, gpuK_alone_us.
 void report_released(benchmark::State& state, ReleasedRun& run);
 
 }  // namespace mtc::microbench

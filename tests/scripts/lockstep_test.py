@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """mtc_lockstep_copies and scripts/lockstep_summary.py without a GPU: three processes meet for
 every iteration (the `cpu` direction: the walk only), every rank copies in the same iterations
-and only rank 0 in the others; the summary's ratios on synthetic times whose truth is known; bad
+and one rank in each of the others; the summary's ratios on synthetic times whose truth is known; bad
 arguments exit 2, and a rank whose peers never come exits 3 instead of hanging.
 
     python3 tests/scripts/lockstep_test.py BUILD_DIR/mtc_lockstep_copies
@@ -34,21 +34,21 @@ def main(binary):
         assert not pathlib.Path("/dev/shm" + name).exists(), "rank 0 left its shared memory"
         runs = [json.loads((tmp / f"r{r}.json").read_text()) for r in range(3)]
         together = len(runs[0]["all_us"])
-        assert together + len(runs[0]["alone_us"]) == 120, runs[0]
+        assert together + sum(len(r["alone_us"]) for r in runs) == 120, runs
         assert 0 < together < 120, together  # a fair coin over 120 iterations
-        for r in runs[1:]:
-            assert len(r["all_us"]) == together and r["alone_us"] == [], r
+        for r in runs:
+            assert len(r["all_us"]) == together and r["alone_us"], r  # ~20 alone each
         code, out = summarize("CPU", [tmp / f"r{r}.json" for r in range(3)])
         assert code == 0 and "3 processes: each GPU" in out, out
 
-        # Known truth: rank 0 alone 100 us, together 110; rank 1 together 130.
+        # Known truth: rank 0 alone 100 us, together 110; rank 1 alone 125, together 130.
         (tmp / "s0.json").write_text(json.dumps({"rank": 0, "all_us": [109, 110, 111], "alone_us": [99, 100, 101, 500]}))
-        (tmp / "s1.json").write_text(json.dumps({"rank": 1, "all_us": [129, 130, 131], "alone_us": []}))
+        (tmp / "s1.json").write_text(json.dumps({"rank": 1, "all_us": [129, 130, 131], "alone_us": [125]}))
         code, out = summarize("CPU->GPU", [tmp / "s1.json", tmp / "s0.json"])
         assert code == 0, out
-        assert ("CPU->GPU, one process per GPU, lock-stepped, 2 processes: each GPU 1.09-1.29x GPU 0 alone "
-                "(100.5 us; 4 alone and 3 together iterations)") in out, out
-        (tmp / "s1.json").write_text(json.dumps({"rank": 1, "all_us": [], "alone_us": []}))
+        assert ("CPU->GPU, one process per GPU, lock-stepped, 2 processes: each GPU 1.04-1.09x its own time alone "
+                "(100.5-125.0 us), 1.09-1.29x GPU 0 alone (3 iterations together, 5 alone)") in out, out
+        (tmp / "s1.json").write_text(json.dumps({"rank": 1, "all_us": [130], "alone_us": []}))
         code, out = summarize("CPU->GPU", [tmp / "s0.json", tmp / "s1.json"])
         assert code == 1 and "nothing to compare" in out, out
 

@@ -57,6 +57,9 @@ def main():
         # A variant (the TensorImpl pool off) against its own alone.
         bench(f"BM_MultiGpuCopy/0/2/200/1/{suffix}", gpu0_us=80.0, slowest_us=80.0),
         bench(f"BM_MultiGpuCopy/0/0/200/1/{suffix}", gpu0_us=88.0, gpu1_us=96.0, slowest_us=100.0),
+        # Every GPU or one alone at random: GPU 1 is slower alone too.
+        bench(f"BM_MultiGpuCopy/1/4/200/0/{suffix}", gpu0_us=110.0, gpu1_us=150.0, gpu0_alone_us=100.0,
+              gpu1_alone_us=140.0, slowest_us=150.0),
         # An errored benchmark is left out.
         dict(bench(f"BM_MultiGpuCopy/1/2/200/0/{suffix}", gpu0_us=1.0), error_occurred=True),
     ])
@@ -67,7 +70,7 @@ def main():
     assert ("a worker pool per GPU, workers spin 2000 us: each GPU 2.20-2.50x GPU 0 alone (50.0 us), "
             "the slowest 2.60x") in out, out
     assert "one pool for all" not in out, out
-    assert "GPU->CPU, every GPU" not in out, out
+    assert "GPU->CPU, every GPU at once in one process, a worker pool" not in out, out
     assert "| BM_MultiGpuCopy/0/0/200/0/min_time:0.300/manual_time | 1.0 |" in out, out
     assert ("h2d step after a sleeping gap: 300.0 us with workers that wake ahead, 400.0 us without "
             "(0.75x)") in out, out
@@ -78,6 +81,8 @@ def main():
     assert ("CPU->GPU copy's parts, the driver's calls alone, every GPU at once in one process: each GPU "
             "1.20-1.50x GPU 0 alone (40.0 us); the calls before the wait 30.0 us against 20.0 alone") in out, out
     assert "the walk alone" not in out, out
+    assert ("GPU->CPU, every GPU at once in one process or one alone at random: each GPU 1.07-1.10x its own "
+            "time alone (100.0-140.0 us), 1.10-1.50x GPU 0 alone") in out, out
     assert ("a worker pool per GPU, workers spin 200 us, TensorImpl pool off: each GPU 1.10-1.20x GPU 0 alone "
             "(80.0 us), the slowest 1.25x") in out, out
     print("summarize-microbench: the several-GPU ratios and the step with and without early wakes hold")
