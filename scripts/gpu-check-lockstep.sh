@@ -8,6 +8,7 @@
 #     iteration every GPU or one alone at random (mode 4); five repetitions in random interleaving;
 #   - one process per GPU: mtc_lockstep_copies, CUDA_VISIBLE_DEVICES=g each, ITERATIONS
 #     iterations (default 2000), each every GPU at once or one GPU alone at random.
+# Both with every GPU of the host, then (on a host with more than two) with GPUs 0 and 1.
 # Appends its lines to OUT_DIR/engine_bench.md and writes lockstep.json (every rank's times).
 #
 #   scripts/gpu-check-lockstep.sh OUT_DIR BUILD_DIR [ITERATIONS]
@@ -23,26 +24,34 @@ if (( gpus < 2 )); then
   exit 2
 fi
 status=0
-"$build/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
-  --benchmark_enable_random_interleaving=true --benchmark_filter='BM_MultiGpuCopy/[01]/[024]/200/0/' \
-  --benchmark_out="$out/in-process.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
-"$python" scripts/summarize-microbench.py "$out/in-process.json" | tee -a "$out/engine_bench.md"
-rm -f "$out/in-process.json"
 times="$(mktemp -d)"
-for direction in h2d d2h; do
-  name="/mtc-lockstep-$$-$direction"
-  rm -f "/dev/shm${name}"
-  pids=()
-  for g in $(seq 0 $((gpus - 1))); do
-    CUDA_VISIBLE_DEVICES=$g timeout 300 "$build/mtc_lockstep_copies" "$g" "$gpus" "$name" \
-      "$direction" "$iterations" "$times/$direction-$g.json" &
-    pids+=($!)
+# Every GPU of the host, then the first two on a host with more (a 2-GPU figure from the same call).
+counts=("$gpus")
+(( gpus > 2 )) && counts+=(2)
+for n in "${counts[@]}"; do
+  visible=$(seq -s, 0 $((n - 1)))
+  echo "--- $n GPUs ($visible)" | tee -a "$out/engine_bench.md"
+  CUDA_VISIBLE_DEVICES=$visible "$build/mtc_engine_bench" --benchmark_repetitions=5 \
+    --benchmark_report_aggregates_only=true --benchmark_enable_random_interleaving=true \
+    --benchmark_filter='BM_MultiGpuCopy/[01]/[024]/200/0/' \
+    --benchmark_out="$times/in-process.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
+  "$python" scripts/summarize-microbench.py "$times/in-process.json" | tee -a "$out/engine_bench.md"
+  rm -f "$times/in-process.json"
+  for direction in h2d d2h; do
+    name="/mtc-lockstep-$$-$n-$direction"
+    rm -f "/dev/shm${name}"
+    pids=()
+    for g in $(seq 0 $((n - 1))); do
+      CUDA_VISIBLE_DEVICES=$g timeout 300 "$build/mtc_lockstep_copies" "$g" "$n" "$name" \
+        "$direction" "$iterations" "$times/$n-$direction-$g.json" &
+      pids+=($!)
+    done
+    for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+    rm -f "/dev/shm${name}"
+    label=$([[ $direction == h2d ]] && echo "CPU->GPU" || echo "GPU->CPU")
+    "$python" scripts/lockstep_summary.py "$label" "$times/$n-$direction"-*.json \
+      | tee -a "$out/engine_bench.md" || status=1
   done
-  for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-  rm -f "/dev/shm${name}"
-  label=$([[ $direction == h2d ]] && echo "CPU->GPU" || echo "GPU->CPU")
-  "$python" scripts/lockstep_summary.py "$label" "$times/$direction"-*.json | tee -a "$out/engine_bench.md" \
-    || status=1
 done
 "$python" - "$times" "$out/lockstep.json" <<'PY'
 import json, pathlib, sys
