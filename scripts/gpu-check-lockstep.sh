@@ -9,6 +9,7 @@
 #   - one process per GPU: mtc_lockstep_copies, CUDA_VISIBLE_DEVICES=g each, ITERATIONS
 #     iterations (default 2000), each every GPU at once or one GPU alone at random.
 # Both with every GPU of the host, then (on a host with more than two) with GPUs 0 and 1.
+# MTC_LOCKSTEP_FILTER replaces the in-process benchmarks' filter (other modes, spins, variants).
 # Appends its lines to OUT_DIR/engine_bench.md and writes lockstep.json (every rank's times).
 #
 #   scripts/gpu-check-lockstep.sh OUT_DIR BUILD_DIR [ITERATIONS]
@@ -33,7 +34,7 @@ for n in "${counts[@]}"; do
   echo "--- $n GPUs ($visible)" | tee -a "$out/engine_bench.md"
   CUDA_VISIBLE_DEVICES=$visible "$build/mtc_engine_bench" --benchmark_repetitions=5 \
     --benchmark_report_aggregates_only=true --benchmark_enable_random_interleaving=true \
-    --benchmark_filter='BM_MultiGpuCopy/[01]/[024]/200/0/' \
+    --benchmark_filter="${MTC_LOCKSTEP_FILTER:-BM_MultiGpuCopy/[01]/[024]/200/0/}" \
     --benchmark_out="$times/in-process.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
   "$python" scripts/summarize-microbench.py "$times/in-process.json" | tee -a "$out/engine_bench.md"
   rm -f "$times/in-process.json"

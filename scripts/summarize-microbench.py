@@ -91,9 +91,9 @@ def main(path):
     # BM_MultiGpuCopy/{direction}/{design}/{spin_us}/{variant}: each design against GPU 0 alone
     # with the same spin and variant (mode 2: a released thread as the others; mode 3: the
     # benchmark's own thread).
-    variants = {0: "", 1: ", TensorImpl pool off", 2: ", dicts typed Dict[str, Any]"}
+    variants = {0: "", 1: ", TensorImpl pool off", 2: ", dicts typed Dict[str, Any]", 4: ", no early wakes"}
     for direction, arg in (("CPU->GPU", 0), ("GPU->CPU", 1)):
-        for spin in (200, 2000):
+        for spin in (0, 200, 2000):
             for variant, named in variants.items():
                 alone = bench(f"BM_MultiGpuCopy/{arg}/2/{spin}/{variant}/")
                 own = bench(f"BM_MultiGpuCopy/{arg}/3/{spin}/{variant}/")

@@ -14,8 +14,9 @@
 //
 // Start RANKS processes in any order (the others wait for rank 0's shared memory), each on its
 // own GPU: CUDA_VISIBLE_DEVICES=g, so each copies on its device 0 as a training job would. Each
-// writes {"rank", "all_us", "alone_us"} (its copy times, us: with every rank, alone) to OUT_JSON. A rank that waits longer than MTC_LOCKSTEP_WAIT_S seconds (default 60) for the others
-// exits with 3; bad arguments exit with 2. Rank 0 removes the shared memory at the end.
+// writes {"rank", "all_us", "alone_us"} (its copy times, us: with every rank, alone) to OUT_JSON. A
+// rank that waits longer than MTC_LOCKSTEP_WAIT_S seconds (default 60) for the others exits with 3;
+// bad arguments exit with 2. Rank 0 removes the shared memory at the end.
 #include <c10/cuda/CUDAFunctions.h>
 #include <fcntl.h>
 #include <sys/mman.h>

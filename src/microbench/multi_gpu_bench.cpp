@@ -51,16 +51,27 @@ enum Mode : int64_t {
 // of output TensorImpls off (impl_pool::set_enabled); the batch's dicts typed Dict[str, Any] (a
 // type without a reference count, where every Dict[str, Tensor] copies TensorType's, one for
 // the whole process); to the CPU (BM_MultiGpuParts's walk only: new containers around the same
-// tensors, no output TensorImpl).
-enum Variant : int64_t { kAsIs = 0, kNoImplPool = 1, kAnyValues = 2, kContainersOnly = 3 };
+// tensors, no output TensorImpl); workers that never wake ahead of a forecast copy
+// (WorkerPoolSet::set_anticipate(false), as MTC_WORKER_ANTICIPATE=0).
+enum Variant : int64_t {
+  kAsIs = 0,
+  kNoImplPool = 1,
+  kAnyValues = 2,
+  kContainersOnly = 3,
+  kNoEarlyWakes = 4
+};
 
 struct VariantScope {
   explicit VariantScope(Variant v) : variant(v) {
     if (v == kNoImplPool) mtc::detail::impl_pool::set_enabled(false);
+    if (v == kNoEarlyWakes) mtc::detail::WorkerPoolSet::instance().set_anticipate(false);
   }
   VariantScope(const VariantScope&) = delete;  // restores once
   VariantScope& operator=(const VariantScope&) = delete;
-  ~VariantScope() { mtc::detail::impl_pool::set_enabled(true); }
+  ~VariantScope() {
+    mtc::detail::impl_pool::set_enabled(true);
+    if (variant == kNoEarlyWakes) mtc::detail::WorkerPoolSet::instance().set_anticipate(true);
+  }
   Variant variant;
 };
 
@@ -119,10 +130,11 @@ void copy_on_this_thread(benchmark::State& state, const c10::IValue& data, bool 
 // own thread (as BM_EngineCopy: on 2026-11-26 mode 2's GPU->CPU copy took 248 us there against
 // BM_EngineCopy's 171, unexplained), 4 a worker pool per GPU, each iteration at random every GPU
 // or one GPU alone (each GPU against its own time alone, at the same moments: gpuK_alone_us); how
-// long idle workers spin, in us: 200 (the default) or 2000 (a worker that walked its part early
-// then no longer sleeps before the next copy; on four GPUs the cycle outlasts 200 us); a Variant
-// (kAsIs for every mode and spin; CPU->GPU with a pool per GPU and alone, at 200 us, also with the
-// TensorImpl pool off and with Dict[str, Any] batches)}. Each iteration releases every GPU's thread
+// long idle workers spin, in us: 200 (the default), 2000 (a worker that walked its part early
+// then no longer sleeps before the next copy; on four GPUs the cycle outlasts 200 us) or 0; a
+// Variant (kAsIs for modes 0-3 at 200 and 2000 us, and 0 and 2 at 0 us; CPU->GPU with a pool per
+// GPU and alone at 200 us also with the TensorImpl pool off and with Dict[str, Any] batches;
+// modes 0 and 2 at 0 and 200 us without early wakes)}. Each iteration releases every GPU's thread
 // at once (run_released) and each times its copy from start_copy until get() returned; the handle
 // and the result are dropped after the clock (the hot pattern, as BM_EngineCopy). Counters: each
 // GPU's median over the iterations (gpuK_us: compare with gpu0_us of mode 2, one GPU alone) and the
@@ -175,6 +187,8 @@ BENCHMARK(BM_MultiGpuCopy)
                    {kAsIs}})
     ->ArgsProduct({{0}, {kPoolPerDevice, kAlone}, {200}, {kNoImplPool, kAnyValues}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAlone}, {200}, {kAsIs}})
+    ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0, 200}, {kNoEarlyWakes}})
+    ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0}, {kAsIs}})
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);
