@@ -4,10 +4,12 @@
 # `scripts/gpu-check.sh OUT_DIR lockstep` on a host with two or more GPUs, after its build and
 # the engine's tests.
 #   - in one process: mtc_engine_bench's BM_MultiGpuCopy, a thread per GPU (a worker pool per
-#     GPU), CPU->GPU and GPU->CPU: every GPU against GPU 0 alone (modes 0 and 2), and each
-#     iteration every GPU or one alone at random (mode 4); five repetitions in random interleaving;
+#     GPU), CPU->GPU and GPU->CPU: every GPU against GPU 0 alone (modes 0 and 2), and every GPU
+#     or one alone drawn at random for each iteration (mode 4) or run of 32 (mode 5); five
+#     repetitions in random interleaving;
 #   - one process per GPU: mtc_lockstep_copies, CUDA_VISIBLE_DEVICES=g each, ITERATIONS
-#     iterations (default 2000), each every GPU at once or one GPU alone at random.
+#     iterations (default 2000), every GPU at once or one GPU alone, drawn at random for each run
+#     of MTC_LOCKSTEP_RUN iterations (default 32: each kind a steady loop, as a training loop's).
 # Both with every GPU of the host, then (on a host with more than two) with GPUs 0 and 1.
 # MTC_LOCKSTEP_FILTER replaces the in-process benchmarks' filter (other modes, spins, variants).
 # Appends its lines to OUT_DIR/engine_bench.md and writes lockstep.json (every rank's times).
@@ -18,6 +20,7 @@ cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check-lockstep.sh OUT_DIR BUILD_DIR [ITERATIONS]}"
 build="${2:?usage: scripts/gpu-check-lockstep.sh OUT_DIR BUILD_DIR [ITERATIONS]}"
 iterations="${3:-2000}"
+run="${MTC_LOCKSTEP_RUN:-32}"  # iterations per draw of who copies: steady loops of each kind
 python="${MTC_PYTHON:-python3}"
 gpus=$(nvidia-smi --list-gpus | wc -l)
 if (( gpus < 2 )); then
@@ -34,7 +37,7 @@ for n in "${counts[@]}"; do
   echo "--- $n GPUs ($visible)" | tee -a "$out/engine_bench.md"
   CUDA_VISIBLE_DEVICES=$visible "$build/mtc_engine_bench" --benchmark_repetitions=5 \
     --benchmark_report_aggregates_only=true --benchmark_enable_random_interleaving=true \
-    --benchmark_filter="${MTC_LOCKSTEP_FILTER:-BM_MultiGpuCopy/[01]/[024]/200/0/}" \
+    --benchmark_filter="${MTC_LOCKSTEP_FILTER:-BM_MultiGpuCopy/[01]/[0245]/200/0/}" \
     --benchmark_out="$times/in-process.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
   "$python" scripts/summarize-microbench.py "$times/in-process.json" | tee -a "$out/engine_bench.md"
   rm -f "$times/in-process.json"
@@ -44,7 +47,7 @@ for n in "${counts[@]}"; do
     pids=()
     for g in $(seq 0 $((n - 1))); do
       CUDA_VISIBLE_DEVICES=$g timeout 300 "$build/mtc_lockstep_copies" "$g" "$n" "$name" \
-        "$direction" "$iterations" "$times/$n-$direction-$g.json" &
+        "$direction" "$iterations" "$times/$n-$direction-$g.json" "$run" &
       pids+=($!)
     done
     for pid in "${pids[@]}"; do wait "$pid" || status=1; done

@@ -3,6 +3,7 @@
 engine's speed targets are stated in (all figures from the one run in the file). Whole-copy
 benchmarks carry median_us, the median of their iterations (Google Benchmark's own time is
 their mean); the ratios use it where present, as mtc-bench reports medians."""
+import itertools
 import json
 import sys
 
@@ -110,9 +111,11 @@ def main(path):
                     print(f"{direction}, every GPU at once in one process, {design}, workers spin {spin} us{named}: "
                           f"each GPU {spans(b, base)} GPU 0 alone ({base:.1f} us), the slowest "
                           f"{b['slowest_us'] / base:.2f}x (target <= 1.2x at 2 and 4 GPUs)")
-    # Mode 4: each iteration every GPU or one alone, at random: each GPU against its own time alone.
-    for direction, arg in (("CPU->GPU", 0), ("GPU->CPU", 1)):
-        b = bench(f"BM_MultiGpuCopy/{arg}/4/200/0/")
+    # Modes 4 and 5: each iteration (each run of 32) every GPU or one alone, at random: each GPU
+    # against its own time alone.
+    for (direction, arg), (mode, runs) in itertools.product((("CPU->GPU", 0), ("GPU->CPU", 1)),
+                                                            ((4, ""), (5, " in runs of 32 copies"))):
+        b = bench(f"BM_MultiGpuCopy/{arg}/{mode}/200/0/")
         gpus = sorted(k[:-3] for k in b if k.startswith("gpu") and k.endswith("_us")
                       and not k.endswith("_alone_us")) if b else []
         if not gpus or any(f"{g}_alone_us" not in b for g in gpus):
@@ -120,7 +123,7 @@ def main(path):
         own = [b[f"{g}_us"] / b[f"{g}_alone_us"] for g in gpus]
         first = [b[f"{g}_us"] / b["gpu0_alone_us"] for g in gpus]
         alone = [b[f"{g}_alone_us"] for g in gpus]
-        print(f"{direction}, every GPU at once in one process or one alone at random: each GPU "
+        print(f"{direction}, every GPU at once in one process or one alone at random{runs}: each GPU "
               f"{min(own):.2f}-{max(own):.2f}x its own time alone ({min(alone):.1f}-{max(alone):.1f} us), "
               f"{min(first):.2f}-{max(first):.2f}x GPU 0 alone (target <= 1.2x at 2 and 4 GPUs)")
     # BM_MultiGpuParts/{part}/{alone}/{variant}: a CPU->GPU copy's walk (no CUDA call) and its

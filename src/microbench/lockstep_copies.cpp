@@ -7,7 +7,11 @@
 // fall on the same processes and the same moments of the host, and each GPU is compared with its
 // own time alone (a GPU may be slower than GPU 0 by its own place on the host).
 //
-//   mtc_lockstep_copies RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON
+//   mtc_lockstep_copies RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON [RUN]
+//
+// RUN (default 1): the kind of iteration is drawn for runs of RUN iterations. With 1 a rank's
+// copies come irregularly (its workers often asleep); with tens, each kind is a steady loop for a
+// few milliseconds, as a training loop's copies are.
 //
 // `cpu` copies the CPU batch to the CPU (the walk only, no CUDA call): the meeting protocol's
 // test on machines without a GPU.
@@ -113,16 +117,19 @@ void write_times(std::ofstream& out, const char* name, const std::vector<double>
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 7) fail(2, "usage: RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON");
+  if (argc != 7 && argc != 8)
+    fail(2, "usage: RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON [RUN]");
   const int rank = std::atoi(argv[1]);
   const int ranks = std::atoi(argv[2]);
   const std::string name = argv[3];
   const std::string direction = argv[4];
   const int64_t iterations = std::atoll(argv[5]);
-  if (ranks < 1 || rank < 0 || rank >= ranks || iterations < 1 || name.empty() || name[0] != '/' ||
-      (direction != "h2d" && direction != "d2h" && direction != "cpu"))
+  const int64_t run = argc == 8 ? std::atoll(argv[7]) : 1;
+  if (ranks < 1 || rank < 0 || rank >= ranks || iterations < 1 || run < 1 || name.empty() ||
+      name[0] != '/' || (direction != "h2d" && direction != "d2h" && direction != "cpu"))
     fail(2,
-         "bad arguments (RANK in [0, RANKS), ITERATIONS >= 1, SHM_NAME like /name, h2d|d2h|cpu)");
+         "bad arguments (RANK in [0, RANKS), ITERATIONS and RUN >= 1, SHM_NAME like /name, "
+         "h2d|d2h|cpu)");
   try {
     c10::IValue data = mtc::microbench::make_reference_batch();
     c10::Device target(c10::kCPU);
@@ -146,7 +153,8 @@ int main(int argc, char** argv) {
     for (int64_t i = 1; i <= iterations; ++i) {
       if (rank == 0) {
         m->done.store(0);
-        m->who.store((coin() & 1) ? -1 : static_cast<int>(coin() % static_cast<unsigned>(ranks)));
+        if ((i - 1) % run == 0)
+          m->who.store((coin() & 1) ? -1 : static_cast<int>(coin() % static_cast<unsigned>(ranks)));
         m->generation.store(i, std::memory_order_release);
       } else {
         wait_for([&] { return m->generation.load(std::memory_order_acquire) == i; }, "rank 0");

@@ -44,7 +44,8 @@ enum Mode : int64_t {
   kOnePoolForAll = 1,
   kAlone = 2,
   kAloneOnTheBenchmarksThread = 3,
-  kEveryGpuOrOneAlone = 4
+  kEveryGpuOrOneAlone = 4,
+  kEveryGpuOrOneAloneInRuns = 5
 };
 
 // What else a benchmark changes, to tell causes apart in one process: nothing; the engine's pool
@@ -129,8 +130,9 @@ void copy_on_this_thread(benchmark::State& state, const c10::IValue& data, bool 
 // 2 GPU 0 alone (from a thread released as the others are), 3 GPU 0 alone from the benchmark's
 // own thread (as BM_EngineCopy: on 2026-11-26 mode 2's GPU->CPU copy took 248 us there against
 // BM_EngineCopy's 171, unexplained), 4 a worker pool per GPU, each iteration at random every GPU
-// or one GPU alone (each GPU against its own time alone, at the same moments: gpuK_alone_us); how
-// long idle workers spin, in us: 200 (the default), 2000 (a worker that walked its part early
+// or one GPU alone (each GPU against its own time alone, at the same moments: gpuK_alone_us), 5
+// the same in runs of 32 iterations (each kind a steady back-to-back loop, as in modes 0 and 2);
+// how long idle workers spin, in us: 200 (the default), 2000 (a worker that walked its part early
 // then no longer sleeps before the next copy; on four GPUs the cycle outlasts 200 us) or 0; a
 // Variant (kAsIs for modes 0-3 at 200 and 2000 us, and 0 and 2 at 0 us; CPU->GPU with a pool per
 // GPU and alone at 200 us also with the TensorImpl pool off and with Dict[str, Any] batches;
@@ -173,7 +175,9 @@ void BM_MultiGpuCopy(benchmark::State& state) {
                                           std::chrono::duration<double>(t1 - t0).count());
         return seconds;
       },
-      /*mix_alone=*/mode == kEveryGpuOrOneAlone);
+      /*mix_block=*/mode == kEveryGpuOrOneAlone ? 1
+      : mode == kEveryGpuOrOneAloneInRuns       ? 32
+                                                : 0);
   if (run.slowest.empty()) return;
   for (size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);
   stats[0].report(state);
@@ -186,7 +190,7 @@ BENCHMARK(BM_MultiGpuCopy)
                    {mtc::detail::WorkerPool::kDefaultSpin.count(), 2000},
                    {kAsIs}})
     ->ArgsProduct({{0}, {kPoolPerDevice, kAlone}, {200}, {kNoImplPool, kAnyValues}})
-    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAlone}, {200}, {kAsIs}})
+    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAlone, kEveryGpuOrOneAloneInRuns}, {200}, {kAsIs}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0, 200}, {kNoEarlyWakes}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0}, {kAsIs}})
     ->UseManualTime()

@@ -16,7 +16,7 @@
 namespace mtc::microbench {
 
 ReleasedRun run_released(benchmark::State& state, int gpus, const std::function<double(int)>& work,
-                         bool mix_alone) {
+                         int mix_block) {
   ReleasedRun run;
   run.seconds.resize(static_cast<size_t>(gpus));
   run.alone.resize(static_cast<size_t>(gpus));
@@ -51,10 +51,12 @@ ReleasedRun run_released(benchmark::State& state, int gpus, const std::function<
     });
   }
   std::mt19937 coin(2026);
+  int alone = -1;
+  int64_t iteration = 0;
   for (auto _ : state) {
     finished.store(0);
-    const int alone =
-        mix_alone && (coin() & 1) ? static_cast<int>(coin() % static_cast<unsigned>(gpus)) : -1;
+    if (mix_block > 0 && iteration++ % mix_block == 0)
+      alone = (coin() & 1) ? static_cast<int>(coin() % static_cast<unsigned>(gpus)) : -1;
     only.store(alone, std::memory_order_relaxed);  // published by the generation's release
     generation.fetch_add(1, std::memory_order_acq_rel);
     while (finished.load(std::memory_order_acquire) < gpus) mtc::detail::cpu_relax();

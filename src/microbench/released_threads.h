@@ -23,11 +23,13 @@ struct ReleasedRun {
 // wake-ups would spread them by tens). The iteration's time is the slowest thread's. Whatever
 // work(g) leaves in its own scope is dropped before the thread reports the iteration done, so
 // the next one starts with every thread ready. The first exception stops the benchmark with
-// SkipWithError naming the GPU. With mix_alone, each iteration is at random either every thread
-// or one thread chosen at random: every GPU's time alone and with the others, measured at the
-// same moments of the host (a GPU may be slower than GPU 0 alone by its own place on the host).
+// SkipWithError naming the GPU. With mix_block > 0, each run of mix_block iterations is at random
+// either every thread or one thread chosen at random: every GPU's time alone and with the
+// others, measured at nearby moments of the host (a GPU may be slower than GPU 0 alone by its own
+// place on the host). With 1 a GPU's copies come irregularly; with tens, each kind is a steady
+// back-to-back loop for a few milliseconds, as a training loop's copies are.
 ReleasedRun run_released(benchmark::State& state, int gpus, const std::function<double(int)>& work,
-                         bool mix_alone = false);
+                         int mix_block = 0);
 
 // Counters gpuK_us (each GPU's median with every GPU), slowest_us (the median of the slowest per
 // iteration) and, where there are times alone, gpuK_alone_us.

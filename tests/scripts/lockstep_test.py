@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """mtc_lockstep_copies and scripts/lockstep_summary.py without a GPU: three processes meet for
 every iteration (the `cpu` direction: the walk only), every rank copies in the same iterations
-and one rank in each of the others; the summary's ratios on synthetic times whose truth is known; bad
+and one rank in each of the others (drawn per iteration, or per run of iterations); the summary's ratios on synthetic times whose truth is known; bad
 arguments exit 2, and a rank whose peers never come exits 3 instead of hanging.
 
     python3 tests/scripts/lockstep_test.py BUILD_DIR/mtc_lockstep_copies
@@ -40,6 +40,16 @@ def main(binary):
             assert len(r["all_us"]) == together and r["alone_us"], r  # ~20 alone each
         code, out = summarize("CPU", [tmp / f"r{r}.json" for r in range(3)])
         assert code == 0 and "3 processes: each GPU" in out, out
+
+        # Runs of 10: who copies is drawn once per 10 iterations.
+        procs = [subprocess.Popen([binary, str(r), "2", name, "cpu", "100", str(tmp / f"q{r}.json"), "10"],
+                                  stderr=subprocess.PIPE, text=True) for r in range(2)]
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+        runs = [json.loads((tmp / f"q{r}.json").read_text()) for r in range(2)]
+        for r in runs:
+            assert len(r["all_us"]) % 10 == 0 and len(r["alone_us"]) % 10 == 0, r
 
         # Known truth: rank 0 alone 100 us, together 110; rank 1 alone 125, together 130.
         (tmp / "s0.json").write_text(json.dumps({"rank": 0, "all_us": [109, 110, 111], "alone_us": [99, 100, 101, 500]}))
