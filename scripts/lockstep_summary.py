@@ -17,6 +17,12 @@ import sys
 def main(label, paths):
     ranks = [json.load(open(p)) for p in paths]
     ranks.sort(key=lambda r: r["rank"])
+    if [r["rank"] for r in ranks] != list(range(len(ranks))):
+        print(f"{label}: ranks {[r['rank'] for r in ranks]}, not 0 to {len(ranks) - 1}", file=sys.stderr)
+        return 1
+    if len({len(r["all_us"]) for r in ranks}) > 1:
+        print(f"{label}: the ranks copied together a different number of times", file=sys.stderr)
+        return 1
     if any(not r.get("all_us") or not r.get("alone_us") for r in ranks):
         print(f"{label}: a rank has no copies of one kind; nothing to compare", file=sys.stderr)
         return 1

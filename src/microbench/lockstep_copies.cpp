@@ -2,14 +2,15 @@
 // shares, told apart from what one process shares. BM_MultiGpuCopy releases a thread per GPU of
 // one process at once; scripts/gpu-check-multi.sh's `procs` label starts a process per GPU but
 // lets their copies drift apart, so its ratios also differ by how much the copies overlapped.
-// Here the processes meet in shared memory before every iteration, and rank 0 picks at random
-// whether every rank copies or one rank alone (itself chosen at random): both kinds of iteration
-// fall on the same processes and the same moments of the host, and each GPU is compared with its
-// own time alone (a GPU may be slower than GPU 0 by its own place on the host).
+// Here the processes meet in shared memory before every iteration, and rank 0 draws whether every
+// rank copies or one rank alone (AloneDraw: equal shares, random order): both kinds of iteration
+// fall on the same processes and nearby moments of the host, and each GPU is compared with its
+// own time alone (a GPU may be slower than GPU 0 by its own place on the host). Ranks that do not
+// copy in an iteration spin meanwhile, as the threads of BM_MultiGpuCopy's modes 4 and 5 do.
 //
 //   mtc_lockstep_copies RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON [RUN]
 //
-// RUN (default 1): the kind of iteration is drawn for runs of RUN iterations. With 1 a rank's
+// RUN (default 1): the kind of iteration is drawn once per run of RUN iterations. With 1 a rank's
 // copies come irregularly (its workers often asleep); with tens, each kind is a steady loop for a
 // few milliseconds, as a training loop's copies are.
 //
@@ -18,9 +19,11 @@
 //
 // Start RANKS processes in any order (the others wait for rank 0's shared memory), each on its
 // own GPU: CUDA_VISIBLE_DEVICES=g, so each copies on its device 0 as a training job would. Each
-// writes {"rank", "all_us", "alone_us"} (its copy times, us: with every rank, alone) to OUT_JSON. A
-// rank that waits longer than MTC_LOCKSTEP_WAIT_S seconds (default 60) for the others exits with 3;
-// bad arguments exit with 2. Rank 0 removes the shared memory at the end.
+// writes {"rank", "all_us", "alone_us"} (its copy times, us: with every rank, alone) to OUT_JSON.
+// Exit codes: 1 a copy failed; 2 bad arguments or setup (no CUDA device, the shared memory, the
+// output file); 3 a rank waited longer than MTC_LOCKSTEP_WAIT_S seconds (default 60) for the
+// others. Rank 0 removes the shared memory's name once every rank has mapped it, so a failed run
+// leaves none behind past that point.
 #include <c10/cuda/CUDAFunctions.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -39,6 +42,7 @@
 #include <thread>
 #include <vector>
 
+#include "alone_draw.h"
 #include "bench_support.h"
 #include "detail/worker_pool.h"
 #include "mtc/copier.h"
@@ -90,22 +94,26 @@ Meeting* meet(const std::string& name, bool create) {
   return static_cast<Meeting*>(at);  // zero-filled by ftruncate: every count starts at 0
 }
 
-// Spins until `ok()`, giving up after patience() (a rank died).
+// Spins until `ok()`, giving up after patience() (a rank died). Yields the CPU now and then, so
+// that ranks sharing fewer cores than they are (the 2-core CI machine) still make progress.
 template <class Ok>
 void wait_for(Ok ok, const char* what) {
   const auto deadline = Clock::now() + patience();
-  while (!ok()) {
+  for (int64_t spins = 1; !ok(); ++spins) {
     mtc::detail::cpu_relax();
-    if (Clock::now() > deadline) fail(3, std::string("gave up waiting for ") + what);
+    if (spins % 1024 == 0) {
+      std::this_thread::yield();
+      if (Clock::now() > deadline) fail(3, std::string("gave up waiting for ") + what);
+    }
   }
 }
 
+// The handle and the result are dropped after the clock, as in BM_MultiGpuCopy.
 double copy_once(const c10::IValue& data, const c10::Device& target) {
   const auto t0 = Clock::now();
   mtc::CopyHandle handle = mtc::start_copy(data, target);
   const c10::IValue out = handle.get();
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-  // The handle and the result go after the clock, as in BM_MultiGpuCopy.
 }
 
 void write_times(std::ofstream& out, const char* name, const std::vector<double>& us) {
@@ -148,13 +156,13 @@ int main(int argc, char** argv) {
     Meeting* m = meet(name, rank == 0);
     m->ready.fetch_add(1);
     wait_for([&] { return m->ready.load() == ranks; }, "every rank's warm-up");
-    std::mt19937_64 coin(12345);
+    if (rank == 0) shm_unlink(name.c_str());  // every rank has it mapped
+    mtc::microbench::AloneDraw draw(ranks, std::random_device{}());
     std::vector<double> all_us, alone_us;
     for (int64_t i = 1; i <= iterations; ++i) {
       if (rank == 0) {
         m->done.store(0);
-        if ((i - 1) % run == 0)
-          m->who.store((coin() & 1) ? -1 : static_cast<int>(coin() % static_cast<unsigned>(ranks)));
+        if ((i - 1) % run == 0) m->who.store(draw.next());
         m->generation.store(i, std::memory_order_release);
       } else {
         wait_for([&] { return m->generation.load(std::memory_order_acquire) == i; }, "rank 0");
@@ -170,7 +178,6 @@ int main(int argc, char** argv) {
         wait_for([&] { return m->done.load(std::memory_order_acquire) == ranks; },
                  "the iteration's copies");
     }
-    if (rank == 0) shm_unlink(name.c_str());
     std::ofstream out(argv[6]);
     out << "{\"rank\": " << rank << ", ";
     write_times(out, "all_us", all_us);

@@ -62,6 +62,8 @@ enum Variant : int64_t {
   kNoEarlyWakes = 4
 };
 
+// Sets what a variant changes, and puts back what was there (the environment's settings, such as
+// MTC_WORKER_ANTICIPATE=0, hold for the benchmarks that run after it).
 struct VariantScope {
   explicit VariantScope(Variant v) : variant(v) {
     if (v == kNoImplPool) mtc::detail::impl_pool::set_enabled(false);
@@ -70,10 +72,12 @@ struct VariantScope {
   VariantScope(const VariantScope&) = delete;  // restores once
   VariantScope& operator=(const VariantScope&) = delete;
   ~VariantScope() {
-    mtc::detail::impl_pool::set_enabled(true);
-    if (variant == kNoEarlyWakes) mtc::detail::WorkerPoolSet::instance().set_anticipate(true);
+    mtc::detail::impl_pool::set_enabled(pool_was_on);
+    mtc::detail::WorkerPoolSet::instance().set_anticipate(anticipated);
   }
   Variant variant;
+  bool pool_was_on = mtc::detail::impl_pool::enabled();
+  bool anticipated = mtc::detail::WorkerPoolSet::instance().anticipate();
 };
 
 // Each GPU's own reference batch: on the CPU for CPU->GPU, on that GPU for GPU->CPU (made once).
@@ -91,7 +95,7 @@ const c10::IValue& input_for(int gpu, bool h2d, bool any_values = false) {
 }
 
 // The process's pools as one benchmark wants them (one pool for all or not, how long idle workers
-// spin), back to the defaults when it ends, however it ends.
+// spin), back to what they were (MTC_WORKER_SPIN_US's spin, say) when it ends, however it ends.
 struct PoolSettings {
   PoolSettings(bool one_pool_for_all, std::chrono::microseconds spin) {
     mtc::detail::WorkerPoolSet::instance().set_one_pool_for_all(one_pool_for_all);
@@ -101,8 +105,9 @@ struct PoolSettings {
   PoolSettings& operator=(const PoolSettings&) = delete;
   ~PoolSettings() {
     mtc::detail::WorkerPoolSet::instance().set_one_pool_for_all(false);
-    mtc::detail::WorkerPoolSet::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);
+    mtc::detail::WorkerPoolSet::instance().set_spin(spin_before);
   }
+  std::chrono::microseconds spin_before = mtc::detail::WorkerPoolSet::instance().spin();
 };
 
 // GPU 0's copies from the calling thread, timed as BM_MultiGpuCopy's threads time theirs.
@@ -130,7 +135,7 @@ void copy_on_this_thread(benchmark::State& state, const c10::IValue& data, bool 
 // 2 GPU 0 alone (from a thread released as the others are), 3 GPU 0 alone from the benchmark's
 // own thread (as BM_EngineCopy: on 2026-11-26 mode 2's GPU->CPU copy took 248 us there against
 // BM_EngineCopy's 171, unexplained), 4 a worker pool per GPU, each iteration at random every GPU
-// or one GPU alone (each GPU against its own time alone, at the same moments: gpuK_alone_us), 5
+// or one GPU alone (each GPU against its own time alone, at nearby moments: gpuK_alone_us), 5
 // the same in runs of 32 iterations (each kind a steady back-to-back loop, as in modes 0 and 2);
 // how long idle workers spin, in us: 200 (the default), 2000 (a worker that walked its part early
 // then no longer sleeps before the next copy; on four GPUs the cycle outlasts 200 us) or 0; a
@@ -162,23 +167,25 @@ void BM_MultiGpuCopy(benchmark::State& state) {
   std::vector<mtc::microbench::StatsSum> stats(static_cast<size_t>(gpus));
   ReleasedRun run = run_released(
       state, gpus,
-      [&](int g) {
+      [&](int g, bool alone) {
         const auto device = static_cast<c10::DeviceIndex>(g);
         const c10::Device target = h2d ? c10::Device(c10::kCUDA, device) : c10::Device(c10::kCPU);
+        const c10::IValue& data = input_for(g, h2d, any);
         // The handle and the result go at the end of this scope: after the clock.
         const auto t0 = Clock::now();
-        mtc::CopyHandle handle = mtc::start_copy(input_for(g, h2d, any), target);
+        mtc::CopyHandle handle = mtc::start_copy(data, target);
         const auto t1 = Clock::now();
         const c10::IValue out = handle.get();
         const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-        stats[static_cast<size_t>(g)].add(handle.stats(),
-                                          std::chrono::duration<double>(t1 - t0).count());
+        // The engine's steps of the copies with every GPU only (modes 4 and 5 run both kinds).
+        if (!alone)
+          stats[static_cast<size_t>(g)].add(handle.stats(),
+                                            std::chrono::duration<double>(t1 - t0).count());
         return seconds;
       },
       /*mix_block=*/mode == kEveryGpuOrOneAlone ? 1
       : mode == kEveryGpuOrOneAloneInRuns       ? 32
                                                 : 0);
-  if (run.slowest.empty()) return;
   for (size_t g = 1; g < stats.size(); ++g) stats[0].merge(stats[g]);
   stats[0].report(state);
   report_released(state, run);
@@ -254,9 +261,9 @@ double walk_part(int gpu, Variant variant) {
   mtc::CopyStats stats;
   mtc::detail::LeafRouter router(target, options, stats);
   c10::IValue result;  // dropped after the clock, by this thread
+  const c10::IValue& data = input_for(gpu, true, variant == kAnyValues);
   const auto t0 = Clock::now();
-  mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(
-      input_for(gpu, true, variant == kAnyValues), result);
+  mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(data, result);
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
@@ -269,16 +276,15 @@ void BM_MultiGpuParts(benchmark::State& state) {
   for (int g = 0; g < gpus; ++g)
     driver ? (void)driver_side(g) : (void)input_for(g, true, variant.variant == kAnyValues);
   std::vector<std::vector<double>> submits(static_cast<size_t>(gpus));
-  ReleasedRun run = run_released(state, gpus, [&](int g) {
+  ReleasedRun run = run_released(state, gpus, [&](int g, bool) {
     if (!driver) return walk_part(g, variant.variant);
     double submit = 0;
     const double seconds = driver_part(g, submit);
     submits[static_cast<size_t>(g)].push_back(submit);
     return seconds;
   });
-  if (run.slowest.empty()) return;
   report_released(state, run);
-  if (!driver) return;
+  if (!driver || run.slowest.empty()) return;
   std::vector<double> all;
   for (const auto& s : submits) all.insert(all.end(), s.begin(), s.end());
   state.counters["submit_us"] = median_of(all) * 1e6;

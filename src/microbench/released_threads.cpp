@@ -10,13 +10,14 @@
 #include <string>
 #include <thread>
 
+#include "alone_draw.h"
 #include "bench_support.h"
 #include "detail/worker_pool.h"
 
 namespace mtc::microbench {
 
-ReleasedRun run_released(benchmark::State& state, int gpus, const std::function<double(int)>& work,
-                         int mix_block) {
+ReleasedRun run_released(benchmark::State& state, int gpus,
+                         const std::function<double(int, bool)>& work, int mix_block) {
   ReleasedRun run;
   run.seconds.resize(static_cast<size_t>(gpus));
   run.alone.resize(static_cast<size_t>(gpus));
@@ -38,9 +39,9 @@ ReleasedRun run_released(benchmark::State& state, int gpus, const std::function<
         const int alone = only.load(std::memory_order_relaxed);
         try {
           if (alone < 0) {
-            run.seconds[static_cast<size_t>(g)].push_back(work(g));
+            run.seconds[static_cast<size_t>(g)].push_back(work(g, false));
           } else if (alone == g) {
-            run.alone[static_cast<size_t>(g)].push_back(work(g));
+            run.alone[static_cast<size_t>(g)].push_back(work(g, true));
           }
         } catch (const std::exception& e) {
           const std::lock_guard<std::mutex> lock(error_mutex);
@@ -50,13 +51,12 @@ ReleasedRun run_released(benchmark::State& state, int gpus, const std::function<
       }
     });
   }
-  std::mt19937 coin(2026);
-  int alone = -1;
+  AloneDraw draw(gpus, std::random_device{}());
+  int alone = AloneDraw::kEveryGpu;
   int64_t iteration = 0;
   for (auto _ : state) {
     finished.store(0);
-    if (mix_block > 0 && iteration++ % mix_block == 0)
-      alone = (coin() & 1) ? static_cast<int>(coin() % static_cast<unsigned>(gpus)) : -1;
+    if (mix_block > 0 && iteration++ % mix_block == 0) alone = draw.next();
     only.store(alone, std::memory_order_relaxed);  // published by the generation's release
     generation.fetch_add(1, std::memory_order_acq_rel);
     while (finished.load(std::memory_order_acquire) < gpus) mtc::detail::cpu_relax();
@@ -82,14 +82,13 @@ ReleasedRun run_released(benchmark::State& state, int gpus, const std::function<
 }
 
 void report_released(benchmark::State& state, ReleasedRun& run) {
-  if (run.slowest.empty()) return;
   for (size_t g = 0; g < run.seconds.size(); ++g) {
     if (!run.seconds[g].empty())
       state.counters["gpu" + std::to_string(g) + "_us"] = median_of(run.seconds[g]) * 1e6;
     if (!run.alone[g].empty())
       state.counters["gpu" + std::to_string(g) + "_alone_us"] = median_of(run.alone[g]) * 1e6;
   }
-  state.counters["slowest_us"] = median_of(run.slowest) * 1e6;
+  if (!run.slowest.empty()) state.counters["slowest_us"] = median_of(run.slowest) * 1e6;
 }
 
 }  // namespace mtc::microbench

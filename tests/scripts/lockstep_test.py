@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""mtc_lockstep_copies and scripts/lockstep_summary.py without a GPU: three processes meet for
-every iteration (the `cpu` direction: the walk only), every rank copies in the same iterations
-and one rank in each of the others (drawn per iteration, or per run of iterations); the summary's ratios on synthetic times whose truth is known; bad
-arguments exit 2, and a rank whose peers never come exits 3 instead of hanging.
+"""mtc_lockstep_copies and scripts/lockstep_summary.py without a GPU.
+
+Three processes meet for every iteration (the `cpu` direction: the walk only); every rank copies
+in some iterations and one rank alone in each of the others, in the balanced shares of the draw
+(per iteration, or per run of iterations). The summary's ratios on synthetic times whose truth
+is known, and its refusals. Bad arguments exit 2, and a rank whose peers never come exits 3
+instead of hanging.
 
     python3 tests/scripts/lockstep_test.py BUILD_DIR/mtc_lockstep_copies
 """
@@ -35,21 +38,24 @@ def main(binary):
         runs = [json.loads((tmp / f"r{r}.json").read_text()) for r in range(3)]
         together = len(runs[0]["all_us"])
         assert together + sum(len(r["alone_us"]) for r in runs) == 120, runs
-        assert 0 < together < 120, together  # a fair coin over 120 iterations
+        # Draws in cycles of 6 (every rank 3 times, each rank alone once): 60, and 20 each alone.
+        assert together == 60, together
         for r in runs:
-            assert len(r["all_us"]) == together and r["alone_us"], r  # ~20 alone each
+            assert len(r["all_us"]) == together and len(r["alone_us"]) == 20, r
         code, out = summarize("CPU", [tmp / f"r{r}.json" for r in range(3)])
         assert code == 0 and "3 processes: each GPU" in out, out
 
         # Runs of 10: who copies is drawn once per 10 iterations.
-        procs = [subprocess.Popen([binary, str(r), "2", name, "cpu", "100", str(tmp / f"q{r}.json"), "10"],
+        procs = [subprocess.Popen([binary, str(r), "2", name, "cpu", "80", str(tmp / f"q{r}.json"), "10"],
                                   stderr=subprocess.PIPE, text=True) for r in range(2)]
         for p in procs:
             _, err = p.communicate(timeout=120)
             assert p.returncode == 0, err
         runs = [json.loads((tmp / f"q{r}.json").read_text()) for r in range(2)]
-        for r in runs:
-            assert len(r["all_us"]) % 10 == 0 and len(r["alone_us"]) % 10 == 0, r
+        together = len(runs[0]["all_us"])
+        assert together == len(runs[1]["all_us"]), runs
+        # Two cycles of 4 runs (every rank twice, each rank alone once): 40, and 20 each alone.
+        assert together == 40 and all(len(r["alone_us"]) == 20 for r in runs), runs
 
         # Known truth: rank 0 alone 100 us, together 110; rank 1 alone 125, together 130.
         (tmp / "s0.json").write_text(json.dumps({"rank": 0, "all_us": [109, 110, 111], "alone_us": [99, 100, 101, 500]}))
@@ -58,9 +64,12 @@ def main(binary):
         assert code == 0, out
         assert ("CPU->GPU, one process per GPU, lock-stepped, 2 processes: each GPU 1.04-1.09x its own time alone "
                 "(100.5-125.0 us), 1.09-1.29x GPU 0 alone (3 iterations together, 5 alone)") in out, out
-        (tmp / "s1.json").write_text(json.dumps({"rank": 1, "all_us": [130], "alone_us": []}))
+        (tmp / "s1.json").write_text(json.dumps({"rank": 1, "all_us": [1, 2, 3], "alone_us": []}))
         code, out = summarize("CPU->GPU", [tmp / "s0.json", tmp / "s1.json"])
         assert code == 1 and "nothing to compare" in out, out
+        (tmp / "s1.json").write_text(json.dumps({"rank": 2, "all_us": [1, 2, 3], "alone_us": [1]}))
+        code, out = summarize("CPU->GPU", [tmp / "s0.json", tmp / "s1.json"])
+        assert code == 1 and "not 0 to 1" in out, out
 
         bad = subprocess.run([binary, "3", "2", name, "cpu", "10", str(tmp / "x.json")], capture_output=True, text=True)
         assert bad.returncode == 2 and "bad arguments" in bad.stderr, bad.stderr

@@ -60,6 +60,11 @@ def main():
         # Every GPU or one alone at random: GPU 1 is slower alone too.
         bench(f"BM_MultiGpuCopy/1/4/200/0/{suffix}", gpu0_us=110.0, gpu1_us=150.0, gpu0_alone_us=100.0,
               gpu1_alone_us=140.0, slowest_us=150.0),
+        # In runs of 32 (mode 5), CPU->GPU; a GPU without its time alone gives no line.
+        bench(f"BM_MultiGpuCopy/0/5/200/0/{suffix}", gpu0_us=120.0, gpu1_us=130.0, gpu0_alone_us=100.0,
+              gpu1_alone_us=100.0, slowest_us=135.0),
+        bench(f"BM_MultiGpuCopy/0/4/200/0/{suffix}", gpu0_us=120.0, gpu1_us=130.0, gpu0_alone_us=100.0,
+              slowest_us=135.0),
         # An errored benchmark is left out.
         dict(bench(f"BM_MultiGpuCopy/1/2/200/0/{suffix}", gpu0_us=1.0), error_occurred=True),
     ])
@@ -81,6 +86,9 @@ def main():
     assert ("CPU->GPU copy's parts, the driver's calls alone, every GPU at once in one process: each GPU "
             "1.20-1.50x GPU 0 alone (40.0 us); the calls before the wait 30.0 us against 20.0 alone") in out, out
     assert "the walk alone" not in out, out
+    assert ("CPU->GPU, every GPU at once in one process or one alone at random in runs of 32 copies: each GPU "
+            "1.20-1.30x its own time alone (100.0-100.0 us), 1.20-1.30x GPU 0 alone") in out, out
+    assert "CPU->GPU, every GPU at once in one process or one alone at random:" not in out, out
     assert ("GPU->CPU, every GPU at once in one process or one alone at random: each GPU 1.07-1.10x its own "
             "time alone (100.0-140.0 us), 1.10-1.50x GPU 0 alone") in out, out
     assert ("a worker pool per GPU, workers spin 200 us, TensorImpl pool off: each GPU 1.10-1.20x GPU 0 alone "

@@ -19,7 +19,7 @@ struct Shared {
   std::atomic<size_t> block_bytes{0};  // the size served, fixed by the first allocation
 };
 
-std::atomic<bool> enabled{true};
+std::atomic<bool> pool_on{true};
 
 // Never destroyed: threads may release blocks while the process exits.
 Shared& shared() {
@@ -84,7 +84,7 @@ void* allocate(size_t bytes) {
   Shared& s = shared();
   size_t served = s.block_bytes.load(std::memory_order_relaxed);
   if (served == 0 && s.block_bytes.compare_exchange_strong(served, bytes)) served = bytes;
-  if (bytes != served || t_exited || !enabled.load(std::memory_order_relaxed))
+  if (bytes != served || t_exited || !pool_on.load(std::memory_order_relaxed))
     return ::operator new(bytes);
   (void)&t_flusher;  // constructed on first use in this thread, flushes at its exit
   if (t_count == 0) {
@@ -109,7 +109,7 @@ void* allocate(size_t bytes) {
 void release(void* block, size_t bytes) noexcept {
   if (block == nullptr) return;
   if (bytes != shared().block_bytes.load(std::memory_order_relaxed) || t_exited ||
-      !enabled.load(std::memory_order_relaxed)) {
+      !pool_on.load(std::memory_order_relaxed)) {
     ::operator delete(block);
     return;
   }
@@ -119,7 +119,9 @@ void release(void* block, size_t bytes) noexcept {
   t_blocks[t_count++] = block;
 }
 
-void set_enabled(bool on) { enabled.store(on, std::memory_order_relaxed); }
+void set_enabled(bool on) { pool_on.store(on, std::memory_order_relaxed); }
+
+bool enabled() { return pool_on.load(std::memory_order_relaxed); }
 
 int64_t shared_blocks() {
   Shared& s = shared();

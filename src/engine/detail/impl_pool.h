@@ -29,6 +29,7 @@ void release(void* block, size_t bytes) noexcept;
 // on again, for measurements that compare the two in one process; on by default. Safe at any
 // time: the pool's blocks are operator new's.
 void set_enabled(bool on);
+bool enabled();
 
 // Blocks waiting in the shared list (for tests).
 int64_t shared_blocks();

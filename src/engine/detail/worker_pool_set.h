@@ -90,9 +90,11 @@ class WorkerPoolSet {
   // How long idle workers spin before sleeping, in every pool, the ones made later too (for
   // benchmarks that compare settings).
   void set_spin(std::chrono::microseconds spin);
+  std::chrono::microseconds spin() const { return std::chrono::microseconds(spin_us_.load()); }
   // Whether sleeping workers wake ahead of a forecast copy, in every pool, the ones made later
   // too (for benchmarks that compare settings).
   void set_anticipate(bool on);
+  bool anticipate() const { return anticipate_.load(); }
   // For benchmarks that compare the two designs in one process: while on, every device's copies
   // (and those of no device) use one pool of as many workers as all devices' pools together
   // (per_pool() for each device the process sees), made on first use and kept; off goes back to
