@@ -72,8 +72,8 @@ ReleasedRun run_released(benchmark::State& state, int gpus,
       longest = run.alone[static_cast<size_t>(alone)].back();
     } else {
       for (const auto& s : run.seconds) longest = std::max(longest, s.back());
+      run.slowest.push_back(longest);
     }
-    if (alone < 0) run.slowest.push_back(longest);
     state.SetIterationTime(longest);
   }
   quit.store(true);

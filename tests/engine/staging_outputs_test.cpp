@@ -224,6 +224,17 @@ TEST(Outputs, AliasStoragesAreForCpuStoragesOnly) {
   EXPECT_THROW(make_alias_storage(cuda), c10::Error);
 }
 
+// `count` output views of `storage`, shaped as `like`, made on a thread of their own (as a
+// pool worker makes a copy's outputs) and handed back to this one.
+std::vector<at::Tensor> views_made_on_another_thread(const c10::Storage& storage,
+                                                     const at::Tensor& like, int count) {
+  std::vector<at::Tensor> out;
+  std::thread([&] {
+    for (int i = 0; i < count; ++i) out.push_back(mtc::detail::make_view(storage, 0, like));
+  }).join();
+  return out;
+}
+
 // Outputs are usually made on a worker and freed on the caller's thread. The TensorImpls freed
 // on one thread go, in whole batches, to a shared list from which another thread that makes
 // outputs takes them back, and a thread that exits hands over the blocks it kept.
@@ -232,11 +243,7 @@ TEST(Outputs, TensorImplsFreedOnAnotherThreadAreReusedInBatches) {
   const at::Tensor like = at::ones({2});
   const c10::Storage storage = like.storage();
   constexpr int kCount = 1000;
-  auto make = [&](std::vector<at::Tensor>& out) {
-    for (int i = 0; i < kCount; ++i) out.push_back(make_view(storage, 0, like));
-  };
-  std::vector<at::Tensor> made;
-  std::thread(make, std::ref(made)).join();
+  std::vector<at::Tensor> made = views_made_on_another_thread(storage, like, kCount);
   std::set<const void*> impls;
   for (const at::Tensor& t : made) impls.insert(t.unsafeGetTensorImpl());
   const int64_t before = impl_pool::shared_blocks();
@@ -245,8 +252,8 @@ TEST(Outputs, TensorImplsFreedOnAnotherThreadAreReusedInBatches) {
   EXPECT_GE(handed, kCount - 2 * static_cast<int64_t>(impl_pool::kBatch));
   EXPECT_EQ(handed % static_cast<int64_t>(impl_pool::kBatch), 0);
 
-  std::vector<at::Tensor> again;
-  std::thread(make, std::ref(again)).join();  // takes batches back; at exit, hands over the rest
+  // Takes batches back; at exit, the thread hands over the rest.
+  const std::vector<at::Tensor> again = views_made_on_another_thread(storage, like, kCount);
   int reused = 0;
   for (const at::Tensor& t : again) reused += impls.count(t.unsafeGetTensorImpl()) ? 1 : 0;
   // The first blocks handed on may be ones this thread kept from earlier tests.
@@ -295,23 +302,16 @@ TEST(Outputs, TensorImplPoolCanBeTurnedOffAndOnAgain) {
   const at::Tensor like = at::ones({2});
   const c10::Storage storage = like.storage();
   constexpr int kCount = 1000;
-  auto make = [&](std::vector<at::Tensor>& out) {
-    for (int i = 0; i < kCount; ++i) out.push_back(make_view(storage, 0, like));
-  };
-  std::vector<at::Tensor> made_on;
-  std::thread(make, std::ref(made_on)).join();
+  std::vector<at::Tensor> made_on = views_made_on_another_thread(storage, like, kCount);
   impl_pool::set_enabled(false);
   EXPECT_FALSE(impl_pool::enabled());
   const int64_t before = impl_pool::shared_blocks();
   made_on.clear();
-  std::vector<at::Tensor> made_off;
-  std::thread(make, std::ref(made_off)).join();
-  made_off.clear();
+  views_made_on_another_thread(storage, like, kCount);  // and freed here at once
   EXPECT_EQ(impl_pool::shared_blocks(), before);
   impl_pool::set_enabled(true);
   EXPECT_TRUE(impl_pool::enabled());
-  std::vector<at::Tensor> made_again;
-  std::thread(make, std::ref(made_again)).join();
+  std::vector<at::Tensor> made_again = views_made_on_another_thread(storage, like, kCount);
   const int64_t made = impl_pool::shared_blocks();
   made_again.clear();  // on again: this thread hands most of them on
   EXPECT_GE(impl_pool::shared_blocks() - made,
