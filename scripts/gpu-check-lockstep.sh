@@ -5,12 +5,16 @@
 # the engine's tests.
 #   - in one process: mtc_engine_bench's BM_MultiGpuCopy, a thread per GPU (a worker pool per
 #     GPU), CPU->GPU and GPU->CPU: every GPU against GPU 0 alone (modes 0 and 2), and every GPU
-#     or one alone drawn at random for each iteration (mode 4) or run of 32 (mode 5); five
-#     repetitions in random interleaving;
-#   - one process per GPU: mtc_lockstep_copies, CUDA_VISIBLE_DEVICES=g each, ITERATIONS
-#     iterations (default 2000), every GPU at once or one GPU alone, drawn at random for each run
-#     of MTC_LOCKSTEP_RUN iterations (default 32: each kind a steady loop, as a training loop's).
-# Both with every GPU of the host, then (on a host with more than two) with GPUs 0 and 1.
+#     or one alone drawn at random for each iteration (mode 4) or run of 32 (mode 5), mode 5 also
+#     in training steps with a sleeping and a busy gap (variants 5 and 6); five repetitions in
+#     random interleaving;
+#   - one process per GPU: mtc_lockstep_copies, CUDA_VISIBLE_DEVICES=g each, every GPU at once or
+#     one GPU alone, drawn at random for each run of MTC_LOCKSTEP_RUN iterations (default 32: each
+#     kind a steady loop, as a training loop's): ITERATIONS iterations (default 2000) of the hot
+#     pattern, half as many training steps with each gap (2 ms each, outside the clock).
+# Both with every GPU of the host, then (on a host with more than two) with GPUs 0 and 1. The
+# host's CPU topology (sockets, cores, threads per core) heads the lines: it says whether threads
+# of several GPUs can share a core.
 # MTC_LOCKSTEP_FILTER replaces the in-process benchmarks' filter (other modes, spins, variants).
 # Appends its lines to OUT_DIR/engine_bench.md and writes lockstep.json (every rank's times).
 #
@@ -29,6 +33,10 @@ if (( gpus < 2 )); then
 fi
 status=0
 times="$(mktemp -d)"
+{
+  echo "--- CPU topology"
+  lscpu | grep -E '^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA node)' | sed 's/  */ /g'
+} | tee -a "$out/engine_bench.md"
 # Every GPU of the host, then the first two on a host with more (a 2-GPU figure from the same call).
 counts=("$gpus")
 (( gpus > 2 )) && counts+=(2)
@@ -37,24 +45,28 @@ for n in "${counts[@]}"; do
   echo "--- $n GPUs ($visible)" | tee -a "$out/engine_bench.md"
   CUDA_VISIBLE_DEVICES=$visible "$build/mtc_engine_bench" --benchmark_repetitions=5 \
     --benchmark_report_aggregates_only=true --benchmark_enable_random_interleaving=true \
-    --benchmark_filter="${MTC_LOCKSTEP_FILTER:-BM_MultiGpuCopy/[01]/[0245]/200/0/}" \
+    --benchmark_filter="${MTC_LOCKSTEP_FILTER:-BM_MultiGpuCopy/[01]/([0245]/200/0|5/200/[56])/}" \
     --benchmark_out="$times/in-process.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
   "$python" scripts/summarize-microbench.py "$times/in-process.json" | tee -a "$out/engine_bench.md"
   rm -f "$times/in-process.json"
-  for direction in h2d d2h; do
-    name="/mtc-lockstep-$$-$n-$direction"
-    rm -f "/dev/shm${name}"
-    pids=()
-    for g in $(seq 0 $((n - 1))); do
-      CUDA_VISIBLE_DEVICES=$g timeout 300 "$build/mtc_lockstep_copies" "$g" "$n" "$name" \
-        "$direction" "$iterations" "$times/$n-$direction-$g.json" "$run" &
-      pids+=($!)
+  for pattern in hot step-sleep step-busy; do
+    count=$([[ $pattern == hot ]] && echo "$iterations" || echo $((iterations / 2)))
+    for direction in h2d d2h; do
+      key="$n-$direction-$pattern"
+      name="/mtc-lockstep-$$-$key"
+      rm -f "/dev/shm${name}"
+      pids=()
+      for g in $(seq 0 $((n - 1))); do
+        CUDA_VISIBLE_DEVICES=$g timeout 300 "$build/mtc_lockstep_copies" "$g" "$n" "$name" \
+          "$direction" "$count" "$times/$key-$g.json" "$run" "$pattern" &
+        pids+=($!)
+      done
+      for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+      rm -f "/dev/shm${name}"
+      label="$([[ $direction == h2d ]] && echo "CPU->GPU" || echo "GPU->CPU") $pattern"
+      "$python" scripts/lockstep_summary.py "$label" "$times/$key"-*.json \
+        | tee -a "$out/engine_bench.md" || status=1
     done
-    for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-    rm -f "/dev/shm${name}"
-    label=$([[ $direction == h2d ]] && echo "CPU->GPU" || echo "GPU->CPU")
-    "$python" scripts/lockstep_summary.py "$label" "$times/$n-$direction"-*.json \
-      | tee -a "$out/engine_bench.md" || status=1
   done
 done
 "$python" - "$times" "$out/lockstep.json" <<'PY'

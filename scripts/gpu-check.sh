@@ -32,9 +32,9 @@
 #   (a worker pool per GPU; one pool shared by all; workers that spin 2 ms), and one process per
 #   GPU (multi.md, multi-reports.tar.gz).
 # "lockstep" (a host with two or more GPUs): the engine's tests, then
-#   scripts/gpu-check-lockstep.sh: every GPU at once against GPU 0 alone, in one process (a
-#   thread per GPU) and in one process per GPU, every copy released at the same moment in both
-#   (engine_bench.md, lockstep.json).
+#   scripts/gpu-check-lockstep.sh: every GPU at once against its own time alone (and GPU 0's),
+#   in one process (a thread per GPU) and in one process per GPU, every copy released at the same
+#   moment in both, hot and in training steps (engine_bench.md, lockstep.json).
 # "repeat" builds mtc-bench only and runs it N times (at most 7) one process after another, by
 #   default on configs/streampetr.json, writing run-I.json for each (scripts/repeatability.py
 #   compares them).

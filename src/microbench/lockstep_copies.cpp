@@ -8,11 +8,13 @@
 // own time alone (a GPU may be slower than GPU 0 by its own place on the host). Ranks that do not
 // copy in an iteration spin meanwhile, as the threads of BM_MultiGpuCopy's modes 4 and 5 do.
 //
-//   mtc_lockstep_copies RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON [RUN]
+//   mtc_lockstep_copies RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON [RUN [PATTERN]]
 //
 // RUN (default 1): the kind of iteration is drawn once per run of RUN iterations. With 1 a rank's
 // copies come irregularly (its workers often asleep); with tens, each kind is a steady loop for a
-// few milliseconds, as a training loop's copies are.
+// few milliseconds, as a training loop's copies are. PATTERN (loop_copies.h): hot (the default),
+// step-sleep or step-busy: training steps, each rank's gap starting when the iteration is
+// released, its copy timed after it.
 //
 // `cpu` copies the CPU batch to the CPU (the walk only, no CUDA call): the meeting protocol's
 // test on machines without a GPU.
@@ -45,7 +47,7 @@
 #include "alone_draw.h"
 #include "bench_support.h"
 #include "detail/worker_pool.h"
-#include "mtc/copier.h"
+#include "loop_copies.h"
 #include "reference_batch.h"
 
 namespace {
@@ -108,14 +110,6 @@ void wait_for(Ok ok, const char* what) {
   }
 }
 
-// The handle and the result are dropped after the clock, as in BM_MultiGpuCopy.
-double copy_once(const c10::IValue& data, const c10::Device& target) {
-  const auto t0 = Clock::now();
-  mtc::CopyHandle handle = mtc::start_copy(data, target);
-  const c10::IValue out = handle.get();
-  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-}
-
 void write_times(std::ofstream& out, const char* name, const std::vector<double>& us) {
   out << '"' << name << "\": [";
   for (size_t i = 0; i < us.size(); ++i) out << (i ? ", " : "") << us[i];
@@ -125,33 +119,42 @@ void write_times(std::ofstream& out, const char* name, const std::vector<double>
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 7 && argc != 8)
-    fail(2, "usage: RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON [RUN]");
+  if (argc < 7 || argc > 9)
+    fail(2, "usage: RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON [RUN [PATTERN]]");
   const int rank = std::atoi(argv[1]);
   const int ranks = std::atoi(argv[2]);
   const std::string name = argv[3];
   const std::string direction = argv[4];
   const int64_t iterations = std::atoll(argv[5]);
-  const int64_t run = argc == 8 ? std::atoll(argv[7]) : 1;
+  const int64_t run = argc >= 8 ? std::atoll(argv[7]) : 1;
+  mtc::microbench::LoopPattern pattern = mtc::microbench::LoopPattern::kHot;
+  try {
+    if (argc == 9) pattern = mtc::microbench::loop_pattern_from_name(argv[8]);
+  } catch (const std::exception& e) {
+    fail(2, e.what());
+  }
   if (ranks < 1 || rank < 0 || rank >= ranks || iterations < 1 || run < 1 || name.empty() ||
       name[0] != '/' || (direction != "h2d" && direction != "d2h" && direction != "cpu"))
     fail(2,
          "bad arguments (RANK in [0, RANKS), ITERATIONS and RUN >= 1, SHM_NAME like /name, "
          "h2d|d2h|cpu)");
   try {
-    c10::IValue data = mtc::microbench::make_reference_batch();
     c10::Device target(c10::kCPU);
     if (direction != "cpu") {
       if (c10::cuda::device_count() < 1) fail(2, "no CUDA device");
       c10::cuda::set_device(0);
-      if (direction == "h2d") {
-        target = c10::Device(c10::kCUDA, 0);
-      } else {
-        data = mtc::microbench::map_to(data, c10::Device(c10::kCUDA, 0));
-        c10::cuda::device_synchronize();
-      }
+      if (direction == "h2d") target = c10::Device(c10::kCUDA, 0);
     }
-    for (int i = 0; i < 50; ++i) copy_once(data, target);  // pools, pinned memory, allocator
+    std::vector<c10::IValue> inputs;
+    for (int i = 0; i < mtc::microbench::inputs_for(pattern); ++i) {
+      inputs.push_back(mtc::microbench::make_reference_batch());
+      if (direction == "d2h")
+        inputs.back() = mtc::microbench::map_to(inputs.back(), c10::Device(c10::kCUDA, 0));
+    }
+    if (direction == "d2h") c10::cuda::device_synchronize();
+    mtc::microbench::LoopCopies loop(std::move(inputs), target, pattern);
+    // The pools, pinned memory and allocator; for steps, the pool's forecast of the next copy.
+    for (int i = 0; i < (pattern == mtc::microbench::LoopPattern::kHot ? 50 : 10); ++i) loop.copy();
 
     Meeting* m = meet(name, rank == 0);
     m->ready.fetch_add(1);
@@ -169,9 +172,9 @@ int main(int argc, char** argv) {
       }
       const int who = m->who.load();
       if (who < 0) {
-        all_us.push_back(copy_once(data, target));
+        all_us.push_back(loop.copy().seconds * 1e6);
       } else if (who == rank) {
-        alone_us.push_back(copy_once(data, target));
+        alone_us.push_back(loop.copy().seconds * 1e6);
       }
       m->done.fetch_add(1, std::memory_order_acq_rel);
       if (rank == 0)

@@ -26,6 +26,7 @@
 #include "detail/leaf_router.h"
 #include "detail/structure.h"
 #include "detail/worker_pool_set.h"
+#include "loop_copies.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
 #include "released_threads.h"
@@ -53,14 +54,24 @@ enum Mode : int64_t {
 // type without a reference count, where every Dict[str, Tensor] copies TensorType's, one for
 // the whole process); to the CPU (BM_MultiGpuParts's walk only: new containers around the same
 // tensors, no output TensorImpl); workers that never wake ahead of a forecast copy
-// (WorkerPoolSet::set_anticipate(false), as MTC_WORKER_ANTICIPATE=0).
+// (WorkerPoolSet::set_anticipate(false), as MTC_WORKER_ANTICIPATE=0); training steps instead of
+// the hot pattern, with a sleeping or a busy gap (LoopPattern: the targets of several GPUs are
+// stated for both patterns).
 enum Variant : int64_t {
   kAsIs = 0,
   kNoImplPool = 1,
   kAnyValues = 2,
   kContainersOnly = 3,
-  kNoEarlyWakes = 4
+  kNoEarlyWakes = 4,
+  kStepSleep = 5,
+  kStepBusy = 6
 };
+
+mtc::microbench::LoopPattern pattern_of(Variant v) {
+  if (v == kStepSleep) return mtc::microbench::LoopPattern::kStepSleep;
+  if (v == kStepBusy) return mtc::microbench::LoopPattern::kStepBusy;
+  return mtc::microbench::LoopPattern::kHot;
+}
 
 // Sets what a variant changes, and puts back what was there (the environment's settings, such as
 // MTC_WORKER_ANTICIPATE=0, hold for the benchmarks that run after it).
@@ -80,10 +91,11 @@ struct VariantScope {
   bool anticipated = mtc::detail::WorkerPoolSet::instance().anticipate();
 };
 
-// Each GPU's own reference batch: on the CPU for CPU->GPU, on that GPU for GPU->CPU (made once).
-const c10::IValue& input_for(int gpu, bool h2d, bool any_values = false) {
-  static std::map<std::tuple<int, bool, bool>, c10::IValue> inputs;
-  auto it = inputs.find({gpu, h2d, any_values});
+// Each GPU's own reference batches: on the CPU for CPU->GPU, on that GPU for GPU->CPU (made once;
+// `index` tells the batches of a rotation apart).
+const c10::IValue& input_for(int gpu, bool h2d, bool any_values = false, int index = 0) {
+  static std::map<std::tuple<int, bool, bool, int>, c10::IValue> inputs;
+  auto it = inputs.find({gpu, h2d, any_values, index});
   if (it != inputs.end()) return it->second;
   c10::IValue made = mtc::microbench::make_reference_batch(1, false, any_values);
   if (!h2d) {
@@ -91,7 +103,20 @@ const c10::IValue& input_for(int gpu, bool h2d, bool any_values = false) {
     made = map_to(made, c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(gpu)));
     c10::cuda::device_synchronize();  // this GPU's
   }
-  return inputs.emplace(std::make_tuple(gpu, h2d, any_values), std::move(made)).first->second;
+  return inputs.emplace(std::make_tuple(gpu, h2d, any_values, index), std::move(made))
+      .first->second;
+}
+
+// GPU `gpu`'s copies in `variant`'s pattern: its own batches, as many as the pattern takes turns
+// with.
+mtc::microbench::LoopCopies loop_for(int gpu, bool h2d, Variant variant) {
+  const mtc::microbench::LoopPattern pattern = pattern_of(variant);
+  std::vector<c10::IValue> inputs;
+  for (int i = 0; i < mtc::microbench::inputs_for(pattern); ++i)
+    inputs.push_back(input_for(gpu, h2d, variant == kAnyValues, i));
+  const auto device = static_cast<c10::DeviceIndex>(gpu);
+  return mtc::microbench::LoopCopies(
+      std::move(inputs), h2d ? c10::Device(c10::kCUDA, device) : c10::Device(c10::kCPU), pattern);
 }
 
 // The process's pools as one benchmark wants them (one pool for all or not, how long idle workers
@@ -111,19 +136,15 @@ struct PoolSettings {
 };
 
 // GPU 0's copies from the calling thread, timed as BM_MultiGpuCopy's threads time theirs.
-void copy_on_this_thread(benchmark::State& state, const c10::IValue& data, bool h2d) {
+void copy_on_this_thread(benchmark::State& state, mtc::microbench::LoopCopies& loop) {
   c10::cuda::set_device(0);
-  const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   for (auto _ : state) {
-    const auto t0 = Clock::now();
-    mtc::CopyHandle handle = mtc::start_copy(data, target);
-    const auto t1 = Clock::now();
-    const c10::IValue out = handle.get();
-    seconds.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    state.SetIterationTime(seconds.back());
-    stats.add(handle.stats(), std::chrono::duration<double>(t1 - t0).count());
+    const mtc::microbench::LoopCopy copy = loop.copy();
+    seconds.push_back(copy.seconds);
+    state.SetIterationTime(copy.seconds);
+    stats.add(copy.stats, copy.start_seconds);
   }
   stats.report(state);
   if (seconds.empty()) return;
@@ -141,9 +162,11 @@ void copy_on_this_thread(benchmark::State& state, const c10::IValue& data, bool 
 // then no longer sleeps before the next copy; on four GPUs the cycle outlasts 200 us) or 0; a
 // Variant (kAsIs for modes 0-3 at 200 and 2000 us, and 0 and 2 at 0 us; CPU->GPU with a pool per
 // GPU and alone at 200 us also with the TensorImpl pool off and with Dict[str, Any] batches;
-// modes 0 and 2 at 0 and 200 us without early wakes)}. Each iteration releases every GPU's thread
-// at once (run_released) and each times its copy from start_copy until get() returned; the handle
-// and the result are dropped after the clock (the hot pattern, as BM_EngineCopy). Counters: each
+// modes 0 and 2 at 0 and 200 us without early wakes; mode 5 at 200 us also in training steps
+// with either gap)}. Each iteration releases every GPU's thread at once (run_released) and each
+// times its copy from start_copy until get() returned (LoopCopies: in the hot pattern the handle
+// and the result are dropped after the clock, as in BM_EngineCopy; a step's gap comes before the
+// clock starts, and a loop of steps first runs ten untimed, as BM_EngineCopy's do). Counters: each
 // GPU's median over the iterations (gpuK_us: compare with gpu0_us of mode 2, one GPU alone) and the
 // median of the slowest GPU's time (slowest_us). The iteration's time is the slowest GPU's. The
 // engine's own steps (StatsSum: start_us, queued_us, traverse_us, ...) are means over every GPU's
@@ -157,31 +180,27 @@ void BM_MultiGpuCopy(benchmark::State& state) {
     return state.SkipWithError("MTC_WORKER_THREADS is set: every GPU shares one pool already");
   const bool h2d = state.range(0) == 0;
   const VariantScope variant(static_cast<Variant>(state.range(3)));
-  const bool any = variant.variant == kAnyValues;
   const int gpus = mode == kAlone || mode == kAloneOnTheBenchmarksThread ? 1 : visible;
-  for (int g = 0; g < gpus; ++g) input_for(g, h2d, any);
+  std::vector<mtc::microbench::LoopCopies> loops;
+  for (int g = 0; g < gpus; ++g) loops.push_back(loop_for(g, h2d, variant.variant));
   const PoolSettings settings(mode == kOnePoolForAll, std::chrono::microseconds(state.range(2)));
-  if (mode == kAloneOnTheBenchmarksThread)
-    return copy_on_this_thread(state, input_for(0, h2d, any), h2d);
+  if (pattern_of(variant.variant) != mtc::microbench::LoopPattern::kHot) {
+    // The pools forecast a copy only after eight regular intervals (worker_pool.h).
+    for (int g = 0; g < gpus; ++g) {
+      c10::cuda::set_device(static_cast<c10::DeviceIndex>(g));
+      for (int i = 0; i < 10; ++i) loops[static_cast<size_t>(g)].copy();
+    }
+  }
+  if (mode == kAloneOnTheBenchmarksThread) return copy_on_this_thread(state, loops.front());
 
   std::vector<mtc::microbench::StatsSum> stats(static_cast<size_t>(gpus));
   ReleasedRun run = run_released(
       state, gpus,
       [&](int g, bool alone) {
-        const auto device = static_cast<c10::DeviceIndex>(g);
-        const c10::Device target = h2d ? c10::Device(c10::kCUDA, device) : c10::Device(c10::kCPU);
-        const c10::IValue& data = input_for(g, h2d, any);
-        // The handle and the result go at the end of this scope: after the clock.
-        const auto t0 = Clock::now();
-        mtc::CopyHandle handle = mtc::start_copy(data, target);
-        const auto t1 = Clock::now();
-        const c10::IValue out = handle.get();
-        const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+        const mtc::microbench::LoopCopy copy = loops[static_cast<size_t>(g)].copy();
         // The engine's steps of the copies with every GPU only (modes 4 and 5 run both kinds).
-        if (!alone)
-          stats[static_cast<size_t>(g)].add(handle.stats(),
-                                            std::chrono::duration<double>(t1 - t0).count());
-        return seconds;
+        if (!alone) stats[static_cast<size_t>(g)].add(copy.stats, copy.start_seconds);
+        return copy.seconds;
       },
       /*mix_block=*/mode == kEveryGpuOrOneAlone ? 1
       : mode == kEveryGpuOrOneAloneInRuns       ? 32
@@ -198,6 +217,7 @@ BENCHMARK(BM_MultiGpuCopy)
                    {kAsIs}})
     ->ArgsProduct({{0}, {kPoolPerDevice, kAlone}, {200}, {kNoImplPool, kAnyValues}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAlone, kEveryGpuOrOneAloneInRuns}, {200}, {kAsIs}})
+    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kStepSleep, kStepBusy}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0, 200}, {kNoEarlyWakes}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0}, {kAsIs}})
     ->UseManualTime()

@@ -3,8 +3,8 @@
 
 Three processes meet for every iteration (the `cpu` direction: the walk only); every rank copies
 in some iterations and one rank alone in each of the others, in the balanced shares of the draw
-(per iteration, or per run of iterations). The summary's ratios on synthetic times whose truth
-is known, and its refusals. Bad arguments exit 2, and a rank whose peers never come exits 3
+(per iteration, or per run of iterations); in training steps, with the gap outside the clock.
+The summary's ratios on synthetic times whose truth is known, and its refusals. Bad arguments exit 2, and a rank whose peers never come exits 3
 instead of hanging.
 
     python3 tests/scripts/lockstep_test.py BUILD_DIR/mtc_lockstep_copies
@@ -12,6 +12,7 @@ instead of hanging.
 import json
 import os
 import pathlib
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,18 @@ def main(binary):
         # Two cycles of 4 runs (every rank twice, each rank alone once): 40, and 20 each alone.
         assert together == 40 and all(len(r["alone_us"]) == 20 for r in runs), runs
 
+        # Training steps: each rank's 2 ms gap comes before its clock starts, so the copies stay far
+        # below it.
+        procs = [subprocess.Popen([binary, str(r), "2", name, "cpu", "16", str(tmp / f"b{r}.json"), "4",
+                                   "step-busy"], stderr=subprocess.PIPE, text=True) for r in range(2)]
+        for p in procs:
+            _, err = p.communicate(timeout=120)
+            assert p.returncode == 0, err
+        runs = [json.loads((tmp / f"b{r}.json").read_text()) for r in range(2)]
+        # One cycle of 4 runs of 4: 8 together, 4 each alone.
+        assert all(len(r["all_us"]) == 8 and len(r["alone_us"]) == 4 for r in runs), runs
+        assert all(statistics.median(r["all_us"] + r["alone_us"]) < 1500 for r in runs), runs
+
         # Known truth: rank 0 alone 100 us, together 110; rank 1 alone 125, together 130.
         (tmp / "s0.json").write_text(json.dumps({"rank": 0, "all_us": [109, 110, 111], "alone_us": [99, 100, 101, 500]}))
         (tmp / "s1.json").write_text(json.dumps({"rank": 1, "all_us": [129, 130, 131], "alone_us": [125]}))
@@ -73,6 +86,9 @@ def main(binary):
 
         bad = subprocess.run([binary, "3", "2", name, "cpu", "10", str(tmp / "x.json")], capture_output=True, text=True)
         assert bad.returncode == 2 and "bad arguments" in bad.stderr, bad.stderr
+        bad = subprocess.run([binary, "0", "1", name, "cpu", "10", str(tmp / "x.json"), "1", "steps"],
+                             capture_output=True, text=True)
+        assert bad.returncode == 2 and "unknown loop pattern 'steps'" in bad.stderr, bad.stderr
         alone = subprocess.run([binary, "0", "2", name, "cpu", "10", str(tmp / "x.json")], capture_output=True,
                                text=True, env={**os.environ, "MTC_LOCKSTEP_WAIT_S": "1"}, timeout=60)
         assert alone.returncode == 3 and "gave up waiting" in alone.stderr, alone.stderr
