@@ -113,13 +113,16 @@ def main(path):
                           f"{b['slowest_us'] / base:.2f}x (target <= 1.2x at 2 and 4 GPUs)")
     # Modes 4 and 5: each iteration (each run of 32) every GPU or one alone, at random: each GPU
     # against its own time alone.
-    # Mode 5 also in training steps (variants 5 and 6).
-    for (direction, arg), (mode, variant, runs) in itertools.product(
+    # Mode 5 also in training steps (variants 5 and 6), and with idle workers that sleep at once
+    # or spin 2 ms.
+    for (direction, arg), (mode, spin, variant, runs) in itertools.product(
             (("CPU->GPU", 0), ("GPU->CPU", 1)),
-            ((4, 0, ""), (5, 0, " in runs of 32 copies"),
-             (5, 5, " in runs of 32 training steps (2 ms sleeping gap)"),
-             (5, 6, " in runs of 32 training steps (2 ms busy gap)"))):
-        b = bench(f"BM_MultiGpuCopy/{arg}/{mode}/200/{variant}/")
+            ((4, 200, 0, ""), (5, 200, 0, " in runs of 32 copies"),
+             (5, 0, 0, " in runs of 32 copies, workers spin 0 us"),
+             (5, 2000, 0, " in runs of 32 copies, workers spin 2000 us"),
+             (5, 200, 5, " in runs of 32 training steps (2 ms sleeping gap)"),
+             (5, 200, 6, " in runs of 32 training steps (2 ms busy gap)"))):
+        b = bench(f"BM_MultiGpuCopy/{arg}/{mode}/{spin}/{variant}/")
         gpus = sorted(k[:-3] for k in b if k.startswith("gpu") and k.endswith("_us")
                       and not k.endswith("_alone_us")) if b else []
         if not gpus or any(f"{g}_alone_us" not in b for g in gpus):

@@ -14,8 +14,7 @@ LoopPattern loop_pattern_from_name(const std::string& name) {
   if (name == "hot") return LoopPattern::kHot;
   if (name == "step-sleep") return LoopPattern::kStepSleep;
   if (name == "step-busy") return LoopPattern::kStepBusy;
-  throw std::invalid_argument("unknown loop pattern '" + name +
-                              "' (hot, step-sleep or step-busy)");
+  throw std::invalid_argument("unknown loop pattern '" + name + "' (hot, step-sleep or step-busy)");
 }
 
 int inputs_for(LoopPattern pattern) { return pattern == LoopPattern::kHot ? 1 : kStepInputs; }

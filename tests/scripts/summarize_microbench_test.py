@@ -65,6 +65,11 @@ def main():
               gpu1_alone_us=100.0, slowest_us=135.0),
         bench(f"BM_MultiGpuCopy/0/4/200/0/{suffix}", gpu0_us=120.0, gpu1_us=130.0, gpu0_alone_us=100.0,
               slowest_us=135.0),
+        # Training steps with a busy gap, and workers that sleep at once, each against its own alone.
+        bench(f"BM_MultiGpuCopy/1/5/200/6/{suffix}", gpu0_us=420.0, gpu1_us=440.0, gpu0_alone_us=400.0,
+              gpu1_alone_us=400.0, slowest_us=450.0),
+        bench(f"BM_MultiGpuCopy/0/5/0/0/{suffix}", gpu0_us=150.0, gpu1_us=160.0, gpu0_alone_us=125.0,
+              gpu1_alone_us=100.0, slowest_us=170.0),
         # An errored benchmark is left out.
         dict(bench(f"BM_MultiGpuCopy/1/2/200/0/{suffix}", gpu0_us=1.0), error_occurred=True),
     ])
@@ -93,6 +98,11 @@ def main():
             "time alone (100.0-140.0 us), 1.10-1.50x GPU 0 alone") in out, out
     assert ("a worker pool per GPU, workers spin 200 us, TensorImpl pool off: each GPU 1.10-1.20x GPU 0 alone "
             "(80.0 us), the slowest 1.25x") in out, out
+    assert ("GPU->CPU, every GPU at once in one process or one alone at random in runs of 32 training steps "
+            "(2 ms busy gap): each GPU 1.05-1.10x its own time alone (400.0-400.0 us), 1.05-1.10x GPU 0 alone") in out, out
+    assert ("CPU->GPU, every GPU at once in one process or one alone at random in runs of 32 copies, workers spin "
+            "0 us: each GPU 1.20-1.60x its own time alone (100.0-125.0 us), 1.20-1.28x GPU 0 alone") in out, out
+    assert "(2 ms sleeping gap)" not in out and "runs of 32 copies, workers spin 2000 us" not in out, out
     print("summarize-microbench: the several-GPU ratios and the step with and without early wakes hold")
 
 
