@@ -6,12 +6,14 @@
 #   - in one process: mtc_engine_bench's BM_MultiGpuCopy, a thread per GPU (a worker pool per
 #     GPU), CPU->GPU and GPU->CPU: every GPU against GPU 0 alone (modes 0 and 2), and every GPU
 #     or one alone drawn at random for each iteration (mode 4) or run of 32 (mode 5), mode 5 also
-#     in training steps with a sleeping and a busy gap (variants 5 and 6); five repetitions in
-#     random interleaving;
+#     in training steps with a sleeping and a busy gap (variants 5 and 6), and the walk of a
+#     CPU->GPU copy alone (BM_MultiGpuParts, in runs of 32); five repetitions in random
+#     interleaving;
 #   - one process per GPU: mtc_lockstep_copies, CUDA_VISIBLE_DEVICES=g each, every GPU at once or
 #     one GPU alone, drawn at random for each run of MTC_LOCKSTEP_RUN iterations (default 32: each
 #     kind a steady loop, as a training loop's): ITERATIONS iterations (default 2000) of the hot
-#     pattern, half as many training steps with each gap (2 ms each, outside the clock).
+#     pattern, half as many training steps with each gap (2 ms each, outside the clock), and the
+#     walk alone in the hot pattern (does the walk's growth come from the process or the host?).
 # Both with every GPU of the host, then (on a host with more than two) with GPUs 0 and 1. The
 # host's CPU topology (sockets, cores, threads per core) heads the lines: it says whether threads
 # of several GPUs can share a core.
@@ -45,13 +47,15 @@ for n in "${counts[@]}"; do
   echo "--- $n GPUs ($visible)" | tee -a "$out/engine_bench.md"
   CUDA_VISIBLE_DEVICES=$visible "$build/mtc_engine_bench" --benchmark_repetitions=5 \
     --benchmark_report_aggregates_only=true --benchmark_enable_random_interleaving=true \
-    --benchmark_filter="${MTC_LOCKSTEP_FILTER:-BM_MultiGpuCopy/[01]/([0245]/200/0|5/200/[56])/}" \
+    --benchmark_filter="${MTC_LOCKSTEP_FILTER:-BM_MultiGpuCopy/[01]/([0245]/200/0|5/200/[56])/|BM_MultiGpuParts/0/2/[03]/}" \
     --benchmark_out="$times/in-process.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
   "$python" scripts/summarize-microbench.py "$times/in-process.json" | tee -a "$out/engine_bench.md"
   rm -f "$times/in-process.json"
   for pattern in hot step-sleep step-busy; do
     count=$([[ $pattern == hot ]] && echo "$iterations" || echo $((iterations / 2)))
-    for direction in h2d d2h; do
+    directions=(h2d d2h)
+    [[ $pattern == hot ]] && directions+=(walk)
+    for direction in "${directions[@]}"; do
       key="$n-$direction-$pattern"
       name="/mtc-lockstep-$$-$key"
       rm -f "/dev/shm${name}"
@@ -63,7 +67,11 @@ for n in "${counts[@]}"; do
       done
       for pid in "${pids[@]}"; do wait "$pid" || status=1; done
       rm -f "/dev/shm${name}"
-      label="$([[ $direction == h2d ]] && echo "CPU->GPU" || echo "GPU->CPU") $pattern"
+      case $direction in
+        h2d) label="CPU->GPU $pattern" ;;
+        d2h) label="GPU->CPU $pattern" ;;
+        *) label="CPU->GPU copy's walk alone (no CUDA call), $pattern" ;;
+      esac
       "$python" scripts/lockstep_summary.py "$label" "$times/$key"-*.json \
         | tee -a "$out/engine_bench.md" || status=1
     done

@@ -45,6 +45,26 @@ def main(path):
     def bench(prefix):
         return next((b for name, b in medians.items() if name.startswith(prefix)), None)
 
+    def gpus_with_alone(b):
+        """The GPUs of a benchmark that ran every GPU or one alone; none if a GPU lacks its time alone."""
+        gpus = sorted(k[:-3] for k in b if k.startswith("gpu") and k.endswith("_us")
+                      and not k.endswith("_alone_us")) if b else []
+        return [] if any(f"{g}_alone_us" not in b for g in gpus) else gpus
+
+    def own_alone(b):
+        """Each GPU's time with every GPU as a ratio to its own time alone: "1.02-1.10x its own time
+        alone (ALONE-ALONE us)", or None."""
+        gpus = gpus_with_alone(b)
+        if not gpus:
+            return None
+        own = [b[f"{g}_us"] / b[f"{g}_alone_us"] for g in gpus]
+        alone = [b[f"{g}_alone_us"] for g in gpus]
+        return f"{min(own):.2f}-{max(own):.2f}x its own time alone ({min(alone):.1f}-{max(alone):.1f} us)"
+
+    def first_alone(b):
+        first = [b[f"{g}_us"] / b["gpu0_alone_us"] for g in gpus_with_alone(b)]
+        return f"{min(first):.2f}-{max(first):.2f}x"
+
     def us(prefix):
         b = bench(prefix)
         return b.get("median_us", b["real_time"]) if b else None
@@ -123,16 +143,9 @@ def main(path):
              (5, 200, 5, " in runs of 32 training steps (2 ms sleeping gap)"),
              (5, 200, 6, " in runs of 32 training steps (2 ms busy gap)"))):
         b = bench(f"BM_MultiGpuCopy/{arg}/{mode}/{spin}/{variant}/")
-        gpus = sorted(k[:-3] for k in b if k.startswith("gpu") and k.endswith("_us")
-                      and not k.endswith("_alone_us")) if b else []
-        if not gpus or any(f"{g}_alone_us" not in b for g in gpus):
-            continue
-        own = [b[f"{g}_us"] / b[f"{g}_alone_us"] for g in gpus]
-        first = [b[f"{g}_us"] / b["gpu0_alone_us"] for g in gpus]
-        alone = [b[f"{g}_alone_us"] for g in gpus]
-        print(f"{direction}, every GPU at once in one process or one alone at random{runs}: each GPU "
-              f"{min(own):.2f}-{max(own):.2f}x its own time alone ({min(alone):.1f}-{max(alone):.1f} us), "
-              f"{min(first):.2f}-{max(first):.2f}x GPU 0 alone (target <= 1.2x at 2 and 4 GPUs)")
+        if own_alone(b):
+            print(f"{direction}, every GPU at once in one process or one alone at random{runs}: each GPU "
+                  f"{own_alone(b)}, {first_alone(b)} GPU 0 alone (target <= 1.2x at 2 and 4 GPUs)")
     # BM_MultiGpuParts/{part}/{alone}/{variant}: a CPU->GPU copy's walk (no CUDA call) and its
     # driver calls, every GPU at once against GPU 0 alone.
     parts = ((0, 0, "the walk alone (no CUDA call)"), (0, 1, "the walk alone, TensorImpl pool off"),
@@ -148,6 +161,12 @@ def main(path):
         if "submit_us" in together and "submit_us" in alone:
             line += f"; the calls before the wait {together['submit_us']:.1f} us against {alone['submit_us']:.1f} alone"
         print(line)
+    # The walk parts with every GPU or one alone in runs of 32: each GPU against its own time alone.
+    for variant, part in ((0, "the walk alone (no CUDA call)"), (3, "the walk alone to the CPU (new containers only)")):
+        b = bench(f"BM_MultiGpuParts/0/2/{variant}/")
+        if own_alone(b):
+            print(f"CPU->GPU copy's parts, {part}, every GPU at once in one process or one alone in runs of 32: "
+                  f"each GPU {own_alone(b)}")
     pinned_outputs, to = us("BM_MixedBatch/0/2/"), us("BM_MixedBatch/0/1/")
     if pinned_outputs and to:
         print(f"mixed batch d2h, pinned outputs: engine {pinned_outputs:.1f} us, speedup {to / pinned_outputs:.1f}x")

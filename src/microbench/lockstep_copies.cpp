@@ -8,7 +8,7 @@
 // own time alone (a GPU may be slower than GPU 0 by its own place on the host). Ranks that do not
 // copy in an iteration spin meanwhile, as the threads of BM_MultiGpuCopy's modes 4 and 5 do.
 //
-//   mtc_lockstep_copies RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON [RUN [PATTERN]]
+//   mtc_lockstep_copies RANK RANKS SHM_NAME h2d|d2h|cpu|walk ITERATIONS OUT_JSON [RUN [PATTERN]]
 //
 // RUN (default 1): the kind of iteration is drawn once per run of RUN iterations. With 1 a rank's
 // copies come irregularly (its workers often asleep); with tens, each kind is a steady loop for a
@@ -16,8 +16,11 @@
 // step-sleep or step-busy: training steps, each rank's gap starting when the iteration is
 // released, its copy timed after it.
 //
-// `cpu` copies the CPU batch to the CPU (the walk only, no CUDA call): the meeting protocol's
-// test on machines without a GPU.
+// `cpu` copies the CPU batch to the CPU (new containers around the same tensors, no CUDA call):
+// the meeting protocol's test on machines without a GPU. `walk` is a CPU->GPU copy's walk alone on
+// the rank's thread, hot (new containers, the packing plan and the output views; no CUDA call, so
+// it too runs without a GPU): BM_MultiGpuParts's walk, one process per GPU, to tell whether the
+// walk's growth with several GPUs in one process comes from the process or from the host.
 //
 // Start RANKS processes in any order (the others wait for rank 0's shared memory), each on its
 // own GPU: CUDA_VISIBLE_DEVICES=g, so each copies on its device 0 as a training job would. Each
@@ -46,6 +49,8 @@
 
 #include "alone_draw.h"
 #include "bench_support.h"
+#include "detail/leaf_router.h"
+#include "detail/structure.h"
 #include "detail/worker_pool.h"
 #include "loop_copies.h"
 #include "reference_batch.h"
@@ -110,6 +115,17 @@ void wait_for(Ok ok, const char* what) {
   }
 }
 
+// The walk of a CPU->GPU copy to device 0 on this thread; its result dropped after the clock.
+double walk_once(const c10::IValue& data) {
+  const mtc::CopyOptions options;
+  mtc::CopyStats stats;
+  mtc::detail::LeafRouter router(c10::Device(c10::kCUDA, 0), options, stats);
+  c10::IValue result;
+  const auto t0 = Clock::now();
+  mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(data, result);
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
 void write_times(std::ofstream& out, const char* name, const std::vector<double>& us) {
   out << '"' << name << "\": [";
   for (size_t i = 0; i < us.size(); ++i) out << (i ? ", " : "") << us[i];
@@ -120,7 +136,7 @@ void write_times(std::ofstream& out, const char* name, const std::vector<double>
 
 int main(int argc, char** argv) {
   if (argc < 7 || argc > 9)
-    fail(2, "usage: RANK RANKS SHM_NAME h2d|d2h|cpu ITERATIONS OUT_JSON [RUN [PATTERN]]");
+    fail(2, "usage: RANK RANKS SHM_NAME h2d|d2h|cpu|walk ITERATIONS OUT_JSON [RUN [PATTERN]]");
   const int rank = std::atoi(argv[1]);
   const int ranks = std::atoi(argv[2]);
   const std::string name = argv[3];
@@ -134,13 +150,17 @@ int main(int argc, char** argv) {
     fail(2, e.what());
   }
   if (ranks < 1 || rank < 0 || rank >= ranks || iterations < 1 || run < 1 || name.empty() ||
-      name[0] != '/' || (direction != "h2d" && direction != "d2h" && direction != "cpu"))
+      name[0] != '/' ||
+      (direction != "h2d" && direction != "d2h" && direction != "cpu" && direction != "walk"))
     fail(2,
          "bad arguments (RANK in [0, RANKS), ITERATIONS and RUN >= 1, SHM_NAME like /name, "
-         "h2d|d2h|cpu)");
+         "h2d|d2h|cpu|walk)");
+  const bool walk_only = direction == "walk";
+  if (walk_only && argc == 9 && std::string(argv[8]) != "hot")
+    fail(2, "the walk runs in the hot pattern only");
   try {
     c10::Device target(c10::kCPU);
-    if (direction != "cpu") {
+    if (direction == "h2d" || direction == "d2h") {
       if (c10::cuda::device_count() < 1) fail(2, "no CUDA device");
       c10::cuda::set_device(0);
       if (direction == "h2d") target = c10::Device(c10::kCUDA, 0);
@@ -152,9 +172,11 @@ int main(int argc, char** argv) {
         inputs.back() = mtc::microbench::map_to(inputs.back(), c10::Device(c10::kCUDA, 0));
     }
     if (direction == "d2h") c10::cuda::device_synchronize();
+    const c10::IValue walked = inputs.front();
     mtc::microbench::LoopCopies loop(std::move(inputs), target, pattern);
+    auto one = [&] { return walk_only ? walk_once(walked) : loop.copy().seconds * 1e6; };
     // The pools, pinned memory and allocator; for steps, the pool's forecast of the next copy.
-    for (int i = 0; i < (pattern == mtc::microbench::LoopPattern::kHot ? 50 : 10); ++i) loop.copy();
+    for (int i = 0; i < (pattern == mtc::microbench::LoopPattern::kHot ? 50 : 10); ++i) one();
 
     Meeting* m = meet(name, rank == 0);
     m->ready.fetch_add(1);
@@ -172,9 +194,9 @@ int main(int argc, char** argv) {
       }
       const int who = m->who.load();
       if (who < 0) {
-        all_us.push_back(loop.copy().seconds * 1e6);
+        all_us.push_back(one());
       } else if (who == rank) {
-        alone_us.push_back(loop.copy().seconds * 1e6);
+        alone_us.push_back(one());
       }
       m->done.fetch_add(1, std::memory_order_acq_rel);
       if (rank == 0)

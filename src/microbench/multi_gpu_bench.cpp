@@ -233,10 +233,11 @@ BENCHMARK(BM_MultiGpuCopy)
 // call); 1 the driver's part alone: kChunks chunks of kChunkBytes, each a device allocation
 // from torch's caching allocator and a cudaMemcpyAsync from pinned memory on the GPU's current
 // stream, then an event recorded and waited for (the reference batch's split walk submits ~4.75
-// chunks of ~32 KiB); 0 every GPU at once, 1 GPU 0 alone; a Variant (the walk: each; the driver's
-// part: kAsIs)}. Each thread drops its walk's result itself, after the clock. Counters as
-// BM_MultiGpuCopy's, and for the driver's part submit_us: the median time until the event was
-// recorded (the calls alone, before the wait).
+// chunks of ~32 KiB); 0 every GPU at once, 1 GPU 0 alone, 2 every GPU or one alone in runs of 32
+// iterations (each GPU against its own time alone: gpuK_alone_us; the walk only); a Variant (the
+// walk: each; the driver's part: kAsIs)}. Each thread drops its walk's result itself, after the
+// clock. Counters as BM_MultiGpuCopy's, and for the driver's part submit_us: the median time until
+// the event was recorded (the calls alone, before the wait).
 constexpr int kChunks = 5;
 constexpr size_t kChunkBytes = 32 << 10;
 
@@ -293,17 +294,21 @@ void BM_MultiGpuParts(benchmark::State& state) {
   if (visible < 2) return state.SkipWithError("fewer than two CUDA devices");
   const bool driver = state.range(0) == 1;
   const int gpus = state.range(1) == 1 ? 1 : visible;
+  const int mix_block = state.range(1) == 2 ? 32 : 0;
   const VariantScope variant(static_cast<Variant>(state.range(2)));
   for (int g = 0; g < gpus; ++g)
     driver ? (void)driver_side(g) : (void)input_for(g, true, variant.variant == kAnyValues);
   std::vector<std::vector<double>> submits(static_cast<size_t>(gpus));
-  ReleasedRun run = run_released(state, gpus, [&](int g, bool) {
-    if (!driver) return walk_part(g, variant.variant);
-    double submit = 0;
-    const double seconds = driver_part(g, submit);
-    submits[static_cast<size_t>(g)].push_back(submit);
-    return seconds;
-  });
+  ReleasedRun run = run_released(
+      state, gpus,
+      [&](int g, bool) {
+        if (!driver) return walk_part(g, variant.variant);
+        double submit = 0;
+        const double seconds = driver_part(g, submit);
+        submits[static_cast<size_t>(g)].push_back(submit);
+        return seconds;
+      },
+      mix_block);
   report_released(state, run);
   if (!driver || run.slowest.empty()) return;
   std::vector<double> all;
@@ -313,6 +318,7 @@ void BM_MultiGpuParts(benchmark::State& state) {
 
 BENCHMARK(BM_MultiGpuParts)
     ->ArgsProduct({{0}, {0, 1}, {kAsIs, kNoImplPool, kAnyValues, kContainersOnly}})
+    ->ArgsProduct({{0}, {2}, {kAsIs, kContainersOnly}})
     ->ArgsProduct({{1}, {0, 1}, {kAsIs}})
     ->UseManualTime()
     ->MinTime(0.3)

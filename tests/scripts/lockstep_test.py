@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """mtc_lockstep_copies and scripts/lockstep_summary.py without a GPU.
 
-Three processes meet for every iteration (the `cpu` direction: the walk only); every rank copies
-in some iterations and one rank alone in each of the others, in the balanced shares of the draw
-(per iteration, or per run of iterations); in training steps, with the gap outside the clock.
-The summary's ratios on synthetic times whose truth is known, and its refusals. Bad arguments exit 2, and a rank whose peers never come exits 3
-instead of hanging.
+Three processes meet for every iteration (the `cpu` direction: new containers only; `walk`: a
+CPU->GPU copy's walk, no CUDA call); every rank copies in some iterations and one rank alone in
+each of the others, in the balanced shares of the draw (per iteration, or per run of
+iterations); in training steps, with the gap outside the clock. The summary's ratios on
+synthetic times whose truth is known, and its refusals. Bad arguments exit 2, and a rank whose
+peers never come exits 3 instead of hanging.
 
     python3 tests/scripts/lockstep_test.py BUILD_DIR/mtc_lockstep_copies
 """
@@ -26,17 +27,23 @@ def summarize(label, paths):
     return done.returncode, done.stdout + done.stderr
 
 
+def meet(binary, tmp, name, ranks, direction, iterations, *extra, prefix):
+    """Starts `ranks` processes together, waits for each to succeed, and returns their times."""
+    procs = [subprocess.Popen([binary, str(r), str(ranks), name, direction, str(iterations),
+                               str(tmp / f"{prefix}{r}.json"), *extra], stderr=subprocess.PIPE, text=True)
+             for r in range(ranks)]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    return [json.loads((tmp / f"{prefix}{r}.json").read_text()) for r in range(ranks)]
+
+
 def main(binary):
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         name = f"/mtc-lockstep-test-{os.getpid()}"
-        procs = [subprocess.Popen([binary, str(r), "3", name, "cpu", "120", str(tmp / f"r{r}.json")],
-                                  stderr=subprocess.PIPE, text=True) for r in range(3)]
-        for p in procs:
-            _, err = p.communicate(timeout=120)
-            assert p.returncode == 0, err
+        runs = meet(binary, tmp, name, 3, "cpu", 120, prefix="r")
         assert not pathlib.Path("/dev/shm" + name).exists(), "rank 0 left its shared memory"
-        runs = [json.loads((tmp / f"r{r}.json").read_text()) for r in range(3)]
         together = len(runs[0]["all_us"])
         assert together + sum(len(r["alone_us"]) for r in runs) == 120, runs
         # Draws in cycles of 6 (every rank 3 times, each rank alone once): 60, and 20 each alone.
@@ -47,28 +54,21 @@ def main(binary):
         assert code == 0 and "3 processes: each GPU" in out, out
 
         # Runs of 10: who copies is drawn once per 10 iterations.
-        procs = [subprocess.Popen([binary, str(r), "2", name, "cpu", "80", str(tmp / f"q{r}.json"), "10"],
-                                  stderr=subprocess.PIPE, text=True) for r in range(2)]
-        for p in procs:
-            _, err = p.communicate(timeout=120)
-            assert p.returncode == 0, err
-        runs = [json.loads((tmp / f"q{r}.json").read_text()) for r in range(2)]
+        runs = meet(binary, tmp, name, 2, "cpu", 80, "10", prefix="q")
         together = len(runs[0]["all_us"])
         assert together == len(runs[1]["all_us"]), runs
         # Two cycles of 4 runs (every rank twice, each rank alone once): 40, and 20 each alone.
         assert together == 40 and all(len(r["alone_us"]) == 20 for r in runs), runs
 
         # Training steps: each rank's 2 ms gap comes before its clock starts, so the copies stay far
-        # below it.
-        procs = [subprocess.Popen([binary, str(r), "2", name, "cpu", "16", str(tmp / f"b{r}.json"), "4",
-                                   "step-busy"], stderr=subprocess.PIPE, text=True) for r in range(2)]
-        for p in procs:
-            _, err = p.communicate(timeout=120)
-            assert p.returncode == 0, err
-        runs = [json.loads((tmp / f"b{r}.json").read_text()) for r in range(2)]
-        # One cycle of 4 runs of 4: 8 together, 4 each alone.
+        # below it. One cycle of 4 runs of 4: 8 together, 4 each alone.
+        runs = meet(binary, tmp, name, 2, "cpu", 16, "4", "step-busy", prefix="b")
         assert all(len(r["all_us"]) == 8 and len(r["alone_us"]) == 4 for r in runs), runs
         assert all(statistics.median(r["all_us"] + r["alone_us"]) < 1500 for r in runs), runs
+
+        # The walk of a CPU->GPU copy alone (no CUDA call, so no GPU needed).
+        runs = meet(binary, tmp, name, 2, "walk", 16, "4", prefix="w")
+        assert all(len(r["all_us"]) == 8 and len(r["alone_us"]) == 4 for r in runs), runs
 
         # Known truth: rank 0 alone 100 us, together 110; rank 1 alone 125, together 130.
         (tmp / "s0.json").write_text(json.dumps({"rank": 0, "all_us": [109, 110, 111], "alone_us": [99, 100, 101, 500]}))
@@ -89,6 +89,9 @@ def main(binary):
         bad = subprocess.run([binary, "0", "1", name, "cpu", "10", str(tmp / "x.json"), "1", "steps"],
                              capture_output=True, text=True)
         assert bad.returncode == 2 and "unknown loop pattern 'steps'" in bad.stderr, bad.stderr
+        bad = subprocess.run([binary, "0", "1", name, "walk", "10", str(tmp / "x.json"), "1", "step-busy"],
+                             capture_output=True, text=True)
+        assert bad.returncode == 2 and "hot pattern only" in bad.stderr, bad.stderr
         alone = subprocess.run([binary, "0", "2", name, "cpu", "10", str(tmp / "x.json")], capture_output=True,
                                text=True, env={**os.environ, "MTC_LOCKSTEP_WAIT_S": "1"}, timeout=60)
         assert alone.returncode == 3 and "gave up waiting" in alone.stderr, alone.stderr

@@ -70,6 +70,9 @@ def main():
               gpu1_alone_us=400.0, slowest_us=450.0),
         bench(f"BM_MultiGpuCopy/0/5/0/0/{suffix}", gpu0_us=150.0, gpu1_us=160.0, gpu0_alone_us=125.0,
               gpu1_alone_us=100.0, slowest_us=170.0),
+        # The walk part, each GPU against its own time alone.
+        bench(f"BM_MultiGpuParts/0/2/0/{suffix}", gpu0_us=120.0, gpu1_us=150.0, gpu0_alone_us=100.0,
+              gpu1_alone_us=100.0, slowest_us=150.0),
         # An errored benchmark is left out.
         dict(bench(f"BM_MultiGpuCopy/1/2/200/0/{suffix}", gpu0_us=1.0), error_occurred=True),
     ])
@@ -90,7 +93,7 @@ def main():
     assert "step after a busy gap" not in out and "d2h step" not in out, out
     assert ("CPU->GPU copy's parts, the driver's calls alone, every GPU at once in one process: each GPU "
             "1.20-1.50x GPU 0 alone (40.0 us); the calls before the wait 30.0 us against 20.0 alone") in out, out
-    assert "the walk alone" not in out, out
+    assert "the walk alone (no CUDA call), every GPU at once in one process:" not in out, out
     assert ("CPU->GPU, every GPU at once in one process or one alone at random in runs of 32 copies: each GPU "
             "1.20-1.30x its own time alone (100.0-100.0 us), 1.20-1.30x GPU 0 alone") in out, out
     assert "CPU->GPU, every GPU at once in one process or one alone at random:" not in out, out
@@ -103,6 +106,9 @@ def main():
     assert ("CPU->GPU, every GPU at once in one process or one alone at random in runs of 32 copies, workers spin "
             "0 us: each GPU 1.20-1.60x its own time alone (100.0-125.0 us), 1.20-1.28x GPU 0 alone") in out, out
     assert "(2 ms sleeping gap)" not in out and "runs of 32 copies, workers spin 2000 us" not in out, out
+    assert ("CPU->GPU copy's parts, the walk alone (no CUDA call), every GPU at once in one process or one alone "
+            "in runs of 32: each GPU 1.20-1.50x its own time alone (100.0-100.0 us)") in out, out
+    assert "the walk alone to the CPU (new containers only), every GPU at once in one process or one" not in out, out
     print("summarize-microbench: the several-GPU ratios and the step with and without early wakes hold")
 
 
