@@ -140,6 +140,7 @@ def main(path):
             ((4, 200, 0, ""), (5, 200, 0, " in runs of 32 copies"),
              (5, 0, 0, " in runs of 32 copies, workers spin 0 us"),
              (5, 2000, 0, " in runs of 32 copies, workers spin 2000 us"),
+             (5, 200, 1, " in runs of 32 copies, TensorImpl pool off"),
              (5, 200, 5, " in runs of 32 training steps (2 ms sleeping gap)"),
              (5, 200, 6, " in runs of 32 training steps (2 ms busy gap)"))):
         b = bench(f"BM_MultiGpuCopy/{arg}/{mode}/{spin}/{variant}/")
@@ -162,7 +163,7 @@ def main(path):
             line += f"; the calls before the wait {together['submit_us']:.1f} us against {alone['submit_us']:.1f} alone"
         print(line)
     # The walk parts with every GPU or one alone in runs of 32: each GPU against its own time alone.
-    for variant, part in ((0, "the walk alone (no CUDA call)"), (3, "the walk alone to the CPU (new containers only)")):
+    for _, variant, part in parts[:4]:
         b = bench(f"BM_MultiGpuParts/0/2/{variant}/")
         if own_alone(b):
             print(f"CPU->GPU copy's parts, {part}, every GPU at once in one process or one alone in runs of 32: "

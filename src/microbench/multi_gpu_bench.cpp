@@ -163,15 +163,16 @@ void copy_on_this_thread(benchmark::State& state, mtc::microbench::LoopCopies& l
 // Variant (kAsIs for modes 0-3 at 200 and 2000 us, and 0 and 2 at 0 us; CPU->GPU with a pool per
 // GPU and alone at 200 us also with the TensorImpl pool off and with Dict[str, Any] batches;
 // modes 0 and 2 at 0 and 200 us without early wakes; mode 5 also at 0 and 2000 us, and at 200 us
-// in training steps with either gap)}. Each iteration releases every GPU's thread at once
-// (run_released) and each times its copy from start_copy until get() returned (LoopCopies: in the
-// hot pattern the handle and the result are dropped after the clock, as in BM_EngineCopy; a step's
-// gap comes before the clock starts, and a loop of steps first runs ten untimed, as BM_EngineCopy's
-// do). Counters: each GPU's median over the iterations (gpuK_us: compare with gpu0_us of mode 2,
-// one GPU alone) and the median of the slowest GPU's time (slowest_us). The iteration's time is the
-// slowest GPU's. The engine's own steps (StatsSum: start_us, queued_us, traverse_us, ...) are means
-// over every GPU's copies: where the time of several GPUs at once went. In mode 1 a copy's walk and
-// fills may also take more helpers than a GPU's own pool has.
+// in training steps with either gap and, CPU->GPU, with the TensorImpl pool off)}. Each iteration
+// releases every GPU's thread at once (run_released) and each times its copy from start_copy until
+// get() returned (LoopCopies: in the hot pattern the handle and the result are dropped after the
+// clock, as in BM_EngineCopy; a step's gap comes before the clock starts, and a loop of steps first
+// runs ten untimed, as BM_EngineCopy's do). Counters: each GPU's median over the iterations
+// (gpuK_us: compare with gpu0_us of mode 2, one GPU alone) and the median of the slowest GPU's time
+// (slowest_us). The iteration's time is the slowest GPU's. The engine's own steps (StatsSum:
+// start_us, queued_us, traverse_us, ...) are means over every GPU's copies: where the time of
+// several GPUs at once went. In mode 1 a copy's walk and fills may also take more helpers than a
+// GPU's own pool has.
 void BM_MultiGpuCopy(benchmark::State& state) {
   const int visible = c10::cuda::device_count();
   if (visible < 2) return state.SkipWithError("fewer than two CUDA devices");
@@ -219,6 +220,7 @@ BENCHMARK(BM_MultiGpuCopy)
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAlone, kEveryGpuOrOneAloneInRuns}, {200}, {kAsIs}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kStepSleep, kStepBusy}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {0, 2000}, {kAsIs}})
+    ->ArgsProduct({{0}, {kEveryGpuOrOneAloneInRuns}, {200}, {kNoImplPool}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0, 200}, {kNoEarlyWakes}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0}, {kAsIs}})
     ->UseManualTime()
@@ -318,7 +320,7 @@ void BM_MultiGpuParts(benchmark::State& state) {
 
 BENCHMARK(BM_MultiGpuParts)
     ->ArgsProduct({{0}, {0, 1}, {kAsIs, kNoImplPool, kAnyValues, kContainersOnly}})
-    ->ArgsProduct({{0}, {2}, {kAsIs, kContainersOnly}})
+    ->ArgsProduct({{0}, {2}, {kAsIs, kNoImplPool, kAnyValues, kContainersOnly}})
     ->ArgsProduct({{1}, {0, 1}, {kAsIs}})
     ->UseManualTime()
     ->MinTime(0.3)
