@@ -22,6 +22,8 @@
 #include "detail/outputs.h"
 #include "detail/pack_plan.h"
 #include "detail/staging.h"
+#include "detail/worker_pool_set.h"
+#include "mtc/copier.h"
 #include "test_constants.h"
 
 namespace {
@@ -225,11 +227,14 @@ TEST(Outputs, AliasStoragesAreForCpuStoragesOnly) {
 }
 
 // `count` output views of `storage`, shaped as `like`, made on a thread of their own (as a
-// pool worker makes a copy's outputs) and handed back to this one.
+// pool worker makes a copy's outputs: in the TensorImpl pool's shard of this thread, as the
+// workers of this thread's copies) and handed back to this one.
 std::vector<at::Tensor> views_made_on_another_thread(const c10::Storage& storage,
                                                      const at::Tensor& like, int count) {
   std::vector<at::Tensor> out;
+  const size_t shard = mtc::detail::impl_pool::thread_shard();
   std::thread([&] {
+    mtc::detail::impl_pool::set_thread_shard(shard);
     for (int i = 0; i < count; ++i) out.push_back(mtc::detail::make_view(storage, 0, like));
   }).join();
   return out;
@@ -264,6 +269,67 @@ TEST(Outputs, TensorImplsFreedOnAnotherThreadAreReusedInBatches) {
     EXPECT_EQ(t.sizes(), like.sizes());
     EXPECT_TRUE(t.storage().is_alias_of(storage));
   }
+}
+
+// Each worker pool has its own shard of the pool: blocks a thread frees go to its shard, and
+// only threads of that shard take them back (a GPU's workers get the blocks its caller freed, not
+// another GPU's).
+TEST(Outputs, FreedTensorImplsComeBackOnlyToThreadsOfTheirShard) {
+  using namespace mtc::detail;
+  const at::Tensor like = at::ones({2});
+  const c10::Storage storage = like.storage();
+  constexpr size_t kMine = 7;
+  constexpr size_t kOther = 11;
+  constexpr int kCount = 1000;
+  const size_t before = impl_pool::set_thread_shard(kMine);
+  std::vector<at::Tensor> made = views_made_on_another_thread(storage, like, kCount);
+  const int64_t mine = impl_pool::shared_blocks_in(kMine);
+  const int64_t other = impl_pool::shared_blocks_in(kOther);
+  made.clear();
+  const int64_t handed = impl_pool::shared_blocks_in(kMine);
+  EXPECT_GE(handed - mine, kCount - 2 * static_cast<int64_t>(impl_pool::kBatch));
+  EXPECT_EQ(impl_pool::shared_blocks_in(kOther), other);
+
+  auto make_in_shard = [&](size_t shard) {
+    std::vector<at::Tensor> out;
+    std::thread([&] {
+      impl_pool::set_thread_shard(shard);
+      for (int i = 0; i < 3 * static_cast<int>(impl_pool::kBatch); ++i)
+        out.push_back(make_view(storage, 0, like));
+    }).join();
+    return out;
+  };
+  std::vector<at::Tensor> elsewhere = make_in_shard(kOther);
+  EXPECT_EQ(impl_pool::shared_blocks_in(kMine), handed) << "another shard's thread took them";
+  std::vector<at::Tensor> here = make_in_shard(kMine);
+  EXPECT_EQ(impl_pool::shared_blocks_in(kMine),
+            handed - 3 * static_cast<int64_t>(impl_pool::kBatch));
+
+  // With the shards off (a measurement's switch), every thread uses shard 0.
+  impl_pool::set_sharded(false);
+  EXPECT_FALSE(impl_pool::sharded());
+  const int64_t first = impl_pool::shared_blocks_in(0);
+  const int64_t now_mine = impl_pool::shared_blocks_in(kMine);
+  here.clear();
+  EXPECT_GT(impl_pool::shared_blocks_in(0), first);
+  EXPECT_EQ(impl_pool::shared_blocks_in(kMine), now_mine);
+  impl_pool::set_sharded(true);
+  EXPECT_TRUE(impl_pool::sharded());
+  impl_pool::set_thread_shard(before);
+}
+
+// A thread that starts a copy takes its pool's shard, and keeps it: the result it frees later
+// goes back to the workers that made it.
+TEST(Outputs, StartingACopyGivesTheCallerItsPoolsShard) {
+  using namespace mtc::detail;
+  const c10::Device cpu(c10::kCPU);
+  const size_t pools = static_cast<size_t>(worker_pool_for(cpu).id()) % impl_pool::kShards;
+  const size_t before = impl_pool::set_thread_shard(pools + 1);  // any other shard
+  mtc::CopyHandle handle = mtc::start_copy(c10::IValue(at::ones({2})), cpu);
+  EXPECT_EQ(impl_pool::thread_shard(), pools);
+  handle.get();
+  EXPECT_EQ(impl_pool::thread_shard(), pools);
+  impl_pool::set_thread_shard(before);
 }
 
 // Packed outputs copy raw bytes, so a view over them must carry the input's conj / neg bits to

@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "detail/impl_pool.h"
+
 namespace mtc::detail {
 namespace {
 
@@ -188,6 +190,25 @@ TEST(PoolScope, NamesThePoolOfTheThreadsWorkAndRestoresTheOneBefore) {
   }
   EXPECT_EQ(&current_worker_pool(), &outside);
   EXPECT_EQ(&outside, &worker_pool_for(c10::Device(c10::kCPU)));
+}
+
+// Each pool's work takes TensorImpl blocks from the pool's own shard (impl_pool.h); the thread's
+// shard before comes back with the scope's end.
+TEST(PoolScope, GivesTheThreadItsPoolsShardOfTheTensorImplPool) {
+  WorkerPool a(1, kSpin);
+  WorkerPool b(1, kSpin);
+  EXPECT_NE(a.id(), b.id());
+  const size_t outside = impl_pool::thread_shard();
+  {
+    const PoolScope in_a(a);
+    EXPECT_EQ(impl_pool::thread_shard(), static_cast<size_t>(a.id()) % impl_pool::kShards);
+    {
+      const PoolScope in_b(b);
+      EXPECT_EQ(impl_pool::thread_shard(), static_cast<size_t>(b.id()) % impl_pool::kShards);
+    }
+    EXPECT_EQ(impl_pool::thread_shard(), static_cast<size_t>(a.id()) % impl_pool::kShards);
+  }
+  EXPECT_EQ(impl_pool::thread_shard(), outside);
 }
 
 TEST(PoolScope, AWorkersTasksRunInItsOwnPool) {

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <new>
+#include <utility>
 #include <vector>
 
 namespace mtc::detail::impl_pool {
@@ -13,13 +14,22 @@ namespace {
 
 using Batch = std::array<void*, kBatch>;
 
-struct Shared {
+// A shard's lock and list sit on lines of their own: taking a batch writes them, and the other
+// shards' threads should not have to fetch them again for it.
+struct alignas(128) Shard {
   std::mutex mutex;
   std::vector<Batch> batches;
-  std::atomic<size_t> block_bytes{0};  // the size served, fixed by the first allocation
 };
 
-std::atomic<bool> pool_on{true};
+struct Shared {
+  std::array<Shard, kShards> shards;
+  // The size served, fixed by the first allocation; read at every allocation and release, so
+  // kept apart from the locks.
+  alignas(128) std::atomic<size_t> block_bytes{0};
+};
+
+alignas(64) std::atomic<bool> pool_on{true};
+std::atomic<bool> shards_on{true};
 
 // Never destroyed: threads may release blocks while the process exits.
 Shared& shared() {
@@ -33,6 +43,12 @@ Shared& shared() {
 thread_local void* t_blocks[2 * kBatch];
 thread_local size_t t_count = 0;
 thread_local bool t_exited = false;
+thread_local size_t t_shard = 0;
+
+// The calling thread's shard's list, or shard 0's with the shards off.
+Shard& own_shard() {
+  return shared().shards[shards_on.load(std::memory_order_relaxed) ? t_shard : 0];
+}
 
 // Moves the thread's oldest kBatch blocks (or all, if fewer) to the shared list.
 void hand_over() noexcept {
@@ -41,12 +57,12 @@ void hand_over() noexcept {
   std::copy_n(t_blocks, n, batch.begin());
   std::memmove(t_blocks, t_blocks + n, (t_count - n) * sizeof(void*));
   t_count -= n;
-  Shared& s = shared();
+  Shard& shard = own_shard();
   if (n == kBatch) {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (s.batches.size() < kMaxSharedBatches) {
+    std::lock_guard<std::mutex> lock(shard.mutex);
+    if (shard.batches.size() < kMaxSharedBatches) {
       try {
-        s.batches.push_back(batch);
+        shard.batches.push_back(batch);
         return;
       } catch (...) {
       }
@@ -89,11 +105,12 @@ void* allocate(size_t bytes) {
   (void)&t_flusher;  // constructed on first use in this thread, flushes at its exit
   if (t_count == 0) {
     {
-      std::lock_guard<std::mutex> lock(s.mutex);
-      if (!s.batches.empty()) {
-        std::copy_n(s.batches.back().begin(), kBatch, t_blocks);
+      Shard& shard = own_shard();
+      std::lock_guard<std::mutex> lock(shard.mutex);
+      if (!shard.batches.empty()) {
+        std::copy_n(shard.batches.back().begin(), kBatch, t_blocks);
         t_count = kBatch;
-        s.batches.pop_back();
+        shard.batches.pop_back();
       }
     }
     for (size_t i = 1; i <= std::min(kPrefetchDistance, t_count); ++i)
@@ -123,10 +140,24 @@ void set_enabled(bool on) { pool_on.store(on, std::memory_order_relaxed); }
 
 bool enabled() { return pool_on.load(std::memory_order_relaxed); }
 
-int64_t shared_blocks() {
-  Shared& s = shared();
+void set_sharded(bool on) { shards_on.store(on, std::memory_order_relaxed); }
+
+bool sharded() { return shards_on.load(std::memory_order_relaxed); }
+
+size_t set_thread_shard(size_t shard) { return std::exchange(t_shard, shard % kShards); }
+
+size_t thread_shard() { return t_shard; }
+
+int64_t shared_blocks_in(size_t shard) {
+  Shard& s = shared().shards[shard % kShards];
   std::lock_guard<std::mutex> lock(s.mutex);
   return static_cast<int64_t>(s.batches.size() * kBatch);
+}
+
+int64_t shared_blocks() {
+  int64_t blocks = 0;
+  for (size_t shard = 0; shard < kShards; ++shard) blocks += shared_blocks_in(shard);
+  return blocks;
 }
 
 }  // namespace mtc::detail::impl_pool

@@ -7,6 +7,11 @@
 // them to a shared list in batches, from which allocating threads take whole batches: one lock
 // per batch instead of work per block. The lines of a block that another core freed are
 // requested a few allocations ahead, so their transfers overlap.
+//
+// The shared list is one per worker pool (a shard): the blocks a GPU's caller frees go back to
+// that GPU's workers. With one list for the process, the threads of several GPUs passed blocks
+// to each other, and a walk that made output views with every GPU at once took 1.2-1.5x its time
+// alone in one process against 1.05-1.13x with the pool off (results/notes/2026-11-26-late.md).
 #pragma once
 
 #include <cstddef>
@@ -16,8 +21,16 @@ namespace mtc::detail::impl_pool {
 
 // Blocks go from a thread's own list to the shared one this many at a time.
 inline constexpr size_t kBatch = 64;
-// The shared list keeps at most this many batches; blocks beyond them go back to the system.
+// Each shard keeps at most this many batches; blocks beyond them go back to the system.
 inline constexpr size_t kMaxSharedBatches = 256;
+// Shards: a shard is a key modulo this (WorkerPool ids).
+inline constexpr size_t kShards = 16;
+
+// The shard the calling thread takes blocks from and hands its freed blocks to (0 until set);
+// returns the one it replaces. A worker uses its pool's while it runs; a thread that starts a
+// copy keeps the copy's pool's, so that the results it frees later go back to those workers.
+size_t set_thread_shard(size_t shard);
+size_t thread_shard();
 
 // A block of `bytes` (the pool serves one size, the first asked for; other sizes go straight
 // to operator new). Throws std::bad_alloc.
@@ -30,8 +43,13 @@ void release(void* block, size_t bytes) noexcept;
 // time: the pool's blocks are operator new's.
 void set_enabled(bool on);
 bool enabled();
+// Off, every thread uses shard 0, one shared list for the process as before the shards (for
+// measurements that compare the two in one process); on by default.
+void set_sharded(bool on);
+bool sharded();
 
-// Blocks waiting in the shared list (for tests).
+// Blocks waiting in every shard, and in one (for tests).
 int64_t shared_blocks();
+int64_t shared_blocks_in(size_t shard);
 
 }  // namespace mtc::detail::impl_pool

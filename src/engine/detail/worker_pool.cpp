@@ -16,8 +16,12 @@ namespace mtc::detail {
 
 using Clock = ArrivalForecast::Clock;
 
+namespace {
+std::atomic<int> pools_made{0};
+}  // namespace
+
 WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin, bool anticipate)
-    : spin_us_(spin.count()), anticipate_(anticipate) {
+    : id_(pools_made.fetch_add(1)), spin_us_(spin.count()), anticipate_(anticipate) {
   threads_.reserve(static_cast<size_t>(std::max(threads, 1)));
   for (int i = 0; i < std::max(threads, 1); ++i)
     threads_.emplace_back([this, i] { run_worker(i); });

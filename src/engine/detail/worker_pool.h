@@ -59,6 +59,9 @@ class WorkerPool {
   // for pool work help with it instead of idling.
   bool try_run_one();
   int size() const { return static_cast<int>(threads_.size()); }
+  // Tells the process's pools apart (0, 1, 2, ... in the order they were made): the TensorImpl
+  // pool keeps a shard for each (impl_pool.h).
+  int id() const { return id_; }
   // How long an idle worker spins before sleeping (for benchmarks that compare settings).
   void set_spin(std::chrono::microseconds spin) { spin_us_.store(spin.count()); }
   std::chrono::microseconds spin() const { return std::chrono::microseconds(spin_us_.load()); }
@@ -92,6 +95,7 @@ class WorkerPool {
   // early.spin_until the end of its window). Holds `lock`.
   bool sleep(std::unique_lock<std::mutex>& lock, EarlyWake& early);
 
+  const int id_;
   std::atomic<int64_t> spin_us_;
   std::atomic<bool> anticipate_;
   std::atomic<int64_t> anticipated_wakes_{0};

@@ -9,6 +9,8 @@
 #include <thread>
 #include <utility>
 
+#include "detail/impl_pool.h"
+
 namespace mtc::detail {
 
 namespace {
@@ -127,8 +129,13 @@ WorkerPool& current_worker_pool() {
   return t_current_pool != nullptr ? *t_current_pool : worker_pool_for(c10::Device(c10::kCPU));
 }
 
-PoolScope::PoolScope(WorkerPool& pool) : previous_(std::exchange(t_current_pool, &pool)) {}
+PoolScope::PoolScope(WorkerPool& pool)
+    : previous_(std::exchange(t_current_pool, &pool)),
+      previous_shard_(impl_pool::set_thread_shard(static_cast<size_t>(pool.id()))) {}
 
-PoolScope::~PoolScope() { t_current_pool = previous_; }
+PoolScope::~PoolScope() {
+  t_current_pool = previous_;
+  impl_pool::set_thread_shard(previous_shard_);
+}
 
 }  // namespace mtc::detail

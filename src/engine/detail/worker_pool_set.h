@@ -10,6 +10,7 @@
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <mutex>
 
 #include "detail/worker_pool.h"
@@ -124,6 +125,8 @@ WorkerPool& worker_pool_for(const c10::Device& target);
 // own device's workers.
 WorkerPool& current_worker_pool();
 
+// Also makes the pool's shard of the TensorImpl pool the thread's (impl_pool.h), so that the
+// outputs its work makes come from blocks that pool's callers freed.
 class PoolScope {
  public:
   explicit PoolScope(WorkerPool& pool);
@@ -133,6 +136,7 @@ class PoolScope {
 
  private:
   WorkerPool* previous_;
+  size_t previous_shard_;
 };
 
 }  // namespace mtc::detail
