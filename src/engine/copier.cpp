@@ -122,7 +122,8 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
 
   // Each device's copies have workers of their own (see worker_pool_set.h).
   detail::WorkerPool& pool = detail::worker_pool_for(target);
-  // The results this thread frees later go back to the blocks of the workers that made them.
+  // With the TensorImpl pool's shards on, the results this thread frees later go back to the
+  // workers that made them (impl_pool.h).
   detail::impl_pool::set_thread_shard(static_cast<size_t>(pool.id()));
   auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams), pool);
   if (options.use_background_thread) {

@@ -56,8 +56,8 @@ enum Mode : int64_t {
 // tensors, no output TensorImpl); workers that never wake ahead of a forecast copy
 // (WorkerPoolSet::set_anticipate(false), as MTC_WORKER_ANTICIPATE=0); training steps instead of
 // the hot pattern, with a sleeping or a busy gap (LoopPattern: the targets of several GPUs are
-// stated for both patterns); the TensorImpl pool with one shared list for every GPU, as before its
-// shards (impl_pool::set_sharded(false)).
+// stated for both patterns); the TensorImpl pool with a list for each GPU's pool instead of one
+// for every GPU (impl_pool::set_sharded(true)).
 enum Variant : int64_t {
   kAsIs = 0,
   kNoImplPool = 1,
@@ -66,7 +66,7 @@ enum Variant : int64_t {
   kNoEarlyWakes = 4,
   kStepSleep = 5,
   kStepBusy = 6,
-  kOneImplShard = 7
+  kImplPoolShards = 7
 };
 
 mtc::microbench::LoopPattern pattern_of(Variant v) {
@@ -81,7 +81,7 @@ struct VariantScope {
   explicit VariantScope(Variant v) : variant(v) {
     if (v == kNoImplPool) mtc::detail::impl_pool::set_enabled(false);
     if (v == kNoEarlyWakes) mtc::detail::WorkerPoolSet::instance().set_anticipate(false);
-    if (v == kOneImplShard) mtc::detail::impl_pool::set_sharded(false);
+    if (v == kImplPoolShards) mtc::detail::impl_pool::set_sharded(true);
   }
   VariantScope(const VariantScope&) = delete;  // restores once
   VariantScope& operator=(const VariantScope&) = delete;
@@ -168,8 +168,8 @@ void copy_on_this_thread(benchmark::State& state, mtc::microbench::LoopCopies& l
 // Variant (kAsIs for modes 0-3 at 200 and 2000 us, and 0 and 2 at 0 us; CPU->GPU with a pool per
 // GPU and alone at 200 us also with the TensorImpl pool off and with Dict[str, Any] batches;
 // modes 0 and 2 at 0 and 200 us without early wakes; mode 5 also at 0 and 2000 us, and at 200 us
-// in training steps with either gap, with one TensorImpl pool list for every GPU and, CPU->GPU,
-// with the TensorImpl pool off)}. Each iteration
+// in training steps with either gap, with the TensorImpl pool's shards on and, CPU->GPU, with
+// the TensorImpl pool off)}. Each iteration
 // releases every GPU's thread at once (run_released) and each times its copy from start_copy until
 // get() returned (LoopCopies: in the hot pattern the handle and the result are dropped after the
 // clock, as in BM_EngineCopy; a step's gap comes before the clock starts, and a loop of steps first
@@ -227,7 +227,7 @@ BENCHMARK(BM_MultiGpuCopy)
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kStepSleep, kStepBusy}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {0, 2000}, {kAsIs}})
     ->ArgsProduct({{0}, {kEveryGpuOrOneAloneInRuns}, {200}, {kNoImplPool}})
-    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kOneImplShard}})
+    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kImplPoolShards}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0, 200}, {kNoEarlyWakes}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0}, {kAsIs}})
     ->UseManualTime()
@@ -291,7 +291,8 @@ double walk_part(int gpu, Variant variant) {
   const mtc::CopyOptions options;
   mtc::CopyStats stats;
   mtc::detail::LeafRouter router(target, options, stats);
-  // Each GPU's blocks in a shard of their own, as the engine's workers of that GPU's pool have.
+  // Each GPU's blocks in a shard of their own (with the shards on), as the engine's workers of that
+  // GPU's pool have.
   mtc::detail::impl_pool::set_thread_shard(static_cast<size_t>(gpu));
   c10::IValue result;  // dropped after the clock, by this thread
   const c10::IValue& data = input_for(gpu, true, variant == kAnyValues);
@@ -329,7 +330,7 @@ void BM_MultiGpuParts(benchmark::State& state) {
 
 BENCHMARK(BM_MultiGpuParts)
     ->ArgsProduct({{0}, {0, 1}, {kAsIs, kNoImplPool, kAnyValues, kContainersOnly}})
-    ->ArgsProduct({{0}, {2}, {kAsIs, kNoImplPool, kAnyValues, kContainersOnly, kOneImplShard}})
+    ->ArgsProduct({{0}, {2}, {kAsIs, kNoImplPool, kAnyValues, kContainersOnly, kImplPoolShards}})
     ->ArgsProduct({{1}, {0, 1}, {kAsIs}})
     ->UseManualTime()
     ->MinTime(0.3)

@@ -271,11 +271,14 @@ TEST(Outputs, TensorImplsFreedOnAnotherThreadAreReusedInBatches) {
   }
 }
 
-// Each worker pool has its own shard of the pool: blocks a thread frees go to its shard, and
-// only threads of that shard take them back (a GPU's workers get the blocks its caller freed, not
-// another GPU's).
+// With the shards on, each worker pool has its own shard of the pool: blocks a thread frees go to
+// its shard, and only threads of that shard take them back (a GPU's workers get the blocks its
+// caller freed, not another GPU's).
 TEST(Outputs, FreedTensorImplsComeBackOnlyToThreadsOfTheirShard) {
   using namespace mtc::detail;
+  ASSERT_FALSE(impl_pool::sharded()) << "the shards are off by default";
+  impl_pool::set_sharded(true);
+  EXPECT_TRUE(impl_pool::sharded());
   const at::Tensor like = at::ones({2});
   const c10::Storage storage = like.storage();
   constexpr size_t kMine = 7;
@@ -305,7 +308,7 @@ TEST(Outputs, FreedTensorImplsComeBackOnlyToThreadsOfTheirShard) {
   EXPECT_EQ(impl_pool::shared_blocks_in(kMine),
             handed - 3 * static_cast<int64_t>(impl_pool::kBatch));
 
-  // With the shards off (a measurement's switch), every thread uses shard 0.
+  // With the shards off (the default), every thread uses shard 0.
   impl_pool::set_sharded(false);
   EXPECT_FALSE(impl_pool::sharded());
   const int64_t first = impl_pool::shared_blocks_in(0);
@@ -313,8 +316,6 @@ TEST(Outputs, FreedTensorImplsComeBackOnlyToThreadsOfTheirShard) {
   here.clear();
   EXPECT_GT(impl_pool::shared_blocks_in(0), first);
   EXPECT_EQ(impl_pool::shared_blocks_in(kMine), now_mine);
-  impl_pool::set_sharded(true);
-  EXPECT_TRUE(impl_pool::sharded());
   impl_pool::set_thread_shard(before);
 }
 

@@ -29,7 +29,7 @@ struct Shared {
 };
 
 alignas(64) std::atomic<bool> pool_on{true};
-std::atomic<bool> shards_on{true};
+std::atomic<bool> shards_on{false};
 
 // Never destroyed: threads may release blocks while the process exits.
 Shared& shared() {

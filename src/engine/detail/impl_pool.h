@@ -8,10 +8,11 @@
 // per batch instead of work per block. The lines of a block that another core freed are
 // requested a few allocations ahead, so their transfers overlap.
 //
-// The shared list is one per worker pool (a shard): the blocks a GPU's caller frees go back to
-// that GPU's workers. With one list for the process, the threads of several GPUs passed blocks
-// to each other, and a walk that made output views with every GPU at once took 1.2-1.5x its time
-// alone in one process against 1.05-1.13x with the pool off (results/notes/2026-11-26-late.md).
+// With shards on (set_sharded), the shared list is one per worker pool: the blocks a GPU's caller
+// frees go back to that GPU's workers. With one list for the process (the default), the threads
+// of several GPUs pass blocks to each other; a walk that made output views with every GPU at once
+// took 1.2-1.5x its time alone in one process, against 1.02-1.13x with the pool off. Whether the
+// shards are better is not settled yet (results/notes/2026-11-26-late.md), so they are off.
 #pragma once
 
 #include <cstddef>
@@ -43,8 +44,8 @@ void release(void* block, size_t bytes) noexcept;
 // time: the pool's blocks are operator new's.
 void set_enabled(bool on);
 bool enabled();
-// Off, every thread uses shard 0, one shared list for the process as before the shards (for
-// measurements that compare the two in one process); on by default.
+// On, each thread uses its shard; off (the default), every thread uses shard 0, one shared list for
+// the process. For measurements that compare the two in one process.
 void set_sharded(bool on);
 bool sharded();
 

@@ -125,8 +125,8 @@ WorkerPool& worker_pool_for(const c10::Device& target);
 // own device's workers.
 WorkerPool& current_worker_pool();
 
-// Also makes the pool's shard of the TensorImpl pool the thread's (impl_pool.h), so that the
-// outputs its work makes come from blocks that pool's callers freed.
+// Also makes the pool's shard of the TensorImpl pool the thread's (impl_pool.h), so that (with the
+// shards on) the outputs its work makes come from blocks that pool's callers freed.
 class PoolScope {
  public:
   explicit PoolScope(WorkerPool& pool);
