@@ -122,10 +122,10 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
 
   // Each device's copies have workers of their own (see worker_pool_set.h).
   detail::WorkerPool& pool = detail::worker_pool_for(target);
+  auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams), pool);
   // With the TensorImpl pool's shards on, the results this thread frees later go back to the
   // workers that made them (impl_pool.h).
-  detail::impl_pool::set_thread_shard(static_cast<size_t>(pool.id()));
-  auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams), pool);
+  detail::impl_pool::set_thread_shard(detail::impl_pool::shard_of_pool(pool.id()));
   if (options.use_background_thread) {
     // Whoever claims the job first runs it: a worker, or the caller if it reaches get() before
     // any worker has picked the job up. The task reaches the job through its gate: a worker that

@@ -49,8 +49,6 @@
 
 #include "alone_draw.h"
 #include "bench_support.h"
-#include "detail/leaf_router.h"
-#include "detail/structure.h"
 #include "detail/worker_pool.h"
 #include "loop_copies.h"
 #include "reference_batch.h"
@@ -115,17 +113,6 @@ void wait_for(Ok ok, const char* what) {
   }
 }
 
-// The walk of a CPU->GPU copy to device 0 on this thread; its result dropped after the clock.
-double walk_once(const c10::IValue& data) {
-  const mtc::CopyOptions options;
-  mtc::CopyStats stats;
-  mtc::detail::LeafRouter router(c10::Device(c10::kCUDA, 0), options, stats);
-  c10::IValue result;
-  const auto t0 = Clock::now();
-  mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(data, result);
-  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-}
-
 void write_times(std::ofstream& out, const char* name, const std::vector<double>& us) {
   out << '"' << name << "\": [";
   for (size_t i = 0; i < us.size(); ++i) out << (i ? ", " : "") << us[i];
@@ -174,7 +161,11 @@ int main(int argc, char** argv) {
     if (direction == "d2h") c10::cuda::device_synchronize();
     const c10::IValue walked = inputs.front();
     mtc::microbench::LoopCopies loop(std::move(inputs), target, pattern);
-    auto one = [&] { return walk_only ? walk_once(walked) : loop.copy().seconds * 1e6; };
+    const c10::Device walk_target(c10::kCUDA, 0);
+    auto one = [&] {
+      return 1e6 *
+             (walk_only ? mtc::microbench::walk_seconds(walked, walk_target) : loop.copy().seconds);
+    };
     // The pools, pinned memory and allocator; for steps, the pool's forecast of the next copy.
     for (int i = 0; i < (pattern == mtc::microbench::LoopPattern::kHot ? 50 : 10); ++i) one();
 

@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "bench_support.h"
+#include "detail/leaf_router.h"
+#include "detail/structure.h"
 
 namespace mtc::microbench {
 
@@ -18,6 +20,16 @@ LoopPattern loop_pattern_from_name(const std::string& name) {
 }
 
 int inputs_for(LoopPattern pattern) { return pattern == LoopPattern::kHot ? 1 : kStepInputs; }
+
+double walk_seconds(const c10::IValue& data, c10::Device target) {
+  const mtc::CopyOptions options;
+  mtc::CopyStats stats;
+  mtc::detail::LeafRouter router(target, options, stats);
+  c10::IValue result;
+  const auto t0 = Clock::now();
+  mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(data, result);
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 LoopCopies::LoopCopies(std::vector<c10::IValue> inputs, c10::Device target, LoopPattern pattern)
     : inputs_(std::move(inputs)), target_(target), pattern_(pattern) {

@@ -1,6 +1,6 @@
 // One GPU's copies as a training loop makes them, for the several-GPU measurements (one process,
-// a thread per GPU, and one process per GPU): the hot pattern, or training steps as mtc-bench's
-// step pattern makes them. The targets of several GPUs are stated for both.
+// a thread per GPU, and one process per GPU): the hot pattern, or training steps (mtc-bench's
+// defaults: a 2 ms gap, eight batches in turn). The targets of several GPUs are stated for both.
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -15,6 +15,9 @@
 
 namespace mtc::microbench {
 
+// A step frees the previous result right after start_copy, while the engine's workers walk the
+// new batch, as BM_EngineCopy's bit 256 does; mtc-bench's step pattern frees it inside the sample
+// too, but after the copy has finished.
 enum class LoopPattern {
   kHot,        // the same batch back to back; the result dropped after the clock
   kStepSleep,  // a step: a 2 ms sleeping gap before each copy, the batch of the step (a
@@ -38,6 +41,11 @@ struct LoopCopy {
   double start_seconds = 0;  // start_copy alone: how long it kept the caller
   mtc::CopyStats stats;      // the engine's own steps
 };
+
+// The walk of a copy of `data` to `target` alone, on this thread: new containers, the packing plan
+// and the output views, no CUDA call (so a CUDA target needs no GPU). Returns its seconds; the
+// result is dropped after the clock, by this thread.
+double walk_seconds(const c10::IValue& data, c10::Device target);
 
 class LoopCopies {
  public:

@@ -271,11 +271,25 @@ TEST(Outputs, TensorImplsFreedOnAnotherThreadAreReusedInBatches) {
   }
 }
 
+// Puts back the TensorImpl pool's shard switch and this thread's shard, however a test ends.
+struct ShardState {
+  ShardState(const ShardState&) = delete;  // restores once
+  ShardState& operator=(const ShardState&) = delete;
+  ShardState() = default;
+  ~ShardState() {
+    mtc::detail::impl_pool::set_sharded(sharded);
+    mtc::detail::impl_pool::set_thread_shard(shard);
+  }
+  bool sharded = mtc::detail::impl_pool::sharded();
+  size_t shard = mtc::detail::impl_pool::thread_shard();
+};
+
 // With the shards on, each worker pool has its own shard of the pool: blocks a thread frees go to
 // its shard, and only threads of that shard take them back (a GPU's workers get the blocks its
 // caller freed, not another GPU's).
 TEST(Outputs, FreedTensorImplsComeBackOnlyToThreadsOfTheirShard) {
   using namespace mtc::detail;
+  const ShardState restore;
   ASSERT_FALSE(impl_pool::sharded()) << "the shards are off by default";
   impl_pool::set_sharded(true);
   EXPECT_TRUE(impl_pool::sharded());
@@ -284,7 +298,7 @@ TEST(Outputs, FreedTensorImplsComeBackOnlyToThreadsOfTheirShard) {
   constexpr size_t kMine = 7;
   constexpr size_t kOther = 11;
   constexpr int kCount = 1000;
-  const size_t before = impl_pool::set_thread_shard(kMine);
+  impl_pool::set_thread_shard(kMine);
   std::vector<at::Tensor> made = views_made_on_another_thread(storage, like, kCount);
   const int64_t mine = impl_pool::shared_blocks_in(kMine);
   const int64_t other = impl_pool::shared_blocks_in(kOther);
@@ -316,21 +330,20 @@ TEST(Outputs, FreedTensorImplsComeBackOnlyToThreadsOfTheirShard) {
   here.clear();
   EXPECT_GT(impl_pool::shared_blocks_in(0), first);
   EXPECT_EQ(impl_pool::shared_blocks_in(kMine), now_mine);
-  impl_pool::set_thread_shard(before);
 }
 
 // A thread that starts a copy takes its pool's shard, and keeps it: the result it frees later
 // goes back to the workers that made it.
 TEST(Outputs, StartingACopyGivesTheCallerItsPoolsShard) {
   using namespace mtc::detail;
+  const ShardState restore;
   const c10::Device cpu(c10::kCPU);
-  const size_t pools = static_cast<size_t>(worker_pool_for(cpu).id()) % impl_pool::kShards;
-  const size_t before = impl_pool::set_thread_shard(pools + 1);  // any other shard
+  const size_t pools = impl_pool::shard_of_pool(worker_pool_for(cpu).id());
+  impl_pool::set_thread_shard(0);  // no pool's
   mtc::CopyHandle handle = mtc::start_copy(c10::IValue(at::ones({2})), cpu);
   EXPECT_EQ(impl_pool::thread_shard(), pools);
   handle.get();
   EXPECT_EQ(impl_pool::thread_shard(), pools);
-  impl_pool::set_thread_shard(before);
 }
 
 // Packed outputs copy raw bytes, so a view over them must carry the input's conj / neg bits to

@@ -198,17 +198,20 @@ TEST(PoolScope, GivesTheThreadItsPoolsShardOfTheTensorImplPool) {
   WorkerPool a(1, kSpin);
   WorkerPool b(1, kSpin);
   EXPECT_NE(a.id(), b.id());
-  const size_t outside = impl_pool::thread_shard();
+  EXPECT_NE(impl_pool::shard_of_pool(a.id()), impl_pool::shard_of_pool(b.id()));
+  // Shard 0 is no pool's, so each scope below changes the thread's shard.
+  const size_t outside = impl_pool::set_thread_shard(0);
   {
     const PoolScope in_a(a);
-    EXPECT_EQ(impl_pool::thread_shard(), static_cast<size_t>(a.id()) % impl_pool::kShards);
+    EXPECT_EQ(impl_pool::thread_shard(), impl_pool::shard_of_pool(a.id()));
     {
       const PoolScope in_b(b);
-      EXPECT_EQ(impl_pool::thread_shard(), static_cast<size_t>(b.id()) % impl_pool::kShards);
+      EXPECT_EQ(impl_pool::thread_shard(), impl_pool::shard_of_pool(b.id()));
     }
-    EXPECT_EQ(impl_pool::thread_shard(), static_cast<size_t>(a.id()) % impl_pool::kShards);
+    EXPECT_EQ(impl_pool::thread_shard(), impl_pool::shard_of_pool(a.id()));
   }
-  EXPECT_EQ(impl_pool::thread_shard(), outside);
+  EXPECT_EQ(impl_pool::thread_shard(), 0U);
+  impl_pool::set_thread_shard(outside);
 }
 
 TEST(PoolScope, AWorkersTasksRunInItsOwnPool) {

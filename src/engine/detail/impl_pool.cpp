@@ -144,6 +144,8 @@ void set_sharded(bool on) { shards_on.store(on, std::memory_order_relaxed); }
 
 bool sharded() { return shards_on.load(std::memory_order_relaxed); }
 
+size_t shard_of_pool(int pool_id) { return 1 + static_cast<size_t>(pool_id) % (kShards - 1); }
+
 size_t set_thread_shard(size_t shard) { return std::exchange(t_shard, shard % kShards); }
 
 size_t thread_shard() { return t_shard; }

@@ -8,11 +8,12 @@
 // per batch instead of work per block. The lines of a block that another core freed are
 // requested a few allocations ahead, so their transfers overlap.
 //
-// With shards on (set_sharded), the shared list is one per worker pool: the blocks a GPU's caller
-// frees go back to that GPU's workers. With one list for the process (the default), the threads
-// of several GPUs pass blocks to each other; a walk that made output views with every GPU at once
-// took 1.2-1.5x its time alone in one process, against 1.02-1.13x with the pool off. Whether the
-// shards are better is not settled yet (results/notes/2026-11-26-late.md), so they are off.
+// With shards on (set_sharded), there is a shared list for each worker pool, so that a GPU's
+// workers take back the blocks its caller freed rather than another GPU's. A freed block goes to
+// the shard of the thread that frees it: a caller's is the pool of its last copy, so a thread that
+// copies to several GPUs in turn, or one that frees results it did not copy (a garbage
+// collector's), hands blocks to one shard only. The shards are off (one list for the process) until
+// they have been measured to help (results/notes/2026-11-26-late.md).
 #pragma once
 
 #include <cstddef>
@@ -24,12 +25,14 @@ namespace mtc::detail::impl_pool {
 inline constexpr size_t kBatch = 64;
 // Each shard keeps at most this many batches; blocks beyond them go back to the system.
 inline constexpr size_t kMaxSharedBatches = 256;
-// Shards: a shard is a key modulo this (WorkerPool ids).
+// Shards: 0 for threads that never worked for a pool, 1 to kShards - 1 for pools (shard_of_pool;
+// with more pools than that, several share one).
 inline constexpr size_t kShards = 16;
+size_t shard_of_pool(int pool_id);
 
-// The shard the calling thread takes blocks from and hands its freed blocks to (0 until set);
-// returns the one it replaces. A worker uses its pool's while it runs; a thread that starts a
-// copy keeps the copy's pool's, so that the results it frees later go back to those workers.
+// The shard the calling thread takes blocks from and hands its freed blocks to (0 until set),
+// modulo kShards; returns the one it replaces. A worker uses its pool's while it runs; a thread
+// that starts a copy keeps the copy's pool's, for the results it frees later.
 size_t set_thread_shard(size_t shard);
 size_t thread_shard();
 
@@ -45,7 +48,8 @@ void release(void* block, size_t bytes) noexcept;
 void set_enabled(bool on);
 bool enabled();
 // On, each thread uses its shard; off (the default), every thread uses shard 0, one shared list for
-// the process. For measurements that compare the two in one process.
+// the process. For measurements that compare the two in one process: blocks left in the other
+// shards when they are turned off wait there until they are turned on again.
 void set_sharded(bool on);
 bool sharded();
 

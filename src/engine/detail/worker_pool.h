@@ -60,7 +60,7 @@ class WorkerPool {
   bool try_run_one();
   int size() const { return static_cast<int>(threads_.size()); }
   // Tells the process's pools apart (0, 1, 2, ... in the order they were made): the TensorImpl
-  // pool keeps a shard for each (impl_pool.h).
+  // pool's shard of a pool follows from it (impl_pool::shard_of_pool).
   int id() const { return id_; }
   // How long an idle worker spins before sleeping (for benchmarks that compare settings).
   void set_spin(std::chrono::microseconds spin) { spin_us_.store(spin.count()); }

@@ -131,7 +131,7 @@ WorkerPool& current_worker_pool() {
 
 PoolScope::PoolScope(WorkerPool& pool)
     : previous_(std::exchange(t_current_pool, &pool)),
-      previous_shard_(impl_pool::set_thread_shard(static_cast<size_t>(pool.id()))) {}
+      previous_shard_(impl_pool::set_thread_shard(impl_pool::shard_of_pool(pool.id()))) {}
 
 PoolScope::~PoolScope() {
   t_current_pool = previous_;
