@@ -145,9 +145,9 @@ def main(path):
              (5, 200, 5, " in runs of 32 training steps (2 ms sleeping gap)"),
              (5, 200, 6, " in runs of 32 training steps (2 ms busy gap)"))):
         b = bench(f"BM_MultiGpuCopy/{arg}/{mode}/{spin}/{variant}/")
-        if own_alone(b):
+        if ratios := own_alone(b):
             print(f"{direction}, every GPU at once in one process or one alone at random{runs}: each GPU "
-                  f"{own_alone(b)}, {first_alone(b)} GPU 0 alone (target <= 1.2x at 2 and 4 GPUs)")
+                  f"{ratios}, {first_alone(b)} GPU 0 alone (target <= 1.2x at 2 and 4 GPUs)")
     # BM_MultiGpuParts/{part}/{alone}/{variant}: a CPU->GPU copy's walk (no CUDA call) and its
     # driver calls, every GPU at once against GPU 0 alone.
     parts = ((0, 0, "the walk alone (no CUDA call)"), (0, 1, "the walk alone, TensorImpl pool off"),
@@ -165,10 +165,9 @@ def main(path):
         print(line)
     # The walk parts with every GPU or one alone in runs of 32: each GPU against its own time alone.
     for _, variant, part in parts[:4] + ((0, 8, "the walk alone, TensorImpl pool in a shard per GPU"),):
-        b = bench(f"BM_MultiGpuParts/0/2/{variant}/")
-        if own_alone(b):
+        if ratios := own_alone(bench(f"BM_MultiGpuParts/0/2/{variant}/")):
             print(f"CPU->GPU copy's parts, {part}, every GPU at once in one process or one alone in runs of 32: "
-                  f"each GPU {own_alone(b)}")
+                  f"each GPU {ratios}")
     pinned_outputs, to = us("BM_MixedBatch/0/2/"), us("BM_MixedBatch/0/1/")
     if pinned_outputs and to:
         print(f"mixed batch d2h, pinned outputs: engine {pinned_outputs:.1f} us, speedup {to / pinned_outputs:.1f}x")

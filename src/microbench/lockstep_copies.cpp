@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
          "bad arguments (RANK in [0, RANKS), ITERATIONS and RUN >= 1, SHM_NAME like /name, "
          "h2d|d2h|cpu|walk)");
   const bool walk_only = direction == "walk";
-  if (walk_only && argc == 9 && std::string(argv[8]) != "hot")
+  if (walk_only && pattern != mtc::microbench::LoopPattern::kHot)
     fail(2, "the walk runs in the hot pattern only");
   try {
     c10::Device target(c10::kCPU);
