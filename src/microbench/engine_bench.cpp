@@ -24,6 +24,7 @@
 #include "detail/pinned_pool_set.h"
 #include "detail/staging.h"
 #include "detail/structure.h"
+#include "detail/version_pool.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
@@ -275,6 +276,8 @@ void BM_EngineCopy(benchmark::State& state) {
     mtc::detail::WorkerPoolSet::instance().set_spin(std::chrono::milliseconds(2));
   // Bit 512: sleeping workers do not wake ahead of the next copy (worker_pool.h).
   mtc::detail::WorkerPoolSet::instance().set_anticipate(!(state.range(1) & 512));
+  // Bit 4096: output version counters allocated and freed as torch does (version_pool.h).
+  mtc::detail::version_pool::set_enabled(!(state.range(1) & 4096));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -314,18 +317,20 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
   mtc::detail::WorkerPoolSet::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);
   mtc::detail::WorkerPoolSet::instance().set_anticipate(true);
+  mtc::detail::version_pool::set_enabled(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
 // 8 idle gap before each copy, 16 walk never split, 32 one walking thread per 256 leaves,
 // 64 workers spin 2 ms, 128 a fresh batch each copy (rotation of 8), 256 previous result freed
 // inside the copy, 512 workers never wake ahead of a copy, 1024 the gap busy, 2048 the gap 200 us
-// instead of 5 ms}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an
-// idle gap, the last one dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935
-// those without waking ahead; 2447, 2959, 3471 and 3983 the four with the short gap.
-// Cases without a gap run until their copies took 0.3 s.
+// instead of 5 ms, 4096 no version_pool}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a
+// fresh batch after an idle gap, the last one dropped meanwhile; 1423 the same step after a busy
+// gap; 911 and 1935 those without waking ahead; 2447, 2959, 3471 and 3983 the four with the short
+// gap. Cases without a gap run until their copies took 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7});
+  b->Args({1, 4103});
   b->Args({1, 71});
   b->Args({1, 391});
   b->Args({1, 23})->Args({8, 23})->Args({1, 39});
@@ -344,10 +349,11 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {15, 527, 31, 135, 399, 911, 1423, 1935, 415, 395, 411, 2447, 2959, 3471, 3983});
+  gap_args(b, {15, 527, 31, 135, 399, 911, 1423, 1935, 415, 395, 411, 2447, 2959, 3471, 3983, 4495,
+               5519});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411});
+  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519});
 }
 
 }  // namespace
@@ -369,6 +375,7 @@ BENCHMARK(BM_EngineCopy<Direction::kHostToDevice>)->Apply(h2d_gap_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Apply(d2h_gap_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 7})
+    ->Args({1, 4103})
     ->Args({8, 7})
     ->Args({1, 19})
     ->UseManualTime()

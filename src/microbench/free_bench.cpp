@@ -17,6 +17,7 @@
 
 #include "detail/leaf_router.h"
 #include "detail/structure.h"
+#include "detail/version_pool.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
 
@@ -70,6 +71,7 @@ enum Parts {
   kWhole = 0,         // the engine's result for a CUDA target
   kNoVersionCounter,  // the same built in InferenceMode: no version counter per output tensor
   kContainersOnly,    // a CPU target: new containers around the input tensors
+  kNoVersionPool,     // the whole result, its counters new and freed as torch does (version_pool)
 };
 
 // Argument 0: batch multiplier (1: 528 tensors, 145 containers). Argument 1: 0 the result is
@@ -83,6 +85,8 @@ void BM_FreeResult(benchmark::State& state) {
       parts == kContainersOnly ? c10::Device(c10::kCPU) : c10::Device(c10::kCUDA, 0);
   const mtc::CopyOptions options;
   OtherThread walker;
+  const bool pool_was_on = mtc::detail::version_pool::enabled();
+  mtc::detail::version_pool::set_enabled(parts != kNoVersionPool);
   for (auto _ : state) {
     c10::IValue result;
     walker.run_and_wait([&] {
@@ -105,12 +109,13 @@ void BM_FreeResult(benchmark::State& state) {
     }
     state.SetIterationTime(seconds);
   }
+  mtc::detail::version_pool::set_enabled(pool_was_on);
 }
 
 }  // namespace
 
 BENCHMARK(BM_FreeResult)
     ->ArgsProduct({{1, 8}, {0, 1}, {kWhole}})
-    ->ArgsProduct({{1}, {0, 1}, {kNoVersionCounter, kContainersOnly}})
+    ->ArgsProduct({{1}, {0, 1}, {kNoVersionCounter, kContainersOnly, kNoVersionPool}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

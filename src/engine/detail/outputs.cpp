@@ -1,25 +1,69 @@
 #include "detail/outputs.h"
 
 #include <c10/core/DispatchKeySet.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/core/TensorImpl.h>
 
 #include <numeric>
 
 #include "detail/impl_pool.h"
+#include "detail/version_pool.h"
 
 namespace mtc::detail {
 namespace {
 
-// A plain TensorImpl whose memory comes from impl_pool: outputs are usually freed on another
-// thread than the one that made them.
+// The key set TensorImpl's own constructor gives a tensor of `backend` outside InferenceMode
+// (the autograd keys with the backend's), read once from a tensor made that way.
+c10::DispatchKeySet plain_keys_of(c10::DispatchKey backend, c10::DeviceType device_type) {
+  const c10::InferenceMode not_inference(/*enabled=*/false);
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::DispatchKeySet(backend), caffe2::TypeMeta::Make<uint8_t>(), c10::Device(device_type));
+  return impl->key_set();
+}
+
+c10::DispatchKeySet plain_keys(c10::DispatchKey backend) {
+  static const c10::DispatchKeySet cpu = plain_keys_of(c10::DispatchKey::CPU, c10::kCPU);
+  static const c10::DispatchKeySet cuda = plain_keys_of(c10::DispatchKey::CUDA, c10::kCUDA);
+  return backend == c10::DispatchKey::CUDA ? cuda : cpu;
+}
+
+// A plain TensorImpl whose memory comes from impl_pool and whose version counter from
+// version_pool: outputs are usually freed on another thread than the one that made them.
 class OutputImpl final : public c10::TensorImpl {
  public:
-  using c10::TensorImpl::TensorImpl;
+  // As TensorImpl's own constructor makes it (inside InferenceMode: an inference tensor).
+  OutputImpl(c10::Storage&& storage, c10::DispatchKey backend, caffe2::TypeMeta dtype)
+      : c10::TensorImpl(std::move(storage), c10::DispatchKeySet(backend), dtype) {}
+
+  // The same outside InferenceMode, with a counter from version_pool. TensorImpl's view
+  // constructor, given the backend's key alone, makes an inference tensor and allocates no
+  // counter; the keys and the counter a plain constructor would have given are then set here.
+  OutputImpl(c10::Storage&& storage, c10::DispatchKey backend, caffe2::TypeMeta dtype,
+             c10::VariableVersion&& counter)
+      : c10::TensorImpl(c10::TensorImpl::VIEW, std::move(storage), c10::DispatchKeySet(backend),
+                        dtype) {
+    key_set_ = plain_keys(backend);
+    version_counter_ = std::move(counter);
+  }
+
+  ~OutputImpl() override { version_pool::give_back(std::move(version_counter_)); }
+
   static void* operator new(size_t bytes) { return impl_pool::allocate(bytes); }
   static void operator delete(void* block, size_t bytes) noexcept {
     impl_pool::release(block, bytes);
   }
 };
+
+c10::intrusive_ptr<OutputImpl> make_output_impl(const c10::Storage& storage,
+                                                caffe2::TypeMeta dtype) {
+  const c10::DispatchKey backend = storage.device_type() == c10::DeviceType::CUDA
+                                       ? c10::DispatchKey::CUDA
+                                       : c10::DispatchKey::CPU;
+  if (c10::InferenceMode::is_enabled())
+    return c10::make_intrusive<OutputImpl>(c10::Storage(storage), backend, dtype);
+  return c10::make_intrusive<OutputImpl>(c10::Storage(storage), backend, dtype,
+                                         version_pool::take());
+}
 
 }  // namespace
 
@@ -42,11 +86,7 @@ c10::Storage make_alias_storage(const c10::Storage& storage) {
 }
 
 at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at::Tensor& like) {
-  const c10::DispatchKey key = storage.device_type() == c10::DeviceType::CUDA
-                                   ? c10::DispatchKey::CUDA
-                                   : c10::DispatchKey::CPU;
-  auto impl = c10::make_intrusive<OutputImpl>(c10::Storage(storage), c10::DispatchKeySet(key),
-                                              like.dtype());
+  auto impl = make_output_impl(storage, like.dtype());
   const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
   if (like.is_contiguous()) {
     // Cheaper than set_sizes_and_strides: no strides to copy and check.

@@ -1,0 +1,105 @@
+#include "detail/version_pool.h"
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+namespace mtc::detail::version_pool {
+namespace {
+
+using Batch = std::array<c10::VariableVersion, kBatch>;
+
+struct Shared {
+  std::mutex mutex;
+  std::vector<Batch> batches;
+};
+
+// Never destroyed: threads may give counters back while the process exits.
+Shared& shared() {
+  static Shared* s = new Shared;
+  return *s;
+}
+
+std::atomic<bool> pool_on{true};
+
+// Set once the thread's own list is gone (thread exit): give_back() then lets counters go.
+thread_local bool t_exited = false;
+
+// The calling thread's counters, the most recently given back last.
+struct Local {
+  std::array<c10::VariableVersion, 2 * kBatch> counters;
+  size_t count = 0;
+
+  // Moves the oldest kBatch counters (or all, if fewer) to the shared list.
+  void hand_over() noexcept {
+    const size_t n = std::min(count, kBatch);
+    Batch batch;
+    for (size_t i = 0; i < n; ++i) batch[i] = std::move(counters[i]);
+    for (size_t i = n; i < count; ++i) counters[i - n] = std::move(counters[i]);
+    count -= n;
+    if (n < kBatch) return;  // a partial batch (a thread exiting): freed with `batch`
+    Shared& s = shared();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.batches.size() >= kMaxSharedBatches) return;
+    try {
+      s.batches.push_back(std::move(batch));
+    } catch (...) {
+    }
+  }
+
+  ~Local() {
+    t_exited = true;
+    while (count > 0) hand_over();
+  }
+};
+thread_local Local t_local;
+
+}  // namespace
+
+c10::VariableVersion take() {
+  if (!t_exited && pool_on.load(std::memory_order_relaxed)) {
+    Local& local = t_local;
+    if (local.count == 0) {
+      Shared& s = shared();
+      std::lock_guard<std::mutex> lock(s.mutex);
+      if (!s.batches.empty()) {
+        for (size_t i = 0; i < kBatch; ++i) local.counters[i] = std::move(s.batches.back()[i]);
+        local.count = kBatch;
+        s.batches.pop_back();
+      }
+    }
+    if (local.count > 0) {
+      c10::VariableVersion counter = std::move(local.counters[--local.count]);
+      // Only written when it changed: the counter's line was last in the releasing core's cache.
+      if (counter.current_version() != 0) counter.set_version(0);
+      return counter;
+    }
+  }
+  return c10::VariableVersion(/*version=*/0);
+}
+
+void give_back(c10::VariableVersion&& counter) noexcept {
+  // Not kept, `counter` stays with its tensor and goes with it. unique() cannot turn false once
+  // true: only a holder could share the counter again, and the dying output is the only one.
+  if (!counter.enabled() || !counter.unique() || t_exited ||
+      !pool_on.load(std::memory_order_relaxed))
+    return;
+  Local& local = t_local;
+  // Keep up to two batches for this thread's own outputs; hand the oldest on.
+  if (local.count == local.counters.size()) local.hand_over();
+  local.counters[local.count++] = std::move(counter);
+}
+
+void set_enabled(bool on) { pool_on.store(on, std::memory_order_relaxed); }
+
+bool enabled() { return pool_on.load(std::memory_order_relaxed); }
+
+int64_t shared_counters() {
+  Shared& s = shared();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return static_cast<int64_t>(s.batches.size() * kBatch);
+}
+
+}  // namespace mtc::detail::version_pool

@@ -1,0 +1,40 @@
+// Version counters for the engine's output tensors. Every tensor autograd may see carries one: a
+// small heap object that TensorImpl's constructor allocates with the global operator new. An
+// output is made on a walking thread and usually freed on the caller's, so glibc returns each
+// counter to another thread's arena; on the GPU host the 528 counters of the reference batch were
+// ~49 us of the ~140 us a training step spends freeing the previous result
+// (results/notes/2026-11-25-evening.md). Here a dying output gives its counter back when no other
+// tensor shares it (a view of the output does), and new outputs take those counters, reset to
+// version 0: no allocation or free per output, and counters move between threads in batches under
+// one lock, like impl_pool's blocks.
+#pragma once
+
+#include <c10/core/TensorImpl.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mtc::detail::version_pool {
+
+// Counters go from a thread's own list to the shared one this many at a time.
+inline constexpr size_t kBatch = 64;
+// The shared list keeps at most this many batches; counters beyond them are freed.
+inline constexpr size_t kMaxSharedBatches = 256;
+
+// A counter at version 0 that no other tensor holds: a given-back one, or a new one.
+c10::VariableVersion take();
+
+// Takes an output's counter; keeps it for take() if the output was its only holder, else lets
+// it go (the tensors that share it keep it alive). A disabled counter (an inference tensor's) is
+// ignored.
+void give_back(c10::VariableVersion&& counter) noexcept;
+
+// Off, take() allocates a new counter and give_back() frees it, as torch does: for measurements
+// that compare the two in one process. On by default; safe to switch at any time.
+void set_enabled(bool on);
+bool enabled();
+
+// Counters waiting in the shared list (for tests).
+int64_t shared_counters();
+
+}  // namespace mtc::detail::version_pool
