@@ -329,8 +329,7 @@ void BM_EngineCopy(benchmark::State& state) {
 // gap; 911 and 1935 those without waking ahead; 2447, 2959, 3471 and 3983 the four with the short
 // gap. Cases without a gap run until their copies took 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
-  for (int repeat : {1, 8}) b->Args({repeat, 7});
-  b->Args({1, 4103});
+  for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});
   b->Args({1, 391});
   b->Args({1, 23})->Args({8, 23})->Args({1, 39});
@@ -377,6 +376,7 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 7})
     ->Args({1, 4103})
     ->Args({8, 7})
+    ->Args({8, 4103})
     ->Args({1, 19})
     ->UseManualTime()
     ->MinTime(0.3)
