@@ -23,6 +23,7 @@
 #include "bench_support.h"
 #include "detail/cuda_check.h"
 #include "detail/impl_pool.h"
+#include "detail/version_pool.h"
 #include "detail/worker_pool_set.h"
 #include "loop_copies.h"
 #include "mtc/copier.h"
@@ -54,9 +55,11 @@ enum Mode : int64_t {
 // tensors, no output TensorImpl); workers that never wake ahead of a forecast copy
 // (WorkerPoolSet::set_anticipate(false), as MTC_WORKER_ANTICIPATE=0); training steps instead of
 // the hot pattern, with a sleeping or a busy gap (LoopPattern: the targets of several GPUs are
-// stated for both patterns); the TensorImpl pool with a list for each GPU's pool instead of one
-// for every GPU (impl_pool::set_sharded(true); 7 meant the opposite at b840770, whose default
-// was the shards on, so it is not reused).
+// stated for both patterns); the TensorImpl pool, and the version counters' pool that follows its
+// shards, with a list for each GPU's pool instead of one for every GPU
+// (impl_pool::set_sharded(true); 7 meant the opposite at b840770, whose default was the shards on,
+// so it is not reused); the outputs' version counters new and freed as torch does
+// (version_pool::set_enabled(false)).
 enum Variant : int64_t {
   kAsIs = 0,
   kNoImplPool = 1,
@@ -65,7 +68,8 @@ enum Variant : int64_t {
   kNoEarlyWakes = 4,
   kStepSleep = 5,
   kStepBusy = 6,
-  kImplPoolShards = 8
+  kImplPoolShards = 8,
+  kNoVersionPool = 9
 };
 
 mtc::microbench::LoopPattern pattern_of(Variant v) {
@@ -81,17 +85,20 @@ struct VariantScope {
     if (v == kNoImplPool) mtc::detail::impl_pool::set_enabled(false);
     if (v == kNoEarlyWakes) mtc::detail::WorkerPoolSet::instance().set_anticipate(false);
     if (v == kImplPoolShards) mtc::detail::impl_pool::set_sharded(true);
+    if (v == kNoVersionPool) mtc::detail::version_pool::set_enabled(false);
   }
   VariantScope(const VariantScope&) = delete;  // restores once
   VariantScope& operator=(const VariantScope&) = delete;
   ~VariantScope() {
     mtc::detail::impl_pool::set_enabled(pool_was_on);
     mtc::detail::impl_pool::set_sharded(sharded);
+    mtc::detail::version_pool::set_enabled(counters_pooled);
     mtc::detail::WorkerPoolSet::instance().set_anticipate(anticipated);
   }
   Variant variant;
   bool pool_was_on = mtc::detail::impl_pool::enabled();
   bool sharded = mtc::detail::impl_pool::sharded();
+  bool counters_pooled = mtc::detail::version_pool::enabled();
   bool anticipated = mtc::detail::WorkerPoolSet::instance().anticipate();
 };
 
@@ -226,7 +233,7 @@ BENCHMARK(BM_MultiGpuCopy)
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kStepSleep, kStepBusy}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {0, 2000}, {kAsIs}})
     ->ArgsProduct({{0}, {kEveryGpuOrOneAloneInRuns}, {200}, {kNoImplPool}})
-    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kImplPoolShards}})
+    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kImplPoolShards, kNoVersionPool}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0, 200}, {kNoEarlyWakes}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0}, {kAsIs}})
     ->UseManualTime()
@@ -323,7 +330,10 @@ void BM_MultiGpuParts(benchmark::State& state) {
 
 BENCHMARK(BM_MultiGpuParts)
     ->ArgsProduct({{0}, {0, 1}, {kAsIs, kNoImplPool, kAnyValues, kContainersOnly}})
-    ->ArgsProduct({{0}, {2}, {kAsIs, kNoImplPool, kAnyValues, kContainersOnly, kImplPoolShards}})
+    ->ArgsProduct({{0},
+                   {2},
+                   {kAsIs, kNoImplPool, kAnyValues, kContainersOnly, kImplPoolShards,
+                    kNoVersionPool}})
     ->ArgsProduct({{1}, {0, 1}, {kAsIs}})
     ->UseManualTime()
     ->MinTime(0.3)

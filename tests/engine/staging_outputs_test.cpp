@@ -22,6 +22,7 @@
 #include "detail/outputs.h"
 #include "detail/pack_plan.h"
 #include "detail/staging.h"
+#include "detail/version_pool.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
 #include "test_constants.h"
@@ -286,8 +287,8 @@ struct ShardState {
 
 // With the shards on, each worker pool has its own shard of the pool: blocks a thread frees go to
 // its shard, and only threads of that shard take them back (a GPU's workers get the blocks its
-// caller freed, not another GPU's).
-TEST(Outputs, FreedTensorImplsComeBackOnlyToThreadsOfTheirShard) {
+// caller freed, not another GPU's). The outputs' version counters follow the same shards.
+TEST(Outputs, FreedTensorImplsAndCountersComeBackOnlyToThreadsOfTheirShard) {
   using namespace mtc::detail;
   const ShardState restore;
   ASSERT_FALSE(impl_pool::sharded()) << "the shards are off by default";
@@ -298,14 +299,21 @@ TEST(Outputs, FreedTensorImplsComeBackOnlyToThreadsOfTheirShard) {
   constexpr size_t kMine = 7;
   constexpr size_t kOther = 11;
   constexpr int kCount = 1000;
+  const auto batch = static_cast<int64_t>(impl_pool::kBatch);
+  static_assert(impl_pool::kBatch == version_pool::kBatch);
+  // Blocks and counters waiting in a shard, both counts.
+  auto waiting_in = [](size_t shard) {
+    return std::pair(impl_pool::shared_blocks_in(shard), version_pool::shared_counters_in(shard));
+  };
   impl_pool::set_thread_shard(kMine);
   std::vector<at::Tensor> made = views_made_on_another_thread(storage, like, kCount);
-  const int64_t mine = impl_pool::shared_blocks_in(kMine);
-  const int64_t other = impl_pool::shared_blocks_in(kOther);
+  const auto mine = waiting_in(kMine);
+  const auto other = waiting_in(kOther);
   made.clear();
-  const int64_t handed = impl_pool::shared_blocks_in(kMine);
-  EXPECT_GE(handed - mine, kCount - 2 * static_cast<int64_t>(impl_pool::kBatch));
-  EXPECT_EQ(impl_pool::shared_blocks_in(kOther), other);
+  const auto handed = waiting_in(kMine);
+  EXPECT_GE(handed.first - mine.first, kCount - 2 * batch);
+  EXPECT_GE(handed.second - mine.second, kCount - 2 * batch);
+  EXPECT_EQ(waiting_in(kOther), other);
 
   auto make_in_shard = [&](size_t shard) {
     std::vector<at::Tensor> out;
@@ -317,19 +325,19 @@ TEST(Outputs, FreedTensorImplsComeBackOnlyToThreadsOfTheirShard) {
     return out;
   };
   std::vector<at::Tensor> elsewhere = make_in_shard(kOther);
-  EXPECT_EQ(impl_pool::shared_blocks_in(kMine), handed) << "another shard's thread took them";
+  EXPECT_EQ(waiting_in(kMine), handed) << "another shard's thread took them";
   std::vector<at::Tensor> here = make_in_shard(kMine);
-  EXPECT_EQ(impl_pool::shared_blocks_in(kMine),
-            handed - 3 * static_cast<int64_t>(impl_pool::kBatch));
+  EXPECT_EQ(waiting_in(kMine), std::pair(handed.first - 3 * batch, handed.second - 3 * batch));
 
   // With the shards off (the default), every thread uses shard 0.
   impl_pool::set_sharded(false);
   EXPECT_FALSE(impl_pool::sharded());
-  const int64_t first = impl_pool::shared_blocks_in(0);
-  const int64_t now_mine = impl_pool::shared_blocks_in(kMine);
+  const auto first = waiting_in(0);
+  const auto now_mine = waiting_in(kMine);
   here.clear();
-  EXPECT_GT(impl_pool::shared_blocks_in(0), first);
-  EXPECT_EQ(impl_pool::shared_blocks_in(kMine), now_mine);
+  EXPECT_GT(waiting_in(0).first, first.first);
+  EXPECT_GT(waiting_in(0).second, first.second);
+  EXPECT_EQ(waiting_in(kMine), now_mine);
 }
 
 // A thread that starts a copy takes its pool's shard, and keeps it: the result it frees later

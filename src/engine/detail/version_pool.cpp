@@ -6,21 +6,29 @@
 #include <utility>
 #include <vector>
 
+#include "detail/impl_pool.h"
+
 namespace mtc::detail::version_pool {
 namespace {
 
 using Batch = std::array<c10::VariableVersion, kBatch>;
 
-struct Shared {
+// The shared lists follow impl_pool's shards (one for the process unless they are on), so that a
+// GPU's workers take back the counters of the outputs they made. A shard's lock and list sit on
+// lines of their own.
+struct alignas(128) Shard {
   std::mutex mutex;
   std::vector<Batch> batches;
 };
+using Shared = std::array<Shard, impl_pool::kShards>;
 
 // Never destroyed: threads may give counters back while the process exits.
 Shared& shared() {
   static Shared* s = new Shared;
   return *s;
 }
+
+Shard& own_shard() { return shared()[impl_pool::sharded() ? impl_pool::thread_shard() : 0]; }
 
 std::atomic<bool> pool_on{true};
 
@@ -40,7 +48,7 @@ struct Local {
     for (size_t i = n; i < count; ++i) counters[i - n] = std::move(counters[i]);
     count -= n;
     if (n < kBatch) return;  // a partial batch (a thread exiting): freed with `batch`
-    Shared& s = shared();
+    Shard& s = own_shard();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.batches.size() >= kMaxSharedBatches) return;
     try {
@@ -62,7 +70,7 @@ c10::VariableVersion take() {
   if (!t_exited && pool_on.load(std::memory_order_relaxed)) {
     Local& local = t_local;
     if (local.count == 0) {
-      Shared& s = shared();
+      Shard& s = own_shard();
       std::lock_guard<std::mutex> lock(s.mutex);
       if (!s.batches.empty()) {
         for (size_t i = 0; i < kBatch; ++i) local.counters[i] = std::move(s.batches.back()[i]);
@@ -96,10 +104,16 @@ void set_enabled(bool on) { pool_on.store(on, std::memory_order_relaxed); }
 
 bool enabled() { return pool_on.load(std::memory_order_relaxed); }
 
-int64_t shared_counters() {
-  Shared& s = shared();
+int64_t shared_counters_in(size_t shard) {
+  Shard& s = shared()[shard % impl_pool::kShards];
   std::lock_guard<std::mutex> lock(s.mutex);
   return static_cast<int64_t>(s.batches.size() * kBatch);
+}
+
+int64_t shared_counters() {
+  int64_t counters = 0;
+  for (size_t shard = 0; shard < impl_pool::kShards; ++shard) counters += shared_counters_in(shard);
+  return counters;
 }
 
 }  // namespace mtc::detail::version_pool

@@ -6,7 +6,8 @@
 // (results/notes/2026-11-25-evening.md). Here a dying output gives its counter back when no other
 // tensor shares it (a view of the output does), and new outputs take those counters, reset to
 // version 0: no allocation or free per output, and counters move between threads in batches under
-// one lock, like impl_pool's blocks.
+// one lock, like impl_pool's blocks, and in its shards when they are on (impl_pool::set_sharded):
+// a thread gives back to and takes from its impl_pool::thread_shard()'s list.
 #pragma once
 
 #include <c10/core/TensorImpl.h>
@@ -18,7 +19,7 @@ namespace mtc::detail::version_pool {
 
 // Counters go from a thread's own list to the shared one this many at a time.
 inline constexpr size_t kBatch = 64;
-// The shared list keeps at most this many batches; counters beyond them are freed.
+// Each shard's shared list keeps at most this many batches; counters beyond them are freed.
 inline constexpr size_t kMaxSharedBatches = 256;
 
 // A counter at version 0 that no other tensor holds: a given-back one, or a new one.
@@ -34,7 +35,8 @@ void give_back(c10::VariableVersion&& counter) noexcept;
 void set_enabled(bool on);
 bool enabled();
 
-// Counters waiting in the shared list (for tests).
+// Counters waiting in every shard's shared list, and in one (for tests).
 int64_t shared_counters();
+int64_t shared_counters_in(size_t shard);
 
 }  // namespace mtc::detail::version_pool
