@@ -141,6 +141,7 @@ def main(path):
              (5, 0, 0, " in runs of 32 copies, workers spin 0 us"),
              (5, 2000, 0, " in runs of 32 copies, workers spin 2000 us"),
              (5, 200, 1, " in runs of 32 copies, TensorImpl pool off"),
+             (5, 200, 7, " in runs of 32 copies, TensorImpl and counter pools in one list for every GPU"),
              (5, 200, 8, " in runs of 32 copies, TensorImpl and counter pools in a shard per GPU"),
              (5, 200, 9, " in runs of 32 copies, version counters not pooled"),
              (5, 200, 5, " in runs of 32 training steps (2 ms sleeping gap)"),
@@ -165,7 +166,8 @@ def main(path):
             line += f"; the calls before the wait {together['submit_us']:.1f} us against {alone['submit_us']:.1f} alone"
         print(line)
     # The walk parts with every GPU or one alone in runs of 32: each GPU against its own time alone.
-    for _, variant, part in parts[:4] + ((0, 8, "the walk alone, TensorImpl and counter pools in a shard per GPU"),
+    for _, variant, part in parts[:4] + ((0, 7, "the walk alone, TensorImpl and counter pools in one list"),
+                                         (0, 8, "the walk alone, TensorImpl and counter pools in a shard per GPU"),
                                          (0, 9, "the walk alone, version counters not pooled")):
         if ratios := own_alone(bench(f"BM_MultiGpuParts/0/2/{variant}/")):
             print(f"CPU->GPU copy's parts, {part}, every GPU at once in one process or one alone in runs of 32: "

@@ -68,6 +68,7 @@ enum Variant : int64_t {
   kNoEarlyWakes = 4,
   kStepSleep = 5,
   kStepBusy = 6,
+  kImplPoolOneList = 7,
   kImplPoolShards = 8,
   kNoVersionPool = 9
 };
@@ -84,6 +85,7 @@ struct VariantScope {
   explicit VariantScope(Variant v) : variant(v) {
     if (v == kNoImplPool) mtc::detail::impl_pool::set_enabled(false);
     if (v == kNoEarlyWakes) mtc::detail::WorkerPoolSet::instance().set_anticipate(false);
+    if (v == kImplPoolOneList) mtc::detail::impl_pool::set_sharded(false);
     if (v == kImplPoolShards) mtc::detail::impl_pool::set_sharded(true);
     if (v == kNoVersionPool) mtc::detail::version_pool::set_enabled(false);
   }
@@ -233,7 +235,10 @@ BENCHMARK(BM_MultiGpuCopy)
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kStepSleep, kStepBusy}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {0, 2000}, {kAsIs}})
     ->ArgsProduct({{0}, {kEveryGpuOrOneAloneInRuns}, {200}, {kNoImplPool}})
-    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kImplPoolShards, kNoVersionPool}})
+    ->ArgsProduct({{0, 1},
+                   {kEveryGpuOrOneAloneInRuns},
+                   {200},
+                   {kImplPoolOneList, kImplPoolShards, kNoVersionPool}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0, 200}, {kNoEarlyWakes}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0}, {kAsIs}})
     ->UseManualTime()

@@ -285,15 +285,14 @@ struct ShardState {
   size_t shard = mtc::detail::impl_pool::thread_shard();
 };
 
-// With the shards on, each worker pool has its own shard of the pool: blocks a thread frees go to
-// its shard, and only threads of that shard take them back (a GPU's workers get the blocks its
-// caller freed, not another GPU's). The outputs' version counters follow the same shards.
+// With the shards on (the default), each worker pool has its own shard of the pool: blocks a
+// thread frees go to the shard they were made in, and only threads of that shard take them back
+// (a GPU's workers get the blocks its caller freed, not another GPU's). The outputs' version
+// counters follow the freeing thread's shard.
 TEST(Outputs, FreedTensorImplsAndCountersComeBackOnlyToThreadsOfTheirShard) {
   using namespace mtc::detail;
   const ShardState restore;
-  ASSERT_FALSE(impl_pool::sharded()) << "the shards are off by default";
-  impl_pool::set_sharded(true);
-  EXPECT_TRUE(impl_pool::sharded());
+  ASSERT_TRUE(impl_pool::sharded()) << "the shards are on by default";
   const at::Tensor like = at::ones({2});
   const c10::Storage storage = like.storage();
   constexpr size_t kMine = 7;
@@ -329,7 +328,15 @@ TEST(Outputs, FreedTensorImplsAndCountersComeBackOnlyToThreadsOfTheirShard) {
   std::vector<at::Tensor> here = make_in_shard(kMine);
   EXPECT_EQ(waiting_in(kMine), std::pair(handed.first - 3 * batch, handed.second - 3 * batch));
 
-  // With the shards off (the default), every thread uses shard 0.
+  // Blocks freed by a thread of another shard go home in whole batches: `elsewhere`'s were made
+  // in kOther and are freed here, in kMine (fewer than a batch of kOther's could wait here).
+  const int64_t other_blocks = impl_pool::shared_blocks_in(kOther);
+  const int64_t mine_blocks = impl_pool::shared_blocks_in(kMine);
+  elsewhere.clear();
+  EXPECT_EQ(impl_pool::shared_blocks_in(kOther), other_blocks + 3 * batch);
+  EXPECT_EQ(impl_pool::shared_blocks_in(kMine), mine_blocks);
+
+  // With the shards off, every thread uses shard 0.
   impl_pool::set_sharded(false);
   EXPECT_FALSE(impl_pool::sharded());
   const auto first = waiting_in(0);

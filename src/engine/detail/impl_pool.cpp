@@ -29,7 +29,7 @@ struct Shared {
 };
 
 alignas(64) std::atomic<bool> pool_on{true};
-std::atomic<bool> shards_on{false};
+std::atomic<bool> shards_on{true};
 
 // Never destroyed: threads may release blocks while the process exits.
 Shared& shared() {
@@ -45,30 +45,49 @@ thread_local size_t t_count = 0;
 thread_local bool t_exited = false;
 thread_local size_t t_shard = 0;
 
-// The calling thread's shard's list, or shard 0's with the shards off.
-Shard& own_shard() {
-  return shared().shards[shards_on.load(std::memory_order_relaxed) ? t_shard : 0];
+// Blocks freed by this thread that belong to another shard, gathered per shard into batches.
+thread_local void* t_foreign[kShards][kBatch];
+thread_local size_t t_foreign_count[kShards];
+
+// The calling thread's shard, or 0 with the shards off.
+size_t own_shard_index() { return shards_on.load(std::memory_order_relaxed) ? t_shard : 0; }
+
+// Every block of the served size starts with a header naming the shard it was allocated in, so
+// that whoever frees it returns it there; the header keeps the block's default alignment.
+constexpr size_t kHeader = __STDCPP_DEFAULT_NEW_ALIGNMENT__;
+static_assert(kHeader >= sizeof(uint32_t));
+void* with_header(void* raw, size_t shard) {
+  *static_cast<uint32_t*>(raw) = static_cast<uint32_t>(shard);
+  return static_cast<char*>(raw) + kHeader;
+}
+void* raw_of(void* block) { return static_cast<char*>(block) - kHeader; }
+size_t shard_of_block(void* block) { return *static_cast<uint32_t*>(raw_of(block)); }
+
+// Adds a full batch of raw blocks to `shard`'s list, or frees them when it is full.
+void push_batch(size_t shard, const Batch& batch) noexcept {
+  Shard& s = shared().shards[shard];
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.batches.size() < kMaxSharedBatches) {
+      try {
+        s.batches.push_back(batch);
+        return;
+      } catch (...) {
+      }
+    }
+  }
+  for (void* raw : batch) ::operator delete(raw);
 }
 
-// Moves the thread's oldest kBatch blocks (or all, if fewer) to the shared list.
+// Moves the thread's oldest kBatch blocks (or all, if fewer) to its shard's shared list.
 void hand_over() noexcept {
   Batch batch{};
   const size_t n = std::min(t_count, kBatch);
   std::copy_n(t_blocks, n, batch.begin());
   std::memmove(t_blocks, t_blocks + n, (t_count - n) * sizeof(void*));
   t_count -= n;
-  Shard& shard = own_shard();
-  if (n == kBatch) {
-    std::lock_guard<std::mutex> lock(shard.mutex);
-    if (shard.batches.size() < kMaxSharedBatches) {
-      try {
-        shard.batches.push_back(batch);
-        return;
-      } catch (...) {
-      }
-    }
-  }
-  // A partial batch (a thread exiting), or the shared list is full: back to the system.
+  if (n == kBatch) return push_batch(own_shard_index(), batch);
+  // A partial batch (a thread exiting): back to the system.
   for (size_t i = 0; i < n; ++i) ::operator delete(batch[i]);
 }
 
@@ -76,6 +95,10 @@ struct Flusher {
   ~Flusher() {
     t_exited = true;
     while (t_count > 0) hand_over();
+    for (size_t shard = 0; shard < kShards; ++shard) {
+      for (size_t i = 0; i < t_foreign_count[shard]; ++i) ::operator delete(t_foreign[shard][i]);
+      t_foreign_count[shard] = 0;
+    }
   }
 };
 thread_local Flusher t_flusher;
@@ -96,16 +119,19 @@ void prefetch_for_write(const void* block, size_t bytes) {
 
 }  // namespace
 
+// The thread's list holds raw blocks (headers first) of its own shard.
 void* allocate(size_t bytes) {
   Shared& s = shared();
   size_t served = s.block_bytes.load(std::memory_order_relaxed);
   if (served == 0 && s.block_bytes.compare_exchange_strong(served, bytes)) served = bytes;
-  if (bytes != served || t_exited || !pool_on.load(std::memory_order_relaxed))
-    return ::operator new(bytes);
+  if (bytes != served) return ::operator new(bytes);
+  const size_t shard_index = own_shard_index();
+  if (t_exited || !pool_on.load(std::memory_order_relaxed))
+    return with_header(::operator new(kHeader + bytes), shard_index);
   (void)&t_flusher;  // constructed on first use in this thread, flushes at its exit
   if (t_count == 0) {
     {
-      Shard& shard = own_shard();
+      Shard& shard = s.shards[shard_index];
       std::lock_guard<std::mutex> lock(shard.mutex);
       if (!shard.batches.empty()) {
         std::copy_n(shard.batches.back().begin(), kBatch, t_blocks);
@@ -114,26 +140,45 @@ void* allocate(size_t bytes) {
       }
     }
     for (size_t i = 1; i <= std::min(kPrefetchDistance, t_count); ++i)
-      prefetch_for_write(t_blocks[t_count - i], bytes);
+      prefetch_for_write(t_blocks[t_count - i], kHeader + bytes);
   }
-  if (t_count == 0) return ::operator new(bytes);
-  void* block = t_blocks[--t_count];
+  if (t_count == 0) return with_header(::operator new(kHeader + bytes), shard_index);
+  void* raw = t_blocks[--t_count];
   if (t_count >= kPrefetchDistance)
-    prefetch_for_write(t_blocks[t_count - kPrefetchDistance], bytes);
-  return block;
+    prefetch_for_write(t_blocks[t_count - kPrefetchDistance], kHeader + bytes);
+  // A block of the thread's list came from its shard, unless the shards were switched since.
+  return with_header(raw, shard_index);
 }
 
 void release(void* block, size_t bytes) noexcept {
   if (block == nullptr) return;
-  if (bytes != shared().block_bytes.load(std::memory_order_relaxed) || t_exited ||
-      !pool_on.load(std::memory_order_relaxed)) {
+  if (bytes != shared().block_bytes.load(std::memory_order_relaxed)) {
     ::operator delete(block);
     return;
   }
+  void* raw = raw_of(block);
+  if (t_exited || !pool_on.load(std::memory_order_relaxed)) {
+    ::operator delete(raw);
+    return;
+  }
   (void)&t_flusher;
+  const size_t own = own_shard_index();
+  const size_t home = shards_on.load(std::memory_order_relaxed) ? shard_of_block(block) : 0;
+  if (home != own) {
+    // Another shard's block (freed by a thread that did not copy it, or copies to several GPUs):
+    // gathered until a whole batch can go back to that shard under one lock.
+    t_foreign[home][t_foreign_count[home]++] = raw;
+    if (t_foreign_count[home] == kBatch) {
+      Batch batch;
+      std::copy_n(t_foreign[home], kBatch, batch.begin());
+      t_foreign_count[home] = 0;
+      push_batch(home, batch);
+    }
+    return;
+  }
   // Keep up to two batches for this thread's own allocations; hand the oldest on.
   if (t_count == 2 * kBatch) hand_over();
-  t_blocks[t_count++] = block;
+  t_blocks[t_count++] = raw;
 }
 
 void set_enabled(bool on) { pool_on.store(on, std::memory_order_relaxed); }

@@ -8,12 +8,13 @@
 // per batch instead of work per block. The lines of a block that another core freed are
 // requested a few allocations ahead, so their transfers overlap.
 //
-// With shards on (set_sharded), there is a shared list for each worker pool, so that a GPU's
-// workers take back the blocks its caller freed rather than another GPU's. A freed block goes to
-// the shard of the thread that frees it: a caller's is the pool of its last copy, so a thread that
-// copies to several GPUs in turn, or one that frees results it did not copy (a garbage
-// collector's), hands blocks to one shard only. The shards are off (one list for the process) until
-// they have been measured to help (results/notes/2026-11-26-late.md).
+// With shards on (set_sharded, the default), there is a shared list for each worker pool, so that
+// a GPU's workers take back the blocks its caller freed rather than another GPU's: with four GPUs
+// in one process, one list for all let a copy grow 1.26-1.30x against its time alone, a list per
+// pool 1.14-1.27x (results/notes/2026-11-26-night.md). A block carries the shard it was allocated
+// in, and goes back there whoever frees it: a thread that copies to several GPUs in turn, or one
+// that frees results it did not copy (a garbage collector's), gathers another shard's blocks into
+// batches of their own.
 #pragma once
 
 #include <cstddef>
@@ -36,8 +37,8 @@ size_t shard_of_pool(int pool_id);
 size_t set_thread_shard(size_t shard);
 size_t thread_shard();
 
-// A block of `bytes` (the pool serves one size, the first asked for; other sizes go straight
-// to operator new). Throws std::bad_alloc.
+// A block of `bytes` (the pool serves one size, the first asked for, with a header before it;
+// other sizes go straight to operator new). Throws std::bad_alloc.
 void* allocate(size_t bytes);
 // Gives back a block from allocate(bytes).
 void release(void* block, size_t bytes) noexcept;
@@ -47,9 +48,10 @@ void release(void* block, size_t bytes) noexcept;
 // time: the pool's blocks are operator new's.
 void set_enabled(bool on);
 bool enabled();
-// On, each thread uses its shard; off (the default), every thread uses shard 0, one shared list for
-// the process. For measurements that compare the two in one process: blocks left in the other
-// shards when they are turned off wait there until they are turned on again.
+// On (the default), each thread takes from its shard and blocks go back to theirs; off, every
+// thread uses shard 0, one shared list for the process. For measurements that compare the two in
+// one process: blocks left in the other shards when they are turned off wait there until they are
+// turned on again.
 void set_sharded(bool on);
 bool sharded();
 
