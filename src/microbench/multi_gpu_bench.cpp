@@ -337,8 +337,8 @@ BENCHMARK(BM_MultiGpuParts)
     ->ArgsProduct({{0}, {0, 1}, {kAsIs, kNoImplPool, kAnyValues, kContainersOnly}})
     ->ArgsProduct({{0},
                    {2},
-                   {kAsIs, kNoImplPool, kAnyValues, kContainersOnly, kImplPoolShards,
-                    kNoVersionPool}})
+                   {kAsIs, kNoImplPool, kAnyValues, kContainersOnly, kImplPoolOneList,
+                    kImplPoolShards, kNoVersionPool}})
     ->ArgsProduct({{1}, {0, 1}, {kAsIs}})
     ->UseManualTime()
     ->MinTime(0.3)
