@@ -11,10 +11,10 @@
 // With shards on (set_sharded, the default), there is a shared list for each worker pool, so that
 // a GPU's workers take back the blocks its caller freed rather than another GPU's: with four GPUs
 // in one process, one list for all let a copy grow 1.26-1.30x against its time alone, a list per
-// pool 1.14-1.27x, in the better of two calls (results/notes/2026-11-26-night.md). A block carries the shard it was allocated
-// in, and goes back there whoever frees it: a thread that copies to several GPUs in turn, or one
-// that frees results it did not copy (a garbage collector's), gathers another shard's blocks into
-// batches of their own.
+// pool 1.14-1.27x, in the better of two calls (results/notes/2026-11-26-night.md). A block carries
+// the shard it was allocated in, and goes back there whoever frees it: a thread that copies to
+// several GPUs in turn, or one that frees results it did not copy (a garbage collector's), gathers
+// another shard's blocks into batches of their own.
 #pragma once
 
 #include <cstddef>
