@@ -56,10 +56,9 @@ enum Mode : int64_t {
 // (WorkerPoolSet::set_anticipate(false), as MTC_WORKER_ANTICIPATE=0); training steps instead of
 // the hot pattern, with a sleeping or a busy gap (LoopPattern: the targets of several GPUs are
 // stated for both patterns); the TensorImpl pool, and the version counters' pool that follows its
-// shards, with a list for each GPU's pool instead of one for every GPU
-// (impl_pool::set_sharded(true); 7 meant the opposite at b840770, whose default was the shards on,
-// so it is not reused); the outputs' version counters new and freed as torch does
-// (version_pool::set_enabled(false)).
+// shards, with one list for every GPU (7, impl_pool::set_sharded(false), as 7 meant at b840770) or
+// a list for each GPU's pool (8, the default now, so the same as 0); the outputs' version counters
+// new and freed as torch does (version_pool::set_enabled(false)).
 enum Variant : int64_t {
   kAsIs = 0,
   kNoImplPool = 1,
