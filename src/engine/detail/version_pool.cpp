@@ -15,8 +15,8 @@ using Batch = std::array<c10::VariableVersion, kBatch>;
 
 // The shared lists follow impl_pool's shards (one for the process unless they are on): a counter
 // goes to the freeing thread's shard, so a GPU's workers take back the counters its caller freed
-// (a thread that frees results it did not copy feeds its own shard instead). A shard's lock and list sit on
-// lines of their own.
+// (a thread that frees results it did not copy feeds its own shard instead). A shard's lock and
+// list sit on lines of their own.
 struct alignas(128) Shard {
   std::mutex mutex;
   std::vector<Batch> batches;
