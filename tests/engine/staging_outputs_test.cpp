@@ -288,7 +288,7 @@ struct ShardState {
 // With the shards on (the default), each worker pool has its own shard of the pool: blocks a
 // thread frees go to the shard they were made in, and only threads of that shard take them back
 // (a GPU's workers get the blocks its caller freed, not another GPU's). The outputs' version
-// counters follow the freeing thread's shard.
+// counters go with their blocks (version_pool_test.cpp).
 TEST(Outputs, FreedTensorImplsAndCountersComeBackOnlyToThreadsOfTheirShard) {
   using namespace mtc::detail;
   const ShardState restore;

@@ -12,11 +12,13 @@
 #include <thread>
 #include <vector>
 
+#include "detail/impl_pool.h"
 #include "detail/outputs.h"
 
 namespace {
 
 using mtc::detail::make_view;
+namespace impl_pool = mtc::detail::impl_pool;
 namespace version_pool = mtc::detail::version_pool;
 
 // Turns the pool back on however a test ends.
@@ -126,6 +128,39 @@ TEST(VersionPool, CountersMoveBetweenThreadsInBatches) {
     for (const c10::VariableVersion& c : taken) EXPECT_EQ(c.current_version(), 0U);
     EXPECT_LE(version_pool::shared_counters(), before);
   }).join();
+}
+
+// With the TensorImpl pool's shards on (the default), a freed output's counter goes back to the
+// shard the output was made in, whichever thread frees it: a GPU's workers take back the
+// counters of their results even when a thread that copies nothing frees them.
+TEST(VersionPool, CountersGoBackToTheShardTheirOutputWasMadeIn) {
+  ASSERT_TRUE(impl_pool::sharded()) << "the shards are on by default";
+  constexpr size_t kMaker = 5;
+  constexpr size_t kFreer = 9;
+  const auto batch = static_cast<int64_t>(version_pool::kBatch);
+  const at::Tensor like = at::ones({2});
+  std::vector<at::Tensor> made;
+  std::thread([&] {
+    impl_pool::set_thread_shard(kMaker);
+    for (int64_t i = 0; i < 3 * batch; ++i) made.push_back(make_view(like.storage(), 0, like));
+  }).join();
+  const int64_t maker_before = version_pool::shared_counters_in(kMaker);
+  const int64_t freer_before = version_pool::shared_counters_in(kFreer);
+  std::thread([&] {
+    impl_pool::set_thread_shard(kFreer);
+    made.clear();
+  }).join();
+  // Whole batches went to the maker's shard at once; none to the freeing thread's, and none was
+  // left waiting on the freeing thread.
+  EXPECT_EQ(version_pool::shared_counters_in(kMaker), maker_before + 3 * batch);
+  EXPECT_EQ(version_pool::shared_counters_in(kFreer), freer_before);
+  // Given back by hand, a counter goes to the shard named.
+  std::thread([&] {
+    impl_pool::set_thread_shard(kFreer);
+    for (int64_t i = 0; i < batch; ++i) version_pool::give_back(c10::VariableVersion(0), kMaker);
+  }).join();
+  EXPECT_EQ(version_pool::shared_counters_in(kMaker), maker_before + 4 * batch);
+  EXPECT_EQ(version_pool::shared_counters_in(kFreer), freer_before);
 }
 
 TEST(VersionPool, OffCountersAreNewAndFreed) {

@@ -61,7 +61,9 @@ void* with_header(void* raw, size_t shard) {
   return static_cast<char*>(raw) + kHeader;
 }
 void* raw_of(void* block) { return static_cast<char*>(block) - kHeader; }
-size_t shard_of_block(void* block) { return *static_cast<uint32_t*>(raw_of(block)); }
+size_t shard_of_block(const void* block) {
+  return *reinterpret_cast<const uint32_t*>(static_cast<const char*>(block) - kHeader);
+}
 
 // Adds a full batch of raw blocks to `shard`'s list, or frees them when it is full.
 void push_batch(size_t shard, const Batch& batch) noexcept {
@@ -179,6 +181,11 @@ void release(void* block, size_t bytes) noexcept {
   // Keep up to two batches for this thread's own allocations; hand the oldest on.
   if (t_count == 2 * kBatch) hand_over();
   t_blocks[t_count++] = raw;
+}
+
+size_t shard_of(const void* block, size_t bytes) noexcept {
+  if (bytes != shared().block_bytes.load(std::memory_order_relaxed)) return t_shard;
+  return shard_of_block(block);
 }
 
 void set_enabled(bool on) { pool_on.store(on, std::memory_order_relaxed); }

@@ -42,6 +42,9 @@ size_t thread_shard();
 void* allocate(size_t bytes);
 // Gives back a block from allocate(bytes).
 void release(void* block, size_t bytes) noexcept;
+// The shard a live block from allocate(bytes) was allocated in (the calling thread's, for a size
+// the pool does not serve): where what the block's object holds should go back to.
+size_t shard_of(const void* block, size_t bytes) noexcept;
 
 // Turns the pool off (blocks come straight from operator new and go back to operator delete) or
 // on again, for measurements that compare the two in one process; on by default. Safe at any

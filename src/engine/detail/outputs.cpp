@@ -46,13 +46,22 @@ class OutputImpl final : public c10::TensorImpl {
     version_counter_ = std::move(counter);
   }
 
-  ~OutputImpl() override { version_pool::give_back(std::move(version_counter_)); }
+  // The counter goes back to the shard whose workers made this output (the block's header says
+  // which), not to the freeing thread's: a thread that only frees results, or frees those of
+  // several GPUs, would otherwise feed a shard whose workers never take from it.
+  ~OutputImpl() override {
+    version_pool::give_back(std::move(version_counter_),
+                            impl_pool::shard_of(this, sizeof(OutputImpl)));
+  }
 
   static void* operator new(size_t bytes) { return impl_pool::allocate(bytes); }
   static void operator delete(void* block, size_t bytes) noexcept {
     impl_pool::release(block, bytes);
   }
 };
+
+// impl_pool's blocks have operator new's default alignment (its header keeps it).
+static_assert(alignof(OutputImpl) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
 
 c10::intrusive_ptr<OutputImpl> make_output_impl(const c10::Storage& storage,
                                                 caffe2::TypeMeta dtype) {

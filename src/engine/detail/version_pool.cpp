@@ -14,9 +14,9 @@ namespace {
 using Batch = std::array<c10::VariableVersion, kBatch>;
 
 // The shared lists follow impl_pool's shards (one for the process unless they are on): a counter
-// goes to the freeing thread's shard, so a GPU's workers take back the counters its caller freed
-// (a thread that frees results it did not copy feeds its own shard instead). A shard's lock and
-// list sit on lines of their own.
+// goes back to the shard of the output that held it, so a GPU's workers take back the counters
+// of the results they made, whichever thread frees them. A shard's lock and list sit on lines of
+// their own.
 struct alignas(128) Shard {
   std::mutex mutex;
   std::vector<Batch> batches;
@@ -29,7 +29,18 @@ Shared& shared() {
   return *s;
 }
 
-Shard& own_shard() { return shared()[impl_pool::sharded() ? impl_pool::thread_shard() : 0]; }
+size_t own_shard_index() { return impl_pool::sharded() ? impl_pool::thread_shard() : 0; }
+
+// Adds a full batch to `shard`'s list, or lets it go (freed with `batch`) when the list is full.
+void push_batch(size_t shard, Batch batch) noexcept {
+  Shard& s = shared()[shard];
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.batches.size() >= kMaxSharedBatches) return;
+  try {
+    s.batches.push_back(std::move(batch));
+  } catch (...) {
+  }
+}
 
 std::atomic<bool> pool_on{true};
 
@@ -49,13 +60,18 @@ struct Local {
     for (size_t i = n; i < count; ++i) counters[i - n] = std::move(counters[i]);
     count -= n;
     if (n < kBatch) return;  // a partial batch (a thread exiting): freed with `batch`
-    Shard& s = own_shard();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    if (s.batches.size() >= kMaxSharedBatches) return;
-    try {
-      s.batches.push_back(std::move(batch));
-    } catch (...) {
-    }
+    push_batch(own_shard_index(), std::move(batch));
+  }
+
+  // Counters of other shards' outputs freed by this thread, gathered per shard into batches.
+  std::array<Batch, impl_pool::kShards> foreign;
+  std::array<size_t, impl_pool::kShards> foreign_count{};
+
+  void give_back_to(size_t shard, c10::VariableVersion&& counter) noexcept {
+    foreign[shard][foreign_count[shard]++] = std::move(counter);
+    if (foreign_count[shard] < kBatch) return;
+    foreign_count[shard] = 0;
+    push_batch(shard, std::move(foreign[shard]));
   }
 
   ~Local() {
@@ -71,7 +87,7 @@ c10::VariableVersion take() {
   if (!t_exited && pool_on.load(std::memory_order_relaxed)) {
     Local& local = t_local;
     if (local.count == 0) {
-      Shard& s = own_shard();
+      Shard& s = shared()[own_shard_index()];
       std::lock_guard<std::mutex> lock(s.mutex);
       if (!s.batches.empty()) {
         for (size_t i = 0; i < kBatch; ++i) local.counters[i] = std::move(s.batches.back()[i]);
@@ -89,16 +105,23 @@ c10::VariableVersion take() {
   return c10::VariableVersion(/*version=*/0);
 }
 
-void give_back(c10::VariableVersion&& counter) noexcept {
+void give_back(c10::VariableVersion&& counter, size_t shard) noexcept {
   // Not kept, `counter` stays with its tensor and goes with it. unique() cannot turn false once
   // true: only a holder could share the counter again, and the dying output is the only one.
   if (!counter.enabled() || !counter.unique() || t_exited ||
       !pool_on.load(std::memory_order_relaxed))
     return;
   Local& local = t_local;
+  const size_t own = own_shard_index();
+  const size_t home = impl_pool::sharded() ? shard % impl_pool::kShards : 0;
+  if (home != own) return local.give_back_to(home, std::move(counter));
   // Keep up to two batches for this thread's own outputs; hand the oldest on.
   if (local.count == local.counters.size()) local.hand_over();
   local.counters[local.count++] = std::move(counter);
+}
+
+void give_back(c10::VariableVersion&& counter) noexcept {
+  give_back(std::move(counter), impl_pool::thread_shard());
 }
 
 void set_enabled(bool on) { pool_on.store(on, std::memory_order_relaxed); }

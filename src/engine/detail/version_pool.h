@@ -7,7 +7,8 @@
 // tensor shares it (a view of the output does), and new outputs take those counters, reset to
 // version 0: no allocation or free per output, and counters move between threads in batches under
 // one lock, like impl_pool's blocks, and in its shards when they are on (impl_pool::set_sharded):
-// a thread gives back to and takes from its impl_pool::thread_shard()'s list.
+// a thread takes from its impl_pool::thread_shard()'s list, and a counter goes back to the shard
+// its output was made in, whichever thread frees it.
 #pragma once
 
 #include <c10/core/TensorImpl.h>
@@ -25,9 +26,12 @@ inline constexpr size_t kMaxSharedBatches = 256;
 // A counter at version 0 that no other tensor holds: a given-back one, or a new one.
 c10::VariableVersion take();
 
-// Takes an output's counter; keeps it for take() if the output was its only holder, else lets
-// it go (the tensors that share it keep it alive). A disabled counter (an inference tensor's) is
-// ignored.
+// Takes an output's counter; keeps it for take() in `shard` (impl_pool's, the output's) if the
+// output was its only holder, else lets it go (the tensors that share it keep it alive). A
+// disabled counter (an inference tensor's) is ignored. Another shard's counters wait on this
+// thread until a whole batch can go there.
+void give_back(c10::VariableVersion&& counter, size_t shard) noexcept;
+// The same for the calling thread's shard.
 void give_back(c10::VariableVersion&& counter) noexcept;
 
 // Off, take() allocates a new counter and give_back() frees it, as torch does: for measurements
