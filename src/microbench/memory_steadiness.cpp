@@ -59,8 +59,12 @@ int64_t resident_bytes() {
 int64_t device_blocks_of(const c10::IValue& v, std::set<const void*>& seen) {
   constexpr int64_t kBlock = 512;
   if (v.isTensor()) {
-    const c10::Storage& storage = v.toTensor().storage();
-    if (!storage.device().is_cuda() || !seen.insert(storage.data()).second) return 0;
+    // Each storage once (packed outputs share a chunk's); an undefined tensor holds none.
+    const at::Tensor& t = v.toTensor();
+    if (!t.defined() || !t.has_storage()) return 0;
+    const c10::Storage& storage = t.storage();
+    if (!storage.device().is_cuda() || !seen.insert(storage.unsafeGetStorageImpl()).second)
+      return 0;
     return (static_cast<int64_t>(storage.nbytes()) + kBlock - 1) / kBlock * kBlock;
   }
   int64_t bytes = 0;

@@ -81,6 +81,17 @@ void push_batch(size_t shard, const Batch& batch) noexcept {
   for (void* raw : batch) ::operator delete(raw);
 }
 
+// Keeps a raw block of another shard than the thread's until a whole batch can go back to `home`
+// under one lock.
+void stage_for(size_t home, void* raw) noexcept {
+  t_foreign[home][t_foreign_count[home]++] = raw;
+  if (t_foreign_count[home] < kBatch) return;
+  Batch batch;
+  std::copy_n(t_foreign[home], kBatch, batch.begin());
+  t_foreign_count[home] = 0;
+  push_batch(home, batch);
+}
+
 // Moves the thread's oldest kBatch blocks (or all, if fewer) to its shard's shared list.
 void hand_over() noexcept {
   Batch batch{};
@@ -167,16 +178,8 @@ void release(void* block, size_t bytes) noexcept {
   const size_t own = own_shard_index();
   const size_t home = shards_on.load(std::memory_order_relaxed) ? shard_of_block(block) : 0;
   if (home != own) {
-    // Another shard's block (freed by a thread that did not copy it, or copies to several GPUs):
-    // gathered until a whole batch can go back to that shard under one lock.
-    t_foreign[home][t_foreign_count[home]++] = raw;
-    if (t_foreign_count[home] == kBatch) {
-      Batch batch;
-      std::copy_n(t_foreign[home], kBatch, batch.begin());
-      t_foreign_count[home] = 0;
-      push_batch(home, batch);
-    }
-    return;
+    // Another shard's block (freed by a thread that did not copy it, or copies to several GPUs).
+    return stage_for(home, raw);
   }
   // Keep up to two batches for this thread's own allocations; hand the oldest on.
   if (t_count == 2 * kBatch) hand_over();
@@ -198,7 +201,17 @@ bool sharded() { return shards_on.load(std::memory_order_relaxed); }
 
 size_t shard_of_pool(int pool_id) { return 1 + static_cast<size_t>(pool_id) % (kShards - 1); }
 
-size_t set_thread_shard(size_t shard) { return std::exchange(t_shard, shard % kShards); }
+size_t set_thread_shard(size_t shard) {
+  shard %= kShards;
+  if (shard != t_shard && !t_exited && shards_on.load(std::memory_order_relaxed)) {
+    // The blocks this thread kept are its old shard's: they go back there, as another shard's
+    // blocks freed here do, instead of being handed out as the new shard's.
+    (void)&t_flusher;
+    for (size_t i = 0; i < t_count; ++i) stage_for(t_shard, t_blocks[i]);
+    t_count = 0;
+  }
+  return std::exchange(t_shard, shard);
+}
 
 size_t thread_shard() { return t_shard; }
 

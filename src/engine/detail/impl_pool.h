@@ -33,7 +33,8 @@ size_t shard_of_pool(int pool_id);
 
 // The shard the calling thread takes blocks from and hands its freed blocks to (0 until set),
 // modulo kShards; returns the one it replaces. A worker uses its pool's while it runs; a thread
-// that starts a copy keeps the copy's pool's, for the results it frees later.
+// that starts a copy keeps the copy's pool's, for the results it frees later. With the shards on,
+// the blocks the thread kept for itself go back to the shard it leaves.
 size_t set_thread_shard(size_t shard);
 size_t thread_shard();
 
