@@ -10,7 +10,12 @@ On a machine without a GPU, --device cpu leaves the engine almost nothing to do 
 on the target come back as they are), so what remains is the module's walk of the structure, the
 rebuild of the result and the hand-offs: the overhead, not a copy.
 
+With --gap-ms and --rotation, each call copies the next of that many distinct batches after a
+sleep of that long, outside the clocks: the parts of a training step (bench_python.py's step is
+--gap-ms 2 --rotation 8), to set beside those of calls back to back.
+
     python scripts/bench_python_overhead.py [--device cpu] [--calls 3000] [--background 0|1]
+                                            [--gap-ms 0] [--rotation 1]
 """
 
 import argparse
@@ -30,12 +35,17 @@ def main(argv=None):
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--background", type=int, choices=(0, 1), default=1, help="use_background_thread")
+    parser.add_argument("--gap-ms", type=float, default=0.0, help="sleep before each call, outside the clocks")
+    parser.add_argument("--rotation", type=int, default=1, help="distinct batches, copied in turn")
     args = parser.parse_args(argv)
+    if args.gap_ms < 0 or args.rotation < 1 or args.calls < 5:
+        parser.error("--gap-ms must be >= 0, --rotation >= 1 and --calls >= 5")
 
     import mtc
     import torch
 
-    batch = SpecBatch(args.config).build()
+    spec = SpecBatch(args.config)
+    batches = [spec.build() for _ in range(args.rotation)]
     wall = {"start_copy returns": [], "start_copy + get": [], "drop handle and result": []}
     cpu = {name: [] for name in wall}
     engine = []
@@ -43,7 +53,10 @@ def main(argv=None):
     # The collector would run at arbitrary calls (every few hundred new objects): it is a cost
     # of the program, not of one call.
     gc.disable()
-    for _ in range(args.calls):
+    for call in range(args.calls):
+        batch = batches[call % args.rotation]
+        if args.gap_ms > 0:
+            time.sleep(args.gap_ms / 1e3)
         w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
         handle = mtc.start_copy(batch, args.device, use_background_thread=bool(args.background))
         w1, c1 = time.perf_counter_ns(), time.thread_time_ns()
@@ -63,7 +76,8 @@ def main(argv=None):
     gc.enable()
     skip = args.calls // 5  # warm-up
     print(f"mtc {mtc.__version__} from {Path(mtc.__file__).parent}, torch {torch.__version__}, "
-          f"device {args.device}, use_background_thread={bool(args.background)}, {args.calls - skip} calls")
+          f"device {args.device}, use_background_thread={bool(args.background)}, {args.calls - skip} calls, "
+          f"gap {args.gap_ms:g} ms, rotation {args.rotation}")
     print(f"  {'':24} {'wall median':>12} {'wall p10':>9} {'CPU median':>11} {'CPU p10':>8}  (us)")
     for name in wall:
         w, c = sorted(wall[name][skip:]), sorted(cpu[name][skip:])
