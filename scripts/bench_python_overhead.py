@@ -11,11 +11,13 @@ on the target come back as they are), so what remains is the module's walk of th
 rebuild of the result and the hand-offs: the overhead, not a copy.
 
 With --gap-ms and --rotation, each call copies the next of that many distinct batches after a
-sleep of that long, outside the clocks: the parts of a training step (bench_python.py's step is
---gap-ms 2 --rotation 8), to set beside those of calls back to back.
+gap of that long, outside the clocks: the parts of a training step (bench_python.py's step is
+--gap-ms 2 --rotation 8), to set beside those of calls back to back. --gap-mode says what the
+thread does in the gap: sleep; spin (busy, touching no memory: is it the sleep that slows the
+thread down?); or touch (busy writing over 32 MiB, as a forward pass evicts the caches).
 
     python scripts/bench_python_overhead.py [--device cpu] [--calls 3000] [--background 0|1]
-                                            [--gap-ms 0] [--rotation 1]
+                                            [--gap-ms 0] [--rotation 1] [--gap-mode sleep]
 """
 
 import argparse
@@ -29,6 +31,31 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from spec_batch import SpecBatch  # noqa: E402
 
 
+TOUCH_BYTES = 32 << 20  # more than a last-level cache
+TOUCH_CHUNK = 1 << 20
+_touched = None
+
+
+def gap(mode, ms):
+    """The thread's gap between two copies, outside the clocks."""
+    global _touched
+    if mode == "sleep":
+        time.sleep(ms / 1e3)
+        return
+    end = time.perf_counter_ns() + int(ms * 1e6)
+    if mode == "spin":
+        while time.perf_counter_ns() < end:
+            pass
+        return
+    if _touched is None:
+        _touched = (bytearray(TOUCH_BYTES), bytes(TOUCH_CHUNK))
+    buffer, chunk = _touched
+    offset = 0
+    while time.perf_counter_ns() < end:
+        buffer[offset:offset + TOUCH_CHUNK] = chunk  # one memcpy, in C
+        offset = (offset + TOUCH_CHUNK) % TOUCH_BYTES
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--config", default=str(Path(__file__).resolve().parent.parent / "configs/streampetr.json"))
@@ -37,6 +64,8 @@ def main(argv=None):
     parser.add_argument("--background", type=int, choices=(0, 1), default=1, help="use_background_thread")
     parser.add_argument("--gap-ms", type=float, default=0.0, help="sleep before each call, outside the clocks")
     parser.add_argument("--rotation", type=int, default=1, help="distinct batches, copied in turn")
+    parser.add_argument("--gap-mode", choices=("sleep", "spin", "touch"), default="sleep",
+                        help="what the thread does in the gap")
     args = parser.parse_args(argv)
     if args.gap_ms < 0 or args.rotation < 1 or args.calls < 5:
         parser.error("--gap-ms must be >= 0, --rotation >= 1 and --calls >= 5")
@@ -56,7 +85,7 @@ def main(argv=None):
     for call in range(args.calls):
         batch = batches[call % args.rotation]
         if args.gap_ms > 0:
-            time.sleep(args.gap_ms / 1e3)
+            gap(args.gap_mode, args.gap_ms)
         w0, c0 = time.perf_counter_ns(), time.thread_time_ns()
         handle = mtc.start_copy(batch, args.device, use_background_thread=bool(args.background))
         w1, c1 = time.perf_counter_ns(), time.thread_time_ns()
@@ -77,7 +106,7 @@ def main(argv=None):
     skip = args.calls // 5  # warm-up
     print(f"mtc {mtc.__version__} from {Path(mtc.__file__).parent}, torch {torch.__version__}, "
           f"device {args.device}, use_background_thread={bool(args.background)}, {args.calls - skip} calls, "
-          f"gap {args.gap_ms:g} ms, rotation {args.rotation}")
+          f"gap {args.gap_ms:g} ms ({args.gap_mode}), rotation {args.rotation}")
     print(f"  {'':24} {'wall median':>12} {'wall p10':>9} {'CPU median':>11} {'CPU p10':>8}  (us)")
     for name in wall:
         w, c = sorted(wall[name][skip:]), sorted(cpu[name][skip:])
