@@ -62,7 +62,7 @@ def main(argv=None):
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--background", type=int, choices=(0, 1), default=1, help="use_background_thread")
-    parser.add_argument("--gap-ms", type=float, default=0.0, help="sleep before each call, outside the clocks")
+    parser.add_argument("--gap-ms", type=float, default=0.0, help="a gap before each call (--gap-mode), outside the clocks")
     parser.add_argument("--rotation", type=int, default=1, help="distinct batches, copied in turn")
     parser.add_argument("--gap-mode", choices=("sleep", "spin", "touch"), default="sleep",
                         help="what the thread does in the gap")

@@ -177,9 +177,9 @@ TEST(ImplPool, TensorImplPoolCanBeTurnedOffAndOnAgain) {
             kCount - 2 * static_cast<int64_t>(impl_pool::kBatch));
 }
 
-// A thread whose shard changes (a caller that copies to several GPUs in turn) sends the blocks it
-// kept for its own use back to the shard they came from, rather than handing them out, or over,
-// as the new shard's.
+// A thread whose shard changes (a caller that copies to several GPUs in turn) sends the blocks
+// and counters it kept for its own use back to the shard they came from, rather than handing them
+// out, or over, as the new shard's.
 TEST(ImplPool, AThreadThatChangesShardSendsItsKeptBlocksHome) {
   using namespace mtc::detail;
   ASSERT_TRUE(impl_pool::sharded()) << "the shards are on by default";
@@ -188,6 +188,7 @@ TEST(ImplPool, AThreadThatChangesShardSendsItsKeptBlocksHome) {
   const auto batch = static_cast<int64_t>(impl_pool::kBatch);
   const at::Tensor like = at::ones({2});
   const c10::Storage storage = like.storage();
+  std::pair<int64_t, int64_t> counters;  // waiting in kFirst and kSecond before the thread ends
   std::thread([&] {
     // A new thread: nothing kept yet. The views are made in kFirst and freed here, in kFirst,
     // so this thread keeps them all (up to two batches).
@@ -200,6 +201,35 @@ TEST(ImplPool, AThreadThatChangesShardSendsItsKeptBlocksHome) {
     impl_pool::set_thread_shard(kSecond);
     EXPECT_EQ(impl_pool::shared_blocks_in(kFirst), first + 2 * batch);
     EXPECT_EQ(impl_pool::shared_blocks_in(kSecond), second);
+    counters = {version_pool::shared_counters_in(kFirst),
+                version_pool::shared_counters_in(kSecond)};
+  }).join();
+  // The counters kept with the blocks went home too, at the latest when the thread ended.
+  EXPECT_EQ(version_pool::shared_counters_in(kFirst), counters.first + 2 * batch);
+  EXPECT_EQ(version_pool::shared_counters_in(kSecond), counters.second);
+}
+
+// Blocks of a shard that a thread freed while it was in another wait for a whole batch; if the
+// thread comes back to their shard first, they are its own again, not held until it leaves.
+TEST(ImplPool, AThreadThatComesBackToAShardGetsItsWaitingBlocks) {
+  using namespace mtc::detail;
+  ASSERT_TRUE(impl_pool::sharded()) << "the shards are on by default";
+  constexpr size_t kFirst = 4;
+  constexpr size_t kSecond = 14;
+  constexpr int kFew = 10;
+  const at::Tensor like = at::ones({2});
+  const c10::Storage storage = like.storage();
+  std::thread([&] {
+    impl_pool::set_thread_shard(kFirst);
+    std::vector<at::Tensor> made = views_made_on_another_thread(storage, like, kFew);
+    std::set<const void*> freed;
+    for (const at::Tensor& t : made) freed.insert(t.unsafeGetTensorImpl());
+    made.clear();                          // kept by this thread, in kFirst
+    impl_pool::set_thread_shard(kSecond);  // staged for kFirst: fewer than a batch
+    impl_pool::set_thread_shard(kFirst);   // and this thread's own again
+    for (int i = 0; i < kFew; ++i) made.push_back(make_view(storage, 0, like));
+    for (const at::Tensor& t : made)
+      EXPECT_EQ(freed.count(t.unsafeGetTensorImpl()), 1U) << "a new block, not a waiting one";
   }).join();
 }
 

@@ -208,7 +208,11 @@ size_t set_thread_shard(size_t shard) {
     // blocks freed here do, instead of being handed out as the new shard's.
     (void)&t_flusher;
     for (size_t i = 0; i < t_count; ++i) stage_for(t_shard, t_blocks[i]);
-    t_count = 0;
+    // The new shard's blocks freed here earlier, waiting for a whole batch (fewer than one), are
+    // the thread's own again.
+    t_count = t_foreign_count[shard];
+    std::copy_n(t_foreign[shard], t_count, t_blocks);
+    t_foreign_count[shard] = 0;
   }
   return std::exchange(t_shard, shard);
 }

@@ -51,6 +51,7 @@ thread_local bool t_exited = false;
 struct Local {
   std::array<c10::VariableVersion, 2 * kBatch> counters;
   size_t count = 0;
+  size_t shard = 0;  // the shard `counters` belong to: the thread's when they were kept
 
   // Moves the oldest kBatch counters (or all, if fewer) to the shared list.
   void hand_over() noexcept {
@@ -60,18 +61,36 @@ struct Local {
     for (size_t i = n; i < count; ++i) counters[i - n] = std::move(counters[i]);
     count -= n;
     if (n < kBatch) return;  // a partial batch (a thread exiting): freed with `batch`
-    push_batch(own_shard_index(), std::move(batch));
+    push_batch(shard, std::move(batch));
   }
 
   // Counters of other shards' outputs freed by this thread, gathered per shard into batches.
   std::array<Batch, impl_pool::kShards> foreign;
   std::array<size_t, impl_pool::kShards> foreign_count{};
 
-  void give_back_to(size_t shard, c10::VariableVersion&& counter) noexcept {
-    foreign[shard][foreign_count[shard]++] = std::move(counter);
-    if (foreign_count[shard] < kBatch) return;
-    foreign_count[shard] = 0;
-    push_batch(shard, std::move(foreign[shard]));
+  void give_back_to(size_t home, c10::VariableVersion&& counter) noexcept {
+    foreign[home][foreign_count[home]++] = std::move(counter);
+    if (foreign_count[home] < kBatch) return;
+    foreign_count[home] = 0;
+    push_batch(home, std::move(foreign[home]));
+  }
+
+  // Makes `own` the shard of the kept counters. A thread whose shard changed sends the counters
+  // it kept back to the shard it left, as other shards' are, and takes up those of its new shard
+  // that were waiting for a whole batch (fewer than one; none kept after the flush). With the
+  // shards off they are all shard 0's, as impl_pool's blocks are.
+  void follow(size_t own) noexcept {
+    if (own == shard) return;
+    if (!impl_pool::sharded()) {
+      shard = own;
+      return;
+    }
+    for (size_t i = 0; i < count; ++i) give_back_to(shard, std::move(counters[i]));
+    count = 0;
+    for (size_t i = 0; i < foreign_count[own]; ++i) counters[i] = std::move(foreign[own][i]);
+    count = foreign_count[own];
+    foreign_count[own] = 0;
+    shard = own;
   }
 
   ~Local() {
@@ -86,8 +105,9 @@ thread_local Local t_local;
 c10::VariableVersion take() {
   if (!t_exited && pool_on.load(std::memory_order_relaxed)) {
     Local& local = t_local;
+    local.follow(own_shard_index());
     if (local.count == 0) {
-      Shard& s = shared()[own_shard_index()];
+      Shard& s = shared()[local.shard];
       std::lock_guard<std::mutex> lock(s.mutex);
       if (!s.batches.empty()) {
         for (size_t i = 0; i < kBatch; ++i) local.counters[i] = std::move(s.batches.back()[i]);
@@ -113,6 +133,7 @@ void give_back(c10::VariableVersion&& counter, size_t shard) noexcept {
     return;
   Local& local = t_local;
   const size_t own = own_shard_index();
+  local.follow(own);
   const size_t home = impl_pool::sharded() ? shard % impl_pool::kShards : 0;
   if (home != own) return local.give_back_to(home, std::move(counter));
   // Keep up to two batches for this thread's own outputs; hand the oldest on.
