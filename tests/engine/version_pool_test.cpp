@@ -163,6 +163,27 @@ TEST(VersionPool, CountersGoBackToTheShardTheirOutputWasMadeIn) {
   EXPECT_EQ(version_pool::shared_counters_in(kFreer), freer_before);
 }
 
+// Counters of a shard given back while the thread was in another wait there for a whole batch;
+// once the thread is back in their shard they are its own again: with them, two batches' worth of
+// given-back counters overflow its list and hand one batch on.
+TEST(VersionPool, AThreadBackInAShardTakesItsWaitingCounters) {
+  ASSERT_TRUE(impl_pool::sharded()) << "the shards are on by default";
+  constexpr size_t kFirst = 6;
+  constexpr size_t kSecond = 10;
+  constexpr int64_t kWaiting = 10;
+  const auto batch = static_cast<int64_t>(version_pool::kBatch);
+  std::thread([&] {
+    impl_pool::set_thread_shard(kFirst);
+    for (int64_t i = 0; i < kWaiting; ++i)
+      version_pool::give_back(c10::VariableVersion(0), kSecond);
+    impl_pool::set_thread_shard(kSecond);
+    const int64_t before = version_pool::shared_counters_in(kSecond);
+    for (int64_t i = 0; i < 2 * batch - kWaiting + 1; ++i)
+      version_pool::give_back(c10::VariableVersion(0));
+    EXPECT_EQ(version_pool::shared_counters_in(kSecond), before + batch);
+  }).join();
+}
+
 TEST(VersionPool, OffCountersAreNewAndFreed) {
   const PoolOnAtEnd restore;
   version_pool::set_enabled(false);
