@@ -86,7 +86,6 @@ struct Local {
       return;
     }
     for (size_t i = 0; i < count; ++i) give_back_to(shard, std::move(counters[i]));
-    count = 0;
     for (size_t i = 0; i < foreign_count[own]; ++i) counters[i] = std::move(foreign[own][i]);
     count = foreign_count[own];
     foreign_count[own] = 0;
