@@ -219,6 +219,12 @@ const std::vector<c10::IValue>& rotation(int repeat, bool on_gpu) {
 
 enum class Direction { kHostToDevice, kDeviceToHost };
 
+void spin_gap(std::chrono::microseconds gap) {
+  const auto deadline = Clock::now() + gap;
+  while (Clock::now() < deadline) {
+  }
+}
+
 template <Direction dir>
 void BM_PerTensorTo(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
@@ -261,19 +267,30 @@ void BM_EngineCopy(benchmark::State& state) {
   // bit 1024 the caller spends the gap busy over 32 MiB (a forward pass) instead of sleeping.
   const bool idle_gap = state.range(1) & 8;
   const bool busy = state.range(1) & 1024;
+  // Bit 32768: the caller spins on the clock through the gap, touching no memory (awake, its
+  // caches kept).
+  const bool spin = !busy && (state.range(1) & 32768);
   // Bit 2048: a gap of 200 us instead of 5 ms, a little longer than a worker's spin: a tight
   // loop whose caller has work of its own between copies (as a loop in Python does).
   const auto gap =
       state.range(1) & 2048 ? std::chrono::microseconds(200) : std::chrono::microseconds(5000);
   // Bit 16: never split the walk across the pool (one thread walks), to compare with the split;
   // bit 32: at most one walking thread per 256 leaves instead of 128 (fewer helpers).
+  // Bit 16384: one per 64 leaves instead (more helpers, as many as the pool has).
+  const int64_t leaves_per_part = state.range(1) & 32      ? 256
+                                  : state.range(1) & 16384 ? 64
+                                                           : mtc::detail::kDefaultLeavesPerPart;
   mtc::detail::set_parallel_walk(state.range(1) & 16 ? std::numeric_limits<int64_t>::max()
                                                      : mtc::detail::kDefaultParallelWalkLeaves,
-                                 state.range(1) & 32 ? 256 : mtc::detail::kDefaultLeavesPerPart);
+                                 leaves_per_part);
   // Bit 64: idle workers spin 2 ms instead of 200 us before sleeping, so back-to-back copies
   // always find them awake (to tell wake-up costs from walking costs).
   if (state.range(1) & 64)
     mtc::detail::WorkerPoolSet::instance().set_spin(std::chrono::milliseconds(2));
+  // Bit 8192: idle workers spin 10 ms, through a step's whole gap: whether a worker that slept
+  // comes back slower than one that stayed on its core.
+  if (state.range(1) & 8192)
+    mtc::detail::WorkerPoolSet::instance().set_spin(std::chrono::milliseconds(10));
   // Bit 512: sleeping workers do not wake ahead of the next copy (worker_pool.h).
   mtc::detail::WorkerPoolSet::instance().set_anticipate(!(state.range(1) & 512));
   // Bit 4096: output version counters allocated and freed as torch does (version_pool.h).
@@ -285,7 +302,8 @@ void BM_EngineCopy(benchmark::State& state) {
   // One copy as a training loop makes it; returns its time and adds its steps to `stats`.
   auto copy = [&] {
     if (idle_gap && busy) mtc::microbench::busy_gap(gap);
-    if (idle_gap && !busy) std::this_thread::sleep_for(gap);
+    if (idle_gap && spin) spin_gap(gap);
+    if (idle_gap && !busy && !spin) std::this_thread::sleep_for(gap);
     const c10::IValue& data = inputs[turn++ % inputs.size()];
     const auto t0 = Clock::now();
     mtc::CopyHandle handle = mtc::start_copy(data, target, options);
@@ -324,10 +342,12 @@ void BM_EngineCopy(benchmark::State& state) {
 // 8 idle gap before each copy, 16 walk never split, 32 one walking thread per 256 leaves,
 // 64 workers spin 2 ms, 128 a fresh batch each copy (rotation of 8), 256 previous result freed
 // inside the copy, 512 workers never wake ahead of a copy, 1024 the gap busy, 2048 the gap 200 us
-// instead of 5 ms, 4096 no version_pool}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a
-// fresh batch after an idle gap, the last one dropped meanwhile; 1423 the same step after a busy
-// gap; 911 and 1935 those without waking ahead; 2447, 2959, 3471 and 3983 the four with the short
-// gap. Cases without a gap run until their copies took 0.3 s.
+// instead of 5 ms, 4096 no version_pool, 8192 workers spin 10 ms, 16384 one walking thread per 64
+// leaves, 32768 the caller spins through the gap}. 399 = 7 + 8 +
+// 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one dropped
+// meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead; 2447,
+// 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies took
+// 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});
@@ -337,6 +357,7 @@ void engine_args(benchmark::internal::Benchmark* b) {
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
   // on the pool (391, 399), on one worker (+16), split by the caller (-4), all on the caller.
   b->Args({1, 19})->Args({1, 407})->Args({1, 387})->Args({1, 403});
+  b->Args({1, 16391});  // hot with a walking thread per 64 leaves
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -348,11 +369,11 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {15, 527, 31, 135, 399, 911, 1423, 1935, 415, 395, 411, 2447, 2959, 3471, 3983, 4495,
-               5519});
+  gap_args(b, {15,   527,  31,   135,  399,  911,  1423, 1935,  415,   395,   411,   2447,
+               2959, 3471, 3983, 4495, 5519, 8591, 9615, 16783, 17807, 33167, 41359, 33163});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519});
+  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783});
 }
 
 }  // namespace
