@@ -7,6 +7,7 @@
 #   scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]
 #   scripts/gpu-check.sh OUT_DIR ab N [CANDIDATE_DIR]
 #   scripts/gpu-check.sh OUT_DIR microbench FILTER
+#   scripts/gpu-check.sh OUT_DIR envab NAME=VALUE FILTER [PAIRS]
 #
 # A failed build stops the script at once with exit 1 and its first errors (every error is in
 # build.log: the build goes on past a failed file). The test stage runs every suite the mode
@@ -47,6 +48,12 @@
 #   random interleaving, so that variants of one question see the same moments of the host:
 #   tests.log, engine_bench.json and engine_bench.md (a fast check of an engine change with the
 #   benchmarks that measure it).
+# "envab" builds and tests as "microbench" does, then runs the micro-benchmarks matching FILTER
+#   in PAIRS pairs of processes (default 4, at most 6), without and then with the environment
+#   setting NAME=VALUE, three repetitions each in random interleaving, and compares the two sides
+#   process by process (scripts/microbench_env_ab.py): env_ab.md, env_ab.json. For settings a
+#   process reads once at its start (GLIBC_TUNABLES, MTC_WORKER_THREADS), which no benchmark can
+#   switch inside one process.
 # "python" installs the Python module into python3's environment (pip install
 #   --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
 #   included) and scripts/bench_python.py. "reliability" runs the engine's differential test at
@@ -63,6 +70,13 @@ export MTC_BUILD_DIR="${MTC_BUILD_DIR:-build-gpu}" MTC_PYTHON="${MTC_PYTHON:-pyt
 export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
 status=0
 step() { echo "=== $* ($(date -u +%T))"; }
+
+if [[ "$mode" == envab ]]; then
+  usage="usage: scripts/gpu-check.sh OUT_DIR envab NAME=VALUE FILTER [PAIRS]"
+  setting="${3:-}" env_filter="${4:-}" pairs="${5:-4}"
+  [[ "$setting" =~ ^[A-Za-z_][A-Za-z0-9_]*= && -n "$env_filter" ]] || { echo "$usage" >&2; exit 2; }
+  [[ "$pairs" =~ ^[1-6]$ ]] || { echo "envab: PAIRS must be 1 to 6 (got '$pairs')" >&2; exit 2; }
+fi
 
 if [[ "$mode" == python ]]; then
   bash scripts/gpu-check-python.sh "$out"
@@ -84,7 +98,7 @@ fi
   [[ "$mode" == multi ]] && export MTC_TARGETS="mtc_engine_tests mtc-bench"
   [[ "$mode" == lockstep ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc_lockstep_copies"
   [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
-  [[ "$mode" == microbench ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench"
+  [[ "$mode" == microbench || "$mode" == envab ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench"
   [[ "$mode" == ab ]] && export MTC_TARGETS="mtc-bench mtc_engine_plugin"
   # Keep going past a failed file: one call shows every error, not only the first. An A/B
   # against another tree builds nothing here: perf-ci builds both sides.
@@ -132,7 +146,7 @@ fi
 # Every suite the mode promises runs; one that was not built, crashed or failed is a failure,
 # and the summary line names each with its count of passed tests.
 suites=(engine workload bench compare)
-[[ "$mode" == bench || "$mode" == engine || "$mode" == multi || "$mode" == microbench || "$mode" == lockstep ]] && suites=(engine)
+[[ "$mode" =~ ^(bench|engine|multi|microbench|envab|lockstep)$ ]] && suites=(engine)
 step "tests: ${suites[*]}" | tee "$out/tests.log"
 summary=()
 failed=()
@@ -190,6 +204,26 @@ if [[ "$mode" == microbench ]]; then
   step "engine micro-benchmarks matching $filter, interleaved"
   : > "$out/engine_bench.md"
   microbench "$filter" engine_bench --benchmark_enable_random_interleaving=true
+  finish
+fi
+
+if [[ "$mode" == envab ]]; then
+  step "micro-benchmarks matching $env_filter: $pairs processes without and $pairs with $setting, in turn"
+  runs="$(mktemp -d)"
+  files=()
+  for i in $(seq 1 "$pairs"); do
+    for side in without with; do
+      files+=("$runs/$side-$i.json")
+      with=()
+      [[ "$side" == with ]] && with=("$setting")
+      env "${with[@]}" "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=3 \
+        --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
+        --benchmark_filter="$env_filter" --benchmark_out="${files[-1]}" --benchmark_out_format=json \
+        > /dev/null 2>&1 || status=1
+    done
+  done
+  "$MTC_PYTHON" scripts/microbench_env_ab.py "$setting" "$out/env_ab.md" "$out/env_ab.json" "${files[@]}" ||
+    status=1
   finish
 fi
 

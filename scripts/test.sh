@@ -34,6 +34,9 @@ echo "=== scripts/multi_gpu_summary.py on synthetic reports"
 echo "=== scripts/summarize-microbench.py on a synthetic benchmark file"
 "$MTC_PYTHON" tests/scripts/summarize_microbench_test.py
 
+echo "=== scripts/microbench_env_ab.py on synthetic benchmark files"
+"$MTC_PYTHON" tests/scripts/microbench_env_ab_test.py
+
 echo "=== mtc_lockstep_copies (processes that meet for every copy) and scripts/lockstep_summary.py"
 "$MTC_PYTHON" tests/scripts/lockstep_test.py "$MTC_BUILD_DIR/mtc_lockstep_copies"
 

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""Compares mtc_engine_bench runs made without and with one environment setting, in processes
+taken in turn (without, with, without, with, ...), for settings a process reads once at its start
+(GLIBC_TUNABLES, MTC_WORKER_THREADS, ...), which no benchmark can switch inside one process.
+
+Each process gives one median per case (the median of its repetitions' medians). The two sides
+are compared by those per-process figures only: the ratio of their medians (with / without), and
+whether the sides are apart: every process of one side below every process of the other. With n
+processes a side and no real difference, that happens by chance with probability 2 / C(2n, n)
+(0.10 for 3, 0.029 for 4, 0.008 for 5): the line gives that figure. Sides that are not apart get
+"within the spread": no verdict. Processes of one host only; figures of different calls are not
+comparable (results/NOTES.md).
+
+    python3 scripts/microbench_env_ab.py SETTING OUT.md OUT.json WITHOUT_1.json WITH_1.json ...
+
+The benchmark files alternate, without first. Exit 2 on bad arguments or files.
+"""
+import json
+import math
+import statistics
+import sys
+
+US_PER_UNIT = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+
+
+def case_medians(path):
+    """{case: median over the file's repetitions}: a case's "median" aggregate where the file has
+    one (mtc_engine_bench --benchmark_report_aggregates_only), else the median of its repetitions;
+    median_us where a case reports it (whole copies), its time otherwise."""
+    with open(path) as f:
+        data = json.load(f)
+    aggregated, repetitions = {}, {}
+    for b in data["benchmarks"]:
+        if b.get("error_occurred"):
+            continue
+        value = b.get("median_us")
+        if value is None:
+            value = b["real_time"] * US_PER_UNIT[b.get("time_unit", "ns")]
+        name = b.get("run_name", b["name"])
+        if b.get("run_type") == "aggregate":
+            if b.get("aggregate_name") == "median":
+                aggregated[name] = float(value)
+        else:
+            repetitions.setdefault(name, []).append(float(value))
+    medians = {name: statistics.median(v) for name, v in repetitions.items()}
+    medians.update(aggregated)
+    return medians
+
+
+def compare(without, with_):
+    """Rows per case present on both sides of every pair."""
+    cases = [c for c in without[0] if all(c in side for side in without + with_)]
+    n = len(without)
+    chance = 2 / math.comb(2 * n, n)
+    rows = []
+    for case in cases:
+        a = [side[case] for side in without]
+        b = [side[case] for side in with_]
+        ratio = statistics.median(b) / statistics.median(a)
+        if max(b) < min(a):
+            reading = f"lower in every process (chance {chance:.3f})"
+        elif min(b) > max(a):
+            reading = f"higher in every process (chance {chance:.3f})"
+        else:
+            reading = "within the spread"
+        rows.append({"case": case, "without_us": a, "with_us": b, "ratio": ratio, "reading": reading})
+    return rows
+
+
+def main(argv):
+    if len(argv) < 5 or (len(argv) - 3) % 2:
+        print(__doc__.strip().splitlines()[-3], file=sys.stderr)
+        return 2
+    setting, out_md, out_json, files = argv[0], argv[1], argv[2], argv[3:]
+    try:
+        sides = [case_medians(p) for p in files]
+    except (OSError, ValueError, KeyError) as error:
+        print(f"microbench_env_ab: cannot read a benchmark file: {error}", file=sys.stderr)
+        return 2
+    rows = compare(sides[0::2], sides[1::2])
+    lines = [f"# `{setting}`: mtc_engine_bench without and with it, {len(files) // 2} processes each, "
+             "in turn", "",
+             "Per-process medians in us (without, then with); ratio: the median with over the median "
+             "without.", "", "| case | without | with | ratio | reading |", "|---|---|---|---|---|"]
+    for r in rows:
+        cells = [", ".join(f"{v:.1f}" for v in r["without_us"]), ", ".join(f"{v:.1f}" for v in r["with_us"])]
+        lines.append(f"| {r['case']} | {cells[0]} | {cells[1]} | {r['ratio']:.3f} | {r['reading']} |")
+    with open(out_md, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(out_json, "w") as f:
+        json.dump({"setting": setting, "processes_per_side": len(files) // 2, "cases": rows}, f, indent=1)
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

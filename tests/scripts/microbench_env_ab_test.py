@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""scripts/microbench_env_ab.py on synthetic benchmark files whose truth is known: a case that is
+lower with the setting in every process, one that is higher, one whose sides overlap, and a case
+present on one side only (left out).
+
+    python3 tests/scripts/microbench_env_ab_test.py
+"""
+import json
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "microbench_env_ab.py"
+
+
+def bench_file(path, medians):
+    """One process's file: three repetitions per case around `medians` (case -> us)."""
+    benchmarks = []
+    for case, us in medians.items():
+        # Repetitions whose mean is not their median; a file of aggregates only has the median.
+        if case != "aggregates_only":
+            for k, value in enumerate((us - 1.0, us, us + 50.0)):
+                benchmarks.append({"name": case, "run_name": case, "run_type": "iteration", "repetition_index": k,
+                                   "real_time": 999.0, "time_unit": "us", "median_us": value})
+        benchmarks.append({"name": case + "_stddev", "run_name": case, "run_type": "aggregate",
+                           "aggregate_name": "stddev", "real_time": 1.0, "time_unit": "us", "median_us": 1.0})
+        if case == "aggregates_only":
+            benchmarks.append({"name": case + "_median", "run_name": case, "run_type": "aggregate",
+                               "aggregate_name": "median", "real_time": us, "time_unit": "ms"})
+    path.write_text(json.dumps({"context": {}, "benchmarks": benchmarks}))
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = pathlib.Path(tmp)
+        files = []
+        for i in range(4):
+            without = {"lower": 100.0 + i, "higher": 50.0 + i, "same": 80.0 + 2 * i, "aggregates_only": 7.0}
+            with_ = {"lower": 90.0 - i, "higher": 60.0 + i, "same": 81.0 + 2 * i, "one_side": 1.0,
+                     "aggregates_only": 8.0}
+            for side, medians in (("without", without), ("with", with_)):
+                files.append(tmp / f"{side}-{i}.json")
+                bench_file(files[-1], medians)
+        md, out = tmp / "ab.md", tmp / "ab.json"
+        done = subprocess.run([sys.executable, str(SCRIPT), "X=1", str(md), str(out)] + [str(f) for f in files],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        rows = {r["case"]: r for r in json.loads(out.read_text())["cases"]}
+        assert set(rows) == {"lower", "higher", "same", "aggregates_only"}, rows.keys()
+        # A time in ms without median_us, read in us.
+        assert rows["aggregates_only"]["without_us"] == [7000.0] * 4, rows["aggregates_only"]
+        # The median of a process's repetitions, not their mean nor the aggregate lines.
+        assert rows["lower"]["without_us"] == [100.0, 101.0, 102.0, 103.0], rows["lower"]
+        assert rows["lower"]["reading"] == "lower in every process (chance 0.029)", rows["lower"]
+        assert rows["higher"]["reading"].startswith("higher in every process"), rows["higher"]
+        assert rows["same"]["reading"] == "within the spread", rows["same"]
+        assert abs(rows["lower"]["ratio"] - 88.5 / 101.5) < 1e-9, rows["lower"]["ratio"]
+        assert "| lower |" in md.read_text()
+
+        bad = subprocess.run([sys.executable, str(SCRIPT), "X=1", str(md), str(out), str(files[0])],
+                             capture_output=True, text=True)
+        assert bad.returncode == 2, bad
+        missing = subprocess.run([sys.executable, str(SCRIPT), "X=1", str(md), str(out), str(files[0]),
+                                  str(tmp / "nowhere.json")], capture_output=True, text=True)
+        assert missing.returncode == 2 and "cannot read" in missing.stderr, missing
+    print("microbench_env_ab: ok")
+
+
+if __name__ == "__main__":
+    main()
