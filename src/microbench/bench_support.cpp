@@ -13,6 +13,12 @@ namespace mtc::microbench {
 
 bool has_gpu() { return c10::cuda::device_count() > 0; }
 
+void spin_gap(std::chrono::microseconds duration) {
+  const auto deadline = std::chrono::steady_clock::now() + duration;
+  while (std::chrono::steady_clock::now() < deadline) {
+  }
+}
+
 void busy_gap(std::chrono::microseconds duration) {
   constexpr size_t kBytes = size_t{32} << 20;
   constexpr size_t kLine = 64;

@@ -24,6 +24,10 @@ c10::IValue map_to(const c10::IValue& v, const c10::Device& device);
 double median_of(std::vector<double>& seconds);
 void report_median(benchmark::State& state, std::vector<double>& seconds);
 
+// Spins on the clock for `duration`, touching no memory: a gap in which the thread stays awake
+// and evicts nothing itself.
+void spin_gap(std::chrono::microseconds duration);
+
 // A training step's busy gap: the calling thread reads and writes 32 MiB a cache line at a
 // time for `duration`, displacing what the last copy left in the caches while staying on the
 // CPU (mtc-bench's `--gap-mode busy` does the same).

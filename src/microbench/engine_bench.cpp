@@ -219,12 +219,6 @@ const std::vector<c10::IValue>& rotation(int repeat, bool on_gpu) {
 
 enum class Direction { kHostToDevice, kDeviceToHost };
 
-void spin_gap(std::chrono::microseconds gap) {
-  const auto deadline = Clock::now() + gap;
-  while (Clock::now() < deadline) {
-  }
-}
-
 template <Direction dir>
 void BM_PerTensorTo(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
@@ -267,8 +261,8 @@ void BM_EngineCopy(benchmark::State& state) {
   // bit 1024 the caller spends the gap busy over 32 MiB (a forward pass) instead of sleeping.
   const bool idle_gap = state.range(1) & 8;
   const bool busy = state.range(1) & 1024;
-  // Bit 32768: the caller spins on the clock through the gap, touching no memory (awake, its
-  // caches kept).
+  // Bit 32768: the caller spins on the clock through the gap, touching no memory (awake, and
+  // evicting nothing itself).
   const bool spin = !busy && (state.range(1) & 32768);
   // Bit 2048: a gap of 200 us instead of 5 ms, a little longer than a worker's spin: a tight
   // loop whose caller has work of its own between copies (as a loop in Python does).
@@ -302,7 +296,7 @@ void BM_EngineCopy(benchmark::State& state) {
   // One copy as a training loop makes it; returns its time and adds its steps to `stats`.
   auto copy = [&] {
     if (idle_gap && busy) mtc::microbench::busy_gap(gap);
-    if (idle_gap && spin) spin_gap(gap);
+    if (idle_gap && spin) mtc::microbench::spin_gap(gap);
     if (idle_gap && !busy && !spin) std::this_thread::sleep_for(gap);
     const c10::IValue& data = inputs[turn++ % inputs.size()];
     const auto t0 = Clock::now();

@@ -22,12 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void spin_for(std::chrono::microseconds gap) {
-  const auto deadline = Clock::now() + gap;
-  while (Clock::now() < deadline) {
-  }
-}
-
 // Objects of 256 bytes in a random order, each read through the one before it: every read waits
 // for the previous, so the time per object is the latency of wherever the objects are.
 struct Node {
@@ -53,7 +47,7 @@ void BM_ChaseAfterGap(benchmark::State& state) {
   const Node* first = nodes[order[0]].get();
   std::vector<double> seconds;
   for (auto _ : state) {
-    if (gap.count() > 0) spin_for(gap);
+    if (gap.count() > 0) mtc::microbench::spin_gap(gap);
     const auto t0 = Clock::now();
     int64_t sum = 0;
     for (const Node* node = first; node != nullptr; node = node->next) sum += node->pad[0];
@@ -91,7 +85,7 @@ void BM_WalkAfterGap(benchmark::State& state) {
     const c10::IValue& data = batches[turn++ % batches.size()];
     c10::IValue built;
     if (what == 2) walk(data, built);
-    if (gap.count() > 0) spin_for(gap);
+    if (gap.count() > 0) mtc::microbench::spin_gap(gap);
     c10::IValue result;
     const auto t0 = Clock::now();
     if (what == 2) {
