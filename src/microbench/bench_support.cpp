@@ -6,12 +6,25 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <utility>
+
+#include "reference_batch.h"
 
 namespace mtc::microbench {
 
 bool has_gpu() { return c10::cuda::device_count() > 0; }
+
+const std::vector<c10::IValue>& rotation(int repeat, bool on_gpu) {
+  static std::map<std::pair<int, bool>, std::vector<c10::IValue>> cache;
+  std::vector<c10::IValue>& batches = cache[{repeat, on_gpu}];
+  while (batches.size() < 8) {
+    const c10::IValue fresh = make_reference_batch(repeat);
+    batches.push_back(on_gpu ? map_to(fresh, c10::Device(c10::kCUDA, 0)) : fresh);
+  }
+  return batches;
+}
 
 void spin_gap(std::chrono::microseconds duration) {
   const auto deadline = std::chrono::steady_clock::now() + duration;

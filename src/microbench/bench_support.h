@@ -18,6 +18,11 @@ bool has_gpu();
 // A competent user's per-tensor baseline: a recursive map calling .to() on every leaf.
 c10::IValue map_to(const c10::IValue& v, const c10::Device& device);
 
+// Eight distinct reference batches of `repeat` (reference_batch.h), each built anew (so
+// cache-cold when its turn comes, as a training loop's next batch is), on the CPU or copied to
+// the GPU; made once per process.
+const std::vector<c10::IValue>& rotation(int repeat, bool on_gpu);
+
 // Google Benchmark reports the mean of the iterations; mtc-bench reports medians. The median
 // of the iterations as a counter makes the two comparable (a few slow iterations, such as a
 // worker that had gone to sleep, move the mean, not the median). Reorders `seconds`.

@@ -205,18 +205,6 @@ c10::IValue source(int repeat, bool on_gpu) {
   return it->second;
 }
 
-// Eight distinct batches, each built anew (so cache-cold when its turn comes, as a training
-// loop's next batch is), on the CPU or copied to the GPU.
-const std::vector<c10::IValue>& rotation(int repeat, bool on_gpu) {
-  static std::map<std::pair<int, bool>, std::vector<c10::IValue>> cache;
-  std::vector<c10::IValue>& batches = cache[{repeat, on_gpu}];
-  while (batches.size() < 8) {
-    const c10::IValue fresh = mtc::microbench::make_reference_batch(repeat);
-    batches.push_back(on_gpu ? map_to(fresh, c10::Device(c10::kCUDA, 0)) : fresh);
-  }
-  return batches;
-}
-
 enum class Direction { kHostToDevice, kDeviceToHost };
 
 template <Direction dir>
@@ -245,7 +233,7 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 128: a different batch each copy, from a rotation of eight.
   const std::vector<c10::IValue> inputs =
       state.range(1) & 128
-          ? rotation(static_cast<int>(state.range(0)), !h2d)
+          ? mtc::microbench::rotation(static_cast<int>(state.range(0)), !h2d)
           : std::vector<c10::IValue>{source(static_cast<int>(state.range(0)), !h2d)};
   // Bit 256: the previous copy's result is freed on the caller right after start_copy, inside
   // the timed copy (a training step drops the last batch when the next one arrives); otherwise
@@ -337,11 +325,10 @@ void BM_EngineCopy(benchmark::State& state) {
 // 64 workers spin 2 ms, 128 a fresh batch each copy (rotation of 8), 256 previous result freed
 // inside the copy, 512 workers never wake ahead of a copy, 1024 the gap busy, 2048 the gap 200 us
 // instead of 5 ms, 4096 no version_pool, 8192 workers spin 10 ms, 16384 one walking thread per 64
-// leaves, 32768 the caller spins through the gap}. 399 = 7 + 8 +
-// 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one dropped
-// meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead; 2447,
-// 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies took
-// 0.3 s.
+// leaves, 32768 the caller spins through the gap}. 399 = 7 + 8 + 128 + 256 is a training loop's
+// step: a fresh batch after an idle gap, the last one dropped meanwhile; 1423 the same step after
+// a busy gap; 911 and 1935 those without waking ahead; 2447, 2959, 3471 and 3983 the four with the
+// short gap. Cases without a gap run until their copies took 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});

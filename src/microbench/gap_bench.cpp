@@ -16,7 +16,6 @@
 #include "detail/leaf_router.h"
 #include "detail/structure.h"
 #include "mtc/copier.h"
-#include "reference_batch.h"
 
 namespace {
 
@@ -66,11 +65,7 @@ void BM_ChaseAfterGap(benchmark::State& state) {
 void BM_WalkAfterGap(benchmark::State& state) {
   const std::chrono::microseconds gap(state.range(0));
   const int64_t what = state.range(1);
-  static const std::vector<c10::IValue> batches = [] {
-    std::vector<c10::IValue> made;
-    for (int i = 0; i < 8; ++i) made.push_back(mtc::microbench::make_reference_batch(1));
-    return made;
-  }();
+  const std::vector<c10::IValue>& batches = mtc::microbench::rotation(1, /*on_gpu=*/false);
   const c10::Device target = what == 1 ? c10::Device(c10::kCPU) : c10::Device(c10::kCUDA, 0);
   const mtc::CopyOptions options;
   using Copier = mtc::detail::StructureCopier<mtc::detail::LeafRouter>;
