@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """The Python module's own cost around the engine, on a config's batch (the 528-tensor
 reference batch by default): how long start_copy() takes to return, start_copy().get() end to
-end, and dropping the handle and the result, next to the engine's own figures and the module's
-parts (stats(): the walk, the engine's start, the waits and the build of the result). Each
-is given in wall time and in the calling thread's CPU time: on a shared machine the second is the
-steadier (it leaves out the time other processes took the core).
+end, a device synchronize after it (CUDA), dropping the handle, then the result, next to the
+engine's own figures and the module's parts (stats(): the walk, the engine's start, the waits
+and the build of the result). Each is given in wall time and in the calling thread's CPU time:
+on a shared machine the second is the steadier (it leaves out the time other processes took
+the core).
 
 On a machine without a GPU, --device cpu leaves the engine almost nothing to do (tensors already
 on the target come back as they are), so what remains is the module's walk of the structure, the
@@ -73,9 +74,11 @@ def main(argv=None):
     import mtc
     import torch
 
+    cuda = torch.device(args.device).type == "cuda"
     spec = SpecBatch(args.config)
     batches = [spec.build() for _ in range(args.rotation)]
-    wall = {"start_copy returns": [], "start_copy + get": [], "drop handle and result": []}
+    wall = {"start_copy returns": [], "start_copy + get": [], "synchronize after get": [],
+            "drop handle": [], "drop result": []}
     cpu = {name: [] for name in wall}
     engine = []
     module = {}  # the module's own parts, stats()["module"]
@@ -91,14 +94,23 @@ def main(argv=None):
         w1, c1 = time.perf_counter_ns(), time.thread_time_ns()
         out = handle.get()
         w2, c2 = time.perf_counter_ns(), time.thread_time_ns()
-        s = handle.stats()
+        if cuda:
+            torch.cuda.synchronize()  # bench_python.py's calls end with one
         w3, c3 = time.perf_counter_ns(), time.thread_time_ns()
-        del handle, out
+        s = handle.stats()
         w4, c4 = time.perf_counter_ns(), time.thread_time_ns()
-        for clock, t in ((wall, (w0, w1, w2, w3, w4)), (cpu, (c0, c1, c2, c3, c4))):
+        # The handle first, as a call that returns handle.get() drops it (bench_python.py's
+        # protocol times this part); the result when the next step replaces it.
+        del handle
+        w5, c5 = time.perf_counter_ns(), time.thread_time_ns()
+        del out
+        w6, c6 = time.perf_counter_ns(), time.thread_time_ns()
+        for clock, t in ((wall, (w0, w1, w2, w3, w4, w5, w6)), (cpu, (c0, c1, c2, c3, c4, c5, c6))):
             clock["start_copy returns"].append(t[1] - t[0])
             clock["start_copy + get"].append(t[2] - t[0])
-            clock["drop handle and result"].append(t[4] - t[3])
+            clock["synchronize after get"].append(t[3] - t[2])
+            clock["drop handle"].append(t[5] - t[4])
+            clock["drop result"].append(t[6] - t[5])
         engine.append(s["queued_us"] + s["traverse_us"] + s["submit_us"] + s["outputs_us"])
         for part, us in s["module"].items():
             module.setdefault(part, []).append(us)
