@@ -133,7 +133,8 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
                                        const CopyOptions& options) {
   ModuleTimes times;
   Clock::time_point start_time = Clock::now();
-  auto structure = std::make_unique<PyStructure>(data.ptr());
+  auto structure =
+      std::make_unique<PyStructure>(data.ptr(), LendingRule::for_copy(target, options));
   c10::IValue input = structure->take_engine_input();
   times.walk_us = microseconds_since(start_time);
   start_time = Clock::now();

@@ -41,6 +41,8 @@ class AsyncCopyHandle {
  private:
   void build(c10::IValue output);
 
+  // Declared in this order so that handle_ is destroyed first: the engine is done with its
+  // input (the job gone with its waits) before the structure takes back the tensors it lent.
   std::unique_ptr<PyStructure> structure_;
   CopyHandle handle_;
   c10::Device target_;

@@ -1,7 +1,7 @@
 // mtc._C: the binding of the engine's public header, nothing else of the project. The public
 // start_copy, with its signature and keyword defaults, is Python (mtc/_copy.py); it calls this
 // module's start_copy with every argument in place. Arguments: arguments.cpp; the handle and the
-// GIL: handle.cpp; the walk and the rebuild: py_structure.cpp; errors: errors.cpp.
+// GIL: handle.cpp; the walk: py_structure.cpp; the rebuild: py_rebuild.cpp; errors: errors.cpp.
 #include <pybind11/pybind11.h>
 
 #include <memory>

@@ -2,10 +2,12 @@
 
 #include <ATen/core/List.h>
 #include <c10/util/Exception.h>
+#include <c10/util/MaybeOwned.h>
 #include <pybind11/pybind11.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/tensor_numpy.h>
 
+#include <algorithm>
 #include <exception>
 #include <string>
 #include <utility>
@@ -93,13 +95,32 @@ at::Tensor tensor_from_array(PyObject* array) {
 
 }  // namespace
 
-PyStructure::PyStructure(PyObject* data) {
+LendingRule LendingRule::for_copy(const c10::Device& target, const CopyOptions& options) {
+  LendingRule rule;
+  rule.enabled = target.is_cuda() && options.pack_cpu_tensors;
+  rule.max_bytes = std::min(kMaxPackedTensorBytes, options.max_packed_chunk_bytes);
+  return rule;
+}
+
+// The engine's packing test (LeafRouter::leaf), read from the tensor's own header. Quantized
+// and nested tensors pass it but the engine refuses them before anything would copy them.
+bool LendingRule::lends(const at::Tensor& tensor) const {
+  if (!enabled || !tensor.defined() || !tensor.is_cpu() || tensor.layout() != c10::kStrided ||
+      !tensor.is_contiguous())
+    return false;
+  const auto bytes = static_cast<int64_t>(tensor.nbytes());
+  return bytes >= 1 && bytes <= max_bytes;
+}
+
+PyStructure::PyStructure(PyObject* data, const LendingRule& lending) : lending_(lending) {
   // A training loop copies structures of the same shape again and again: the last one's sizes
   // spare the vectors their growth.
   thread_local size_t last_tape = 0;
   thread_local size_t last_tensors = 0;
   tape_.reserve(last_tape);
   tensors_.reserve(last_tensors);
+  lent_.reserve(last_tensors);
+  lent_objects_.reserve(last_tensors);
   try {
     walk(data, 0);
     root_is_container_ = is_container(tape_.front().kind);
@@ -107,6 +128,7 @@ PyStructure::PyStructure(PyObject* data) {
     last_tensors = tensors_.size();
   } catch (const PathError& e) {
     clear();
+    release_lent();
     // A structure that holds itself gives a path a thousand levels long: its ends say enough.
     constexpr size_t kEnd = 60;
     const std::string path = e.path.size() <= 3 * kEnd ? e.path
@@ -115,22 +137,76 @@ PyStructure::PyStructure(PyObject* data) {
     throw py::value_error("mtc.start_copy: data" + path + ": " + e.message);
   } catch (...) {
     clear();
+    release_lent();
     throw;
   }
 }
 
-PyStructure::~PyStructure() { clear(); }
+PyStructure::~PyStructure() {
+  clear();
+  release_lent();
+}
 
 void PyStructure::clear() {
   for (const Node& node : tape_) Py_XDECREF(node.object);
   tape_.clear();
+  // Not handed to the engine (the walk failed): its lent tensors are the walk's alone.
+  forget_lent_tensors();
   tensors_.clear();
+  // roots_ stays: release_lent() finds the lent tensors in the engine's input through it.
+}
+
+void PyStructure::forget_lent_tensors() {
+  for (size_t i = 0; i < tensors_.size(); ++i)
+    if (lent_[i]) c10::MaybeOwnedTraits<at::Tensor>::destroyBorrow(tensors_[i]);
+}
+
+void PyStructure::release_lent() {
+  if (lent_objects_.empty()) return;
+  if (engine_input_.isList()) {
+    // The engine's entries, by root element, as take_engine_input() made them; its tensors in
+    // pre-order, as lent_ counts them. Each lent one is taken out and let go of without a release.
+    c10::impl::GenericList entries = engine_input_.toList();
+    for (size_t r = 0; r < roots_.size(); ++r) {
+      const RootElement& root = roots_[r];
+      if (root.is_tensor) {
+        if (!lent_[root.first_tensor]) continue;
+        at::Tensor tensor = entries.extract(r).toTensor();
+        c10::MaybeOwnedTraits<at::Tensor>::destroyBorrow(tensor);
+      } else if (root.first_tensor != root.end_tensor) {
+        c10::List<at::Tensor> part = entries.get(r).toTensorList();
+        for (size_t i = root.first_tensor; i < root.end_tensor; ++i) {
+          if (!lent_[i]) continue;
+          at::Tensor tensor = part.extract(i - root.first_tensor);
+          c10::MaybeOwnedTraits<at::Tensor>::destroyBorrow(tensor);
+        }
+      }
+    }
+  }
+  engine_input_ = c10::IValue();
+  for (PyObject* object : lent_objects_) Py_DECREF(object);
+  lent_objects_.clear();
+  lent_.clear();
   roots_.clear();
 }
 
+// lent_ grows before tensors_: forget_lent_tensors() reads a flag for every tensor present.
 void PyStructure::add_tensor(at::Tensor tensor) {
   tape_.push_back({Kind::kTensor, 0, nullptr});
+  lent_.push_back(false);
   tensors_.push_back(std::move(tensor));
+}
+
+void PyStructure::add_tensor_object(PyObject* object) {
+  const at::Tensor& tensor = THPVariable_Unpack(object);
+  // Only inside a container: a root tensor is the engine's input itself, which the engine may
+  // copy.
+  if (tape_.empty() || !lending_.lends(tensor)) return add_tensor(tensor);
+  tape_.push_back({Kind::kTensor, 0, nullptr});
+  lent_.push_back(true);
+  lent_objects_.push_back(object);
+  Py_INCREF(object);
+  tensors_.push_back(c10::MaybeOwnedTraits<at::Tensor>::createBorrow(tensor));
 }
 
 void PyStructure::add_object(PyObject* object) {
@@ -143,7 +219,7 @@ void PyStructure::walk(PyObject* object, int depth) {
   if (type == &PyList_Type) return walk_elements(object, Kind::kList, nullptr, depth);
   if (type == &PyTuple_Type) return walk_elements(object, Kind::kTuple, nullptr, depth);
   if (type == &PyDict_Type) return walk_elements(object, Kind::kDict, nullptr, depth);
-  if (THPVariable_CheckExact(object)) return add_tensor(THPVariable_Unpack(object));
+  if (THPVariable_CheckExact(object)) return add_tensor_object(object);
   if (is_plain_leaf(object)) return add_object(object);
   // What follows may run Python code (attribute lookups, an __instancecheck__, numpy), which
   // could drop the object from its container: hold it meanwhile.
@@ -151,7 +227,7 @@ void PyStructure::walk(PyObject* object, int depth) {
   Kind kind = Kind::kObject;
   PyObject* extra = nullptr;
   if (other_container_kind(object, kind, extra)) return walk_elements(object, kind, extra, depth);
-  if (is_tensor(object)) return add_tensor(THPVariable_Unpack(object));
+  if (is_tensor(object)) return add_tensor_object(object);
   PyTypeObject* ndarray = ndarray_type();
   if (ndarray != nullptr && PyObject_TypeCheck(object, ndarray))
     return add_tensor(tensor_from_array(object));
@@ -250,104 +326,8 @@ c10::IValue PyStructure::take_engine_input() {
     }
   }
   tensors_.clear();
+  if (!lent_objects_.empty()) engine_input_ = entries;
   return entries;
-}
-
-// Reads the tape in pre-order and the engine's outputs in the same order, moving each output
-// tensor into its Python object: a tensor whose only C++ reference is its Python object's costs
-// nothing more to keep or to drop, where one still shared with the engine's structure would
-// take the GIL to hold its Python object and again to let go of it (torch's PyObject
-// preservation), once per tensor.
-class PyStructure::Reader {
- public:
-  Reader(const PyStructure& structure, c10::IValue& output)
-      : tape_(structure.tape_), root_is_container_(structure.root_is_container_) {
-    if (root_is_container_) {
-      roots_ = output.toList();
-    } else {
-      entry_ = std::move(output);
-    }
-  }
-
-  PyObject* read(bool at_root) {
-    const Node& node = tape_[next_++];
-    switch (node.kind) {
-      case Kind::kTensor:
-        return wrap(next_tensor());
-      case Kind::kObject:
-        Py_INCREF(node.object);
-        return node.object;
-      case Kind::kList:
-      case Kind::kDeque: {
-        py::object list = steal(PyList_New(node.size));
-        for (Py_ssize_t i = 0; i < node.size; ++i)
-          PyList_SET_ITEM(list.ptr(), i, element(at_root, i));
-        if (node.kind == Kind::kList) return list.release().ptr();
-        return steal(finish_sequence(node.kind, node.object, list.ptr())).release().ptr();
-      }
-      case Kind::kTuple:
-      case Kind::kNamedTuple: {
-        py::object tuple = steal(PyTuple_New(node.size));
-        for (Py_ssize_t i = 0; i < node.size; ++i)
-          PyTuple_SET_ITEM(tuple.ptr(), i, element(at_root, i));
-        if (node.kind == Kind::kTuple) return tuple.release().ptr();
-        return steal(finish_sequence(node.kind, node.object, tuple.ptr())).release().ptr();
-      }
-      case Kind::kDict:
-      case Kind::kOrderedDict:
-      case Kind::kDefaultDict: {
-        py::object mapping = steal(new_mapping(node.kind, node.object));
-        for (Py_ssize_t i = 0; i < node.size; ++i) {
-          PyObject* key = tape_[next_++].object;
-          const py::object value = steal(element(at_root, i));
-          if (mapping_insert(node.kind, mapping.ptr(), key, value.ptr()) < 0)
-            throw py::error_already_set();
-        }
-        return mapping.release().ptr();
-      }
-    }
-    TORCH_INTERNAL_ASSERT(false, "mtc: unknown node kind in the structure's tape");
-  }
-
- private:
-  static py::object steal(PyObject* object) {
-    if (object == nullptr) throw py::error_already_set();
-    return py::reinterpret_steal<py::object>(object);
-  }
-  static PyObject* wrap(at::Tensor tensor) {
-    PyObject* object = THPVariable_Wrap(std::move(tensor));
-    if (object == nullptr) throw py::error_already_set();
-    return object;
-  }
-  // The next element of a container; a root element's tensors are in its own entry.
-  PyObject* element(bool at_root, Py_ssize_t index) {
-    if (at_root && root_is_container_) {
-      entry_ = roots_.extract(static_cast<size_t>(index));
-      if (entry_.isList()) entry_tensors_ = entry_.toListRef();
-      in_entry_ = 0;
-    }
-    return read(false);
-  }
-  at::Tensor next_tensor() {
-    if (entry_.isTensor()) return std::move(entry_).toTensor();
-    // The list's elements are ours alone (the engine handed the structure over) and not const
-    // objects: moved out in place, without c10::List::extract's checks and write-back, once per
-    // tensor.
-    return std::move(const_cast<c10::IValue&>(entry_tensors_[in_entry_++])).toTensor();
-  }
-
-  const std::vector<Node>& tape_;
-  c10::impl::GenericList roots_{c10::AnyType::get()};  // the engine's entries, by root element
-  c10::IValue entry_;                                  // the current root element's entry
-  c10::ArrayRef<c10::IValue> entry_tensors_;  // its tensors, when several (entry_ owns them)
-  size_t in_entry_ = 0;
-  size_t next_ = 0;
-  bool root_is_container_;
-};
-
-PyObject* PyStructure::rebuild(c10::IValue output) const {
-  TORCH_INTERNAL_ASSERT(!tape_.empty(), "mtc: rebuild() after clear()");
-  return Reader(*this, output).read(/*at_root=*/true);
 }
 
 }  // namespace mtc::python

@@ -12,10 +12,17 @@
 // IValue container and a string key for every Python one. A tape of the containers, keys and
 // opaque leaves in pre-order rebuilds the result, so the input is not read again after the
 // walk.
+//
+// Tensors the engine only reads (see LendingRule) are lent to it without a C++ reference: the
+// walk holds their Python objects instead. A C++ reference to a tensor whose Python object
+// lives costs, besides the atomic count, torch's PyObject preservation: the Python object is
+// held when the count goes from 1 to 2 and let go, taking the GIL, when it falls back, once per
+// tensor in the walk and again when the handle is dropped.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
+#include <mtc/copier.h>
 #include <torch/csrc/python_headers.h>
 
 #include <cstdint>
@@ -28,25 +35,42 @@ namespace mtc::python {
 // Deeper nesting is rejected: it is almost surely a container that holds itself.
 inline constexpr int kMaxNestingDepth = 1000;
 
+// Which tensor leaves are lent to the engine without a C++ reference (a +0 at::Tensor): those it
+// packs into a staging chunk, whose bytes it reads and whose tensor it never copies. A tensor
+// the engine copies after all (its rules changed) only costs the GIL on the copying thread, the
+// count going from 1 to 2 there; it stays correct either way.
+struct LendingRule {
+  bool enabled = false;   // a CUDA target with pack_cpu_tensors
+  int64_t max_bytes = 0;  // the largest tensor packed: min(kMaxPackedTensorBytes, the chunk limit)
+  // The rule of a copy to `target` with `options`.
+  static LendingRule for_copy(const c10::Device& target, const CopyOptions& options);
+  bool lends(const at::Tensor& tensor) const;
+};
+
 class PyStructure {
  public:
   // Walks `data`; the GIL must be held. Throws pybind11::value_error naming the place
   // (data[0]['boxes']) for a leaf that cannot become a tensor or for too deep a nesting.
-  explicit PyStructure(PyObject* data);
+  PyStructure(PyObject* data, const LendingRule& lending);
   // Owns references to Python objects: copying would have to count them again.
   PyStructure(const PyStructure&) = delete;
   PyStructure& operator=(const PyStructure&) = delete;
-  // The GIL must be held.
+  // The GIL must be held; the engine must be done with the input (its handle destroyed).
   ~PyStructure();
 
-  // What the engine copies. Moves the tensors out: call once.
+  // What the engine copies. Moves the tensors out: call once. Lent tensors stay lent until
+  // release_lent().
   c10::IValue take_engine_input();
   // The same containers, keys and opaque leaves around `output`, what the engine returned for
   // take_engine_input(); its tensors are moved into the result. A new reference; the GIL must
   // be held (`output` is released here, with it).
   PyObject* rebuild(c10::IValue output) const;
-  // Drops the references to the input's keys and opaque leaves; the GIL must be held.
+  // Drops the references to the input's keys and opaque leaves (and to tensors not yet handed to
+  // the engine); the GIL must be held. Lent tensors stay lent.
   void clear();
+  // Takes the lent tensors back from the engine's input and drops their Python objects. Only
+  // once the engine is done with its input (its handle destroyed); the GIL must be held.
+  void release_lent();
 
  private:
   struct Node {
@@ -66,12 +90,20 @@ class PyStructure {
   // `extra` (owned, may be null) goes into the container's node.
   void walk_elements(PyObject* container, Kind kind, PyObject* extra, int depth);
   void add_tensor(at::Tensor tensor);
+  // A tensor leaf with a Python object: lent when the rule allows, else referenced.
+  void add_tensor_object(PyObject* object);
   void add_object(PyObject* object);
+  // The tensors of tensors_ that are lent, back to +0 handles that release nothing.
+  void forget_lent_tensors();
 
   std::vector<Node> tape_;
   std::vector<at::Tensor> tensors_;
   std::vector<RootElement> roots_;  // empty when the root is not a container
   bool root_is_container_ = false;
+  LendingRule lending_;
+  std::vector<bool> lent_;               // by tensor, in pre-order: lent to the engine
+  std::vector<PyObject*> lent_objects_;  // their Python objects (owned), held while lent
+  c10::IValue engine_input_;             // kept while tensors are lent in it
 };
 
 }  // namespace mtc::python

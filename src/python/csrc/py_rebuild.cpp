@@ -1,0 +1,113 @@
+// PyStructure's second half: the result put back together around the engine's outputs (the
+// walk and the lending of inputs are in py_structure.cpp).
+#include <ATen/core/List.h>
+#include <c10/util/Exception.h>
+#include <pybind11/pybind11.h>
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <utility>
+
+#include "py_structure.h"
+
+namespace py = pybind11;
+
+namespace mtc::python {
+
+// Reads the tape in pre-order and the engine's outputs in the same order, moving each output
+// tensor into its Python object: a tensor whose only C++ reference is its Python object's costs
+// nothing more to keep or to drop, where one still shared with the engine's structure would
+// take the GIL to hold its Python object and again to let go of it (torch's PyObject
+// preservation), once per tensor.
+class PyStructure::Reader {
+ public:
+  Reader(const PyStructure& structure, c10::IValue& output)
+      : tape_(structure.tape_), root_is_container_(structure.root_is_container_) {
+    if (root_is_container_) {
+      roots_ = output.toList();
+    } else {
+      entry_ = std::move(output);
+    }
+  }
+
+  PyObject* read(bool at_root) {
+    const Node& node = tape_[next_++];
+    switch (node.kind) {
+      case Kind::kTensor:
+        return wrap(next_tensor());
+      case Kind::kObject:
+        Py_INCREF(node.object);
+        return node.object;
+      case Kind::kList:
+      case Kind::kDeque: {
+        py::object list = steal(PyList_New(node.size));
+        for (Py_ssize_t i = 0; i < node.size; ++i)
+          PyList_SET_ITEM(list.ptr(), i, element(at_root, i));
+        if (node.kind == Kind::kList) return list.release().ptr();
+        return steal(finish_sequence(node.kind, node.object, list.ptr())).release().ptr();
+      }
+      case Kind::kTuple:
+      case Kind::kNamedTuple: {
+        py::object tuple = steal(PyTuple_New(node.size));
+        for (Py_ssize_t i = 0; i < node.size; ++i)
+          PyTuple_SET_ITEM(tuple.ptr(), i, element(at_root, i));
+        if (node.kind == Kind::kTuple) return tuple.release().ptr();
+        return steal(finish_sequence(node.kind, node.object, tuple.ptr())).release().ptr();
+      }
+      case Kind::kDict:
+      case Kind::kOrderedDict:
+      case Kind::kDefaultDict: {
+        py::object mapping = steal(new_mapping(node.kind, node.object));
+        for (Py_ssize_t i = 0; i < node.size; ++i) {
+          PyObject* key = tape_[next_++].object;
+          const py::object value = steal(element(at_root, i));
+          if (mapping_insert(node.kind, mapping.ptr(), key, value.ptr()) < 0)
+            throw py::error_already_set();
+        }
+        return mapping.release().ptr();
+      }
+    }
+    TORCH_INTERNAL_ASSERT(false, "mtc: unknown node kind in the structure's tape");
+  }
+
+ private:
+  static py::object steal(PyObject* object) {
+    if (object == nullptr) throw py::error_already_set();
+    return py::reinterpret_steal<py::object>(object);
+  }
+  static PyObject* wrap(at::Tensor tensor) {
+    PyObject* object = THPVariable_Wrap(std::move(tensor));
+    if (object == nullptr) throw py::error_already_set();
+    return object;
+  }
+  // The next element of a container; a root element's tensors are in its own entry.
+  PyObject* element(bool at_root, Py_ssize_t index) {
+    if (at_root && root_is_container_) {
+      entry_ = roots_.extract(static_cast<size_t>(index));
+      if (entry_.isList()) entry_tensors_ = entry_.toListRef();
+      in_entry_ = 0;
+    }
+    return read(false);
+  }
+  at::Tensor next_tensor() {
+    if (entry_.isTensor()) return std::move(entry_).toTensor();
+    // The list's elements are ours alone (the engine handed the structure over) and not const
+    // objects: moved out in place, without c10::List::extract's checks and write-back, once per
+    // tensor.
+    return std::move(const_cast<c10::IValue&>(entry_tensors_[in_entry_++])).toTensor();
+  }
+
+  const std::vector<Node>& tape_;
+  c10::impl::GenericList roots_{c10::AnyType::get()};  // the engine's entries, by root element
+  c10::IValue entry_;                                  // the current root element's entry
+  c10::ArrayRef<c10::IValue> entry_tensors_;  // its tensors, when several (entry_ owns them)
+  size_t in_entry_ = 0;
+  size_t next_ = 0;
+  bool root_is_container_;
+};
+
+PyObject* PyStructure::rebuild(c10::IValue output) const {
+  TORCH_INTERNAL_ASSERT(!tape_.empty(), "mtc: rebuild() after clear()");
+  return Reader(*this, output).read(/*at_root=*/true);
+}
+
+}  // namespace mtc::python

@@ -1,0 +1,92 @@
+"""Inputs lent to the engine: the small CPU tensors a copy to a GPU packs are handed over without
+a C++ reference, their Python objects held instead (src/python/csrc/py_structure.h). Whatever
+path a copy takes, every input must come out with the reference counts it went in with, stay
+alive while the engine may read it, and be let go of once the handle is dropped."""
+
+import gc
+import sys
+import weakref
+
+import pytest
+import torch
+
+import mtc
+from support import gpu_mark
+
+pytestmark = gpu_mark()
+
+
+def mixed_inputs():
+    """Tensors the engine packs (lent) beside ones it copies on their own (referenced)."""
+    small = [torch.arange(i + 1, dtype=torch.float32) for i in range(24)]
+    others = {
+        "large": torch.ones(1 << 17),  # 512 KiB: more than the engine packs
+        "transposed": torch.ones(8, 8).t(),  # not contiguous
+        "pinned": torch.ones(16).pin_memory(),  # packed too
+        "on_gpu": torch.ones(4, device="cuda"),  # already on the target: returned as it is
+    }
+    return small, others
+
+
+def counts(tensors):
+    return [(sys.getrefcount(t), t._use_count()) for t in tensors]
+
+
+def test_every_input_keeps_its_reference_counts():
+    small, others = mixed_inputs()
+    batch = {"a": small[:8], "b": (small[8], {"c": small[9:], **others}), "again": small[0], "n": 3}
+    tensors = small + list(others.values())
+    before = counts(tensors)
+    for _ in range(50):
+        handle = mtc.start_copy(batch, "cuda")
+        out = handle.get()
+        assert torch.equal(out["b"][1]["c"][4].cpu(), small[13])
+        assert torch.equal(out["b"][1]["transposed"].cpu(), others["transposed"])
+        assert out["b"][1]["on_gpu"] is others["on_gpu"]
+        del handle, out
+    # Without a worker, with nothing lent (no packing), with little packed (small chunks).
+    mtc.start_copy(batch, "cuda", use_background_thread=False).get()
+    mtc.start_copy(batch, "cuda", pack_cpu_tensors=False).get()
+    mtc.start_copy(batch, "cuda", max_packed_chunk_bytes=64).get()
+    gc.collect()
+    assert counts(tensors) == before
+
+
+def test_a_root_tensor_and_unfinished_handles_keep_the_counts():
+    small, _ = mixed_inputs()
+    before = counts(small)
+    assert torch.equal(mtc.start_copy(small[3], "cuda").get().cpu(), small[3])
+    for _ in range(20):
+        handle = mtc.start_copy({"x": small}, "cuda")
+        del handle  # before get(): waits for the device work
+    gc.collect()
+    assert counts(small) == before
+
+
+def test_failed_copies_give_their_inputs_back():
+    small, _ = mixed_inputs()
+    before = counts(small)
+    sparse = torch.sparse_coo_tensor(torch.zeros(1, 0, dtype=torch.long), torch.zeros(0), (2,))
+    with pytest.raises(RuntimeError, match="layout Sparse"):
+        mtc.start_copy({"a": small[:5], "b": [small[5], sparse]}, "cuda").get()
+    with pytest.raises(ValueError, match="min_packed_alignment_bytes"):  # the engine's start
+        mtc.start_copy({"a": small}, "cuda", min_packed_alignment_bytes=0)
+    np = pytest.importorskip("numpy", reason="numpy is not installed")
+    with pytest.raises(ValueError, match=r"data\['b'\]\[1\]"):  # the walk fails after lending
+        mtc.start_copy({"a": small[:5], "b": [small[5], np.array([object()], dtype=object)]}, "cuda")
+    gc.collect()
+    assert counts(small) == before
+
+
+def test_lent_inputs_live_until_the_handle_is_dropped():
+    batch = {"a": [torch.full((64,), float(i)) for i in range(6)]}
+    alive = [weakref.ref(t) for t in batch["a"]]
+    handle = mtc.start_copy(batch, "cuda")
+    del batch
+    gc.collect()
+    assert all(ref() is not None for ref in alive)  # the copy may still read them
+    out = handle.get()
+    assert [float(t[0]) for t in out["a"]] == [float(i) for i in range(6)]
+    del handle
+    gc.collect()
+    assert all(ref() is None for ref in alive)
