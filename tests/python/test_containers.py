@@ -3,6 +3,7 @@ defaultdict and deque are taken apart and rebuilt as their own types (CPU target
 
 import collections
 import typing
+from unittest import mock
 
 import pytest
 import torch
@@ -127,13 +128,24 @@ def test_a_named_tuple_whose_constructor_refuses_the_elements_fails_get():
 def test_a_deque_changed_by_the_walk_is_an_error_not_a_crash():
     data = collections.deque()
 
-    class Leaf:
-        # Reading __class__ is part of isinstance(): the walk's tensor check runs this code.
+    class Meta(type):
+        # The walk asks a tuple subclass's class for _fields (is it a named tuple?): this runs.
         @property
-        def __class__(self):
+        def _fields(cls):
             data.append(1)
-            return Leaf
+            return ("a",)
+
+    class Leaf(tuple, metaclass=Meta):
+        pass
 
     data.extend([Leaf(), torch.ones(1)])
     with pytest.raises(RuntimeError, match="deque mutated during iteration"):
         mtc.start_copy(data, "cpu")
+
+
+def test_an_object_that_only_claims_to_be_a_tensor_is_an_opaque_leaf():
+    # isinstance() believes __class__: a Mock with a tensor's spec passes it, yet it is no tensor.
+    fake = mock.Mock(spec=torch.Tensor)
+    assert isinstance(fake, torch.Tensor)
+    out = mtc.start_copy({"fake": fake, "real": torch.ones(2)}, "cpu").get()
+    assert out["fake"] is fake

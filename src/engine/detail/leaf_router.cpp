@@ -28,6 +28,8 @@ int64_t LeafRouter::leaf(const at::Tensor& t, c10::IValue& output) {
     const auto bytes = static_cast<int64_t>(t.nbytes());
     stats_.bytes += bytes;
     if (device != target_) {
+      // The Python module lends exactly these tensors without a reference (its LendingRule):
+      // a change here is a change there.
       if (pack_to_device_ && device.is_cpu() && is_packable_size(bytes) && packer_.fits(bytes) &&
           t.is_contiguous()) {
         output = pack(t, bytes);

@@ -46,12 +46,13 @@ bool is_plain_leaf(PyObject* object) {
          type == &PyFloat_Type || type == &PyBool_Type || type == &PyBytes_Type;
 }
 
+// By the object's own type: isinstance() also believes a __class__ attribute (a
+// Mock(spec=torch.Tensor) passes it), and unpacking such an object as a tensor would read memory
+// that is not one.
 bool is_tensor(PyObject* object) {
   if (THPVariable_CheckExact(object)) return true;
-  if (THPVariableClass == nullptr) return false;
-  const int result = PyObject_IsInstance(object, THPVariableClass);
-  if (result < 0) throw py::error_already_set();
-  return result == 1;
+  if (THPVariableClass == nullptr || !PyType_Check(THPVariableClass)) return false;
+  return PyType_IsSubtype(Py_TYPE(object), reinterpret_cast<PyTypeObject*>(THPVariableClass)) != 0;
 }
 
 // numpy.ndarray once some code has imported numpy (no object is an array before that).
@@ -167,7 +168,8 @@ void PyStructure::release_lent() {
     // The engine's entries, by root element, as take_engine_input() made them; its tensors in
     // pre-order, as lent_ counts them. Each lent one is taken out and let go of without a release.
     c10::impl::GenericList entries = engine_input_.toList();
-    for (size_t r = 0; r < roots_.size(); ++r) {
+    // Fewer entries than root elements only when take_engine_input() failed part way.
+    for (size_t r = 0; r < std::min(roots_.size(), entries.size()); ++r) {
       const RootElement& root = roots_[r];
       if (root.is_tensor) {
         if (!lent_[root.first_tensor]) continue;
@@ -312,6 +314,9 @@ c10::IValue PyStructure::take_engine_input() {
     return tensors_.empty() ? c10::IValue() : c10::IValue(std::move(tensors_.front()));
   c10::impl::GenericList entries(c10::AnyType::get());
   entries.reserve(roots_.size());
+  // Kept before any tensor moves in: should an allocation below fail, the entries already made
+  // are still found by release_lent() rather than destroyed with their lent tensors counted.
+  if (!lent_objects_.empty()) engine_input_ = entries;
   for (const RootElement& root : roots_) {
     if (root.is_tensor) {
       entries.emplace_back(std::move(tensors_[root.first_tensor]));
@@ -326,7 +331,6 @@ c10::IValue PyStructure::take_engine_input() {
     }
   }
   tensors_.clear();
-  if (!lent_objects_.empty()) engine_input_ = entries;
   return entries;
 }
 

@@ -36,9 +36,10 @@ namespace mtc::python {
 inline constexpr int kMaxNestingDepth = 1000;
 
 // Which tensor leaves are lent to the engine without a C++ reference (a +0 at::Tensor): those it
-// packs into a staging chunk, whose bytes it reads and whose tensor it never copies. A tensor
-// the engine copies after all (its rules changed) only costs the GIL on the copying thread, the
-// count going from 1 to 2 there; it stays correct either way.
+// packs into a staging chunk, whose bytes it reads and whose tensor it never copies. The test
+// repeats the engine's (LeafRouter::leaf) and must stay in step with it: a lent tensor the
+// engine copied after all would keep its counts balanced, but the copy (its count going from 1
+// to 2) would take the GIL on a worker, which then waits for a caller that holds it.
 struct LendingRule {
   bool enabled = false;   // a CUDA target with pack_cpu_tensors
   int64_t max_bytes = 0;  // the largest tensor packed: min(kMaxPackedTensorBytes, the chunk limit)
