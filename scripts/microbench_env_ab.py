@@ -20,7 +20,8 @@ import math
 import statistics
 import sys
 
-US_PER_UNIT = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
+from gbench_units import real_time_us
+
 
 
 def case_medians(path):
@@ -35,7 +36,7 @@ def case_medians(path):
             continue
         value = b.get("median_us")
         if value is None:
-            value = b["real_time"] * US_PER_UNIT[b.get("time_unit", "ns")]
+            value = real_time_us(b)
         name = b.get("run_name", b["name"])
         if b.get("run_type") == "aggregate":
             if b.get("aggregate_name") == "median":

@@ -7,6 +7,8 @@ import itertools
 import json
 import sys
 
+from gbench_units import real_time_us
+
 
 def main(path):
     with open(path) as f:
@@ -24,7 +26,7 @@ def main(path):
     print("| benchmark | time (us) | " + " | ".join(steps) + " |")
     print("|---" * (2 + len(steps)) + "|")
     for name, b in medians.items():
-        t = b["real_time"] if b.get("time_unit") == "us" else b["real_time"] / 1000.0
+        t = real_time_us(b)
         cells = ["" if b.get(k) is None else f"{b[k]:.1f}" for k in steps]
         print(f"| {name} | {t:.1f} | " + " | ".join(cells) + " |")
 
@@ -67,7 +69,7 @@ def main(path):
 
     def us(prefix):
         b = bench(prefix)
-        return b.get("median_us", b["real_time"]) if b else None
+        return b.get("median_us", real_time_us(b)) if b else None
 
     h2d = "BM_EngineCopy<Direction::kHostToDevice>"
     to = "BM_PerTensorTo<Direction::kHostToDevice>"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """scripts/summarize-microbench.py on a synthetic Google Benchmark file whose ratios are known:
 the several-GPU designs against GPU 0 alone with the same worker spin, the step with workers that
-wake ahead against without, and the medians table.
+wake ahead against without, and the medians table (times in each benchmark's own unit).
 
     python3 tests/scripts/summarize_microbench_test.py
 """
@@ -80,7 +80,13 @@ def main():
               gpu1_alone_us=100.0, slowest_us=150.0),
         # An errored benchmark is left out.
         dict(bench(f"BM_MultiGpuCopy/1/2/200/0/{suffix}", gpu0_us=1.0), error_occurred=True),
+        # Times in the benchmark's own unit: 2.5 ms, 750 ns and, without a unit, ns.
+        dict(bench("BM_FreeResult/1"), real_time=2.5, time_unit="ms"),
+        dict(bench("BM_FreeResult/2"), real_time=750.0, time_unit="ns"),
+        {k: v for k, v in dict(bench("BM_FreeResult/3"), real_time=1500.0).items() if k != "time_unit"},
     ])
+    assert "| BM_FreeResult/1 | 2500.0 |" in out, out
+    assert "| BM_FreeResult/2 | 0.8 |" in out and "| BM_FreeResult/3 | 1.5 |" in out, out
     assert ("CPU->GPU, workers spin 200 us: GPU 0 alone 100.0 us from a released thread, "
             "90.0 us from the benchmark's own thread") in out, out
     assert ("CPU->GPU, every GPU at once in one process, a worker pool per GPU, workers spin 200 us: "
@@ -117,7 +123,8 @@ def main():
     assert ("CPU->GPU, every GPU at once in one process or one alone at random in runs of 32 copies, TensorImpl and "
             "counter pools in a shard per GPU: each GPU 1.05-1.10x its own time alone (100.0-100.0 us)") in out, out
     assert ("TensorImpl and counter pools in one list for every GPU: each GPU 9.00-9.00x its own time alone") in out, out
-    print("summarize-microbench: the several-GPU ratios and the step with and without early wakes hold")
+    print("summarize-microbench: the several-GPU ratios, the step with and without early wakes and the "
+          "time units hold")
 
 
 if __name__ == "__main__":
