@@ -5,6 +5,7 @@ alive while the engine may read it, and be let go of once the handle is dropped.
 
 import gc
 import sys
+import threading
 import weakref
 
 import pytest
@@ -90,3 +91,33 @@ def test_lent_inputs_live_until_the_handle_is_dropped():
     del handle
     gc.collect()
     assert all(ref() is None for ref in alive)
+
+
+def test_threads_that_copy_one_batch_at_once_keep_the_counts():
+    small, others = mixed_inputs()
+    batch = {"a": small, "b": others}
+    tensors = small + list(others.values())
+    before = counts(tensors)
+    errors = []
+
+    def copy_many():
+        try:
+            kept = []
+            for i in range(40):
+                kept.append(mtc.start_copy(batch, "cuda"))
+                if i % 3 == 2:  # handles dropped out of order, some unfinished
+                    kept.pop(0).get()
+                    kept.pop()
+            for handle in kept:
+                assert torch.equal(handle.get()["a"][7].cpu(), small[7])
+        except Exception as error:  # reported by the test's thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=copy_many) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    gc.collect()
+    assert counts(tensors) == before
