@@ -23,7 +23,6 @@ import sys
 from gbench_units import real_time_us
 
 
-
 def case_medians(path):
     """{case: median over the file's repetitions}: a case's "median" aggregate where the file has
     one (mtc_engine_bench --benchmark_report_aggregates_only), else the median of its repetitions;

@@ -1,4 +1,4 @@
-"""Helpers shared by the mtc tests: comparing structures, and watching the GIL."""
+"""Helpers shared by the mtc tests: comparing structures, running threads, and watching the GIL."""
 
 import collections
 import sys
@@ -20,6 +20,25 @@ def gpu_mark():
     import pytest
 
     return [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason=_cuda_reason())]
+
+
+def errors_in_threads(body, count):
+    """Runs body(k) for k in range(count), each in a thread of its own, and returns what they
+    raised (a failed assertion in a thread would otherwise only be printed)."""
+    errors = []
+
+    def run(k):
+        try:
+            body(k)
+        except BaseException as error:  # noqa: B902  (handed to the test's thread)
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return errors
 
 
 def assert_copied(out, ref, device):

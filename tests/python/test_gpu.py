@@ -1,14 +1,13 @@
 """start_copy to and from a CUDA device. Every test here is skipped, saying why, without one."""
 
 import collections
-import threading
 import time
 
 import pytest
 import torch
 
 import mtc
-from support import ProgressWatcher, assert_copied, gpu_mark
+from support import ProgressWatcher, assert_copied, errors_in_threads, gpu_mark
 
 pytestmark = gpu_mark()
 
@@ -182,21 +181,12 @@ def test_get_lets_other_threads_run_while_the_device_works():
 
 
 def test_many_threads_copying_to_the_gpu_at_once():
-    errors = []
+    def worker(_):
+        for _ in range(20):
+            batch = reference_like_batch(2)
+            assert_copied(mtc.start_copy(batch, "cuda").get(), batch, "cuda:0")
 
-    def worker():
-        try:
-            for _ in range(20):
-                batch = reference_like_batch(2)
-                assert_copied(mtc.start_copy(batch, "cuda").get(), batch, "cuda:0")
-        except BaseException as error:  # noqa: B902  (reported by the main thread)
-            errors.append(error)
-
-    threads = [threading.Thread(target=worker) for _ in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = errors_in_threads(worker, 8)
     assert not errors, errors[0]
 
 

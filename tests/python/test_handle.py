@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import mtc
-from support import ProgressWatcher, assert_copied
+from support import ProgressWatcher, assert_copied, errors_in_threads
 
 # Enough leaves that the engine's walk of them takes tens of milliseconds on a CPU.
 LONG_COPY_LEAVES = 500_000
@@ -128,26 +128,17 @@ def test_start_copy_without_the_background_thread_lets_other_threads_run():
 
 
 def test_many_threads_copying_at_once():
-    errors = []
-
     def worker(seed):
-        try:
-            for i in range(40):
-                data = {
-                    "id": (seed, i),
-                    "t": [torch.full((i % 5 + 1,), seed * 1000 + i) for _ in range(20)],
-                    "nested": ({"x": torch.arange(seed + i)}, [seed, None]),
-                }
-                handle = mtc.start_copy(data, "cpu", use_background_thread=(i % 2 == 0))
-                assert_copied(handle.get(), data, "cpu")
-        except BaseException as error:  # noqa: B902  (reported by the main thread)
-            errors.append(error)
+        for i in range(40):
+            data = {
+                "id": (seed, i),
+                "t": [torch.full((i % 5 + 1,), seed * 1000 + i) for _ in range(20)],
+                "nested": ({"x": torch.arange(seed + i)}, [seed, None]),
+            }
+            handle = mtc.start_copy(data, "cpu", use_background_thread=(i % 2 == 0))
+            assert_copied(handle.get(), data, "cpu")
 
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = errors_in_threads(worker, 8)
     assert not errors, errors[0]
 
 

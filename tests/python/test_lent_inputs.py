@@ -5,14 +5,13 @@ alive while the engine may read it, and be let go of once the handle is dropped.
 
 import gc
 import sys
-import threading
 import weakref
 
 import pytest
 import torch
 
 import mtc
-from support import gpu_mark
+from support import errors_in_threads, gpu_mark
 
 pytestmark = gpu_mark()
 
@@ -98,26 +97,18 @@ def test_threads_that_copy_one_batch_at_once_keep_the_counts():
     batch = {"a": small, "b": others}
     tensors = small + list(others.values())
     before = counts(tensors)
-    errors = []
 
-    def copy_many():
-        try:
-            kept = []
-            for i in range(40):
-                kept.append(mtc.start_copy(batch, "cuda"))
-                if i % 3 == 2:  # handles dropped out of order, some unfinished
-                    kept.pop(0).get()
-                    kept.pop()
-            for handle in kept:
-                assert torch.equal(handle.get()["a"][7].cpu(), small[7])
-        except Exception as error:  # reported by the test's thread
-            errors.append(error)
+    def copy_many(_):
+        kept = []
+        for i in range(40):
+            kept.append(mtc.start_copy(batch, "cuda"))
+            if i % 3 == 2:  # handles dropped out of order, some unfinished
+                kept.pop(0).get()
+                kept.pop()
+        for handle in kept:
+            assert torch.equal(handle.get()["a"][7].cpu(), small[7])
 
-    threads = [threading.Thread(target=copy_many) for _ in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    errors = errors_in_threads(copy_many, 4)
     assert not errors, errors
     gc.collect()
     assert counts(tensors) == before
