@@ -41,6 +41,22 @@ def errors_in_threads(body, count):
     return errors
 
 
+def leaf_that_runs(action):
+    """An opaque leaf whose inspection by the walk calls action(): the walk asks a tuple
+    subclass's class for _fields (is it a named tuple?), which a metaclass can answer with code."""
+
+    class Meta(type):
+        @property
+        def _fields(cls):
+            action()
+            return ("a",)
+
+    class Leaf(tuple, metaclass=Meta):
+        pass
+
+    return Leaf()
+
+
 def assert_copied(out, ref, device):
     """`out` has ref's containers (same types, order, keys, named tuple class, default_factory and
     maxlen), tensors equal to ref's on `device`, and every other leaf the very object of ref."""

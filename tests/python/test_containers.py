@@ -10,7 +10,7 @@ import torch
 import torch.utils._pytree as pytree
 
 import mtc
-from support import assert_copied
+from support import assert_copied, leaf_that_runs
 
 Point = collections.namedtuple("Point", "x y")
 
@@ -127,20 +127,30 @@ def test_a_named_tuple_whose_constructor_refuses_the_elements_fails_get():
 
 def test_a_deque_changed_by_the_walk_is_an_error_not_a_crash():
     data = collections.deque()
-
-    class Meta(type):
-        # The walk asks a tuple subclass's class for _fields (is it a named tuple?): this runs.
-        @property
-        def _fields(cls):
-            data.append(1)
-            return ("a",)
-
-    class Leaf(tuple, metaclass=Meta):
-        pass
-
-    data.extend([Leaf(), torch.ones(1)])
+    data.extend([leaf_that_runs(lambda: data.append(1)), torch.ones(1)])
     with pytest.raises(RuntimeError, match="deque mutated during iteration"):
         mtc.start_copy(data, "cpu")
+
+
+def test_a_dict_emptied_by_the_walk_still_gives_the_entries_taken_before():
+    # The walk takes a dict's entries (up to 16) with references before it walks them: the
+    # tensors only the dict held stay alive, and come back as they were taken.
+    data = {}
+    leaf = leaf_that_runs(data.clear)
+    data.update({"leaf": leaf, "t": torch.arange(3.0) * 2, "nested": [torch.ones(2), "s"]})
+    out = mtc.start_copy(data, "cpu").get()
+    assert list(out) == ["leaf", "t", "nested"]
+    assert out["leaf"] is leaf
+    assert torch.equal(out["t"], torch.arange(3.0) * 2)
+    assert torch.equal(out["nested"][0], torch.ones(2)) and out["nested"][1] == "s"
+
+
+def test_a_tensor_dropped_by_the_walk_before_its_intake_is_still_copied():
+    # Tensor leaves are taken in after the walk; one its list dropped meanwhile is held till then.
+    data = [torch.arange(4.0) + 1]
+    data.append(leaf_that_runs(data.clear))
+    out = mtc.start_copy(data, "cpu").get()
+    assert len(out) == 2 and torch.equal(out[0], torch.arange(4.0) + 1)
 
 
 def test_an_object_that_only_claims_to_be_a_tensor_is_an_opaque_leaf():

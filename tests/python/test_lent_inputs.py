@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import mtc
-from support import errors_in_threads, gpu_mark
+from support import errors_in_threads, gpu_mark, leaf_that_runs
 
 pytestmark = gpu_mark()
 
@@ -112,3 +112,21 @@ def test_threads_that_copy_one_batch_at_once_keep_the_counts():
     assert not errors, errors
     gc.collect()
     assert counts(tensors) == before
+
+
+def test_inputs_that_code_run_by_the_walk_drops_are_copied_then_let_go():
+    # Code run by the walk empties the containers: the tensors they alone held are lent all the
+    # same, copied, and freed once the handle is gone.
+    tensors = [torch.full((16,), float(i)) for i in range(5)]
+    alive = [weakref.ref(t) for t in tensors]
+    inner = [tensors[0]]
+    inner.append(leaf_that_runs(inner.clear))
+    batch = {"leaf": leaf_that_runs(lambda: batch.clear()), "a": inner, "b": tensors[1:]}
+    del tensors, inner
+    handle = mtc.start_copy(batch, "cuda")
+    out = handle.get()
+    assert [float(t[0]) for t in [out["a"][0], *out["b"]]] == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert out["a"][0].is_cuda and handle.stats()["packed"] == 5
+    del handle, out, batch
+    gc.collect()
+    assert all(ref() is None for ref in alive)

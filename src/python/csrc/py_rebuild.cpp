@@ -5,6 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <torch/csrc/autograd/python_variable.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "py_structure.h"
@@ -83,13 +84,28 @@ class PyStructure::Reader {
   PyObject* element(bool at_root, Py_ssize_t index) {
     if (at_root && root_is_container_) {
       entry_ = roots_.extract(static_cast<size_t>(index));
-      if (entry_.isList()) entry_tensors_ = entry_.toListRef();
       in_entry_ = 0;
+      if (entry_.isList()) {
+        entry_tensors_ = entry_.toListRef();
+        for (size_t i = 0; i < std::min(kAhead, entry_tensors_.size()); ++i) ask_for_header(i);
+      }
     }
     return read(false);
   }
+  // The engine's workers made the output tensors: their headers are in other cores' caches, or
+  // after a gap in memory. Wrapping one writes its header (the Python object's slot, the count),
+  // so each is asked for, to be written, kAhead tensors before it is wrapped: the transfers
+  // overlap instead of coming one after another.
+  static constexpr size_t kAhead = 16;
+  void ask_for_header(size_t index) const {
+    const char* header = reinterpret_cast<const char*>(entry_tensors_[index].unsafeToTensorImpl());
+    __builtin_prefetch(header, 1);
+    __builtin_prefetch(header + 64, 1);
+    __builtin_prefetch(header + 128, 1);
+  }
   at::Tensor next_tensor() {
     if (entry_.isTensor()) return std::move(entry_).toTensor();
+    if (in_entry_ + kAhead < entry_tensors_.size()) ask_for_header(in_entry_ + kAhead);
     // The list's elements are ours alone (the engine handed the structure over) and not const
     // objects: moved out in place, without c10::List::extract's checks and write-back, once per
     // tensor.

@@ -13,6 +13,10 @@
 // opaque leaves in pre-order rebuilds the result, so the input is not read again after the
 // walk.
 //
+// The walk only notes each tensor leaf (holding its object) and asks for its header; the leaves
+// are taken in after the walk (take_tensor_leaves). After a training step's gap the batch is in
+// main memory, and reading each header as the walk meets it would wait for them one by one.
+//
 // Tensors the engine only reads (see LendingRule) are lent to it without a C++ reference: the
 // walk holds their Python objects instead. A C++ reference to a tensor whose Python object
 // lives costs, besides the atomic count, torch's PyObject preservation: the Python object is
@@ -87,17 +91,32 @@ class PyStructure {
   };
   class Reader;
 
+  // The walk (py_walk.cpp).
   void walk(PyObject* object, int depth);
   // `extra` (owned, may be null) goes into the container's node.
   void walk_elements(PyObject* container, Kind kind, PyObject* extra, int depth);
-  void add_tensor(at::Tensor tensor);
-  // A tensor leaf with a Python object: lent when the rule allows, else referenced.
-  void add_tensor_object(PyObject* object);
+  // A dict's (or defaultdict's) entries, each handed to `element(value, key)`.
+  template <typename Element>
+  void walk_dict_entries(PyObject* dict, Element&& element);
+  // A tensor leaf noted for take_tensor_leaves(), its object held, its header asked for.
+  void note_tensor_leaf(PyObject* object);
+  // A tensor made from a numpy array, noted in the same order.
+  void note_array_tensor(at::Tensor tensor);
   void add_object(PyObject* object);
+  void add_owned_object(PyObject* object);
+
+  // The noted tensor leaves into tensors_, in pre-order, each lent when the rule allows.
+  void take_tensor_leaves();
+  // One noted leaf's object, whose reference passes to lent_objects_ or is dropped.
+  void take_tensor_object(PyObject* object, bool may_lend);
   // The tensors of tensors_ that are lent, back to +0 handles that release nothing.
   void forget_lent_tensors();
 
   std::vector<Node> tape_;
+  // Tensor leaves noted by the walk, in pre-order: their objects (owned), or null for a tensor
+  // made from a numpy array, which is in array_tensors_ in the same order.
+  std::vector<PyObject*> leaf_objects_;
+  std::vector<at::Tensor> array_tensors_;
   std::vector<at::Tensor> tensors_;
   std::vector<RootElement> roots_;  // empty when the root is not a container
   bool root_is_container_ = false;
