@@ -3,6 +3,7 @@ defaultdict and deque are taken apart and rebuilt as their own types (CPU target
 
 import collections
 import typing
+import weakref
 from unittest import mock
 
 import pytest
@@ -138,7 +139,10 @@ def test_a_dict_emptied_by_the_walk_still_gives_the_entries_taken_before():
     data = {}
     leaf = leaf_that_runs(data.clear)
     data.update({"leaf": leaf, "t": torch.arange(3.0) * 2, "nested": [torch.ones(2), "s"]})
-    out = mtc.start_copy(data, "cpu").get()
+    alive = weakref.ref(data["t"])
+    handle = mtc.start_copy(data, "cpu")
+    assert not data and alive() is not None  # emptied by the walk, the tensor held by the copy
+    out = handle.get()
     assert list(out) == ["leaf", "t", "nested"]
     assert out["leaf"] is leaf
     assert torch.equal(out["t"], torch.arange(3.0) * 2)
@@ -148,8 +152,11 @@ def test_a_dict_emptied_by_the_walk_still_gives_the_entries_taken_before():
 def test_a_tensor_dropped_by_the_walk_before_its_intake_is_still_copied():
     # Tensor leaves are taken in after the walk; one its list dropped meanwhile is held till then.
     data = [torch.arange(4.0) + 1]
+    alive = weakref.ref(data[0])
     data.append(leaf_that_runs(data.clear))
-    out = mtc.start_copy(data, "cpu").get()
+    handle = mtc.start_copy(data, "cpu")
+    assert not data and alive() is not None
+    out = handle.get()
     assert len(out) == 2 and torch.equal(out[0], torch.arange(4.0) + 1)
 
 

@@ -124,9 +124,36 @@ def test_inputs_that_code_run_by_the_walk_drops_are_copied_then_let_go():
     batch = {"leaf": leaf_that_runs(lambda: batch.clear()), "a": inner, "b": tensors[1:]}
     del tensors, inner
     handle = mtc.start_copy(batch, "cuda")
+    gc.collect()
+    assert not batch and all(ref() is not None for ref in alive)  # held by the copy
     out = handle.get()
     assert [float(t[0]) for t in [out["a"][0], *out["b"]]] == [0.0, 1.0, 2.0, 3.0, 4.0]
     assert out["a"][0].is_cuda and handle.stats()["packed"] == 5
     del handle, out, batch
     gc.collect()
     assert all(ref() is None for ref in alive)
+
+
+class DeviceFromPython(torch.Tensor):
+    """A wrapper subclass whose device is asked of Python, which refuses: the lending test raises."""
+
+    @staticmethod
+    def __new__(cls, elem):
+        return torch.Tensor._make_wrapper_subclass(
+            cls, elem.shape, dtype=elem.dtype, device=elem.device, dispatch_device=True)
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        raise RuntimeError(f"DeviceFromPython refuses {func}")
+
+
+def test_a_lending_test_that_raises_gives_every_input_back():
+    small, _ = mixed_inputs()
+    odd = DeviceFromPython(torch.ones(2))
+    tensors = small + [odd]
+    before = counts(tensors)
+    for _ in range(3):
+        with pytest.raises(RuntimeError, match="DeviceFromPython refuses"):
+            mtc.start_copy({"a": small[:6], "b": [odd, small[6]], "c": small[7:]}, "cuda")
+    gc.collect()
+    assert counts(tensors) == before

@@ -95,14 +95,18 @@ void PyStructure::take_tensor_leaves() {
       tensors_.push_back(std::move(array_tensors_[arrays++]));
       continue;
     }
-    PyObject* object = std::exchange(slot, nullptr);
-    take_tensor_object(object, may_lend);
+    // The slot keeps the reference until the call returns: the lending test may run Python code
+    // (a subclass that dispatches its device or layout to Python) and throw, and clear() then
+    // drops what the slots still hold.
+    take_tensor_object(slot, may_lend);
+    slot = nullptr;
   }
   leaf_objects_.clear();
   array_tensors_.clear();
 }
 
-// The vectors were reserved for every leaf: no push_back here allocates, so none throws.
+// Takes the reference to `object` over once it returns. The vectors were reserved for every
+// leaf: no push_back here allocates, so only the lending test can throw, before any change.
 // lent_ grows before tensors_: forget_lent_tensors() reads a flag for every tensor present.
 void PyStructure::take_tensor_object(PyObject* object, bool may_lend) {
   const at::Tensor& tensor = THPVariable_Unpack(object);

@@ -187,8 +187,10 @@ void PyStructure::walk(PyObject* object, int depth) {
 // asked for as it is taken and walked after the others: their objects come in together. The
 // taken keys and values are held until walked, as code run by the walk of one could drop the
 // others from the dict.
+// Not inlined: its gathered entries would otherwise take stack space in every level of the
+// walk's recursion, lists and tuples included.
 template <typename Element>
-void PyStructure::walk_dict_entries(PyObject* dict, Element&& element) {
+[[gnu::noinline]] void PyStructure::walk_dict_entries(PyObject* dict, Element&& element) {
   constexpr int kGathered = 16;
   struct Taken {
     PyObject* keys[kGathered];
@@ -229,7 +231,12 @@ void PyStructure::walk_dict_entries(PyObject* dict, Element&& element) {
 void PyStructure::walk_elements(PyObject* container, Kind kind, PyObject* extra, int depth) {
   // The node owns `extra` from here on, so clear() releases it whatever happens next.
   const size_t node = tape_.size();
-  tape_.push_back({kind, 0, extra});
+  try {
+    tape_.push_back({kind, 0, extra});
+  } catch (...) {
+    Py_XDECREF(extra);
+    throw;
+  }
   if (depth >= kMaxNestingDepth) {
     throw PathError("nested deeper than " + std::to_string(kMaxNestingDepth) +
                     " levels (a container that holds itself?)");
