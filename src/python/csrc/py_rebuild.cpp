@@ -39,21 +39,16 @@ class PyStructure::Reader {
         Py_INCREF(node.object);
         return node.object;
       case Kind::kList:
-      case Kind::kDeque: {
-        py::object list = steal(PyList_New(node.size));
-        for (Py_ssize_t i = 0; i < node.size; ++i)
-          PyList_SET_ITEM(list.ptr(), i, element(at_root, i));
-        if (node.kind == Kind::kList) return list.release().ptr();
-        return steal(finish_sequence(node.kind, node.object, list.ptr())).release().ptr();
-      }
+      case Kind::kDeque:
+        return sequence(
+            node, at_root, Kind::kList, PyList_New,
+            [](PyObject* list, Py_ssize_t i, PyObject* item) { PyList_SET_ITEM(list, i, item); });
       case Kind::kTuple:
-      case Kind::kNamedTuple: {
-        py::object tuple = steal(PyTuple_New(node.size));
-        for (Py_ssize_t i = 0; i < node.size; ++i)
-          PyTuple_SET_ITEM(tuple.ptr(), i, element(at_root, i));
-        if (node.kind == Kind::kTuple) return tuple.release().ptr();
-        return steal(finish_sequence(node.kind, node.object, tuple.ptr())).release().ptr();
-      }
+      case Kind::kNamedTuple:
+        return sequence(node, at_root, Kind::kTuple, PyTuple_New,
+                        [](PyObject* tuple, Py_ssize_t i, PyObject* item) {
+                          PyTuple_SET_ITEM(tuple, i, item);
+                        });
       case Kind::kDict:
       case Kind::kOrderedDict:
       case Kind::kDefaultDict: {
@@ -71,6 +66,15 @@ class PyStructure::Reader {
   }
 
  private:
+  // A new list or tuple of the node's elements (`make` and `set` are its kind's), the named tuple
+  // or deque around it unless the node is of the `plain` kind itself.
+  template <typename Make, typename Set>
+  PyObject* sequence(const Node& node, bool at_root, Kind plain, Make make, Set set) {
+    py::object items = steal(make(node.size));
+    for (Py_ssize_t i = 0; i < node.size; ++i) set(items.ptr(), i, element(at_root, i));
+    if (node.kind == plain) return items.release().ptr();
+    return steal(finish_sequence(node.kind, node.object, items.ptr())).release().ptr();
+  }
   static py::object steal(PyObject* object) {
     if (object == nullptr) throw py::error_already_set();
     return py::reinterpret_steal<py::object>(object);

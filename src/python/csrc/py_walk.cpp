@@ -228,6 +228,23 @@ template <typename Element>
   }
 }
 
+namespace {
+
+// A list's or tuple's items, each asked for kAhead items before it is walked (a prefetch of a
+// pointer the container no longer holds does no harm). The size is read at every step: walking
+// an item may run code that resizes a list.
+template <typename Size, typename Item, typename Element>
+void walk_items_ahead(Size size, Item item, Element& element) {
+  constexpr Py_ssize_t kAhead = 8;
+  for (Py_ssize_t i = 0; i < std::min(kAhead, size()); ++i) __builtin_prefetch(item(i));
+  for (Py_ssize_t i = 0; i < size(); ++i) {
+    if (i + kAhead < size()) __builtin_prefetch(item(i + kAhead));
+    element(item(i), nullptr);
+  }
+}
+
+}  // namespace
+
 void PyStructure::walk_elements(PyObject* container, Kind kind, PyObject* extra, int depth) {
   // The node owns `extra` from here on, so clear() releases it whatever happens next.
   const size_t node = tape_.size();
@@ -265,32 +282,15 @@ void PyStructure::walk_elements(PyObject* container, Kind kind, PyObject* extra,
       // A defaultdict is a dict underneath, in the same order.
       walk_dict_entries(container, element);
       break;
-    case Kind::kList: {
-      // Each element's object is asked for kAhead elements before it is walked (a prefetch of a
-      // pointer the list no longer holds does no harm). The size is read at every step: walking
-      // an element may run code that resizes the list.
-      constexpr Py_ssize_t kAhead = 8;
-      for (Py_ssize_t i = 0; i < std::min(kAhead, PyList_GET_SIZE(container)); ++i)
-        __builtin_prefetch(PyList_GET_ITEM(container, i));
-      for (Py_ssize_t i = 0; i < PyList_GET_SIZE(container); ++i) {
-        if (i + kAhead < PyList_GET_SIZE(container))
-          __builtin_prefetch(PyList_GET_ITEM(container, i + kAhead));
-        element(PyList_GET_ITEM(container, i), nullptr);
-      }
+    case Kind::kList:
+      walk_items_ahead([&] { return PyList_GET_SIZE(container); },
+                       [&](Py_ssize_t i) { return PyList_GET_ITEM(container, i); }, element);
       break;
-    }
     case Kind::kTuple:
-    case Kind::kNamedTuple: {
-      constexpr Py_ssize_t kAhead = 8;
-      const Py_ssize_t size = PyTuple_GET_SIZE(container);  // a tuple's size does not change
-      for (Py_ssize_t i = 0; i < std::min(kAhead, size); ++i)
-        __builtin_prefetch(PyTuple_GET_ITEM(container, i));
-      for (Py_ssize_t i = 0; i < size; ++i) {
-        if (i + kAhead < size) __builtin_prefetch(PyTuple_GET_ITEM(container, i + kAhead));
-        element(PyTuple_GET_ITEM(container, i), nullptr);
-      }
+    case Kind::kNamedTuple:
+      walk_items_ahead([&] { return PyTuple_GET_SIZE(container); },
+                       [&](Py_ssize_t i) { return PyTuple_GET_ITEM(container, i); }, element);
       break;
-    }
     default: {
       // OrderedDict (its own order, not the dict's underneath: iterated for its keys) and deque.
       const py::object iterator = py::reinterpret_steal<py::object>(PyObject_GetIter(container));
