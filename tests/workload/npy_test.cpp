@@ -139,6 +139,38 @@ TEST(Npy, ErrorsNameTheFile) {
   testing::expect_config_error([] { load_npy(fixture("npy")); }, "", "is a directory");
 }
 
+// A version 1.0 .npy file of `header` (a Python dict literal) and no data.
+std::string npy_without_data(const std::string& header) {
+  std::string padded = header;
+  while ((10 + padded.size() + 1) % 64 != 0) padded += ' ';
+  padded += '\n';
+  std::string bytes = "\x93NUMPY";
+  bytes += '\x01';
+  bytes += '\x00';
+  bytes += static_cast<char>(padded.size() & 0xff);
+  bytes += static_cast<char>(padded.size() >> 8);
+  return bytes + padded;
+}
+
+TEST(Npy, AnEmptyArrayWithHugeOtherDimensionsLoadsOrFailsClearly) {
+  testing::TempDir dir;
+  // Found by fuzz_npy: the stride past the last dimension overflowed (undefined behaviour).
+  const at::Tensor t = load_npy(
+      dir.write("f.npy", npy_without_data("{'descr': '<i4', 'fortran_order': True, 'shape': (4, 0, "
+                                          "4000000000000301289), }")));
+  EXPECT_EQ(t.sizes().vec(), (std::vector<int64_t>{4, 0, 4000000000000301289}));
+  EXPECT_EQ(t.strides().vec(), (std::vector<int64_t>{1, 4, 4}));
+  EXPECT_EQ(t.numel(), 0);
+  // Strides that cannot be represented at all.
+  testing::expect_config_error(
+      [&] {
+        load_npy(dir.write("c.npy", npy_without_data("{'descr': '<i4', 'fortran_order': False, "
+                                                     "'shape': (0, 4000000000000000000, "
+                                                     "4000000000000000000), }")));
+      },
+      "", "the shape's strides do not fit in 64 bits");
+}
+
 TEST(Npy, BoolBytesOtherThanZeroOrOneAreRejected) {
   testing::TempDir dir;
   std::string bytes;

@@ -252,13 +252,18 @@ at::Tensor load_npy(const std::string& path) {
     }
   }
 
+  // An empty array's other dimensions may multiply past 64 bits although it holds nothing:
+  // its strides are checked as its element count was. The last dimension's extent is no stride.
   const size_t rank = header.shape.size();
   std::vector<int64_t> strides(rank);
   int64_t stride = 1;
   for (size_t k = 0; k < rank; ++k) {
     const size_t i = header.fortran_order ? k : rank - 1 - k;
     strides[i] = stride;
-    stride *= std::max<int64_t>(header.shape[i], 1);
+    if (k + 1 < rank &&
+        __builtin_mul_overflow(stride, std::max<int64_t>(header.shape[i], 1), &stride)) {
+      throw ConfigError(path, "", "the shape's strides do not fit in 64 bits");
+    }
   }
   const auto options = at::TensorOptions().dtype(type.type);
   // numpy pads the header so the data starts 64-byte aligned; another writer may not.
