@@ -7,6 +7,9 @@
 # The host has no network: pytest (and optionally numpy) come from wheels downloaded on a CPU
 # machine into .carry/wheels (`pip download -d .carry/wheels pytest`), unpacked onto PYTHONPATH
 # when python3 lacks them. Without pip, the module is built with CMake and put on PYTHONPATH.
+# The original package is timed beside mtc (bench_python.py --original) when its source folder
+# was put at .carry/original/multi_tensor_copier (a copy of that folder of its repository; it is
+# built with scripts/build_original.py, its log appended to python-build.log).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check-python.sh OUT_DIR}"
@@ -57,7 +60,24 @@ else
   status=1
 fi
 
-step "bench_python.py"
-python3 scripts/bench_python.py --md "$out/bench_python.md" --json "$out/bench_python.json" || status=1
+original_src=.carry/original/multi_tensor_copier
+original_args=()
+if [[ -d "$original_src" ]]; then
+  step "build the original package from $original_src" | tee -a "$out/python-build.log"
+  if python3 scripts/build_original.py "$original_src" /tmp/mtc-original >> "$out/python-build.log" 2>&1; then
+    export PYTHONPATH="/tmp/mtc-original${PYTHONPATH:+:$PYTHONPATH}"
+    original_args=(--original)
+    tail -1 "$out/python-build.log"
+  else
+    echo "the original package did not build (python-build.log): timing mtc without it"
+    grep -m 10 -E "error|build_original" "$out/python-build.log"
+    status=1
+  fi
+else
+  echo "no $original_src: the original package is not timed"
+fi
+
+step "bench_python.py ${original_args[*]}"
+python3 scripts/bench_python.py "${original_args[@]}" --md "$out/bench_python.md" --json "$out/bench_python.json" || status=1
 step "done (status $status)"
 exit $status

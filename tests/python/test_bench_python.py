@@ -43,3 +43,20 @@ def test_original_is_timed_interleaved_beside_mtc(tmp_path):
     assert {("protocol", "original"), ("step", "original"), ("protocol", "mtc")} <= methods
     assert all(row["verified"] for row in rows)
     assert "| protocol | original |" in result.stdout
+    assert "protocol: mtc " in result.stdout and "faster than the original package" in result.stdout
+
+
+def test_versus_original_is_the_ratio_of_medians_and_of_each_runs_means():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import bench_python
+
+    def row(pattern, method, median, run_means):
+        return {"pattern": pattern, "method": method, "time": {"median_s": median, "run_means_s": run_means}}
+
+    report = {"rows": [row("protocol", "to", 8e-3, [8e-3, 8e-3]),
+                       row("protocol", "mtc", 200e-6, [200e-6, 250e-6]),
+                       row("protocol", "original", 1.6e-3, [1.6e-3, 1.5e-3]),
+                       row("step", "mtc", 500e-6, [500e-6])]}
+    lines = bench_python.versus_original(report)
+    assert lines == ["protocol: mtc 8.0x faster than the original package (medians 200.0 us and 1.60 ms); "
+                     "run by run 6.0-8.0x over 2 runs"]
