@@ -179,13 +179,13 @@ void copy_on_this_thread(benchmark::State& state, mtc::microbench::LoopCopies& l
 // the TensorImpl pool off)}. Each iteration
 // releases every GPU's thread at once (run_released) and each times its copy from start_copy until
 // get() returned (LoopCopies: in the hot pattern the handle and the result are dropped after the
-// clock, as in BM_EngineCopy; a step's gap comes before the clock starts, and a loop of steps first
-// runs ten untimed, as BM_EngineCopy's do). Counters: each GPU's median over the iterations
-// (gpuK_us: compare with gpu0_us of mode 2, one GPU alone) and the median of the slowest GPU's time
-// (slowest_us). The iteration's time is the slowest GPU's. The engine's own steps (StatsSum:
-// start_us, queued_us, traverse_us, ...) are means over every GPU's copies: where the time of
-// several GPUs at once went. In mode 1 a copy's walk and fills may also take more helpers than a
-// GPU's own pool has.
+// clock, as in BM_EngineCopy; a step's gap comes before the clock starts; each GPU's loop first
+// runs three copies untimed, a loop of steps ten, as BM_EngineCopy's steps do). Counters: each
+// GPU's median over the iterations (gpuK_us: compare with gpu0_us of mode 2, one GPU alone) and the
+// median of the slowest GPU's time (slowest_us). The iteration's time is the slowest GPU's. The
+// engine's own steps (StatsSum: start_us, queued_us, traverse_us, ...) are means over every GPU's
+// copies: where the time of several GPUs at once went. In mode 1 a copy's walk and fills may also
+// take more helpers than a GPU's own pool has.
 void BM_MultiGpuCopy(benchmark::State& state) {
   const int visible = c10::cuda::device_count();
   if (visible < 2) return state.SkipWithError("fewer than two CUDA devices");
@@ -198,12 +198,15 @@ void BM_MultiGpuCopy(benchmark::State& state) {
   std::vector<mtc::microbench::LoopCopies> loops;
   for (int g = 0; g < gpus; ++g) loops.push_back(loop_for(g, h2d, variant.variant));
   const PoolSettings settings(mode == kOnePoolForAll, std::chrono::microseconds(state.range(2)));
-  if (pattern_of(variant.variant) != mtc::microbench::LoopPattern::kHot) {
-    // The pools forecast a copy only after eight regular intervals (worker_pool.h).
-    for (int g = 0; g < gpus; ++g) {
-      c10::cuda::set_device(static_cast<c10::DeviceIndex>(g));
-      for (int i = 0; i < 10; ++i) loops[static_cast<size_t>(g)].copy();
-    }
+  // Untimed copies first. A GPU's first copies set up what later ones reuse (its worker pool,
+  // pinned chunks, the engine's pools): 0.4 s for four H200s at once (2026-11-27), which made this
+  // benchmark, when it came first in its process, run one iteration per repetition (Google
+  // Benchmark sizes a benchmark's runs from its first iteration). In steps, the pools also
+  // forecast a copy only after eight regular intervals (worker_pool.h).
+  const int warm_up = pattern_of(variant.variant) == mtc::microbench::LoopPattern::kHot ? 3 : 10;
+  for (int g = 0; g < gpus; ++g) {
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(g));
+    for (int i = 0; i < warm_up; ++i) loops[static_cast<size_t>(g)].copy();
   }
   if (mode == kAloneOnTheBenchmarksThread) return copy_on_this_thread(state, loops.front());
 
