@@ -42,6 +42,7 @@ def test_original_is_timed_interleaved_beside_mtc(tmp_path):
     result = run(["--original", "--json", str(report)], PYTHONPATH=str(tmp_path))
     assert result.returncode == 0, result.stderr
     rows = json.loads(report.read_text())["rows"]
+    assert json.loads(report.read_text())["settings"]["protocol_frees_previous_output_inside"] is True
     methods = {(row["pattern"], row["method"]) for row in rows}
     assert {("protocol", "original"), ("step", "original"), ("protocol", "mtc")} <= methods
     assert all(row["verified"] for row in rows)
