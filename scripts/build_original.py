@@ -76,7 +76,8 @@ def main(argv):
     check = subprocess.run([sys.executable, "-c", f"import torch, {MODULE} as m; print(m.__file__)"],
                            env=env, cwd="/", capture_output=True, text=True)
     if check.returncode != 0:
-        return fail(f"built, but {MODULE} does not import: {check.stderr.strip().splitlines()[-1:]}", 1)
+        last = (check.stderr.strip().splitlines() or ["no message"])[-1]
+        return fail(f"built, but {MODULE} does not import: {last}", 1)
     print(f"built {MODULE} into {out} ({check.stdout.strip()}); put {out} on PYTHONPATH")
     return 0
 
