@@ -12,6 +12,8 @@ from pathlib import Path
 import torch
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_python.py"
+sys.path.insert(0, str(SCRIPT.parent))
+import bench_python  # noqa: E402
 QUICK = ["--device", "cpu", "--warmup", "1", "--runs", "2", "--iters", "2"]
 
 
@@ -41,8 +43,9 @@ def test_original_is_timed_interleaved_beside_mtc(tmp_path):
     report = tmp_path / "report.json"
     result = run(["--original", "--json", str(report)], PYTHONPATH=str(tmp_path))
     assert result.returncode == 0, result.stderr
-    rows = json.loads(report.read_text())["rows"]
-    assert json.loads(report.read_text())["settings"]["protocol_frees_previous_output_inside"] is True
+    written = json.loads(report.read_text())
+    rows = written["rows"]
+    assert written["settings"]["protocol_frees_previous_output_inside"] is True
     methods = {(row["pattern"], row["method"]) for row in rows}
     assert {("protocol", "original"), ("step", "original"), ("protocol", "mtc")} <= methods
     assert all(row["verified"] for row in rows)
@@ -51,9 +54,6 @@ def test_original_is_timed_interleaved_beside_mtc(tmp_path):
 
 
 def test_versus_original_is_the_ratio_of_medians_and_of_each_runs_means():
-    sys.path.insert(0, str(SCRIPT.parent))
-    import bench_python
-
     def row(pattern, method, median, run_means):
         return {"pattern": pattern, "method": method, "time": {"median_s": median, "run_means_s": run_means}}
 
@@ -69,9 +69,6 @@ def test_versus_original_is_the_ratio_of_medians_and_of_each_runs_means():
 def test_both_patterns_free_the_previous_output_inside_the_timed_region():
     # As the original package's evaluation does (`_ = handle.get()`, inside its clock): an output
     # whose free takes 20 ms makes every call after the first at least that long.
-    sys.path.insert(0, str(SCRIPT.parent))
-    import bench_python
-
     class SlowToFree:
         def __del__(self):
             time.sleep(0.02)
