@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The Python module's GPU check, run by `scripts/gpu-check.sh OUT_DIR python` on the GPU host:
 # install the module into python3's environment, run tests/python (GPU tests included) and
-# scripts/bench_python.py. Writes four files to OUT_DIR: python-build.log, pytest.log,
-# bench_python.md, bench_python.json.
+# scripts/bench_python.py (with the arguments after OUT_DIR). Writes four files to OUT_DIR:
+# python-build.log, pytest.log, bench_python.md, bench_python.json.
 #
 # The host has no network: pytest (and optionally numpy) come from wheels downloaded on a CPU
 # machine into .carry/wheels (`pip download -d .carry/wheels pytest`), unpacked onto PYTHONPATH
@@ -12,7 +12,8 @@
 # built with scripts/build_original.py, its log appended to python-build.log).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/gpu-check-python.sh OUT_DIR}"
+out="${1:?usage: scripts/gpu-check-python.sh OUT_DIR [BENCH_PYTHON ARGS...]}"
+bench_args=("${@:2}")
 mkdir -p "$out"
 export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}" MTC_JOBS="${MTC_JOBS:-$(nproc)}"
 export MTC_PYTHON_BUILD_DIR="${MTC_PYTHON_BUILD_DIR:-build-gpu-python}"
@@ -77,7 +78,7 @@ else
   echo "no $original_src: the original package is not timed"
 fi
 
-step "bench_python.py ${original_args[*]}"
-python3 scripts/bench_python.py "${original_args[@]}" --md "$out/bench_python.md" --json "$out/bench_python.json" || status=1
+step "bench_python.py ${original_args[*]} ${bench_args[*]}"
+python3 scripts/bench_python.py "${original_args[@]}" "${bench_args[@]}" --md "$out/bench_python.md" --json "$out/bench_python.json" || status=1
 step "done (status $status)"
 exit $status

@@ -6,6 +6,7 @@
 #   scripts/gpu-check.sh OUT_DIR [quick|bench|engine|multi|lockstep|python|reliability|sanitize]
 #   scripts/gpu-check.sh OUT_DIR repeat N [MTC-BENCH ARGS...]
 #   scripts/gpu-check.sh OUT_DIR ab N [CANDIDATE_DIR]
+#   scripts/gpu-check.sh OUT_DIR python [BENCH_PYTHON ARGS...]
 #   scripts/gpu-check.sh OUT_DIR microbench FILTER
 #   scripts/gpu-check.sh OUT_DIR envab NAME=VALUE FILTER [PAIRS]
 #
@@ -57,7 +58,7 @@
 #   the check (exit 1) with a message.
 # "python" installs the Python module into python3's environment (pip install
 #   --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
-#   included) and scripts/bench_python.py. "reliability" runs the engine's differential test at
+#   included) and scripts/bench_python.py, with the arguments after "python" (e.g. --methods). "reliability" runs the engine's differential test at
 #   10,000 GPU cases, the soak, the fault tests and the memory-steadiness run; "sanitize" runs the
 #   engine's GPU tests under compute-sanitizer (memcheck, racecheck, synccheck): both are
 #   scripts/gpu-check-reliability.sh, whose header says what each runs and writes.
@@ -80,7 +81,7 @@ if [[ "$mode" == envab ]]; then
 fi
 
 if [[ "$mode" == python ]]; then
-  bash scripts/gpu-check-python.sh "$out"
+  bash scripts/gpu-check-python.sh "$out" "${@:3}"
   exit $?
 fi
 if [[ "$mode" == reliability || "$mode" == sanitize ]]; then

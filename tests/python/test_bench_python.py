@@ -53,17 +53,29 @@ def test_original_is_timed_interleaved_beside_mtc(tmp_path):
     assert "protocol: mtc " in result.stdout and "faster than the original package" in result.stdout
 
 
-def test_versus_original_is_the_ratio_of_medians_and_of_each_runs_means():
+def test_comparisons_are_the_ratio_of_medians_and_of_each_runs_means():
     def row(pattern, method, median, run_means):
         return {"pattern": pattern, "method": method, "time": {"median_s": median, "run_means_s": run_means}}
 
     report = {"rows": [row("protocol", "to", 8e-3, [8e-3, 8e-3]),
                        row("protocol", "mtc", 200e-6, [200e-6, 250e-6]),
                        row("protocol", "original", 1.6e-3, [1.6e-3, 1.5e-3]),
+                       row("protocol", "mtc_nodefer", 250e-6, [240e-6, 250e-6]),
                        row("step", "mtc", 500e-6, [500e-6])]}
-    lines = bench_python.versus_original(report)
+    lines = bench_python.comparisons(report)
     assert lines == ["protocol: mtc 8.0x faster than the original package (medians 200.0 us and 1.60 ms); "
-                     "run by run 6.0-8.0x over 2 runs"]
+                     "run by run 6.0-8.0x over 2 runs",
+                     "protocol: mtc 1.25x faster than without its deferred release (medians 200.0 us and "
+                     "250.0 us); run by run 1.00-1.20x over 2 runs"]
+
+
+def test_mtc_is_timed_with_and_without_its_deferred_release(tmp_path):
+    report = tmp_path / "report.json"
+    result = run(["--methods", "to,mtc,mtc_nodefer", "--json", str(report)])
+    assert result.returncode == 0, result.stderr
+    methods = {(row["pattern"], row["method"]) for row in json.loads(report.read_text())["rows"]}
+    assert {("protocol", "mtc_nodefer"), ("step", "mtc_nodefer")} <= methods
+    assert "faster than without its deferred release" in result.stdout
 
 
 def test_both_patterns_free_the_previous_output_inside_the_timed_region():

@@ -51,7 +51,8 @@ def test_stats_give_the_module_own_parts():
     handle = mtc.start_copy(long_structure(), "cpu")
     handle.get()
     parts = handle.stats()["module"]
-    assert set(parts) == {"walk_us", "engine_start_us", "result_wait_us", "build_us", "complete_wait_us"}
+    assert set(parts) == {"walk_us", "engine_start_us", "result_wait_us", "build_us", "complete_wait_us",
+                          "release_us", "released_tensors"}
     assert all(us >= 0 for us in parts.values())
     # Half a million leaves take more than a microsecond to walk and to put back together.
     assert parts["walk_us"] > 1 and parts["build_us"] > 1

@@ -4,6 +4,8 @@
 #include <string>
 #include <utility>
 
+#include "deferred_release.h"
+
 namespace py = pybind11;
 
 namespace mtc::python {
@@ -52,6 +54,8 @@ py::object AsyncCopyHandle::get() {
     const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
     if (lock.owns_lock() && handle_.ready()) {
       if (!built_) {
+        // Nothing to overlap with: the earlier results die here as they would where dropped.
+        release_dropped();
         const Clock::time_point start = Clock::now();
         build(handle_.take_result());
         times_.build_us = microseconds_since(start);
@@ -60,6 +64,10 @@ py::object AsyncCopyHandle::get() {
       return result_;
     }
   }
+  // While a worker walks, stages and submits this copy, the caller tears down what the program
+  // dropped of earlier results (it would wait otherwise). A caller that finds the copy not
+  // started yet runs it itself afterwards, as before.
+  if (!built_) release_dropped();
   {
     // The lock keeps two threads from taking the engine's result of one handle; it is taken
     // without the GIL, so a thread that holds the GIL never waits for it.
@@ -105,6 +113,8 @@ py::dict AsyncCopyHandle::stats() const {
   module["result_wait_us"] = times_.result_wait_us;
   module["build_us"] = times_.build_us;
   module["complete_wait_us"] = times_.complete_wait_us;
+  module["release_us"] = times_.release_us;
+  module["released_tensors"] = times_.released_tensors;
   out["module"] = module;
   return out;
 }
@@ -125,8 +135,18 @@ py::dict AsyncCopyHandle::options() const {
 // is dropped in rebuild(), with the GIL: a tensor that loses its last C++ reference other than
 // its Python object's takes the GIL to release that object. The GIL must be held.
 void AsyncCopyHandle::build(c10::IValue output) {
-  built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output)));
+  NewTensors created;
+  built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output), created));
   structure_->clear();
+  DeferredRelease::instance().keep(created);
+}
+
+void AsyncCopyHandle::release_dropped() {
+  DeferredRelease& kept = DeferredRelease::instance();
+  if (kept.kept_results() == 0) return;
+  const Clock::time_point start = Clock::now();
+  times_.released_tensors += static_cast<int64_t>(kept.release_dropped());
+  times_.release_us += microseconds_since(start);
 }
 
 std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& target,

@@ -15,11 +15,13 @@ namespace mtc::python {
 // Where the module's own time went, per call (stats()["module"]): the engine's stats say
 // nothing of the walk of the Python structure or of building the result, the module's share.
 struct ModuleTimes {
-  double walk_us = 0;           // the Python structure taken apart, the engine's input made
-  double engine_start_us = 0;   // the engine's start_copy
-  double result_wait_us = 0;    // get(): waiting for the engine's output tensors
-  double build_us = 0;          // get(): the Python result built around them
-  double complete_wait_us = 0;  // get(): waiting for the device to finish, after the build
+  double walk_us = 0;            // the Python structure taken apart, the engine's input made
+  double engine_start_us = 0;    // the engine's start_copy
+  double result_wait_us = 0;     // get(): waiting for the engine's output tensors
+  double build_us = 0;           // get(): the Python result built around them
+  double complete_wait_us = 0;   // get(): waiting for the device to finish, after the build
+  double release_us = 0;         // get(): dropped earlier results' tensors released (deferred)
+  int64_t released_tensors = 0;  // how many tensor references that dropped
 };
 
 class AsyncCopyHandle {
@@ -40,6 +42,8 @@ class AsyncCopyHandle {
 
  private:
   void build(c10::IValue output);
+  // Earlier results' kept tensors that the program dropped (deferred_release.h); GIL held.
+  void release_dropped();
 
   // Declared in this order so that handle_ is destroyed first: the engine is done with its
   // input (the job gone with its waits) before the structure takes back the tensors it lent.

@@ -1,12 +1,14 @@
 // mtc._C: the binding of the engine's public header, nothing else of the project. The public
 // start_copy, with its signature and keyword defaults, is Python (mtc/_copy.py); it calls this
 // module's start_copy with every argument in place. Arguments: arguments.cpp; the handle and the
-// GIL: handle.cpp; the walk: py_structure.cpp; the rebuild: py_rebuild.cpp; errors: errors.cpp.
+// GIL: handle.cpp; the walk: py_structure.cpp; the rebuild: py_rebuild.cpp; errors: errors.cpp;
+// dropped results' tensors released in a later get(): deferred_release.cpp.
 #include <pybind11/pybind11.h>
 
 #include <memory>
 
 #include "arguments.h"
+#include "deferred_release.h"
 #include "errors.h"
 #include "handle.h"
 
@@ -50,6 +52,28 @@ PYBIND11_MODULE(_C, m) {
       .def("options", &AsyncCopyHandle::options,
            "The target and the options the engine was given, after coercion: a dict.");
 
+  using mtc::python::DeferredRelease;
+  m.def(
+      "set_deferred_release",
+      [](bool enabled) { return DeferredRelease::instance().set_enabled(enabled); },
+      py::arg("enabled"),
+      "Turns the deferred release of dropped results' tensors on or off (off releases what is "
+      "kept); returns the previous setting.");
+  m.def(
+      "release_deferred", [] { return DeferredRelease::instance().release_all(); },
+      "Releases every kept tensor of earlier results now; returns how many references that was.");
+  m.def(
+      "deferred_release_stats",
+      [] {
+        const DeferredRelease& kept = DeferredRelease::instance();
+        py::dict out;
+        out["enabled"] = kept.enabled();
+        out["results"] = kept.kept_results();
+        out["tensors"] = kept.kept_tensors();
+        out["bytes"] = kept.kept_bytes();
+        return out;
+      },
+      "What the deferred release keeps now: enabled, results, tensors, bytes.");
   m.def("start_copy", &mtc::python::start_binding, py::arg("data"), py::arg("device"),
         py::arg("use_pinned_staging"), py::arg("pack_cpu_tensors"),
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),

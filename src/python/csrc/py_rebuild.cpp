@@ -21,8 +21,10 @@ namespace mtc::python {
 // preservation), once per tensor.
 class PyStructure::Reader {
  public:
-  Reader(const PyStructure& structure, c10::IValue& output)
-      : tape_(structure.tape_), root_is_container_(structure.root_is_container_) {
+  Reader(const PyStructure& structure, c10::IValue& output, NewTensors& created)
+      : tape_(structure.tape_),
+        root_is_container_(structure.root_is_container_),
+        created_(created) {
     if (root_is_container_) {
       roots_ = output.toList();
     } else {
@@ -34,7 +36,7 @@ class PyStructure::Reader {
     const Node& node = tape_[next_++];
     switch (node.kind) {
       case Kind::kTensor:
-        return wrap(next_tensor());
+        return wrap(next_tensor(), created_);
       case Kind::kObject:
         Py_INCREF(node.object);
         return node.object;
@@ -79,9 +81,21 @@ class PyStructure::Reader {
     if (object == nullptr) throw py::error_already_set();
     return py::reinterpret_steal<py::object>(object);
   }
-  static PyObject* wrap(at::Tensor tensor) {
+  // A tensor without a Python object gets a new one here: a new tensor (one already on the target
+  // comes back as its input's object).
+  static PyObject* wrap(at::Tensor tensor, NewTensors& created) {
+    const bool new_object = tensor.unsafeGetTensorImpl()->pyobj_slot()->load_pyobj() == nullptr;
+    const int64_t bytes = static_cast<int64_t>(tensor.nbytes());
     PyObject* object = THPVariable_Wrap(std::move(tensor));
     if (object == nullptr) throw py::error_already_set();
+    if (new_object) {
+      try {
+        created.add(object, bytes);
+      } catch (...) {
+        Py_DECREF(object);
+        throw;
+      }
+    }
     return object;
   }
   // The next element of a container; a root element's tensors are in its own entry.
@@ -123,11 +137,12 @@ class PyStructure::Reader {
   size_t in_entry_ = 0;
   size_t next_ = 0;
   bool root_is_container_;
+  NewTensors& created_;
 };
 
-PyObject* PyStructure::rebuild(c10::IValue output) const {
+PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created) const {
   TORCH_INTERNAL_ASSERT(!tape_.empty(), "mtc: rebuild() after clear()");
-  return Reader(*this, output).read(/*at_root=*/true);
+  return Reader(*this, output, created).read(/*at_root=*/true);
 }
 
 }  // namespace mtc::python

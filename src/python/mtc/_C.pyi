@@ -40,10 +40,21 @@ class AsyncCopyHandle:
         the engine's timings in microseconds: ``queued_us``, ``traverse_us``, ``submit_us``,
         ``outputs_us``; and ``module``, a dict of the module's own parts in microseconds:
         ``walk_us`` (the Python structure taken apart), ``engine_start_us``, and in ``get()``
-        ``result_wait_us`` (for the engine's outputs), ``build_us`` (the Python result) and
-        ``complete_wait_us`` (for the device). Raises ``ValueError`` before the copy has
-        completed.
+        ``result_wait_us`` (for the engine's outputs), ``build_us`` (the Python result),
+        ``complete_wait_us`` (for the device), ``release_us`` and ``released_tensors`` (earlier
+        results' tensors released by the deferred release). Raises ``ValueError`` before the
+        copy has completed.
         """
+
+def set_deferred_release(enabled: bool) -> bool:
+    """Turns the deferred release of dropped results' tensors on or off; off releases what is
+    kept. Returns the previous setting."""
+
+def release_deferred() -> int:
+    """Releases every kept tensor of earlier results now; returns how many references that was."""
+
+def deferred_release_stats() -> Dict[str, Union[bool, int]]:
+    """What the deferred release keeps now: ``enabled``, ``results``, ``tensors``, ``bytes``."""
 
 def start_copy(
     data: Any,

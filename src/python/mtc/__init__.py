@@ -6,6 +6,9 @@
 ``start_copy`` takes the containers ``torch.utils._pytree`` knows (list, tuple, dict, named
 tuples, OrderedDict, defaultdict, deque) nested to any depth, with tensors and numpy arrays as
 leaves; every other object comes back as it is. See ``help(mtc.start_copy)``.
+
+A dropped result's tensors die inside a later ``get()`` rather than where the program drops them
+(``mtc._deferred`` says why and when; ``release_deferred()`` and ``set_deferred_release()``).
 """
 
 # torch first: it loads libtorch and torch's Python bindings, which mtc._C is linked against.
@@ -13,5 +16,14 @@ import torch  # noqa: F401
 
 from mtc._C import AsyncCopyHandle, __version__
 from mtc._copy import DeviceLike, start_copy
+from mtc._deferred import deferred_release_stats, release_deferred, set_deferred_release
 
-__all__ = ["AsyncCopyHandle", "DeviceLike", "start_copy", "__version__"]
+__all__ = [
+    "AsyncCopyHandle",
+    "DeviceLike",
+    "deferred_release_stats",
+    "release_deferred",
+    "set_deferred_release",
+    "start_copy",
+    "__version__",
+]

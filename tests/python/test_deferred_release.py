@@ -1,0 +1,171 @@
+"""The deferred release of dropped results' tensors (src/python/csrc/deferred_release.h): which
+results are kept, when a get() releases them, the bounds, turning it off, and its end at exit.
+
+On a machine without a GPU the engine's CPU target returns tensors as they are; numpy arrays
+become new tensors there, so their results are what these tests keep. The GPU tests copy to the
+GPU, whose outputs are all new.
+"""
+
+import gc
+import os
+import subprocess
+import sys
+import weakref
+
+import numpy as np
+import pytest
+import torch
+
+import mtc
+from support import gpu_mark
+
+
+@pytest.fixture(autouse=True)
+def deferred_release_on():
+    previous = mtc.set_deferred_release(True)
+    mtc.release_deferred()
+    yield
+    mtc.release_deferred()
+    mtc.set_deferred_release(previous)
+
+
+def arrays(count, elements=4):
+    return [np.arange(elements, dtype=np.int32) + i for i in range(count)]
+
+
+def alive(refs):
+    return sum(r() is not None for r in refs)
+
+
+def copy(data, device="cpu"):
+    handle = mtc.start_copy(data, device)
+    return handle.get(), handle.stats()["module"]
+
+
+def test_a_dropped_result_dies_in_the_next_get():
+    out, _ = copy(arrays(20))
+    refs = [weakref.ref(t) for t in out]
+    del out
+    assert alive(refs) == 20
+    assert mtc.deferred_release_stats() == {"enabled": True, "results": 1, "tensors": 20, "bytes": 320}
+    out, module = copy(arrays(20))
+    assert alive(refs) == 0
+    assert module["released_tensors"] == 20 and module["release_us"] > 0
+    assert mtc.deferred_release_stats()["results"] == 1  # the new result
+
+
+def test_a_result_still_bound_during_the_next_get_dies_in_the_one_after():
+    # `out = start_copy(...).get()` in a loop: the previous result is dropped after get() returns.
+    out, _ = copy(arrays(20))
+    first = [weakref.ref(t) for t in out]
+    out, module = copy(arrays(20))
+    assert module["released_tensors"] == 0
+    assert alive(first) == 20 and mtc.deferred_release_stats()["results"] == 2
+    out, module = copy(arrays(20))
+    assert module["released_tensors"] == 20 and alive(first) == 0
+    assert mtc.deferred_release_stats()["results"] == 2
+
+
+def test_at_most_two_results_are_kept():
+    held = [copy(arrays(20))[0] for _ in range(4)]
+    stats = mtc.deferred_release_stats()
+    assert (stats["results"], stats["tensors"]) == (2, 40)
+    assert all(torch.equal(t, torch.from_numpy(a)) for out in held for t, a in zip(out, arrays(20)))
+
+
+def test_tensors_the_program_still_holds_outlive_the_release():
+    out, _ = copy(arrays(20))
+    kept = out[3]
+    del out
+    assert mtc.release_deferred() == 20
+    gc.collect()
+    assert torch.equal(kept, torch.arange(4, dtype=torch.int32) + 3)
+
+
+def test_results_of_few_tensors_or_more_than_16_mib_are_not_kept():
+    refs = [weakref.ref(t) for t in copy(arrays(15))[0]]
+    assert alive(refs) == 0
+    refs = [weakref.ref(t) for t in copy(arrays(16, elements=(1 << 20) // 4 + 1))[0]]  # 16 MiB + 64 B
+    assert alive(refs) == 0
+    assert mtc.deferred_release_stats()["results"] == 0
+
+
+def test_leaves_already_on_the_target_are_not_kept():
+    data = [torch.arange(4) for _ in range(20)]
+    out, _ = copy(data)
+    assert all(o is d for o, d in zip(out, data))
+    assert mtc.deferred_release_stats()["results"] == 0
+
+
+def test_turning_it_off_releases_what_is_kept_and_keeps_nothing_more():
+    out, _ = copy(arrays(20))
+    refs = [weakref.ref(t) for t in out]
+    del out
+    assert mtc.set_deferred_release(False) is True
+    assert alive(refs) == 0
+    refs = [weakref.ref(t) for t in copy(arrays(20))[0]]
+    assert alive(refs) == 0
+    assert mtc.deferred_release_stats() == {"enabled": False, "results": 0, "tensors": 0, "bytes": 0}
+    assert mtc.set_deferred_release(True) is False
+
+
+def test_a_release_that_runs_a_copy_keeps_the_counts():
+    # A weak reference's callback runs when the tensor dies, inside the next get(); it copies too.
+    out, _ = copy(arrays(20))
+    inner = []
+    weakref.finalize(out[0], lambda: inner.append(copy(arrays(20))[0]))
+    del out
+    out, module = copy(arrays(20))
+    assert module["released_tensors"] == 20 and len(inner) == 1
+    assert all(torch.equal(t, torch.from_numpy(a)) for t, a in zip(inner[0] + out, arrays(20) * 2))
+    assert mtc.deferred_release_stats()["results"] <= 2
+
+
+def run_python(code, **env):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, **env))
+
+
+def test_the_environment_turns_it_off_and_a_bad_value_is_named():
+    code = "import mtc; print(mtc.deferred_release_stats()['enabled'])"
+    assert run_python(code, MTC_DEFER_RELEASE="0").stdout.strip() == "False"
+    assert run_python(code, MTC_DEFER_RELEASE="1").stdout.strip() == "True"
+    result = run_python(code, MTC_DEFER_RELEASE="yes")
+    assert result.returncode != 0
+    assert "MTC_DEFER_RELEASE must be 0 or 1, not 'yes'" in result.stderr
+
+
+def test_kept_tensors_die_before_the_interpreter_ends():
+    # The weak reference's callback runs at mtc's exit hook, while Python still works.
+    code = (
+        "import weakref, numpy as np, mtc\n"
+        "out = mtc.start_copy([np.zeros(4) for _ in range(20)], 'cpu').get()\n"
+        "weakref.finalize(out[0], print, 'released')\n"
+        "del out\n"
+        "print('kept', mtc.deferred_release_stats()['tensors'])\n"
+    )
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["kept", "20", "released"]
+
+
+def test_a_dropped_gpu_result_gives_its_memory_back_in_the_next_get():
+    device = "cuda"
+    batch = [torch.full((64,), float(i)) for i in range(64)]
+    copy(batch, device)  # whatever the engine sets up once for the device is not counted below
+    mtc.release_deferred()
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    out, _ = copy(batch, device)
+    refs = [weakref.ref(t) for t in out]
+    del out
+    assert alive(refs) == 64 and torch.cuda.memory_allocated() > before
+    out, module = copy(batch, device)
+    assert module["released_tensors"] == 64 and alive(refs) == 0
+    assert all(torch.equal(o.cpu(), b) for o, b in zip(out, batch))
+    del out
+    mtc.release_deferred()
+    assert torch.cuda.memory_allocated() == before
+
+
+test_a_dropped_gpu_result_gives_its_memory_back_in_the_next_get.pytestmark = gpu_mark()
