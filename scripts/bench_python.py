@@ -171,6 +171,34 @@ def measure(copies, batches, device, pattern, warmup, runs, iters):
     return {name: (summarize(samples[name], run_means[name]), starts[name]) for name in copies}
 
 
+# The engine's own step timings in handle.stats(), beside the module's parts (stats()["module"]).
+ENGINE_PARTS = ("queued_us", "traverse_us", "submit_us", "outputs_us")
+PARTS_CALLS = 200
+
+
+def mtc_parts(deferred_release, batches, device, pattern, calls=PARTS_CALLS):
+    """Where an mtc call's time goes: the median of each of the module's and the engine's timings
+    over `calls` copies in `pattern`, with the deferred release set as given. Not timed: reading
+    the stats after each call would add to a timed call."""
+    import mtc
+
+    mtc.set_deferred_release(deferred_release)
+    parts = {}
+    out = None
+    for i in range(calls):
+        if pattern == "step":
+            time.sleep(IDLE_GAP_S)
+            out = None
+        handle = mtc.start_copy(batches[i % len(batches)] if pattern == "step" else batches[0], device)
+        out = handle.get()
+        synchronize(device)
+        stats = handle.stats()
+        for key, value in [*stats["module"].items(), *((k, stats[k]) for k in ENGINE_PARTS)]:
+            parts.setdefault(key, []).append(value)
+    del out
+    return {key: statistics.median(values) for key, values in parts.items()}
+
+
 def environment(device):
     gpu = torch.cuda.get_device_name(torch.device(device)) if torch.device(device).type == "cuda" else "no GPU"
     return {
@@ -210,6 +238,7 @@ def markdown(report):
             f"| {base['time']['median_s'] / t['median_s']:.1f}x | {'yes' if row['verified'] else 'NO'} |"
         )
     lines += [f"\n{line}" for line in comparisons(report)]
+    lines += [f"\n{line}" for line in parts_lines(report)]
     return "\n".join(lines) + "\n"
 
 
@@ -235,6 +264,17 @@ def comparisons(report):
             out.append(f"{pattern}: mtc {ratio:.{digits}f}x faster {wording} (medians "
                        f"{fmt_time(mtc['median_s'])} and {fmt_time(theirs['median_s'])}); run by run "
                        f"{min(per_run):.{digits}f}-{max(per_run):.{digits}f}x over {len(per_run)} runs")
+    return out
+
+
+def parts_lines(report):
+    """Where an mtc call's time went, per pattern and method: the medians of its parts."""
+    out = []
+    for row in report["rows"]:
+        if "parts_us" in row:
+            parts = ", ".join(f"{key.removesuffix('_us')} {value:.1f}" for key, value in row["parts_us"].items())
+            out.append(f"{row['pattern']} {row['method']}, medians of {PARTS_CALLS} more calls (untimed; us, "
+                       f"released_tensors a count): {parts}")
     return out
 
 
@@ -319,6 +359,8 @@ def main(argv=None):
                 "pattern": pattern, "method": name, "time": summary, "verified": verified[name],
                 "start_median_s": statistics.median(starts) * 1e-9 if starts else None,
             })
+            if name in ("mtc", "mtc_nodefer"):
+                report["rows"][-1]["parts_us"] = mtc_parts(name == "mtc", batches, args.device, pattern)
             print(f"{pattern:8} {name:8} median {fmt_time(summary['median_s'])}", file=sys.stderr)
     table = markdown(report)
     print(table)

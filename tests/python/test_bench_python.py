@@ -73,9 +73,15 @@ def test_mtc_is_timed_with_and_without_its_deferred_release(tmp_path):
     report = tmp_path / "report.json"
     result = run(["--methods", "to,mtc,mtc_nodefer", "--json", str(report)])
     assert result.returncode == 0, result.stderr
-    methods = {(row["pattern"], row["method"]) for row in json.loads(report.read_text())["rows"]}
+    rows = json.loads(report.read_text())["rows"]
+    methods = {(row["pattern"], row["method"]) for row in rows}
     assert {("protocol", "mtc_nodefer"), ("step", "mtc_nodefer")} <= methods
     assert "faster than without its deferred release" in result.stdout
+    # Where mtc's time went, for both: the module's parts and the engine's.
+    parts = {(row["pattern"], row["method"]): row["parts_us"] for row in rows if "parts_us" in row}
+    assert set(parts) == {(p, m) for p in ("protocol", "step") for m in ("mtc", "mtc_nodefer")}
+    assert all({"walk_us", "build_us", "release_us", "traverse_us"} <= set(p) for p in parts.values())
+    assert "step mtc_nodefer, medians of 200 more calls" in result.stdout
 
 
 def test_both_patterns_free_the_previous_output_inside_the_timed_region():
