@@ -82,28 +82,12 @@ def import_original():
     return module
 
 
-def mtc_settings(deferred_release, release_prefetch=True):
-    """Sets mtc's deferred release of dropped results, and whether it asks for their memory ahead
-    (two flags: ~0.2 us); the variants of mtc compared in one process."""
-    import mtc
-
-    def apply():
-        mtc.set_deferred_release(deferred_release)
-        mtc._C._set_release_prefetch(release_prefetch)
-
-    return apply
-
-
-# mtc's variants: name -> (deferred release, prefetch in the release).
-MTC_VARIANTS = {"mtc": (True, True), "mtc_nodefer": (False, True), "mtc_noprefetch": (True, False)}
-
-
-def timed_start_copy(module, device, settings=None):
-    """`module`.start_copy(data, device).get(), timing start_copy's return; `settings()` runs
-    before each call, outside the clock."""
+def timed_start_copy(module, device, deferred_release=None):
+    """`module`.start_copy(data, device).get(), timing start_copy's return; for mtc, with its
+    deferred release of dropped results set as given before each call (a flag: ~0.1 us)."""
     def start_copy(data, timings):
-        if settings is not None:
-            settings()
+        if deferred_release is not None:
+            module.set_deferred_release(deferred_release)
         t0 = time.perf_counter_ns()
         handle = module.start_copy(data, device)
         timings.append(time.perf_counter_ns() - t0)
@@ -118,7 +102,9 @@ def methods(device, original=None):
     available = {
         "to": lambda data, timings: per_tensor(data, device, False),
         "to_nb": lambda data, timings: per_tensor(data, device, True),
-        **{name: timed_start_copy(mtc, device, mtc_settings(*flags)) for name, flags in MTC_VARIANTS.items()},
+        "mtc": timed_start_copy(mtc, device, deferred_release=True),
+        # The same with the dropped results' tensors released where the program drops them.
+        "mtc_nodefer": timed_start_copy(mtc, device, deferred_release=False),
     }
     if original is not None:
         available["original"] = timed_start_copy(original, device)
@@ -190,13 +176,13 @@ ENGINE_PARTS = ("queued_us", "traverse_us", "submit_us", "outputs_us")
 PARTS_CALLS = 200
 
 
-def mtc_parts(settings, batches, device, pattern, calls=PARTS_CALLS):
+def mtc_parts(deferred_release, batches, device, pattern, calls=PARTS_CALLS):
     """Where an mtc call's time goes: the median of each of the module's and the engine's timings
-    over `calls` copies in `pattern`, with `settings()` applied. Not timed: reading the stats after
-    each call would add to a timed call."""
+    over `calls` copies in `pattern`, with the deferred release set as given. Not timed: reading
+    the stats after each call would add to a timed call."""
     import mtc
 
-    settings()
+    mtc.set_deferred_release(deferred_release)
     parts = {}
     out = None
     for i in range(calls):
@@ -257,8 +243,7 @@ def markdown(report):
 
 
 # Methods mtc is compared with in the report, and how the comparison is worded.
-COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
-            "mtc_noprefetch": "than without asking ahead in the release"}
+COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release"}
 
 
 def comparisons(report):
@@ -303,8 +288,7 @@ def parse_args(argv):
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--methods", default="to,to_nb,mtc",
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
-                        "its deferred release), mtc_noprefetch (mtc whose release does not ask for memory "
-                        "ahead)")
+                        "its deferred release)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)
@@ -375,9 +359,8 @@ def main(argv=None):
                 "pattern": pattern, "method": name, "time": summary, "verified": verified[name],
                 "start_median_s": statistics.median(starts) * 1e-9 if starts else None,
             })
-            if name in MTC_VARIANTS:
-                report["rows"][-1]["parts_us"] = mtc_parts(mtc_settings(*MTC_VARIANTS[name]), batches,
-                                                           args.device, pattern)
+            if name in ("mtc", "mtc_nodefer"):
+                report["rows"][-1]["parts_us"] = mtc_parts(name == "mtc", batches, args.device, pattern)
             print(f"{pattern:8} {name:8} median {fmt_time(summary['median_s'])}", file=sys.stderr)
     table = markdown(report)
     print(table)

@@ -1,38 +1,8 @@
 #include "deferred_release.h"
 
-#include <torch/csrc/autograd/python_variable.h>
-
-#include <algorithm>
-#include <atomic>
 #include <utility>
 
 namespace mtc::python {
-namespace {
-
-std::atomic<bool> prefetch_on{true};
-
-// A kept result's tensors were made two copies ago, their tensor headers by a worker on another
-// core: tearing one down waits for its Python object, then for its TensorImpl, each in another
-// cache or in memory. So objects are asked for kObjectsAhead tensors ahead and, once there, their
-// TensorImpls kImplsAhead ahead; the transfers overlap instead of coming one after another.
-constexpr size_t kObjectsAhead = 16;
-constexpr size_t kImplsAhead = 8;
-
-void ask_for_object(PyObject* object) {
-  // The garbage collector's header sits before the object, which is 40 bytes long.
-  const char* start = reinterpret_cast<const char*>(object);
-  __builtin_prefetch(start - 16, 1);
-  __builtin_prefetch(start + 32, 1);
-}
-
-void ask_for_impl(PyObject* object) {
-  // The count, the storage, the sizes and strides, the Python object's slot: about 200 bytes.
-  const char* impl =
-      reinterpret_cast<const char*>(THPVariable_Unpack(object).unsafeGetTensorImpl());
-  for (int line = 0; line < 4; ++line) __builtin_prefetch(impl + 64 * line, 1);
-}
-
-}  // namespace
 
 DeferredRelease& DeferredRelease::instance() {
   static auto* const kept = new DeferredRelease();  // never destroyed: see the header
@@ -81,31 +51,13 @@ size_t DeferredRelease::release_all() {
   return release(std::move(going));
 }
 
-bool DeferredRelease::set_prefetch(bool prefetch) { return prefetch_on.exchange(prefetch); }
-
 size_t DeferredRelease::release(std::vector<Result> results) {
   size_t released = 0;
   for (Result& result : results) {
-    release_objects(result.objects);
+    for (PyObject* object : result.objects) Py_DECREF(object);
     released += result.objects.size();
   }
   return released;
-}
-
-// Every object is a tensor object the rebuild made, alive while the module holds it.
-void DeferredRelease::release_objects(const std::vector<PyObject*>& objects) {
-  const size_t count = objects.size();
-  if (prefetch_on.load(std::memory_order_relaxed)) {
-    for (size_t i = 0; i < std::min(kObjectsAhead, count); ++i) ask_for_object(objects[i]);
-    for (size_t i = 0; i < std::min(kImplsAhead, count); ++i) ask_for_impl(objects[i]);
-    for (size_t i = 0; i < count; ++i) {
-      if (i + kObjectsAhead < count) ask_for_object(objects[i + kObjectsAhead]);
-      if (i + kImplsAhead < count) ask_for_impl(objects[i + kImplsAhead]);
-      Py_DECREF(objects[i]);
-    }
-    return;
-  }
-  for (PyObject* object : objects) Py_DECREF(object);
 }
 
 size_t DeferredRelease::kept_tensors() const {

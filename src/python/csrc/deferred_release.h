@@ -79,10 +79,6 @@ class DeferredRelease {
   // Releases everything kept; returns how many tensor references that was.
   size_t release_all();
 
-  // Whether a release asks for the tensors' memory ahead of tearing them down (on by default); a
-  // switch for measurements that compare the two in one process. Returns the previous setting.
-  static bool set_prefetch(bool prefetch);
-
   size_t kept_results() const { return results_.size(); }
   size_t kept_tensors() const;
   int64_t kept_bytes() const;
@@ -96,7 +92,6 @@ class DeferredRelease {
   // A release may run Python code (weak reference callbacks) that calls back into this class:
   // the results leave results_ before any reference is dropped.
   static size_t release(std::vector<Result> results);
-  static void release_objects(const std::vector<PyObject*>& objects);
 
   bool enabled_ = true;
   std::deque<Result> results_;  // oldest first

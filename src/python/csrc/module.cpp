@@ -74,9 +74,6 @@ PYBIND11_MODULE(_C, m) {
         return out;
       },
       "What the deferred release keeps now: enabled, results, tensors, bytes.");
-  m.def("_set_release_prefetch", &DeferredRelease::set_prefetch, py::arg("prefetch"),
-        "For measurements: whether the deferred release asks for the tensors' memory ahead of "
-        "tearing them down (on by default); returns the previous setting.");
   m.def("start_copy", &mtc::python::start_binding, py::arg("data"), py::arg("device"),
         py::arg("use_pinned_staging"), py::arg("pack_cpu_tensors"),
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),
