@@ -178,8 +178,10 @@ PARTS_CALLS = 200
 
 def mtc_parts(deferred_release, batches, device, pattern, calls=PARTS_CALLS):
     """Where an mtc call's time goes: the median of each of the module's and the engine's timings
-    over `calls` copies in `pattern`, with the deferred release set as given. Not timed: reading
-    the stats after each call would add to a timed call."""
+    over `calls` copies in `pattern`, with the deferred release set as given, and of the two drops
+    that follow a call in a loop: the previous result's (when the new one replaces it, in the
+    protocol) and the handle's. Not timed: reading the stats after each call would add to a timed
+    call."""
     import mtc
 
     mtc.set_deferred_release(deferred_release)
@@ -190,10 +192,18 @@ def mtc_parts(deferred_release, batches, device, pattern, calls=PARTS_CALLS):
             time.sleep(IDLE_GAP_S)
             out = None
         handle = mtc.start_copy(batches[i % len(batches)] if pattern == "step" else batches[0], device)
-        out = handle.get()
+        new = handle.get()
+        t0 = time.perf_counter_ns()
+        out = new
+        del new
+        t1 = time.perf_counter_ns()
         synchronize(device)
         stats = handle.stats()
-        for key, value in [*stats["module"].items(), *((k, stats[k]) for k in ENGINE_PARTS)]:
+        t2 = time.perf_counter_ns()
+        del handle
+        t3 = time.perf_counter_ns()
+        for key, value in [*stats["module"].items(), *((k, stats[k]) for k in ENGINE_PARTS),
+                           ("drop_previous_result_us", (t1 - t0) * 1e-3), ("drop_handle_us", (t3 - t2) * 1e-3)]:
             parts.setdefault(key, []).append(value)
     del out
     return {key: statistics.median(values) for key, values in parts.items()}

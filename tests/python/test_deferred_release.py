@@ -73,6 +73,13 @@ def test_at_most_two_results_are_kept():
     assert all(torch.equal(t, torch.from_numpy(a)) for out in held for t, a in zip(out, arrays(20)))
 
 
+def test_a_release_drops_every_kept_tensor():
+    for count in (16, 17, 25, 100):
+        refs = [weakref.ref(t) for t in copy(arrays(count))[0]]
+        assert alive(refs) == count
+        assert mtc.release_deferred() == count and alive(refs) == 0
+
+
 def test_tensors_the_program_still_holds_outlive_the_release():
     out, _ = copy(arrays(20))
     kept = out[3]
