@@ -14,7 +14,9 @@ Two patterns, each timed per call with a device synchronize at the end for every
   region, as a training loop replacing its batch does.
 For mtc, how long start_copy() itself takes to return is timed too. The methods' runs are
 interleaved (run 1 of every method, then run 2, ...), so a change of the machine's state over the
-measurement falls on all of them alike.
+measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
+dropped results. For each mtc method, 200 more calls per pattern, untimed, say where its time
+goes (the medians of handle.stats()'s parts and of the drops that follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
 (start_copy(data, device).get()), in the same process, interleaved with the others: build it
