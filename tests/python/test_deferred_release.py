@@ -128,9 +128,36 @@ def test_a_release_that_runs_a_copy_keeps_the_counts():
     assert mtc.deferred_release_stats()["results"] <= 2
 
 
+def test_a_release_that_gets_the_handle_being_got_returns_its_result():
+    # The release runs before get() takes its lock: a callback that calls get() on the same
+    # handle must neither hang nor build the result twice, also when the copy is complete (get()
+    # then keeps the GIL). In a child, so that a hang fails.
+    code = (
+        "import weakref, numpy as np, mtc\n"
+        "arrays = [np.arange(4) + i for i in range(20)]\n"
+        "out = mtc.start_copy(arrays, 'cpu').get()\n"
+        "handle = mtc.start_copy(arrays, 'cpu')\n"
+        "while not handle.ready():\n"
+        "    pass\n"
+        "inner = []\n"
+        "weakref.finalize(out[0], lambda: inner.append(handle.get()))\n"
+        "del out\n"
+        "result = handle.get()\n"
+        "print(len(inner), inner[0] is result, handle.stats()['module']['released_tensors'])\n"
+    )
+    assert printed_by(code) == ["1", "True", "20"]
+
+
 def run_python(code, **env):
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           env=dict(os.environ, **env))
+
+
+def printed_by(code):
+    """The words a child interpreter running `code` printed; it must exit 0."""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
 
 
 def test_the_environment_turns_it_off_and_a_bad_value_is_named():
@@ -151,9 +178,7 @@ def test_kept_tensors_die_before_the_interpreter_ends():
         "del out\n"
         "print('kept', mtc.deferred_release_stats()['tensors'])\n"
     )
-    result = run_python(code)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["kept", "20", "released"]
+    assert printed_by(code) == ["kept", "20", "released"]
 
 
 def test_a_dropped_gpu_result_gives_its_memory_back_in_the_next_get():

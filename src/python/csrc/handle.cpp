@@ -48,14 +48,17 @@ AsyncCopyHandle::~AsyncCopyHandle() {
 // over once they exist, and only then is completion awaited.
 py::object AsyncCopyHandle::get() {
   if (result_) return result_;
+  // The earlier results the program dropped die first: while a worker walks, stages and submits
+  // this copy, the caller would only wait (a caller that finds the copy not started yet runs it
+  // itself afterwards, as before). Before any lock is taken: a release may run Python code (weak
+  // reference callbacks), which may call get() again.
+  if (!built_) release_dropped();
   {
     // A copy that is complete already needs no wait: no need to let go of the GIL. Only
     // tried: a thread holding the lock may be waiting for the GIL.
     const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
     if (lock.owns_lock() && handle_.ready()) {
       if (!built_) {
-        // Nothing to overlap with: the earlier results die here as they would where dropped.
-        release_dropped();
         const Clock::time_point start = Clock::now();
         build(handle_.take_result());
         times_.build_us = microseconds_since(start);
@@ -64,10 +67,6 @@ py::object AsyncCopyHandle::get() {
       return result_;
     }
   }
-  // While a worker walks, stages and submits this copy, the caller tears down what the program
-  // dropped of earlier results (it would wait otherwise). A caller that finds the copy not
-  // started yet runs it itself afterwards, as before.
-  if (!built_) release_dropped();
   {
     // The lock keeps two threads from taking the engine's result of one handle; it is taken
     // without the GIL, so a thread that holds the GIL never waits for it.
