@@ -239,6 +239,9 @@ void BM_EngineCopy(benchmark::State& state) {
   // the timed copy (a training step drops the last batch when the next one arrives); otherwise
   // it is freed after the clock stopped.
   const bool free_previous_in_copy = state.range(1) & 256;
+  // Bit 65536 (with 256): it is freed after get() returned, still inside the timed copy, as
+  // mtc-bench's step pattern frees it (`batch = copy(next)`), instead of while the workers walk.
+  const bool free_after_get = state.range(1) & 65536;
   const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   mtc::CopyOptions options;
   options.pack_cpu_tensors = state.range(1) & 1;
@@ -290,8 +293,9 @@ void BM_EngineCopy(benchmark::State& state) {
     const auto t0 = Clock::now();
     mtc::CopyHandle handle = mtc::start_copy(data, target, options);
     const auto t1 = Clock::now();
-    if (free_previous_in_copy) previous = c10::IValue();
+    if (free_previous_in_copy && !free_after_get) previous = c10::IValue();
     c10::IValue out = handle.get();
+    if (free_previous_in_copy && free_after_get) previous = c10::IValue();
     const auto t2 = Clock::now();
     if (free_previous_in_copy) previous = std::move(out);
     stats.add(handle.stats(), std::chrono::duration<double>(t1 - t0).count());
@@ -325,10 +329,11 @@ void BM_EngineCopy(benchmark::State& state) {
 // 64 workers spin 2 ms, 128 a fresh batch each copy (rotation of 8), 256 previous result freed
 // inside the copy, 512 workers never wake ahead of a copy, 1024 the gap busy, 2048 the gap 200 us
 // instead of 5 ms, 4096 no version_pool, 8192 workers spin 10 ms, 16384 one walking thread per 64
-// leaves, 32768 the caller spins through the gap}. 399 = 7 + 8 + 128 + 256 is a training loop's
-// step: a fresh batch after an idle gap, the last one dropped meanwhile; 1423 the same step after
-// a busy gap; 911 and 1935 those without waking ahead; 2447, 2959, 3471 and 3983 the four with the
-// short gap. Cases without a gap run until their copies took 0.3 s.
+// leaves, 32768 the caller spins through the gap, 65536 with 256: freed after get() instead}. 399 =
+// 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
+// dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
+// 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
+// took 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});
@@ -350,11 +355,12 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {15,   527,  31,   135,  399,  911,  1423, 1935,  415,   395,   411,   2447,
-               2959, 3471, 3983, 4495, 5519, 8591, 9615, 16783, 17807, 33167, 41359, 33163});
+  gap_args(b,
+           {15,   527,  31,   135,  399,  911,  1423,  1935,  415,   395,   411,   2447,  2959,
+            3471, 3983, 4495, 5519, 8591, 9615, 16783, 17807, 33167, 41359, 33163, 65935, 66959});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783});
+  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783, 65935, 66959});
 }
 
 }  // namespace
