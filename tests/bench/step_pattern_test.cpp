@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <string>
 #include <thread>
 
 #include "measure_support.h"
@@ -24,6 +25,12 @@ struct Record {
   std::mutex mutex;
   std::vector<int64_t> inputs;  // the tag of each start() call's input
   std::vector<std::thread::id> release_threads;
+  // In order: "start N", "finish N", "release N" for the copy of the input tagged N.
+  std::vector<std::string> events;
+  void note(const std::string& what, int64_t tag) {
+    std::lock_guard lock(mutex);
+    events.push_back(what + " " + std::to_string(tag));
+  }
 };
 
 // Copies its input (a one-element int64 tag) into an output whose release takes
@@ -39,6 +46,8 @@ class RecordingStrategy final : public Strategy {
       std::lock_guard lock(record_->mutex);
       record_->inputs.push_back(tag);
     }
+    record_->note("start", tag);
+    tag_ = tag;
     auto* buffer = new int64_t[1]{tag};
     Record* record = record_;
     output_ = at::from_blob(
@@ -49,15 +58,20 @@ class RecordingStrategy final : public Strategy {
             std::lock_guard lock(record->mutex);
             record->release_threads.push_back(std::this_thread::get_id());
           }
+          record->note("release", *static_cast<int64_t*>(data));
           delete[] static_cast<int64_t*>(data);
         },
         at::TensorOptions().dtype(at::kLong));
   }
-  c10::IValue finish() override { return c10::IValue(std::exchange(output_, at::Tensor())); }
+  c10::IValue finish() override {
+    record_->note("finish", tag_);
+    return c10::IValue(std::exchange(output_, at::Tensor()));
+  }
 
  private:
   Record* record_;
   at::Tensor output_;
+  int64_t tag_ = 0;
 };
 
 std::vector<c10::IValue> tagged_inputs(int count) {
@@ -159,6 +173,27 @@ TEST(StepPattern, ThePreviousOutputIsReleasedInsideTheSampleOnTheCallersThread) 
   for (const auto& id : record.release_threads) EXPECT_EQ(id, std::this_thread::get_id());
   // All outputs are gone after the rounds: none is held while other cases measure.
   EXPECT_EQ(record.release_threads.size(), record.inputs.size());
+}
+
+// As a training step whose copy runs elsewhere would: `handle = start(next); batch = {};
+// batch = handle.get()`, so that the release overlaps the copy.
+TEST(StepPattern, ThePreviousOutputDiesAfterTheNextCopyStartsAndBeforeItIsWaitedFor) {
+  Record record;
+  CaseRunner runner(std::make_unique<RecordingStrategy>(&record), kH2H, tagged_inputs(2),
+                    Pattern::kStep, -1);
+  runner.prepare();
+  measure_rounds(runner, step_settings(0.0), 1);
+  // The round's untimed copy (100), then six timed ones: each releases the one before it.
+  std::vector<std::string> expected{"start 100", "finish 100"};
+  for (int k = 1; k <= 6; ++k) {
+    const int64_t tag = 100 + k % 2;
+    const int64_t previous = 100 + (k - 1) % 2;
+    expected.push_back("start " + std::to_string(tag));
+    expected.push_back("release " + std::to_string(previous));
+    expected.push_back("finish " + std::to_string(tag));
+  }
+  expected.push_back("release 100");  // the last output, after the round
+  EXPECT_EQ(record.events, expected);
 }
 
 TEST(StepPattern, TheHotPatternReleasesAfterTheClock) {

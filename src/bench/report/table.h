@@ -25,7 +25,7 @@ inline constexpr const char* kTableLegend =
     "larger of the within- and between-round relative standard errors of the median; speedup: "
     "against per-tensor `.to()` in the same pattern, paired per round, with its 95 % interval; "
     "pattern: hot (same input back to back) or step (a new input after an idle gap, the previous "
-    "output freed inside the sample).";
+    "output freed inside the sample, once the next copy has started).";
 
 // "812 ns", "81.2 us", "6.59 ms", "1.25 s": three significant digits, unit chosen to fit.
 std::string format_duration(double seconds);

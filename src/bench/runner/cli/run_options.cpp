@@ -212,7 +212,8 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
       .add<Texts>(
           "--pattern", run.patterns, parse_patterns,
           "hot (same input back to back), step (new input after an idle gap, previous output "
-          "freed inside the sample; its gaps as --gap-mode says), step-busy, or a list " +
+          "freed inside the sample, after the next copy started; its gaps as --gap-mode says), "
+          "step-busy, or a list " +
               config_default("patterns", fmt::format("{}", fmt::join(defaults.patterns, ","))))
       ->type_name("LIST")
       ->group(group);
