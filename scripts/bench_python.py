@@ -132,19 +132,23 @@ def summarize(samples_ns, run_means_ns):
     }
 
 
+def batch_of(batches, pattern, i):
+    """The batch call `i` copies: the next of the rotation in a step, the first back to back."""
+    return batches[i % len(batches)] if pattern == "step" else batches[0]
+
+
 def one_run(copy, batches, device, pattern, iters, starts):
     """One run of `iters` timed calls; returns their times in ns."""
     run = []
     out = None
     for i in range(iters):
+        batch = batch_of(batches, pattern, i)
         if pattern == "step":
             time.sleep(IDLE_GAP_S)
-            batch = batches[i % len(batches)]
             t0 = time.perf_counter_ns()
             out = None  # the previous step's output dies inside the step
             out = copy(batch, starts)
         else:
-            batch = batches[0]
             t0 = time.perf_counter_ns()
             # As in the original package's evaluation (`_ = handle.get()`): the previous call's
             # output dies when the new one replaces it, inside the timed region.
@@ -193,7 +197,7 @@ def mtc_parts(deferred_release, batches, device, pattern, calls=PARTS_CALLS):
         if pattern == "step":
             time.sleep(IDLE_GAP_S)
             out = None
-        handle = mtc.start_copy(batches[i % len(batches)] if pattern == "step" else batches[0], device)
+        handle = mtc.start_copy(batch_of(batches, pattern, i), device)
         new = handle.get()
         t0 = time.perf_counter_ns()
         out = new

@@ -17,11 +17,7 @@ bool DeferredRelease::set_enabled(bool enabled) {
 }
 
 size_t DeferredRelease::release_dropped() {
-  std::vector<Result> going;
-  while (results_.size() > 1) {
-    going.push_back(std::move(results_.front()));
-    results_.pop_front();
-  }
+  std::vector<Result> going = take_oldest(1);
   // Only the module references the newest result's first tensor: the program let go of the
   // result (a tensor it kept out of it only loses the module's reference).
   if (!results_.empty() && Py_REFCNT(results_.back().objects.front()) == 1) {
@@ -36,19 +32,18 @@ void DeferredRelease::keep(NewTensors& tensors) {
   results_.push_back(Result{{}, tensors.bytes});  // may throw: the references stay in `tensors`
   results_.back().objects.swap(tensors.objects);
   tensors.bytes = 0;
-  std::vector<Result> going;
-  while (results_.size() > kMaxResults) {
-    going.push_back(std::move(results_.front()));
-    results_.pop_front();
-  }
-  release(std::move(going));
+  release(take_oldest(kMaxResults));
 }
 
-size_t DeferredRelease::release_all() {
-  std::vector<Result> going;
-  for (Result& result : results_) going.push_back(std::move(result));
-  results_.clear();
-  return release(std::move(going));
+size_t DeferredRelease::release_all() { return release(take_oldest(0)); }
+
+std::vector<DeferredRelease::Result> DeferredRelease::take_oldest(size_t leave) {
+  std::vector<Result> taken;
+  while (results_.size() > leave) {
+    taken.push_back(std::move(results_.front()));
+    results_.pop_front();
+  }
+  return taken;
 }
 
 size_t DeferredRelease::release(std::vector<Result> results) {

@@ -90,8 +90,10 @@ class DeferredRelease {
     int64_t bytes;
   };
   // A release may run Python code (weak reference callbacks) that calls back into this class:
-  // the results leave results_ before any reference is dropped.
+  // the results leave results_ (take_oldest) before any reference is dropped.
   static size_t release(std::vector<Result> results);
+  // Moves the oldest results out of results_ until at most `leave` remain.
+  std::vector<Result> take_oldest(size_t leave);
 
   bool enabled_ = true;
   std::deque<Result> results_;  // oldest first
