@@ -16,6 +16,13 @@ bool DeferredRelease::set_enabled(bool enabled) {
   return previous;
 }
 
+bool DeferredRelease::set_recycling(bool recycling) {
+  const bool previous = recycling_;
+  recycling_ = recycling;
+  if (!recycling) spares_.release();
+  return previous;
+}
+
 size_t DeferredRelease::release_dropped() {
   std::vector<Result> going = take_oldest(1);
   // Only the module references the newest result's first tensor: the program let go of the
@@ -23,6 +30,19 @@ size_t DeferredRelease::release_dropped() {
   if (!results_.empty() && Py_REFCNT(results_.back().objects.front()) == 1) {
     going.push_back(std::move(results_.back()));
     results_.pop_back();
+  }
+  if (recycling_) {
+    for (Result& result : going) {
+      size_t kept = 0;  // the objects that stay in `result`, to be released
+      for (PyObject* object : result.objects) {
+        if (unreachable_tensor(object)) {
+          spares_.add(object);
+        } else {
+          result.objects[kept++] = object;
+        }
+      }
+      result.objects.resize(kept);
+    }
   }
   return release(std::move(going));
 }
@@ -35,7 +55,7 @@ void DeferredRelease::keep(NewTensors& tensors) {
   release(take_oldest(kMaxResults));
 }
 
-size_t DeferredRelease::release_all() { return release(take_oldest(0)); }
+size_t DeferredRelease::release_all() { return release(take_oldest(0)) + spares_.release(); }
 
 std::vector<DeferredRelease::Result> DeferredRelease::take_oldest(size_t leave) {
   std::vector<Result> taken;

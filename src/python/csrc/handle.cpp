@@ -17,6 +17,18 @@ double microseconds_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
+// Releases, when get() returns or fails, the spares its build did not use: with the GIL, after
+// every lock (a release may run Python code).
+struct SpareRelease {
+  SpareRelease(const SpareRelease&) = delete;  // releases once
+  SpareRelease& operator=(const SpareRelease&) = delete;
+  explicit SpareRelease(int64_t& released) : released_(released) {}
+  ~SpareRelease() {
+    released_ += static_cast<int64_t>(DeferredRelease::instance().release_spares());
+  }
+  int64_t& released_;
+};
+
 }  // namespace
 
 AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure, CopyHandle handle,
@@ -53,6 +65,7 @@ py::object AsyncCopyHandle::get() {
   // itself afterwards, as before). Before any lock is taken: a release may run Python code (weak
   // reference callbacks), which may call get() again.
   if (!built_) release_dropped();
+  const SpareRelease spares_left(times_.released_tensors);
   {
     // A copy that is complete already needs no wait: no need to let go of the GIL. Only
     // tried: a thread holding the lock may be waiting for the GIL.
@@ -114,6 +127,7 @@ py::dict AsyncCopyHandle::stats() const {
   module["complete_wait_us"] = times_.complete_wait_us;
   module["release_us"] = times_.release_us;
   module["released_tensors"] = times_.released_tensors;
+  module["recycled_tensors"] = times_.recycled_tensors;
   out["module"] = module;
   return out;
 }
@@ -135,7 +149,9 @@ py::dict AsyncCopyHandle::options() const {
 // its Python object's takes the GIL to release that object. The GIL must be held.
 void AsyncCopyHandle::build(c10::IValue output) {
   NewTensors created;
-  built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output), created));
+  built_ = py::reinterpret_steal<py::object>(
+      structure_->rebuild(std::move(output), created, DeferredRelease::instance().spares()));
+  times_.recycled_tensors = created.recycled;
   structure_->clear();
   DeferredRelease::instance().keep(created);
 }

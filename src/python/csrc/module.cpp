@@ -2,7 +2,8 @@
 // start_copy, with its signature and keyword defaults, is Python (mtc/_copy.py); it calls this
 // module's start_copy with every argument in place. Arguments: arguments.cpp; the handle and the
 // GIL: handle.cpp; the walk: py_structure.cpp; the rebuild: py_rebuild.cpp; errors: errors.cpp;
-// dropped results' tensors released in a later get(): deferred_release.cpp.
+// dropped results' tensors released in a later get(): deferred_release.cpp, or their objects
+// recycled: tensor_recycling.cpp.
 #include <pybind11/pybind11.h>
 
 #include <memory>
@@ -60,6 +61,12 @@ PYBIND11_MODULE(_C, m) {
       "Turns the deferred release of dropped results' tensors on or off (off releases what is "
       "kept); returns the previous setting.");
   m.def(
+      "set_tensor_recycling",
+      [](bool enabled) { return DeferredRelease::instance().set_recycling(enabled); },
+      py::arg("enabled"),
+      "Turns the recycling of dropped results' tensor objects on or off (off, they are released); "
+      "returns the previous setting.");
+  m.def(
       "release_deferred", [] { return DeferredRelease::instance().release_all(); },
       "Releases every kept tensor of earlier results now; returns how many references that was.");
   m.def(
@@ -68,12 +75,13 @@ PYBIND11_MODULE(_C, m) {
         const DeferredRelease& kept = DeferredRelease::instance();
         py::dict out;
         out["enabled"] = kept.enabled();
+        out["recycling"] = kept.recycling();
         out["results"] = kept.kept_results();
         out["tensors"] = kept.kept_tensors();
         out["bytes"] = kept.kept_bytes();
         return out;
       },
-      "What the deferred release keeps now: enabled, results, tensors, bytes.");
+      "What the deferred release keeps now: enabled, recycling, results, tensors, bytes.");
   m.def("start_copy", &mtc::python::start_binding, py::arg("data"), py::arg("device"),
         py::arg("use_pinned_staging"), py::arg("pack_cpu_tensors"),
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),

@@ -21,10 +21,12 @@ namespace mtc::python {
 // preservation), once per tensor.
 class PyStructure::Reader {
  public:
-  Reader(const PyStructure& structure, c10::IValue& output, NewTensors& created)
+  Reader(const PyStructure& structure, c10::IValue& output, NewTensors& created,
+         SpareTensors* spares)
       : tape_(structure.tape_),
         root_is_container_(structure.root_is_container_),
-        created_(created) {
+        created_(created),
+        spares_(spares) {
     if (root_is_container_) {
       roots_ = output.toList();
     } else {
@@ -36,7 +38,7 @@ class PyStructure::Reader {
     const Node& node = tape_[next_++];
     switch (node.kind) {
       case Kind::kTensor:
-        return wrap(next_tensor(), created_);
+        return wrap(next_tensor());
       case Kind::kObject:
         Py_INCREF(node.object);
         return node.object;
@@ -81,20 +83,24 @@ class PyStructure::Reader {
     if (object == nullptr) throw py::error_already_set();
     return py::reinterpret_steal<py::object>(object);
   }
-  // A tensor without a Python object gets a new one here: a new tensor (one already on the target
-  // comes back as its input's object).
-  static PyObject* wrap(at::Tensor tensor, NewTensors& created) {
+  // A tensor without a Python object (a new tensor; one already on the target comes back as its
+  // input's object) gets a spare one while they last, else a new one. The engine's TensorImpl
+  // of a tensor that a spare took on dies here.
+  PyObject* wrap(at::Tensor tensor) {
     const bool new_object = tensor.unsafeGetTensorImpl()->pyobj_slot()->load_pyobj() == nullptr;
     const int64_t bytes = static_cast<int64_t>(tensor.nbytes());
-    PyObject* object = THPVariable_Wrap(std::move(tensor));
+    PyObject* object = new_object && spares_ != nullptr ? spares_->take_for(tensor) : nullptr;
+    const bool recycled = object != nullptr;
+    if (!recycled) object = THPVariable_Wrap(std::move(tensor));
     if (object == nullptr) throw py::error_already_set();
     if (new_object) {
       try {
-        created.add(object, bytes);
+        created_.add(object, bytes);
       } catch (...) {
         Py_DECREF(object);
         throw;
       }
+      created_.recycled += recycled ? 1 : 0;
     }
     return object;
   }
@@ -138,11 +144,13 @@ class PyStructure::Reader {
   size_t next_ = 0;
   bool root_is_container_;
   NewTensors& created_;
+  SpareTensors* spares_;
 };
 
-PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created) const {
+PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created,
+                               SpareTensors* spares) const {
   TORCH_INTERNAL_ASSERT(!tape_.empty(), "mtc: rebuild() after clear()");
-  return Reader(*this, output, created).read(/*at_root=*/true);
+  return Reader(*this, output, created, spares).read(/*at_root=*/true);
 }
 
 }  // namespace mtc::python
