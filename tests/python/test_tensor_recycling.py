@@ -7,6 +7,7 @@ On a machine without a GPU the engine's CPU target returns tensors as they are; 
 become new tensors there, so their results are the ones recycled. The GPU test copies to the GPU.
 """
 
+import sys
 import weakref
 
 import numpy as np
@@ -152,6 +153,20 @@ def test_spares_a_build_did_not_use_die_when_get_returns():
     out, module = copy(arrays(16))
     assert module["recycled_tensors"] == 16 and module["released_tensors"] == 4
     assert mtc.deferred_release_stats()["tensors"] == 16
+
+
+def test_nothing_of_a_recycled_result_outlives_release_deferred():
+    # A tensor made from a numpy array holds the array: the count of references to the arrays tells
+    # whether anything (kept results, spares, the engine's tensors the spares took over) still
+    # holds them.
+    batch = arrays(20)
+    before = [sys.getrefcount(a) for a in batch]
+    for _ in range(4):
+        out, _ = copy(batch)
+    assert out[0].data_ptr() == batch[0].ctypes.data  # a CPU copy of an array shares its memory
+    del out
+    mtc.release_deferred()
+    assert [sys.getrefcount(a) for a in batch] == before
 
 
 def test_turned_off_every_dropped_tensor_is_released():

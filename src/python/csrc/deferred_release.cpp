@@ -19,11 +19,15 @@ bool DeferredRelease::set_enabled(bool enabled) {
 bool DeferredRelease::set_recycling(bool recycling) {
   const bool previous = recycling_;
   recycling_ = recycling;
-  if (!recycling) spares_.release();
+  if (!recycling) {
+    spares_.release();
+    spares_.drop_husks();
+  }
   return previous;
 }
 
 size_t DeferredRelease::release_dropped() {
+  spares_.drop_husks();  // the last build's, inside this wait
   std::vector<Result> going = take_oldest(1);
   // Only the module references the newest result's first tensor: the program let go of the
   // result (a tensor it kept out of it only loses the module's reference).
@@ -55,7 +59,10 @@ void DeferredRelease::keep(NewTensors& tensors) {
   release(take_oldest(kMaxResults));
 }
 
-size_t DeferredRelease::release_all() { return release(take_oldest(0)) + spares_.release(); }
+size_t DeferredRelease::release_all() {
+  spares_.drop_husks();
+  return release(take_oldest(0)) + spares_.release();
+}
 
 std::vector<DeferredRelease::Result> DeferredRelease::take_oldest(size_t leave) {
   std::vector<Result> taken;

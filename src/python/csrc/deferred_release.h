@@ -25,7 +25,8 @@
 // Recycling (on by default; tensor_recycling.h): a get() does not release the dropped tensors
 // that nothing else can reach, but keeps them as spares for its own build, which gives each to
 // one of its new tensors instead of making a new Python object; the spares it did not use are
-// released when it returns.
+// released when it returns, the engine's TensorImpls the spares took over in the next get()'s
+// wait.
 #pragma once
 
 #include <torch/csrc/python_headers.h>
@@ -93,10 +94,12 @@ class DeferredRelease {
   // Takes over the references to a result's new tensors, within the bounds above (outside them,
   // `tensors` keeps them); a result beyond kMaxResults releases the oldest.
   void keep(NewTensors& tensors);
-  // Releases everything kept, spares included; returns how many tensor references that was.
+  // Releases everything kept, spares and husks included; returns how many tensor references that
+  // was.
   size_t release_all();
 
   size_t kept_results() const { return results_.size(); }
+  size_t husks() const { return spares_.husks(); }
   size_t kept_tensors() const;
   int64_t kept_bytes() const;
 

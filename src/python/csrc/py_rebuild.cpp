@@ -84,8 +84,7 @@ class PyStructure::Reader {
     return py::reinterpret_steal<py::object>(object);
   }
   // A tensor without a Python object (a new tensor; one already on the target comes back as its
-  // input's object) gets a spare one while they last, else a new one. The engine's TensorImpl
-  // of a tensor that a spare took on dies here.
+  // input's object) gets a spare one while they last, else a new one.
   PyObject* wrap(at::Tensor tensor) {
     const bool new_object = tensor.unsafeGetTensorImpl()->pyobj_slot()->load_pyobj() == nullptr;
     const int64_t bytes = static_cast<int64_t>(tensor.nbytes());
@@ -118,14 +117,12 @@ class PyStructure::Reader {
   }
   // The engine's workers made the output tensors: their headers are in other cores' caches, or
   // after a gap in memory. Wrapping one writes its header (the Python object's slot, the count),
-  // so each is asked for, to be written, kAhead tensors before it is wrapped: the transfers
-  // overlap instead of coming one after another.
+  // and a spare that takes one on reads all of its four lines, so each is asked for, to be
+  // written, kAhead tensors before: the transfers overlap instead of coming one after another.
   static constexpr size_t kAhead = 16;
   void ask_for_header(size_t index) const {
     const char* header = reinterpret_cast<const char*>(entry_tensors_[index].unsafeToTensorImpl());
-    __builtin_prefetch(header, 1);
-    __builtin_prefetch(header + 64, 1);
-    __builtin_prefetch(header + 128, 1);
+    for (int line = 0; line < 4; ++line) __builtin_prefetch(header + 64 * line, 1);
   }
   at::Tensor next_tensor() {
     if (entry_.isTensor()) return std::move(entry_).toTensor();

@@ -72,10 +72,31 @@ void SpareTensors::add(PyObject* object) {
   impl->set_storage_keep_dtype(empty_storage(impl->device()));
   impl->set_sizes_contiguous({0});
   impl->set_storage_offset(0);
+  const c10::VariableVersion& counter = impl->version_counter();
+  if (!counter.enabled()) return;  // an inference tensor's
+  if (counter.unique()) {
+    c10::VariableVersion(counter).set_version(0);  // a handle on the same counter
+  } else {
+    impl->set_version_counter(c10::VariableVersion(0));
+  }
 }
 
-PyObject* SpareTensors::take_for(const at::Tensor& fresh) {
+// The build reads the spares a few hundred microseconds after they became spares, in order: each
+// object is asked for kAhead spares ahead and its TensorImpl (whose address is in the object)
+// half as far, so that their transfers overlap, as the Reader does for the engine's tensors.
+void SpareTensors::ask_ahead() const {
+  constexpr size_t kAhead = 16;
+  if (next_ + kAhead < objects_.size()) __builtin_prefetch(objects_[next_ + kAhead], 1);
+  if (next_ + kAhead / 2 < objects_.size()) {
+    const char* impl = reinterpret_cast<const char*>(
+        THPVariable_Unpack(objects_[next_ + kAhead / 2]).unsafeGetTensorImpl());
+    for (int line = 0; line < 4; ++line) __builtin_prefetch(impl + 64 * line, 1);
+  }
+}
+
+PyObject* SpareTensors::take_for(at::Tensor& fresh) {
   while (next_ < objects_.size()) {
+    ask_ahead();
     PyObject* object = objects_[next_];
     if (!held_by_caller_alone(object)) {
       set_aside_.push_back(object);
@@ -83,18 +104,20 @@ PyObject* SpareTensors::take_for(const at::Tensor& fresh) {
       continue;
     }
     c10::TensorImpl* impl = THPVariable_Unpack(object).unsafeGetTensorImpl();
-    c10::TensorImpl* fresh_impl = fresh.unsafeGetTensorImpl();
-    if (impl->key_set() != fresh_impl->key_set()) return nullptr;
+    if (impl->key_set() != fresh.unsafeGetTensorImpl()->key_set()) return nullptr;
+    husks_.reserve(husks_.size() + 1);  // before any change: may throw
     ++next_;
-    // The keys are the same, so both counters are enabled or both are not (inference tensors):
-    // each may take the other's.
-    c10::VariableVersion old_counter = impl->version_counter();
-    impl->shallow_copy_from(fresh.getIntrusivePtr());
-    impl->set_version_counter(fresh_impl->version_counter());
-    fresh_impl->set_version_counter(std::move(old_counter));
+    impl->shallow_copy_from(fresh.getIntrusivePtr());  // keeps the spare's counter
+    husks_.push_back(std::move(fresh));
     return object;
   }
   return nullptr;
+}
+
+size_t SpareTensors::drop_husks() {
+  const size_t dropped = husks_.size();
+  husks_.clear();
+  return dropped;
 }
 
 size_t SpareTensors::release() {
