@@ -15,7 +15,7 @@ Two patterns, each timed per call with a device synchronize at the end for every
 For mtc, how long start_copy() itself takes to return is timed too. The methods' runs are
 interleaved (run 1 of every method, then run 2, ...), so a change of the machine's state over the
 measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
-dropped results, mtc_norecycle mtc without the recycling of their tensor objects. For each mtc method, 200 more calls per pattern, untimed, say where its time
+dropped results. For each mtc method, 200 more calls per pattern, untimed, say where its time
 goes (the medians of handle.stats()'s parts and of the drops that follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
@@ -84,22 +84,12 @@ def import_original():
     return module
 
 
-# mtc's methods and their settings: the deferred release of dropped results, the recycling of
-# their tensor objects.
-MTC_VARIANTS = {"mtc": (True, True), "mtc_norecycle": (True, False), "mtc_nodefer": (False, False)}
-
-
-def set_mtc_variant(module, settings):
-    module.set_deferred_release(settings[0])
-    module.set_tensor_recycling(settings[1])
-
-
-def timed_start_copy(module, device, settings=None):
-    """`module`.start_copy(data, device).get(), timing start_copy's return; for mtc, with the
-    settings of MTC_VARIANTS given set before each call (two flags: ~0.2 us)."""
+def timed_start_copy(module, device, deferred_release=None):
+    """`module`.start_copy(data, device).get(), timing start_copy's return; for mtc, with its
+    deferred release of dropped results set as given before each call (a flag: ~0.1 us)."""
     def start_copy(data, timings):
-        if settings is not None:
-            set_mtc_variant(module, settings)
+        if deferred_release is not None:
+            module.set_deferred_release(deferred_release)
         t0 = time.perf_counter_ns()
         handle = module.start_copy(data, device)
         timings.append(time.perf_counter_ns() - t0)
@@ -114,7 +104,9 @@ def methods(device, original=None):
     available = {
         "to": lambda data, timings: per_tensor(data, device, False),
         "to_nb": lambda data, timings: per_tensor(data, device, True),
-        **{name: timed_start_copy(mtc, device, settings) for name, settings in MTC_VARIANTS.items()},
+        "mtc": timed_start_copy(mtc, device, deferred_release=True),
+        # The same with the dropped results' tensors released where the program drops them.
+        "mtc_nodefer": timed_start_copy(mtc, device, deferred_release=False),
     }
     if original is not None:
         available["original"] = timed_start_copy(original, device)
@@ -190,15 +182,15 @@ ENGINE_PARTS = ("queued_us", "traverse_us", "submit_us", "outputs_us")
 PARTS_CALLS = 200
 
 
-def mtc_parts(settings, batches, device, pattern, calls=PARTS_CALLS):
+def mtc_parts(deferred_release, batches, device, pattern, calls=PARTS_CALLS):
     """Where an mtc call's time goes: the median of each of the module's and the engine's timings
-    over `calls` copies in `pattern`, with MTC_VARIANTS' settings given, and of the two drops
+    over `calls` copies in `pattern`, with the deferred release set as given, and of the two drops
     that follow a call in a loop: the previous result's (when the new one replaces it, in the
     protocol) and the handle's. Not timed: reading the stats after each call would add to a timed
     call."""
     import mtc
 
-    set_mtc_variant(mtc, settings)
+    mtc.set_deferred_release(deferred_release)
     parts = {}
     out = None
     for i in range(calls):
@@ -267,8 +259,7 @@ def markdown(report):
 
 
 # Methods mtc is compared with in the report, and how the comparison is worded.
-COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
-            "mtc_norecycle": "than without recycling dropped tensors"}
+COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release"}
 
 
 def comparisons(report):
@@ -299,7 +290,7 @@ def parts_lines(report):
         if "parts_us" in row:
             parts = ", ".join(f"{key.removesuffix('_us')} {value:.1f}" for key, value in row["parts_us"].items())
             out.append(f"{row['pattern']} {row['method']}, medians of {PARTS_CALLS} more calls (untimed; us, "
-                       f"the *_tensors counts): {parts}")
+                       f"released_tensors a count): {parts}")
     return out
 
 
@@ -313,7 +304,7 @@ def parse_args(argv):
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--methods", default="to,to_nb,mtc",
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
-                        "its deferred release), mtc_norecycle (without recycling dropped tensors)")
+                        "its deferred release)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)
@@ -384,8 +375,8 @@ def main(argv=None):
                 "pattern": pattern, "method": name, "time": summary, "verified": verified[name],
                 "start_median_s": statistics.median(starts) * 1e-9 if starts else None,
             })
-            if name in MTC_VARIANTS:
-                report["rows"][-1]["parts_us"] = mtc_parts(MTC_VARIANTS[name], batches, args.device, pattern)
+            if name in ("mtc", "mtc_nodefer"):
+                report["rows"][-1]["parts_us"] = mtc_parts(name == "mtc", batches, args.device, pattern)
             print(f"{pattern:8} {name:8} median {fmt_time(summary['median_s'])}", file=sys.stderr)
     table = markdown(report)
     print(table)

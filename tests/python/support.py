@@ -22,18 +22,6 @@ def gpu_mark():
     return [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason=_cuda_reason())]
 
 
-def gpu_batch_and_memory():
-    """64 small tensors to copy to the GPU, and the device memory allocated once a first copy of
-    them has set up whatever the engine sets up once for the device (its result released)."""
-    import mtc
-
-    batch = [torch.full((64,), float(i)) for i in range(64)]
-    mtc.start_copy(batch, "cuda").get()
-    mtc.release_deferred()
-    torch.cuda.synchronize()
-    return batch, torch.cuda.memory_allocated()
-
-
 def errors_in_threads(body, count):
     """Runs body(k) for k in range(count), each in a thread of its own, and returns what they
     raised (a failed assertion in a thread would otherwise only be printed)."""

@@ -16,37 +16,13 @@ bool DeferredRelease::set_enabled(bool enabled) {
   return previous;
 }
 
-bool DeferredRelease::set_recycling(bool recycling) {
-  const bool previous = recycling_;
-  recycling_ = recycling;
-  if (!recycling) {
-    spares_.release();
-    spares_.drop_husks();
-  }
-  return previous;
-}
-
 size_t DeferredRelease::release_dropped() {
-  spares_.drop_husks();  // the last build's, inside this wait
   std::vector<Result> going = take_oldest(1);
   // Only the module references the newest result's first tensor: the program let go of the
   // result (a tensor it kept out of it only loses the module's reference).
   if (!results_.empty() && Py_REFCNT(results_.back().objects.front()) == 1) {
     going.push_back(std::move(results_.back()));
     results_.pop_back();
-  }
-  if (recycling_) {
-    for (Result& result : going) {
-      size_t kept = 0;  // the objects that stay in `result`, to be released
-      for (PyObject* object : result.objects) {
-        if (unreachable_tensor(object)) {
-          spares_.add(object);
-        } else {
-          result.objects[kept++] = object;
-        }
-      }
-      result.objects.resize(kept);
-    }
   }
   return release(std::move(going));
 }
@@ -59,10 +35,7 @@ void DeferredRelease::keep(NewTensors& tensors) {
   release(take_oldest(kMaxResults));
 }
 
-size_t DeferredRelease::release_all() {
-  spares_.drop_husks();
-  return release(take_oldest(0)) + spares_.release();
-}
+size_t DeferredRelease::release_all() { return release(take_oldest(0)); }
 
 std::vector<DeferredRelease::Result> DeferredRelease::take_oldest(size_t leave) {
   std::vector<Result> taken;

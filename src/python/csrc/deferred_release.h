@@ -21,12 +21,6 @@
 // get(), release_all() or the interpreter's exit (their memory stays allocated; weak references
 // fire later). Only results of at least kMinTensors new tensors and at most kMaxResultBytes are
 // kept. The GIL guards everything here.
-//
-// Recycling (on by default; tensor_recycling.h): a get() does not release the dropped tensors
-// that nothing else can reach, but keeps them as spares for its own build, which gives each to
-// one of its new tensors instead of making a new Python object; the spares it did not use are
-// released when it returns, the engine's TensorImpls the spares took over in the next get()'s
-// wait.
 #pragma once
 
 #include <torch/csrc/python_headers.h>
@@ -35,8 +29,6 @@
 #include <cstdint>
 #include <deque>
 #include <vector>
-
-#include "tensor_recycling.h"
 
 namespace mtc::python {
 
@@ -58,7 +50,6 @@ struct NewTensors {
 
   std::vector<PyObject*> objects;
   int64_t bytes = 0;
-  int64_t recycled = 0;  // of `objects`, spares given a new tensor (the rest are new objects)
 };
 
 class DeferredRelease {
@@ -79,27 +70,16 @@ class DeferredRelease {
   // Off releases everything kept at once. Returns the previous setting.
   bool set_enabled(bool enabled);
 
-  // Off, dropped tensors are released, never recycled. Returns the previous setting.
-  bool set_recycling(bool recycling);
-  bool recycling() const { return recycling_; }
-
   // Before a copy's wait: releases every kept result but the newest, and the newest too when the
-  // program has dropped it, but for the tensors that become spares when recycling is on. Returns
-  // how many tensor references were dropped.
+  // program has dropped it. Returns how many tensor references were dropped.
   size_t release_dropped();
-  // The spares for a build, or nullptr when there are none.
-  SpareTensors* spares() { return spares_.size() == 0 ? nullptr : &spares_; }
-  // After a build, with no lock held: releases the spares it did not use; returns how many.
-  size_t release_spares() { return spares_.release(); }
   // Takes over the references to a result's new tensors, within the bounds above (outside them,
   // `tensors` keeps them); a result beyond kMaxResults releases the oldest.
   void keep(NewTensors& tensors);
-  // Releases everything kept, spares and husks included; returns how many tensor references that
-  // was.
+  // Releases everything kept; returns how many tensor references that was.
   size_t release_all();
 
   size_t kept_results() const { return results_.size(); }
-  size_t husks() const { return spares_.husks(); }
   size_t kept_tensors() const;
   int64_t kept_bytes() const;
 
@@ -116,9 +96,7 @@ class DeferredRelease {
   std::vector<Result> take_oldest(size_t leave);
 
   bool enabled_ = true;
-  bool recycling_ = true;
   std::deque<Result> results_;  // oldest first
-  SpareTensors spares_;
 };
 
 }  // namespace mtc::python

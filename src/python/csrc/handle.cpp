@@ -17,18 +17,6 @@ double microseconds_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
-// Releases, when get() returns or fails, the spares its build did not use: with the GIL, after
-// every lock (a release may run Python code).
-struct SpareRelease {
-  SpareRelease(const SpareRelease&) = delete;  // releases once
-  SpareRelease& operator=(const SpareRelease&) = delete;
-  explicit SpareRelease(int64_t& released) : released_(released) {}
-  ~SpareRelease() {
-    released_ += static_cast<int64_t>(DeferredRelease::instance().release_spares());
-  }
-  int64_t& released_;
-};
-
 }  // namespace
 
 AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure, CopyHandle handle,
@@ -65,7 +53,6 @@ py::object AsyncCopyHandle::get() {
   // itself afterwards, as before). Before any lock is taken: a release may run Python code (weak
   // reference callbacks), which may call get() again.
   if (!built_) release_dropped();
-  const SpareRelease spares_left(times_.released_tensors);
   {
     // A copy that is complete already needs no wait: no need to let go of the GIL. Only
     // tried: a thread holding the lock may be waiting for the GIL.
@@ -127,7 +114,6 @@ py::dict AsyncCopyHandle::stats() const {
   module["complete_wait_us"] = times_.complete_wait_us;
   module["release_us"] = times_.release_us;
   module["released_tensors"] = times_.released_tensors;
-  module["recycled_tensors"] = times_.recycled_tensors;
   out["module"] = module;
   return out;
 }
@@ -149,17 +135,14 @@ py::dict AsyncCopyHandle::options() const {
 // its Python object's takes the GIL to release that object. The GIL must be held.
 void AsyncCopyHandle::build(c10::IValue output) {
   NewTensors created;
-  built_ = py::reinterpret_steal<py::object>(
-      structure_->rebuild(std::move(output), created, DeferredRelease::instance().spares()));
-  times_.recycled_tensors = created.recycled;
+  built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output), created));
   structure_->clear();
   DeferredRelease::instance().keep(created);
 }
 
 void AsyncCopyHandle::release_dropped() {
   DeferredRelease& kept = DeferredRelease::instance();
-  // Husks hold the storages of a result that may be gone (one too large to keep, too).
-  if (kept.kept_results() == 0 && kept.husks() == 0) return;
+  if (kept.kept_results() == 0) return;
   const Clock::time_point start = Clock::now();
   times_.released_tensors += static_cast<int64_t>(kept.release_dropped());
   times_.release_us += microseconds_since(start);

@@ -22,7 +22,6 @@ struct ModuleTimes {
   double complete_wait_us = 0;   // get(): waiting for the device to finish, after the build
   double release_us = 0;         // get(): dropped earlier results' tensors released (deferred)
   int64_t released_tensors = 0;  // how many tensor references that dropped
-  int64_t recycled_tensors = 0;  // get(): new tensors given a dropped tensor's object
 };
 
 class AsyncCopyHandle {

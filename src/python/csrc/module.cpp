@@ -2,8 +2,7 @@
 // start_copy, with its signature and keyword defaults, is Python (mtc/_copy.py); it calls this
 // module's start_copy with every argument in place. Arguments: arguments.cpp; the handle and the
 // GIL: handle.cpp; the walk: py_structure.cpp; the rebuild: py_rebuild.cpp; errors: errors.cpp;
-// dropped results' tensors released in a later get(): deferred_release.cpp, or their objects
-// recycled: tensor_recycling.cpp.
+// dropped results' tensors released in a later get(): deferred_release.cpp.
 #include <pybind11/pybind11.h>
 
 #include <memory>
@@ -61,12 +60,6 @@ PYBIND11_MODULE(_C, m) {
       "Turns the deferred release of dropped results' tensors on or off (off releases what is "
       "kept); returns the previous setting.");
   m.def(
-      "set_tensor_recycling",
-      [](bool enabled) { return DeferredRelease::instance().set_recycling(enabled); },
-      py::arg("enabled"),
-      "Turns the recycling of dropped results' tensor objects on or off (off, they are released); "
-      "returns the previous setting.");
-  m.def(
       "release_deferred", [] { return DeferredRelease::instance().release_all(); },
       "Releases every kept tensor of earlier results now; returns how many references that was.");
   m.def(
@@ -75,13 +68,12 @@ PYBIND11_MODULE(_C, m) {
         const DeferredRelease& kept = DeferredRelease::instance();
         py::dict out;
         out["enabled"] = kept.enabled();
-        out["recycling"] = kept.recycling();
         out["results"] = kept.kept_results();
         out["tensors"] = kept.kept_tensors();
         out["bytes"] = kept.kept_bytes();
         return out;
       },
-      "What the deferred release keeps now: enabled, recycling, results, tensors, bytes.");
+      "What the deferred release keeps now: enabled, results, tensors, bytes.");
   m.def("start_copy", &mtc::python::start_binding, py::arg("data"), py::arg("device"),
         py::arg("use_pinned_staging"), py::arg("pack_cpu_tensors"),
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),

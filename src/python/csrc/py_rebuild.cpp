@@ -21,12 +21,10 @@ namespace mtc::python {
 // preservation), once per tensor.
 class PyStructure::Reader {
  public:
-  Reader(const PyStructure& structure, c10::IValue& output, NewTensors& created,
-         SpareTensors* spares)
+  Reader(const PyStructure& structure, c10::IValue& output, NewTensors& created)
       : tape_(structure.tape_),
         root_is_container_(structure.root_is_container_),
-        created_(created),
-        spares_(spares) {
+        created_(created) {
     if (root_is_container_) {
       roots_ = output.toList();
     } else {
@@ -38,7 +36,7 @@ class PyStructure::Reader {
     const Node& node = tape_[next_++];
     switch (node.kind) {
       case Kind::kTensor:
-        return wrap(next_tensor());
+        return wrap(next_tensor(), created_);
       case Kind::kObject:
         Py_INCREF(node.object);
         return node.object;
@@ -83,23 +81,20 @@ class PyStructure::Reader {
     if (object == nullptr) throw py::error_already_set();
     return py::reinterpret_steal<py::object>(object);
   }
-  // A tensor without a Python object (a new tensor; one already on the target comes back as its
-  // input's object) gets a spare one while they last, else a new one.
-  PyObject* wrap(at::Tensor tensor) {
+  // A tensor without a Python object gets a new one here: a new tensor (one already on the target
+  // comes back as its input's object).
+  static PyObject* wrap(at::Tensor tensor, NewTensors& created) {
     const bool new_object = tensor.unsafeGetTensorImpl()->pyobj_slot()->load_pyobj() == nullptr;
     const int64_t bytes = static_cast<int64_t>(tensor.nbytes());
-    PyObject* object = new_object && spares_ != nullptr ? spares_->take_for(tensor) : nullptr;
-    const bool recycled = object != nullptr;
-    if (!recycled) object = THPVariable_Wrap(std::move(tensor));
+    PyObject* object = THPVariable_Wrap(std::move(tensor));
     if (object == nullptr) throw py::error_already_set();
     if (new_object) {
       try {
-        created_.add(object, bytes);
+        created.add(object, bytes);
       } catch (...) {
         Py_DECREF(object);
         throw;
       }
-      created_.recycled += recycled ? 1 : 0;
     }
     return object;
   }
@@ -117,12 +112,14 @@ class PyStructure::Reader {
   }
   // The engine's workers made the output tensors: their headers are in other cores' caches, or
   // after a gap in memory. Wrapping one writes its header (the Python object's slot, the count),
-  // and a spare that takes one on reads all of its four lines, so each is asked for, to be
-  // written, kAhead tensors before: the transfers overlap instead of coming one after another.
+  // so each is asked for, to be written, kAhead tensors before it is wrapped: the transfers
+  // overlap instead of coming one after another.
   static constexpr size_t kAhead = 16;
   void ask_for_header(size_t index) const {
     const char* header = reinterpret_cast<const char*>(entry_tensors_[index].unsafeToTensorImpl());
-    for (int line = 0; line < 4; ++line) __builtin_prefetch(header + 64 * line, 1);
+    __builtin_prefetch(header, 1);
+    __builtin_prefetch(header + 64, 1);
+    __builtin_prefetch(header + 128, 1);
   }
   at::Tensor next_tensor() {
     if (entry_.isTensor()) return std::move(entry_).toTensor();
@@ -141,13 +138,11 @@ class PyStructure::Reader {
   size_t next_ = 0;
   bool root_is_container_;
   NewTensors& created_;
-  SpareTensors* spares_;
 };
 
-PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created,
-                               SpareTensors* spares) const {
+PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created) const {
   TORCH_INTERNAL_ASSERT(!tape_.empty(), "mtc: rebuild() after clear()");
-  return Reader(*this, output, created, spares).read(/*at_root=*/true);
+  return Reader(*this, output, created).read(/*at_root=*/true);
 }
 
 }  // namespace mtc::python

@@ -68,10 +68,10 @@ class PyStructure {
   // release_lent().
   c10::IValue take_engine_input();
   // The same containers, keys and opaque leaves around `output`, what the engine returned for
-  // take_engine_input(); its tensors are moved into the result, in objects taken from `spares`
-  // (may be null) while they fit, in new ones after that; both are added to `created`. A new
-  // reference; the GIL must be held (`output` is released here, with it).
-  PyObject* rebuild(c10::IValue output, NewTensors& created, SpareTensors* spares) const;
+  // take_engine_input(); its tensors are moved into the result, and the tensor objects made for
+  // them are added to `created`. A new reference; the GIL must be held (`output` is released
+  // here, with it).
+  PyObject* rebuild(c10::IValue output, NewTensors& created) const;
   // Drops the references to the input's keys and opaque leaves (and to tensors not yet handed to
   // the engine); the GIL must be held. Lent tensors stay lent.
   void clear();

@@ -42,24 +42,19 @@ class AsyncCopyHandle:
         ``walk_us`` (the Python structure taken apart), ``engine_start_us``, and in ``get()``
         ``result_wait_us`` (for the engine's outputs), ``build_us`` (the Python result),
         ``complete_wait_us`` (for the device), ``release_us`` and ``released_tensors`` (earlier
-        results' tensors released by the deferred release), ``recycled_tensors`` (new tensors
-        given a dropped tensor's object). Raises ``ValueError`` before the copy has completed.
+        results' tensors released by the deferred release). Raises ``ValueError`` before the
+        copy has completed.
         """
 
 def set_deferred_release(enabled: bool) -> bool:
     """Turns the deferred release of dropped results' tensors on or off; off releases what is
     kept. Returns the previous setting."""
 
-def set_tensor_recycling(enabled: bool) -> bool:
-    """Turns the recycling of dropped results' tensor objects on or off (off, they are
-    released). Returns the previous setting."""
-
 def release_deferred() -> int:
     """Releases every kept tensor of earlier results now; returns how many references that was."""
 
 def deferred_release_stats() -> Dict[str, Union[bool, int]]:
-    """What the deferred release keeps now: ``enabled``, ``recycling``, ``results``, ``tensors``,
-    ``bytes``."""
+    """What the deferred release keeps now: ``enabled``, ``results``, ``tensors``, ``bytes``."""
 
 def start_copy(
     data: Any,
