@@ -1,6 +1,8 @@
 """Helpers shared by the mtc tests: comparing structures, running threads, and watching the GIL."""
 
 import collections
+import os
+import subprocess
 import sys
 import threading
 import time
@@ -20,6 +22,20 @@ def gpu_mark():
     import pytest
 
     return [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason=_cuda_reason())]
+
+
+def run_python(code, **env):
+    """`code` run by a child interpreter with `env` added to the environment, within 60 s (a hang
+    fails the test instead of stopping the suite)."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          env=dict(os.environ, **env))
+
+
+def printed_by(code):
+    """The words a child interpreter running `code` printed; it must exit 0."""
+    result = run_python(code)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.split()
 
 
 def errors_in_threads(body, count):

@@ -7,9 +7,6 @@ GPU, whose outputs are all new.
 """
 
 import gc
-import os
-import subprocess
-import sys
 import weakref
 
 import numpy as np
@@ -17,7 +14,7 @@ import pytest
 import torch
 
 import mtc
-from support import gpu_mark
+from support import gpu_mark, printed_by, run_python
 
 
 @pytest.fixture(autouse=True)
@@ -146,18 +143,6 @@ def test_a_release_that_gets_the_handle_being_got_returns_its_result():
         "print(len(inner), inner[0] is result, handle.stats()['module']['released_tensors'])\n"
     )
     assert printed_by(code) == ["1", "True", "20"]
-
-
-def run_python(code, **env):
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          env=dict(os.environ, **env))
-
-
-def printed_by(code):
-    """The words a child interpreter running `code` printed; it must exit 0."""
-    result = run_python(code)
-    assert result.returncode == 0, result.stderr
-    return result.stdout.split()
 
 
 def test_the_environment_turns_it_off_and_a_bad_value_is_named():

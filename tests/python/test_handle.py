@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import mtc
-from support import ProgressWatcher, assert_copied, errors_in_threads
+from support import ProgressWatcher, assert_copied, errors_in_threads, printed_by
 
 # Enough leaves that the engine's walk of them takes tens of milliseconds on a CPU.
 LONG_COPY_LEAVES = 500_000
@@ -152,3 +152,25 @@ def test_many_threads_waiting_on_one_handle():
     for thread in threads:
         thread.join()
     assert len(results) == 4 and all(r is results[0] for r in results)
+
+
+def test_get_called_by_code_that_its_own_build_runs_raises_instead_of_hanging():
+    # A named tuple whose constructor calls get() on the handle whose result is being built: the
+    # build holds the handle's lock, so that get() would wait for itself. In a child, so that a hang
+    # fails.
+    code = (
+        "import collections, torch, mtc\n"
+        "armed = False\n"
+        "class Pair(collections.namedtuple('Pair', 'a b')):\n"
+        "    def __new__(cls, a, b):\n"
+        "        if armed:\n"
+        "            handle.get()\n"
+        "        return super().__new__(cls, a, b)\n"
+        "handle = mtc.start_copy(Pair(torch.zeros(2), torch.ones(2)), 'cpu')\n"
+        "armed = True\n"
+        "try:\n"
+        "    handle.get()\n"
+        "except RuntimeError as error:\n"
+        "    print('raised', 'being built' in str(error))\n"
+    )
+    assert printed_by(code) == ["raised", "True"]

@@ -1,6 +1,7 @@
 #include "handle.h"
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -48,6 +49,12 @@ AsyncCopyHandle::~AsyncCopyHandle() {
 // over once they exist, and only then is completion awaited.
 py::object AsyncCopyHandle::get() {
   if (result_) return result_;
+  // On the thread that builds the result, from Python code the build runs: waiting for the lock
+  // that thread holds would never end.
+  if (building_.load(std::memory_order_relaxed) == std::this_thread::get_id())
+    throw std::runtime_error(
+        "mtc: get() was called on a handle while its result is being built, from Python code "
+        "that the build runs (a named tuple's constructor, a dict key's __hash__ or __eq__)");
   // The earlier results the program dropped die first: while a worker walks, stages and submits
   // this copy, the caller would only wait (a caller that finds the copy not started yet runs it
   // itself afterwards, as before). Before any lock is taken: a release may run Python code (weak
@@ -134,6 +141,15 @@ py::dict AsyncCopyHandle::options() const {
 // is dropped in rebuild(), with the GIL: a tensor that loses its last C++ reference other than
 // its Python object's takes the GIL to release that object. The GIL must be held.
 void AsyncCopyHandle::build(c10::IValue output) {
+  struct Building {  // marks this thread as the builder until the build returns or fails
+    Building(const Building&) = delete;
+    Building& operator=(const Building&) = delete;
+    explicit Building(std::atomic<std::thread::id>& id) : id_(id) {
+      id_.store(std::this_thread::get_id());
+    }
+    ~Building() { id_.store(std::thread::id()); }
+    std::atomic<std::thread::id>& id_;
+  } const building(building_);
   NewTensors created;
   built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output), created));
   structure_->clear();

@@ -5,8 +5,10 @@
 #include <mtc/copier.h>
 #include <pybind11/pybind11.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "py_structure.h"
 
@@ -55,6 +57,9 @@ class AsyncCopyHandle {
   std::mutex get_mutex_;
   pybind11::object built_;   // the result, built before the device has finished; get_mutex_
   pybind11::object result_;  // built_ once the copy has completed
+  // The thread building the result, while it does (Python code that the build runs, a named
+  // tuple's constructor or a key's __hash__, could call get() on this handle from it).
+  std::atomic<std::thread::id> building_{};
 };
 
 // Walks `data` and starts the engine's copy; an invalid argument is the engine's ValueError.
