@@ -180,6 +180,9 @@ TEST(RunPlan, SettingsJson) {
   EXPECT_EQ(j["min_samples"], 10);
   EXPECT_TRUE(j["fixed_samples"].is_null());
   EXPECT_TRUE(j["noise_estimator"].is_string());
+  // Where the step patterns free the previous output: compare refuses to judge steps of reports
+  // that say otherwise (or nothing).
+  EXPECT_EQ(j["step_frees_previous_output"], "after_start");
 }
 
 }  // namespace

@@ -3,7 +3,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "errors.h"
 #include "fixtures.h"
@@ -269,6 +273,88 @@ TEST(Comparison, AStoredBaselineCatchesAChangeBeyondTheHostsSpread) {
   EXPECT_NE(find(c, "hot", "engine", Metric::kOverMemcpyBatch).verdict, Verdict::kSlower);
   EXPECT_EQ(find(c, "hot", "memcpy_batch", Metric::kSpeedup).verdict, Verdict::kSame);
   EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 1);
+}
+
+// A copy of `source` whose runs' settings `edit` changes.
+std::string with_settings(const TempDir& dir, const std::string& name, const std::string& source,
+                          const std::function<void(nlohmann::json&)>& edit) {
+  return edited(dir, name, source, [&](nlohmann::json& d) {
+    for (auto& run : d["runs"]) edit(run["settings"]);
+  });
+}
+
+TEST(Comparison, StepsMeasuredWithAnotherGapOrOtherInputsAreUnsureWhateverTheirIntervals) {
+  const TempDir dir;
+  for (const auto& [name, edit] :
+       std::vector<std::pair<std::string, std::function<void(nlohmann::json&)>>>{
+           {"gap.json", [](nlohmann::json& s) { s["gap_us"] = 0; }},
+           {"inputs.json", [](nlohmann::json& s) { s["inputs"] = 1; }}}) {
+    // Ten percent slower everywhere: the hot cases are judged, the steps cannot be.
+    const Comparison c = run(data("base.json"), with_settings(dir, name, "slower.json", edit));
+    SCOPED_TRACE(name);
+    EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kSlower);
+    const CaseResult& step = find(c, "step", "engine", Metric::kWall);
+    EXPECT_EQ(step.verdict, Verdict::kUnsure);
+    EXPECT_NE(step.note.find("measured differently: the baseline with a gap of 2000 us, 8 inputs "
+                             "in turn, the candidate with"),
+              std::string::npos)
+        << step.note;
+    EXPECT_EQ(find(c, "step", "engine", Metric::kSpeedup).verdict, Verdict::kUnsure);
+    EXPECT_TRUE(std::any_of(c.notes.begin(), c.notes.end(), [](const std::string& n) {
+      return n.find("measured differently on the two sides") != std::string::npos;
+    }));
+  }
+}
+
+TEST(Comparison, CallerWorkBeforeEachWaitMustMatchInEveryPattern) {
+  const TempDir dir;
+  const Comparison c = run(data("base.json"), with_settings(dir, "overlap.json", "same.json",
+                                                            [](auto& s) { s["overlap_us"] = 50; }));
+  EXPECT_EQ(count(c, Verdict::kUnsure), static_cast<int>(c.cases.size()));
+  EXPECT_NE(find(c, "hot", "engine", Metric::kWall)
+                .note.find("the baseline with nothing, the candidate with 50 us of caller work"),
+            std::string::npos);
+}
+
+TEST(Comparison, StepsThatFreedThePreviousOutputAtAnotherPointAreUnsure) {
+  const TempDir dir;
+  auto freed = [](const char* point) {
+    return [point](nlohmann::json& s) { s["step_frees_previous_output"] = point; };
+  };
+  const std::string after_start =
+      with_settings(dir, "start.json", "same.json", freed("after_start"));
+  const std::string after_copy = with_settings(dir, "copy.json", "base.json", freed("after_copy"));
+  // Both recorded and different; a report without the field that was written before the free
+  // moved (2026-11-27 16:54 UTC: base.json is of 2026-11-20) freed it after the copy.
+  for (const std::string& baseline : {after_copy, data("base.json")}) {
+    const Comparison c = run(baseline, after_start);
+    SCOPED_TRACE(baseline);
+    EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kSame);
+    const CaseResult& step = find(c, "step", "engine", Metric::kWall);
+    EXPECT_EQ(step.verdict, Verdict::kUnsure);
+    EXPECT_NE(step.note.find("the candidate's once the next copy had started"), std::string::npos)
+        << step.note;
+  }
+  // Recorded alike on both sides, or on neither by two older reports: judged.
+  const std::string also_start =
+      with_settings(dir, "start2.json", "base.json", freed("after_start"));
+  EXPECT_EQ(count(run(also_start, after_start), Verdict::kSame), 6);
+  EXPECT_EQ(count(run_fixtures("base.json", "same.json"), Verdict::kSame), 6);
+  // Without the field and written after the free moved, a report does not say: its steps are
+  // judged only against another such report.
+  auto later = [](nlohmann::json& d) { d["context"]["date"] = "2026-11-27T17:00:00Z"; };
+  const std::string unsaid = edited(dir, "unsaid.json", "same.json", later);
+  const std::string unsaid_too = edited(dir, "unsaid2.json", "base.json", later);
+  // (Reports of two days: a stored baseline, judged on the speedup over `to`.)
+  const CaseResult& step = find(run(data("base.json"), unsaid), "step", "engine", Metric::kSpeedup);
+  EXPECT_EQ(step.verdict, Verdict::kUnsure);
+  EXPECT_NE(step.note.find("the baseline's steps freed the previous output after the copy, the "
+                           "candidate's where the report does not say"),
+            std::string::npos)
+      << step.note;
+  EXPECT_EQ(find(run(unsaid, after_start), "step", "engine", Metric::kSpeedup).verdict,
+            Verdict::kUnsure);
+  EXPECT_EQ(count(run(unsaid_too, unsaid), Verdict::kSame), 6);
 }
 
 }  // namespace

@@ -176,6 +176,31 @@ std::optional<CaseResult> unpaired_result(const Records& base, const Records& ca
   return result;
 }
 
+std::string_view freed_where(const std::string& point) {
+  if (point == "after_start") return "once the next copy had started";
+  if (point == "after_copy") return "after the copy";
+  if (point.empty()) return "where the report does not say";
+  return point;
+}
+
+// Why two sides' times of a case cannot be judged against each other, or "" when they can: its
+// pattern was measured differently (another gap, other inputs, the previous output freed at
+// another point). The sides of one A/B job share their settings: the first report of each says.
+std::string measured_differently(const CaseRecord& base, const CaseRecord& cand) {
+  if (base.pattern_settings != cand.pattern_settings) {
+    auto shown = [](const std::string& s) { return s.empty() ? std::string("nothing") : s; };
+    return fmt::format("measured differently: the baseline with {}, the candidate with {}",
+                       shown(base.pattern_settings), shown(cand.pattern_settings));
+  }
+  if (base.step_frees_previous_output != cand.step_frees_previous_output) {
+    return fmt::format(
+        "measured differently: the baseline's steps freed the previous output {}, the "
+        "candidate's {}",
+        freed_where(base.step_frees_previous_output), freed_where(cand.step_frees_previous_output));
+  }
+  return "";
+}
+
 bool share_a_round(const Records& base, const Records& cand) {
   std::set<int64_t> rounds;
   for (const Found& f : base) rounds.insert(f.report->ab->round);
@@ -276,8 +301,23 @@ Comparison compare_reports(const std::vector<ReportCases>& baseline,
       result->candidate_device_model = it->second.front().record->key.device_model;
       result->threshold = out.thresholds.at(metric);
       result->verdict = judge(result->change, result->threshold, metric);
+      if (const std::string why =
+              measured_differently(*base_records.front().record, *it->second.front().record);
+          !why.empty()) {
+        result->verdict = Verdict::kUnsure;
+        result->note = result->note.empty() ? why : result->note + "; " + why;
+      }
       out.cases.push_back(std::move(*result));
     }
+  }
+  const auto differently = std::count_if(
+      out.cases.begin(), out.cases.end(),
+      [](const CaseResult& c) { return c.note.find("measured differently") != std::string::npos; });
+  if (differently > 0) {
+    out.notes.push_back(fmt::format(
+        "{} case result(s) measured differently on the two sides (another pattern setting, or "
+        "the previous output freed at another point): UNSURE whatever their intervals",
+        differently));
   }
   return out;
 }

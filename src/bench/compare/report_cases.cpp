@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -35,6 +36,45 @@ std::string device_model(const JsonNode& context, int device, const std::string&
                     fmt::format("device {} has no entry with a name in /context/gpus", device));
 }
 
+// A number of the run's settings as text ("?" where it is missing or not a number: reports of
+// older revisions, or edited ones).
+std::string setting_text(const nlohmann::json& settings, const char* key) {
+  const auto it = settings.is_object() ? settings.find(key) : settings.end();
+  if (it == settings.end() || !it->is_number()) return "?";
+  return fmt::format("{:g}", it->get<double>());
+}
+
+// The settings that shape how `pattern` is measured, in words; "" for a hot case without
+// overlapped work.
+std::string pattern_settings(const std::string& pattern, const nlohmann::json& settings) {
+  std::vector<std::string> parts;
+  if (const std::string overlap = setting_text(settings, "overlap_us");
+      overlap != "0" && overlap != "?")
+    parts.push_back(fmt::format("{} us of caller work before each wait", overlap));
+  if (pattern != "hot") {
+    parts.push_back(fmt::format("a gap of {} us", setting_text(settings, "gap_us")));
+    parts.push_back(fmt::format("{} inputs in turn", setting_text(settings, "inputs")));
+  }
+  if (pattern == "step-busy")
+    parts.push_back(
+        fmt::format("{} bytes touched in the gap", setting_text(settings, "gap_touch_bytes")));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// The moment the step pattern's free moved (42fe133's commit time): every revision before it
+// freed the previous output after the copy, so a report dated earlier did too.
+constexpr std::string_view kFreeMovedAt = "2026-11-27T16:54:00Z";
+
+// settings.step_frees_previous_output; for a report without it, "after_copy" when it was written
+// before the free moved, else "" (not known: written by a revision between that commit and the
+// field's, or by an older revision run later).
+std::string step_frees_previous_output(const nlohmann::json& settings, const std::string& date) {
+  const auto it =
+      settings.is_object() ? settings.find("step_frees_previous_output") : settings.end();
+  if (it != settings.end() && it->is_string()) return it->get<std::string>();
+  return !date.empty() && date < kFreeMovedAt ? "after_copy" : "";
+}
+
 // `at` is the JSON pointer of the case in its report, for errors.
 CaseRecord case_record(const Entry& e, const RunSection& run, const JsonNode& context,
                        const std::string& at) {
@@ -48,6 +88,10 @@ CaseRecord case_record(const Entry& e, const RunSection& run, const JsonNode& co
   c.key.pattern = e.pattern;
   c.status = std::string(to_string(e.status));
   c.reason = e.reason;
+  c.pattern_settings = pattern_settings(e.pattern, run.settings);
+  if (e.pattern != "hot")
+    c.step_frees_previous_output =
+        step_frees_previous_output(run.settings, context.value().value("date", std::string()));
   if (!e.ok()) return c;
   const Interval& interval = e.rounds.interval;
   c.wall = Estimate{e.wall.median, interval.low,

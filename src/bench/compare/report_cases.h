@@ -52,6 +52,12 @@ struct CaseRecord {
   // per round the median per-step log ratio against it (absent for a round without one).
   std::string paired_baseline;
   std::vector<std::optional<double>> paired_log_ratios;
+  // How its pattern was measured, from the run's settings: what must be the same on both sides
+  // for their times to be compared (the caller's work before each wait; a step's gap, inputs in
+  // turn and the bytes a busy gap touches), in words, and where a step freed the previous output
+  // (settings.step_frees_previous_output; empty where the report does not say).
+  std::string pattern_settings;
+  std::string step_frees_previous_output;
   std::string file;  // the report it came from
 };
 

@@ -15,6 +15,7 @@ nlohmann::json plan_to_json(const RunPlan& plan) {
                         {"inputs", s.inputs},
                         {"gap_us", s.gap_s * 1e6},
                         {"gap_touch_bytes", s.gap_touch_bytes},
+                        {"step_frees_previous_output", kStepFreesPreviousOutput},
                         {"warmup", s.warmup},
                         {"rounds_min", s.stopping.min_rounds},
                         {"rounds_max", s.stopping.max_rounds},
