@@ -346,7 +346,8 @@ TEST(Comparison, StepsThatFreedThePreviousOutputAtAnotherPointAreUnsure) {
   const std::string unsaid = edited(dir, "unsaid.json", "same.json", later);
   const std::string unsaid_too = edited(dir, "unsaid2.json", "base.json", later);
   // (Reports of two days: a stored baseline, judged on the speedup over `to`.)
-  const CaseResult& step = find(run(data("base.json"), unsaid), "step", "engine", Metric::kSpeedup);
+  const Comparison against_older = run(data("base.json"), unsaid);
+  const CaseResult& step = find(against_older, "step", "engine", Metric::kSpeedup);
   EXPECT_EQ(step.verdict, Verdict::kUnsure);
   EXPECT_NE(step.note.find("the baseline's steps freed the previous output after the copy, the "
                            "candidate's where the report does not say"),
