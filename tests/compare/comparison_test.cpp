@@ -275,6 +275,12 @@ TEST(Comparison, AStoredBaselineCatchesAChangeBeyondTheHostsSpread) {
   EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 1);
 }
 
+// A case that cannot be judged, and whose note says so in `words`.
+void expect_unsure_saying(const CaseResult& result, std::string_view words) {
+  EXPECT_EQ(result.verdict, Verdict::kUnsure);
+  EXPECT_NE(result.note.find(words), std::string::npos) << result.note;
+}
+
 // A copy of `source` whose runs' settings `edit` changes.
 std::string with_settings(const TempDir& dir, const std::string& name, const std::string& source,
                           const std::function<void(nlohmann::json&)>& edit) {
@@ -293,12 +299,9 @@ TEST(Comparison, StepsMeasuredWithAnotherGapOrOtherInputsAreUnsureWhateverTheirI
     const Comparison c = run(data("base.json"), with_settings(dir, name, "slower.json", edit));
     SCOPED_TRACE(name);
     EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kSlower);
-    const CaseResult& step = find(c, "step", "engine", Metric::kWall);
-    EXPECT_EQ(step.verdict, Verdict::kUnsure);
-    EXPECT_NE(step.note.find("measured differently: the baseline with a gap of 2000 us, 8 inputs "
-                             "in turn, the candidate with"),
-              std::string::npos)
-        << step.note;
+    expect_unsure_saying(find(c, "step", "engine", Metric::kWall),
+                         "measured differently: the baseline with a gap of 2000 us, 8 inputs in "
+                         "turn, the candidate with");
     EXPECT_EQ(find(c, "step", "engine", Metric::kSpeedup).verdict, Verdict::kUnsure);
     EXPECT_TRUE(std::any_of(c.notes.begin(), c.notes.end(), [](const std::string& n) {
       return n.find("measured differently on the two sides") != std::string::npos;
@@ -311,9 +314,8 @@ TEST(Comparison, CallerWorkBeforeEachWaitMustMatchInEveryPattern) {
   const Comparison c = run(data("base.json"), with_settings(dir, "overlap.json", "same.json",
                                                             [](auto& s) { s["overlap_us"] = 50; }));
   EXPECT_EQ(count(c, Verdict::kUnsure), static_cast<int>(c.cases.size()));
-  EXPECT_NE(find(c, "hot", "engine", Metric::kWall)
-                .note.find("the baseline with nothing, the candidate with 50 us of caller work"),
-            std::string::npos);
+  expect_unsure_saying(find(c, "hot", "engine", Metric::kWall),
+                       "the baseline with nothing, the candidate with 50 us of caller work");
 }
 
 TEST(Comparison, StepsThatFreedThePreviousOutputAtAnotherPointAreUnsure) {
@@ -330,10 +332,8 @@ TEST(Comparison, StepsThatFreedThePreviousOutputAtAnotherPointAreUnsure) {
     const Comparison c = run(baseline, after_start);
     SCOPED_TRACE(baseline);
     EXPECT_EQ(find(c, "hot", "engine", Metric::kWall).verdict, Verdict::kSame);
-    const CaseResult& step = find(c, "step", "engine", Metric::kWall);
-    EXPECT_EQ(step.verdict, Verdict::kUnsure);
-    EXPECT_NE(step.note.find("the candidate's once the next copy had started"), std::string::npos)
-        << step.note;
+    expect_unsure_saying(find(c, "step", "engine", Metric::kWall),
+                         "the candidate's once the next copy had started");
   }
   // Recorded alike on both sides, or on neither by two older reports: judged.
   const std::string also_start =
@@ -347,12 +347,9 @@ TEST(Comparison, StepsThatFreedThePreviousOutputAtAnotherPointAreUnsure) {
   const std::string unsaid_too = edited(dir, "unsaid2.json", "base.json", later);
   // (Reports of two days: a stored baseline, judged on the speedup over `to`.)
   const Comparison against_older = run(data("base.json"), unsaid);
-  const CaseResult& step = find(against_older, "step", "engine", Metric::kSpeedup);
-  EXPECT_EQ(step.verdict, Verdict::kUnsure);
-  EXPECT_NE(step.note.find("the baseline's steps freed the previous output after the copy, the "
-                           "candidate's where the report does not say"),
-            std::string::npos)
-      << step.note;
+  expect_unsure_saying(find(against_older, "step", "engine", Metric::kSpeedup),
+                       "the baseline's steps freed the previous output after the copy, the "
+                       "candidate's where the report does not say");
   EXPECT_EQ(find(run(unsaid, after_start), "step", "engine", Metric::kSpeedup).verdict,
             Verdict::kUnsure);
   EXPECT_EQ(count(run(unsaid_too, unsaid), Verdict::kSame), 6);

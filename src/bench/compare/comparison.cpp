@@ -278,6 +278,7 @@ Comparison compare_reports(const std::vector<ReportCases>& baseline,
   list_one_sided(base, cand, "baseline", "candidate", out.unmatched);
   list_one_sided(cand, base, "candidate", "baseline", out.unmatched);
 
+  int64_t differently = 0;  // case results whose sides measured the pattern differently
   for (const CaseKey& key : base.order) {
     const Records& base_records = base.by_key.at(key);
     const auto it = cand.by_key.find(key);
@@ -306,13 +307,11 @@ Comparison compare_reports(const std::vector<ReportCases>& baseline,
           !why.empty()) {
         result->verdict = Verdict::kUnsure;
         result->note = result->note.empty() ? why : result->note + "; " + why;
+        ++differently;
       }
       out.cases.push_back(std::move(*result));
     }
   }
-  const auto differently = std::count_if(
-      out.cases.begin(), out.cases.end(),
-      [](const CaseResult& c) { return c.note.find("measured differently") != std::string::npos; });
   if (differently > 0) {
     out.notes.push_back(fmt::format(
         "{} case result(s) measured differently on the two sides (another pattern setting, or "

@@ -36,21 +36,26 @@ std::string device_model(const JsonNode& context, int device, const std::string&
                     fmt::format("device {} has no entry with a name in /context/gpus", device));
 }
 
-// A number of the run's settings as text ("?" where it is missing or not a number: reports of
-// older revisions, or edited ones).
-std::string setting_text(const nlohmann::json& settings, const char* key) {
+// A number of the run's settings, if it is there and a number (reports of older revisions, or
+// edited ones, may lack it).
+std::optional<double> setting(const nlohmann::json& settings, const char* key) {
   const auto it = settings.is_object() ? settings.find(key) : settings.end();
-  if (it == settings.end() || !it->is_number()) return "?";
-  return fmt::format("{:g}", it->get<double>());
+  if (it == settings.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
+// The same as text, "?" where it is missing.
+std::string setting_text(const nlohmann::json& settings, const char* key) {
+  const std::optional<double> value = setting(settings, key);
+  return value ? fmt::format("{:g}", *value) : "?";
 }
 
 // The settings that shape how `pattern` is measured, in words; "" for a hot case without
 // overlapped work.
 std::string pattern_settings(const std::string& pattern, const nlohmann::json& settings) {
   std::vector<std::string> parts;
-  if (const std::string overlap = setting_text(settings, "overlap_us");
-      overlap != "0" && overlap != "?")
-    parts.push_back(fmt::format("{} us of caller work before each wait", overlap));
+  if (const std::optional<double> overlap = setting(settings, "overlap_us"); overlap > 0.0)
+    parts.push_back(fmt::format("{:g} us of caller work before each wait", *overlap));
   if (pattern != "hot") {
     parts.push_back(fmt::format("a gap of {} us", setting_text(settings, "gap_us")));
     parts.push_back(fmt::format("{} inputs in turn", setting_text(settings, "inputs")));

@@ -47,8 +47,6 @@ struct RunPlan {
   bool quick = false;     // --quick
 };
 
-// The plan as the report's "settings" block (engine options are added by the caller, which
-// knows the engine's defaults).
 // Where the step patterns free the previous output (measure/case_runner.cpp), as the report's
 // settings say it: "after_start", once the next copy has started and before it is waited for
 // (since 2026-11-27, 42fe133); reports without the field, written before it existed, do not say
@@ -56,6 +54,8 @@ struct RunPlan {
 // steps measured both ways are not judged against each other.
 inline constexpr const char* kStepFreesPreviousOutput = "after_start";
 
+// The plan as the report's "settings" block (engine options are added by the caller, which
+// knows the engine's defaults).
 nlohmann::json plan_to_json(const RunPlan& plan);
 
 }  // namespace mtc::bench
