@@ -18,6 +18,10 @@
 # host's CPU topology (sockets, cores, threads per core) heads the lines: it says whether threads
 # of several GPUs can share a core.
 # MTC_LOCKSTEP_FILTER replaces the in-process benchmarks' filter (other modes, spins, variants).
+# MTC_LOCKSTEP_PATTERNS (default "hot step-sleep step-busy") picks the processes' patterns, and
+# MTC_LOCKSTEP_PLACEMENTS (default "any") where they run: "any" wherever the scheduler puts them,
+# "slice" each GPU's process confined (taskset) to its own equal slice of the host's CPUs, as
+# BM_MultiGpuCopy's variant 10 confines each GPU's thread and workers in one process.
 # Appends its lines to OUT_DIR/engine_bench.md and writes lockstep.json (every rank's times).
 #
 #   scripts/gpu-check-lockstep.sh OUT_DIR BUILD_DIR [ITERATIONS]
@@ -51,29 +55,37 @@ for n in "${counts[@]}"; do
     --benchmark_out="$times/in-process.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
   "$python" scripts/summarize-microbench.py "$times/in-process.json" | tee -a "$out/engine_bench.md"
   rm -f "$times/in-process.json"
-  for pattern in hot step-sleep step-busy; do
-    count=$([[ $pattern == hot ]] && echo "$iterations" || echo $((iterations / 2)))
-    directions=(h2d d2h)
-    [[ $pattern == hot ]] && directions+=(walk)
-    for direction in "${directions[@]}"; do
-      key="$n-$direction-$pattern"
-      name="/mtc-lockstep-$$-$key"
-      rm -f "/dev/shm${name}"
-      pids=()
-      for g in $(seq 0 $((n - 1))); do
-        CUDA_VISIBLE_DEVICES=$g timeout 300 "$build/mtc_lockstep_copies" "$g" "$n" "$name" \
-          "$direction" "$count" "$times/$key-$g.json" "$run" "$pattern" &
-        pids+=($!)
+  for placement in ${MTC_LOCKSTEP_PLACEMENTS:-any}; do
+    for pattern in ${MTC_LOCKSTEP_PATTERNS:-hot step-sleep step-busy}; do
+      count=$([[ $pattern == hot ]] && echo "$iterations" || echo $((iterations / 2)))
+      directions=(h2d d2h)
+      [[ $pattern == hot ]] && directions+=(walk)
+      for direction in "${directions[@]}"; do
+        key="$n-$direction-$pattern"
+        [[ $placement == any ]] || key="${placement}_$key"
+        name="/mtc-lockstep-$$-$key"
+        rm -f "/dev/shm${name}"
+        pids=()
+        cpus=$(nproc)
+        for g in $(seq 0 $((n - 1))); do
+          confine=()
+          [[ $placement == slice ]] &&
+            confine=(taskset -c "$((cpus * g / n))-$((cpus * (g + 1) / n - 1))")
+          CUDA_VISIBLE_DEVICES=$g timeout 300 "${confine[@]}" "$build/mtc_lockstep_copies" "$g" "$n" \
+            "$name" "$direction" "$count" "$times/$key-$g.json" "$run" "$pattern" &
+          pids+=($!)
+        done
+        for pid in "${pids[@]}"; do wait "$pid" || status=1; done
+        rm -f "/dev/shm${name}"
+        case $direction in
+          h2d) label="CPU->GPU $pattern" ;;
+          d2h) label="GPU->CPU $pattern" ;;
+          *) label="CPU->GPU copy's walk alone (no CUDA call), $pattern" ;;
+        esac
+        [[ $placement == any ]] || label="$label, each process on its CPU slice"
+        "$python" scripts/lockstep_summary.py "$label" "$times/$key"-*.json \
+          | tee -a "$out/engine_bench.md" || status=1
       done
-      for pid in "${pids[@]}"; do wait "$pid" || status=1; done
-      rm -f "/dev/shm${name}"
-      case $direction in
-        h2d) label="CPU->GPU $pattern" ;;
-        d2h) label="GPU->CPU $pattern" ;;
-        *) label="CPU->GPU copy's walk alone (no CUDA call), $pattern" ;;
-      esac
-      "$python" scripts/lockstep_summary.py "$label" "$times/$key"-*.json \
-        | tee -a "$out/engine_bench.md" || status=1
     done
   done
 done

@@ -9,6 +9,8 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <array>
 #include <chrono>
@@ -58,7 +60,9 @@ enum Mode : int64_t {
 // stated for both patterns); the TensorImpl pool, and the version counters' pool that follows its
 // shards, with one list for every GPU (7, impl_pool::set_sharded(false), as 7 meant at b840770) or
 // a list for each GPU's pool (8, the default now, so the same as 0); the outputs' version counters
-// new and freed as torch does (version_pool::set_enabled(false)).
+// new and freed as torch does (version_pool::set_enabled(false)); each GPU's thread and its pool's
+// workers confined to a slice of the process's CPUs of its own (cpu_slice; 10), instead of the
+// scheduler placing the threads of every GPU anywhere.
 enum Variant : int64_t {
   kAsIs = 0,
   kNoImplPool = 1,
@@ -69,8 +73,38 @@ enum Variant : int64_t {
   kStepBusy = 6,
   kImplPoolOneList = 7,
   kImplPoolShards = 8,
-  kNoVersionPool = 9
+  kNoVersionPool = 9,
+  kCpuSlicePerGpu = 10
 };
+
+// GPU g's share of the CPUs the process may run on (as it started), in `gpus` equal slices: with
+// kCpuSlicePerGpu, its thread and its pool's workers run only there.
+std::vector<int> cpu_slice(int g, int gpus) {
+  static const std::vector<int> allowed = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> cpus;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    return cpus;
+  }();
+  const size_t n = allowed.size(), parts = static_cast<size_t>(std::max(gpus, 1));
+  const auto first =
+      allowed.begin() + static_cast<std::ptrdiff_t>(n * static_cast<size_t>(g) / parts);
+  const auto last =
+      allowed.begin() + static_cast<std::ptrdiff_t>(n * static_cast<size_t>(g + 1) / parts);
+  return {first, last};
+}
+
+// Confines the calling thread to `cpus`.
+void confine_this_thread(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus) CPU_SET(c, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+    throw std::runtime_error("cannot confine a GPU's thread to its CPU slice");
+}
 
 mtc::microbench::LoopPattern pattern_of(Variant v) {
   if (v == kStepSleep) return mtc::microbench::LoopPattern::kStepSleep;
@@ -87,6 +121,13 @@ struct VariantScope {
     if (v == kImplPoolOneList) mtc::detail::impl_pool::set_sharded(false);
     if (v == kImplPoolShards) mtc::detail::impl_pool::set_sharded(true);
     if (v == kNoVersionPool) mtc::detail::version_pool::set_enabled(false);
+    if (v == kCpuSlicePerGpu) {
+      const int gpus = c10::cuda::device_count();
+      for (int g = 0; g < gpus; ++g) {
+        if (!mtc::detail::WorkerPoolSet::instance().for_device(g).set_cpus(cpu_slice(g, gpus)))
+          throw std::runtime_error("cannot confine GPU " + std::to_string(g) + "'s workers");
+      }
+    }
   }
   VariantScope(const VariantScope&) = delete;  // restores once
   VariantScope& operator=(const VariantScope&) = delete;
@@ -95,6 +136,10 @@ struct VariantScope {
     mtc::detail::impl_pool::set_sharded(sharded);
     mtc::detail::version_pool::set_enabled(counters_pooled);
     mtc::detail::WorkerPoolSet::instance().set_anticipate(anticipated);
+    if (variant == kCpuSlicePerGpu) {
+      for (int g = 0; g < c10::cuda::device_count(); ++g)
+        mtc::detail::WorkerPoolSet::instance().for_device(g).set_cpus({});
+    }
   }
   Variant variant;
   bool pool_was_on = mtc::detail::impl_pool::enabled();
@@ -214,6 +259,12 @@ void BM_MultiGpuCopy(benchmark::State& state) {
   ReleasedRun run = run_released(
       state, gpus,
       [&](int g, bool alone) {
+        // run_released's threads are new for each benchmark run: confined once each.
+        thread_local bool confined = false;
+        if (variant.variant == kCpuSlicePerGpu && !confined) {
+          confine_this_thread(cpu_slice(g, gpus));
+          confined = true;
+        }
         const mtc::microbench::LoopCopy copy = loops[static_cast<size_t>(g)].copy();
         // The engine's steps of the copies with every GPU only (modes 4 and 5 run both kinds).
         if (!alone) stats[static_cast<size_t>(g)].add(copy.stats, copy.start_seconds);
@@ -235,6 +286,7 @@ BENCHMARK(BM_MultiGpuCopy)
     ->ArgsProduct({{0}, {kPoolPerDevice, kAlone}, {200}, {kNoImplPool, kAnyValues}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAlone, kEveryGpuOrOneAloneInRuns}, {200}, {kAsIs}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kStepSleep, kStepBusy}})
+    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kCpuSlicePerGpu}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {0, 2000}, {kAsIs}})
     ->ArgsProduct({{0}, {kEveryGpuOrOneAloneInRuns}, {200}, {kNoImplPool}})
     ->ArgsProduct({{0, 1},

@@ -3,6 +3,7 @@
 #include "detail/worker_pool.h"
 
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -235,6 +236,40 @@ TEST(WorkerPool, ConcurrentParallelForCallers) {
   }
   for (std::thread& th : callers) th.join();
   EXPECT_EQ(bad.load(), 0);
+}
+
+}  // namespace
+}  // namespace mtc::detail
+
+namespace mtc::detail {
+namespace {
+
+// Every worker of a pool confined to one CPU runs its tasks there, and set_cpus({}) lets them run
+// anywhere again (a benchmark's variant confines each GPU's workers to a slice of the CPUs).
+TEST(WorkerPool, SetCpusConfinesEveryWorker) {
+  cpu_set_t allowed;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(allowed), &allowed), 0);
+  int last = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &allowed)) last = c;
+  ASSERT_GE(last, 0);
+  WorkerPool pool(3, std::chrono::microseconds(0));
+  ASSERT_TRUE(pool.set_cpus({last}));
+  std::atomic<int> elsewhere{0}, done{0};
+  constexpr int kTasks = 60;
+  for (int i = 0; i < kTasks; ++i) {
+    pool.submit([&] {
+      if (sched_getcpu() != last) elsewhere.fetch_add(1);
+      done.fetch_add(1);
+    });
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (done.load() < kTasks && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  ASSERT_EQ(done.load(), kTasks);
+  EXPECT_EQ(elsewhere.load(), 0);
+  EXPECT_TRUE(pool.set_cpus({}));
+  EXPECT_FALSE(pool.set_cpus({CPU_SETSIZE + 5})) << "no CPU at all: the system refuses";
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "detail/worker_pool.h"
 
 #include <c10/util/Exception.h>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -34,6 +37,21 @@ WorkerPool::~WorkerPool() {
   }
   wake_.notify_all();
   for (std::thread& t : threads_) t.join();
+}
+
+bool WorkerPool::set_cpus(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (cpus.empty()) {
+    const long online = sysconf(_SC_NPROCESSORS_CONF);
+    for (long c = 0; c < std::min<long>(online, CPU_SETSIZE); ++c) CPU_SET(c, &set);
+  }
+  for (int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  bool ok = true;
+  for (std::thread& t : threads_)
+    ok = pthread_setaffinity_np(t.native_handle(), sizeof(set), &set) == 0 && ok;
+  return ok;
 }
 
 void WorkerPool::set_anticipate(bool on) {

@@ -69,6 +69,11 @@ class WorkerPool {
   // Whether sleeping workers wake ahead of a forecast copy (for benchmarks that compare).
   void set_anticipate(bool on);
   bool anticipates() const { return anticipate_.load(); }
+  // Confines every worker to the CPUs in `cpus` (empty: every CPU the system has, as a new
+  // thread of an unconfined process). For benchmarks that compare where workers run: the
+  // scheduler otherwise moves them among all the process's CPUs. Returns false where the system
+  // refuses (no CPU of `cpus` allowed).
+  bool set_cpus(const std::vector<int>& cpus);
   // Times a sleeping worker woke ahead of a forecast copy, since the pool was made.
   int64_t anticipated_wakes() const { return anticipated_wakes_.load(std::memory_order_relaxed); }
 
