@@ -14,7 +14,7 @@ function(mtc_add_engine_plugin target engine_target engine_source_dir)
   find_package(Git QUIET)
   set(generated "${CMAKE_CURRENT_BINARY_DIR}/${target}_generated")
   set(command "${CMAKE_COMMAND}" "-DSOURCE_DIR=${engine_source_dir}" "-DOUTPUT=${generated}/mtc_engine_revision.h"
-      "-DGIT_EXECUTABLE=${GIT_EXECUTABLE}" -P "${_MTC_REVISION_SCRIPT}")
+      "-DGIT_EXECUTABLE=${GIT_EXECUTABLE}" "-DPROJECT_DIR=${PROJECT_SOURCE_DIR}" -P "${_MTC_REVISION_SCRIPT}")
   execute_process(COMMAND ${command})
   add_custom_target(${target}_revision COMMAND ${command} BYPRODUCTS "${generated}/mtc_engine_revision.h" VERBATIM)
   add_dependencies(${target} ${target}_revision)

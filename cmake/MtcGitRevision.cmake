@@ -1,4 +1,5 @@
-# Script mode (cmake -DSOURCE_DIR=... -DOUTPUT=... [-DGIT_EXECUTABLE=...] -P MtcGitRevision.cmake):
+# Script mode (cmake -DSOURCE_DIR=... -DOUTPUT=... [-DGIT_EXECUTABLE=...] [-DPROJECT_DIR=...]
+# -P MtcGitRevision.cmake):
 # writes OUTPUT, a header defining MTC_GIT_REVISION for the report's tool block. It is the short
 # commit of SOURCE_DIR's HEAD, with "-dirty" when tracked files differ from that commit (a report
 # measured on uncommitted changes must not pass for the commit), or "unknown" when SOURCE_DIR is
@@ -7,11 +8,33 @@
 # It runs at every build, not at configure time: `cmake --build` after a pull or a commit does not
 # configure again, and would keep naming the old revision. OUTPUT is rewritten only when its text
 # changes, so an unchanged revision recompiles nothing.
+# A copy of the tree whose .git is not its history (a GPU host given the working tree and an old
+# .git) would name that old commit: the environment variable MTC_REVISION, when set at build time
+# (letters, digits and . _ + -, at most 64), is taken as the revision of PROJECT_DIR (the tree being
+# built) instead. Another SOURCE_DIR (an A/B's candidate engine) keeps its own git's answer.
 if(NOT GIT_EXECUTABLE)
   find_program(GIT_EXECUTABLE git)
 endif()
 set(revision "unknown")
-if(GIT_EXECUTABLE)
+set(declared "$ENV{MTC_REVISION}")
+set(own_tree OFF)
+if(PROJECT_DIR)
+  file(REAL_PATH "${PROJECT_DIR}" project_dir)
+  file(REAL_PATH "${SOURCE_DIR}" source_dir)
+  if(project_dir STREQUAL source_dir)
+    set(own_tree ON)
+  endif()
+endif()
+if(own_tree AND NOT declared STREQUAL "")
+  string(LENGTH "${declared}" declared_length)
+  if(declared MATCHES "^[0-9A-Za-z._+-]+$" AND declared_length LESS_EQUAL 64)
+    set(revision "${declared}")
+  else()
+    message(WARNING "MTC_REVISION='${declared}' ignored: letters, digits and . _ + - only, at most 64")
+    set(declared "")
+  endif()
+endif()
+if(GIT_EXECUTABLE AND (NOT own_tree OR declared STREQUAL ""))
   execute_process(COMMAND "${GIT_EXECUTABLE}" rev-parse --show-toplevel
                   WORKING_DIRECTORY "${SOURCE_DIR}"
                   OUTPUT_VARIABLE top OUTPUT_STRIP_TRAILING_WHITESPACE

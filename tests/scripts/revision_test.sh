@@ -34,6 +34,20 @@ expect "an untracked file is not a change" "$(revision_of "$repo")" "$(git -C "$
 expect "a folder inside another repository" "$(revision_of "$repo/sub")" "unknown"
 mkdir -p "$tmp/plain"
 expect "no repository" "$(revision_of "$tmp/plain")" "unknown"
+# MTC_REVISION names the revision of the tree being built (PROJECT_DIR), for a copy whose .git is
+# not its history; another source folder, or a malformed value, leaves git's answer.
+declared_of() {  # source folder $1, project folder $2, MTC_REVISION $3
+  MTC_REVISION="$3" cmake -DSOURCE_DIR="$1" -DPROJECT_DIR="$2" -DOUTPUT="$tmp/revision.h" \
+    -P "$root/cmake/MtcGitRevision.cmake" 2> "$tmp/declared.err"
+  sed -n 's/^#define MTC_GIT_REVISION "\(.*\)"$/\1/p' "$tmp/revision.h"
+}
+head_of_repo="$(git -C "$repo" rev-parse --short HEAD)"
+expect "MTC_REVISION for the tree being built" "$(declared_of "$repo" "$repo" 1a2b3c4-dirty)" "1a2b3c4-dirty"
+expect "MTC_REVISION for another tree" "$(declared_of "$repo" "$tmp/plain" 1a2b3c4)" "$head_of_repo"
+expect "a malformed MTC_REVISION" "$(declared_of "$repo" "$repo" 'a b;c')" "$head_of_repo"
+expect "a malformed MTC_REVISION is named" "$(grep -c "MTC_REVISION='a b;c' ignored" "$tmp/declared.err")" 1
+expect "an empty MTC_REVISION" "$(declared_of "$repo" "$repo" '')" "$head_of_repo"
+revision_of "$tmp/plain" > /dev/null
 before="$(stat -c %Y "$tmp/revision.h")"
 sleep 1
 revision_of "$tmp/plain" > /dev/null
