@@ -39,6 +39,11 @@ if (( gpus < 2 )); then
 fi
 status=0
 times="$(mktemp -d)"
+cpu_slice() {  # GPU $1's share of the CPUs this script may run on, in $2 equal slices
+  "$python" -c 'import os, sys
+cpus, (g, n) = sorted(os.sched_getaffinity(0)), map(int, sys.argv[1:])
+print(",".join(map(str, cpus[len(cpus) * g // n:len(cpus) * (g + 1) // n])))' "$1" "$2"
+}
 {
   echo "--- CPU topology"
   lscpu | grep -E '^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA node)' | sed 's/  */ /g'
@@ -66,11 +71,9 @@ for n in "${counts[@]}"; do
         name="/mtc-lockstep-$$-$key"
         rm -f "/dev/shm${name}"
         pids=()
-        cpus=$(nproc)
         for g in $(seq 0 $((n - 1))); do
           confine=()
-          [[ $placement == slice ]] &&
-            confine=(taskset -c "$((cpus * g / n))-$((cpus * (g + 1) / n - 1))")
+          [[ $placement == slice ]] && confine=(taskset -c "$(cpu_slice "$g" "$n")")
           CUDA_VISIBLE_DEVICES=$g timeout 300 "${confine[@]}" "$build/mtc_lockstep_copies" "$g" "$n" \
             "$name" "$direction" "$count" "$times/$key-$g.json" "$run" "$pattern" &
           pids+=($!)

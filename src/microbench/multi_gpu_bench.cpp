@@ -9,8 +9,6 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
-#include <pthread.h>
-#include <sched.h>
 
 #include <array>
 #include <chrono>
@@ -35,8 +33,11 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using mtc::microbench::confine_this_thread;
+using mtc::microbench::cpu_slice;
 using mtc::microbench::map_to;
 using mtc::microbench::median_of;
+using mtc::microbench::process_cpus;
 using mtc::microbench::ReleasedRun;
 using mtc::microbench::report_released;
 using mtc::microbench::run_released;
@@ -61,8 +62,8 @@ enum Mode : int64_t {
 // shards, with one list for every GPU (7, impl_pool::set_sharded(false), as 7 meant at b840770) or
 // a list for each GPU's pool (8, the default now, so the same as 0); the outputs' version counters
 // new and freed as torch does (version_pool::set_enabled(false)); each GPU's thread and its pool's
-// workers confined to a slice of the process's CPUs of its own (cpu_slice; 10), instead of the
-// scheduler placing the threads of every GPU anywhere.
+// workers confined to a slice of the process's CPUs of its own (released_threads.h's cpu_slice;
+// 10), instead of the scheduler placing the threads of every GPU anywhere.
 enum Variant : int64_t {
   kAsIs = 0,
   kNoImplPool = 1,
@@ -76,35 +77,6 @@ enum Variant : int64_t {
   kNoVersionPool = 9,
   kCpuSlicePerGpu = 10
 };
-
-// GPU g's share of the CPUs the process may run on (as it started), in `gpus` equal slices: with
-// kCpuSlicePerGpu, its thread and its pool's workers run only there.
-std::vector<int> cpu_slice(int g, int gpus) {
-  static const std::vector<int> allowed = [] {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    std::vector<int> cpus;
-    if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
-    for (int c = 0; c < CPU_SETSIZE; ++c)
-      if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    return cpus;
-  }();
-  const size_t n = allowed.size(), parts = static_cast<size_t>(std::max(gpus, 1));
-  const auto first =
-      allowed.begin() + static_cast<std::ptrdiff_t>(n * static_cast<size_t>(g) / parts);
-  const auto last =
-      allowed.begin() + static_cast<std::ptrdiff_t>(n * static_cast<size_t>(g + 1) / parts);
-  return {first, last};
-}
-
-// Confines the calling thread to `cpus`.
-void confine_this_thread(const std::vector<int>& cpus) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  for (int c : cpus) CPU_SET(c, &set);
-  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
-    throw std::runtime_error("cannot confine a GPU's thread to its CPU slice");
-}
 
 mtc::microbench::LoopPattern pattern_of(Variant v) {
   if (v == kStepSleep) return mtc::microbench::LoopPattern::kStepSleep;
@@ -123,10 +95,10 @@ struct VariantScope {
     if (v == kNoVersionPool) mtc::detail::version_pool::set_enabled(false);
     if (v == kCpuSlicePerGpu) {
       const int gpus = c10::cuda::device_count();
-      for (int g = 0; g < gpus; ++g) {
-        if (!mtc::detail::WorkerPoolSet::instance().for_device(g).set_cpus(cpu_slice(g, gpus)))
-          throw std::runtime_error("cannot confine GPU " + std::to_string(g) + "'s workers");
-      }
+      for (int g = 0; g < gpus; ++g)
+        confined =
+            mtc::detail::WorkerPoolSet::instance().for_device(g).set_cpus(cpu_slice(g, gpus)) &&
+            confined;
     }
   }
   VariantScope(const VariantScope&) = delete;  // restores once
@@ -138,10 +110,11 @@ struct VariantScope {
     mtc::detail::WorkerPoolSet::instance().set_anticipate(anticipated);
     if (variant == kCpuSlicePerGpu) {
       for (int g = 0; g < c10::cuda::device_count(); ++g)
-        mtc::detail::WorkerPoolSet::instance().for_device(g).set_cpus({});
+        mtc::detail::WorkerPoolSet::instance().for_device(g).set_cpus(process_cpus());
     }
   }
   Variant variant;
+  bool confined = true;  // every pool's workers confined as the variant asks (or nothing asked)
   bool pool_was_on = mtc::detail::impl_pool::enabled();
   bool sharded = mtc::detail::impl_pool::sharded();
   bool counters_pooled = mtc::detail::version_pool::enabled();
@@ -239,6 +212,7 @@ void BM_MultiGpuCopy(benchmark::State& state) {
     return state.SkipWithError("MTC_WORKER_THREADS is set: every GPU shares one pool already");
   const bool h2d = state.range(0) == 0;
   const VariantScope variant(static_cast<Variant>(state.range(3)));
+  if (!variant.confined) return state.SkipWithError("the system refused to confine the workers");
   const int gpus = mode == kAlone || mode == kAloneOnTheBenchmarksThread ? 1 : visible;
   std::vector<mtc::microbench::LoopCopies> loops;
   for (int g = 0; g < gpus; ++g) loops.push_back(loop_for(g, h2d, variant.variant));
@@ -260,10 +234,10 @@ void BM_MultiGpuCopy(benchmark::State& state) {
       state, gpus,
       [&](int g, bool alone) {
         // run_released's threads are new for each benchmark run: confined once each.
-        thread_local bool confined = false;
-        if (variant.variant == kCpuSlicePerGpu && !confined) {
+        thread_local bool this_thread_confined = false;
+        if (variant.variant == kCpuSlicePerGpu && !this_thread_confined) {
           confine_this_thread(cpu_slice(g, gpus));
-          confined = true;
+          this_thread_confined = true;
         }
         const mtc::microbench::LoopCopy copy = loops[static_cast<size_t>(g)].copy();
         // The engine's steps of the copies with every GPU only (modes 4 and 5 run both kinds).

@@ -1,12 +1,15 @@
 #include "released_threads.h"
 
 #include <c10/cuda/CUDAFunctions.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <atomic>
 #include <exception>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -89,6 +92,38 @@ void report_released(benchmark::State& state, ReleasedRun& run) {
       state.counters["gpu" + std::to_string(g) + "_alone_us"] = median_of(run.alone[g]) * 1e6;
   }
   if (!run.slowest.empty()) state.counters["slowest_us"] = median_of(run.slowest) * 1e6;
+}
+
+const std::vector<int>& process_cpus() {
+  static const std::vector<int> allowed = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    std::vector<int> cpus;
+    if (sched_getaffinity(0, sizeof(set), &set) != 0) return cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    return cpus;
+  }();
+  return allowed;
+}
+
+std::vector<int> cpu_slice(int g, int gpus) {
+  const std::vector<int>& allowed = process_cpus();
+  const size_t n = allowed.size(), parts = static_cast<size_t>(std::max(gpus, 1));
+  const auto first =
+      allowed.begin() + static_cast<std::ptrdiff_t>(n * static_cast<size_t>(g) / parts);
+  const auto last =
+      allowed.begin() + static_cast<std::ptrdiff_t>(n * static_cast<size_t>(g + 1) / parts);
+  return {first, last};
+}
+
+void confine_this_thread(const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
+  if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
+    throw std::runtime_error("cannot confine a GPU's thread to its CPU slice");
 }
 
 }  // namespace mtc::microbench

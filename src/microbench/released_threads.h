@@ -38,4 +38,12 @@ ReleasedRun run_released(benchmark::State& state, int gpus,
 // thread's time over the every-GPU iterations) and, where there are times alone, gpuK_alone_us.
 void report_released(benchmark::State& state, ReleasedRun& run);
 
+// Where the GPUs' threads may run, for benchmarks that confine each GPU's threads to CPUs of its
+// own: the CPUs the process may run on as it started; GPU g's share of them in `gpus` equal
+// slices; and confining the calling thread to `cpus` (throws std::runtime_error if the system
+// refuses).
+const std::vector<int>& process_cpus();
+std::vector<int> cpu_slice(int g, int gpus);
+void confine_this_thread(const std::vector<int>& cpus);
+
 }  // namespace mtc::microbench
