@@ -68,12 +68,21 @@ TEST(Environment, ContextBlock) {
   EXPECT_TRUE(c["tool"]["version"].is_string());
   EXPECT_TRUE(c["tool"]["git_revision"].is_string());
   EXPECT_TRUE(c["torch_version"].is_string());
+  EXPECT_EQ(c["malloc"], malloc_library());
   EXPECT_TRUE(c["cpu"]["logical_cores"].is_number_integer());
   EXPECT_TRUE(c["gpus"].is_array());
   EXPECT_EQ(c["gpus"].size(), static_cast<size_t>(cuda_device_count()));
   if (cuda_device_count() == 0) {
     EXPECT_TRUE(c["cuda"].is_null());
   }
+}
+
+// The tests run with the C library's malloc (nothing preloaded): the library is named, with
+// glibc's version.
+TEST(Environment, MallocLibraryIsTheCLibrarysWithItsVersion) {
+  const std::string name = malloc_library();
+  EXPECT_EQ(name.rfind("libc.so", 0), 0u) << name;
+  EXPECT_NE(name.find("(glibc 2."), std::string::npos) << name;
 }
 
 }  // namespace

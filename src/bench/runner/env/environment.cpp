@@ -1,7 +1,9 @@
 #include "runner/env/environment.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 #include <fmt/format.h>
+#include <gnu/libc-version.h>
 #include <torch/version.h>
 #include <unistd.h>
 
@@ -147,6 +149,17 @@ std::string utc_now_iso8601() {
   return buffer.data();
 }
 
+std::string malloc_library() {
+  // malloc resolves to the first library that defines it: a preloaded allocator, else libc.
+  Dl_info info{};
+  void* const entry = dlsym(RTLD_DEFAULT, "malloc");
+  if (entry == nullptr || dladdr(entry, &info) == 0 || info.dli_fname == nullptr) return "unknown";
+  std::string name = info.dli_fname;
+  if (const size_t slash = name.rfind('/'); slash != std::string::npos) name.erase(0, slash + 1);
+  if (name.rfind("libc.so", 0) == 0) name += std::string(" (glibc ") + gnu_get_libc_version() + ")";
+  return name;
+}
+
 std::string build_revision() { return MTC_GIT_REVISION; }
 
 json collect_environment() {
@@ -168,6 +181,7 @@ json collect_environment() {
        {{"model", cpuinfo ? cpu_model_from_cpuinfo(cpuinfo) : std::string("unknown")},
         {"logical_cores", std::thread::hardware_concurrency()}}},
       {"torch_version", TORCH_VERSION},
+      {"malloc", malloc_library()},
       {"cuda", nullptr},
       {"gpus", json::array()}};
 

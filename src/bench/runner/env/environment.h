@@ -14,6 +14,12 @@ int cuda_device_count();
 // The whole context block (tool, date, host, CPU, torch, CUDA, every GPU).
 nlohmann::json collect_environment();
 
+// The library whose malloc the process uses, by file name, with glibc's version where it is the C
+// library's own: "libc.so.6 (glibc 2.39)", or "libjemalloc.so.2" under LD_PRELOAD. The engine
+// makes and frees many small objects per copy (containers, tensor headers), so the allocator moves
+// its times by a quarter or more (results/notes/2026-11-27-late-night.md).
+std::string malloc_library();
+
 // The git revision this program was built from ("-dirty" for uncommitted changes).
 std::string build_revision();
 
