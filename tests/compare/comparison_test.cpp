@@ -355,5 +355,27 @@ TEST(Comparison, StepsThatFreedThePreviousOutputAtAnotherPointAreUnsure) {
   EXPECT_EQ(count(run(unsaid_too, unsaid), Verdict::kSame), 6);
 }
 
+// A preloaded allocator moves the engine's times by a quarter: cases measured under another
+// malloc are not judged. The C library's of any version, and a report without the field (all of
+// them ran with glibc's), count alike.
+TEST(Comparison, CasesMeasuredUnderAnotherMallocAreUnsure) {
+  const TempDir dir;
+  auto with_malloc = [&](const std::string& name, const std::string& source, const char* lib) {
+    return edited(dir, name, source, [lib](nlohmann::json& d) { d["context"]["malloc"] = lib; });
+  };
+  const std::string jemalloc = with_malloc("jemalloc.json", "same.json", "libjemalloc.so.2");
+  const Comparison c = run(data("base.json"), jemalloc);
+  EXPECT_EQ(count(c, Verdict::kUnsure), static_cast<int>(c.cases.size()));
+  expect_unsure_saying(find(c, "hot", "engine", Metric::kWall),
+                       "the baseline with the C library's malloc, the candidate with "
+                       "libjemalloc.so.2");
+  const std::string glibc = with_malloc("glibc.json", "same.json", "libc.so.6 (glibc 2.39)");
+  const std::string older = with_malloc("older.json", "base.json", "libc.so.6 (glibc 2.36)");
+  EXPECT_EQ(count(run(data("base.json"), glibc), Verdict::kSame), 6);
+  EXPECT_EQ(count(run(older, glibc), Verdict::kSame), 6);
+  const std::string jemalloc_too = with_malloc("jemalloc2.json", "base.json", "libjemalloc.so.2");
+  EXPECT_EQ(count(run(jemalloc_too, jemalloc), Verdict::kSame), 6);
+}
+
 }  // namespace
 }  // namespace mtc::bench::compare

@@ -185,8 +185,16 @@ std::string_view freed_where(const std::string& point) {
 
 // Why two sides' times of a case cannot be judged against each other, or "" when they can: its
 // pattern was measured differently (another gap, other inputs, the previous output freed at
-// another point). The sides of one A/B job share their settings: the first report of each says.
+// another point), or under another malloc. The sides of one A/B job share their settings and
+// process: the first report of each says.
 std::string measured_differently(const CaseRecord& base, const CaseRecord& cand) {
+  if (base.malloc_library != cand.malloc_library) {
+    auto shown = [](const std::string& s) {
+      return s.empty() ? std::string("the C library's malloc") : s;
+    };
+    return fmt::format("measured differently: the baseline with {}, the candidate with {}",
+                       shown(base.malloc_library), shown(cand.malloc_library));
+  }
   if (base.pattern_settings != cand.pattern_settings) {
     auto shown = [](const std::string& s) { return s.empty() ? std::string("nothing") : s; };
     return fmt::format("measured differently: the baseline with {}, the candidate with {}",

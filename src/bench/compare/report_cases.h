@@ -58,6 +58,9 @@ struct CaseRecord {
   // (settings.step_frees_previous_output; empty where the report does not say).
   std::string pattern_settings;
   std::string step_frees_previous_output;
+  // Whose malloc the process used (context.malloc): "" for the C library's, or a report without
+  // the field (every report before it ran with glibc's), else the library's name.
+  std::string malloc_library;
   std::string file;  // the report it came from
 };
 

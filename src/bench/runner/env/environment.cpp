@@ -155,6 +155,12 @@ std::string malloc_library() {
   void* const entry = dlsym(RTLD_DEFAULT, "malloc");
   if (entry == nullptr || dladdr(entry, &info) == 0 || info.dli_fname == nullptr) return "unknown";
   std::string name = info.dli_fname;
+  // A malloc linked into the program itself (a sanitizer's runtime) is in the same file as this
+  // function.
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&malloc_library), &self) != 0 && self.dli_fname != nullptr &&
+      name == self.dli_fname)
+    return "the program's own";
   if (const size_t slash = name.rfind('/'); slash != std::string::npos) name.erase(0, slash + 1);
   if (name.rfind("libc.so", 0) == 0) name += std::string(" (glibc ") + gnu_get_libc_version() + ")";
   return name;

@@ -15,7 +15,8 @@ int cuda_device_count();
 nlohmann::json collect_environment();
 
 // The library whose malloc the process uses, by file name, with glibc's version where it is the C
-// library's own: "libc.so.6 (glibc 2.39)", or "libjemalloc.so.2" under LD_PRELOAD. The engine
+// library's own: "libc.so.6 (glibc 2.39)", "libjemalloc.so.2" under LD_PRELOAD, or "the program's
+// own" where the program links one in (a sanitizer's runtime). The engine
 // makes and frees many small objects per copy (containers, tensor headers), so the allocator moves
 // its times by a quarter or more (results/notes/2026-11-27-late-night.md).
 std::string malloc_library();
