@@ -188,18 +188,15 @@ std::string_view freed_where(const std::string& point) {
 // another point), or under another malloc. The sides of one A/B job share their settings and
 // process: the first report of each says.
 std::string measured_differently(const CaseRecord& base, const CaseRecord& cand) {
-  if (base.malloc_library != cand.malloc_library) {
-    auto shown = [](const std::string& s) {
-      return s.empty() ? std::string("the C library's malloc") : s;
-    };
+  // What each side measured with, `unsaid` standing for an empty description.
+  auto with = [](const std::string& b, const std::string& c, const char* unsaid) {
     return fmt::format("measured differently: the baseline with {}, the candidate with {}",
-                       shown(base.malloc_library), shown(cand.malloc_library));
-  }
-  if (base.pattern_settings != cand.pattern_settings) {
-    auto shown = [](const std::string& s) { return s.empty() ? std::string("nothing") : s; };
-    return fmt::format("measured differently: the baseline with {}, the candidate with {}",
-                       shown(base.pattern_settings), shown(cand.pattern_settings));
-  }
+                       b.empty() ? unsaid : b, c.empty() ? unsaid : c);
+  };
+  if (base.malloc_library != cand.malloc_library)
+    return with(base.malloc_library, cand.malloc_library, "the C library's malloc");
+  if (base.pattern_settings != cand.pattern_settings)
+    return with(base.pattern_settings, cand.pattern_settings, "nothing");
   if (base.step_frees_previous_output != cand.step_frees_previous_output) {
     return fmt::format(
         "measured differently: the baseline's steps freed the previous output {}, the "

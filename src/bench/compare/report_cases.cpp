@@ -80,15 +80,6 @@ std::string step_frees_previous_output(const nlohmann::json& settings, const std
   return !date.empty() && date < kFreeMovedAt ? "after_copy" : "";
 }
 
-// context.malloc, with the C library's (any version) and an unstated one as "": the allocator
-// moves the engine's times by a quarter, glibc's versions do not.
-std::string malloc_library(const nlohmann::json& context) {
-  const auto it = context.is_object() ? context.find("malloc") : context.end();
-  if (it == context.end() || !it->is_string()) return "";
-  const std::string name = it->get<std::string>();
-  return name.rfind("libc.so", 0) == 0 ? "" : name;
-}
-
 // `at` is the JSON pointer of the case in its report, for errors.
 CaseRecord case_record(const Entry& e, const RunSection& run, const JsonNode& context,
                        const std::string& at) {
@@ -103,7 +94,7 @@ CaseRecord case_record(const Entry& e, const RunSection& run, const JsonNode& co
   c.status = std::string(to_string(e.status));
   c.reason = e.reason;
   c.pattern_settings = pattern_settings(e.pattern, run.settings);
-  c.malloc_library = malloc_library(context.value());
+  c.malloc_library = other_malloc_than_libc(context.value());
   if (e.pattern != "hot")
     c.step_frees_previous_output =
         step_frees_previous_output(run.settings, context.value().value("date", std::string()));

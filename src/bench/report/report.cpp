@@ -88,4 +88,11 @@ int exit_code_for(const Report& report) {
   return static_cast<int>(failed ? ExitCode::kRuntime : ExitCode::kOk);
 }
 
+std::string other_malloc_than_libc(const nlohmann::json& context) {
+  const auto it = context.is_object() ? context.find("malloc") : context.end();
+  if (it == context.end() || !it->is_string()) return "";
+  const std::string name = it->get<std::string>();
+  return name.rfind("libc.so", 0) == 0 ? "" : name;
+}
+
 }  // namespace mtc::bench

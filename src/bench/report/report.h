@@ -106,6 +106,12 @@ void compute_speedups(RunSection& run);
 // Sums per-GPU figures when a run drove more than one GPU.
 void compute_aggregates(RunSection& run);
 
+// context.malloc where it names another allocator than the C library's ("libc.so.6 (glibc ...)"),
+// else "": the C library's of any version, or a report written before the field (all of which
+// ran with glibc's). The allocator moves the engine's times by a quarter, glibc's version does not:
+// the summary names such an allocator, and `compare` judges no case across two of them.
+std::string other_malloc_than_libc(const nlohmann::json& context);
+
 // The process exit code the entries call for: 4 if any output failed verification (wrong data
 // is the worse finding), else 3 if any case failed at run time, else 0.
 int exit_code_for(const Report& report);

@@ -88,9 +88,8 @@ std::string environment_line(const nlohmann::json& context) {
                         cuda.value("runtime_version", std::string("?")));
   }
   line += ", torch " + context.value("torch_version", std::string("?"));
-  // Only where it is not the C library's own: the allocator moves the engine's times.
-  const std::string malloc = context.value("malloc", std::string());
-  if (!malloc.empty() && malloc.rfind("libc.so", 0) != 0) line += ", malloc " + malloc;
+  if (const std::string malloc = other_malloc_than_libc(context); !malloc.empty())
+    line += ", malloc " + malloc;
   return line;
 }
 
