@@ -3,7 +3,10 @@
 taken in turn (without, with, without, with, ...), for settings a process reads once at its start
 (GLIBC_TUNABLES, MTC_WORKER_THREADS, ...), which no benchmark can switch inside one process.
 
-Each process gives one median per case (the median of its repetitions' medians). The two sides
+Each process gives one median per case (the median of its repetitions' medians). A several-GPU
+case (BM_MultiGpuCopy) also gives a row per GPU: its median with every GPU copying over its median
+alone (the counters gpuG_us and gpuG_alone_us of one repetition, then the median over the
+process's repetitions), the figure the many-GPU targets are set in. The two sides
 are compared by those per-process figures only: the ratio of their medians (with / without), and
 whether the sides are apart: every process of one side below every process of the other. With n
 processes a side and no real difference, that happens by chance with probability 2 / C(2n, n)
@@ -17,6 +20,7 @@ The benchmark files alternate, without first. Exit 2 on bad arguments or files.
 """
 import json
 import math
+import re
 import statistics
 import sys
 
@@ -40,11 +44,30 @@ def case_medians(path):
         if b.get("run_type") == "aggregate":
             if b.get("aggregate_name") == "median":
                 aggregated[name] = float(value)
+                aggregated.update(gpu_ratios(name, b))
         else:
             repetitions.setdefault(name, []).append(float(value))
+            for ratio_name, ratio in gpu_ratios(name, b).items():
+                repetitions.setdefault(ratio_name, []).append(ratio)
     medians = {name: statistics.median(v) for name, v in repetitions.items()}
     medians.update(aggregated)
     return medians
+
+
+def gpu_ratios(name, benchmark):
+    """{"NAME, GPU g with every GPU / alone": ratio} for each GPU whose counters a line has (a
+    median aggregate's counters are medians of the repetitions' counters, as its time is)."""
+    ratios = {}
+    for key, together in benchmark.items():
+        found = re.fullmatch(r"gpu(\d+)_us", key)
+        alone = benchmark.get(f"gpu{found.group(1)}_alone_us") if found else None
+        if alone:
+            ratios[f"{name}, GPU {found.group(1)} with every GPU / alone"] = float(together) / float(alone)
+    return ratios
+
+
+def is_ratio(case):
+    return case.endswith("with every GPU / alone")
 
 
 def compare(without, with_):
@@ -63,7 +86,10 @@ def compare(without, with_):
             reading = f"higher in every process (chance {chance:.3f})"
         else:
             reading = "within the spread"
-        rows.append({"case": case, "without_us": a, "with_us": b, "ratio": ratio, "reading": reading})
+        row = {"case": case, "without_us": a, "with_us": b, "ratio": ratio, "reading": reading}
+        if is_ratio(case):  # per-process ratios, not times
+            row = {"case": case, "without": a, "with": b, "ratio": ratio, "reading": reading}
+        rows.append(row)
     return rows
 
 
@@ -80,10 +106,13 @@ def main(argv):
     rows = compare(sides[0::2], sides[1::2])
     lines = [f"# `{setting}`: mtc_engine_bench without and with it, {len(files) // 2} processes each, "
              "in turn", "",
-             "Per-process medians in us (without, then with); ratio: the median with over the median "
-             "without.", "", "| case | without | with | ratio | reading |", "|---|---|---|---|---|"]
+             "Per-process medians in us (without, then with), or for a GPU's row its per-process "
+             "ratio with every GPU copying to alone; ratio: the median with over the median without.",
+             "", "| case | without | with | ratio | reading |", "|---|---|---|---|---|"]
     for r in rows:
-        cells = [", ".join(f"{v:.1f}" for v in r["without_us"]), ", ".join(f"{v:.1f}" for v in r["with_us"])]
+        values = (r["without"], r["with"]) if is_ratio(r["case"]) else (r["without_us"], r["with_us"])
+        form = "{:.3f}x" if is_ratio(r["case"]) else "{:.1f}"
+        cells = [", ".join(form.format(v) for v in side) for side in values]
         lines.append(f"| {r['case']} | {cells[0]} | {cells[1]} | {r['ratio']:.3f} | {r['reading']} |")
     with open(out_md, "w") as f:
         f.write("\n".join(lines) + "\n")

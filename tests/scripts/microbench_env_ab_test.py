@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/microbench_env_ab.py on synthetic benchmark files whose truth is known: a case that is
 lower with the setting in every process, one that is higher, one whose sides overlap, and a case
-present on one side only (left out).
+present on one side only (left out), and a several-GPU case whose per-GPU ratios (with every GPU
+over alone) are known.
 
     python3 tests/scripts/microbench_env_ab_test.py
 """
@@ -58,6 +59,26 @@ def main():
         assert rows["same"]["reading"] == "within the spread", rows["same"]
         assert abs(rows["lower"]["ratio"] - 88.5 / 101.5) < 1e-9, rows["lower"]["ratio"]
         assert "| lower |" in md.read_text()
+
+        # A several-GPU case: GPU 0 1.25x its time alone without, 1.10x with; GPU 1 1.0x both.
+        gpu_files = []
+        for i in range(3):
+            for side, g0 in (("without", 125.0), ("with", 110.0)):
+                gpu_files.append(tmp / f"gpu-{side}-{i}.json")
+                gpu_files[-1].write_text(json.dumps({"context": {}, "benchmarks": [
+                    {"name": "multi_median", "run_name": "multi", "run_type": "aggregate", "aggregate_name": "median",
+                     "real_time": 130.0, "time_unit": "us", "gpu0_us": g0 + i, "gpu0_alone_us": 100.0 + 0.8 * i,
+                     "gpu1_us": 90.0, "gpu1_alone_us": 90.0, "slowest_us": 140.0}]}))
+        done = subprocess.run([sys.executable, str(SCRIPT), "X=1", str(md), str(out)] + [str(f) for f in gpu_files],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        rows = {r["case"]: r for r in json.loads(out.read_text())["cases"]}
+        gpu0 = rows["multi, GPU 0 with every GPU / alone"]
+        assert [round(v, 6) for v in gpu0["without"]] == [1.25, round(126 / 100.8, 6), round(127 / 101.6, 6)], gpu0
+        assert gpu0["reading"].startswith("lower in every process"), gpu0
+        assert rows["multi, GPU 1 with every GPU / alone"]["reading"] == "within the spread", rows
+        assert rows["multi"]["without_us"] == [130.0] * 3, rows["multi"]
+        assert "| multi, GPU 0 with every GPU / alone | 1.250x" in md.read_text(), md.read_text()
 
         bad = subprocess.run([sys.executable, str(SCRIPT), "X=1", str(md), str(out), str(files[0])],
                              capture_output=True, text=True)
