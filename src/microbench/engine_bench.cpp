@@ -24,7 +24,6 @@
 #include "detail/pinned_pool_set.h"
 #include "detail/staging.h"
 #include "detail/structure.h"
-#include "detail/type_twins.h"
 #include "detail/version_pool.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
@@ -281,9 +280,6 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::WorkerPoolSet::instance().set_anticipate(!(state.range(1) & 512));
   // Bit 4096: output version counters allocated and freed as torch does (version_pool.h).
   mtc::detail::version_pool::set_enabled(!(state.range(1) & 4096));
-  // Bit 131072: output containers count on the batch's own element types, one TensorType for
-  // the process, as torch's do, instead of twins of each walking thread's (type_twins.h).
-  mtc::detail::TypeTwins::set_enabled(!(state.range(1) & 131072));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -326,7 +322,6 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::WorkerPoolSet::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);
   mtc::detail::WorkerPoolSet::instance().set_anticipate(true);
   mtc::detail::version_pool::set_enabled(true);
-  mtc::detail::TypeTwins::set_enabled(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -334,8 +329,7 @@ void BM_EngineCopy(benchmark::State& state) {
 // 64 workers spin 2 ms, 128 a fresh batch each copy (rotation of 8), 256 previous result freed
 // inside the copy, 512 workers never wake ahead of a copy, 1024 the gap busy, 2048 the gap 200 us
 // instead of 5 ms, 4096 no version_pool, 8192 workers spin 10 ms, 16384 one walking thread per 64
-// leaves, 32768 the caller spins through the gap, 65536 with 256: freed after get() instead,
-// 131072 no type twins}. 399 =
+// leaves, 32768 the caller spins through the gap, 65536 with 256: freed after get() instead}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -349,8 +343,7 @@ void engine_args(benchmark::internal::Benchmark* b) {
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
   // on the pool (391, 399), on one worker (+16), split by the caller (-4), all on the caller.
   b->Args({1, 19})->Args({1, 407})->Args({1, 387})->Args({1, 403});
-  b->Args({1, 16391});   // hot with a walking thread per 64 leaves
-  b->Args({1, 131079});  // hot, the containers counting on the batch's types
+  b->Args({1, 16391});  // hot with a walking thread per 64 leaves
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -362,13 +355,12 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {15,    527,   31,    135,   399,   911,   1423,   1935,  415,  395,
-               411,   2447,  2959,  3471,  3983,  4495,  5519,   8591,  9615, 16783,
-               17807, 33167, 41359, 33163, 65935, 66959, 131471, 132495});
+  gap_args(b,
+           {15,   527,  31,   135,  399,  911,  1423,  1935,  415,   395,   411,   2447,  2959,
+            3471, 3983, 4495, 5519, 8591, 9615, 16783, 17807, 33167, 41359, 33163, 65935, 66959});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783, 65935, 66959,
-               131471});
+  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783, 65935, 66959});
 }
 
 }  // namespace
@@ -390,7 +382,6 @@ BENCHMARK(BM_EngineCopy<Direction::kHostToDevice>)->Apply(h2d_gap_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Apply(d2h_gap_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 7})
-    ->Args({1, 131079})
     ->Args({1, 4103})
     ->Args({8, 7})
     ->Args({8, 4103})

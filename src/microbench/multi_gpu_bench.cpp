@@ -23,7 +23,6 @@
 #include "bench_support.h"
 #include "detail/cuda_check.h"
 #include "detail/impl_pool.h"
-#include "detail/type_twins.h"
 #include "detail/version_pool.h"
 #include "detail/worker_pool_set.h"
 #include "loop_copies.h"
@@ -64,9 +63,7 @@ enum Mode : int64_t {
 // a list for each GPU's pool (8, the default now, so the same as 0); the outputs' version counters
 // new and freed as torch does (version_pool::set_enabled(false)); each GPU's thread and its pool's
 // workers confined to a slice of the process's CPUs of its own (released_threads.h's cpu_slice;
-// 10), instead of the scheduler placing the threads of every GPU anywhere; the output containers
-// counting on the batch's own element types, one TensorType for the process, instead of twins of
-// their own (TypeTwins::set_enabled(false); 11).
+// 10), instead of the scheduler placing the threads of every GPU anywhere.
 enum Variant : int64_t {
   kAsIs = 0,
   kNoImplPool = 1,
@@ -78,8 +75,7 @@ enum Variant : int64_t {
   kImplPoolOneList = 7,
   kImplPoolShards = 8,
   kNoVersionPool = 9,
-  kCpuSlicePerGpu = 10,
-  kNoTypeTwins = 11
+  kCpuSlicePerGpu = 10
 };
 
 mtc::microbench::LoopPattern pattern_of(Variant v) {
@@ -97,7 +93,6 @@ struct VariantScope {
     if (v == kImplPoolOneList) mtc::detail::impl_pool::set_sharded(false);
     if (v == kImplPoolShards) mtc::detail::impl_pool::set_sharded(true);
     if (v == kNoVersionPool) mtc::detail::version_pool::set_enabled(false);
-    if (v == kNoTypeTwins) mtc::detail::TypeTwins::set_enabled(false);
     if (v == kCpuSlicePerGpu) {
       const int gpus = c10::cuda::device_count();
       for (int g = 0; g < gpus; ++g)
@@ -112,7 +107,6 @@ struct VariantScope {
     mtc::detail::impl_pool::set_enabled(pool_was_on);
     mtc::detail::impl_pool::set_sharded(sharded);
     mtc::detail::version_pool::set_enabled(counters_pooled);
-    mtc::detail::TypeTwins::set_enabled(twinned);
     mtc::detail::WorkerPoolSet::instance().set_anticipate(anticipated);
     if (variant == kCpuSlicePerGpu) {
       for (int g = 0; g < c10::cuda::device_count(); ++g)
@@ -124,7 +118,6 @@ struct VariantScope {
   bool pool_was_on = mtc::detail::impl_pool::enabled();
   bool sharded = mtc::detail::impl_pool::sharded();
   bool counters_pooled = mtc::detail::version_pool::enabled();
-  bool twinned = mtc::detail::TypeTwins::enabled();
   bool anticipated = mtc::detail::WorkerPoolSet::instance().anticipate();
 };
 
@@ -270,7 +263,6 @@ BENCHMARK(BM_MultiGpuCopy)
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kCpuSlicePerGpu}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {0, 2000}, {kAsIs}})
     ->ArgsProduct({{0}, {kEveryGpuOrOneAloneInRuns}, {200}, {kNoImplPool}})
-    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kAnyValues, kNoTypeTwins}})
     ->ArgsProduct({{0, 1},
                    {kEveryGpuOrOneAloneInRuns},
                    {200},
@@ -374,7 +366,7 @@ BENCHMARK(BM_MultiGpuParts)
     ->ArgsProduct({{0},
                    {2},
                    {kAsIs, kNoImplPool, kAnyValues, kContainersOnly, kImplPoolOneList,
-                    kImplPoolShards, kNoVersionPool, kNoTypeTwins}})
+                    kImplPoolShards, kNoVersionPool}})
     ->ArgsProduct({{1}, {0, 1}, {kAsIs}})
     ->UseManualTime()
     ->MinTime(0.3)

@@ -15,8 +15,6 @@
 #include <type_traits>
 #include <utility>
 
-#include "detail/type_twins.h"
-
 namespace mtc::detail {
 
 // Containers deeper than this are rejected: a deeper structure is almost surely a cycle.
@@ -77,8 +75,7 @@ class StructureCopier {
     auto take = [&](const c10::IValue&, uint32_t position, c10::SmallVector<Deferred, 8>&) {
       return std::move(elements[position]);
     };
-    TypeTwins twins;  // the root's own: one container, on the thread that assembles it
-    return build(root, take, none, twins);
+    return build(root, take, none);
   }
   void place_elements(const c10::IValue& assembled) {
     place_all(assembled, root_deferred_);
@@ -109,7 +106,7 @@ class StructureCopier {
     auto copy_child = [&](const c10::IValue& item, uint32_t position, DeferredList& d) {
       return child(item, depth, position, d);
     };
-    c10::IValue out = build(v, copy_child, deferred, twins_);
+    c10::IValue out = build(v, copy_child, deferred);
     place_all(out, deferred);
     return out;
   }
@@ -134,18 +131,15 @@ class StructureCopier {
     TORCH_CHECK(n <= UINT32_MAX, "mtc::start_copy: a container of ", n, " elements is too large");
   }
 
-  // A new container of v's kind (list, tuple or dict), element types (their twins) and keys,
-  // whose k-th element is element(v's k-th element, k, deferred). The input's element types are
-  // read in place: a copy would add to and subtract from their counts (type_twins.h).
+  // A new container of v's kind (list, tuple or dict), element types and keys, whose k-th
+  // element is element(v's k-th element, k, deferred).
   template <class Element>
-  static c10::IValue build(const c10::IValue& v, Element&& element, DeferredList& deferred,
-                           TypeTwins& twins) {
+  static c10::IValue build(const c10::IValue& v, Element&& element, DeferredList& deferred) {
     uint32_t position = 0;
     if (v.isList()) {
       const c10::ArrayRef<c10::IValue> items = v.toListRef();
       check_size(items.size());
-      const auto* list = static_cast<const c10::detail::ListImpl*>(v.internalToPointer());
-      c10::impl::GenericList out(twins.twin(list->elementType));
+      c10::impl::GenericList out(v.toList().elementType());
       out.reserve(items.size());
       for (const c10::IValue& item : items) out.push_back(element(item, position++, deferred));
       return out;
@@ -160,10 +154,7 @@ class StructureCopier {
     }
     const c10::impl::GenericDict in = v.toGenericDict();
     check_size(in.size());
-    const auto& types =
-        static_cast<const c10::detail::DictImpl*>(v.internalToPointer())->elementTypes;
-    c10::TypePtr key_type = twins.twin(types.keyType);
-    c10::impl::GenericDict out(std::move(key_type), twins.twin(types.valueType));
+    c10::impl::GenericDict out(in.keyType(), in.valueType());
     out.reserve(in.size());
     for (const auto& entry : in)
       out.insert(entry.key(), element(entry.value(), position++, deferred));
@@ -196,7 +187,6 @@ class StructureCopier {
   }
 
   Policy& policy_;
-  TypeTwins twins_;  // the element types of the containers this copier builds
   int64_t pending_root_ = -1;
   DeferredList root_deferred_;  // deferred tensor elements of the root (copy in parts)
 };
