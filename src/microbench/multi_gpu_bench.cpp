@@ -63,9 +63,7 @@ enum Mode : int64_t {
 // a list for each GPU's pool (8, the default now, so the same as 0); the outputs' version counters
 // new and freed as torch does (version_pool::set_enabled(false)); each GPU's thread and its pool's
 // workers confined to a slice of the process's CPUs of its own (released_threads.h's cpu_slice;
-// 10), instead of the scheduler placing the threads of every GPU anywhere; each GPU's batches
-// made on a thread of that GPU's own (released_threads.h's made_on_thread_of; 12), instead of all
-// GPUs' on the benchmark's thread, one after another.
+// 10), instead of the scheduler placing the threads of every GPU anywhere.
 enum Variant : int64_t {
   kAsIs = 0,
   kNoImplPool = 1,
@@ -77,8 +75,7 @@ enum Variant : int64_t {
   kImplPoolOneList = 7,
   kImplPoolShards = 8,
   kNoVersionPool = 9,
-  kCpuSlicePerGpu = 10,
-  kBatchesApart = 12  // 11 was a tried change's (results/notes/2026-11-28.md)
+  kCpuSlicePerGpu = 10
 };
 
 mtc::microbench::LoopPattern pattern_of(Variant v) {
@@ -126,22 +123,17 @@ struct VariantScope {
 
 // Each GPU's own reference batches: on the CPU for CPU->GPU, on that GPU for GPU->CPU (made once;
 // `index` tells the batches of a rotation apart).
-const c10::IValue& input_for(int gpu, bool h2d, bool any_values = false, int index = 0,
-                             bool apart = false) {
-  static std::map<std::tuple<int, bool, bool, int, bool>, c10::IValue> inputs;
-  auto it = inputs.find({gpu, h2d, any_values, index, apart});
+const c10::IValue& input_for(int gpu, bool h2d, bool any_values = false, int index = 0) {
+  static std::map<std::tuple<int, bool, bool, int>, c10::IValue> inputs;
+  auto it = inputs.find({gpu, h2d, any_values, index});
   if (it != inputs.end()) return it->second;
-  auto make = [&] {
-    c10::IValue made = mtc::microbench::make_reference_batch(1, false, any_values);
-    if (!h2d) {
-      const c10::cuda::CUDAGuard on(static_cast<c10::DeviceIndex>(gpu));
-      made = map_to(made, c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(gpu)));
-      c10::cuda::device_synchronize();  // this GPU's
-    }
-    return made;
-  };
-  c10::IValue made = apart ? mtc::microbench::made_on_thread_of(gpu, make) : make();
-  return inputs.emplace(std::make_tuple(gpu, h2d, any_values, index, apart), std::move(made))
+  c10::IValue made = mtc::microbench::make_reference_batch(1, false, any_values);
+  if (!h2d) {
+    const c10::cuda::CUDAGuard on(static_cast<c10::DeviceIndex>(gpu));
+    made = map_to(made, c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(gpu)));
+    c10::cuda::device_synchronize();  // this GPU's
+  }
+  return inputs.emplace(std::make_tuple(gpu, h2d, any_values, index), std::move(made))
       .first->second;
 }
 
@@ -151,7 +143,7 @@ mtc::microbench::LoopCopies loop_for(int gpu, bool h2d, Variant variant) {
   const mtc::microbench::LoopPattern pattern = pattern_of(variant);
   std::vector<c10::IValue> inputs;
   for (int i = 0; i < mtc::microbench::inputs_for(pattern); ++i)
-    inputs.push_back(input_for(gpu, h2d, variant == kAnyValues, i, variant == kBatchesApart));
+    inputs.push_back(input_for(gpu, h2d, variant == kAnyValues, i));
   const auto device = static_cast<c10::DeviceIndex>(gpu);
   return mtc::microbench::LoopCopies(
       std::move(inputs), h2d ? c10::Device(c10::kCUDA, device) : c10::Device(c10::kCPU), pattern);
@@ -271,7 +263,6 @@ BENCHMARK(BM_MultiGpuCopy)
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kCpuSlicePerGpu}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {0, 2000}, {kAsIs}})
     ->ArgsProduct({{0}, {kEveryGpuOrOneAloneInRuns}, {200}, {kNoImplPool}})
-    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kBatchesApart}})
     ->ArgsProduct({{0, 1},
                    {kEveryGpuOrOneAloneInRuns},
                    {200},
@@ -340,8 +331,7 @@ double walk_part(int gpu, Variant variant) {
   // workers take the blocks the caller freed, this thread frees its blocks and takes them back
   // itself: the shards' best case.
   mtc::detail::impl_pool::set_thread_shard(1 + static_cast<size_t>(gpu));
-  return mtc::microbench::walk_seconds(
-      input_for(gpu, true, variant == kAnyValues, 0, variant == kBatchesApart), target);
+  return mtc::microbench::walk_seconds(input_for(gpu, true, variant == kAnyValues), target);
 }
 
 void BM_MultiGpuParts(benchmark::State& state) {
@@ -352,9 +342,7 @@ void BM_MultiGpuParts(benchmark::State& state) {
   const int mix_block = state.range(1) == 2 ? 32 : 0;
   const VariantScope variant(static_cast<Variant>(state.range(2)));
   for (int g = 0; g < gpus; ++g)
-    driver ? (void)driver_side(g)
-           : (void)input_for(g, true, variant.variant == kAnyValues, 0,
-                             variant.variant == kBatchesApart);
+    driver ? (void)driver_side(g) : (void)input_for(g, true, variant.variant == kAnyValues);
   std::vector<std::vector<double>> submits(static_cast<size_t>(gpus));
   ReleasedRun run = run_released(
       state, gpus,
@@ -378,7 +366,7 @@ BENCHMARK(BM_MultiGpuParts)
     ->ArgsProduct({{0},
                    {2},
                    {kAsIs, kNoImplPool, kAnyValues, kContainersOnly, kImplPoolOneList,
-                    kImplPoolShards, kNoVersionPool, kBatchesApart}})
+                    kImplPoolShards, kNoVersionPool}})
     ->ArgsProduct({{1}, {0, 1}, {kAsIs}})
     ->UseManualTime()
     ->MinTime(0.3)

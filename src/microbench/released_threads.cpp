@@ -6,9 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <exception>
-#include <map>
 #include <mutex>
 #include <random>
 #include <stdexcept>
@@ -126,63 +124,6 @@ void confine_this_thread(const std::vector<int>& cpus) {
     if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &set);
   if (pthread_setaffinity_np(pthread_self(), sizeof(set), &set) != 0)
     throw std::runtime_error("cannot confine a GPU's thread to its CPU slice");
-}
-
-namespace {
-
-// A thread that runs one job at a time for its callers, never ends (it is detached, and parks
-// between jobs), and so keeps its malloc arena to itself.
-class ParkedThread {
- public:
-  ParkedThread() {
-    std::thread([this] { serve(); }).detach();
-  }
-
-  c10::IValue run(const std::function<c10::IValue()>& make) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    job_ = &make;
-    error_ = nullptr;
-    changed_.notify_all();
-    changed_.wait(lock, [&] { return job_ == nullptr; });
-    if (error_) std::rethrow_exception(error_);
-    return std::move(made_);
-  }
-
- private:
-  void serve() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      changed_.wait(lock, [&] { return job_ != nullptr; });
-      try {
-        made_ = (*job_)();
-      } catch (...) {
-        error_ = std::current_exception();
-      }
-      job_ = nullptr;
-      changed_.notify_all();
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  const std::function<c10::IValue()>* job_ = nullptr;
-  c10::IValue made_;
-  std::exception_ptr error_;
-};
-
-}  // namespace
-
-c10::IValue made_on_thread_of(int key, const std::function<c10::IValue()>& make) {
-  static std::mutex mutex;
-  static auto* threads = new std::map<int, ParkedThread*>;  // live as long as the process
-  ParkedThread* thread = nullptr;
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    ParkedThread*& slot = (*threads)[key];
-    if (slot == nullptr) slot = new ParkedThread;
-    thread = slot;
-  }
-  return thread->run(make);
 }
 
 }  // namespace mtc::microbench

@@ -2,7 +2,6 @@
 // multi-GPU micro-benchmarks make several GPUs do the same thing at once in one process.
 #pragma once
 
-#include <ATen/core/ivalue.h>
 #include <benchmark/benchmark.h>
 
 #include <functional>
@@ -46,12 +45,5 @@ void report_released(benchmark::State& state, ReleasedRun& run);
 const std::vector<int>& process_cpus();
 std::vector<int> cpu_slice(int g, int gpus);
 void confine_this_thread(const std::vector<int>& cpus);
-
-// Runs `make` on a thread kept for `key` as long as the process lives, and returns what it made
-// (rethrowing what it threw). The objects such a thread allocates come from a malloc arena of its
-// own, so the batches of different keys (GPUs) share no cache line, as batches that each GPU's
-// own loader thread makes would not; batches made one after another on one thread fill each
-// other's freed gaps, and the engine's walk writes to its input's reference counts.
-c10::IValue made_on_thread_of(int key, const std::function<c10::IValue()>& make);
 
 }  // namespace mtc::microbench
