@@ -22,6 +22,8 @@
 # MTC_LOCKSTEP_PLACEMENTS (default "any") where they run: "any" wherever the scheduler puts them,
 # "slice" each GPU's process confined (taskset) to its own equal slice of the host's CPUs, as
 # BM_MultiGpuCopy's variant 10 confines each GPU's thread and workers in one process.
+# MTC_LOCKSTEP_PRELOAD (a shared library's path, say jemalloc's) is preloaded into every benchmark
+# process, in one process and per GPU alike; the output's first lines name it.
 # Appends its lines to OUT_DIR/engine_bench.md and writes lockstep.json (every rank's times).
 #
 #   scripts/gpu-check-lockstep.sh OUT_DIR BUILD_DIR [ITERATIONS]
@@ -44,7 +46,17 @@ cpu_slice() {  # GPU $1's share of the CPUs this script may run on, in $2 equal 
 cpus, (g, n) = sorted(os.sched_getaffinity(0)), map(int, sys.argv[1:])
 print(",".join(map(str, cpus[len(cpus) * g // n:len(cpus) * (g + 1) // n])))' "$1" "$2"
 }
+preload=()
+if [[ -n "${MTC_LOCKSTEP_PRELOAD:-}" ]]; then
+  [[ -r "$MTC_LOCKSTEP_PRELOAD" ]] || { echo "lockstep: cannot read MTC_LOCKSTEP_PRELOAD=$MTC_LOCKSTEP_PRELOAD" >&2; exit 2; }
+  preload=(env "LD_PRELOAD=$MTC_LOCKSTEP_PRELOAD")
+fi
 {
+  if [[ -n "${MTC_LOCKSTEP_PRELOAD:-}" ]]; then
+    echo "--- malloc: LD_PRELOAD=$MTC_LOCKSTEP_PRELOAD"
+  else
+    echo "--- malloc: the C library's"
+  fi
   echo "--- CPU topology"
   lscpu | grep -E '^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA node)' | sed 's/  */ /g'
 } | tee -a "$out/engine_bench.md"
@@ -54,7 +66,7 @@ counts=("$gpus")
 for n in "${counts[@]}"; do
   visible=$(seq -s, 0 $((n - 1)))
   echo "--- $n GPUs ($visible)" | tee -a "$out/engine_bench.md"
-  CUDA_VISIBLE_DEVICES=$visible "$build/mtc_engine_bench" --benchmark_repetitions=5 \
+  CUDA_VISIBLE_DEVICES=$visible "${preload[@]}" "$build/mtc_engine_bench" --benchmark_repetitions=5 \
     --benchmark_report_aggregates_only=true --benchmark_enable_random_interleaving=true \
     --benchmark_filter="${MTC_LOCKSTEP_FILTER:-BM_MultiGpuCopy/[01]/([0245]/200/0|5/200/[56])/|BM_MultiGpuParts/0/2/[03]/}" \
     --benchmark_out="$times/in-process.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
@@ -74,7 +86,8 @@ for n in "${counts[@]}"; do
         for g in $(seq 0 $((n - 1))); do
           confine=()
           [[ $placement == slice ]] && confine=(taskset -c "$(cpu_slice "$g" "$n")")
-          CUDA_VISIBLE_DEVICES=$g timeout 300 "${confine[@]}" "$build/mtc_lockstep_copies" "$g" "$n" \
+          CUDA_VISIBLE_DEVICES=$g timeout 300 "${confine[@]}" "${preload[@]}" \
+            "$build/mtc_lockstep_copies" "$g" "$n" \
             "$name" "$direction" "$count" "$times/$key-$g.json" "$run" "$pattern" &
           pids+=($!)
         done
