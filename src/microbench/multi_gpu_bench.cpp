@@ -59,8 +59,8 @@ enum Mode : int64_t {
 // (WorkerPoolSet::set_anticipate(false), as MTC_WORKER_ANTICIPATE=0); training steps instead of
 // the hot pattern, with a sleeping or a busy gap (LoopPattern: the targets of several GPUs are
 // stated for both patterns); the TensorImpl pool, and the version counters' pool that follows its
-// shards, with one list for every GPU (7, impl_pool::set_sharded(false), as 7 meant at b840770) or
-// a list for each GPU's pool (8, the default now, so the same as 0); the outputs' version counters
+// shards, with one list for every GPU (7, impl_pool::set_sharded(false), as 7 meant at b840770;
+// 8, a list for each GPU's pool, became the default and left); the outputs' version counters
 // new and freed as torch does (version_pool::set_enabled(false)); each GPU's thread and its pool's
 // workers confined to a slice of the process's CPUs of its own (released_threads.h's cpu_slice;
 // 10), instead of the scheduler placing the threads of every GPU anywhere.
@@ -73,7 +73,6 @@ enum Variant : int64_t {
   kStepSleep = 5,
   kStepBusy = 6,
   kImplPoolOneList = 7,
-  kImplPoolShards = 8,
   kNoVersionPool = 9,
   kCpuSlicePerGpu = 10
 };
@@ -91,7 +90,6 @@ struct VariantScope {
     if (v == kNoImplPool) mtc::detail::impl_pool::set_enabled(false);
     if (v == kNoEarlyWakes) mtc::detail::WorkerPoolSet::instance().set_anticipate(false);
     if (v == kImplPoolOneList) mtc::detail::impl_pool::set_sharded(false);
-    if (v == kImplPoolShards) mtc::detail::impl_pool::set_sharded(true);
     if (v == kNoVersionPool) mtc::detail::version_pool::set_enabled(false);
     if (v == kCpuSlicePerGpu) {
       const int gpus = c10::cuda::device_count();
@@ -263,10 +261,7 @@ BENCHMARK(BM_MultiGpuCopy)
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kCpuSlicePerGpu}})
     ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {0, 2000}, {kAsIs}})
     ->ArgsProduct({{0}, {kEveryGpuOrOneAloneInRuns}, {200}, {kNoImplPool}})
-    ->ArgsProduct({{0, 1},
-                   {kEveryGpuOrOneAloneInRuns},
-                   {200},
-                   {kImplPoolOneList, kImplPoolShards, kNoVersionPool}})
+    ->ArgsProduct({{0, 1}, {kEveryGpuOrOneAloneInRuns}, {200}, {kImplPoolOneList, kNoVersionPool}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0, 200}, {kNoEarlyWakes}})
     ->ArgsProduct({{0, 1}, {kPoolPerDevice, kAlone}, {0}, {kAsIs}})
     ->UseManualTime()
@@ -366,7 +361,7 @@ BENCHMARK(BM_MultiGpuParts)
     ->ArgsProduct({{0},
                    {2},
                    {kAsIs, kNoImplPool, kAnyValues, kContainersOnly, kImplPoolOneList,
-                    kImplPoolShards, kNoVersionPool}})
+                    kNoVersionPool}})
     ->ArgsProduct({{1}, {0, 1}, {kAsIs}})
     ->UseManualTime()
     ->MinTime(0.3)
