@@ -47,16 +47,14 @@ cpus, (g, n) = sorted(os.sched_getaffinity(0)), map(int, sys.argv[1:])
 print(",".join(map(str, cpus[len(cpus) * g // n:len(cpus) * (g + 1) // n])))' "$1" "$2"
 }
 preload=()
+malloc="the C library's"
 if [[ -n "${MTC_LOCKSTEP_PRELOAD:-}" ]]; then
   [[ -r "$MTC_LOCKSTEP_PRELOAD" ]] || { echo "lockstep: cannot read MTC_LOCKSTEP_PRELOAD=$MTC_LOCKSTEP_PRELOAD" >&2; exit 2; }
   preload=(env "LD_PRELOAD=$MTC_LOCKSTEP_PRELOAD")
+  malloc="LD_PRELOAD=$MTC_LOCKSTEP_PRELOAD"
 fi
 {
-  if [[ -n "${MTC_LOCKSTEP_PRELOAD:-}" ]]; then
-    echo "--- malloc: LD_PRELOAD=$MTC_LOCKSTEP_PRELOAD"
-  else
-    echo "--- malloc: the C library's"
-  fi
+  echo "--- malloc: $malloc"
   echo "--- CPU topology"
   lscpu | grep -E '^(Model name|Socket|Core|Thread|CPU\(s\)|NUMA node)' | sed 's/  */ /g'
 } | tee -a "$out/engine_bench.md"

@@ -66,8 +66,9 @@ def gpu_ratios(name, benchmark):
     return ratios
 
 
-def is_ratio(case):
-    return case.endswith("with every GPU / alone")
+def units(case):
+    """The suffix of a row's per-process figures: "_us" for times, none for a GPU's ratios."""
+    return "" if case.endswith("with every GPU / alone") else "_us"
 
 
 def compare(without, with_):
@@ -86,10 +87,8 @@ def compare(without, with_):
             reading = f"higher in every process (chance {chance:.3f})"
         else:
             reading = "within the spread"
-        row = {"case": case, "without_us": a, "with_us": b, "ratio": ratio, "reading": reading}
-        if is_ratio(case):  # per-process ratios, not times
-            row = {"case": case, "without": a, "with": b, "ratio": ratio, "reading": reading}
-        rows.append(row)
+        unit = units(case)
+        rows.append({"case": case, "without" + unit: a, "with" + unit: b, "ratio": ratio, "reading": reading})
     return rows
 
 
@@ -110,9 +109,9 @@ def main(argv):
              "ratio with every GPU copying to alone; ratio: the median with over the median without.",
              "", "| case | without | with | ratio | reading |", "|---|---|---|---|---|"]
     for r in rows:
-        values = (r["without"], r["with"]) if is_ratio(r["case"]) else (r["without_us"], r["with_us"])
-        form = "{:.3f}x" if is_ratio(r["case"]) else "{:.1f}"
-        cells = [", ".join(form.format(v) for v in side) for side in values]
+        unit = units(r["case"])
+        form = "{:.1f}" if unit else "{:.3f}x"
+        cells = [", ".join(form.format(v) for v in r[side + unit]) for side in ("without", "with")]
         lines.append(f"| {r['case']} | {cells[0]} | {cells[1]} | {r['ratio']:.3f} | {r['reading']} |")
     with open(out_md, "w") as f:
         f.write("\n".join(lines) + "\n")
