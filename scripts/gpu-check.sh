@@ -9,6 +9,8 @@
 #   scripts/gpu-check.sh OUT_DIR python [BENCH_PYTHON ARGS...]
 #   scripts/gpu-check.sh OUT_DIR microbench FILTER
 #   scripts/gpu-check.sh OUT_DIR envab NAME=VALUE FILTER [PAIRS]
+#   scripts/gpu-check.sh OUT_DIR topology [ROUND_TRIPS]
+#   scripts/gpu-check.sh OUT_DIR neighbours FILTER [ROUNDS]
 #
 # A failed build stops the script at once with exit 1 and its first errors (every error is in
 # build.log: the build goes on past a failed file). The test stage runs every suite the mode
@@ -62,6 +64,11 @@
 #   10,000 GPU cases, the soak, the fault tests and the memory-steadiness run; "sanitize" runs the
 #   engine's GPU tests under compute-sanitizer (memcheck, racecheck, synccheck): both are
 #   scripts/gpu-check-reliability.sh, whose header says what each runs and writes.
+# "topology" builds nothing of the project: it compiles scripts/host_topology_probe.c and writes
+#   topology.txt, the CPUs as the VM reports them and as the probe finds them (a cache line's
+#   round trip between every pair of CPUs, memory latency from each), in about a minute on 64.
+# "neighbours" builds and tests as "microbench" does, then runs the micro-benchmarks matching
+#   FILTER beside busy threads of several kinds (scripts/gpu-check-neighbours.sh): neighbours.md.
 # At most eight files are written to OUT_DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -84,6 +91,19 @@ if [[ "$mode" == python ]]; then
   bash scripts/gpu-check-python.sh "$out" "${@:3}"
   exit $?
 fi
+if [[ "$mode" == topology ]]; then
+  {
+    step "machine"
+    nvidia-smi --query-gpu=name --format=csv,noheader
+    lscpu | grep -E "^(Model name|CPU\(s\)|Thread|Core|Socket|NUMA|L[123])"
+    step "probe"
+    "${CC:-cc}" -O2 -Wall -pthread -o /tmp/mtc-host-topology-probe scripts/host_topology_probe.c &&
+      /tmp/mtc-host-topology-probe ${3:-}
+  } > "$out/topology.txt" 2>&1
+  status=$?
+  grep -A 50 "^histogram" "$out/topology.txt" | grep -v "^memory"
+  exit $status
+fi
 if [[ "$mode" == reliability || "$mode" == sanitize ]]; then
   bash scripts/gpu-check-reliability.sh "$out" "$mode"
   exit $?
@@ -100,7 +120,8 @@ fi
   [[ "$mode" == multi ]] && export MTC_TARGETS="mtc_engine_tests mtc-bench"
   [[ "$mode" == lockstep ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc_lockstep_copies"
   [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
-  [[ "$mode" == microbench || "$mode" == envab ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench"
+  [[ "$mode" == microbench || "$mode" == envab || "$mode" == neighbours ]] &&
+    export MTC_TARGETS="mtc_engine_tests mtc_engine_bench"
   [[ "$mode" == ab ]] && export MTC_TARGETS="mtc-bench mtc_engine_plugin"
   # Keep going past a failed file: one call shows every error, not only the first. An A/B
   # against another tree builds nothing here: perf-ci builds both sides.
@@ -148,7 +169,7 @@ fi
 # Every suite the mode promises runs; one that was not built, crashed or failed is a failure,
 # and the summary line names each with its count of passed tests.
 suites=(engine workload bench compare)
-[[ "$mode" =~ ^(bench|engine|multi|microbench|envab|lockstep)$ ]] && suites=(engine)
+[[ "$mode" =~ ^(bench|engine|multi|microbench|envab|lockstep|neighbours)$ ]] && suites=(engine)
 step "tests: ${suites[*]}" | tee "$out/tests.log"
 summary=()
 failed=()
@@ -206,6 +227,13 @@ if [[ "$mode" == microbench ]]; then
   step "engine micro-benchmarks matching $filter, interleaved"
   : > "$out/engine_bench.md"
   microbench "$filter" engine_bench --benchmark_enable_random_interleaving=true
+  finish
+fi
+
+if [[ "$mode" == neighbours ]]; then
+  filter="${3:?usage: scripts/gpu-check.sh OUT_DIR neighbours FILTER [ROUNDS]}"
+  step "micro-benchmarks matching $filter beside busy neighbours"
+  bash scripts/gpu-check-neighbours.sh "$out" "$filter" "${4:-4}" || status=1
   finish
 fi
 
