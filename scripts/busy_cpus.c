@@ -11,7 +11,6 @@
  *
  * Exits 0 after SECONDS, 2 on bad arguments, 3 when KIND is tpause and the CPU lacks it. */
 #define _GNU_SOURCE
-#include <cpuid.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -19,21 +18,37 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
 #include <x86intrin.h>
+#endif
 
 static atomic_int stop;
 static const size_t kMemoryBytes = (size_t)32 << 20;
 
 static int has_waitpkg(void) {
+#if defined(__x86_64__)
   unsigned a, b, c, d;
   return __get_cpuid_count(7, 0, &a, &b, &c, &d) && (c & (1u << 5)) != 0;
+#else
+  return 0;
+#endif
+}
+
+/* One step of a spin-wait, as the engine's cpu_relax(). */
+static inline void relax(void) {
+#if defined(__x86_64__)
+  _mm_pause();
+#else
+  __asm__ volatile("" ::: "memory");
+#endif
 }
 
 static void* work(void* kind_name) {
   const char* kind = kind_name;
   if (strcmp(kind, "pause") == 0) {
     while (!atomic_load_explicit(&stop, memory_order_relaxed))
-      for (int i = 0; i < 32; ++i) _mm_pause();
+      for (int i = 0; i < 32; ++i) relax();
   } else if (strcmp(kind, "tpause") == 0) {
 #ifdef __WAITPKG__
     while (!atomic_load_explicit(&stop, memory_order_relaxed))

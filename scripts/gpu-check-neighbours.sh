@@ -29,7 +29,18 @@ bench="${MTC_BUILD_DIR:-build-gpu}/mtc_engine_bench"
 [[ $threads =~ ^[1-9][0-9]*$ ]] || { echo "neighbours: MTC_NEIGHBOUR_THREADS must be a count (got '$threads')" >&2; exit 2; }
 [[ -x $bench ]] || { echo "neighbours: $bench is not built" >&2; exit 2; }
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+neighbours=()
+stop_neighbours() {
+  local pid
+  for pid in "${neighbours[@]}"; do
+    kill -- -"$pid" 2> /dev/null || kill "$pid" 2> /dev/null
+    wait "$pid" 2> /dev/null
+  done
+  neighbours=()
+}
+# Nothing outlives the check: an interrupted run stops its neighbours too.
+trap 'stop_neighbours; rm -rf "$work"' EXIT
+trap 'exit 130' INT TERM
 
 flags=(-O2 -pthread)
 "${CC:-cc}" -mwaitpkg -E -x c /dev/null > /dev/null 2>&1 && flags+=(-mwaitpkg)
@@ -51,26 +62,27 @@ for kind in "${wanted[@]}"; do
     *) echo "MTC_NEIGHBOUR_KINDS: unknown kind '$kind'" >&2; exit 2 ;;
   esac
 done
-# Every other GPU's hot copy, in a process of its own that copies for $1 seconds and is started
-# again (its session, so that the loop and its benchmark stop together).
+# Every other GPU's hot copy, each in a process and session of its own, so that one kill stops
+# a neighbour with all it started. The case's own minimum time (0.3 s a repetition) governs it
+# whatever --benchmark_min_time says: "copies" repeats it (one process, until killed or 10
+# minutes), "starts" runs it once per process, process after process.
 copy_filter='BM_EngineCopy<Direction::kHostToDevice>/1/7/'
 start_copies() {
   local g
   for g in $(seq 1 $(( gpus - 1 ))); do
-    CUDA_VISIBLE_DEVICES=$g setsid bash -c "while :; do \"$bench\" --benchmark_filter='$copy_filter' \
-      --benchmark_min_time=$1 > /dev/null 2>&1; done" &
+    CUDA_VISIBLE_DEVICES=$g setsid timeout 600 bash -c \
+      'while :; do "$0" --benchmark_filter="$1" --benchmark_repetitions="$2" > /dev/null 2>&1; done' \
+      "$bench" "$copy_filter" "$1" &
     neighbours+=($!)
   done
 }
-
 for round in $(seq 1 "$rounds"); do
   for kind in $(printf '%s\n' "${kinds[@]}" | shuf); do
-    neighbours=()
     if [[ $kind == copies ]]; then
-      start_copies 600
+      start_copies 2000
       sleep 8  # their CUDA start and warm-up: the measurement sees them copying
     elif [[ $kind == starts ]]; then
-      start_copies 0.01
+      start_copies 1
       sleep 1
     elif [[ $kind != none ]]; then
       "$work/busy_cpus" "$threads" 600 "$kind" &
@@ -79,18 +91,20 @@ for round in $(seq 1 "$rounds"); do
     fi
     head -1 /proc/stat > "$work/$round-$kind.stat"
     # The warm-up keeps a fresh process's first copies (its pools and streams made) out of the
-    # figures: without it, runs beside other GPUs' processes fitted first copies of 0.35-0.7 s
+    # figures: without it, runs beside processes starting on other GPUs fitted first copies of
+    # 0.35-0.7 s
     # (results/notes/2026-11-28-morning.md).
     CUDA_VISIBLE_DEVICES=0 "$bench" --benchmark_filter="$filter" --benchmark_repetitions=2 \
       --benchmark_min_warmup_time=0.1 \
-      --benchmark_out="$work/$round-$kind.json" --benchmark_out_format=json > /dev/null 2>&1
+      --benchmark_out="$work/$round-$kind.json" --benchmark_out_format=json > "$work/bench.log" 2>&1
     bench_status=$?
     head -1 /proc/stat >> "$work/$round-$kind.stat"
-    for pid in "${neighbours[@]}"; do
-      if [[ $kind == copies || $kind == starts ]]; then kill -- -"$pid" 2> /dev/null; else kill "$pid"; fi
-      wait "$pid" 2> /dev/null
-    done
-    (( bench_status == 0 )) || { echo "round $round, $kind: mtc_engine_bench failed ($bench_status)"; exit 1; }
+    stop_neighbours
+    if (( bench_status != 0 )); then
+      echo "round $round, $kind: mtc_engine_bench failed ($bench_status); its last lines:"
+      tail -5 "$work/bench.log"
+      exit 1
+    fi
   done
   echo "round $round of $rounds done ($(date -u +%T))"
 done

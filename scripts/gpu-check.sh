@@ -66,7 +66,7 @@
 #   scripts/gpu-check-reliability.sh, whose header says what each runs and writes.
 # "topology" builds nothing of the project: it compiles scripts/host_topology_probe.c and writes
 #   topology.txt, the CPUs as the VM reports them and as the probe finds them (a cache line's
-#   round trip between every pair of CPUs, memory latency from each), in about a minute on 64.
+#   round trip between every pair of CPUs, cache latency from each), in about a minute on 64 CPUs.
 # "neighbours" builds and tests as "microbench" does, then runs the micro-benchmarks matching
 #   FILTER beside busy threads of several kinds (scripts/gpu-check-neighbours.sh): neighbours.md.
 # At most eight files are written to OUT_DIR.
@@ -96,6 +96,8 @@ if [[ "$mode" == topology ]]; then
     step "machine"
     nvidia-smi --query-gpu=name --format=csv,noheader
     lscpu | grep -E "^(Model name|CPU\(s\)|Thread|Core|Socket|NUMA|L[123])"
+    step "GPUs"
+    nvidia-smi topo -m
     step "probe"
     "${CC:-cc}" -O2 -Wall -pthread -o /tmp/mtc-host-topology-probe scripts/host_topology_probe.c &&
       /tmp/mtc-host-topology-probe ${3:-}

@@ -9,8 +9,11 @@
  * Prints, for the CPUs the process may run on:
  *   pair A B NS        the median time of one round trip of a cache line between a thread on
  *                      CPU A and one on CPU B (three trials of ROUND_TRIPS round trips each)
- *   memory C OWN SHARED  ns per dependent load from CPU C over 32 MiB in random order: memory
- *                      first touched by C itself, and memory first touched by the first CPU
+ *   memory C OWN SHARED  ns per dependent load from CPU C over 32 MiB in random order, each line
+ *                      once, after one pass: memory first touched by C itself, and memory first
+ *                      touched by the first CPU. 32 MiB fits the last-level cache the VMs report,
+ *                      so this is that cache's latency and address translation's from C; a CPU
+ *                      far above the others sat elsewhere at that moment
  * and a histogram of the pair times. Pairs that share a core or a cache stand out as a mode of
  * their own; a host of two hidden sockets as two modes with half the pairs in each. */
 #define _GNU_SOURCE
@@ -26,7 +29,6 @@
 
 enum { kLine = 64, kTrials = 3, kMaxCpus = 1024 };
 static const size_t kChaseBytes = (size_t)32 << 20;
-static const long kChaseSteps = 400000;
 
 static double now_ns(void) {
   struct timespec t;
@@ -46,7 +48,9 @@ static int compare_doubles(const void* a, const void* b) {
   return (x > y) - (x < y);
 }
 
-/* The bounced line: the first CPU writes odd values, the second even ones. */
+/* The bounced line: the first CPU writes odd values, the second even ones; kFailed when the
+ * second could not run on its CPU. */
+enum { kFailed = -1 };
 static _Alignas(kLine) _Atomic long flag;
 static long round_trips = 4000;
 
@@ -57,7 +61,10 @@ struct partner {
 
 static void* answer(void* arg) {
   const struct partner* p = arg;
-  if (pin(p->cpu) != 0) return (void*)1;
+  if (pin(p->cpu) != 0) {
+    atomic_store(&flag, kFailed);
+    return (void*)1;
+  }
   for (long i = 0; i < p->rounds; ++i) {
     while (atomic_load_explicit(&flag, memory_order_acquire) != 2 * i + 1) {
     }
@@ -74,9 +81,19 @@ static double round_trip_ns(int a, int b) {
     struct partner p = {b, round_trips + 1};
     pthread_t thread;
     if (pin(a) != 0 || pthread_create(&thread, NULL, answer, &p) != 0) return -1;
-    /* The first round trip waits for the partner to start: not timed. */
-    atomic_store_explicit(&flag, 1, memory_order_release);
-    while (atomic_load_explicit(&flag, memory_order_acquire) != 2) {
+    /* The first round trip waits for the partner to start: not timed. Only the partner can
+     * have changed the flag first, so a failed partner is seen here. */
+    long expected = 0;
+    if (!atomic_compare_exchange_strong(&flag, &expected, 1)) {
+      pthread_join(thread, NULL);
+      return -1;
+    }
+    long seen;
+    while ((seen = atomic_load_explicit(&flag, memory_order_acquire)) != 2) {
+      if (seen == kFailed) {
+        pthread_join(thread, NULL);
+        return -1;
+      }
     }
     const double start = now_ns();
     for (long i = 1; i <= round_trips; ++i) {
@@ -116,13 +133,15 @@ static void** make_chase(size_t bytes, unsigned seed) {
   return lines;
 }
 
+/* One pass over every line of a chase from make_chase(). */
 static double chase_ns(void** start) {
+  const long steps = (long)(kChaseBytes / kLine);
   void** p = start;
   const double t0 = now_ns();
-  for (long i = 0; i < kChaseSteps; ++i) p = (void**)*p;
+  for (long i = 0; i < steps; ++i) p = (void**)*p;
   const double elapsed = now_ns() - t0;
   __asm__ volatile("" : : "r"(p));
-  return elapsed / (double)kChaseSteps;
+  return elapsed / (double)steps;
 }
 
 int main(int argc, char** argv) {
@@ -157,10 +176,13 @@ int main(int argc, char** argv) {
     fflush(stdout);
   }
   printf("histogram of pair round trips (ns: pairs)\n");
-  for (int b = 0; b < kBuckets; ++b)
-    if (histogram[b] > 0)
-      printf("  %s%d-%d: %ld\n", b == kBuckets - 1 ? ">=" : "", b * kBucketNs, (b + 1) * kBucketNs,
-             histogram[b]);
+  for (int b = 0; b < kBuckets; ++b) {
+    if (histogram[b] == 0) continue;
+    if (b == kBuckets - 1)
+      printf("  >=%d: %ld\n", b * kBucketNs, histogram[b]);
+    else
+      printf("  %d-%d: %ld\n", b * kBucketNs, (b + 1) * kBucketNs, histogram[b]);
+  }
 
   if (pin(cpus[0]) != 0) return 1;
   void** shared = make_chase(kChaseBytes, 1);
@@ -175,7 +197,7 @@ int main(int argc, char** argv) {
       perror("host_topology_probe: memory");
       return 1;
     }
-    chase_ns(own); /* warms the TLB and whatever caches hold */
+    chase_ns(own); /* the pass after the first touch, to warm what can be warmed */
     const double own_ns = chase_ns(own);
     chase_ns(shared);
     const double shared_ns = chase_ns(shared);

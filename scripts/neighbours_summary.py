@@ -88,9 +88,10 @@ def summarize(runs, threads, kinds):
 
 def main(argv):
     if len(argv) < 6:
-        print(__doc__.strip().splitlines()[-8], file=sys.stderr)
         print("usage: neighbours_summary.py RUNS_DIR THREADS OUT.md OUT.json KIND...", file=sys.stderr)
         return 2
+    if "none" not in argv[5:]:
+        print("neighbours_summary.py: no 'none' kind: the ratios need the runs alone", file=sys.stderr)
     runs, threads, out_md, out_json, kinds = pathlib.Path(argv[1]), argv[2], argv[3], argv[4], argv[5:]
     text, table = summarize(runs, threads, kinds)
     pathlib.Path(out_md).write_text(text)

@@ -81,13 +81,18 @@ def check_busy_cpus(tmp):
 
 
 STAND_IN_BENCH = """#!/bin/bash
-out=""
-for a in "$@"; do case $a in --benchmark_out=*) out=${a#*=} ;; esac; done
+out="" repetitions=""
+for a in "$@"; do
+  case $a in
+    --benchmark_out=*) out=${a#*=} ;;
+    --benchmark_repetitions=*) repetitions=${a#*=} ;;
+  esac
+done
 if [[ -n $out ]]; then
-  sleep 0.3
+  sleep "${STAND_IN_SECONDS:-0.3}"
   echo '{"benchmarks":[{"run_name":"BM_Copy","run_type":"iteration","real_time":100,"time_unit":"us","median_us":100}]}' > "$out"
 else
-  echo "$CUDA_VISIBLE_DEVICES $$" >> "$(dirname "$0")/neighbours.log"
+  echo "$CUDA_VISIBLE_DEVICES $$ $repetitions" >> "$(dirname "$0")/neighbours.log"
   exec sleep 60
 fi
 """
@@ -100,6 +105,24 @@ def running(pid):
     except (FileNotFoundError, ProcessLookupError):
         return False
     return state != "Z"
+
+
+def check_interrupted(script, out, build, env):
+    """A check stopped while its neighbours copy stops them too."""
+    log = build / "neighbours.log"
+    log.unlink()
+    run = subprocess.Popen(["bash", script, str(out), "BM_Copy", "1"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL,
+                           env={**env, "MTC_NEIGHBOUR_KINDS": "copies", "STAND_IN_SECONDS": "3"})
+    deadline = time.time() + 30
+    while not (log.exists() and len(log.read_text().splitlines()) == 2) and time.time() < deadline:
+        time.sleep(0.1)
+    run.terminate()
+    assert run.wait(timeout=60) != 0
+    time.sleep(0.5)
+    for line in log.read_text().splitlines():
+        pid = line.split()[1]
+        assert not running(pid), f"neighbour {pid} outlived the interrupted check"
 
 
 def check_script(tmp):
@@ -121,11 +144,15 @@ def check_script(tmp):
     text = (out / "neighbours.md").read_text()
     for kind in ("none", "copies", "pause"):
         assert f"| BM_Copy | {kind} | 100.0 |" in text, text
-    started = (build / "neighbours.log").read_text().split()
-    assert sorted(started[0::2]) == ["1", "2"], started  # one process on each other GPU
+    started = [line.split() for line in (build / "neighbours.log").read_text().splitlines()]
+    # One process on each other GPU, repeating its case (the case's own minimum time governs a
+    # repetition: only repetitions keep a neighbour copying).
+    assert sorted(g for g, _, _ in started) == ["1", "2"], started
+    assert all(int(r) >= 1000 for _, _, r in started), started
     time.sleep(0.5)
-    for pid in started[1::2]:
+    for _, pid, _ in started:
         assert not running(pid), f"neighbour {pid} left running"
+    check_interrupted(script, out, build, env)
     for bad_env, message in (({"MTC_NEIGHBOUR_KINDS": "none idle"}, "unknown kind"),
                              ({"MTC_NEIGHBOUR_THREADS": "many"}, "MTC_NEIGHBOUR_THREADS")):
         result = subprocess.run(["bash", script, str(out), "BM_Copy", "1"], env={**env, **bad_env},
