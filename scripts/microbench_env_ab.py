@@ -20,50 +20,10 @@ The benchmark files alternate, without first. Exit 2 on bad arguments or files.
 """
 import json
 import math
-import re
 import statistics
 import sys
 
-from gbench_units import real_time_us
-
-
-def case_medians(path):
-    """{case: median over the file's repetitions}: a case's "median" aggregate where the file has
-    one (mtc_engine_bench --benchmark_report_aggregates_only), else the median of its repetitions;
-    median_us where a case reports it (whole copies), its time otherwise."""
-    with open(path) as f:
-        data = json.load(f)
-    aggregated, repetitions = {}, {}
-    for b in data["benchmarks"]:
-        if b.get("error_occurred"):
-            continue
-        value = b.get("median_us")
-        if value is None:
-            value = real_time_us(b)
-        name = b.get("run_name", b["name"])
-        if b.get("run_type") == "aggregate":
-            if b.get("aggregate_name") == "median":
-                aggregated[name] = float(value)
-                aggregated.update(gpu_ratios(name, b))
-        else:
-            repetitions.setdefault(name, []).append(float(value))
-            for ratio_name, ratio in gpu_ratios(name, b).items():
-                repetitions.setdefault(ratio_name, []).append(ratio)
-    medians = {name: statistics.median(v) for name, v in repetitions.items()}
-    medians.update(aggregated)
-    return medians
-
-
-def gpu_ratios(name, benchmark):
-    """{"NAME, GPU g with every GPU / alone": ratio} for each GPU whose counters a line has (a
-    median aggregate's counters are medians of the repetitions' counters, as its time is)."""
-    ratios = {}
-    for key, together in benchmark.items():
-        found = re.fullmatch(r"gpu(\d+)_us", key)
-        alone = benchmark.get(f"gpu{found.group(1)}_alone_us") if found else None
-        if alone:
-            ratios[f"{name}, GPU {found.group(1)} with every GPU / alone"] = float(together) / float(alone)
-    return ratios
+from gbench_units import case_medians
 
 
 def units(case):

@@ -3,9 +3,9 @@
 ("none") and beside busy neighbours of several kinds, the kinds in a new order each round.
 
 Each run is a Google Benchmark JSON file ROUND-KIND.json, beside it ROUND-KIND.stat: /proc/stat's
-first line before and after the run. A benchmark's figure for a run is the median over its
-repetitions of each repetition's median copy (median_us) where the benchmark gives one, else of
-its real_time: a repetition's mean would carry one stalled copy. Ratios are taken within a round
+first line before and after the run. A benchmark's figure for a run is gbench_units.case_medians':
+the median over its repetitions of each repetition's median copy (median_us) where the benchmark
+gives one, else of its real_time; a repetition's mean would carry one stalled copy. Ratios are taken within a round
 (a kind against that round's run alone), so that each compares moments of the host close together.
 
     python3 scripts/neighbours_summary.py RUNS_DIR THREADS OUT.md OUT.json KIND...
@@ -21,18 +21,7 @@ import statistics
 import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from gbench_units import real_time_us  # noqa: E402
-
-
-def run_figures(path):
-    """benchmark -> its figure in one run's file (us)."""
-    per_name = {}
-    for entry in json.loads(path.read_text())["benchmarks"]:
-        if entry.get("run_type") != "iteration":
-            continue
-        value = entry["median_us"] if "median_us" in entry else real_time_us(entry)
-        per_name.setdefault(entry["run_name"], []).append(value)
-    return {name: statistics.median(values) for name, values in per_name.items()}
+from gbench_units import case_medians  # noqa: E402
 
 
 def cpu_shares(path):
@@ -56,7 +45,7 @@ def summarize(runs, threads, kinds):
         round_, kind = path.stem.split("-", 1)
         if kind not in shares:
             continue
-        for name, us in run_figures(path).items():
+        for name, us in case_medians(path).items():
             times.setdefault((name, kind), {})[round_] = us
         stat = path.with_suffix(".stat")
         if stat.exists():

@@ -26,13 +26,14 @@ def run_file(path, entries):
 
 def copy_case(median_us):
     """Two repetitions of a copy benchmark: real_time is a mean the summary must not read."""
-    return [{"run_name": "BM_Copy", "run_type": "iteration", "real_time": 99999.0, "time_unit": "us",
-             "median_us": median_us} for _ in range(2)] + [
-        {"run_name": "BM_Copy", "run_type": "aggregate", "real_time": 1.0, "time_unit": "us"}]
+    return [{"name": "BM_Copy", "run_name": "BM_Copy", "run_type": "iteration", "real_time": 99999.0,
+             "time_unit": "us", "median_us": median_us} for _ in range(2)] + [
+        {"name": "BM_Copy_mean", "run_name": "BM_Copy", "run_type": "aggregate", "aggregate_name": "mean",
+         "real_time": 1.0, "time_unit": "us"}]
 
 
 def walk_case(ms):
-    return [{"run_name": "BM_Walk", "run_type": "iteration", "real_time": ms, "time_unit": "ms"}]
+    return [{"name": "BM_Walk", "run_name": "BM_Walk", "run_type": "iteration", "real_time": ms, "time_unit": "ms"}]
 
 
 def stat_file(path, busy, idle, steal):
@@ -90,7 +91,7 @@ for a in "$@"; do
 done
 if [[ -n $out ]]; then
   sleep "${STAND_IN_SECONDS:-0.3}"
-  echo '{"benchmarks":[{"run_name":"BM_Copy","run_type":"iteration","real_time":100,"time_unit":"us","median_us":100}]}' > "$out"
+  echo '{"benchmarks":[{"name":"BM_Copy","run_name":"BM_Copy","run_type":"iteration","real_time":100,"time_unit":"us","median_us":100}]}' > "$out"
 else
   echo "$CUDA_VISIBLE_DEVICES $$ $repetitions" >> "$(dirname "$0")/neighbours.log"
   exec sleep 60
