@@ -10,6 +10,9 @@
 # The original package is timed beside mtc (bench_python.py --original) when its source folder
 # was put at .carry/original/multi_tensor_copier (a copy of that folder of its repository; it is
 # built with scripts/build_original.py, its log appended to python-build.log).
+# With MTC_PYTHON_PROFILE=1, the module's calls are then profiled (scripts/profile.sh; the host has
+# no perf) with scripts/bench_python_overhead.py on the GPU, back to back and as a training step's
+# (a 2 ms sleep, 8 batches in turn), into a fifth file, profile-python.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check-python.sh OUT_DIR [BENCH_PYTHON ARGS...]}"
@@ -80,5 +83,16 @@ fi
 
 step "bench_python.py ${original_args[*]} ${bench_args[*]}"
 python3 scripts/bench_python.py "${original_args[@]}" "${bench_args[@]}" --md "$out/bench_python.md" --json "$out/bench_python.json" || status=1
+if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
+  : > "$out/profile-python.md"
+  for pattern in "back to back|--calls 20000" "step|--calls 6000 --gap-ms 2 --rotation 8"; do
+    name="${pattern%%|*}"
+    step "profile: bench_python_overhead.py, $name"
+    # shellcheck disable=SC2086
+    MTC_PYTHON=python3 bash scripts/profile.sh "$out/profile-python.md" \
+      --title "mtc from Python on the GPU, $name (samples with mtc:: on the stack)" --focus 'mtc::' -- \
+      python3 scripts/bench_python_overhead.py --device cuda ${pattern#*|} || status=1
+  done
+fi
 step "done (status $status)"
 exit $status

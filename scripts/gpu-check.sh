@@ -11,6 +11,7 @@
 #   scripts/gpu-check.sh OUT_DIR envab NAME=VALUE FILTER [PAIRS]
 #   scripts/gpu-check.sh OUT_DIR topology [ROUND_TRIPS]
 #   scripts/gpu-check.sh OUT_DIR neighbours FILTER [ROUNDS]
+#   scripts/gpu-check.sh OUT_DIR profile FILTER [FILTER...]
 #
 # A failed build stops the script at once with exit 1 and its first errors (every error is in
 # build.log: the build goes on past a failed file). The test stage runs every suite the mode
@@ -69,6 +70,10 @@
 #   round trip between every pair of CPUs, cache latency from each), in about a minute on 64 CPUs.
 # "neighbours" builds and tests as "microbench" does, then runs the micro-benchmarks matching
 #   FILTER beside busy threads of several kinds (scripts/gpu-check-neighbours.sh): neighbours.md.
+# "profile" builds and tests as "microbench" does, then runs the micro-benchmarks matching each
+#   FILTER in a process of its own under the sampling profiler (scripts/profile.sh; the host has
+#   no perf): profile-engine.md, where the CPU time of each went, the caller's and the workers'.
+#   The Python module's calls are profiled by the python mode with MTC_PYTHON_PROFILE=1.
 # At most eight files are written to OUT_DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -85,6 +90,11 @@ if [[ "$mode" == envab ]]; then
   setting="${3:-}" env_filter="${4:-}" pairs="${5:-4}"
   [[ "$setting" =~ ^[A-Za-z_][A-Za-z0-9_]*= && -n "$env_filter" ]] || { echo "$usage" >&2; exit 2; }
   [[ "$pairs" =~ ^[1-6]$ ]] || { echo "envab: PAIRS must be 1 to 6 (got '$pairs')" >&2; exit 2; }
+fi
+
+if [[ "$mode" == profile ]] && (( $# < 3 )); then
+  echo "usage: scripts/gpu-check.sh OUT_DIR profile FILTER [FILTER...]" >&2
+  exit 2
 fi
 
 if [[ "$mode" == python ]]; then
@@ -122,7 +132,7 @@ fi
   [[ "$mode" == multi ]] && export MTC_TARGETS="mtc_engine_tests mtc-bench"
   [[ "$mode" == lockstep ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc_lockstep_copies"
   [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
-  [[ "$mode" == microbench || "$mode" == envab || "$mode" == neighbours ]] &&
+  [[ "$mode" =~ ^(microbench|envab|neighbours|profile)$ ]] &&
     export MTC_TARGETS="mtc_engine_tests mtc_engine_bench"
   [[ "$mode" == ab ]] && export MTC_TARGETS="mtc-bench mtc_engine_plugin"
   # Keep going past a failed file: one call shows every error, not only the first. An A/B
@@ -171,7 +181,7 @@ fi
 # Every suite the mode promises runs; one that was not built, crashed or failed is a failure,
 # and the summary line names each with its count of passed tests.
 suites=(engine workload bench compare)
-[[ "$mode" =~ ^(bench|engine|multi|microbench|envab|lockstep|neighbours)$ ]] && suites=(engine)
+[[ "$mode" =~ ^(bench|engine|multi|microbench|envab|lockstep|neighbours|profile)$ ]] && suites=(engine)
 step "tests: ${suites[*]}" | tee "$out/tests.log"
 summary=()
 failed=()
@@ -236,6 +246,17 @@ if [[ "$mode" == neighbours ]]; then
   filter="${3:?usage: scripts/gpu-check.sh OUT_DIR neighbours FILTER [ROUNDS]}"
   step "micro-benchmarks matching $filter beside busy neighbours"
   bash scripts/gpu-check-neighbours.sh "$out" "$filter" "${4:-4}" || status=1
+  finish
+fi
+
+if [[ "$mode" == profile ]]; then
+  : > "$out/profile-engine.md"
+  for filter in "${@:3}"; do
+    step "profile: micro-benchmarks matching $filter"
+    bash scripts/profile.sh "$out/profile-engine.md" --title "mtc_engine_bench $filter (samples with mtc:: on the stack)" \
+      --focus 'mtc::' -- "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_filter="$filter" \
+      --benchmark_repetitions=3 --benchmark_min_warmup_time=0.1 || status=1
+  done
   finish
 fi
 

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""Summarizes a profile written by scripts/cpu_sampler.c: for the main thread and for the other
+threads, the functions the samples stopped in (self) and the functions on their stacks
+(inclusive), as shares of that group's samples, in markdown.
+
+A sample is one stop every millisecond or so of CPU time, so a share is of the CPU time the
+group used while sampling, not of wall time; with N samples, a share p is uncertain by about
+sqrt(p (1 - p) / N) (the counts are binomial, the stops nearly independent of the program).
+
+Names come from the sampler's dladdr (dynamic symbols), else from `addr2line -f -C` on the
+object (static functions of objects that keep their symbol table), else "[object]"; C++ names
+are demangled with c++filt where it is installed, and shortened (template and argument lists
+elided) unless --full-names.
+
+    python scripts/cpu_profile_summary.py PROFILE [--top 25] [--focus REGEX] [--title TEXT]
+
+--focus keeps only the samples whose stack holds a function matching REGEX (e.g. 'mtc::').
+"""
+
+import argparse
+import collections
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+
+def read_profile(path):
+    """(addresses {address: (object, offset, symbol)}, samples [(thread, is_main, [address])])."""
+    addresses, samples = {}, []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            parts = line.split()
+            if not parts or parts[0] == "#":
+                continue
+            if parts[0] == "A" and len(parts) == 5:
+                addresses[int(parts[1], 16)] = (parts[2], int(parts[3], 16), parts[4])
+            elif parts[0] == "S" and len(parts) >= 3:
+                samples.append((int(parts[1]), parts[2] == "1", [int(a, 16) for a in parts[3:]]))
+            else:
+                raise ValueError(f"{path}:{number}: not a cpu_sampler line: {line.strip()[:60]!r}")
+    return addresses, samples
+
+
+def demangle(names):
+    """{mangled: readable} through c++filt, or the names as they are without it."""
+    mangled = sorted({n for n in names if n.startswith("_Z")})
+    if not mangled or shutil.which("c++filt") is None:
+        return {n: n for n in names}
+    out = subprocess.run(["c++filt"], input="\n".join(mangled), capture_output=True, text=True).stdout
+    readable = dict(zip(mangled, out.splitlines()))
+    return {n: readable.get(n, n) for n in names}
+
+
+def addr2line_names(wanted):
+    """{(object, offset): name} for addresses without a dynamic symbol, where addr2line knows one."""
+    found = {}
+    if shutil.which("addr2line") is None:
+        return found
+    by_object = collections.defaultdict(set)
+    for obj, offset in wanted:
+        if obj != "-" and os.path.exists(obj):
+            by_object[obj].add(offset)
+    for obj, offsets in by_object.items():
+        offsets = sorted(offsets)
+        # The byte before a return address is in the calling function.
+        args = ["addr2line", "-f", "-C", "-e", obj] + [hex(max(o - 1, 0)) for o in offsets]
+        result = subprocess.run(args, capture_output=True, text=True)
+        lines = result.stdout.splitlines()
+        for i, offset in enumerate(offsets):
+            name = lines[2 * i] if 2 * i < len(lines) else "??"
+            if name and name != "??":
+                found[(obj, offset)] = name
+    return found
+
+
+def shorten(name):
+    """A C++ name without its template and argument lists, which can run to kilobytes."""
+    out, depth = [], 0
+    for ch in name:
+        if ch in "<(":
+            if depth == 0:
+                out.append("<>" if ch == "<" else "()")
+            depth += 1
+        elif ch in ">)" and depth > 0:
+            depth -= 1
+        elif depth == 0:
+            out.append(ch)
+    text = "".join(out)
+    return text if len(text) <= 110 else text[:107] + "..."
+
+
+def namer(addresses, full_names):
+    """A function that names an address."""
+    symbols = {sym for _, _, sym in addresses.values() if sym != "-"}
+    readable = demangle(symbols)
+    missing = {(obj, off) for obj, off, sym in addresses.values() if sym == "-"}
+    from_lines = addr2line_names(missing)
+    cache = {}
+
+    def name(address):
+        if address not in cache:
+            obj, offset, sym = addresses.get(address, ("-", 0, "-"))
+            text = readable.get(sym) if sym != "-" else from_lines.get((obj, offset))
+            text = (text if full_names else shorten(text)) if text else f"[{os.path.basename(obj)}]"
+            cache[address] = text
+        return cache[address]
+    return name
+
+
+def own_frames(stack, addresses):
+    """The program's frames of a sample: the sampler's handler and the signal trampoline above
+    them (the frame after the handler's; libc's __restore_rt, which dladdr may name after a
+    neighbour) are dropped."""
+    for i, address in enumerate(stack):
+        if "cpu_sampler" in os.path.basename(addresses.get(address, ("-",))[0]):
+            rest = stack[i + 1:]
+            while rest and "cpu_sampler" in os.path.basename(addresses.get(rest[0], ("-",))[0]):
+                rest = rest[1:]
+            return rest[1:]
+    return stack
+
+
+def table(title, counts, total, top):
+    lines = [f"**{title}**", "", "| share | samples | function |", "|---|---|---|"]
+    for name, n in counts.most_common(top):
+        lines.append(f"| {100.0 * n / total:.1f} % | {n} | `{name}` |")
+    return lines + [""]
+
+
+def summarize(addresses, samples, top=25, focus=None, title=None, full_names=False):
+    name = namer(addresses, full_names)
+    pattern = re.compile(focus) if focus else None
+    groups = {"main thread": [], "other threads": []}
+    for _, is_main, stack in samples:
+        frames = [name(a) for a in own_frames(stack, addresses)]
+        if not frames or (pattern and not any(pattern.search(f) for f in frames)):
+            continue
+        groups["main thread" if is_main else "other threads"].append(frames)
+    lines = [f"## {title or 'CPU profile'}", ""]
+    kept = sum(len(g) for g in groups.values())
+    threads = len({t for t, _, _ in samples})
+    lines.append(f"{len(samples)} samples from {threads} threads"
+                 + (f"; {kept} with `{focus}` on their stack" if focus else "") + ".")
+    lines.append("")
+    for group, stacks in groups.items():
+        if not stacks:
+            continue
+        own = collections.Counter(frames[0] for frames in stacks)
+        inclusive = collections.Counter(f for frames in stacks for f in set(frames))
+        # A function on every stack (main, the thread's start, the focus's caller) says nothing.
+        everywhere = [f for f, n in inclusive.items() if n == len(stacks)]
+        for f in everywhere:
+            del inclusive[f]
+        lines.append(f"### {group}: {len(stacks)} samples")
+        lines.append("")
+        lines += table("Where the samples stopped (self)", own, len(stacks), top)
+        lines += table(f"On the stack (inclusive; {len(everywhere)} functions on every stack left out)",
+                       inclusive, len(stacks), top)
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("profile")
+    parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--focus", help="only samples with a function matching this on their stack")
+    parser.add_argument("--title")
+    parser.add_argument("--full-names", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        addresses, samples = read_profile(args.profile)
+    except (OSError, ValueError) as error:
+        print(f"cpu_profile_summary: {error}", file=sys.stderr)
+        return 2
+    print(summarize(addresses, samples, args.top, args.focus, args.title, args.full_names))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

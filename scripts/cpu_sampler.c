@@ -1,0 +1,145 @@
+/* A sampling CPU profiler to preload (LD_PRELOAD) into a program on a host without perf, as the
+ * GPU hosts are (scripts/profile.sh runs it; its summary is scripts/cpu_profile_summary.py).
+ *
+ * Every MTC_SAMPLE_US microseconds of the process's CPU time (ITIMER_PROF: the kernel rounds it up
+ * to its tick, 1 ms on the hosts seen) the thread that used the CPU stops in a signal handler that
+ * records its thread id and its stack (backtrace(), up to kMaxFrames return addresses). Sampling
+ * starts after MTC_SAMPLE_DELAY_S seconds of CPU time, to leave out a program's start (importing
+ * torch takes seconds). At exit, the samples and, for every distinct address in them, its
+ * object, offset and nearest dynamic symbol (dladdr) are written to the file MTC_SAMPLE_OUT.<pid>
+ * (the pid, as a program's children inherit the preload and the variable):
+ *
+ *   A <address> <object> <offset> <symbol or ->     one per distinct address
+ *   S <thread id> <is the main thread: 0/1> <address> <address> ...   innermost first
+ *
+ * Nothing is sampled without MTC_SAMPLE_OUT. Why backtrace() in a signal handler: it is not
+ * async-signal-safe in general (its first call loads libgcc, done here at start), but it reads
+ * only unwind tables, which is enough for a profile; a program that dies of it would show in the
+ * run's exit status. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <execinfo.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+enum { kMaxFrames = 48, kMaxSamples = 1 << 17 };
+
+struct Sample {
+  int32_t thread;
+  int32_t frames;
+  void* pc[kMaxFrames];
+};
+
+static struct Sample* samples;
+static atomic_size_t taken;
+static atomic_size_t dropped;
+static char out_path[4096];
+static pid_t main_thread;
+
+static void on_sample(int signal_number, siginfo_t* info, void* context) {
+  (void)signal_number, (void)info, (void)context;
+  const int saved_errno = errno;
+  const size_t i = atomic_fetch_add_explicit(&taken, 1, memory_order_relaxed);
+  if (i < kMaxSamples) {
+    struct Sample* s = &samples[i];
+    s->thread = (int32_t)syscall(SYS_gettid);
+    s->frames = backtrace(s->pc, kMaxFrames);
+  } else {
+    atomic_fetch_add_explicit(&dropped, 1, memory_order_relaxed);
+  }
+  errno = saved_errno;
+}
+
+static int compare_pointers(const void* a, const void* b) {
+  const uintptr_t x = *(const uintptr_t*)a, y = *(const uintptr_t*)b;
+  return (x > y) - (x < y);
+}
+
+static void write_profile(void) {
+  const struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_PROF, &off, NULL);
+  signal(SIGPROF, SIG_IGN);
+  size_t count = atomic_load(&taken);
+  if (count > kMaxSamples) count = kMaxSamples;
+  /* A temporary name first: a run that dies while writing leaves no half-written profile. */
+  char temporary[sizeof out_path + 16];
+  snprintf(temporary, sizeof temporary, "%s.partial", out_path);
+  FILE* out = fopen(temporary, "w");
+  if (out == NULL) {
+    fprintf(stderr, "cpu_sampler: cannot write %s: %s\n", temporary, strerror(errno));
+    return;
+  }
+  size_t total = 0;
+  for (size_t i = 0; i < count; ++i) total += (size_t)samples[i].frames;
+  uintptr_t* addresses = malloc((total ? total : 1) * sizeof *addresses);
+  size_t n = 0;
+  for (size_t i = 0; i < count; ++i)
+    for (int k = 0; k < samples[i].frames; ++k) addresses[n++] = (uintptr_t)samples[i].pc[k];
+  qsort(addresses, n, sizeof *addresses, compare_pointers);
+  fprintf(out, "# cpu_sampler: %zu samples, %zu dropped (buffer full), main thread %d\n", count,
+          (size_t)atomic_load(&dropped), (int)main_thread);
+  for (size_t i = 0; i < n; ++i) {
+    if (i > 0 && addresses[i] == addresses[i - 1]) continue;
+    Dl_info where;
+    /* A return address points after its call: look up the byte before it, which is in the
+     * calling function even when the call was its last instruction. */
+    if (dladdr((void*)(addresses[i] - 1), &where) != 0 && where.dli_fname != NULL) {
+      fprintf(out, "A %#lx %s %#lx %s\n", (unsigned long)addresses[i],
+              where.dli_fname[0] ? where.dli_fname : "-",
+              (unsigned long)(addresses[i] - (uintptr_t)where.dli_fbase),
+              where.dli_sname ? where.dli_sname : "-");
+    } else {
+      fprintf(out, "A %#lx - 0 -\n", (unsigned long)addresses[i]);
+    }
+  }
+  free(addresses);
+  for (size_t i = 0; i < count; ++i) {
+    fprintf(out, "S %d %d", samples[i].thread, samples[i].thread == main_thread);
+    for (int k = 0; k < samples[i].frames; ++k) fprintf(out, " %#lx", (unsigned long)samples[i].pc[k]);
+    fputc('\n', out);
+  }
+  if (fclose(out) != 0 || rename(temporary, out_path) != 0)
+    fprintf(stderr, "cpu_sampler: cannot write %s: %s\n", out_path, strerror(errno));
+}
+
+__attribute__((constructor)) static void start(void) {
+  const char* out_prefix = getenv("MTC_SAMPLE_OUT");
+  if (out_prefix == NULL || out_prefix[0] == '\0') return;
+  snprintf(out_path, sizeof out_path, "%s.%d", out_prefix, (int)getpid());
+  const char* period_text = getenv("MTC_SAMPLE_US");
+  const char* delay_text = getenv("MTC_SAMPLE_DELAY_S");
+  const long period_us = period_text ? strtol(period_text, NULL, 10) : 1000;
+  const double delay_s = delay_text ? strtod(delay_text, NULL) : 0.0;
+  if (period_us <= 0 || delay_s < 0) {
+    fprintf(stderr, "cpu_sampler: MTC_SAMPLE_US must be > 0 and MTC_SAMPLE_DELAY_S >= 0\n");
+    return;
+  }
+  samples = calloc(kMaxSamples, sizeof *samples);
+  if (samples == NULL) return;
+  main_thread = getpid();
+  void* frame[1];
+  backtrace(frame, 1); /* loads libgcc now, not in the first signal */
+  struct sigaction action;
+  memset(&action, 0, sizeof action);
+  action.sa_sigaction = on_sample;
+  action.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGPROF, &action, NULL);
+  struct itimerval timer;
+  timer.it_interval.tv_sec = period_us / 1000000;
+  timer.it_interval.tv_usec = period_us % 1000000;
+  const long delay_us = (long)(delay_s * 1e6);
+  timer.it_value.tv_sec = delay_us / 1000000;
+  timer.it_value.tv_usec = delay_us % 1000000;
+  if (delay_us == 0) timer.it_value = timer.it_interval;
+  setitimer(ITIMER_PROF, &timer, NULL);
+  atexit(write_profile);
+}
