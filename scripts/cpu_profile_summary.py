@@ -122,10 +122,16 @@ def own_frames(stack, addresses):
     return stack
 
 
-def table(title, counts, total, top):
-    lines = [f"**{title}**", "", "| share | samples | function |", "|---|---|---|"]
+def table(title, counts, total, top, callers=None):
+    """Rows of the `top` functions by count; with `callers` ({function: Counter of the functions
+    that called it}), the two most frequent callers of each, with their counts."""
+    head = "| share | samples | function |" + (" called from |" if callers else "")
+    lines = [f"**{title}**", "", head, "|---|---|---|" + ("---|" if callers else "")]
     for name, n in counts.most_common(top):
-        lines.append(f"| {100.0 * n / total:.1f} % | {n} | `{name}` |")
+        row = f"| {100.0 * n / total:.1f} % | {n} | `{name}` |"
+        if callers:
+            row += " " + ", ".join(f"`{c}` ({k})" for c, k in callers[name].most_common(2)) + " |"
+        lines.append(row)
     return lines + [""]
 
 
@@ -148,6 +154,11 @@ def summarize(addresses, samples, top=25, focus=None, title=None, full_names=Fal
         if not stacks:
             continue
         own = collections.Counter(frames[0] for frames in stacks)
+        callers = collections.defaultdict(collections.Counter)
+        for frames in stacks:
+            # The first frame above that is another function (a recursive one calls itself).
+            caller = next((f for f in frames[1:] if f != frames[0]), "-")
+            callers[frames[0]][caller] += 1
         inclusive = collections.Counter(f for frames in stacks for f in set(frames))
         # A function on every stack (main, the thread's start, the focus's caller) says nothing.
         everywhere = [f for f, n in inclusive.items() if n == len(stacks)]
@@ -155,7 +166,7 @@ def summarize(addresses, samples, top=25, focus=None, title=None, full_names=Fal
             del inclusive[f]
         lines.append(f"### {group}: {len(stacks)} samples")
         lines.append("")
-        lines += table("Where the samples stopped (self)", own, len(stacks), top)
+        lines += table("Where the samples stopped (self)", own, len(stacks), top, callers)
         lines += table(f"On the stack (inclusive; {len(everywhere)} functions on every stack left out)",
                        inclusive, len(stacks), top)
     return "\n".join(lines)

@@ -6,7 +6,7 @@
  * records its thread id and its stack (backtrace(), up to kMaxFrames return addresses). Sampling
  * starts after MTC_SAMPLE_DELAY_S seconds of CPU time, to leave out a program's start (importing
  * torch takes seconds). At exit, the samples and, for every distinct address in them, its
- * object, offset and nearest dynamic symbol (dladdr) are written to the file MTC_SAMPLE_OUT.<pid>
+ * object, offset and dynamic symbol (dladdr1; "-" outside every one) are written to the file MTC_SAMPLE_OUT.<pid>
  * (the pid, as a program's children inherit the preload and the variable):
  *
  *   A <address> <object> <offset> <symbol or ->     one per distinct address
@@ -18,6 +18,7 @@
  * run's exit status. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <execinfo.h>
 #include <signal.h>
@@ -89,13 +90,20 @@ static void write_profile(void) {
   for (size_t i = 0; i < n; ++i) {
     if (i > 0 && addresses[i] == addresses[i - 1]) continue;
     Dl_info where;
+    const ElfW(Sym)* symbol = NULL;
     /* A return address points after its call: look up the byte before it, which is in the
      * calling function even when the call was its last instruction. */
-    if (dladdr((void*)(addresses[i] - 1), &where) != 0 && where.dli_fname != NULL) {
+    const uintptr_t looked_up = addresses[i] - 1;
+    if (dladdr1((void*)looked_up, &where, (void**)&symbol, RTLD_DL_SYMENT) != 0 &&
+        where.dli_fname != NULL) {
+      /* dladdr names the nearest dynamic symbol below the address, which for a static function
+       * is some unrelated exported one: a name only when the address lies inside its symbol. */
+      const int inside = where.dli_sname != NULL && symbol != NULL &&
+                         looked_up - (uintptr_t)where.dli_saddr < (uintptr_t)symbol->st_size;
       fprintf(out, "A %#lx %s %#lx %s\n", (unsigned long)addresses[i],
               where.dli_fname[0] ? where.dli_fname : "-",
               (unsigned long)(addresses[i] - (uintptr_t)where.dli_fbase),
-              where.dli_sname ? where.dli_sname : "-");
+              inside ? where.dli_sname : "-");
     } else {
       fprintf(out, "A %#lx - 0 -\n", (unsigned long)addresses[i]);
     }

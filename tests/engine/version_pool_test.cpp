@@ -81,15 +81,39 @@ TEST(VersionPool, AGivenBackCounterComesBackAtVersionZero) {
 }
 
 // A counter another tensor shares (a view of the output) stays with its holders: reusing it
-// would tie the view's version to an unrelated new output.
-TEST(VersionPool, ASharedCounterIsNotKept) {
-  c10::VariableVersion counter(0);
-  const c10::VariableVersion view_of_it = counter;
-  version_pool::give_back(std::move(counter));
-  EXPECT_TRUE(counter.enabled());  // not taken
-  c10::VariableVersion disabled;
-  version_pool::give_back(std::move(disabled));
-  EXPECT_FALSE(disabled.enabled());
+// would tie the view's version to an unrelated new output. It is kept when given back (nothing
+// reads it there), but take() never hands it out while it is shared.
+TEST(VersionPool, ASharedCounterIsNeverHandedOut) {
+  std::thread([] {
+    c10::VariableVersion counter(0);
+    c10::VariableVersion view_of_it = counter;
+    version_pool::give_back(std::move(counter));
+    EXPECT_FALSE(counter.enabled());  // kept, without being read
+    const c10::VariableVersion taken = version_pool::take();
+    ASSERT_TRUE(taken.enabled());
+    EXPECT_TRUE(taken.unique());
+    view_of_it.bump();
+    EXPECT_EQ(taken.current_version(), 0U);  // another counter than the view's
+    EXPECT_TRUE(view_of_it.unique());        // the pool let go of its reference
+    c10::VariableVersion disabled;
+    version_pool::give_back(std::move(disabled));
+    EXPECT_FALSE(disabled.enabled());
+  }).join();
+}
+
+// Once the view that shared it is gone too, a kept counter is handed out again.
+TEST(VersionPool, ACounterKeptWhileSharedIsReusedOnceAlone) {
+  std::thread([] {
+    c10::VariableVersion counter(0);
+    {
+      c10::VariableVersion view_of_it = counter;
+      version_pool::give_back(std::move(counter));
+      view_of_it.bump();
+    }
+    const c10::VariableVersion taken = version_pool::take();
+    EXPECT_TRUE(taken.unique());
+    EXPECT_EQ(taken.current_version(), 0U);  // reset on the way out
+  }).join();
 }
 
 TEST(VersionPool, AViewOfAFreedOutputKeepsItsCounterToItself) {

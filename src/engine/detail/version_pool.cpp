@@ -105,17 +105,23 @@ c10::VariableVersion take() {
   if (!t_exited && pool_on.load(std::memory_order_relaxed)) {
     Local& local = t_local;
     local.follow(own_shard_index());
-    if (local.count == 0) {
-      Shard& s = shared()[local.shard];
-      std::lock_guard<std::mutex> lock(s.mutex);
-      if (!s.batches.empty()) {
+    for (;;) {
+      if (local.count == 0) {
+        Shard& s = shared()[local.shard];
+        std::lock_guard<std::mutex> lock(s.mutex);
+        if (s.batches.empty()) break;
         for (size_t i = 0; i < kBatch; ++i) local.counters[i] = std::move(s.batches.back()[i]);
         local.count = kBatch;
         s.batches.pop_back();
       }
-    }
-    if (local.count > 0) {
       c10::VariableVersion counter = std::move(local.counters[--local.count]);
+      // A counter that a view of its dying output still shares stays with the view (dropped
+      // here): reusing it would tie the view's version to an unrelated new output. unique()
+      // cannot turn false once true: only a holder could share the counter again, and the pool
+      // is the only one. Checked here rather than where the output died: this reads the line
+      // that the version below reads anyway, and the freeing thread, a copy's slower side in a
+      // loop, need not read it at all.
+      if (!counter.unique()) continue;
       // Only written when it changed: the counter's line was last in the releasing core's cache.
       if (counter.current_version() != 0) counter.set_version(0);
       return counter;
@@ -125,11 +131,9 @@ c10::VariableVersion take() {
 }
 
 void give_back(c10::VariableVersion&& counter, size_t shard) noexcept {
-  // Not kept, `counter` stays with its tensor and goes with it. unique() cannot turn false once
-  // true: only a holder could share the counter again, and the dying output is the only one.
-  if (!counter.enabled() || !counter.unique() || t_exited ||
-      !pool_on.load(std::memory_order_relaxed))
-    return;
+  // Not kept, `counter` stays with its tensor and goes with it. Kept whether or not another
+  // tensor shares it (take() decides): nothing here reads the counter itself.
+  if (!counter.enabled() || t_exited || !pool_on.load(std::memory_order_relaxed)) return;
   Local& local = t_local;
   const size_t own = own_shard_index();
   local.follow(own);
