@@ -34,12 +34,16 @@ def read_profile(path):
             parts = line.split()
             if not parts or parts[0] == "#":
                 continue
-            if parts[0] == "A" and len(parts) == 5:
-                addresses[int(parts[1], 16)] = (parts[2], int(parts[3], 16), parts[4])
-            elif parts[0] == "S" and len(parts) >= 3:
-                samples.append((int(parts[1]), parts[2] == "1", [int(a, 16) for a in parts[3:]]))
-            else:
-                raise ValueError(f"{path}:{number}: not a cpu_sampler line: {line.strip()[:60]!r}")
+            try:
+                if parts[0] == "A" and len(parts) == 5:
+                    addresses[int(parts[1], 16)] = (parts[2], int(parts[3], 16), parts[4])
+                    continue
+                if parts[0] == "S" and len(parts) >= 3:
+                    samples.append((int(parts[1]), parts[2] == "1", [int(a, 16) for a in parts[3:]]))
+                    continue
+            except ValueError:
+                pass
+            raise ValueError(f"{path}:{number}: not a cpu_sampler line: {line.strip()[:60]!r}")
     return addresses, samples
 
 

@@ -65,6 +65,9 @@ static int compare_pointers(const void* a, const void* b) {
 }
 
 static void write_profile(void) {
+  /* A child forked without exec inherits this handler and the parent's samples: only the
+   * process that started sampling writes them. */
+  if (getpid() != main_thread) return;
   const struct itimerval off = {{0, 0}, {0, 0}};
   setitimer(ITIMER_PROF, &off, NULL);
   signal(SIGPROF, SIG_IGN);

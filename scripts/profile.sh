@@ -10,10 +10,12 @@
 # is summarized. Exit status: the command's, or 2 for a usage error or a sampler that did not
 # build or wrote nothing.
 set -uo pipefail
-cd "$(dirname "$0")/.."
 usage="usage: scripts/profile.sh OUT_MD [--title TEXT] [--focus REGEX] [--top N] -- COMMAND [ARGS...]"
-out_md="${1:?$usage}"
+(( $# )) || { echo "$usage" >&2; exit 2; }
+# The command runs where profile.sh was started; OUT_MD is taken from there too.
+out_md="$(realpath -m "$1")"
 shift
+here="$(cd "$(dirname "$0")/.." && pwd)"
 summary_args=()
 while (( $# )) && [[ "$1" != -- ]]; do
   case "$1" in
@@ -25,7 +27,7 @@ done
 shift
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-if ! "${CC:-cc}" -O2 -Wall -shared -fPIC -o "$work/cpu_sampler.so" scripts/cpu_sampler.c; then
+if ! "${CC:-cc}" -O2 -Wall -shared -fPIC -o "$work/cpu_sampler.so" "$here/scripts/cpu_sampler.c"; then
   echo "profile.sh: scripts/cpu_sampler.c did not build" >&2
   exit 2
 fi
@@ -33,13 +35,17 @@ MTC_SAMPLE_OUT="$work/raw" LD_PRELOAD="$work/cpu_sampler.so${LD_PRELOAD:+:$LD_PR
   > "$work/output.txt" 2>&1
 rc=$?
 tail -5 "$work/output.txt"
-largest="$(ls -S "$work"/raw.* 2> /dev/null | grep -v partial | head -1)"
-if [[ -z "$largest" ]]; then
+# The process with the most samples (the sampler's first line counts them).
+busiest="$(grep -m1 -H "^# cpu_sampler:" "$work"/raw.[0-9]* 2> /dev/null |
+  awk -F: '{ split($3, n, " "); print n[1] " " $1 }' | sort -n -r | head -1 | cut -d" " -f2-)"
+if [[ -z "$busiest" ]]; then
   echo "profile.sh: the command wrote no profile (did it exit through exit()?)" >&2
   exit 2
 fi
+"${MTC_PYTHON:-python3}" "$here/scripts/cpu_profile_summary.py" "$busiest" "${summary_args[@]}" \
+  > "$work/summary.md" || exit 2
 {
-  "${MTC_PYTHON:-python3}" scripts/cpu_profile_summary.py "$largest" "${summary_args[@]}"
+  cat "$work/summary.md"
   echo
   echo "Command (exit $rc): \`$*\`; the last lines of its output:"
   echo
