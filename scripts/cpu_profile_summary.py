@@ -7,8 +7,9 @@ A sample is one stop every millisecond or so of CPU time, so a share is of the C
 group used while sampling, not of wall time; with N samples, a share p is uncertain by about
 sqrt(p (1 - p) / N) (the counts are binomial, the stops nearly independent of the program).
 
-Names come from the sampler's dladdr (dynamic symbols), else from `addr2line -f -C` on the
-object (static functions of objects that keep their symbol table), else "[object]"; C++ names
+Names come from the sampler's dladdr1 (an exported symbol the address lies in), else from
+`addr2line -f -C` on objects that keep their full symbol table (static functions), else
+"[object]" (libc's and the CUDA driver's internals); C++ names
 are demangled with c++filt where it is installed, and shortened (template and argument lists
 elided) unless --full-names.
 
@@ -22,6 +23,7 @@ import collections
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
 
@@ -57,14 +59,36 @@ def demangle(names):
     return {n: readable.get(n, n) for n in names}
 
 
+def has_symbol_table(path):
+    """Whether an ELF object keeps its full symbol table (.symtab). Without one, addr2line names
+    an address after the nearest exported symbol below it, which for a static function is some
+    unrelated one (libc's and the CUDA driver's internals came out as their neighbours)."""
+    try:
+        with open(path, "rb") as f:
+            header = f.read(64)
+            if header[:4] != b"\x7fELF" or header[4] != 2:  # 64-bit ELF only
+                return False
+            order = "<" if header[5] == 1 else ">"
+            (shoff,) = struct.unpack_from(order + "Q", header, 0x28)
+            shentsize, shnum = struct.unpack_from(order + "HH", header, 0x3A)
+            f.seek(shoff)
+            table = f.read(shentsize * shnum)
+    except OSError:
+        return False
+    SHT_SYMTAB = 2
+    return any(struct.unpack_from(order + "I", table, i * shentsize + 4)[0] == SHT_SYMTAB
+               for i in range(len(table) // shentsize if shentsize else 0))
+
+
 def addr2line_names(wanted):
-    """{(object, offset): name} for addresses without a dynamic symbol, where addr2line knows one."""
+    """{(object, offset): name} for addresses without a dynamic symbol, where addr2line knows one
+    from the object's full symbol table."""
     found = {}
     if shutil.which("addr2line") is None:
         return found
     by_object = collections.defaultdict(set)
     for obj, offset in wanted:
-        if obj != "-" and os.path.exists(obj):
+        if obj != "-" and os.path.exists(obj) and has_symbol_table(obj):
             by_object[obj].add(offset)
     for obj, offsets in by_object.items():
         offsets = sorted(offsets)

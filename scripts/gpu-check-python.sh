@@ -85,7 +85,7 @@ step "bench_python.py ${original_args[*]} ${bench_args[*]}"
 python3 scripts/bench_python.py "${original_args[@]}" "${bench_args[@]}" --md "$out/bench_python.md" --json "$out/bench_python.json" || status=1
 if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
   : > "$out/profile-python.md"
-  for pattern in "back to back|--calls 20000" "step|--calls 6000 --gap-ms 2 --rotation 8"; do
+  for pattern in "back to back|--calls 50000" "step|--calls 6000 --gap-ms 2 --rotation 8"; do
     name="${pattern%%|*}"
     step "profile: bench_python_overhead.py, $name"
     # shellcheck disable=SC2086
