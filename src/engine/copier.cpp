@@ -83,11 +83,6 @@ bool CopyHandle::ready() const {
   return job_->ready();
 }
 
-bool CopyHandle::outputs_ready() const {
-  TORCH_CHECK(job_, "mtc::CopyHandle::outputs_ready() on an empty handle");
-  return job_->outputs_ready();
-}
-
 c10::IValue CopyHandle::get() {
   TORCH_CHECK(job_, "mtc::CopyHandle::get() on an empty handle");
   return job_->get();

@@ -43,19 +43,6 @@ TEST(CopierCpu, GetTwiceReturnsTheSameResult) {
   const c10::IValue b = h.get();
   EXPECT_TRUE(a.is(b));
   EXPECT_TRUE(h.ready());
-  EXPECT_TRUE(h.outputs_ready());
-}
-
-// outputs_ready() turns true by itself once a worker has made the outputs, without get().
-TEST(CopierCpu, OutputsReadyWithoutGet) {
-  std::vector<at::Tensor> tensors;
-  const c10::IValue in = mixed_batch(tensors);
-  CopyHandle h = start_copy(in, kCpu);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (!h.outputs_ready() && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  ASSERT_TRUE(h.outputs_ready()) << "no worker made the outputs within 30 s";
-  expect_same_structure_same_tensors(h.take_result(), in);
 }
 
 TEST(CopierCpu, EmptyHandle) {
@@ -63,7 +50,6 @@ TEST(CopierCpu, EmptyHandle) {
   EXPECT_FALSE(h.valid());
   EXPECT_THROW(h.get(), c10::Error);
   EXPECT_THROW((void)h.ready(), c10::Error);
-  EXPECT_THROW((void)h.outputs_ready(), c10::Error);
   EXPECT_THROW((void)h.stats(), c10::Error);
 }
 

@@ -76,12 +76,6 @@ class CopyJob {
   }
 
   bool ready();
-  // See CopyHandle::outputs_ready().
-  bool outputs_ready() const {
-    const int state = state_.load(std::memory_order_acquire);
-    if (state == kFailed) std::rethrow_exception(error_);
-    return state == kSubmitted;
-  }
   c10::IValue get();
   // See CopyHandle::take_result() and wait().
   c10::IValue take_result();

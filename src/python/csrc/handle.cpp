@@ -61,22 +61,17 @@ py::object AsyncCopyHandle::get() {
   // reference callbacks), which may call get() again.
   if (!built_) release_dropped();
   {
-    // Outputs that exist already are built without letting go of the GIL, and a copy that is
-    // complete by then needs no wait either. Each time the GIL is let go and taken back costs
-    // several microseconds on the GPU hosts (the module's profile, results/NOTES.md,
-    // 2026-11-28), and back to back the release above usually outlasts the engine's walk. Only
+    // A copy that is complete already needs no wait: no need to let go of the GIL. Only
     // tried: a thread holding the lock may be waiting for the GIL.
     const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
-    if (lock.owns_lock()) {
-      if (!built_ && handle_.outputs_ready()) {
+    if (lock.owns_lock() && handle_.ready()) {
+      if (!built_) {
         const Clock::time_point start = Clock::now();
         build(handle_.take_result());
         times_.build_us = microseconds_since(start);
       }
-      if (built_ && handle_.ready()) {
-        result_ = built_;
-        return result_;
-      }
+      result_ = built_;
+      return result_;
     }
   }
   {

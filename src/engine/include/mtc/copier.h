@@ -84,10 +84,6 @@ class CopyHandle {
 
   // Never blocks. True once every copy has completed; rethrows a failure of the copy.
   bool ready() const;
-  // Never blocks. True once the outputs exist, so that take_result() would not wait (the device
-  // may still be writing them); rethrows a failure of the copy. False while no thread has run
-  // the copy yet: take_result() or get() then run it on the calling thread.
-  bool outputs_ready() const;
   // Blocks until done and returns the structure on the target; rethrows a failure.
   // May be called more than once. If no worker has started the copy yet, the calling thread
   // runs it (instead of waiting for a worker to wake up).
