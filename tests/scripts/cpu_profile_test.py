@@ -4,7 +4,8 @@ truth is known (on the main thread, one function burns three times the CPU of an
 thread runs only the smaller one; the program exits with 3 and prints a few lines), then
 scripts/cpu_profile_summary.py on synthetic profiles in scripts/cpu_sampler.c's format (the
 sampler's frames and the signal trampoline dropped, --focus, --top, the functions on every
-stack left out, malformed lines refused), and profile.sh's usage errors.
+stack left out, malformed lines refused, a static function named only from a full symbol
+table), and profile.sh's usage errors.
 
     python3 tests/scripts/cpu_profile_test.py
 """
@@ -261,10 +262,38 @@ def check_usage(tmp):
     assert not out.exists()
 
 
+STATIC_PROGRAM = r"""
+static int __attribute__((noinline)) hidden_helper(int x) { return x * 3 + 1; }
+int exported_neighbour(int x) { return x + 1; }
+int main(int argc, char** argv) { (void)argv; return hidden_helper(argc) + exported_neighbour(argc); }
+"""
+
+
+def check_static_names(tmp):
+    """A static function is named from the object's full symbol table; once the object is stripped
+    it is "[object]", not the exported symbol below it (addr2line's guess there)."""
+    source = tmp / "static.c"
+    source.write_text(STATIC_PROGRAM)
+    program = tmp / "static_prog"
+    subprocess.run(["cc", "-O1", "-rdynamic", "-o", str(program), str(source)], check=True)
+    nm = subprocess.run(["nm", str(program)], capture_output=True, text=True, check=True).stdout
+    address = next(int(line.split()[0], 16) for line in nm.splitlines() if line.endswith(" hidden_helper"))
+    stripped = tmp / "static_prog_stripped"
+    subprocess.run(["strip", "-o", str(stripped), str(program)], check=True)
+    for obj, expected in ((program, "hidden_helper"), (stripped, f"[{stripped.name}]")):
+        # A return address two bytes into the function: the summary looks up the byte before it.
+        path = tmp / f"raw.{obj.name}"
+        path.write_text(f"A {0x5000:#x} {obj} {address + 2:#x} -\nS 7 1 {0x5000:#x}\n")
+        result = summarize(path)
+        assert result.returncode == 0, result
+        assert f"| 100.0 % | 1 | `{expected}` |" in result.stdout, (obj, result.stdout)
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         check_summary(tmp)
+        check_static_names(tmp)
         check_usage(tmp)
         share, n, tolerance = check_end_to_end(tmp)
     print(f"cpu profile: burn_three {100 * share:.1f} % of {n} main-thread samples ({100 * THREE_SHARE:.0f} % "
