@@ -5,7 +5,9 @@ threads, the functions the samples stopped in (self) and the functions on their 
 
 A sample is one stop every millisecond or so of CPU time, so a share is of the CPU time the
 group used while sampling, not of wall time; with N samples, a share p is uncertain by about
-sqrt(p (1 - p) / N) (the counts are binomial, the stops nearly independent of the program).
+sqrt(p (1 - p) / N) when the stops fall independently of what the program does; a program that
+repeats something at about the kernel's tick can bias them far more (tests/scripts/
+cpu_profile_test.py saw 88-91 % for a true 75 % until its loop's period was made short).
 
 Names come from the sampler's dladdr1 (an exported symbol the address lies in), else from
 `addr2line -f -C` on objects that keep their full symbol table (static functions), else

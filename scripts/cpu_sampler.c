@@ -13,9 +13,10 @@
  *   S <thread id> <is the main thread: 0/1> <address> <address> ...   innermost first
  *
  * Nothing is sampled without MTC_SAMPLE_OUT. Why backtrace() in a signal handler: it is not
- * async-signal-safe in general (its first call loads libgcc, done here at start), but it reads
- * only unwind tables, which is enough for a profile; a program that dies of it would show in the
- * run's exit status. */
+ * async-signal-safe (its first call loads libgcc, done here at start; it may take a lock of
+ * libgcc's that the interrupted thread holds while a C++ exception unwinds through frames a JIT
+ * registered, and then hang), but it reads only unwind tables, and the programs profiled here
+ * (the engine's benchmarks, Python with torch) throw rarely on their hot paths. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
@@ -90,22 +91,35 @@ static void write_profile(void) {
   qsort(addresses, n, sizeof *addresses, compare_pointers);
   fprintf(out, "# cpu_sampler: %zu samples, %zu dropped (buffer full), main thread %d\n", count,
           (size_t)atomic_load(&dropped), (int)main_thread);
+  char program[4096];
+  const ssize_t program_length = readlink("/proc/self/exe", program, sizeof program - 1);
+  program[program_length > 0 ? program_length : 0] = '\0';
   for (size_t i = 0; i < n; ++i) {
     if (i > 0 && addresses[i] == addresses[i - 1]) continue;
     Dl_info where;
     const ElfW(Sym)* symbol = NULL;
+    struct link_map* object = NULL;
     /* A return address points after its call: look up the byte before it, which is in the
-     * calling function even when the call was its last instruction. */
+     * calling function even when the call was its last instruction. (The innermost frame is the
+     * interrupted instruction itself; one that was a function's first is charged to the function
+     * before it, a rare error.) */
     const uintptr_t looked_up = addresses[i] - 1;
     if (dladdr1((void*)looked_up, &where, (void**)&symbol, RTLD_DL_SYMENT) != 0 &&
-        where.dli_fname != NULL) {
-      /* dladdr names the nearest dynamic symbol below the address, which for a static function
-       * is some unrelated exported one: a name only when the address lies inside its symbol. */
+        dladdr1((void*)looked_up, &where, (void**)&object, RTLD_DL_LINKMAP) != 0 && object != NULL) {
+      /* Named only when the address lies inside the symbol: a C library whose dladdr gives the
+       * nearest exported symbol below would name a static function after an unrelated one. */
       const int inside = where.dli_sname != NULL && symbol != NULL &&
                          looked_up - (uintptr_t)where.dli_saddr < (uintptr_t)symbol->st_size;
-      fprintf(out, "A %#lx %s %#lx %s\n", (unsigned long)addresses[i],
-              where.dli_fname[0] ? where.dli_fname : "-",
-              (unsigned long)(addresses[i] - (uintptr_t)where.dli_fbase),
+      /* The main program is named as it was started ("python3"): its path instead. */
+      const char* path = where.dli_fname;
+      if ((path == NULL || strchr(path, '/') == NULL) && program[0] != '\0') path = program;
+      char field[4096];
+      snprintf(field, sizeof field, "%s", path != NULL && path[0] ? path : "-");
+      for (char* c = field; *c; ++c)
+        if (*c == ' ' || *c == '\t' || *c == '\n') *c = '?'; /* one field per column */
+      /* The offset as addr2line wants it (the object's own addresses): less the load bias. */
+      fprintf(out, "A %#lx %s %#lx %s\n", (unsigned long)addresses[i], field,
+              (unsigned long)(addresses[i] - (uintptr_t)object->l_addr),
               inside ? where.dli_sname : "-");
     } else {
       fprintf(out, "A %#lx - 0 -\n", (unsigned long)addresses[i]);
@@ -113,6 +127,8 @@ static void write_profile(void) {
   }
   free(addresses);
   for (size_t i = 0; i < count; ++i) {
+    /* A thread still in the handler as the process exits leaves a sample half written. */
+    if (samples[i].thread == 0 || samples[i].frames <= 0) continue;
     fprintf(out, "S %d %d", samples[i].thread, samples[i].thread == main_thread);
     for (int k = 0; k < samples[i].frames; ++k) fprintf(out, " %#lx", (unsigned long)samples[i].pc[k]);
     fputc('\n', out);

@@ -35,9 +35,14 @@ MTC_SAMPLE_OUT="$work/raw" LD_PRELOAD="$work/cpu_sampler.so${LD_PRELOAD:+:$LD_PR
   > "$work/output.txt" 2>&1
 rc=$?
 tail -5 "$work/output.txt"
-# The process with the most samples (the sampler's first line counts them).
-busiest="$(grep -m1 -H "^# cpu_sampler:" "$work"/raw.[0-9]* 2> /dev/null |
-  awk -F: '{ split($3, n, " "); print n[1] " " $1 }' | sort -n -r | head -1 | cut -d" " -f2-)"
+# The process with the most samples (the sampler's first line counts them); a file still named
+# .partial is one whose process died while writing it.
+busiest="" most=-1
+for raw in "$work"/raw.*; do
+  [[ -f "$raw" && "$raw" != *.partial ]] || continue
+  read -r _ _ count _ < "$raw"
+  [[ "$count" =~ ^[0-9]+$ ]] && (( count > most )) && busiest="$raw" most=$count
+done
 if [[ -z "$busiest" ]]; then
   echo "profile.sh: the command wrote no profile (did it exit through exit()?)" >&2
   exit 2

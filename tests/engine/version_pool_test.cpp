@@ -101,21 +101,6 @@ TEST(VersionPool, ASharedCounterIsNeverHandedOut) {
   }).join();
 }
 
-// Once the view that shared it is gone too, a kept counter is handed out again.
-TEST(VersionPool, ACounterKeptWhileSharedIsReusedOnceAlone) {
-  std::thread([] {
-    c10::VariableVersion counter(0);
-    {
-      c10::VariableVersion view_of_it = counter;
-      version_pool::give_back(std::move(counter));
-      view_of_it.bump();
-    }
-    const c10::VariableVersion taken = version_pool::take();
-    EXPECT_TRUE(taken.unique());
-    EXPECT_EQ(taken.current_version(), 0U);  // reset on the way out
-  }).join();
-}
-
 TEST(VersionPool, AViewOfAFreedOutputKeepsItsCounterToItself) {
   const at::Tensor like = at::ones({4});
   const at::Tensor storage_owner = at::ones({4});

@@ -22,7 +22,10 @@ PROFILE = ROOT / "scripts" / "profile.sh"
 
 # burn_three's rounds are three of burn_one's: a multiply-add chain, bound by its latency, costs
 # the same per step wherever the loop lands (a loop through a volatile on the stack does not: on
-# a CPU that renames memory its cost depends on alignment, and the shares came out 85:15). The
+# a CPU that renames memory its cost depends on alignment, and the shares came out 85:15). Rounds
+# are short (10,000 steps, tens of microseconds) against the kernel's tick, so a tick falls at any
+# point of the loop: with rounds of 100,000 steps the clock, read every ten rounds, was read about
+# once a tick, and on a loaded machine burn_three took 88-91 % of the samples in 3 runs of 8. The
 # clock is read every ten rounds, and the worker makes no call but burn_one until it is told to
 # stop, keeps its count in a register (its output is main's) and reads only `done`, alone on its
 # cache line: a system call, a thread's first printf or a load or store that waits for a line
@@ -34,7 +37,7 @@ PROGRAM = r"""
 #include <stdio.h>
 #include <time.h>
 
-enum { kRound = 100000 };
+enum { kRound = 10000 };
 static _Alignas(64) atomic_int done;
 
 __attribute__((noinline)) unsigned long burn_one(unsigned long x) {

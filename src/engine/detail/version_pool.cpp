@@ -118,10 +118,13 @@ c10::VariableVersion take() {
       // A counter that a view of its dying output still shares stays with the view (dropped
       // here): reusing it would tie the view's version to an unrelated new output. unique()
       // cannot turn false once true: only a holder could share the counter again, and the pool
-      // is the only one. Checked here rather than where the output died: this reads the line
-      // that the version below reads anyway, and the freeing thread, a copy's slower side in a
-      // loop, need not read it at all.
+      // is the only one. Checked here rather than where the output died: the count sits beside
+      // the version read below (on its line, unless the small object straddles two), and the
+      // freeing thread, a copy's slower side in a loop, need not read the counter at all.
       if (!counter.unique()) continue;
+      // unique() reads the count relaxed: the acquire orders this thread's use of the counter
+      // after the other holders' last use of it, released when they dropped their references.
+      std::atomic_thread_fence(std::memory_order_acquire);
       // Only written when it changed: the counter's line was last in the releasing core's cache.
       if (counter.current_version() != 0) counter.set_version(0);
       return counter;

@@ -28,10 +28,9 @@ inline constexpr size_t kMaxSharedBatches = 256;
 c10::VariableVersion take();
 
 // Takes an output's counter and keeps it for take() in `shard` (impl_pool's, the output's),
-// without reading it: a counter a view still shares is let go by take(), which reads its line
+// without reading it: a counter a view still shares is let go by take(), which reads the counter
 // anyway, not by the thread freeing the output. A disabled counter (an inference tensor's) is
-// ignored. Another shard's counters wait on this
-// thread until a whole batch can go there.
+// ignored. Another shard's counters wait on this thread until a whole batch can go there.
 void give_back(c10::VariableVersion&& counter, size_t shard) noexcept;
 // The same for the calling thread's shard.
 void give_back(c10::VariableVersion&& counter) noexcept;
