@@ -22,6 +22,7 @@ elided) unless --full-names.
 
 import argparse
 import collections
+import gzip
 import os
 import re
 import shutil
@@ -33,7 +34,8 @@ import sys
 def read_profile(path):
     """(addresses {address: (object, offset, symbol)}, samples [(thread, is_main, [address])])."""
     addresses, samples = {}, []
-    with open(path) as f:
+    opener = gzip.open if str(path).endswith(".gz") else open  # profile.sh --raw keeps them gzipped
+    with opener(path, "rt") as f:
         for number, line in enumerate(f, 1):
             parts = line.split()
             if not parts or parts[0] == "#":

@@ -12,7 +12,9 @@
 # built with scripts/build_original.py, its log appended to python-build.log).
 # With MTC_PYTHON_PROFILE=1, the module's calls are then profiled (scripts/profile.sh; the host has
 # no perf) with scripts/bench_python_overhead.py on the GPU, back to back and as a training step's
-# (a 2 ms sleep, 8 batches in turn), into a fifth file, profile-python.md.
+# (a 2 ms sleep, 8 batches in turn), into a fifth file, profile-python.md: the samples with mtc::
+# on their stack, and those in the GIL's functions, in every thread. MTC_PROFILE_RAW=1 also keeps
+# both raw profiles (profile-python-*.raw.gz, two more files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check-python.sh OUT_DIR [BENCH_PYTHON ARGS...]}"
@@ -85,12 +87,17 @@ step "bench_python.py ${original_args[*]} ${bench_args[*]}"
 python3 scripts/bench_python.py "${original_args[@]}" "${bench_args[@]}" --md "$out/bench_python.md" --json "$out/bench_python.json" || status=1
 if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
   : > "$out/profile-python.md"
+  # Where a thread takes or lets go of the GIL (exported, so named on a stripped python3): who
+  # else takes it while the caller copies.
+  gil='PyEval_RestoreThread|PyEval_SaveThread|PyEval_AcquireThread|PyGILState_Ensure|PyGILState_Release'
   for pattern in "back to back|--calls 50000" "step|--calls 6000 --gap-ms 2 --rotation 8"; do
     name="${pattern%%|*}"
     step "profile: bench_python_overhead.py, $name"
     # shellcheck disable=SC2086
-    MTC_PYTHON=python3 bash scripts/profile.sh "$out/profile-python.md" \
-      --title "mtc from Python on the GPU, $name (samples with mtc:: on the stack)" --focus 'mtc::' -- \
+    raw=()
+    [[ "${MTC_PROFILE_RAW:-0}" == 1 ]] && raw=(--raw "$out/profile-python-${name// /-}.raw.gz")
+    MTC_PYTHON=python3 bash scripts/profile.sh "$out/profile-python.md" "${raw[@]}" \
+      --title "mtc from Python on the GPU, $name" --focus 'mtc::' --focus "$gil" -- \
       python3 scripts/bench_python_overhead.py --device cuda ${pattern#*|} || status=1
   done
 fi

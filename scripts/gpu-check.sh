@@ -72,7 +72,9 @@
 #   FILTER beside busy threads of several kinds (scripts/gpu-check-neighbours.sh): neighbours.md.
 # "profile" builds and tests as "microbench" does, then runs the micro-benchmarks matching each
 #   FILTER in a process of its own under the sampling profiler (scripts/profile.sh; the host has
-#   no perf): profile-engine.md, where the CPU time of each went, the caller's and the workers'.
+#   no perf): profile-engine.md, where the CPU time of each went, the caller's and the workers'
+#   (MTC_PROFILE_REPETITIONS repetitions, default 10; MTC_PROFILE_RAW=1 also keeps each raw
+#   profile, profile-engine-N.raw.gz: at most five FILTERs then).
 #   The Python module's calls are profiled by the python mode with MTC_PYTHON_PROFILE=1.
 # At most eight files are written to OUT_DIR.
 set -uo pipefail
@@ -92,8 +94,8 @@ if [[ "$mode" == envab ]]; then
   [[ "$pairs" =~ ^[1-6]$ ]] || { echo "envab: PAIRS must be 1 to 6 (got '$pairs')" >&2; exit 2; }
 fi
 
-if [[ "$mode" == profile ]] && (( $# < 3 )); then
-  echo "usage: scripts/gpu-check.sh OUT_DIR profile FILTER [FILTER...]" >&2
+if [[ "$mode" == profile ]] && (( $# < 3 || ($# > 7 && ${MTC_PROFILE_RAW:-0} == 1) )); then
+  echo "usage: scripts/gpu-check.sh OUT_DIR profile FILTER [FILTER...] (at most 5 with MTC_PROFILE_RAW=1)" >&2
   exit 2
 fi
 
@@ -251,11 +253,14 @@ fi
 
 if [[ "$mode" == profile ]]; then
   : > "$out/profile-engine.md"
+  profiled=0
   for filter in "${@:3}"; do
     step "profile: micro-benchmarks matching $filter"
-    bash scripts/profile.sh "$out/profile-engine.md" --title "mtc_engine_bench $filter (samples with mtc:: on the stack)" \
+    raw=()
+    (( ++profiled )) && [[ "${MTC_PROFILE_RAW:-0}" == 1 ]] && raw=(--raw "$out/profile-engine-$profiled.raw.gz")
+    bash scripts/profile.sh "$out/profile-engine.md" "${raw[@]}" --title "mtc_engine_bench $filter" \
       --focus 'mtc::' -- "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_filter="$filter" \
-      --benchmark_repetitions=3 --benchmark_min_warmup_time=0.1 || status=1
+      --benchmark_repetitions="${MTC_PROFILE_REPETITIONS:-10}" --benchmark_min_warmup_time=0.1 || status=1
   done
   finish
 fi

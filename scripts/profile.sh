@@ -3,25 +3,34 @@
 # appends the summary of its samples (scripts/cpu_profile_summary.py) and the last lines of the
 # command's output (its own figures, measured under the sampler) to OUT_MD.
 #
-#   scripts/profile.sh OUT_MD [--title TEXT] [--focus REGEX] [--top N] -- COMMAND [ARGS...]
+#   scripts/profile.sh OUT_MD [--title TEXT] [--focus REGEX]... [--top N] [--raw FILE.gz] -- COMMAND [ARGS...]
+#
+# Each --focus gives a summary of its own, of the samples with a function matching REGEX on their
+# stack (e.g. 'mtc::', or the functions that take the GIL); without one, of every sample. --raw
+# also keeps the raw profile (the sampler's format, gzipped) for other questions later.
 #
 # MTC_SAMPLE_US (default 1000) and MTC_SAMPLE_DELAY_S (default 0: from the start; CPU seconds)
 # pass through to the sampler. Of the processes the command starts, the one with the most samples
 # is summarized. Exit status: the command's, or 2 for a usage error or a sampler that did not
 # build or wrote nothing.
 set -uo pipefail
-usage="usage: scripts/profile.sh OUT_MD [--title TEXT] [--focus REGEX] [--top N] -- COMMAND [ARGS...]"
+usage="usage: scripts/profile.sh OUT_MD [--title TEXT] [--focus REGEX]... [--top N] [--raw FILE.gz] -- COMMAND [ARGS...]"
 (( $# )) || { echo "$usage" >&2; exit 2; }
 # The command runs where profile.sh was started; OUT_MD is taken from there too.
 out_md="$(realpath -m "$1")"
 shift
 here="$(cd "$(dirname "$0")/.." && pwd)"
-summary_args=()
+summary_args=() focuses=() title="CPU profile" raw_out=""
 while (( $# )) && [[ "$1" != -- ]]; do
+  (( $# >= 2 )) || { echo "$usage" >&2; exit 2; }
   case "$1" in
-    --title|--focus|--top) (( $# >= 2 )) || { echo "$usage" >&2; exit 2; }; summary_args+=("$1" "$2"); shift 2 ;;
+    --top) summary_args+=("$1" "$2") ;;
+    --focus) focuses+=("$2") ;;
+    --title) title="$2" ;;
+    --raw) raw_out="$(realpath -m "$2")" ;;
     *) echo "$usage" >&2; exit 2 ;;
   esac
+  shift 2
 done
 (( $# >= 2 )) || { echo "$usage" >&2; exit 2; }
 shift
@@ -47,8 +56,19 @@ if [[ -z "$busiest" ]]; then
   echo "profile.sh: the command wrote no profile (did it exit through exit()?)" >&2
   exit 2
 fi
-"${MTC_PYTHON:-python3}" "$here/scripts/cpu_profile_summary.py" "$busiest" "${summary_args[@]}" \
-  > "$work/summary.md" || exit 2
+: > "$work/summary.md"
+if (( ${#focuses[@]} == 0 )); then
+  "${MTC_PYTHON:-python3}" "$here/scripts/cpu_profile_summary.py" "$busiest" "${summary_args[@]}" \
+    --title "$title" >> "$work/summary.md" || exit 2
+fi
+for focus in "${focuses[@]}"; do
+  "${MTC_PYTHON:-python3}" "$here/scripts/cpu_profile_summary.py" "$busiest" "${summary_args[@]}" \
+    --title "$title: samples with \`$focus\` on the stack" --focus "$focus" >> "$work/summary.md" || exit 2
+  echo >> "$work/summary.md"
+done
+if [[ -n "$raw_out" ]]; then
+  gzip -c "$busiest" > "$raw_out" || exit 2
+fi
 {
   cat "$work/summary.md"
   echo

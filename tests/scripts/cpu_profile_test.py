@@ -5,10 +5,11 @@ thread runs only the smaller one; the program exits with 3 and prints a few line
 scripts/cpu_profile_summary.py on synthetic profiles in scripts/cpu_sampler.c's format (the
 sampler's frames and the signal trampoline dropped, --focus, --top, the functions on every
 stack left out, malformed lines refused, a static function named only from a full symbol
-table), and profile.sh's usage errors.
+table), profile.sh's sections for several --focus and its --raw copy, and its usage errors.
 
     python3 tests/scripts/cpu_profile_test.py
 """
+import gzip
 import math
 import pathlib
 import re
@@ -265,6 +266,44 @@ def check_usage(tmp):
     assert not out.exists()
 
 
+SPIN_PROGRAM = r"""
+#include <time.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) void spin(void) { for (int i = 0; i < 20000; ++i) sink = sink * 3 + 1; }
+int main(void) {
+  struct timespec t;
+  do {
+    for (int i = 0; i < 10; ++i) spin();
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  } while (t.tv_sec == 0 && t.tv_nsec < 300000000);
+  return 0;
+}
+"""
+
+
+def check_focuses_and_raw(tmp):
+    """Each --focus gives a section of its own; --raw keeps the busiest process's raw profile."""
+    source = tmp / "spin.c"
+    source.write_text(SPIN_PROGRAM)
+    program = tmp / "spin"
+    subprocess.run(["cc", "-O1", "-rdynamic", "-o", str(program), str(source)], check=True)
+    out, raw = tmp / "focus.md", tmp / "spin.raw.gz"
+    result = subprocess.run(["bash", str(PROFILE), str(out), "--title", "spin", "--focus", "^spin$", "--focus",
+                             "^nothing$", "--raw", str(raw), "--", str(program)],
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result
+    text = out.read_text()
+    sections = re.findall(r"^## (.*)$", text, re.M)
+    assert sections == ["spin: samples with `^spin$` on the stack", "spin: samples with `^nothing$` on the stack"], text
+    spinning = re.search(r"^(\d+) samples from 1 threads; (\d+) with `\^spin\$` on their stack\.$", text, re.M)
+    assert spinning and int(spinning.group(2)) >= 0.8 * int(spinning.group(1)) > 0, text
+    assert re.search(r"; 0 with `\^nothing\$` on their stack\.$", text, re.M), text
+    lines = gzip.decompress(raw.read_bytes()).decode().splitlines()
+    assert lines[0].startswith("# cpu_sampler: ") and any(line.startswith("S ") for line in lines), lines[:3]
+    again = summarize(raw, "--focus", "^spin$")  # the summary reads the kept file as it is
+    assert again.returncode == 0 and "with `^spin$` on their stack" in again.stdout, again
+
+
 STATIC_PROGRAM = r"""
 static int __attribute__((noinline)) hidden_helper(int x) { return x * 3 + 1; }
 int exported_neighbour(int x) { return x + 1; }
@@ -297,6 +336,7 @@ def main():
         tmp = pathlib.Path(tmp)
         check_summary(tmp)
         check_static_names(tmp)
+        check_focuses_and_raw(tmp)
         check_usage(tmp)
         share, n, tolerance = check_end_to_end(tmp)
     print(f"cpu profile: burn_three {100 * share:.1f} % of {n} main-thread samples ({100 * THREE_SHARE:.0f} % "
