@@ -122,9 +122,8 @@ c10::VariableVersion take() {
       // the version read below (on its line, unless the small object straddles two), and the
       // freeing thread, a copy's slower side in a loop, need not read the counter at all.
       if (!counter.unique()) continue;
-      // unique() reads the count relaxed: the acquire orders this thread's use of the counter
-      // after the other holders' last use of it, released when they dropped their references.
-      std::atomic_thread_fence(std::memory_order_acquire);
+      // unique() reads the count relaxed, which orders nothing after the last other holder's
+      // use; none is needed: everything a counter holds (its version, its counts) is atomic.
       // Only written when it changed: the counter's line was last in the releasing core's cache.
       if (counter.current_version() != 0) counter.set_version(0);
       return counter;
