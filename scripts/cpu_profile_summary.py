@@ -15,9 +15,11 @@ Names come from the sampler's dladdr1 (an exported symbol the address lies in), 
 are demangled with c++filt where it is installed, and shortened (template and argument lists
 elided) unless --full-names.
 
-    python scripts/cpu_profile_summary.py PROFILE [--top 25] [--focus REGEX] [--title TEXT]
+    python scripts/cpu_profile_summary.py PROFILE [--top 25] [--focus REGEX]... [--title TEXT]
 
---focus keeps only the samples whose stack holds a function matching REGEX (e.g. 'mtc::').
+Each --focus gives a section of its own ("TITLE: samples with `REGEX` on the stack") that keeps
+only the samples whose stack holds a function matching REGEX (e.g. 'mtc::'); the profile is read
+and named once for all of them.
 """
 
 import argparse
@@ -167,16 +169,29 @@ def table(title, counts, total, top, callers=None):
     return lines + [""]
 
 
-def summarize(addresses, samples, top=25, focus=None, title=None, full_names=False):
+def named(addresses, samples, full_names=False):
+    """The samples as (thread, is main, the program's frames by name), innermost first."""
     name = namer(addresses, full_names)
+    return [(thread, is_main, [name(a) for a in own_frames(stack, addresses)])
+            for thread, is_main, stack in samples]
+
+
+def sections(samples, top, focuses, title):
+    """A section of markdown for each focus (None: every sample)."""
+    return "\n\n".join(section(samples, top, focus, title) for focus in focuses)
+
+
+def section(samples, top, focus, title):
     pattern = re.compile(focus) if focus else None
     groups = {"main thread": [], "other threads": []}
-    for _, is_main, stack in samples:
-        frames = [name(a) for a in own_frames(stack, addresses)]
+    for _, is_main, frames in samples:
         if not frames or (pattern and not any(pattern.search(f) for f in frames)):
             continue
         groups["main thread" if is_main else "other threads"].append(frames)
-    lines = [f"## {title or 'CPU profile'}", ""]
+    heading = title or "CPU profile"
+    if focus:
+        heading += f": samples with `{focus}` on the stack"
+    lines = [f"## {heading}", ""]
     kept = sum(len(g) for g in groups.values())
     threads = len({t for t, _, _ in samples})
     lines.append(f"{len(samples)} samples from {threads} threads"
@@ -208,7 +223,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("profile")
     parser.add_argument("--top", type=int, default=25)
-    parser.add_argument("--focus", help="only samples with a function matching this on their stack")
+    parser.add_argument("--focus", action="append",
+                        help="a section of the samples with a function matching this on their stack")
     parser.add_argument("--title")
     parser.add_argument("--full-names", action="store_true")
     args = parser.parse_args(argv)
@@ -217,7 +233,7 @@ def main(argv=None):
     except (OSError, ValueError) as error:
         print(f"cpu_profile_summary: {error}", file=sys.stderr)
         return 2
-    print(summarize(addresses, samples, args.top, args.focus, args.title, args.full_names))
+    print(sections(named(addresses, samples, args.full_names), args.top, args.focus or [None], args.title))
     return 0
 
 

@@ -93,9 +93,9 @@ if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
   for pattern in "back to back|--calls 50000" "step|--calls 6000 --gap-ms 2 --rotation 8"; do
     name="${pattern%%|*}"
     step "profile: bench_python_overhead.py, $name"
-    # shellcheck disable=SC2086
     raw=()
     [[ "${MTC_PROFILE_RAW:-0}" == 1 ]] && raw=(--raw "$out/profile-python-${name// /-}.raw.gz")
+    # shellcheck disable=SC2086
     MTC_PYTHON=python3 bash scripts/profile.sh "$out/profile-python.md" "${raw[@]}" \
       --title "mtc from Python on the GPU, $name" --focus 'mtc::' --focus "$gil" -- \
       python3 scripts/bench_python_overhead.py --device cuda ${pattern#*|} || status=1

@@ -56,16 +56,10 @@ if [[ -z "$busiest" ]]; then
   echo "profile.sh: the command wrote no profile (did it exit through exit()?)" >&2
   exit 2
 fi
-: > "$work/summary.md"
-if (( ${#focuses[@]} == 0 )); then
-  "${MTC_PYTHON:-python3}" "$here/scripts/cpu_profile_summary.py" "$busiest" "${summary_args[@]}" \
-    --title "$title" >> "$work/summary.md" || exit 2
-fi
-for focus in "${focuses[@]}"; do
-  "${MTC_PYTHON:-python3}" "$here/scripts/cpu_profile_summary.py" "$busiest" "${summary_args[@]}" \
-    --title "$title: samples with \`$focus\` on the stack" --focus "$focus" >> "$work/summary.md" || exit 2
-  echo >> "$work/summary.md"
-done
+for focus in "${focuses[@]}"; do summary_args+=(--focus "$focus"); done
+"${MTC_PYTHON:-python3}" "$here/scripts/cpu_profile_summary.py" "$busiest" "${summary_args[@]}" \
+  --title "$title" > "$work/summary.md" || exit 2
+(( ${#focuses[@]} == 0 )) || echo >> "$work/summary.md"
 if [[ -n "$raw_out" ]]; then
   gzip -c "$busiest" > "$raw_out" || exit 2
 fi
