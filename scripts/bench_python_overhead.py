@@ -17,6 +17,12 @@ gap of that long, outside the clocks: the parts of a training step (bench_python
 thread does in the gap: sleep; spin (busy, touching no memory: is it the sleep that slows the
 thread down?); or touch (busy writing over 32 MiB, as a forward pass evicts the caches).
 
+Beside each call, torch's own cost of the same number of tensor objects, in the same loop: one
+`split` of a buffer on the device into as many views as the batch has tensors (one operator,
+its views made and wrapped in C++), and dropping such views two calls after they were made, as
+the module drops a result (torch releases the GIL for every tensor object it tears down). The
+module's `build` and `release` parts can be read against these.
+
     python scripts/bench_python_overhead.py [--device cpu] [--calls 3000] [--background 0|1]
                                             [--gap-ms 0] [--rotation 1] [--gap-mode sleep]
 """
@@ -73,6 +79,7 @@ def main(argv=None):
 
     import mtc
     import torch
+    from torch.utils._pytree import tree_leaves
 
     cuda = torch.device(args.device).type == "cuda"
     spec = SpecBatch(args.config)
@@ -82,6 +89,11 @@ def main(argv=None):
     cpu = {name: [] for name in wall}
     engine = []
     module = {}  # the module's own parts, stats()["module"]
+    # torch's yardstick: views of one buffer, one per tensor of the batch, each as long in bytes.
+    sizes = [t.numel() * t.element_size() for t in tree_leaves(batches[0]) if isinstance(t, torch.Tensor)]
+    buffer = torch.empty(sum(sizes), dtype=torch.uint8, device=args.device)
+    torch_parts = {f"torch: split into {len(sizes)}": [], f"torch: drop {len(sizes)} views": []}
+    kept_views = []
     # The collector would run at arbitrary calls (every few hundred new objects): it is a cost
     # of the program, not of one call.
     gc.disable()
@@ -111,6 +123,18 @@ def main(argv=None):
             clock["synchronize after get"].append(t[3] - t[2])
             clock["drop handle"].append(t[5] - t[4])
             clock["drop result"].append(t[6] - t[5])
+        t0 = time.perf_counter_ns()
+        kept_views.append(buffer.split(sizes))
+        t1 = time.perf_counter_ns()
+        dropped = kept_views.pop(0) if len(kept_views) > 2 else None
+        has_dropped = dropped is not None
+        t2 = time.perf_counter_ns()
+        del dropped
+        t3 = time.perf_counter_ns()
+        split_name, drop_name = torch_parts
+        torch_parts[split_name].append(t1 - t0)
+        if has_dropped:
+            torch_parts[drop_name].append(t3 - t2)
         engine.append(s["queued_us"] + s["traverse_us"] + s["submit_us"] + s["outputs_us"])
         for part, us in s["module"].items():
             module.setdefault(part, []).append(us)
@@ -129,6 +153,9 @@ def main(argv=None):
     for part, values in module.items():
         v = sorted(values[skip:])
         print(f"  {'module ' + part:24} {statistics.median(v):12.1f} {v[len(v) // 10]:9.1f}")
+    for part, values in torch_parts.items():
+        v = sorted(values[skip:])
+        print(f"  {part:24} {statistics.median(v) / 1e3:12.1f} {v[len(v) // 10] / 1e3:9.1f}")
     return 0
 
 
