@@ -3,7 +3,10 @@
 // 242 us step of the reference batch (results/NOTES.md, 2026-11-25). Here the engine's walk
 // builds the result (a CUDA target's new containers and packed output tensors: no CUDA call
 // happens in the walk, so this runs without a GPU too) on a thread of its own, as a pool worker
-// does, and only the free is timed, on the walking thread or on another one.
+// does, and only the free is timed, on the walking thread or on another one. Beside it, torch's
+// own yardstick: as many views of one buffer made by one split, and their free.
+#include <ATen/ops/empty.h>
+#include <ATen/ops/split_with_sizes.h>
 #include <benchmark/benchmark.h>
 #include <c10/core/InferenceMode.h>
 
@@ -15,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_support.h"
 #include "detail/leaf_router.h"
 #include "detail/structure.h"
 #include "detail/version_pool.h"
@@ -112,8 +116,63 @@ void BM_FreeResult(benchmark::State& state) {
   mtc::detail::version_pool::set_enabled(pool_was_on);
 }
 
+// The byte sizes of the reference batch's tensors, in pre-order.
+std::vector<int64_t> tensor_bytes(const c10::IValue& v, std::vector<int64_t> out = {}) {
+  if (v.isTensor()) {
+    out.push_back(static_cast<int64_t>(v.toTensor().nbytes()));
+  } else if (v.isList()) {
+    for (const c10::IValue& item : v.toListRef()) out = tensor_bytes(item, std::move(out));
+  } else if (v.isTuple()) {
+    for (const c10::IValue& item : v.toTupleRef().elements())
+      out = tensor_bytes(item, std::move(out));
+  } else if (v.isGenericDict()) {
+    for (const auto& entry : v.toGenericDict()) out = tensor_bytes(entry.value(), std::move(out));
+  }
+  return out;
+}
+
+// torch's own cost of as many tensors as the engine makes for the reference batch: one
+// split_with_sizes of a byte buffer (on the GPU when there is one) into a view per tensor, made
+// on a thread of its own, then freed there (argument 1) or by the caller (0). Counters: make_us
+// and free_us, medians; the yardstick of BM_CreateOutputs and BM_FreeResult.
+void BM_TorchViews(benchmark::State& state) {
+  const std::vector<int64_t> sizes = tensor_bytes(mtc::microbench::make_reference_batch(1));
+  int64_t total = 0;
+  for (const int64_t bytes : sizes) total += bytes;
+  const at::Tensor buffer = at::empty(
+      {total}, at::TensorOptions().dtype(at::kByte).device(mtc::microbench::has_gpu()
+                                                               ? c10::Device(c10::kCUDA, 0)
+                                                               : c10::Device(c10::kCPU)));
+  const bool same_thread = state.range(0) == 1;
+  OtherThread maker;
+  std::vector<double> make, free;
+  for (auto _ : state) {
+    std::vector<at::Tensor> views;
+    maker.run_and_wait([&] {
+      const auto t0 = Clock::now();
+      views = at::split_with_sizes(buffer, sizes);
+      make.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    });
+    auto free_views = [&] {
+      const auto t0 = Clock::now();
+      views = {};
+      free.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+    };
+    if (same_thread) {
+      maker.run_and_wait(free_views);
+    } else {
+      free_views();
+    }
+    state.SetIterationTime(free.back());
+  }
+  state.counters["views"] = static_cast<double>(sizes.size());
+  state.counters["make_us"] = mtc::microbench::median_of(make) * 1e6;
+  state.counters["free_us"] = mtc::microbench::median_of(free) * 1e6;
+}
+
 }  // namespace
 
+BENCHMARK(BM_TorchViews)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FreeResult)
     ->ArgsProduct({{1, 8}, {0, 1}, {kWhole}})
     ->ArgsProduct({{1}, {0, 1}, {kNoVersionCounter, kContainersOnly, kNoVersionPool}})
