@@ -18,6 +18,7 @@
 
 #include "bench_support.h"
 #include "detail/copy_job.h"
+#include "detail/key_interner.h"
 #include "detail/leaf_router.h"
 #include "detail/outputs.h"
 #include "detail/pack_plan.h"
@@ -280,6 +281,8 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::WorkerPoolSet::instance().set_anticipate(!(state.range(1) & 512));
   // Bit 4096: output version counters allocated and freed as torch does (version_pool.h).
   mtc::detail::version_pool::set_enabled(!(state.range(1) & 4096));
+  // Bit 131072: output dicts share the input's key objects, as before key_interner.h.
+  mtc::detail::key_interner::set_enabled(!(state.range(1) & 131072));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -322,6 +325,7 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::WorkerPoolSet::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);
   mtc::detail::WorkerPoolSet::instance().set_anticipate(true);
   mtc::detail::version_pool::set_enabled(true);
+  mtc::detail::key_interner::set_enabled(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -329,7 +333,8 @@ void BM_EngineCopy(benchmark::State& state) {
 // 64 workers spin 2 ms, 128 a fresh batch each copy (rotation of 8), 256 previous result freed
 // inside the copy, 512 workers never wake ahead of a copy, 1024 the gap busy, 2048 the gap 200 us
 // instead of 5 ms, 4096 no version_pool, 8192 workers spin 10 ms, 16384 one walking thread per 64
-// leaves, 32768 the caller spins through the gap, 65536 with 256: freed after get() instead}. 399 =
+// leaves, 32768 the caller spins through the gap, 65536 with 256: freed after get() instead,
+// 131072 output dicts share the input's keys}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -343,7 +348,8 @@ void engine_args(benchmark::internal::Benchmark* b) {
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
   // on the pool (391, 399), on one worker (+16), split by the caller (-4), all on the caller.
   b->Args({1, 19})->Args({1, 407})->Args({1, 387})->Args({1, 403});
-  b->Args({1, 16391});  // hot with a walking thread per 64 leaves
+  b->Args({1, 16391});   // hot with a walking thread per 64 leaves
+  b->Args({1, 131079});  // hot with the input's keys in the output dicts
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -355,12 +361,13 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b,
-           {15,   527,  31,   135,  399,  911,  1423,  1935,  415,   395,   411,   2447,  2959,
-            3471, 3983, 4495, 5519, 8591, 9615, 16783, 17807, 33167, 41359, 33163, 65935, 66959});
+  gap_args(b, {15,    527,   31,    135,   399,   911,   1423,   1935,  415,  395,
+               411,   2447,  2959,  3471,  3983,  4495,  5519,   8591,  9615, 16783,
+               17807, 33167, 41359, 33163, 65935, 66959, 131471, 132495});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783, 65935, 66959});
+  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783, 65935, 66959,
+               131471});
 }
 
 }  // namespace

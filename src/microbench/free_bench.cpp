@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench_support.h"
+#include "detail/key_interner.h"
 #include "detail/leaf_router.h"
 #include "detail/structure.h"
 #include "detail/version_pool.h"
@@ -76,6 +77,8 @@ enum Parts {
   kNoVersionCounter,  // the same built in InferenceMode: no version counter per output tensor
   kContainersOnly,    // a CPU target: new containers around the input tensors
   kNoVersionPool,     // the whole result, its counters new and freed as torch does (version_pool)
+  kSharedKeys,        // the whole result, its dicts holding the input's keys (no key_interner)
+  kContainersSharedKeys,  // kContainersOnly with the input's keys
 };
 
 // Argument 0: batch multiplier (1: 528 tensors, 145 containers). Argument 1: 0 the result is
@@ -85,12 +88,14 @@ void BM_FreeResult(benchmark::State& state) {
   const c10::IValue data = mtc::microbench::make_reference_batch(static_cast<int>(state.range(0)));
   const bool same_thread = state.range(1) == 1;
   const auto parts = static_cast<Parts>(state.range(2));
-  const c10::Device target =
-      parts == kContainersOnly ? c10::Device(c10::kCPU) : c10::Device(c10::kCUDA, 0);
+  const bool containers_only = parts == kContainersOnly || parts == kContainersSharedKeys;
+  const c10::Device target = containers_only ? c10::Device(c10::kCPU) : c10::Device(c10::kCUDA, 0);
   const mtc::CopyOptions options;
   OtherThread walker;
   const bool pool_was_on = mtc::detail::version_pool::enabled();
   mtc::detail::version_pool::set_enabled(parts != kNoVersionPool);
+  const bool interning_was_on = mtc::detail::key_interner::enabled();
+  mtc::detail::key_interner::set_enabled(parts != kSharedKeys && parts != kContainersSharedKeys);
   for (auto _ : state) {
     c10::IValue result;
     walker.run_and_wait([&] {
@@ -114,6 +119,7 @@ void BM_FreeResult(benchmark::State& state) {
     state.SetIterationTime(seconds);
   }
   mtc::detail::version_pool::set_enabled(pool_was_on);
+  mtc::detail::key_interner::set_enabled(interning_was_on);
 }
 
 // The byte sizes of the reference batch's tensors, in pre-order.
@@ -175,6 +181,9 @@ void BM_TorchViews(benchmark::State& state) {
 BENCHMARK(BM_TorchViews)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FreeResult)
     ->ArgsProduct({{1, 8}, {0, 1}, {kWhole}})
-    ->ArgsProduct({{1}, {0, 1}, {kNoVersionCounter, kContainersOnly, kNoVersionPool}})
+    ->ArgsProduct({{1},
+                   {0, 1},
+                   {kNoVersionCounter, kContainersOnly, kNoVersionPool, kSharedKeys,
+                    kContainersSharedKeys}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

@@ -15,6 +15,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "detail/key_interner.h"
+
 namespace mtc::detail {
 
 // Containers deeper than this are rejected: a deeper structure is almost surely a cycle.
@@ -156,8 +158,10 @@ class StructureCopier {
     check_size(in.size());
     c10::impl::GenericDict out(in.keyType(), in.valueType());
     out.reserve(in.size());
+    // String keys are the walking thread's own (key_interner.h), not the input's.
     for (const auto& entry : in)
-      out.insert(entry.key(), element(entry.value(), position++, deferred));
+      out.insert(key_interner::output_key(entry.key()),
+                 element(entry.value(), position++, deferred));
     return out;
   }
 
