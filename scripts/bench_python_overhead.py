@@ -21,7 +21,9 @@ Beside each call, torch's own cost of the same number of tensor objects, in the 
 `split` of a buffer on the device into as many views as the batch has tensors (one operator,
 its views made and wrapped in C++), and dropping such views two calls after they were made, as
 the module drops a result (torch releases the GIL for every tensor object it tears down). The
-module's `build` and `release` parts can be read against these.
+module's `build` and `release` parts can be read against these. They run between the module's
+calls, outside its clocks, but they leave the caches as they leave them: the module's figures
+from before 2026-11-28 were taken without them.
 
     python scripts/bench_python_overhead.py [--device cpu] [--calls 3000] [--background 0|1]
                                             [--gap-ms 0] [--rotation 1] [--gap-mode sleep]
@@ -94,6 +96,7 @@ def main(argv=None):
     buffer = torch.empty(sum(sizes), dtype=torch.uint8, device=args.device)
     torch_parts = {f"torch: split into {len(sizes)}": [], f"torch: drop {len(sizes)} views": []}
     kept_views = []
+    split_name, drop_name = torch_parts
     # The collector would run at arbitrary calls (every few hundred new objects): it is a cost
     # of the program, not of one call.
     gc.disable()
@@ -131,7 +134,6 @@ def main(argv=None):
         t2 = time.perf_counter_ns()
         del dropped
         t3 = time.perf_counter_ns()
-        split_name, drop_name = torch_parts
         torch_parts[split_name].append(t1 - t0)
         if has_dropped:
             torch_parts[drop_name].append(t3 - t2)

@@ -94,8 +94,9 @@ void BM_Walk(benchmark::State& state) {
 // walking a consecutive group of root elements with its own router: how well the walk itself
 // scales, apart from wake-ups, submissions and the device. Each thread times its own walk; an
 // iteration is the slowest thread's. Flags: 1: each thread frees its previous result itself
-// (otherwise the caller frees it, as a training loop would); 2: every dict shares its key
-// objects with the others (otherwise each has keys of its own); 4: dicts of tensors typed
+// (otherwise the caller frees it, as a training loop would); 2: every input dict shares its key
+// objects with the others (otherwise each has keys of its own; the outputs' keys are the walking
+// thread's either way since key_interner.h, before which they were the input's); 4: dicts typed
 // Dict[str, Any] (a type without a reference count) instead of Dict[str, Tensor]; 8: to the CPU
 // (new containers only, the tensors are returned as they are).
 void BM_WalkThreads(benchmark::State& state) {
@@ -374,8 +375,9 @@ void d2h_gap_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_Walk)->Args({1, 1})->Args({8, 1})->Args({1, 0})->Args({8, 0})->Unit(
     benchmark::kMicrosecond);
-// Flags 2 and 4 made no difference on their own (results/NOTES.md), so they are not combined;
-// the full GPU check runs every registered case five times.
+// Flags 2 and 4 made no difference on their own (results/NOTES.md, 2026-11-22, before the outputs'
+// keys were the walking thread's), so they are not combined; the full GPU check runs every
+// registered case five times.
 BENCHMARK(BM_WalkThreads)
     ->ArgsProduct({{1, 8}, {1, 2, 4}, {0, 1, 2, 4, 8, 9}})
     ->UseManualTime()

@@ -151,7 +151,7 @@ void BM_TorchViews(benchmark::State& state) {
                                                                : c10::Device(c10::kCPU)));
   const bool same_thread = state.range(0) == 1;
   OtherThread maker;
-  std::vector<double> make, free;
+  std::vector<double> make, frees;
   for (auto _ : state) {
     std::vector<at::Tensor> views;
     maker.run_and_wait([&] {
@@ -162,18 +162,18 @@ void BM_TorchViews(benchmark::State& state) {
     auto free_views = [&] {
       const auto t0 = Clock::now();
       views = {};
-      free.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      frees.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     };
     if (same_thread) {
       maker.run_and_wait(free_views);
     } else {
       free_views();
     }
-    state.SetIterationTime(free.back());
+    state.SetIterationTime(frees.back());
   }
   state.counters["views"] = static_cast<double>(sizes.size());
   state.counters["make_us"] = mtc::microbench::median_of(make) * 1e6;
-  state.counters["free_us"] = mtc::microbench::median_of(free) * 1e6;
+  state.counters["free_us"] = mtc::microbench::median_of(frees) * 1e6;
 }
 
 }  // namespace

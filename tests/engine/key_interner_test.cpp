@@ -43,6 +43,14 @@ std::vector<const void*> key_objects(const c10::IValue& dict) {
 
 // Each check on a thread of its own: its table starts empty (another test's keys may have filled
 // this one's).
+// Interning off for a scope, on again after it whatever happens (the switch is process-wide).
+struct SwitchedOff {
+  SwitchedOff() { key_interner::set_enabled(false); }
+  ~SwitchedOff() { key_interner::set_enabled(true); }
+  SwitchedOff(const SwitchedOff&) = delete;
+  SwitchedOff& operator=(const SwitchedOff&) = delete;
+};
+
 TEST(KeyInterner, OutputKeysEqualTheInputsButAreTheThreadsOwn) {
   ASSERT_TRUE(key_interner::enabled());
   std::thread walker([] {
@@ -93,9 +101,9 @@ TEST(KeyInterner, CountsStayExactAcrossManyCopies) {
       live.push_back(copy_of(dict_of({"counted"})));
       const c10::IValue key = (*live.back().toGenericDict().begin()).key();
       weak = c10::weak_intrusive_ptr<c10::ivalue::ConstantString>(key.toString());
-      // The outputs, `key` here, the table's own and at most one advance not yet handed out.
+      // The outputs, `key` here, the table's own and what is left of the last advance.
       EXPECT_GE(weak.use_count(), live.size() + 2);
-      EXPECT_LE(weak.use_count(), live.size() + 2 + key_interner::kPrepaid);
+      EXPECT_LE(weak.use_count(), live.size() + 2 + key_interner::kPrepaid - 1);
     }
     live.clear();
     // Only the table's references are left.
@@ -103,6 +111,29 @@ TEST(KeyInterner, CountsStayExactAcrossManyCopies) {
   });
   walker.join();
   // The thread's exit let go of them, to the last.
+  EXPECT_TRUE(weak.expired());
+}
+
+// A walk that fails part way, after some keys were handed out, gives every count back with the
+// partial structure it drops.
+TEST(KeyInterner, AFailedWalkGivesItsKeysBack) {
+  c10::weak_intrusive_ptr<c10::ivalue::ConstantString> weak(
+      c10::ivalue::ConstantString::create(std::string("unused")));
+  std::thread walker([&] {
+    weak = c10::weak_intrusive_ptr<c10::ivalue::ConstantString>(
+        (*copy_of(dict_of({"before_the_failure"})).toGenericDict().begin()).key().toString());
+    c10::IValue too_deep = tensor_of(1);
+    for (int i = 0; i <= kMaxNestingDepth + 1; ++i) {
+      c10::impl::GenericList list(c10::AnyType::get());
+      list.push_back(std::move(too_deep));
+      too_deep = std::move(list);
+    }
+    c10::impl::GenericDict input(c10::StringType::get(), c10::AnyType::get());
+    input.insert("before_the_failure", tensor_of(2));
+    input.insert("too_deep", too_deep);
+    EXPECT_THROW(copy_of(input), c10::Error);
+  });
+  walker.join();
   EXPECT_TRUE(weak.expired());
 }
 
@@ -122,10 +153,9 @@ TEST(KeyInterner, TheInputsKeysWhereTheThreadKeepsNone) {
     EXPECT_EQ(key_objects(copy_of(more))[0], key_objects(more)[0]);
 
     // Switched off: shared.
-    key_interner::set_enabled(false);
-    const c10::IValue off = dict_of({"short"});
-    EXPECT_EQ(key_objects(copy_of(off))[0], key_objects(off)[0]);
-    key_interner::set_enabled(true);
+    const SwitchedOff off;
+    const c10::IValue plain = dict_of({"short"});
+    EXPECT_EQ(key_objects(copy_of(plain))[0], key_objects(plain)[0]);
   });
   walker.join();
 }

@@ -39,9 +39,10 @@ class Table {
     auto it = strings_.find(text);
     if (it == strings_.end()) {
       if (strings_.size() >= kMaxStrings) return nullptr;
-      // The table's reference: released in the destructor.
-      ConstantString* string = ConstantString::create(std::string(text)).release();
-      it = strings_.emplace(string->string_view(), Kept{string, 0, 1}).first;
+      // The table's reference, released in the destructor; owned here until the table holds it.
+      c10::intrusive_ptr<ConstantString> owned = ConstantString::create(text);
+      it = strings_.emplace(owned->string_view(), Kept{owned.get(), 0, 1}).first;
+      (void)owned.release();
     }
     Kept& kept = it->second;
     if (kept.prepaid == 0) {

@@ -8,8 +8,9 @@
 // (145 containers, 560 keys) on the GPU host (results/NOTES.md, 2026-11-28, afternoon).
 //
 // Instead each walking thread keeps one string of its own per distinct key text and hands out
-// references to it that it counted in advance, up to kPrepaid at a time: per key, the walking
-// thread writes no count, and the freeing thread's counts fall on the few lines of the keys in use.
+// references to it that it counted in advance, up to kPrepaid at a time: the walking thread counts
+// in batches on a line it then holds, instead of once per key on the input's, and the freeing
+// thread's counts fall on the few lines of the keys in use.
 // Counts stay exact: the thread's table holds one reference to each string and the unspent
 // advance; at the thread's exit it lets go of both, so a string lives as long as an output dict
 // that holds it.
@@ -23,8 +24,8 @@
 namespace mtc::detail::key_interner {
 
 // Distinct strings one thread keeps, the first met; keys beyond them are shared with the input as
-// before (a structure whose keys change every copy fills the table once and then costs nothing
-// more).
+// before (a structure whose keys change every copy fills the table once, then costs a lookup per
+// key; the table's strings stay until the thread exits).
 inline constexpr size_t kMaxStrings = 256;
 // Longer keys are shared with the input: they are rare as dict keys, and each kept one is memory.
 inline constexpr size_t kMaxKeyBytes = 64;
