@@ -3,7 +3,6 @@
 // number of threads that fill the pinned chunks; and the mixed batch of configs/mixed.json
 // (792 small tensors and 4 of 2 MiB) in both directions, beside per-tensor .to().
 #include <ATen/core/List.h>
-#include <ATen/ops/empty.h>
 #include <ATen/ops/rand.h>
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
@@ -24,7 +23,9 @@ using Clock = std::chrono::steady_clock;
 using mtc::microbench::has_gpu;
 using mtc::microbench::map_to;
 using mtc::microbench::median_of;
+using mtc::microbench::pinned_copy_gbps;
 using mtc::microbench::report_median;
+using mtc::microbench::seconds_since;
 
 constexpr int kLargeCount = 64;
 constexpr int64_t kLargeElements = int64_t{1} << 20;  // float32: 4 MiB
@@ -39,26 +40,6 @@ const c10::impl::GenericList& large_batch() {
   return batch;
 }
 
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// The yardstick: one cudaMemcpy of the same bytes from pinned memory, median of a few.
-double pinned_copy_gbps() {
-  const at::Tensor host =
-      at::empty({kLargeBytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
-  const at::Tensor device =
-      at::empty({kLargeBytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, 0));
-  std::vector<double> seconds;
-  for (int i = 0; i < 7; ++i) {
-    const auto t0 = Clock::now();
-    cudaMemcpy(device.data_ptr(), host.const_data_ptr(), static_cast<size_t>(kLargeBytes),
-               cudaMemcpyHostToDevice);
-    seconds.push_back(seconds_since(t0));
-  }
-  return static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
-}
-
 // 64 x 4 MiB pageable float32 to the GPU through the engine. Argument: the most threads that fill
 // pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many).
 // Counters: engine_GBps (median), pinned_GBps (one pinned cudaMemcpy of the same 256 MiB, same run)
@@ -66,7 +47,7 @@ double pinned_copy_gbps() {
 void BM_LargePageableToDevice(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const c10::impl::GenericList& batch = large_batch();
-  const double pinned = pinned_copy_gbps();
+  const double pinned = pinned_copy_gbps(kLargeBytes);
   mtc::detail::set_upload_threads(static_cast<int>(state.range(0)));
   std::vector<double> seconds;
   for (auto _ : state) {

@@ -2,7 +2,9 @@
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
+#include <ATen/ops/empty.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -15,6 +17,45 @@
 namespace mtc::microbench {
 
 bool has_gpu() { return c10::cuda::device_count() > 0; }
+
+namespace {
+void collect_leaves(const c10::IValue& v, std::vector<at::Tensor>& out) {
+  if (v.isTensor()) {
+    out.push_back(v.toTensor());
+  } else if (v.isList()) {
+    for (const auto& item : v.toListRef()) collect_leaves(item, out);
+  } else if (v.isTuple()) {
+    for (const auto& item : v.toTupleRef().elements()) collect_leaves(item, out);
+  } else if (v.isGenericDict()) {
+    for (const auto& e : v.toGenericDict()) collect_leaves(e.value(), out);
+  }
+}
+}  // namespace
+
+std::vector<at::Tensor> tensor_leaves(const c10::IValue& v) {
+  std::vector<at::Tensor> out;
+  collect_leaves(v, out);
+  return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+double pinned_copy_gbps(int64_t bytes) {
+  const at::Tensor host =
+      at::empty({bytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
+  const at::Tensor device =
+      at::empty({bytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, 0));
+  std::vector<double> seconds;
+  for (int i = 0; i < 7; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    cudaMemcpy(device.data_ptr(), host.const_data_ptr(), static_cast<size_t>(bytes),
+               cudaMemcpyHostToDevice);
+    seconds.push_back(seconds_since(t0));
+  }
+  return static_cast<double>(bytes) / median_of(seconds) / 1e9;
+}
 
 const std::vector<c10::IValue>& rotation(int repeat, bool on_gpu) {
   static std::map<std::pair<int, bool>, std::vector<c10::IValue>> cache;

@@ -7,6 +7,7 @@
 #include <c10/core/Device.h>
 
 #include <chrono>
+#include <cstdint>
 #include <vector>
 
 #include "mtc/copier.h"
@@ -22,6 +23,16 @@ c10::IValue map_to(const c10::IValue& v, const c10::Device& device);
 // cache-cold when its turn comes, as a training loop's next batch is), on the CPU or copied to
 // the GPU; made once per process.
 const std::vector<c10::IValue>& rotation(int repeat, bool on_gpu);
+
+// The tensor leaves of a structure, in pre-order.
+std::vector<at::Tensor> tensor_leaves(const c10::IValue& v);
+
+// Seconds on the steady clock since `t0`.
+double seconds_since(std::chrono::steady_clock::time_point t0);
+
+// The yardstick of large copies: one cudaMemcpy of `bytes` from pinned host memory to GPU 0, the
+// median of seven, in GB/s.
+double pinned_copy_gbps(int64_t bytes);
 
 // Google Benchmark reports the mean of the iterations; mtc-bench reports medians. The median
 // of the iterations as a counter makes the two comparable (a few slow iterations, such as a

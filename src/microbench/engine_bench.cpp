@@ -47,23 +47,8 @@ const c10::IValue& batch(int repeat, bool shared_keys = false, bool any_values =
   return it->second;
 }
 
-// The tensor leaves of a structure, in order.
-void collect_leaves(const c10::IValue& v, std::vector<at::Tensor>& out) {
-  if (v.isTensor()) {
-    out.push_back(v.toTensor());
-  } else if (v.isList()) {
-    for (const auto& item : v.toListRef()) collect_leaves(item, out);
-  } else if (v.isTuple()) {
-    for (const auto& item : v.toTupleRef().elements()) collect_leaves(item, out);
-  } else if (v.isGenericDict()) {
-    for (const auto& e : v.toGenericDict()) collect_leaves(e.value(), out);
-  }
-}
-
 std::vector<at::Tensor> leaves_of(int repeat) {
-  std::vector<at::Tensor> out;
-  collect_leaves(batch(repeat), out);
-  return out;
+  return mtc::microbench::tensor_leaves(batch(repeat));
 }
 
 std::vector<mtc::detail::PackCandidate> candidates(const std::vector<at::Tensor>& leaves) {

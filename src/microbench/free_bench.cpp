@@ -109,7 +109,7 @@ void BM_FreeResult(benchmark::State& state) {
     auto free_result = [&] {
       const auto t0 = Clock::now();
       result = c10::IValue();
-      seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+      seconds = mtc::microbench::seconds_since(t0);
     };
     if (same_thread) {
       walker.run_and_wait(free_result);
@@ -122,29 +122,18 @@ void BM_FreeResult(benchmark::State& state) {
   mtc::detail::key_interner::set_enabled(interning_was_on);
 }
 
-// The byte sizes of the reference batch's tensors, in pre-order.
-std::vector<int64_t> tensor_bytes(const c10::IValue& v, std::vector<int64_t> out = {}) {
-  if (v.isTensor()) {
-    out.push_back(static_cast<int64_t>(v.toTensor().nbytes()));
-  } else if (v.isList()) {
-    for (const c10::IValue& item : v.toListRef()) out = tensor_bytes(item, std::move(out));
-  } else if (v.isTuple()) {
-    for (const c10::IValue& item : v.toTupleRef().elements())
-      out = tensor_bytes(item, std::move(out));
-  } else if (v.isGenericDict()) {
-    for (const auto& entry : v.toGenericDict()) out = tensor_bytes(entry.value(), std::move(out));
-  }
-  return out;
-}
-
 // torch's own cost of as many tensors as the engine makes for the reference batch: one
 // split_with_sizes of a byte buffer (on the GPU when there is one) into a view per tensor, made
 // on a thread of its own, then freed there (argument 1) or by the caller (0). Counters: make_us
 // and free_us, medians; the yardstick of BM_CreateOutputs and BM_FreeResult.
 void BM_TorchViews(benchmark::State& state) {
-  const std::vector<int64_t> sizes = tensor_bytes(mtc::microbench::make_reference_batch(1));
+  std::vector<int64_t> sizes;
   int64_t total = 0;
-  for (const int64_t bytes : sizes) total += bytes;
+  for (const at::Tensor& leaf :
+       mtc::microbench::tensor_leaves(mtc::microbench::make_reference_batch(1))) {
+    sizes.push_back(static_cast<int64_t>(leaf.nbytes()));
+    total += sizes.back();
+  }
   const at::Tensor buffer = at::empty(
       {total}, at::TensorOptions().dtype(at::kByte).device(mtc::microbench::has_gpu()
                                                                ? c10::Device(c10::kCUDA, 0)
@@ -157,12 +146,12 @@ void BM_TorchViews(benchmark::State& state) {
     maker.run_and_wait([&] {
       const auto t0 = Clock::now();
       views = at::split_with_sizes(buffer, sizes);
-      make.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      make.push_back(mtc::microbench::seconds_since(t0));
     });
     auto free_views = [&] {
       const auto t0 = Clock::now();
       views = {};
-      frees.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      frees.push_back(mtc::microbench::seconds_since(t0));
     };
     if (same_thread) {
       maker.run_and_wait(free_views);

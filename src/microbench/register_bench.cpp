@@ -23,15 +23,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using mtc::microbench::has_gpu;
 using mtc::microbench::median_of;
+using mtc::microbench::pinned_copy_gbps;
+using mtc::microbench::seconds_since;
 
 constexpr int kCount = 64;
 constexpr int64_t kElements = int64_t{1} << 20;  // float32: 4 MiB
 constexpr int64_t kBytes = kElements * 4;
 constexpr uintptr_t kPage = 4096;
-
-double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
 
 // The whole pages inside [data, data + bytes): the part that can be locked without locking a
 // page another tensor shares. The rest (under a page at each end) goes through the driver.
@@ -88,15 +86,7 @@ void BM_LargeLockedToDevice(benchmark::State& state) {
   auto* dst = static_cast<char*>(device.data_ptr());
 
   // The yardstick, as BM_LargePageableToDevice measures it.
-  const at::Tensor pinned =
-      at::empty({kCount * kBytes}, at::TensorOptions().dtype(at::kByte).pinned_memory(true));
-  std::vector<double> pinned_seconds;
-  for (int i = 0; i < 7; ++i) {
-    const auto t0 = Clock::now();
-    cudaMemcpy(dst, pinned.const_data_ptr(), kCount * kBytes, cudaMemcpyHostToDevice);
-    pinned_seconds.push_back(seconds_since(t0));
-  }
-  const double pinned_gbps = static_cast<double>(kCount * kBytes) / median_of(pinned_seconds) / 1e9;
+  const double pinned_gbps = pinned_copy_gbps(kCount * kBytes);
 
   std::vector<cudaStream_t> streams(threads);
   for (auto& s : streams) cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
