@@ -33,8 +33,20 @@ for target in "${targets[@]}"; do
   mkdir -p "$corpus" "$artifacts"
   echo "=== fuzz: $target for $seconds s"
   # -rss_limit_mb: libtorch alone takes ~1 GB; an input that needs several more is a finding.
+  # The whole log is kept; on a finding its first error lines are shown too, since the last 25
+  # lines hold only the stack's outer frames and not what went wrong.
+  log="$build_dir/logs/$target.log"
+  mkdir -p "$(dirname "$log")"
+  status=0
   "$build_dir/tests/fuzz/$target" "$corpus" "tests/fuzz/corpus/$target" -max_total_time="$seconds" \
     -timeout=10 -rss_limit_mb=4096 -max_len=65536 -print_final_stats=1 -artifact_prefix="$artifacts" \
-    $([[ -f "tests/fuzz/$target.dict" ]] && echo "-dict=tests/fuzz/$target.dict") 2>&1 | tail -n 25
+    $([[ -f "tests/fuzz/$target.dict" ]] && echo "-dict=tests/fuzz/$target.dict") >"$log" 2>&1 || status=$?
+  if ((status != 0)); then
+    echo "=== fuzz: $target found something (exit $status); what went wrong, then the log's end ($log):"
+    grep -m 12 -E "ERROR|what\(\)|terminate called|runtime error|SUMMARY|Test unit written" "$log" || true
+    echo "..."
+  fi
+  tail -n 25 "$log"
+  ((status == 0)) || exit "$status"
 done
 echo "=== fuzz: no findings (build $((built - start)) s, runs $(($(date +%s) - built)) s)"

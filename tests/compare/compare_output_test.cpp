@@ -10,7 +10,9 @@
 namespace mtc::bench::compare {
 namespace {
 
+using mtc::bench::testing_support::TempDir;
 using testing_support::data;
+using testing_support::edited;
 
 // What a reporter of type R shows of a comparison.
 template <class R>
@@ -94,6 +96,30 @@ TEST(CompareOutput, EveryOutputThroughOneMultiplex) {
   EXPECT_EQ(console.str(), shown<ConsoleComparisonReporter>(c, FailOn::kSlower, 1));
   EXPECT_EQ(markdown.str(), shown<MarkdownComparisonReporter>(c, FailOn::kSlower, 1));
   EXPECT_EQ(nlohmann::json::parse(json.str()), comparison_json(c, FailOn::kSlower, 1));
+}
+
+// A report's date written by another tool, with a two-byte character across the tenth byte
+// (where `compare` cuts the day): the day keeps whole characters, and every output is written,
+// the JSON one valid (a half character once made the JSON writer throw).
+TEST(CompareOutput, ANonAsciiDateCutToItsDayStaysValidUtf8) {
+  const TempDir dir;
+  const std::string candidate = edited(dir, "candidate.json", "slower.json", [](auto& doc) {
+    doc["context"]["date"] = "2026-11-2\u00e9 12:00";
+  });
+  const auto candidates = read_reports(candidate);
+  EXPECT_EQ(candidates[0].day, "2026-11-2");
+  const Comparison c = compare_reports(read_reports(data("base.json")), candidates, {});
+  std::ostringstream out;
+  MultiplexComparisonReporter outputs;
+  outputs.add(std::make_unique<ConsoleComparisonReporter>(out));
+  outputs.add(std::make_unique<MarkdownComparisonReporter>(out));
+  std::ostringstream json;
+  outputs.add(std::make_unique<JsonComparisonReporter>(json));
+  EXPECT_NO_THROW(report_comparison(outputs, c, FailOn::kSlower, 1));
+  const nlohmann::json written = nlohmann::json::parse(json.str());
+  std::string notes;
+  for (const auto& note : written["notes"]) notes += note.get<std::string>() + "\n";
+  EXPECT_NE(notes.find("2026-11-2"), std::string::npos) << notes;
 }
 
 }  // namespace

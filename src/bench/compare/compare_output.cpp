@@ -180,7 +180,10 @@ void MarkdownComparisonReporter::end(const ComparisonOutcome& outcome) {
 }
 
 void JsonComparisonReporter::end(const ComparisonOutcome& outcome) {
-  out_ << comparison_json(outcome.comparison, outcome.fail_on, outcome.exit_code).dump(2) << "\n";
+  // Replace, not throw, on invalid UTF-8: a report's strings must not lose the verdict.
+  out_ << comparison_json(outcome.comparison, outcome.fail_on, outcome.exit_code)
+              .dump(2, ' ', false, json::error_handler_t::replace)
+       << "\n";
 }
 
 json comparison_json(const Comparison& comparison, FailOn fail_on, int exit_code) {
