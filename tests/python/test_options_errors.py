@@ -101,6 +101,14 @@ def test_a_structure_that_holds_itself():
     inner["self"] = [inner]
     with pytest.raises(ValueError, match=r"data\['self'\]\[0\]\['self'\]"):
         mtc.start_copy(inner, "cpu")
+    # The long path is cut at its ends between characters: a cut inside one would make Python
+    # raise a UnicodeDecodeError in place of the ValueError.
+    named = {}
+    named["a\u00e9"] = named  # "['a\u00e9']" is 7 bytes: byte 60 falls inside the second character
+    cut_path = r"data\['a\u00e9'\]\['a\u00e9'\].*\.\.\..*nested deeper"
+    with pytest.raises(ValueError, match=cut_path) as raised:
+        mtc.start_copy(named, "cpu")
+    assert raised.type is ValueError  # not its subclass UnicodeDecodeError
 
 
 def test_engine_messages_carry_no_cpp_backtrace():

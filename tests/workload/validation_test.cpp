@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -269,6 +270,22 @@ TEST(ConfigErrorContext, SetErrors) {
                       "unknown key");
   expect_config_error([&] { config_from_text(text, {"/structure/x~2=1"}); }, "/structure/x~2",
                       "cannot set");
+}
+
+// A long value quoted in a message is cut short at a whole character: the message must stay valid
+// UTF-8, as JSON outputs and terminals expect (half a character made a JSON writer throw).
+TEST(ConfigErrorContext, ALongNonAsciiValueIsCutAtAWholeCharacter) {
+  std::string value = "x";
+  for (int i = 0; i < 40; ++i) value += "\u00e9";  // two bytes each
+  try {
+    config_from_text(tensor(R"({"dtype": "int8", "shape": [{"uniform": ")" + value + R"("}]})"));
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("expected [lo, hi], got \"x\u00e9"), std::string::npos) << what;
+    EXPECT_NE(what.find("\u00e9..."), std::string::npos) << what;
+    EXPECT_NO_THROW((void)nlohmann::json(what).dump()) << "not valid UTF-8: " << what;
+  }
 }
 
 }  // namespace

@@ -11,18 +11,10 @@
 #include "errors.h"
 #include "report/json_node.h"
 #include "report/report_reader.h"
+#include "utf8_prefix.h"
 
 namespace mtc::bench::compare {
 namespace {
-
-// The first `count` bytes of `text`, cut back to the start of a UTF-8 character: a date written
-// by another tool may hold non-ASCII characters, and half of one is not valid UTF-8, which the
-// JSON output cannot write.
-std::string leading_characters(const std::string& text, size_t count) {
-  if (text.size() <= count) return text;
-  while (count > 0 && (static_cast<unsigned char>(text[count]) & 0xC0) == 0x80) --count;
-  return text.substr(0, count);
-}
 
 // The GPU model of a device index, as context.gpus names it: times do not carry between models.
 // `at` is the JSON pointer of the case.
@@ -176,7 +168,7 @@ ReportCases report_cases(const Report& report, const std::string& path) {
                      report.ab.value("round", int64_t{0})};
   }
   out.host = report.context.value("host", std::string());
-  out.day = leading_characters(report.context.value("date", std::string()), 10);
+  out.day = utf8_prefix(report.context.value("date", std::string()), 10);
   out.interrupted = report.interrupted;
   const JsonNode context(report.context, "/context", path);
   for (size_t i = 0; i < report.runs.size(); ++i) {

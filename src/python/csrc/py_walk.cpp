@@ -113,10 +113,17 @@ PyStructure::PyStructure(PyObject* data, const LendingRule& lending) : lending_(
     clear();
     release_lent();
     // A structure that holds itself gives a path a thousand levels long: its ends say enough.
+    // They are cut between characters: Python refuses a message that is not valid UTF-8 and
+    // would raise a UnicodeDecodeError in place of this error.
     constexpr size_t kEnd = 60;
-    const std::string path = e.path.size() <= 3 * kEnd ? e.path
-                                                       : e.path.substr(0, kEnd) + "..." +
-                                                             e.path.substr(e.path.size() - kEnd);
+    auto character_start = [&](size_t at) {
+      while (at < e.path.size() && (static_cast<unsigned char>(e.path[at]) & 0xC0) == 0x80) ++at;
+      return at;
+    };
+    const std::string path = e.path.size() <= 3 * kEnd
+                                 ? e.path
+                                 : e.path.substr(0, character_start(kEnd)) + "..." +
+                                       e.path.substr(character_start(e.path.size() - kEnd));
     throw py::value_error("mtc.start_copy: data" + path + ": " + e.message);
   } catch (...) {
     clear();

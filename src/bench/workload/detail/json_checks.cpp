@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "errors.h"
+#include "utf8_prefix.h"
 
 namespace mtc::bench::detail {
 
@@ -52,7 +53,7 @@ std::string type_name(const Json& value) {
 std::string brief(const Json& value) {
   constexpr size_t kMax = 60;
   std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > kMax) text = text.substr(0, kMax - 3) + "...";
+  if (text.size() > kMax) text = utf8_prefix(text, kMax - 3) + "...";
   return text;
 }
 
