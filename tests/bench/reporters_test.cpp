@@ -191,6 +191,21 @@ TEST(MarkdownReporter, ShowsTheSameTable) {
   EXPECT_NE(text.find("abc1234"), std::string::npos);
 }
 
+// A report read back from a file may hold anything in its context: fields of another type are
+// shown as unknown, never an exception.
+TEST(MarkdownReporter, ContextFieldsOfAnotherTypeShowAsUnknown) {
+  Report r = sample_report();
+  r.context["tool"] = 3;
+  r.context["gpus"] = json::array({json{{"name", 1}}, "x"});
+  r.context["cuda"] = json{{"driver_version", 13}, {"runtime_version", nullptr}};
+  r.context["torch_version"] = json::array();
+  std::string text;
+  ASSERT_NO_THROW(text = written<MarkdownReporter>(r));
+  EXPECT_NE(text.find("2 x GPU, driver ?, runtime ?, torch ?"), std::string::npos) << text;
+  EXPECT_NE(text.find("mtc-bench ? (unknown)"), std::string::npos) << text;
+  ASSERT_NO_THROW((void)written<ConsoleReporter>(r));
+}
+
 // Records the calls it gets, to see the lifecycle a multiplex drives.
 class Recorder final : public Reporter {
  public:

@@ -136,6 +136,12 @@ TEST(ReportCases, RefusesWhatIsNotAReport) {
   EXPECT_NE(error_of(dir / "broken.json").find("not valid JSON"), std::string::npos);
   std::ofstream(dir / "huge.json") << "{\"schema_version\": 2, \"exit_code\": 1e999}";
   EXPECT_NE(error_of(dir / "huge.json").find("not valid JSON"), std::string::npos);
+  // Deep nesting is refused while reading, before a copy or a write of it could recurse that deep.
+  std::ofstream(dir / "deep.json")
+      << "{\"schema_version\": 2, \"context\": {\"x\": " << std::string(30000, '[')
+      << std::string(30000, ']') << "}}";
+  EXPECT_NE(error_of(dir / "deep.json").find("nested deeper than 512 levels"), std::string::npos)
+      << error_of(dir / "deep.json");
   EXPECT_NE(error_of(dir / "missing.json").find("no such file or folder"), std::string::npos);
   const std::string empty = dir.make_dir("empty");
   EXPECT_NE(error_of(empty).find("holds no .json report"), std::string::npos);

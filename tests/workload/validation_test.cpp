@@ -109,6 +109,9 @@ const std::vector<Case>& cases() {
     add("ImpossibleSlicedSize", tensor(R"({"dtype": "float32", "shape": [1073741824, 64],
         "layout": {"slice": {"dim": 0, "step": 1024}}})"),
         "/structure/tensor/shape", "impossible size");
+    add("EmptyButItsStridesOverflow",
+        tensor(R"({"dtype": "float32", "shape": [0, 4294967296, 4294967296]})"),
+        "/structure/tensor/shape", "multiply past 2^63");
     add("TooManyDims", tensor(R"({"dtype": "int8", "shape": [1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]})"),
         "/structure/tensor/shape", "at most 16");
     add("HugeInteger", tensor(R"({"dtype": "int8", "shape": [18446744073709551615]})"),
@@ -270,6 +273,22 @@ TEST(ConfigErrorContext, SetErrors) {
                       "unknown key");
   expect_config_error([&] { config_from_text(text, {"/structure/x~2=1"}); }, "/structure/x~2",
                       "cannot set");
+}
+
+// Names longer than anyone types are not compared for a suggestion (the comparison costs the
+// product of the lengths); the error stays.
+TEST(ConfigErrorContext, ALongUnknownNameGetsNoSuggestion) {
+  const std::string defined(99, 'a');
+  const std::string given(100, 'a');
+  try {
+    config_from_text(R"({"defs": {")" + defined + R"(": 1}, "structure": {"ref": ")" + given +
+                     R"("}})");
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("unknown definition"), std::string::npos) << what;
+    EXPECT_EQ(what.find("did you mean"), std::string::npos) << what;
+  }
 }
 
 // A long value quoted in a message is cut short at a whole character: the message must stay valid

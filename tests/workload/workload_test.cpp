@@ -211,12 +211,33 @@ TEST(Workload, SizeAndNodeLimitsStopRunawayBuilds) {
         build(R"({"structure": {"list": {"repeat": 1000000000000, "item": null}}})", {}, few);
       },
       "/structure/list/repeat", "exceeds the build limit");
+  // A literal is built afresh each time: its elements count as nodes, its strings as bytes.
+  expect_config_error(
+      [&] {
+        build(R"({"structure": {"list": {"repeat": 20, "item": {"value": [[], [], [], [], []]}}}})",
+              {}, few);
+      },
+      "/structure/list/item", "more than 100 nodes");
+  const std::string text(100, 'x');
+  expect_config_error(
+      [&] {
+        build(R"({"structure": {"list": {"repeat": 20, "item": {"value": ")" + text + R"("}}}})",
+              {}, small);
+      },
+      "/structure/list/item", "more than 1000 bytes");
   expect_config_error(
       [&] {
         build(R"({"structure": {"tensor": {"dtype": "float64",
                                        "shape": [{"uniform": [4000000000, 5000000000]}, 100000]}}})");
       },
       "/structure", "impossible size");
+  // Drawn empty, with extents behind it whose product torch's strides cannot hold.
+  expect_config_error(
+      [&] {
+        build(R"({"structure": {"tensor": {"dtype": "float32",
+                  "shape": [{"uniform": [0, 0]}, 4294967296, 4294967296]}}})");
+      },
+      "/structure", "multiply past 2^63");
 }
 
 TEST(Workload, SameSeedSameBitsDifferentSeedDifferentBits) {

@@ -23,12 +23,12 @@ void write_table(const Table& table, std::ostream& out) {
 
 void MarkdownReporter::end(const Report& report) {
   std::ostream& out = out_;
-  const auto& tool = report.context.value("tool", nlohmann::json::object());
+  const auto tool = report.context.value("tool", nlohmann::json::object());
   out << "# mtc-bench results\n\n";
   out << fmt::format("- environment: {}\n", environment_line(report.context));
-  out << fmt::format("- tool: mtc-bench {} ({}), {}\n", tool.value("version", std::string("?")),
-                     tool.value("git_revision", std::string("unknown")),
-                     report.context.value("date", std::string("")));
+  out << fmt::format("- tool: mtc-bench {} ({}), {}\n", text_field(tool, "version", "?"),
+                     text_field(tool, "git_revision", "unknown"),
+                     text_field(report.context, "date", ""));
   if (report.profile) out << "- profile mode: fixed sample counts, not for comparison\n";
   for (const RunSection& run : report.runs) {
     out << "\n## " << (run.config_name.empty() ? run.config_file : run.config_name);

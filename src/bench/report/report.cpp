@@ -88,10 +88,13 @@ int exit_code_for(const Report& report) {
   return static_cast<int>(failed ? ExitCode::kRuntime : ExitCode::kOk);
 }
 
+std::string text_field(const nlohmann::json& object, const char* key, const std::string& fallback) {
+  const auto it = object.is_object() ? object.find(key) : object.end();
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
 std::string other_malloc_than_libc(const nlohmann::json& context) {
-  const auto it = context.is_object() ? context.find("malloc") : context.end();
-  if (it == context.end() || !it->is_string()) return "";
-  const std::string name = it->get<std::string>();
+  const std::string name = text_field(context, "malloc", "");
   return name.rfind("libc.so", 0) == 0 ? "" : name;
 }
 

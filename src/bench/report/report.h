@@ -106,6 +106,10 @@ void compute_speedups(RunSection& run);
 // Sums per-GPU figures when a run drove more than one GPU.
 void compute_aggregates(RunSection& run);
 
+// object[key] where `object` is an object holding a string there, else `fallback`: what the
+// outputs show of a report's context, which a report read back from a file may hold anything in.
+std::string text_field(const nlohmann::json& object, const char* key, const std::string& fallback);
+
 // context.malloc where it names another allocator than the C library's ("libc.so.6 (glibc ...)"),
 // else "": the C library's of any version, or a report written before the field (all of which
 // ran with glibc's). The allocator moves the engine's times by a quarter, glibc's version does not:

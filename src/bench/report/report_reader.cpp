@@ -258,9 +258,17 @@ Report read_report(const json& doc, const std::string& file) {
 Report read_report(const std::string& path) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path, "", "cannot open the file");
+  // Copying and writing a parsed document recurse once per level (reading it does not): a report
+  // nests a config (at most 256 levels, workload/config.cpp) inside a few levels of its own.
+  constexpr int kMaxDepth = 512;
+  auto limit_depth = [&](int depth, json::parse_event_t, json&) {
+    if (depth > kMaxDepth)
+      throw ConfigError(path, "", fmt::format("JSON nested deeper than {} levels", kMaxDepth));
+    return true;
+  };
   json doc;
   try {
-    doc = json::parse(in);
+    doc = json::parse(in, limit_depth);
   } catch (const json::exception& e) {
     // Not only parse errors: a number beyond a double's range (1e999) is an out_of_range thrown
     // while parsing (found by fuzzing; it ended the program).

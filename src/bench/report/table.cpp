@@ -78,16 +78,16 @@ std::string environment_line(const nlohmann::json& context) {
   std::string gpu = "no CUDA device";
   const auto gpus = context.value("gpus", nlohmann::json::array());
   if (gpus.is_array() && !gpus.empty()) {
-    gpu = gpus.front().value("name", std::string("GPU"));
+    gpu = text_field(gpus.front(), "name", "GPU");
     if (gpus.size() > 1) gpu = fmt::format("{} x {}", gpus.size(), gpu);
   }
   std::string line = gpu;
   const auto cuda = context.value("cuda", nlohmann::json());
   if (cuda.is_object()) {
-    line += fmt::format(", driver {}, runtime {}", cuda.value("driver_version", std::string("?")),
-                        cuda.value("runtime_version", std::string("?")));
+    line += fmt::format(", driver {}, runtime {}", text_field(cuda, "driver_version", "?"),
+                        text_field(cuda, "runtime_version", "?"));
   }
-  line += ", torch " + context.value("torch_version", std::string("?"));
+  line += ", torch " + text_field(context, "torch_version", "?");
   if (const std::string malloc = other_malloc_than_libc(context); !malloc.empty())
     line += ", malloc " + malloc;
   return line;

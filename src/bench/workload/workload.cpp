@@ -37,10 +37,7 @@ class WorkloadBuilder {
         structure_rng_(config.seed, kStructureStream) {}
 
   c10::IValue build(const Node& node) {
-    if (++nodes_ > options_.max_nodes) {
-      checks_.fail(node.path, fmt::format("the workload has more than {} nodes (the build limit)",
-                                          options_.max_nodes));
-    }
+    count_node(node.path);
     return std::visit([&](const auto& kind) { return build_kind(node, kind); }, node.kind);
   }
 
@@ -93,14 +90,24 @@ class WorkloadBuilder {
     const Layout& layout = spec.layout;
     if (layout.kind == Layout::Kind::kTranspose)
       std::swap(base_shape[layout.dim0], base_shape[layout.dim1]);
+    // As the parser checks a fixed shape: the bytes, and the strides torch computes with every
+    // extent taken as at least 1 (behind an empty dimension the others still multiply).
     uint64_t bytes = c10::elementSize(spec.dtype);
+    uint64_t stride_span = 1;
+    bool strides_overflow = false;
     bool overflow = false;
     if (layout.kind == Layout::Kind::kSlice) {
       overflow |=
           __builtin_mul_overflow(base_shape[layout.dim0], layout.step, &base_shape[layout.dim0]);
     }
-    for (int64_t extent : base_shape)
+    for (int64_t extent : base_shape) {
       overflow |= __builtin_mul_overflow(bytes, static_cast<uint64_t>(extent), &bytes);
+      strides_overflow |=
+          __builtin_mul_overflow(stride_span, std::max<uint64_t>(extent, 1), &stride_span);
+    }
+    strides_overflow |= stride_span > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+    if (strides_overflow && !overflow && bytes <= kMaxTensorBytes)
+      checks_.fail(node.path, "impossible size: its extents multiply past 2^63 (torch's strides)");
     if (overflow || bytes > kMaxTensorBytes) {
       checks_.fail(
           node.path,
@@ -154,9 +161,14 @@ class WorkloadBuilder {
     return out;
   }
 
-  c10::IValue build_kind(const Node&, const ValueNode& value) { return from_json(value.value); }
+  c10::IValue build_kind(const Node& node, const ValueNode& value) {
+    return from_json(value.value, node.path);
+  }
 
-  c10::IValue from_json(const Json& value) {
+  // Each element of a literal list or object counts as a node and a string's bytes as tensor
+  // bytes do: a literal is built afresh each time, so a repeated large one costs what as many
+  // nodes or bytes would.
+  c10::IValue from_json(const Json& value, const std::string& path) {
     switch (value.type()) {
       case Json::value_t::boolean:
         return value.get<bool>();
@@ -171,15 +183,22 @@ class WorkloadBuilder {
       case Json::value_t::number_float:
         return value.get<double>();
       case Json::value_t::string:
+        reserve_bytes(value.get_ref<const std::string&>().size(), path);
         return value.get<std::string>();
       case Json::value_t::array: {
         c10::impl::GenericList list(c10::AnyType::get());
-        for (const auto& item : value) list.push_back(from_json(item));
+        for (const auto& item : value) {
+          count_node(path);
+          list.push_back(from_json(item, path));
+        }
         return list;
       }
       case Json::value_t::object: {
         c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
-        for (const auto& [key, item] : value.items()) dict.insert(key, from_json(item));
+        for (const auto& [key, item] : value.items()) {
+          count_node(path);
+          dict.insert(key, from_json(item, path));
+        }
         return dict;
       }
       default:
@@ -190,10 +209,7 @@ class WorkloadBuilder {
   // New containers around the loaded tensors, so no two builds share a mutable list or dict.
   c10::IValue copy_loaded(const c10::IValue& value, const std::optional<Memory>& memory,
                           const std::string& path) {
-    if (++nodes_ > options_.max_nodes) {
-      checks_.fail(path, fmt::format("the workload has more than {} nodes (the build limit)",
-                                     options_.max_nodes));
-    }
+    count_node(path);
     if (value.isTensor()) {
       const at::Tensor& tensor = value.toTensor();
       reserve_bytes(static_cast<uint64_t>(tensor.numel()) * tensor.element_size(), path);
@@ -254,11 +270,18 @@ class WorkloadBuilder {
     return requested;
   }
 
+  void count_node(const std::string& path) {
+    if (++nodes_ > options_.max_nodes) {
+      checks_.fail(path, fmt::format("the workload has more than {} nodes (the build limit)",
+                                     options_.max_nodes));
+    }
+  }
+
   void reserve_bytes(uint64_t bytes, const std::string& path) {
     if (bytes > options_.max_bytes - std::min(bytes_, options_.max_bytes)) {
-      checks_.fail(path,
-                   fmt::format("the workload needs more than {} bytes of tensors (the build limit)",
-                               options_.max_bytes));
+      checks_.fail(path, fmt::format("the workload needs more than {} bytes of tensors and literal "
+                                     "strings (the build limit)",
+                                     options_.max_bytes));
     }
     bytes_ += bytes;
   }

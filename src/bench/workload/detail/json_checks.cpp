@@ -78,10 +78,18 @@ size_t edit_distance(const std::string& a, const std::string& b) {
 
 std::string closest_name(const std::string& given, const std::vector<std::string>& candidates) {
   // Typos of short names are ambiguous; a third of the length, at least 1, at most 3 edits.
+  // The distance is at least the difference in length, and costs the product of the lengths:
+  // names of another length, and names too long to be typed by hand, are not compared.
+  constexpr size_t kLongestCompared = 64;
+  if (given.size() > kLongestCompared) return "";
   const size_t limit = std::clamp<size_t>(given.size() / 3, 1, 3);
   std::string best;
   size_t best_distance = limit + 1;
   for (const auto& candidate : candidates) {
+    const size_t length_difference = candidate.size() > given.size()
+                                         ? candidate.size() - given.size()
+                                         : given.size() - candidate.size();
+    if (length_difference > limit) continue;
     const size_t d = edit_distance(given, candidate);
     if (d < best_distance) {
       best_distance = d;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
@@ -180,7 +181,11 @@ TensorSpec parse_tensor(const JsonChecks& checks, const Json& value, const std::
   }
 
   // A size known now that no machine could hold is a mistake in the config, not a runtime event.
+  // torch computes a tensor's strides with every extent taken as at least 1: behind an empty
+  // dimension the others still multiply, and must fit in 64 bits too.
   uint64_t bytes = c10::elementSize(spec.dtype);
+  uint64_t stride_span = 1;
+  bool strides_overflow = false;
   bool overflow = false;
   for (size_t i = 0; i < spec.shape.size(); ++i) {
     if (spec.shape[i].kind != CountDist::Kind::kFixed) return spec;
@@ -189,7 +194,12 @@ TensorSpec parse_tensor(const JsonChecks& checks, const Json& value, const std::
       overflow |= __builtin_mul_overflow(extent, static_cast<uint64_t>(spec.layout.step), &extent);
     }
     overflow |= __builtin_mul_overflow(bytes, extent, &bytes);
+    strides_overflow |=
+        __builtin_mul_overflow(stride_span, std::max<uint64_t>(extent, 1), &stride_span);
   }
+  strides_overflow |= stride_span > static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (strides_overflow && !overflow && bytes <= kMaxTensorBytes)
+    checks.fail(shape_path, "impossible size: its extents multiply past 2^63 (torch's strides)");
   if (overflow || bytes > kMaxTensorBytes) {
     checks.fail(shape_path,
                 fmt::format("impossible size: the tensor would take {} bytes (limit {})",
