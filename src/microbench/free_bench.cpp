@@ -79,16 +79,44 @@ enum Parts {
   kNoVersionPool,     // the whole result, its counters new and freed as torch does (version_pool)
   kSharedKeys,        // the whole result, its dicts holding the input's keys (no key_interner)
   kContainersSharedKeys,  // kContainersOnly with the input's keys
+  kContainersNoLeaves,    // kContainersOnly with None where the tensors were: the containers' own
+                          // free, without the input tensors' counts (which kContainersOnly's
+                          // outputs share with the input)
 };
+
+// `v` with None in place of every tensor, its lists and dicts holding any value.
+c10::IValue without_tensors(const c10::IValue& v) {
+  if (v.isTensor()) return c10::IValue();
+  if (v.isList()) {
+    c10::impl::GenericList out(c10::AnyType::get());
+    for (const c10::IValue& item : v.toListRef()) out.push_back(without_tensors(item));
+    return out;
+  }
+  if (v.isTuple()) {
+    std::vector<c10::IValue> items;
+    for (const c10::IValue& item : v.toTupleRef().elements())
+      items.push_back(without_tensors(item));
+    return c10::ivalue::Tuple::create(std::move(items));
+  }
+  if (v.isGenericDict()) {
+    const c10::impl::GenericDict in = v.toGenericDict();
+    c10::impl::GenericDict out(in.keyType(), c10::AnyType::get());
+    for (const auto& entry : in) out.insert(entry.key(), without_tensors(entry.value()));
+    return out;
+  }
+  return v;
+}
 
 // Argument 0: batch multiplier (1: 528 tensors, 145 containers). Argument 1: 0 the result is
 // freed by another thread than the one that built it (a training loop), 1 by the same thread.
 // Argument 2: Parts.
 void BM_FreeResult(benchmark::State& state) {
-  const c10::IValue data = mtc::microbench::make_reference_batch(static_cast<int>(state.range(0)));
   const bool same_thread = state.range(1) == 1;
   const auto parts = static_cast<Parts>(state.range(2));
-  const bool containers_only = parts == kContainersOnly || parts == kContainersSharedKeys;
+  const c10::IValue batch = mtc::microbench::make_reference_batch(static_cast<int>(state.range(0)));
+  const c10::IValue data = parts == kContainersNoLeaves ? without_tensors(batch) : batch;
+  const bool containers_only =
+      parts == kContainersOnly || parts == kContainersSharedKeys || parts == kContainersNoLeaves;
   const c10::Device target = containers_only ? c10::Device(c10::kCPU) : c10::Device(c10::kCUDA, 0);
   const mtc::CopyOptions options;
   OtherThread walker;
@@ -173,6 +201,6 @@ BENCHMARK(BM_FreeResult)
     ->ArgsProduct({{1},
                    {0, 1},
                    {kNoVersionCounter, kContainersOnly, kNoVersionPool, kSharedKeys,
-                    kContainersSharedKeys}})
+                    kContainersSharedKeys, kContainersNoLeaves}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
