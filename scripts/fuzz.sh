@@ -5,7 +5,8 @@
 # A crash, a leak, an exception other than ConfigError or an input slower than 10 s fails the
 # script; the input that did it is saved under build-fuzz/artifacts/TARGET/ (reproduce with
 # build-fuzz/tests/fuzz/TARGET FILE). New inputs found go to build-fuzz/corpus/TARGET, not into
-# the repository: copy the interesting ones to tests/fuzz/corpus/TARGET by hand.
+# the repository: copy the interesting ones to tests/fuzz/corpus/TARGET by hand. Each target's
+# whole log is kept in build-fuzz/logs/TARGET.log; on a finding its error lines are printed first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds="${1:-60}"

@@ -142,6 +142,16 @@ TEST(ReportCases, RefusesWhatIsNotAReport) {
       << std::string(30000, ']') << "}}";
   EXPECT_NE(error_of(dir / "deep.json").find("nested deeper than 512 levels"), std::string::npos)
       << error_of(dir / "deep.json");
+  // At the bound: 512 levels (the report's object, "context" and 510 lists) are read, 513 not.
+  auto nested = [&](const std::string& name, int lists) {
+    std::ofstream(dir / name) << "{\"schema_version\": 2, \"context\": {\"x\": "
+                              << std::string(lists, '[') << std::string(lists, ']') << "}}";
+    return error_of(dir / name);
+  };
+  EXPECT_EQ(nested("512.json", 510).find("nested deeper"), std::string::npos)
+      << nested("512.json", 510);
+  EXPECT_NE(nested("513.json", 511).find("nested deeper than 512 levels"), std::string::npos)
+      << nested("513.json", 511);
   EXPECT_NE(error_of(dir / "missing.json").find("no such file or folder"), std::string::npos);
   const std::string empty = dir.make_dir("empty");
   EXPECT_NE(error_of(empty).find("holds no .json report"), std::string::npos);

@@ -275,6 +275,22 @@ TEST(ConfigErrorContext, SetErrors) {
                       "cannot set");
 }
 
+// A --set pointer makes the objects it names: its tokens count as levels with its value's, as
+// the config's own nesting does (the walks of the config recurse once per level).
+TEST(ConfigErrorContext, ASetCannotNestDeeperThanAConfig) {
+  const std::string text = R"({"params": {"samples": 4}, "structure": 1})";
+  std::string pointer = "/defs";
+  for (int i = 0; i < 300; ++i) pointer += "/x";
+  expect_config_error([&] { config_from_text(text, {pointer + "=1"}); }, pointer,
+                      "nested deeper than 256");
+  expect_config_error(
+      [&] { config_from_text(text, {"samples=" + std::string(255, '[') + std::string(255, ']')}); },
+      "/params/samples", "nested deeper than 256");
+  std::string fits = "/defs/d/value";  // a literal: any JSON
+  for (int i = 0; i < 200; ++i) fits += "/x";
+  EXPECT_NO_THROW(config_from_text(text, {fits + "=[[1]]"}));
+}
+
 // Names longer than anyone types are not compared for a suggestion (the comparison costs the
 // product of the lengths); the error stays.
 TEST(ConfigErrorContext, ALongUnknownNameGetsNoSuggestion) {

@@ -225,6 +225,14 @@ TEST(Workload, SizeAndNodeLimitsStopRunawayBuilds) {
               {}, small);
       },
       "/structure/list/item", "more than 1000 bytes");
+  // A literal dict's keys are strings made afresh too.
+  expect_config_error(
+      [&] {
+        build(
+            R"({"structure": {"list": {"repeat": 20, "item": {"value": {")" + text + R"(": 1}}}}})",
+            {}, small);
+      },
+      "/structure/list/item", "more than 1000 bytes");
   expect_config_error(
       [&] {
         build(R"({"structure": {"tensor": {"dtype": "float64",

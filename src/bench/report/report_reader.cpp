@@ -261,8 +261,9 @@ Report read_report(const std::string& path) {
   // Copying and writing a parsed document recurse once per level (reading it does not): a report
   // nests a config (at most 256 levels, workload/config.cpp) inside a few levels of its own.
   constexpr int kMaxDepth = 512;
+  // nlohmann names a container's depth before entering it: the outermost object is 0.
   auto limit_depth = [&](int depth, json::parse_event_t, json&) {
-    if (depth > kMaxDepth)
+    if (depth >= kMaxDepth)
       throw ConfigError(path, "", fmt::format("JSON nested deeper than {} levels", kMaxDepth));
     return true;
   };

@@ -38,9 +38,10 @@ const std::vector<std::string>& direction_names() {
   return names;
 }
 
-// Rejects nesting beyond kMaxJsonDepth before any recursive code sees the text.
-void check_depth(const JsonChecks& checks, const std::string& text, const std::string& path) {
+// The deepest nesting of brackets in JSON text, outside strings; no recursion.
+int text_depth(const std::string& text) {
   int depth = 0;
+  int deepest = 0;
   bool in_string = false;
   bool escaped = false;
   for (char c : text) {
@@ -55,12 +56,20 @@ void check_depth(const JsonChecks& checks, const std::string& text, const std::s
     } else if (c == '"') {
       in_string = true;
     } else if (c == '[' || c == '{') {
-      if (++depth > kMaxJsonDepth) {
-        checks.fail(path, fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth));
-      }
+      deepest = std::max(deepest, ++depth);
     } else if (c == ']' || c == '}') {
       --depth;
     }
+  }
+  return deepest;
+}
+
+// Rejects nesting beyond kMaxJsonDepth before any recursive code sees the text; `levels_above`:
+// the containers the text will sit in (a --set value's place in the config).
+void check_depth(const JsonChecks& checks, const std::string& text, const std::string& path,
+                 int levels_above = 0) {
+  if (levels_above + text_depth(text) > kMaxJsonDepth) {
+    checks.fail(path, fmt::format("JSON nested deeper than {} levels", kMaxJsonDepth));
   }
 }
 
@@ -79,9 +88,11 @@ Json parse_json(const JsonChecks& checks, const std::string& text) {
   }
 }
 
-// --set VALUE: JSON when it parses as JSON, else the text itself as a string.
-Json parse_set_value(const JsonChecks& checks, const std::string& text, const std::string& path) {
-  check_depth(checks, text, path);
+// --set VALUE: JSON when it parses as JSON, else the text itself as a string; `levels_above`:
+// the containers it is set in, the config's own object included.
+Json parse_set_value(const JsonChecks& checks, const std::string& text, const std::string& path,
+                     int levels_above) {
+  check_depth(checks, text, path, levels_above);
   Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!value.is_discarded()) return value;
   value = text;
@@ -103,7 +114,10 @@ void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
   }
   const std::string name = set.substr(0, eq);
   if (name[0] == '/') {
-    Json value = parse_set_value(checks, set.substr(eq + 1), name);
+    // Each of the pointer's tokens is a level the value sits in (/bench/warmup: the config's
+    // object and "bench"); a long pointer makes the objects it names, as deep as it is long.
+    const auto tokens = static_cast<int>(std::count(name.begin(), name.end(), '/'));
+    Json value = parse_set_value(checks, set.substr(eq + 1), name, tokens);
     try {
       doc[Json::json_pointer(name)] = std::move(value);
     } catch (const Json::exception& e) {
@@ -124,7 +138,7 @@ void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
                             name, guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess),
                             declared.empty() ? "none" : detail::join(declared)));
   }
-  doc["params"][name] = parse_set_value(checks, set.substr(eq + 1), name);
+  doc["params"][name] = parse_set_value(checks, set.substr(eq + 1), path, 2);
 }
 
 // Replaces every {"param": NAME} object with the parameter's value.

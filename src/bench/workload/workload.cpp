@@ -90,8 +90,8 @@ class WorkloadBuilder {
     const Layout& layout = spec.layout;
     if (layout.kind == Layout::Kind::kTranspose)
       std::swap(base_shape[layout.dim0], base_shape[layout.dim1]);
-    // As the parser checks a fixed shape: the bytes, and the strides torch computes with every
-    // extent taken as at least 1 (behind an empty dimension the others still multiply).
+    // As the parser checks a fixed shape: the bytes, and the bound for an empty tensor's extents
+    // (tensor_spec_parser.cpp says why it is a little stricter than torch).
     uint64_t bytes = c10::elementSize(spec.dtype);
     uint64_t stride_span = 1;
     bool strides_overflow = false;
@@ -197,6 +197,7 @@ class WorkloadBuilder {
         c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
         for (const auto& [key, item] : value.items()) {
           count_node(path);
+          reserve_bytes(key.size(), path);  // a key is a string too, made once per build
           dict.insert(key, from_json(item, path));
         }
         return dict;

@@ -15,8 +15,9 @@ struct BuildOptions {
   // Leaves whose memory kind is pinned or cuda:N need CUDA; without it they are built as
   // pageable CPU tensors (and BuildInfo counts them) so the tool still runs on CPU-only CI.
   bool cuda_available = false;
-  // Guards against specs that would exhaust the machine or run for hours: a build that
-  // would allocate more tensor bytes, or instantiate more nodes, throws ConfigError instead.
+  // Guards against specs that would exhaust the machine or run for hours: a build that would
+  // allocate more bytes (tensors, literal strings and dict keys), or instantiate more nodes
+  // (containers, leaves, a literal value's elements), throws ConfigError instead.
   uint64_t max_bytes = uint64_t{64} << 30;
   int64_t max_nodes = 50'000'000;
 };

@@ -181,8 +181,10 @@ TensorSpec parse_tensor(const JsonChecks& checks, const Json& value, const std::
   }
 
   // A size known now that no machine could hold is a mistake in the config, not a runtime event.
-  // torch computes a tensor's strides with every extent taken as at least 1: behind an empty
-  // dimension the others still multiply, and must fit in 64 bits too.
+  // An empty tensor holds nothing, yet torch refuses one whose extents after the first, each taken
+  // as at least 1, multiply past 2^63 (its strides), or whose extents in order multiply past 2^64
+  // before the 0 (its storage size). One bound for both, every extent taken as at least 1 below
+  // 2^63, refuses a few shapes torch would take (such as [3, 2^62, 0]): none a config needs.
   uint64_t bytes = c10::elementSize(spec.dtype);
   uint64_t stride_span = 1;
   bool strides_overflow = false;
