@@ -20,6 +20,12 @@ elided) unless --full-names.
 Each --focus gives a section of its own ("TITLE: samples with `REGEX` on the stack") that keeps
 only the samples whose stack holds a function matching REGEX (e.g. 'mtc::'); the profile is read
 and named once for all of them.
+
+Each --callers-of REGEX adds, per group, a table of who calls the functions matching REGEX: for
+every sample with one on its stack, the first function above the innermost run of matching ones
+that has a name (frames of unnamed objects, "[libc.so.6]", are passed over). With the allocator
+('^(malloc|operator new\(\))$') it says which code allocates, which the self and inclusive
+tables cannot: malloc's own callers are all operator new.
 """
 
 import argparse
@@ -176,12 +182,30 @@ def named(addresses, samples, full_names=False):
             for thread, is_main, stack in samples]
 
 
-def sections(samples, top, focuses, title):
+def sections(samples, top, focuses, title, callers_of=()):
     """A section of markdown for each focus (None: every sample)."""
-    return "\n\n".join(section(samples, top, focus, title) for focus in focuses)
+    return "\n\n".join(section(samples, top, focus, title, callers_of) for focus in focuses)
 
 
-def section(samples, top, focus, title):
+def callers_table(stacks, regex, top):
+    """Rows of who calls the functions matching `regex` (see --callers-of), as shares of the
+    samples that hold one; none when no sample does."""
+    pattern = re.compile(regex)
+    who = collections.Counter()
+    for frames in stacks:
+        i = next((k for k, f in enumerate(frames) if pattern.search(f)), None)
+        if i is None:
+            continue
+        while i < len(frames) and (pattern.search(frames[i]) or frames[i].startswith("[")):
+            i += 1
+        who[frames[i] if i < len(frames) else "-"] += 1
+    holding = sum(who.values())
+    if not holding:
+        return []
+    return table(f"Who calls `{regex}` ({holding} samples with it on the stack)", who, holding, top)
+
+
+def section(samples, top, focus, title, callers_of=()):
     pattern = re.compile(focus) if focus else None
     groups = {"main thread": [], "other threads": []}
     for _, is_main, frames in samples:
@@ -216,6 +240,8 @@ def section(samples, top, focus, title):
         lines += table("Where the samples stopped (self)", own, len(stacks), top, callers)
         lines += table(f"On the stack (inclusive; {len(everywhere)} functions on every stack left out)",
                        inclusive, len(stacks), top)
+        for regex in callers_of:
+            lines += callers_table(stacks, regex, top)
     return "\n".join(lines)
 
 
@@ -225,15 +251,24 @@ def main(argv=None):
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--focus", action="append",
                         help="a section of the samples with a function matching this on their stack")
+    parser.add_argument("--callers-of", action="append", default=[],
+                        help="a table of who calls the functions matching this, per group")
     parser.add_argument("--title")
     parser.add_argument("--full-names", action="store_true")
     args = parser.parse_args(argv)
+    for regex in args.callers_of + (args.focus or []):
+        try:
+            re.compile(regex)
+        except re.error as error:
+            print(f"cpu_profile_summary: bad regular expression '{regex}': {error}", file=sys.stderr)
+            return 2
     try:
         addresses, samples = read_profile(args.profile)
     except (OSError, ValueError) as error:
         print(f"cpu_profile_summary: {error}", file=sys.stderr)
         return 2
-    print(sections(named(addresses, samples, args.full_names), args.top, args.focus or [None], args.title))
+    print(sections(named(addresses, samples, args.full_names), args.top, args.focus or [None], args.title,
+                   args.callers_of))
     return 0
 
 

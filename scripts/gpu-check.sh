@@ -72,8 +72,8 @@
 #   FILTER beside busy threads of several kinds (scripts/gpu-check-neighbours.sh): neighbours.md.
 # "profile" builds and tests as "microbench" does, then runs the micro-benchmarks matching each
 #   FILTER in a process of its own under the sampling profiler (scripts/profile.sh; the host has
-#   no perf): profile-engine.md, where the CPU time of each went, the caller's and the workers'
-#   (MTC_PROFILE_REPETITIONS repetitions, default 10; MTC_PROFILE_RAW=1 also keeps each raw
+#   no perf): profile-engine.md, where the CPU time of each went, the caller's and the workers',
+#   and which functions call the allocator (MTC_PROFILE_REPETITIONS repetitions, default 10; MTC_PROFILE_RAW=1 also keeps each raw
 #   profile, profile-engine-N.raw.gz: at most five FILTERs then).
 #   The Python module's calls are profiled by the python mode with MTC_PYTHON_PROFILE=1.
 # At most eight files are written to OUT_DIR.
@@ -258,8 +258,9 @@ if [[ "$mode" == profile ]]; then
     step "profile: micro-benchmarks matching $filter"
     raw=()
     (( ++profiled )) && [[ "${MTC_PROFILE_RAW:-0}" == 1 ]] && raw=(--raw "$out/profile-engine-$profiled.raw.gz")
+    # Who allocates: malloc's own callers are all operator new.
     bash scripts/profile.sh "$out/profile-engine.md" "${raw[@]}" --title "mtc_engine_bench $filter" \
-      --focus 'mtc::' -- "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_filter="$filter" \
+      --focus 'mtc::' --callers-of '^(malloc|operator new\(\))$' -- "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_filter="$filter" \
       --benchmark_repetitions="${MTC_PROFILE_REPETITIONS:-10}" --benchmark_min_warmup_time=0.1 || status=1
   done
   finish

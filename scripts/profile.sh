@@ -3,10 +3,12 @@
 # appends the summary of its samples (scripts/cpu_profile_summary.py) and the last lines of the
 # command's output (its own figures, measured under the sampler) to OUT_MD.
 #
-#   scripts/profile.sh OUT_MD [--title TEXT] [--focus REGEX]... [--top N] [--raw FILE.gz] -- COMMAND [ARGS...]
+#   scripts/profile.sh OUT_MD [--title TEXT] [--focus REGEX]... [--callers-of REGEX]... [--top N]
+#                     [--raw FILE.gz] -- COMMAND [ARGS...]
 #
 # Each --focus gives a summary of its own, of the samples with a function matching REGEX on their
-# stack (e.g. 'mtc::', or the functions that take the GIL); without one, of every sample. --raw
+# stack (e.g. 'mtc::', or the functions that take the GIL); without one, of every sample. Each
+# --callers-of adds a table of who calls the functions matching REGEX (e.g. the allocator). --raw
 # also keeps the raw profile (the sampler's format, gzipped) for other questions later.
 #
 # MTC_SAMPLE_US (default 1000) and MTC_SAMPLE_DELAY_S (default 0: from the start; CPU seconds)
@@ -14,7 +16,7 @@
 # is summarized. Exit status: the command's, or 2 for a usage error or a sampler that did not
 # build or wrote nothing.
 set -uo pipefail
-usage="usage: scripts/profile.sh OUT_MD [--title TEXT] [--focus REGEX]... [--top N] [--raw FILE.gz] -- COMMAND [ARGS...]"
+usage="usage: scripts/profile.sh OUT_MD [--title TEXT] [--focus REGEX]... [--callers-of REGEX]... [--top N] [--raw FILE.gz] -- COMMAND [ARGS...]"
 (( $# )) || { echo "$usage" >&2; exit 2; }
 # The command runs where profile.sh was started; OUT_MD is taken from there too.
 out_md="$(realpath -m "$1")"
@@ -24,7 +26,7 @@ summary_args=() focuses=() title="CPU profile" raw_out=""
 while (( $# )) && [[ "$1" != -- ]]; do
   (( $# >= 2 )) || { echo "$usage" >&2; exit 2; }
   case "$1" in
-    --top) summary_args+=("$1" "$2") ;;
+    --top | --callers-of) summary_args+=("$1" "$2") ;;
     --focus) focuses+=("$2") ;;
     --title) title="$2" ;;
     --raw) raw_out="$(realpath -m "$2")" ;;

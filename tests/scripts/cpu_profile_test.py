@@ -5,7 +5,7 @@ thread runs only the smaller one; the program exits with 3 and prints a few line
 scripts/cpu_profile_summary.py on synthetic profiles in scripts/cpu_sampler.c's format (the
 sampler's frames and the signal trampoline dropped, --focus, --top, the functions on every
 stack left out, malformed lines refused, a static function named only from a full symbol
-table), profile.sh's sections for several --focus and its --raw copy, and its usage errors.
+table, --callers-of), profile.sh's sections for several --focus and its --raw copy, and its usage errors.
 
     python3 tests/scripts/cpu_profile_test.py
 """
@@ -331,10 +331,44 @@ def check_static_names(tmp):
         assert f"| 100.0 % | 1 | `{expected}` |" in result.stdout, (obj, result.stdout)
 
 
+def check_callers_of(tmp):
+    """--callers-of: the first named function above the innermost run of matching ones, frames of
+    unnamed objects passed over; a bad regular expression is a usage error."""
+    frames = {"handler": ("/tmp/tmp.x/cpu_sampler.so", "-"), "trampoline": ("/opt/libfake.so", "-"),
+              "inner": ("/opt/libfake.so", "-"), "malloc": ("/opt/libfake.so", "malloc"),
+              "operator_new": ("/opt/prog", "operator_new"), "build_dict": ("/opt/prog", "build_dict"),
+              "make_list": ("/opt/prog", "make_list"), "leaf_x": ("/opt/prog", "leaf_x"),
+              "main": ("/opt/prog", "main"), "worker": ("/opt/prog", "worker")}
+    address = {name: 0x7f0000001000 + 0x1000 * i for i, name in enumerate(frames)}
+    samples = [(100, 1, ["inner", "malloc", "operator_new", "inner", "build_dict", "main"], 3),
+               (100, 1, ["malloc", "operator_new", "make_list", "main"], 1),
+               (100, 1, ["leaf_x", "main"], 2),
+               (101, 0, ["malloc", "worker"], 2)]
+    lines = ["# cpu_sampler: 8 samples, 0 dropped (buffer full), main thread 100"]
+    lines += [f"A {address[n]:#x} {obj} {0x100 * (i + 1):#x} {sym}" for i, (n, (obj, sym)) in enumerate(frames.items())]
+    for thread, is_main, stack, count in samples:
+        stack = ["handler", "trampoline"] + stack
+        lines += [f"S {thread} {is_main} " + " ".join(f"{address[f]:#x}" for f in stack)] * count
+    path = tmp / "raw.alloc"
+    path.write_text("\n".join(lines) + "\n")
+    result = summarize(path, "--callers-of", "^(malloc|operator_new)$")
+    assert result.returncode == 0 and result.stderr == "", result
+    main_part, other_part = result.stdout.split("### other threads")
+    for row in ("**Who calls `^(malloc|operator_new)$` (4 samples with it on the stack)**",
+                "| 75.0 % | 3 | `build_dict` |", "| 25.0 % | 1 | `make_list` |"):
+        assert row in main_part, (row, result.stdout)
+    for row in ("(2 samples with it on the stack)", "| 100.0 % | 2 | `worker` |"):
+        assert row in other_part, (row, result.stdout)
+    assert "Who calls" not in summarize(path, "--callers-of", "^nothing$").stdout
+    result = summarize(path, "--callers-of", "(")
+    assert result.returncode == 2 and result.stdout == "" and "bad regular expression" in result.stderr, result
+
+
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         check_summary(tmp)
+        check_callers_of(tmp)
         check_static_names(tmp)
         check_focuses_and_raw(tmp)
         check_usage(tmp)
