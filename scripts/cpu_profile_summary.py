@@ -24,7 +24,7 @@ and named once for all of them.
 Each --callers-of REGEX adds, per group, a table of who calls the functions matching REGEX: for
 every sample with one on its stack, the first function above the innermost run of matching ones
 that has a name (frames of unnamed objects, "[libc.so.6]", are passed over). With the allocator
-('^(malloc|operator new\(\))$') it says which code allocates, which the self and inclusive
+('^(malloc|operator new\\(\\))$') it says which code allocates, which the self and inclusive
 tables cannot: malloc's own callers are all operator new.
 """
 
