@@ -2,7 +2,8 @@
 # Builds the libFuzzer targets (tests/fuzz) with clang into build-fuzz and runs each for a
 # bounded time (default 60 s), starting from the seed corpus committed in tests/fuzz/corpus.
 #   scripts/fuzz.sh [SECONDS] [TARGET...]      targets: fuzz_config fuzz_npy fuzz_saved_batch fuzz_report
-# A crash, a leak, an exception other than ConfigError or an input slower than 10 s fails the
+# A crash, a leak, an exception other than ConfigError (and UsageError from
+# fuzz_report's comparison) or an input slower than 10 s fails the
 # script; the input that did it is saved under build-fuzz/artifacts/TARGET/ (reproduce with
 # build-fuzz/tests/fuzz/TARGET FILE). New inputs found go to build-fuzz/corpus/TARGET, not into
 # the repository: copy the interesting ones to tests/fuzz/corpus/TARGET by hand. Each target's

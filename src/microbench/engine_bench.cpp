@@ -18,6 +18,7 @@
 
 #include "bench_support.h"
 #include "detail/copy_job.h"
+#include "detail/dict_stash.h"
 #include "detail/key_interner.h"
 #include "detail/leaf_router.h"
 #include "detail/outputs.h"
@@ -269,6 +270,8 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::version_pool::set_enabled(!(state.range(1) & 4096));
   // Bit 131072: output dicts share the input's key objects, as before key_interner.h.
   mtc::detail::key_interner::set_enabled(!(state.range(1) & 131072));
+  // Bit 262144: output dicts made ahead by idle workers (dict_stash.h; off by default).
+  mtc::detail::dict_stash::set_enabled(state.range(1) & 262144);
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -312,6 +315,7 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::WorkerPoolSet::instance().set_anticipate(true);
   mtc::detail::version_pool::set_enabled(true);
   mtc::detail::key_interner::set_enabled(true);
+  mtc::detail::dict_stash::set_enabled(false);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -320,7 +324,7 @@ void BM_EngineCopy(benchmark::State& state) {
 // inside the copy, 512 workers never wake ahead of a copy, 1024 the gap busy, 2048 the gap 200 us
 // instead of 5 ms, 4096 no version_pool, 8192 workers spin 10 ms, 16384 one walking thread per 64
 // leaves, 32768 the caller spins through the gap, 65536 with 256: freed after get() instead,
-// 131072 output dicts share the input's keys}. 399 =
+// 131072 output dicts share the input's keys, 262144 output dicts made ahead}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -336,6 +340,7 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 19})->Args({1, 407})->Args({1, 387})->Args({1, 403});
   b->Args({1, 16391});   // hot with a walking thread per 64 leaves
   b->Args({1, 131079});  // hot with the input's keys in the output dicts
+  b->Args({1, 262151});  // hot with output dicts made ahead
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -347,13 +352,13 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {15,    527,   31,    135,   399,   911,   1423,   1935,  415,  395,
-               411,   2447,  2959,  3471,  3983,  4495,  5519,   8591,  9615, 16783,
-               17807, 33167, 41359, 33163, 65935, 66959, 131471, 132495});
+  gap_args(b, {15,    527,   31,    135,   399,   911,   1423,   1935,   415,    395,
+               411,   2447,  2959,  3471,  3983,  4495,  5519,   8591,   9615,   16783,
+               17807, 33167, 41359, 33163, 65935, 66959, 131471, 132495, 262543, 263567});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783, 65935, 66959,
-               131471});
+               131471, 262543, 263567});
 }
 
 }  // namespace

@@ -152,6 +152,12 @@ TEST(ReportCases, RefusesWhatIsNotAReport) {
       << nested("512.json", 510);
   EXPECT_NE(nested("513.json", 511).find("nested deeper than 512 levels"), std::string::npos)
       << nested("513.json", 511);
+  // A value inside the 512th level is no level of its own.
+  std::ofstream(dir / "full.json")
+      << "{\"schema_version\": 2, \"context\": {\"x\": " << std::string(510, '[') << "1"
+      << std::string(510, ']') << "}}";
+  EXPECT_EQ(error_of(dir / "full.json").find("nested deeper"), std::string::npos)
+      << error_of(dir / "full.json");
   EXPECT_NE(error_of(dir / "missing.json").find("no such file or folder"), std::string::npos);
   const std::string empty = dir.make_dir("empty");
   EXPECT_NE(error_of(empty).find("holds no .json report"), std::string::npos);

@@ -286,9 +286,42 @@ TEST(ConfigErrorContext, ASetCannotNestDeeperThanAConfig) {
   expect_config_error(
       [&] { config_from_text(text, {"samples=" + std::string(255, '[') + std::string(255, ']')}); },
       "/params/samples", "nested deeper than 256");
+  // At the bound: 256 tokens and a scalar are 256 levels; a list there is one more.
   std::string fits = "/defs/d/value";  // a literal: any JSON
-  for (int i = 0; i < 200; ++i) fits += "/x";
-  EXPECT_NO_THROW(config_from_text(text, {fits + "=[[1]]"}));
+  for (int i = 0; i < 253; ++i) fits += "/x";
+  EXPECT_NO_THROW(config_from_text(text, {fits + "=1"}));
+  expect_config_error([&] { config_from_text(text, {fits + "=[]"}); }, fits,
+                      "nested deeper than 256");
+}
+
+// An index past an array's end would have nlohmann fill the array with nulls up to it.
+TEST(ConfigErrorContext, ASetIndexMayNameAnElementOrTheEndOnly) {
+  const std::string text = R"({"directions": ["h2d", "d2h"], "structure": 1})";
+  expect_config_error([&] { config_from_text(text, {"/directions/1000000000000=1"}); },
+                      "/directions/1000000000000",
+                      "index 1000000000000 is past the end of an array of 2");
+  expect_config_error([&] { config_from_text(text, {"/directions/3=\"h2h\""}); }, "/directions/3",
+                      "past the end");
+  EXPECT_EQ(config_from_text(text, {"/directions/1=\"h2h\""}).directions,
+            (std::vector<std::string>{"h2d", "h2h"}));
+  EXPECT_EQ(config_from_text(text, {"/directions/2=\"h2h\""}).directions.size(), 3u);
+  EXPECT_EQ(config_from_text(text, {"/directions/-=\"h2h\""}).directions.size(), 3u);
+}
+
+// A parameter's value counts the levels above the place it is put in.
+TEST(ConfigErrorContext, AParameterCannotNestDeeperThanAConfig) {
+  const std::string deep = std::string(200, '[') + std::string(200, ']');
+  std::string place = R"({"param": "p"})";
+  std::string path = "/structure";
+  for (int i = 0; i < 100; ++i) {
+    place = R"({"value": [)" + place + "]}";
+    path += "/value/0";
+  }
+  expect_config_error(
+      [&] {
+        config_from_text(R"({"params": {"p": )" + deep + R"(}, "structure": )" + place + "}");
+      },
+      path, "nested deeper than 256 levels once parameter 'p' is put here");
 }
 
 // Names longer than anyone types are not compared for a suggestion (the comparison costs the

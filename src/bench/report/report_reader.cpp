@@ -261,9 +261,12 @@ Report read_report(const std::string& path) {
   // Copying and writing a parsed document recurse once per level (reading it does not): a report
   // nests a config (at most 256 levels, workload/config.cpp) inside a few levels of its own.
   constexpr int kMaxDepth = 512;
-  // nlohmann names a container's depth before entering it: the outermost object is 0.
-  auto limit_depth = [&](int depth, json::parse_event_t, json&) {
-    if (depth >= kMaxDepth)
+  // nlohmann names a container's start by the depth outside it (the outermost object's is 0) and
+  // what is inside it by one more: only a start can open level kMaxDepth + 1.
+  auto limit_depth = [&](int depth, json::parse_event_t event, json&) {
+    const bool opens =
+        event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
+    if (opens && depth >= kMaxDepth)
       throw ConfigError(path, "", fmt::format("JSON nested deeper than {} levels", kMaxDepth));
     return true;
   };

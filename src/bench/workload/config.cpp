@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "workload/detail/bench_settings_parser.h"
 #include "workload/detail/files.h"
@@ -104,6 +106,36 @@ Json parse_set_value(const JsonChecks& checks, const std::string& text, const st
   return value;
 }
 
+// nlohmann fills an array with nulls up to a pointer's index past its end (--set
+// /directions/1000000000000=1 ran out of memory): an index may name an element or the end only.
+void check_pointer_indexes(const JsonChecks& checks, const Json& doc, const std::string& pointer,
+                           const std::string& set) {
+  const Json* node = &doc;
+  size_t start = 1;  // after the pointer's leading '/'
+  while (node != nullptr && start <= pointer.size()) {
+    const size_t end = std::min(pointer.find('/', start), pointer.size());
+    const std::string token = pointer.substr(start, end - start);
+    start = end + 1;
+    if (node->is_object()) {
+      // Escapes (~0, ~1) only matter for a key that exists; a new key ends the walk either way.
+      const auto found = node->find(token);
+      node = found == node->end() ? nullptr : &*found;
+      continue;
+    }
+    const bool digits =
+        node->is_array() && !token.empty() &&
+        std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) break;  // "-", a bad index or a scalar: nlohmann says what is wrong
+    const size_t size = node->size();
+    if (token.size() > 18 || std::stoull(token) > size) {
+      checks.fail(pointer, fmt::format("--set '{}': index {} is past the end of an array of {}",
+                                       set, token, size));
+    }
+    const size_t index = std::stoull(token);
+    node = index < size ? &(*node)[index] : nullptr;
+  }
+}
+
 void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
   const auto eq = set.find('=');
   if (eq == std::string::npos || eq == 0) {
@@ -118,6 +150,7 @@ void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
     // object and "bench"); a long pointer makes the objects it names, as deep as it is long.
     const auto tokens = static_cast<int>(std::count(name.begin(), name.end(), '/'));
     Json value = parse_set_value(checks, set.substr(eq + 1), name, tokens);
+    check_pointer_indexes(checks, doc, name, set);
     try {
       doc[Json::json_pointer(name)] = std::move(value);
     } catch (const Json::exception& e) {
@@ -141,7 +174,22 @@ void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
   doc["params"][name] = parse_set_value(checks, set.substr(eq + 1), path, 2);
 }
 
-// Replaces every {"param": NAME} object with the parameter's value.
+// The levels of containers in `value` (a scalar has none); no recursion.
+int json_depth(const Json& value) {
+  int deepest = 0;
+  std::vector<std::pair<const Json*, int>> stack{{&value, 0}};
+  while (!stack.empty()) {
+    const auto [node, above] = stack.back();
+    stack.pop_back();
+    if (!node->is_structured()) continue;
+    deepest = std::max(deepest, above + 1);
+    for (const Json& child : *node) stack.emplace_back(&child, above + 1);
+  }
+  return deepest;
+}
+
+// Replaces every {"param": NAME} object with the parameter's value. A value set deep in the
+// config may nest it deeper than its text did: each of the path's tokens is a level above it.
 void substitute_params(const JsonChecks& checks, Json& value, const std::string& path,
                        const Json& params) {
   if (value.is_object() && value.size() == 1 && value.contains("param")) {
@@ -149,6 +197,12 @@ void substitute_params(const JsonChecks& checks, Json& value, const std::string&
     if (!params.contains(name)) {
       checks.fail(child_path(path, "param"),
                   fmt::format("unknown parameter '{}': declare it in \"params\"", name));
+    }
+    const auto levels_above = static_cast<int>(std::count(path.begin(), path.end(), '/'));
+    if (levels_above + json_depth(params[name]) > kMaxJsonDepth) {
+      checks.fail(path, fmt::format("JSON nested deeper than {} levels once parameter '{}' is "
+                                    "put here",
+                                    kMaxJsonDepth, name));
     }
     value = params[name];
     return;

@@ -71,10 +71,13 @@ class WorkloadBuilder {
     return list;
   }
 
-  c10::IValue build_kind(const Node&, const DictNode& dict_node) {
+  c10::IValue build_kind(const Node& node, const DictNode& dict_node) {
     c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
     dict.reserve(dict_node.entries.size());
-    for (const auto& [key, value] : dict_node.entries) dict.insert(key, build(*value));
+    for (const auto& [key, value] : dict_node.entries) {
+      reserve_bytes(key.size(), node.path);  // each build makes its keys anew
+      dict.insert(key, build(*value));
+    }
     return dict;
   }
 

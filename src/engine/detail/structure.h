@@ -15,6 +15,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "detail/dict_stash.h"
 #include "detail/key_interner.h"
 
 namespace mtc::detail {
@@ -156,8 +157,8 @@ class StructureCopier {
     }
     const c10::impl::GenericDict in = v.toGenericDict();
     check_size(in.size());
-    c10::impl::GenericDict out(in.keyType(), in.valueType());
-    out.reserve(in.size());
+    // Made ahead by this thread when it can be (dict_stash.h), with room for every entry.
+    c10::impl::GenericDict out = dict_stash::take(in.keyType(), in.valueType(), in.size());
     // String keys are the walking thread's own (key_interner.h), not the input's.
     for (const auto& entry : in)
       out.insert(key_interner::output_key(entry.key()),

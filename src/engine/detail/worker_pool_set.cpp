@@ -42,6 +42,10 @@ bool parse_worker_anticipate(const char* text, bool fallback) {
   return parse_setting(kWorkerAnticipateVariable, text, 0, 1, fallback ? 1 : 0, "0 or 1") == 1;
 }
 
+bool parse_dict_stash(const char* text, bool fallback) {
+  return parse_setting(kDictStashVariable, text, 0, 1, fallback ? 1 : 0, "0 or 1") == 1;
+}
+
 int WorkerCount::per_pool() const {
   if (fixed > 0) return fixed;
   return std::clamp(per_device, 1, std::max(hardware_threads / std::max(devices, 1), 1));

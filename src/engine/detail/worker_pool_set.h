@@ -44,6 +44,13 @@ inline constexpr const char* kWorkerAnticipateVariable = "MTC_WORKER_ANTICIPATE"
 // anything else.
 bool parse_worker_anticipate(const char* text, bool fallback);
 
+// The environment variable that turns on output dicts made ahead by idle workers (dict_stash.h):
+// 0 off (the default until measured on the GPU host), 1 on. Read at the first copy's walk.
+inline constexpr const char* kDictStashVariable = "MTC_DICT_STASH";
+// `text` as 0 or 1; `fallback` when null or empty. Throws c10::Error naming the variable for
+// anything else.
+bool parse_dict_stash(const char* text, bool fallback);
+
 // Workers for each CUDA device: one copy of the reference batch walks its structure on four
 // threads (its own and three helpers).
 inline constexpr int kWorkersPerDevice = 4;
