@@ -306,6 +306,11 @@ TEST(ConfigErrorContext, ASetIndexMayNameAnElementOrTheEndOnly) {
             (std::vector<std::string>{"h2d", "h2h"}));
   EXPECT_EQ(config_from_text(text, {"/directions/2=\"h2h\""}).directions.size(), 3u);
   EXPECT_EQ(config_from_text(text, {"/directions/-=\"h2h\""}).directions.size(), 3u);
+  // Through a key the pointer escapes ("a/b" is a~1b).
+  const std::string escaped = R"({"defs": {"d": {"value": {"a/b": [1, 2]}}}, "structure": 1})";
+  expect_config_error([&] { config_from_text(escaped, {"/defs/d/value/a~1b/1000000000=1"}); },
+                      "/defs/d/value/a~1b/1000000000", "past the end of an array of 2");
+  EXPECT_NO_THROW(config_from_text(escaped, {"/defs/d/value/a~1b/2=3"}));
 }
 
 // A parameter's value counts the levels above the place it is put in.

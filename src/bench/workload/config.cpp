@@ -117,8 +117,18 @@ void check_pointer_indexes(const JsonChecks& checks, const Json& doc, const std:
     const std::string token = pointer.substr(start, end - start);
     start = end + 1;
     if (node->is_object()) {
-      // Escapes (~0, ~1) only matter for a key that exists; a new key ends the walk either way.
-      const auto found = node->find(token);
+      // A key as the pointer escapes it: "~1" is '/', "~0" is '~' (in that order, RFC 6901).
+      std::string key;
+      for (size_t i = 0; i < token.size(); ++i) {
+        if (token[i] == '~' && i + 1 < token.size() &&
+            (token[i + 1] == '0' || token[i + 1] == '1')) {
+          key += token[i + 1] == '1' ? '/' : '~';
+          ++i;
+        } else {
+          key += token[i];
+        }
+      }
+      const auto found = node->find(key);
       node = found == node->end() ? nullptr : &*found;
       continue;
     }
