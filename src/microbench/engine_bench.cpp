@@ -270,7 +270,9 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::version_pool::set_enabled(!(state.range(1) & 4096));
   // Bit 131072: output dicts share the input's key objects, as before key_interner.h.
   mtc::detail::key_interner::set_enabled(!(state.range(1) & 131072));
-  // Bit 262144: output dicts made ahead by idle workers (dict_stash.h; off by default).
+  // Bit 262144: output dicts made ahead by idle workers (dict_stash.h), whatever MTC_DICT_STASH
+  // says (read above, with the pools); the case ends with the process's setting back.
+  const bool stash_setting = mtc::detail::dict_stash::enabled();
   mtc::detail::dict_stash::set_enabled(state.range(1) & 262144);
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
@@ -315,7 +317,7 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::WorkerPoolSet::instance().set_anticipate(true);
   mtc::detail::version_pool::set_enabled(true);
   mtc::detail::key_interner::set_enabled(true);
-  mtc::detail::dict_stash::set_enabled(false);
+  mtc::detail::dict_stash::set_enabled(stash_setting);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,

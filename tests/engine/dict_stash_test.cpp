@@ -37,12 +37,32 @@ const c10::TypePtr& tensor() {
   return type;
 }
 
-// Runs `body` on a thread of its own, whose stash starts empty, with the stash on.
+bool never() { return false; }
+
+// Turns the stash on or off for a test and puts the process's setting (MTC_DICT_STASH, read with
+// the pools) back afterwards, also when an assertion ends the test early.
+class StashSetting {
+ public:
+  explicit StashSetting(bool on) : before_((WorkerPoolSet::instance(), dict_stash::enabled())) {
+    dict_stash::set_enabled(on);
+  }
+  StashSetting(const StashSetting&) = delete;
+  StashSetting& operator=(const StashSetting&) = delete;
+  ~StashSetting() { dict_stash::set_enabled(before_); }
+
+ private:
+  bool before_;
+};
+
+// Runs `body` with the stash on, on a thread of its own whose stash starts empty and which has
+// refilled once (only such a thread keeps dicts).
 template <class Body>
 void on_fresh_thread(Body body) {
-  dict_stash::set_enabled(true);
-  std::thread(body).join();
-  dict_stash::set_enabled(false);
+  const StashSetting on(true);
+  std::thread([&] {
+    dict_stash::refill(never);
+    body();
+  }).join();
 }
 
 // "k3" for ("k", 3); appended, not operator+ (GCC 12's -Wrestrict misfires on that).
@@ -60,16 +80,27 @@ void fill(c10::impl::GenericDict& dict, size_t n) {
 
 TEST(DictStash, TakeGivesAnEmptyDictOfTheShapeOnOrOff) {
   for (const bool on : {false, true}) {
-    dict_stash::set_enabled(on);
+    const StashSetting setting(on);
     c10::impl::GenericDict dict = dict_stash::take(str(), tensor(), 5);
     EXPECT_EQ(*dict.keyType(), *str());
     EXPECT_EQ(*dict.valueType(), *tensor());
     EXPECT_EQ(dict.size(), 0u);
     fill(dict, 5);
   }
-  dict_stash::set_enabled(false);
-  EXPECT_EQ(dict_stash::refill([] { return false; }), 0u);
-  EXPECT_EQ(dict_stash::thread_spares(), 0u);
+}
+
+// Turned off, a thread's stash is freed at its next refill.
+TEST(DictStash, OffFreesTheStash) {
+  on_fresh_thread([] {
+    for (int i = 0; i < 3; ++i) (void)dict_stash::take(str(), any(), 5);
+    EXPECT_EQ(dict_stash::refill(never), 3u);
+    dict_stash::set_enabled(false);
+    EXPECT_EQ(dict_stash::refill(never), 0u);
+    EXPECT_EQ(dict_stash::thread_spares(), 0u);
+    (void)dict_stash::take(str(), any(), 5);  // off: made on the spot, not counted
+    dict_stash::set_enabled(true);
+    EXPECT_EQ(dict_stash::refill(never), 0u);
+  });
 }
 
 TEST(DictStash, RefillMakesWhatWasTakenAndEachDictGoesOnce) {
@@ -78,10 +109,10 @@ TEST(DictStash, RefillMakesWhatWasTakenAndEachDictGoesOnce) {
     for (int i = 0; i < 3; ++i) held.push_back(dict_stash::take(str(), any(), 5));
     for (int i = 0; i < 2; ++i) held.push_back(dict_stash::take(str(), tensor(), 3));
     EXPECT_EQ(dict_stash::thread_spares(), 0u);
-    EXPECT_EQ(dict_stash::refill([] { return false; }), 5u);
+    EXPECT_EQ(dict_stash::refill(never), 5u);
     EXPECT_EQ(dict_stash::thread_spares(), 5u);
     // Nothing taken since: nothing more to make.
-    EXPECT_EQ(dict_stash::refill([] { return false; }), 0u);
+    EXPECT_EQ(dict_stash::refill(never), 0u);
 
     c10::impl::GenericDict spare = dict_stash::take(str(), any(), 5);
     EXPECT_EQ(dict_stash::thread_spares(), 4u);
@@ -95,9 +126,9 @@ TEST(DictStash, RefillMakesWhatWasTakenAndEachDictGoesOnce) {
     // Two taken since the refill and one of that shape left: one made, so that the supply covers
     // the last demand; then nothing more.
     EXPECT_EQ(dict_stash::thread_spares(), 3u);
-    EXPECT_EQ(dict_stash::refill([] { return false; }), 1u);
+    EXPECT_EQ(dict_stash::refill(never), 1u);
     EXPECT_EQ(dict_stash::thread_spares(), 4u);
-    EXPECT_EQ(dict_stash::refill([] { return false; }), 0u);
+    EXPECT_EQ(dict_stash::refill(never), 0u);
   });
 }
 
@@ -108,7 +139,7 @@ TEST(DictStash, RefillStopsWhenAskedAndGoesOnLater) {
     EXPECT_EQ(dict_stash::refill([&] { return ++asked > 2; }), 2u);
     EXPECT_EQ(dict_stash::thread_spares(), 2u);
     EXPECT_EQ(dict_stash::refill([] { return true; }), 0u);
-    EXPECT_EQ(dict_stash::refill([] { return false; }), 2u);
+    EXPECT_EQ(dict_stash::refill(never), 2u);
     EXPECT_EQ(dict_stash::thread_spares(), 4u);
   });
 }
@@ -117,64 +148,74 @@ TEST(DictStash, KeepsWithinItsLimits) {
   on_fresh_thread([] {
     // Large dicts are never kept.
     (void)dict_stash::take(str(), any(), dict_stash::kMaxEntries + 1);
-    EXPECT_EQ(dict_stash::refill([] { return false; }), 0u);
+    EXPECT_EQ(dict_stash::refill(never), 0u);
     // Beyond kMaxShapes shapes, dicts are made on the spot.
     for (size_t entries = 1; entries <= dict_stash::kMaxShapes + 3; ++entries) {
       c10::impl::GenericDict dict = dict_stash::take(str(), any(), entries);
       fill(dict, entries);
     }
-    EXPECT_EQ(dict_stash::refill([] { return false; }), dict_stash::kMaxShapes);
+    EXPECT_EQ(dict_stash::refill(never), dict_stash::kMaxShapes);
     // A shape beyond the first kMaxShapes is not followed.
     (void)dict_stash::take(str(), tensor(), 4);
-    EXPECT_EQ(dict_stash::refill([] { return false; }), 0u);
-    // At most kMaxSpares in all.
-    for (size_t i = 0; i < dict_stash::kMaxSpares + 100; ++i)
+    EXPECT_EQ(dict_stash::refill(never), 0u);
+    // Room for at most kMaxSpareEntries entries in all: the 16 dicts above keep 1 + ... + 16 =
+    // 136, of which one of 4 is taken here, and 4-entry dicts fill the rest.
+    for (size_t i = 0; i < dict_stash::kMaxSpareEntries; ++i)
       (void)dict_stash::take(str(), any(), 4);
-    dict_stash::refill([] { return false; });
-    EXPECT_EQ(dict_stash::thread_spares(), dict_stash::kMaxSpares);
+    const size_t room = (dict_stash::kMaxSpareEntries - (136 - 4)) / 4;
+    EXPECT_EQ(dict_stash::refill(never), room);
+    EXPECT_EQ(dict_stash::thread_spares(), dict_stash::kMaxShapes - 1 + room);
+    EXPECT_EQ(dict_stash::refill(never), 0u);
   });
 }
 
 // The pool's worker makes, once idle, the dicts its task took.
 TEST(DictStash, AnIdleWorkerMakesWhatItsTaskTook) {
-  dict_stash::set_enabled(true);
+  const StashSetting on(true);
   WorkerPool pool(1, std::chrono::milliseconds(50), /*anticipate=*/false);
-  std::promise<void> took;
-  pool.submit([&] {
+  auto run = [&](auto task) {
+    std::promise<decltype(task())> done;
+    pool.submit([&] { done.set_value(task()); }, false);
+    return done.get_future().get();
+  };
+  run([] { return dict_stash::refill(never); });  // the worker keeps dicts from now on
+  run([] {
     for (int i = 0; i < 6; ++i) (void)dict_stash::take(str(), any(), 5);
-    took.set_value();
+    return 0;
   });
-  took.get_future().wait();
-  // The worker refills before it spins; a later task sees the result on its thread.
+  // The worker refills before it spins; a later task sees the result on its thread. A probe may
+  // interrupt the refill, which goes on at the next idle moment.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   size_t spares = 0;
-  for (int attempt = 0; attempt < 200 && spares < 6; ++attempt) {
-    std::promise<size_t> seen;
-    pool.submit([&] { seen.set_value(dict_stash::thread_spares()); }, false);
-    spares = seen.get_future().get();
+  while (spares < 6 && std::chrono::steady_clock::now() < deadline) {
+    spares = run([] { return dict_stash::thread_spares(); });
     if (spares < 6) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  dict_stash::set_enabled(false);
   EXPECT_EQ(spares, 6u);
 }
 
-// Copies through the engine with the stash on: every result is its input's structure and values,
+// Copies through the engine with the stash on, walked in parts by the pool's workers (300
+// leaves): dicts made ahead are handed out, every result is its input's structure and values,
 // and no two results share a dict.
 TEST(DictStash, CopiesWithTheStashOnAreTheirInputs) {
   c10::Dict<std::string, at::Tensor> inner;
   for (int i = 0; i < 5; ++i) inner.insert(key("t", i), tensor_of(i + 1));
   c10::impl::GenericList input(c10::AnyType::get());
-  for (int i = 0; i < 40; ++i) input.push_back(c10::impl::toGenericDict(inner.copy()));
-  dict_stash::set_enabled(true);
+  for (int i = 0; i < 60; ++i) input.push_back(c10::impl::toGenericDict(inner.copy()));
+  const StashSetting on(true);
+  const uint64_t served_before = dict_stash::served_total();
   std::vector<c10::IValue> results;
-  for (int copy = 0; copy < 6; ++copy) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (results.size() < 4 || (dict_stash::served_total() == served_before &&
+                                std::chrono::steady_clock::now() < deadline)) {
     results.push_back(start_copy(c10::IValue(input), c10::Device(c10::kCPU)).get());
     std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the workers go idle
   }
-  dict_stash::set_enabled(false);
+  EXPECT_GT(dict_stash::served_total(), served_before);
   std::vector<const void*> dicts;
   for (const c10::IValue& result : results) {
     const auto list = result.toListRef();
-    ASSERT_EQ(list.size(), 40u);
+    ASSERT_EQ(list.size(), 60u);
     for (const c10::IValue& element : list) {
       const c10::impl::GenericDict dict = element.toGenericDict();
       dicts.push_back(element.internalToPointer());

@@ -2,26 +2,18 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
-#include <utility>
+#include <memory>
+#include <mutex>
 #include <vector>
-
-#include "detail/worker_pool_set.h"
 
 namespace mtc::detail::dict_stash {
 namespace {
 
-// -1 until MTC_DICT_STASH was read (at the first use) or set_enabled() was called.
+// -1 until the worker pools read MTC_DICT_STASH (enable_from_environment) or set_enabled() was
+// called: off.
 std::atomic<int> stash_on{-1};
 
-bool on() {
-  int state = stash_on.load(std::memory_order_relaxed);
-  if (state >= 0) return state == 1;
-  const int from_environment = parse_dict_stash(std::getenv(kDictStashVariable), false) ? 1 : 0;
-  // A set_enabled() meanwhile wins.
-  stash_on.compare_exchange_strong(state, from_environment, std::memory_order_relaxed);
-  return stash_on.load(std::memory_order_relaxed) == 1;
-}
+bool on() { return stash_on.load(std::memory_order_relaxed) == 1; }
 
 c10::impl::GenericDict make(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
                             size_t entries) {
@@ -32,6 +24,17 @@ c10::impl::GenericDict make(const c10::TypePtr& key_type, const c10::TypePtr& va
 
 bool same_type(const c10::TypePtr& a, const c10::TypePtr& b) {
   return a.get() == b.get() || *a == *b;
+}
+
+// Dicts handed out made ahead, by thread; a thread's count outlives the thread, so that the total
+// stays a total. Each thread writes only its own.
+struct ServedCount {
+  std::atomic<uint64_t> dicts{0};
+};
+std::mutex served_mutex;
+std::vector<std::shared_ptr<ServedCount>>& served_counts() {
+  static auto* counts = new std::vector<std::shared_ptr<ServedCount>>();  // never destroyed
+  return *counts;
 }
 
 // Dicts of one shape, and how many the thread's walks took since its last complete refill.
@@ -46,7 +49,12 @@ struct Shape {
 // The calling thread's dicts; freed with the thread.
 struct Stash {
   std::vector<Shape> shapes;
+  size_t spare_entries = 0;  // the entries the spares have room for, all shapes together
   size_t spares = 0;
+  // Set by the thread's first refill: a thread that never refills (a caller walking part of its
+  // copy) makes its dicts on the spot without looking here.
+  bool refills = false;
+  std::shared_ptr<ServedCount> served;
 
   Shape* find(const c10::TypePtr& key_type, const c10::TypePtr& value_type, size_t entries) {
     for (Shape& shape : shapes) {
@@ -57,6 +65,12 @@ struct Stash {
     if (shapes.size() == kMaxShapes) return nullptr;
     return &shapes.emplace_back(Shape{key_type, value_type, entries, {}, 0});
   }
+
+  void clear() {
+    shapes.clear();
+    spare_entries = 0;
+    spares = 0;
+  }
 };
 
 thread_local Stash t_stash;
@@ -65,38 +79,54 @@ thread_local Stash t_stash;
 
 c10::impl::GenericDict take(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
                             size_t entries) {
-  if (entries > kMaxEntries || !on()) return make(key_type, value_type, entries);
   Stash& stash = t_stash;
+  if (!stash.refills || entries > kMaxEntries || !on()) return make(key_type, value_type, entries);
   Shape* shape = stash.find(key_type, value_type, entries);
   if (shape == nullptr) return make(key_type, value_type, entries);
-  shape->taken = std::min(shape->taken + 1, kMaxSpares);
+  shape->taken = std::min(shape->taken + 1, kMaxSpareEntries / std::max<size_t>(entries, 1));
   if (shape->spares.empty()) return make(key_type, value_type, entries);
   // c10::Dict has no move constructor: this copies the reference, and pop_back drops the
   // stash's, so the dict is the caller's alone.
   c10::impl::GenericDict dict = shape->spares.back();
   shape->spares.pop_back();
   --stash.spares;
+  stash.spare_entries -= entries;
+  stash.served->dicts.store(stash.served->dicts.load(std::memory_order_relaxed) + 1,
+                            std::memory_order_relaxed);
   return dict;
 }
 
 size_t refill(c10::function_ref<bool()> stop) noexcept {
   size_t made = 0;
-  // A worker runs this outside any task, where an exception would end the process: a bad
-  // MTC_DICT_STASH fails the next copy's walk instead (take()), and memory running out leaves the
-  // walk to allocate as it would without the stash.
+  // A worker runs this outside any task, where an exception would end the process; memory
+  // running out leaves the walk to allocate as it would without the stash.
   try {
-    if (!on()) return 0;
     Stash& stash = t_stash;
+    if (!on()) {
+      if (stash.spares > 0) stash.clear();  // turned off: the memory goes back
+      return 0;
+    }
+    if (!stash.refills) {
+      auto served = std::make_shared<ServedCount>();
+      const std::lock_guard<std::mutex> lock(served_mutex);
+      served_counts().push_back(served);
+      stash.served = std::move(served);
+      stash.refills = true;
+    }
     for (Shape& shape : stash.shapes) {
-      while (shape.spares.size() < shape.taken && stash.spares < kMaxSpares) {
+      while (shape.spares.size() < shape.taken &&
+             stash.spare_entries + shape.entries <= kMaxSpareEntries) {
         // Demand not met stays counted: the next refill goes on from here.
         if (stop()) return made;
         shape.spares.push_back(make(shape.key_type, shape.value_type, shape.entries));
+        stash.spare_entries += shape.entries;
         ++stash.spares;
         ++made;
       }
       shape.taken = 0;
     }
+    // A shape with nothing kept and nothing taken since the last refill frees its place.
+    std::erase_if(stash.shapes, [](const Shape& shape) { return shape.spares.empty(); });
   } catch (...) {
   }
   return made;
@@ -104,8 +134,20 @@ size_t refill(c10::function_ref<bool()> stop) noexcept {
 
 void set_enabled(bool enable) { stash_on.store(enable ? 1 : 0, std::memory_order_relaxed); }
 
+void enable_from_environment(bool enable) {
+  int unset = -1;
+  stash_on.compare_exchange_strong(unset, enable ? 1 : 0, std::memory_order_relaxed);
+}
+
 bool enabled() { return on(); }
 
 size_t thread_spares() { return t_stash.spares; }
+
+uint64_t served_total() {
+  const std::lock_guard<std::mutex> lock(served_mutex);
+  uint64_t total = 0;
+  for (const auto& count : served_counts()) total += count->dicts.load(std::memory_order_relaxed);
+  return total;
+}
 
 }  // namespace mtc::detail::dict_stash

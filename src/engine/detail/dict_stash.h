@@ -1,19 +1,24 @@
 // Output dicts made ahead by the thread that will fill them, while it has nothing else to do.
 //
-// Making an output dict costs two allocations (c10's DictImpl and ska's first table, of 4 slots)
-// and, in its reserve(), a third and a free (the table for its entries: 1,120 bytes for five
-// keys, past glibc's per-thread caches). The walking threads allocate what the caller frees, so
-// their own caches stay empty and each request takes the arena's slow path. On the GPU host the
-// output dicts were 88 % of the walk's samples in the allocator, and the allocator about a
-// quarter of the walk, hot and after a busy gap alike (results/NOTES.md, 2026-11-29).
+// Making an output dict costs three allocations (c10's DictImpl, the order-keeping map's sentinel
+// and ska's first table, of 4 slots) and, in its reserve(), a fourth and a free (the table for its
+// entries: 1,120 bytes for five keys, past glibc's per-thread caches). The walking threads
+// allocate what the caller frees, so their own caches stay empty and each request takes the
+// arena's slow path. On the GPU host the output dicts were 78-88 % of the workers' samples in
+// malloc and operator new, and those about a quarter of the walk, hot and after a busy gap alike
+// (results/NOTES.md, 2026-11-29).
 //
-// A worker between copies spins anyway (worker_pool.h): there it makes the dicts its walks took
-// since it last did, shape by shape (element types and entries), one at a time, and stops as soon
-// as a task is queued. The walk then takes a made dict instead of allocating one.
+// A worker that finds no task (worker_pool.h) tops up, before it spins, a stash of empty dicts of
+// the shapes (element types, entries) its walks took, to as many of each as they took since its
+// last complete refill, one at a time, and stops as soon as a task is queued; not after waking
+// early for a forecast copy, which is due then. The walk then takes a made dict instead of
+// allocating one. A thread that never refills (a caller that walks part of its own copy) makes
+// its dicts on the spot.
 //
 // Off by default until measured on the GPU host: MTC_DICT_STASH=1 turns it on for a process
-// (worker_pool_set.h), set_enabled() for benchmarks that compare the two in one process
-// (BM_EngineCopy bit 262144).
+// (read with the worker pools' other settings, worker_pool_set.h), set_enabled() for benchmarks
+// that compare the two in one process (BM_EngineCopy bit 262144). Turned off, a worker frees its
+// stash at its next idle moment.
 #pragma once
 
 #include <ATen/core/Dict.h>
@@ -21,14 +26,17 @@
 #include <c10/util/FunctionRef.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace mtc::detail::dict_stash {
 
 // Dicts of more entries are always made on the spot: they are rare, and each kept one is memory.
 inline constexpr size_t kMaxEntries = 64;
-// The most dicts one thread keeps made, all shapes together (about 0.7 MB at five entries each),
-// and the most shapes it follows; they stay until the thread exits.
-inline constexpr size_t kMaxSpares = 512;
+// The most entries one thread's kept dicts have room for, all shapes together: a table has 2-4
+// slots of 56 bytes an entry, so at most about 1 MB a thread (819 dicts of five entries, 64 of
+// 64). Kept until the thread exits or the stash is turned off.
+inline constexpr size_t kMaxSpareEntries = 4096;
+// The most shapes a thread follows; a shape with nothing kept gives its place up at a refill.
 inline constexpr size_t kMaxShapes = 16;
 
 // A new empty dict of these element types with room for `entries` without a rehash: one the
@@ -36,17 +44,22 @@ inline constexpr size_t kMaxShapes = 16;
 c10::impl::GenericDict take(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
                             size_t entries);
 
-// Makes, one at a time while `stop()` is false, as many dicts of each shape as the calling
-// thread's take() handed out since its last complete refill, within the limits above. Returns
-// how many it made. Nothing when the stash is off; never throws.
+// Makes, one at a time while `stop()` is false, dicts of each shape until the calling thread keeps
+// as many as its take() handed out of that shape since its last complete refill, within the
+// limits above. Returns how many it made. Off, frees the thread's stash and makes none. Never
+// throws.
 size_t refill(c10::function_ref<bool()> stop) noexcept;
 
-// Process-wide, from MTC_DICT_STASH until set; off, take() always makes a new dict and refill()
-// makes none.
+// Process-wide; off until set or until the worker pools read MTC_DICT_STASH. Off, take() always
+// makes a new dict and refill() makes none.
 void set_enabled(bool on);
+// The environment's setting, unless set_enabled() came first.
+void enable_from_environment(bool on);
 bool enabled();
 
 // Dicts the calling thread keeps made (tests).
 size_t thread_spares();
+// Dicts handed out made ahead, by every thread since the process started (tests, benchmarks).
+uint64_t served_total();
 
 }  // namespace mtc::detail::dict_stash

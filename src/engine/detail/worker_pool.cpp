@@ -134,9 +134,12 @@ void WorkerPool::run_worker(int index) {
     // Spin a while before sleeping: copies tend to come in bursts (and parallel parts
     // right behind their orchestration), and a sleeping worker costs a wake-up.
     spinners_.fetch_add(1);
-    // Meanwhile, the output dicts this thread's next walk will want, until a task comes.
-    dict_stash::refill(
-        [this] { return pending_.load(std::memory_order_acquire) != 0 || stopping_.load(); });
+    // Meanwhile, the output dicts this thread's next walk will want, until a task comes; not
+    // when woken early for a forecast copy, which is due now.
+    if (early.spin_until == Clock::time_point{}) {
+      dict_stash::refill(
+          [this] { return pending_.load(std::memory_order_acquire) != 0 || stopping_.load(); });
+    }
     const auto deadline = std::max(
         early.spin_until,
         Clock::now() + std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed)));

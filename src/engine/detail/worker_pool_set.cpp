@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "detail/dict_stash.h"
 #include "detail/impl_pool.h"
 
 namespace mtc::detail {
@@ -60,10 +61,14 @@ WorkerCount WorkerCount::from_environment() {
 }
 
 WorkerPoolSet& WorkerPoolSet::instance() {
-  static WorkerPoolSet* set = new WorkerPoolSet(
-      WorkerCount::from_environment(),
-      parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin),
-      parse_worker_anticipate(std::getenv(kWorkerAnticipateVariable), true));
+  static WorkerPoolSet* set = [] {
+    // A bad value fails the copy that made the pools first, as the other settings do.
+    dict_stash::enable_from_environment(parse_dict_stash(std::getenv(kDictStashVariable), false));
+    return new WorkerPoolSet(
+        WorkerCount::from_environment(),
+        parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin),
+        parse_worker_anticipate(std::getenv(kWorkerAnticipateVariable), true));
+  }();
   return *set;
 }
 

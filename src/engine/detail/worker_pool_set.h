@@ -45,7 +45,7 @@ inline constexpr const char* kWorkerAnticipateVariable = "MTC_WORKER_ANTICIPATE"
 bool parse_worker_anticipate(const char* text, bool fallback);
 
 // The environment variable that turns on output dicts made ahead by idle workers (dict_stash.h):
-// 0 off (the default until measured on the GPU host), 1 on. Read at the first copy's walk.
+// 0 off (the default until measured on the GPU host), 1 on. Read when the pools are made.
 inline constexpr const char* kDictStashVariable = "MTC_DICT_STASH";
 // `text` as 0 or 1; `fallback` when null or empty. Throws c10::Error naming the variable for
 // anything else.
