@@ -169,15 +169,32 @@ TEST(DictStash, KeepsWithinItsLimits) {
   });
 }
 
-// The pool's worker makes, once idle, the dicts its task took.
+// Runs `task` on `pool`'s worker and returns what it returned.
+template <class Task>
+auto run_on(WorkerPool& pool, Task task) {
+  std::promise<decltype(task())> done;
+  pool.submit([&] { done.set_value(task()); }, false);
+  return done.get_future().get();
+}
+
+// A worker still spinning for the next task makes nothing: copies back to back are not slowed.
+TEST(DictStash, ASpinningWorkerMakesNothing) {
+  const StashSetting on(true);
+  WorkerPool pool(1, std::chrono::seconds(5), /*anticipate=*/false);
+  run_on(pool, [] { return dict_stash::refill(never); });
+  run_on(pool, [] {
+    for (int i = 0; i < 6; ++i) (void)dict_stash::take(str(), any(), 5);
+    return 0;
+  });
+  EXPECT_EQ(run_on(pool, [] { return dict_stash::thread_spares(); }), 0u);
+  pool.set_spin(std::chrono::microseconds(0));
+}
+
+// The pool's worker makes, once its spin ends without a task, the dicts its task took.
 TEST(DictStash, AnIdleWorkerMakesWhatItsTaskTook) {
   const StashSetting on(true);
-  WorkerPool pool(1, std::chrono::milliseconds(50), /*anticipate=*/false);
-  auto run = [&](auto task) {
-    std::promise<decltype(task())> done;
-    pool.submit([&] { done.set_value(task()); }, false);
-    return done.get_future().get();
-  };
+  WorkerPool pool(1, std::chrono::microseconds(0), /*anticipate=*/false);  // sleeps at once
+  auto run = [&](auto task) { return run_on(pool, task); };
   run([] { return dict_stash::refill(never); });  // the worker keeps dicts from now on
   run([] {
     for (int i = 0; i < 6; ++i) (void)dict_stash::take(str(), any(), 5);
@@ -189,7 +206,7 @@ TEST(DictStash, AnIdleWorkerMakesWhatItsTaskTook) {
   size_t spares = 0;
   while (spares < 6 && std::chrono::steady_clock::now() < deadline) {
     spares = run([] { return dict_stash::thread_spares(); });
-    if (spares < 6) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    if (spares < 6) std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_EQ(spares, 6u);
 }

@@ -8,12 +8,13 @@
 // malloc and operator new, and those about a quarter of the walk, hot and after a busy gap alike
 // (results/NOTES.md, 2026-11-29).
 //
-// A worker that finds no task (worker_pool.h) tops up, before it spins, a stash of empty dicts of
-// the shapes (element types, entries) its walks took, to as many of each as they took since its
-// last complete refill, one at a time, and stops as soon as a task is queued; not after waking
-// early for a forecast copy, which is due then. The walk then takes a made dict instead of
-// allocating one. A thread that never refills (a caller that walks part of its own copy) makes
-// its dicts on the spot.
+// A worker whose spin ended without a task (worker_pool.h) tops up, before it sleeps, a stash of
+// empty dicts of the shapes (element types, entries) its walks took, to as many of each as they
+// took since its last complete refill, one at a time, and stops as soon as a task is queued. So a
+// training loop's step, whose gap outlasts the spin, finds its dicts made; copies that come back
+// to back keep the workers spinning and are not touched. The walk then takes a made dict instead
+// of allocating one. A thread that never refills (a caller that walks part of its own copy)
+// makes its dicts on the spot.
 //
 // Off by default until measured on the GPU host: MTC_DICT_STASH=1 turns it on for a process
 // (read with the worker pools' other settings, worker_pool_set.h), set_enabled() for benchmarks

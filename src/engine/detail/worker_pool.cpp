@@ -134,12 +134,6 @@ void WorkerPool::run_worker(int index) {
     // Spin a while before sleeping: copies tend to come in bursts (and parallel parts
     // right behind their orchestration), and a sleeping worker costs a wake-up.
     spinners_.fetch_add(1);
-    // Meanwhile, the output dicts this thread's next walk will want, until a task comes; not
-    // when woken early for a forecast copy, which is due now.
-    if (early.spin_until == Clock::time_point{}) {
-      dict_stash::refill(
-          [this] { return pending_.load(std::memory_order_acquire) != 0 || stopping_.load(); });
-    }
     const auto deadline = std::max(
         early.spin_until,
         Clock::now() + std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed)));
@@ -147,6 +141,14 @@ void WorkerPool::run_worker(int index) {
     while (pending_.load(std::memory_order_acquire) == 0 && !stopping_.load() &&
            Clock::now() < deadline) {
       for (int i = 0; i < 32; ++i) cpu_relax();
+    }
+    if (pending_.load() == 0) {
+      // The spin ended without a task: before sleeping, the output dicts this thread's next walk
+      // will want (dict_stash.h), until a task comes. Only here: copies that come back to back
+      // keep the workers spinning, and never wait behind this. Still counted as spinning: a
+      // task queued meanwhile is taken after at most one dict, without waking a sleeper.
+      dict_stash::refill(
+          [this] { return pending_.load(std::memory_order_acquire) != 0 || stopping_.load(); });
     }
     spinners_.fetch_sub(1);
     if (pending_.load() > 0) continue;
