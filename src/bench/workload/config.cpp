@@ -106,43 +106,39 @@ Json parse_set_value(const JsonChecks& checks, const std::string& text, const st
   return value;
 }
 
+// The pointer's reference tokens, unescaped by nlohmann (which has no accessor for them all).
+std::vector<std::string> pointer_tokens(Json::json_pointer pointer) {
+  std::vector<std::string> tokens;
+  for (; !pointer.empty(); pointer.pop_back()) tokens.push_back(pointer.back());
+  std::reverse(tokens.begin(), tokens.end());
+  return tokens;
+}
+
 // nlohmann fills an array with nulls up to a pointer's index past its end (--set
 // /directions/1000000000000=1 ran out of memory): an index may name an element or the end only.
-void check_pointer_indexes(const JsonChecks& checks, const Json& doc, const std::string& pointer,
+void check_pointer_indexes(const JsonChecks& checks, const Json& doc,
+                           const std::vector<std::string>& tokens, const std::string& pointer,
                            const std::string& set) {
   const Json* node = &doc;
-  size_t start = 1;  // after the pointer's leading '/'
-  while (node != nullptr && start <= pointer.size()) {
-    const size_t end = std::min(pointer.find('/', start), pointer.size());
-    const std::string token = pointer.substr(start, end - start);
-    start = end + 1;
+  for (const std::string& token : tokens) {
     if (node->is_object()) {
-      // A key as the pointer escapes it: "~1" is '/', "~0" is '~' (in that order, RFC 6901).
-      std::string key;
-      for (size_t i = 0; i < token.size(); ++i) {
-        if (token[i] == '~' && i + 1 < token.size() &&
-            (token[i + 1] == '0' || token[i + 1] == '1')) {
-          key += token[i + 1] == '1' ? '/' : '~';
-          ++i;
-        } else {
-          key += token[i];
-        }
-      }
-      const auto found = node->find(key);
-      node = found == node->end() ? nullptr : &*found;
+      const auto found = node->find(token);
+      if (found == node->end()) return;  // a new key: what follows is made anew
+      node = &*found;
       continue;
     }
     const bool digits =
         node->is_array() && !token.empty() &&
         std::all_of(token.begin(), token.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (!digits) break;  // "-", a bad index or a scalar: nlohmann says what is wrong
+    if (!digits) return;  // "-", a bad index or a scalar: nlohmann says what is wrong
     const size_t size = node->size();
     if (token.size() > 18 || std::stoull(token) > size) {
       checks.fail(pointer, fmt::format("--set '{}': index {} is past the end of an array of {}",
                                        set, token, size));
     }
     const size_t index = std::stoull(token);
-    node = index < size ? &(*node)[index] : nullptr;
+    if (index == size) return;  // the end: a new element
+    node = &(*node)[index];
   }
 }
 
@@ -156,13 +152,15 @@ void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
   }
   const std::string name = set.substr(0, eq);
   if (name[0] == '/') {
-    // Each of the pointer's tokens is a level the value sits in (/bench/warmup: the config's
-    // object and "bench"); a long pointer makes the objects it names, as deep as it is long.
-    const auto tokens = static_cast<int>(std::count(name.begin(), name.end(), '/'));
-    Json value = parse_set_value(checks, set.substr(eq + 1), name, tokens);
-    check_pointer_indexes(checks, doc, name, set);
     try {
-      doc[Json::json_pointer(name)] = std::move(value);
+      const Json::json_pointer pointer(name);
+      const std::vector<std::string> tokens = pointer_tokens(pointer);
+      // Each of the pointer's tokens is a level the value sits in (/bench/warmup: the config's
+      // object and "bench"); a long pointer makes the objects it names, as deep as it is long.
+      Json value =
+          parse_set_value(checks, set.substr(eq + 1), name, static_cast<int>(tokens.size()));
+      check_pointer_indexes(checks, doc, tokens, name, set);
+      doc[pointer] = std::move(value);
     } catch (const Json::exception& e) {
       checks.fail(name,
                   fmt::format("--set '{}': cannot set this JSON pointer ({})", set, e.what()));
