@@ -50,7 +50,6 @@ struct Shape {
 struct Stash {
   std::vector<Shape> shapes;
   size_t spare_entries = 0;  // the entries the spares have room for, all shapes together
-  size_t spares = 0;
   // Set by the thread's first refill: a thread that never refills (a caller walking part of its
   // copy) makes its dicts on the spot without looking here.
   bool refills = false;
@@ -69,7 +68,6 @@ struct Stash {
   void clear() {
     shapes.clear();
     spare_entries = 0;
-    spares = 0;
   }
 };
 
@@ -89,7 +87,6 @@ c10::impl::GenericDict take(const c10::TypePtr& key_type, const c10::TypePtr& va
   // stash's, so the dict is the caller's alone.
   c10::impl::GenericDict dict = shape->spares.back();
   shape->spares.pop_back();
-  --stash.spares;
   stash.spare_entries -= entries;
   stash.served->dicts.store(stash.served->dicts.load(std::memory_order_relaxed) + 1,
                             std::memory_order_relaxed);
@@ -103,7 +100,7 @@ size_t refill(c10::function_ref<bool()> stop) noexcept {
   try {
     Stash& stash = t_stash;
     if (!on()) {
-      if (stash.spares > 0) stash.clear();  // turned off: the memory goes back
+      stash.clear();  // turned off: the memory goes back
       return 0;
     }
     if (!stash.refills) {
@@ -120,7 +117,6 @@ size_t refill(c10::function_ref<bool()> stop) noexcept {
         if (stop()) return made;
         shape.spares.push_back(make(shape.key_type, shape.value_type, shape.entries));
         stash.spare_entries += shape.entries;
-        ++stash.spares;
         ++made;
       }
       shape.taken = 0;
@@ -141,7 +137,11 @@ void enable_from_environment(bool enable) {
 
 bool enabled() { return on(); }
 
-size_t thread_spares() { return t_stash.spares; }
+size_t thread_spares() {
+  size_t spares = 0;
+  for (const Shape& shape : t_stash.shapes) spares += shape.spares.size();
+  return spares;
+}
 
 uint64_t served_total() {
   const std::lock_guard<std::mutex> lock(served_mutex);
