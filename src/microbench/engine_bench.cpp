@@ -383,6 +383,7 @@ BENCHMARK(BM_EngineCopy<Direction::kHostToDevice>)->Apply(h2d_gap_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Apply(d2h_gap_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 7})
+    ->Args({1, 262151})  // hot with output dicts made ahead
     ->Args({1, 4103})
     ->Args({8, 7})
     ->Args({8, 4103})

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <future>
 #include <string>
 #include <thread>
@@ -249,8 +250,14 @@ TEST(DictStash, CopiesWithTheStashOnAreTheirInputs) {
   EXPECT_EQ(std::adjacent_find(dicts.begin(), dicts.end()), dicts.end());
 }
 
+TEST(DictStash, OnUnlessTheEnvironmentSaysZero) {
+  WorkerPoolSet::instance();  // reads MTC_DICT_STASH
+  EXPECT_EQ(dict_stash::enabled(), parse_dict_stash(std::getenv(kDictStashVariable), true));
+}
+
 TEST(DictStash, VariableIsZeroOrOne) {
-  EXPECT_FALSE(parse_dict_stash(nullptr, false));
+  EXPECT_TRUE(parse_dict_stash(nullptr, true));
+  EXPECT_TRUE(parse_dict_stash("", true));
   EXPECT_FALSE(parse_dict_stash("", false));
   EXPECT_TRUE(parse_dict_stash("1", false));
   EXPECT_FALSE(parse_dict_stash("0", true));

@@ -10,10 +10,10 @@ namespace mtc::detail::dict_stash {
 namespace {
 
 // -1 until the worker pools read MTC_DICT_STASH (enable_from_environment) or set_enabled() was
-// called: off.
+// called: on, the default.
 std::atomic<int> stash_on{-1};
 
-bool on() { return stash_on.load(std::memory_order_relaxed) == 1; }
+bool on() { return stash_on.load(std::memory_order_relaxed) != 0; }
 
 c10::impl::GenericDict make(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
                             size_t entries) {

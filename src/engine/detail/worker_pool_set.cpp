@@ -63,7 +63,7 @@ WorkerCount WorkerCount::from_environment() {
 WorkerPoolSet& WorkerPoolSet::instance() {
   static WorkerPoolSet* set = [] {
     // A bad value fails the copy that made the pools first, as the other settings do.
-    dict_stash::enable_from_environment(parse_dict_stash(std::getenv(kDictStashVariable), false));
+    dict_stash::enable_from_environment(parse_dict_stash(std::getenv(kDictStashVariable), true));
     return new WorkerPoolSet(
         WorkerCount::from_environment(),
         parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin),

@@ -44,8 +44,8 @@ inline constexpr const char* kWorkerAnticipateVariable = "MTC_WORKER_ANTICIPATE"
 // anything else.
 bool parse_worker_anticipate(const char* text, bool fallback);
 
-// The environment variable that turns on output dicts made ahead by idle workers (dict_stash.h):
-// 0 off (the default until measured on the GPU host), 1 on. Read when the pools are made.
+// The environment variable that turns off output dicts made ahead by idle workers (dict_stash.h):
+// 0 off, 1 on (the default). Read when the pools are made.
 inline constexpr const char* kDictStashVariable = "MTC_DICT_STASH";
 // `text` as 0 or 1; `fallback` when null or empty. Throws c10::Error naming the variable for
 // anything else.
