@@ -212,6 +212,31 @@ TEST(DictStash, AnIdleWorkerMakesWhatItsTaskTook) {
   EXPECT_EQ(spares, 6u);
 }
 
+// Asked to refill at once (BM_EngineCopy bit 524288), a worker still spinning for the next task
+// makes the dicts its task took.
+TEST(DictStash, AtOnceASpinningWorkerMakesWhatItsTaskTook) {
+  const StashSetting on(true);
+  struct AtOnce {
+    AtOnce() { dict_stash::set_refill_at_once(true); }
+    ~AtOnce() { dict_stash::set_refill_at_once(false); }
+  } at_once;
+  WorkerPool pool(1, std::chrono::seconds(5), /*anticipate=*/false);
+  auto run = [&](auto task) { return run_on(pool, task); };
+  run([] { return dict_stash::refill(never); });
+  run([] {
+    for (int i = 0; i < 6; ++i) (void)dict_stash::take(str(), any(), 5);
+    return 0;
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  size_t spares = 0;
+  while (spares < 6 && std::chrono::steady_clock::now() < deadline) {
+    spares = run([] { return dict_stash::thread_spares(); });
+    if (spares < 6) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_EQ(spares, 6u);
+  pool.set_spin(std::chrono::microseconds(0));
+}
+
 // Copies through the engine with the stash on, walked in parts by the pool's workers (300
 // leaves): dicts made ahead are handed out, every result is its input's structure and values,
 // and no two results share a dict.
