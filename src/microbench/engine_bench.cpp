@@ -270,10 +270,12 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::version_pool::set_enabled(!(state.range(1) & 4096));
   // Bit 131072: output dicts share the input's key objects, as before key_interner.h.
   mtc::detail::key_interner::set_enabled(!(state.range(1) & 131072));
-  // Bit 262144: output dicts made ahead by idle workers (dict_stash.h), whatever MTC_DICT_STASH
-  // says (read above, with the pools); the case ends with the process's setting back.
+  // Output dicts made ahead by idle workers (dict_stash.h): bit 262144 on, bit 1048576 off,
+  // whatever MTC_DICT_STASH says (read above, with the pools); neither, as the process has it (on
+  // by default). The case ends with the process's setting back.
   const bool stash_setting = mtc::detail::dict_stash::enabled();
-  mtc::detail::dict_stash::set_enabled(state.range(1) & 262144);
+  if (state.range(1) & 262144) mtc::detail::dict_stash::set_enabled(true);
+  if (state.range(1) & 1048576) mtc::detail::dict_stash::set_enabled(false);
   // Bit 524288: with 262144, a worker makes its dicts as soon as it finds no task.
   mtc::detail::dict_stash::set_refill_at_once(state.range(1) & 524288);
   std::vector<double> seconds;
@@ -329,8 +331,9 @@ void BM_EngineCopy(benchmark::State& state) {
 // inside the copy, 512 workers never wake ahead of a copy, 1024 the gap busy, 2048 the gap 200 us
 // instead of 5 ms, 4096 no version_pool, 8192 workers spin 10 ms, 16384 one walking thread per 64
 // leaves, 32768 the caller spins through the gap, 65536 with 256: freed after get() instead,
-// 131072 output dicts share the input's keys, 262144 output dicts made ahead, 524288 with 262144:
-// made as soon as a worker is idle}. 399 =
+// 131072 output dicts share the input's keys, 262144 output dicts made ahead (in the notes of
+// 2026-11-29 and before, cases without this bit had none; now they follow MTC_DICT_STASH, on by
+// default), 524288 with 262144: made as soon as a worker is idle, 1048576 none made ahead}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -344,10 +347,11 @@ void engine_args(benchmark::internal::Benchmark* b) {
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
   // on the pool (391, 399), on one worker (+16), split by the caller (-4), all on the caller.
   b->Args({1, 19})->Args({1, 407})->Args({1, 387})->Args({1, 403});
-  b->Args({1, 16391});   // hot with a walking thread per 64 leaves
-  b->Args({1, 131079});  // hot with the input's keys in the output dicts
-  b->Args({1, 262151});  // hot with output dicts made ahead
-  b->Args({1, 786439});  // and made as soon as a worker is idle
+  b->Args({1, 16391});    // hot with a walking thread per 64 leaves
+  b->Args({1, 131079});   // hot with the input's keys in the output dicts
+  b->Args({1, 262151});   // hot with output dicts made ahead
+  b->Args({1, 786439});   // and made as soon as a worker is idle
+  b->Args({1, 1048583});  // hot without output dicts made ahead
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -359,13 +363,14 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {15,    527,   31,    135,   399,    911,    1423,   1935,   415,    395,   411,
-               2447,  2959,  3471,  3983,  4495,   5519,   8591,   9615,   16783,  17807, 33167,
-               41359, 33163, 65935, 66959, 131471, 132495, 262543, 263567, 786831, 787855});
+  gap_args(b, {15,     527,    31,     135,    399,    911,     1423,   1935,  415,
+               395,    411,    2447,   2959,   3471,   3983,    4495,   5519,  8591,
+               9615,   16783,  17807,  33167,  41359,  33163,   65935,  66959, 131471,
+               132495, 262543, 263567, 786831, 787855, 1048975, 1049999});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783, 65935, 66959,
-               131471, 262543, 263567, 786831, 787855});
+  gap_args(b, {135,   399,   911,   1423,   1935,   415,    411,    4495,   5519,    8591,   9615,
+               16783, 65935, 66959, 131471, 262543, 263567, 786831, 787855, 1048975, 1049999});
 }
 
 }  // namespace
@@ -388,8 +393,9 @@ BENCHMARK(BM_EngineCopy<Direction::kHostToDevice>)->Apply(h2d_gap_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Apply(d2h_gap_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 7})
-    ->Args({1, 262151})  // hot with output dicts made ahead
-    ->Args({1, 786439})  // and made as soon as a worker is idle
+    ->Args({1, 262151})   // hot with output dicts made ahead
+    ->Args({1, 786439})   // and made as soon as a worker is idle
+    ->Args({1, 1048583})  // hot without output dicts made ahead
     ->Args({1, 4103})
     ->Args({8, 7})
     ->Args({8, 4103})

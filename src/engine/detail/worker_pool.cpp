@@ -137,8 +137,8 @@ void WorkerPool::run_worker(int index) {
     const auto task_queued = [this] {
       return pending_.load(std::memory_order_acquire) != 0 || stopping_.load();
     };
-    // Measured against the refill below (dict_stash.h): output dicts made as soon as the worker
-    // is idle, between copies back to back too.
+    // A switch for benchmarks, off by default (dict_stash.h): output dicts made as soon as the
+    // worker is idle, between copies back to back too, as well as after the spin below.
     if (dict_stash::refill_at_once()) dict_stash::refill(task_queued);
     const auto deadline = std::max(
         early.spin_until,
@@ -150,9 +150,10 @@ void WorkerPool::run_worker(int index) {
     }
     if (pending_.load() == 0) {
       // The spin ended without a task: before sleeping, the output dicts this thread's next walk
-      // will want (dict_stash.h), until a task comes. Only here: copies that come back to back
-      // keep the workers spinning, and never wait behind this. Still counted as spinning: a
-      // task queued meanwhile is taken after at most one dict, without waking a sleeper.
+      // will want (dict_stash.h), until a task comes. By default only here (refill_at_once()
+      // aside): copies that come back to back keep the workers spinning, and never wait behind
+      // this. Still counted as spinning: a task queued meanwhile is taken after at most one dict,
+      // without waking a sleeper.
       dict_stash::refill(task_queued);
     }
     spinners_.fetch_sub(1);

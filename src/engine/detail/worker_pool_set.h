@@ -78,8 +78,9 @@ class WorkerPoolSet {
   static constexpr int kMaxDevices = 128;
 
   // The process's pools, sized by WorkerCount::from_environment(), spinning for
-  // MTC_WORKER_SPIN_US, waking ahead of forecast copies unless MTC_WORKER_ANTICIPATE=0 (each
-  // throws c10::Error naming the variable when it is malformed). Never
+  // MTC_WORKER_SPIN_US, waking ahead of forecast copies unless MTC_WORKER_ANTICIPATE=0, output
+  // dicts made ahead unless MTC_DICT_STASH=0 (each throws c10::Error naming the variable when it
+  // is malformed). Never
   // destroyed, so copies still in flight at exit do not race a joining destructor.
   static WorkerPoolSet& instance();
 
