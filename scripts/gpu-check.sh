@@ -48,7 +48,8 @@
 #   the mtc-bench of CANDIDATE_DIR (a copy of the tree with a change to measure). Files:
 #   build.log, trust.md, trust.json. MTC_PERF_* settings pass through (e.g. MTC_PERF_COMPARE_ARGS).
 # "microbench" builds the engine's tests and mtc_engine_bench only, runs the engine's tests, then
-#   the micro-benchmarks matching FILTER (a Google Benchmark regex), five repetitions each in
+#   the micro-benchmarks matching FILTER (a Google Benchmark regex), five repetitions each
+#   (MTC_MICROBENCH_REPETITIONS, 1 to 99, for a question five cannot answer) in
 #   random interleaving, so that variants of one question see the same moments of the host:
 #   tests.log, engine_bench.json and engine_bench.md (a fast check of an engine change with the
 #   benchmarks that measure it).
@@ -92,6 +93,14 @@ if [[ "$mode" == envab ]]; then
   setting="${3:-}" env_filter="${4:-}" pairs="${5:-4}"
   [[ "$setting" =~ ^[A-Za-z_][A-Za-z0-9_]*= && -n "$env_filter" ]] || { echo "$usage" >&2; exit 2; }
   [[ "$pairs" =~ ^[1-6]$ ]] || { echo "envab: PAIRS must be 1 to 6 (got '$pairs')" >&2; exit 2; }
+fi
+
+if [[ "$mode" == microbench ]]; then
+  # Checked before the build, so that a typo costs no GPU time.
+  [[ "${MTC_MICROBENCH_REPETITIONS:-5}" =~ ^[1-9][0-9]?$ ]] || {
+    echo "microbench: MTC_MICROBENCH_REPETITIONS must be 1 to 99 (got '$MTC_MICROBENCH_REPETITIONS')" >&2
+    exit 2
+  }
 fi
 
 if [[ "$mode" == profile ]] && (( $# < 3 || ($# > 7 && ${MTC_PROFILE_RAW:-0} == 1) )); then
@@ -240,7 +249,8 @@ if [[ "$mode" == microbench ]]; then
   filter="${3:?usage: scripts/gpu-check.sh OUT_DIR microbench FILTER}"
   step "engine micro-benchmarks matching $filter, interleaved"
   : > "$out/engine_bench.md"
-  microbench "$filter" engine_bench --benchmark_enable_random_interleaving=true
+  microbench "$filter" engine_bench --benchmark_enable_random_interleaving=true \
+    --benchmark_repetitions="${MTC_MICROBENCH_REPETITIONS:-5}"
   finish
 fi
 
