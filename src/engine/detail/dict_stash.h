@@ -19,7 +19,8 @@
 // On by default: on an H200 host it made whole copies 4.7-11 % faster in three in-process A/B
 // jobs, steps and alternating copies alike (results/NOTES.md, 2026-11-29). MTC_DICT_STASH=0 turns
 // it off for a process (read with the worker pools' other settings, worker_pool_set.h),
-// set_enabled() for benchmarks that compare the two in one process (BM_EngineCopy bit 262144).
+// set_enabled() for benchmarks that compare the two in one process (BM_EngineCopy bits 262144
+// and 1048576).
 // Turned off, a worker frees its stash at its next idle moment.
 #pragma once
 
