@@ -178,15 +178,32 @@ auto run_on(WorkerPool& pool, Task task) {
   return done.get_future().get();
 }
 
-// A worker still spinning for the next task makes nothing: copies back to back are not slowed.
-TEST(DictStash, ASpinningWorkerMakesNothing) {
-  const StashSetting on(true);
-  WorkerPool pool(1, std::chrono::seconds(5), /*anticipate=*/false);
+// Has `pool`'s worker keep dicts from now on (a first refill), then take six of one shape.
+void take_six_on(WorkerPool& pool) {
   run_on(pool, [] { return dict_stash::refill(never); });
   run_on(pool, [] {
     for (int i = 0; i < 6; ++i) (void)dict_stash::take(str(), any(), 5);
     return 0;
   });
+}
+
+// The dicts `pool`'s worker keeps, asked until it keeps six or 10 s have passed. A probe may
+// interrupt a refill, which goes on at the worker's next idle moment.
+size_t spares_once_six_or_late(WorkerPool& pool) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  size_t spares = 0;
+  while (spares < 6 && std::chrono::steady_clock::now() < deadline) {
+    spares = run_on(pool, [] { return dict_stash::thread_spares(); });
+    if (spares < 6) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return spares;
+}
+
+// A worker still spinning for the next task makes nothing: copies back to back are not slowed.
+TEST(DictStash, ASpinningWorkerMakesNothing) {
+  const StashSetting on(true);
+  WorkerPool pool(1, std::chrono::seconds(5), /*anticipate=*/false);
+  take_six_on(pool);
   EXPECT_EQ(run_on(pool, [] { return dict_stash::thread_spares(); }), 0u);
   pool.set_spin(std::chrono::microseconds(0));
 }
@@ -195,22 +212,10 @@ TEST(DictStash, ASpinningWorkerMakesNothing) {
 TEST(DictStash, AnIdleWorkerMakesWhatItsTaskTook) {
   const StashSetting on(true);
   WorkerPool pool(1, std::chrono::microseconds(0), /*anticipate=*/false);  // sleeps at once
-  auto run = [&](auto task) { return run_on(pool, task); };
-  run([] { return dict_stash::refill(never); });  // the worker keeps dicts from now on
-  run([] {
-    for (int i = 0; i < 6; ++i) (void)dict_stash::take(str(), any(), 5);
-    return 0;
-  });
+  take_six_on(pool);
   // The worker refills once its spin ends, before it sleeps; a later task sees the result on its
-  // thread. A probe may
-  // interrupt the refill, which goes on at the next idle moment.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  size_t spares = 0;
-  while (spares < 6 && std::chrono::steady_clock::now() < deadline) {
-    spares = run([] { return dict_stash::thread_spares(); });
-    if (spares < 6) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_EQ(spares, 6u);
+  // thread.
+  EXPECT_EQ(spares_once_six_or_late(pool), 6u);
 }
 
 // Asked to refill at once (BM_EngineCopy bit 524288), a worker still spinning for the next task
@@ -222,19 +227,8 @@ TEST(DictStash, AtOnceASpinningWorkerMakesWhatItsTaskTook) {
     ~AtOnce() { dict_stash::set_refill_at_once(false); }
   } at_once;
   WorkerPool pool(1, std::chrono::seconds(5), /*anticipate=*/false);
-  auto run = [&](auto task) { return run_on(pool, task); };
-  run([] { return dict_stash::refill(never); });
-  run([] {
-    for (int i = 0; i < 6; ++i) (void)dict_stash::take(str(), any(), 5);
-    return 0;
-  });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  size_t spares = 0;
-  while (spares < 6 && std::chrono::steady_clock::now() < deadline) {
-    spares = run([] { return dict_stash::thread_spares(); });
-    if (spares < 6) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  EXPECT_EQ(spares, 6u);
+  take_six_on(pool);
+  EXPECT_EQ(spares_once_six_or_late(pool), 6u);
   pool.set_spin(std::chrono::microseconds(0));
 }
 
