@@ -276,8 +276,6 @@ void BM_EngineCopy(benchmark::State& state) {
   const bool stash_setting = mtc::detail::dict_stash::enabled();
   if (state.range(1) & 262144) mtc::detail::dict_stash::set_enabled(true);
   if (state.range(1) & 1048576) mtc::detail::dict_stash::set_enabled(false);
-  // Bit 524288: with 262144, a worker makes its dicts as soon as it finds no task.
-  mtc::detail::dict_stash::set_refill_at_once(state.range(1) & 524288);
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -322,7 +320,6 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::version_pool::set_enabled(true);
   mtc::detail::key_interner::set_enabled(true);
   mtc::detail::dict_stash::set_enabled(stash_setting);
-  mtc::detail::dict_stash::set_refill_at_once(false);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -333,7 +330,8 @@ void BM_EngineCopy(benchmark::State& state) {
 // leaves, 32768 the caller spins through the gap, 65536 with 256: freed after get() instead,
 // 131072 output dicts share the input's keys, 262144 output dicts made ahead (in the notes of
 // 2026-11-29 and before, cases without this bit had none; now they follow MTC_DICT_STASH, on by
-// default), 524288 with 262144: made as soon as a worker is idle, 1048576 none made ahead}. 399 =
+// default), 524288 unused (with 262144 it made them as soon as a worker was idle, until
+// 2026-11-29), 1048576 none made ahead}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -350,7 +348,6 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 16391});    // hot with a walking thread per 64 leaves
   b->Args({1, 131079});   // hot with the input's keys in the output dicts
   b->Args({1, 262151});   // hot with output dicts made ahead
-  b->Args({1, 786439});   // and made as soon as a worker is idle
   b->Args({1, 1048583});  // hot without output dicts made ahead
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
@@ -363,14 +360,13 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {15,     527,    31,     135,    399,    911,     1423,   1935,  415,
-               395,    411,    2447,   2959,   3471,   3983,    4495,   5519,  8591,
-               9615,   16783,  17807,  33167,  41359,  33163,   65935,  66959, 131471,
-               132495, 262543, 263567, 786831, 787855, 1048975, 1049999});
+  gap_args(b, {15,    527,   31,    135,   399,    911,    1423,   1935,   415,     395,    411,
+               2447,  2959,  3471,  3983,  4495,   5519,   8591,   9615,   16783,   17807,  33167,
+               41359, 33163, 65935, 66959, 131471, 132495, 262543, 263567, 1048975, 1049999});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {135,   399,   911,   1423,   1935,   415,    411,    4495,   5519,    8591,   9615,
-               16783, 65935, 66959, 131471, 262543, 263567, 786831, 787855, 1048975, 1049999});
+  gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783, 65935, 66959,
+               131471, 262543, 263567, 1048975, 1049999});
 }
 
 }  // namespace
@@ -394,7 +390,6 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)->Apply(d2h_gap_args);
 BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 7})
     ->Args({1, 262151})   // hot with output dicts made ahead
-    ->Args({1, 786439})   // and made as soon as a worker is idle
     ->Args({1, 1048583})  // hot without output dicts made ahead
     ->Args({1, 4103})
     ->Args({8, 7})

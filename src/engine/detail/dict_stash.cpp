@@ -15,8 +15,6 @@ std::atomic<int> stash_on{-1};
 
 bool on() { return stash_on.load(std::memory_order_relaxed) != 0; }
 
-std::atomic<bool> at_once{false};
-
 c10::impl::GenericDict make(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
                             size_t entries) {
   c10::impl::GenericDict dict(key_type, value_type);
@@ -138,10 +136,6 @@ void enable_from_environment(bool enable) {
 }
 
 bool enabled() { return on(); }
-
-void set_refill_at_once(bool on) { at_once.store(on, std::memory_order_relaxed); }
-
-bool refill_at_once() { return at_once.load(std::memory_order_relaxed); }
 
 size_t thread_spares() {
   size_t spares = 0;
