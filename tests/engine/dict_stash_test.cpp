@@ -104,6 +104,24 @@ TEST(DictStash, OffFreesTheStash) {
   });
 }
 
+// Freeing a turned-off stash also stops when asked (a task queued meanwhile), and goes on at the
+// next refill.
+TEST(DictStash, OffFreesTheStashUntilAskedToStop) {
+  on_fresh_thread([] {
+    for (int i = 0; i < 4; ++i) (void)dict_stash::take(str(), any(), 5);
+    EXPECT_EQ(dict_stash::refill(never), 4u);
+    dict_stash::set_enabled(false);
+    int asked = 0;
+    EXPECT_EQ(dict_stash::refill([&] { return ++asked > 1; }), 0u);
+    EXPECT_EQ(dict_stash::thread_spares(), 3u);
+    EXPECT_EQ(dict_stash::refill([] { return true; }), 0u);
+    EXPECT_EQ(dict_stash::thread_spares(), 3u);
+    EXPECT_EQ(dict_stash::refill(never), 0u);
+    EXPECT_EQ(dict_stash::thread_spares(), 0u);
+    dict_stash::set_enabled(true);
+  });
+}
+
 TEST(DictStash, RefillMakesWhatWasTakenAndEachDictGoesOnce) {
   on_fresh_thread([] {
     std::vector<c10::impl::GenericDict> held;

@@ -100,7 +100,16 @@ size_t refill(c10::function_ref<bool()> stop) noexcept {
   try {
     Stash& stash = t_stash;
     if (!on()) {
-      stash.clear();  // turned off: the memory goes back
+      // Turned off: the memory goes back, one dict at a time, as a refill makes them: up to ~800
+      // frees would otherwise keep a task queued meanwhile waiting.
+      for (Shape& shape : stash.shapes) {
+        while (!shape.spares.empty()) {
+          if (stop()) return 0;
+          shape.spares.pop_back();
+          stash.spare_entries -= shape.entries;
+        }
+      }
+      stash.clear();
       return 0;
     }
     if (!stash.refills) {

@@ -50,8 +50,8 @@ c10::impl::GenericDict take(const c10::TypePtr& key_type, const c10::TypePtr& va
 
 // Makes, one at a time while `stop()` is false, dicts of each shape until the calling thread keeps
 // as many as its take() handed out of that shape since its last complete refill, within the
-// limits above. Returns how many it made. Off, frees the thread's stash and makes none. Never
-// throws.
+// limits above. Returns how many it made. Off, frees the thread's stash, one dict at a time while
+// `stop()` is false, and makes none. Never throws.
 size_t refill(c10::function_ref<bool()> stop) noexcept;
 
 // Process-wide; on unless set off or MTC_DICT_STASH=0 (read by the worker pools). Off, take()
