@@ -100,8 +100,8 @@ size_t refill(c10::function_ref<bool()> stop) noexcept {
   try {
     Stash& stash = t_stash;
     if (!on()) {
-      // Turned off: the memory goes back, one dict at a time, as a refill makes them: up to ~800
-      // frees would otherwise keep a task queued meanwhile waiting.
+      // Turned off: the memory goes back, one dict at a time, as a refill makes them: up to 4,096
+      // frees (kMaxSpareEntries dicts of one entry) would otherwise keep a queued task waiting.
       for (Shape& shape : stash.shapes) {
         while (!shape.spares.empty()) {
           if (stop()) return 0;

@@ -22,7 +22,7 @@
 // it off for a process (read with the worker pools' other settings, worker_pool_set.h),
 // set_enabled() for benchmarks that compare the two in one process (BM_EngineCopy bits 262144
 // and 1048576).
-// Turned off, a worker frees its stash at its next idle moment.
+// Turned off, a worker frees its stash in its next idle moments, one dict at a time.
 #pragma once
 
 #include <ATen/core/Dict.h>
