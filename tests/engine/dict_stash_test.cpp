@@ -118,7 +118,6 @@ TEST(DictStash, OffFreesTheStashUntilAskedToStop) {
     EXPECT_EQ(dict_stash::thread_spares(), 3u);
     EXPECT_EQ(dict_stash::refill(never), 0u);
     EXPECT_EQ(dict_stash::thread_spares(), 0u);
-    dict_stash::set_enabled(true);
   });
 }
 

@@ -141,8 +141,7 @@ void WorkerPool::run_worker(int index) {
         early.spin_until,
         Clock::now() + std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed)));
     early.spin_until = {};
-    while (pending_.load(std::memory_order_acquire) == 0 && !stopping_.load() &&
-           Clock::now() < deadline) {
+    while (!task_queued() && Clock::now() < deadline) {
       for (int i = 0; i < 32; ++i) cpu_relax();
     }
     if (pending_.load() == 0) {
