@@ -112,6 +112,20 @@ TEST_F(GpuTest, MixedDtypesShareOneChunk) {
   }
 }
 
+// Copies `in` to `target` with the walk in parts (the default for large structures) or on one
+// thread, checks the result, and returns its stats: each chunk is a storage of its own.
+CopyStats copy_walked(const c10::IValue& in, const c10::Device& target, bool split) {
+  mtc::detail::set_parallel_walk(split ? mtc::detail::kDefaultParallelWalkLeaves
+                                       : std::numeric_limits<int64_t>::max());
+  CopyHandle h = start_copy(in, target);
+  const c10::IValue out = h.get();
+  mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
+  expect_structure_copy(out, in, target);
+  const CopyStats s = h.stats();
+  EXPECT_EQ(static_cast<int64_t>(storages_of(tensors_of(out)).size()), s.chunks);
+  return s;
+}
+
 // Walked on one thread, the reference batch packs into one chunk; walked in parts (the default
 // for this size), into one chunk per part.
 TEST_F(GpuTest, ReferenceBatchHostToDevicePacksIntoOneChunkPerPart) {
@@ -121,13 +135,7 @@ TEST_F(GpuTest, ReferenceBatchHostToDevicePacksIntoOneChunkPerPart) {
   ASSERT_EQ(total_bytes(leaves), 153628);
   for (const bool split : {false, true}) {
     SCOPED_TRACE(split ? "walk in parts" : "walk on one thread");
-    mtc::detail::set_parallel_walk(split ? mtc::detail::kDefaultParallelWalkLeaves
-                                         : std::numeric_limits<int64_t>::max());
-    CopyHandle h = start_copy(in, kCuda0);
-    const c10::IValue out = h.get();
-    mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
-    expect_structure_copy(out, in, kCuda0);
-    const CopyStats s = h.stats();
+    const CopyStats s = copy_walked(in, kCuda0, split);
     EXPECT_EQ(s.tensors, 528);
     EXPECT_EQ(s.bytes, 153628);
     EXPECT_EQ(s.reused, 0);
@@ -147,22 +155,26 @@ TEST_F(GpuTest, ReferenceBatchHostToDevicePacksIntoOneChunkPerPart) {
     EXPECT_GE(s.pinned_bytes, 153628);
     EXPECT_LE(s.pinned_bytes, 153628 + 528 * 16 + 256 * s.chunks);
     EXPECT_EQ(s.pinned_bytes % PinnedPool::kGranularity, 0);
-    EXPECT_EQ(static_cast<int64_t>(storages_of(tensors_of(out)).size()), s.chunks);
   }
 }
 
-TEST_F(GpuTest, ReferenceBatchDeviceToHostPacksIntoOneChunk) {
+// Packed during the walk, a chunk per walking thread, all gathered in one launch into one
+// pinned staging block.
+TEST_F(GpuTest, ReferenceBatchDeviceToHostPacksAChunkPerWalkingThread) {
   const c10::IValue in = reference_batch(kCuda0);
-  CopyHandle h = start_copy(in, kCpu);
-  const c10::IValue out = h.get();
-  expect_structure_copy(out, in, kCpu);
-  const CopyStats s = h.stats();
-  EXPECT_EQ(s.tensors, 528);
-  EXPECT_EQ(s.bytes, 153628);
-  EXPECT_EQ(s.packed, 528);  // more than one gather launch (128 descriptors each)
-  EXPECT_EQ(s.chunks, 1);
-  EXPECT_EQ(s.per_tensor, 0);
-  EXPECT_GT(s.pinned_bytes, 0);
+  for (const bool split : {false, true}) {
+    SCOPED_TRACE(split ? "walk in parts" : "walk on one thread");
+    const CopyStats s = copy_walked(in, kCpu, split);
+    EXPECT_EQ(s.tensors, 528);
+    EXPECT_EQ(s.bytes, 153628);
+    EXPECT_EQ(s.packed, 528);
+    EXPECT_EQ(s.chunks, split ? s.walk_threads : 1);
+    EXPECT_EQ(s.per_tensor, 0);
+    // One staging block for all chunks: the payload, each item's padding to 16 bytes and each
+    // chunk's to 64, rounded up once to the pool's granularity.
+    EXPECT_GE(s.pinned_bytes, 153628);
+    EXPECT_LE(s.pinned_bytes, 153628 + 528 * 16 + 64 * s.chunks + PinnedPool::kGranularity);
+  }
 }
 
 TEST_F(GpuTest, SmallChunkLimitGivesSeveralChunks) {

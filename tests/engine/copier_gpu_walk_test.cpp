@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -132,12 +133,12 @@ TEST_F(GpuTest, LeafErrorInAWalkSplitInPartsReleasesEverything) {
   }
 }
 
-// A GPU->CPU copy of many small tensors gathers them in launches of up to 1,024 (here 1,024 and
-// 176) and makes their views in parts on the pool, each part (from its second view of the chunk
-// on) on an alias of the chunk's storage: outputs of different parts share the chunk's memory
-// but not its StorageImpl. One output kept alone keeps its chunk's memory: later copies of
-// other values into chunks of the same size, which take freed chunks back, do not touch it.
-TEST_F(GpuTest, GpuToCpuOutputsMadeInPartsKeepTheirChunkAlive) {
+// A GPU->CPU copy of many small tensors packs them during the walk, each walking thread into a
+// chunk of its own (a StorageImpl of its own: threads do not count references on one), and
+// gathers every chunk in launches of up to 1,024 (here 1,024 and 176) into one block of host
+// memory. One output kept alone keeps that block alive: later copies of other values into
+// blocks of the same size, which take freed blocks back, do not touch it.
+TEST_F(GpuTest, GpuToCpuOutputsPackedInTheWalkKeepTheirBlockAlive) {
   const c10::impl::GenericList big =
       mtc::test::list_of_lists(40, 30, [](int k) { return random_tensor(at::kFloat, {k + 1}); });
   const c10::IValue on_gpu =
@@ -149,13 +150,25 @@ TEST_F(GpuTest, GpuToCpuOutputsMadeInPartsKeepTheirChunkAlive) {
     CopyHandle h = start_copy(on_gpu, kCpu);
     const c10::IValue out = h.get();
     expect_structure_copy(out, on_gpu, kCpu);
-    EXPECT_EQ(h.stats().packed, 1200);
-    EXPECT_EQ(h.stats().chunks, 1);
+    const CopyStats s = h.stats();
+    EXPECT_EQ(s.packed, 1200);
+    EXPECT_EQ(s.per_tensor, 0);
+    EXPECT_EQ(s.chunks, s.walk_threads) << "a chunk per walking thread";
     const std::vector<at::Tensor> outs = tensors_of(out);
-    EXPECT_EQ(outs.at(1).storage().data(), outs.at(1199).storage().data()) << "one chunk";
-    EXPECT_NE(outs.at(1).storage().unsafeGetStorageImpl(),
-              outs.at(1199).storage().unsafeGetStorageImpl())
-        << "placed in parts, each on its own alias";
+    std::set<const c10::StorageImpl*> storages;
+    uintptr_t lowest = UINTPTR_MAX;
+    uintptr_t highest = 0;
+    for (const at::Tensor& t : outs) {
+      storages.insert(t.storage().unsafeGetStorageImpl());
+      const auto begin = reinterpret_cast<uintptr_t>(t.storage().data());
+      lowest = std::min(lowest, begin);
+      highest = std::max(highest, begin + t.storage().nbytes());
+    }
+    EXPECT_EQ(static_cast<int64_t>(storages.size()), s.chunks);
+    // One block: the chunks lie within the payload and its padding (each item at a multiple of
+    // 16 bytes, each chunk at a multiple of 64), not in blocks allocated apart.
+    EXPECT_LE(highest - lowest,
+              static_cast<uintptr_t>(total_bytes(outs) + 16 * 1200 + 64 * s.chunks));
     kept = outs.at(1111);
   }
   const at::Tensor expected = tensors_of(big).at(1111);

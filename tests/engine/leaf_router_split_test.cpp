@@ -25,16 +25,36 @@ namespace mtc::detail {
 namespace {
 
 using router_test::bytes_of;
+using router_test::fake_on;
 using router_test::filled;
 using router_test::round_up;
 using router_test::Routed;
 using router_test::small_mixed;
 using test::kCpu;
 using test::kCuda0;
+using test::kCuda1;
 using test::kKiB;
 
 // ---------------------------------------------------------------------------------------------
 // A walk split by root element (what CopyJob does for large structures)
+
+// Routers of one walk may pack GPU tensors of different devices for the CPU: each chunk keeps its
+// device through absorb(), so the submission gathers each device's chunks on that device.
+TEST(LeafRouter, AbsorbKeepsEachChunksDevice) {
+  CopyStats stats_a, stats_b;
+  LeafRouter a(kCpu, CopyOptions(), stats_a);
+  LeafRouter b(kCpu, CopyOptions(), stats_b);
+  c10::IValue out_a, out_b;
+  StructureCopier<LeafRouter>(a).copy(fake_on(kCuda0, filled(4, at::kFloat)), out_a);
+  StructureCopier<LeafRouter>(b).copy(fake_on(kCuda1, filled(4, at::kFloat)), out_b);
+  a.absorb(b);
+  const PackedChunks& packed = a.packed();
+  ASSERT_EQ(packed.chunks.size(), 2u);
+  EXPECT_EQ(packed.chunks[0].source, kCuda0.index());
+  EXPECT_EQ(packed.chunks[1].source, kCuda1.index());
+  EXPECT_EQ(packed.chunks[1].first_item, 1u);
+  EXPECT_TRUE(b.packed().chunks.empty());
+}
 
 // Root elements 0..2 walked by one router, 3..5 by another, then assembled and merged: the
 // second router's chunks follow the first's in staging, its deferred leaves (one directly under

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "detail/host_block_cache.h"
 #include "detail/routes.h"
 #include "leaf_router_test_support.h"
 #include "mtc/copier.h"
@@ -169,6 +170,58 @@ TEST(LeafRouter, PackingOffDefersEveryCpuLeaf) {
   EXPECT_EQ(r.stats.reused, 1);
 }
 
+// Bound for the CPU, small contiguous GPU tensors are packed as CPU ones are for a GPU: views
+// of a CPU chunk with no memory yet (its storage resizable with the host block cache), the
+// gather's descriptors in `copies`, the chunk tagged with its device. Non-contiguous, empty and
+// large ones are deferred, and every one with packing off.
+TEST(LeafRouter, PacksSmallGpuTensorsBoundForTheCpu) {
+  c10::impl::GenericList list(c10::AnyType::get());
+  list.push_back(fake_on(kCuda0, filled(4, at::kFloat)));
+  list.push_back(fake_on(kCuda0, filled(3, at::kDouble)));
+  list.push_back(fake_on(kCuda0, at::ones({5, 3}).t()));               // not contiguous
+  list.push_back(fake_on(kCuda0, filled(64 * kKiB + 1, at::kFloat)));  // over 256 KiB
+  list.push_back(fake_on(kCuda0, filled(0, at::kInt)));                // no bytes
+  list.push_back(fake_on(kCuda0, filled(2, at::kShort)));
+  for (const bool pack : {true, false}) {
+    SCOPED_TRACE(::testing::Message() << "pack " << pack);
+    CopyOptions options;
+    options.pack_cpu_tensors = pack;
+    Routed r(list, kCpu, options);
+    const Route small = pack ? Route::kPacked : Route::kDeferred;
+    const std::vector<PackedItem> items = expect_routes(
+        r, list, {small, small, Route::kDeferred, Route::kDeferred, Route::kDeferred, small});
+    const PackedChunks& packed = r.router.packed();
+    EXPECT_EQ(r.stats.tensors, 6);
+    EXPECT_EQ(r.stats.reused, 0);
+    if (!pack) {
+      EXPECT_TRUE(packed.chunks.empty());
+      continue;
+    }
+    expect_layout(packed, items, options);
+    ASSERT_EQ(packed.chunks.size(), 1u);
+    const PackedChunks::Chunk& chunk = packed.chunks[0];
+    EXPECT_EQ(chunk.source, kCuda0.index());
+    EXPECT_EQ(chunk.storage.device(), kCpu);
+    EXPECT_EQ(chunk.storage.data(), nullptr) << "memory before the submission";
+    EXPECT_EQ(chunk.storage.allocator(), &HostBlockCache::instance());
+    EXPECT_TRUE(chunk.storage.resizable());
+  }
+}
+
+// A router packs the GPU tensors of one device, the first it packs from (a leaf it cannot pack
+// does not choose it); the others' are deferred, for the route that packs them after the walk.
+TEST(LeafRouter, PacksForTheCpuFromTheFirstDeviceItPacks) {
+  c10::impl::GenericList list(c10::AnyType::get());
+  list.push_back(fake_on(kCuda1, filled(64 * kKiB + 1, at::kFloat)));
+  list.push_back(fake_on(kCuda0, filled(4, at::kFloat)));
+  list.push_back(fake_on(kCuda1, filled(4, at::kFloat)));
+  list.push_back(fake_on(kCuda0, filled(8, at::kFloat)));
+  Routed r(list, kCpu);
+  expect_routes(r, list, {Route::kDeferred, Route::kPacked, Route::kDeferred, Route::kPacked});
+  ASSERT_EQ(r.router.packed().chunks.size(), 1u);
+  EXPECT_EQ(r.router.packed().chunks[0].source, kCuda0.index());
+}
+
 TEST(LeafRouter, CpuTargetReturnsEveryLeafAsItIs) {
   for (const bool pack : {true, false}) {
     SCOPED_TRACE(::testing::Message() << "pack " << pack);
@@ -192,7 +245,7 @@ TEST(LeafRouter, CpuTargetReturnsEveryLeafAsItIs) {
 }
 
 // GPU leaves, stood for by tensors with no memory: returned as they are on the target's device,
-// deferred (never packed, however small) from any other.
+// deferred from any other GPU, packed for the CPU (from the first device, see below).
 TEST(LeafRouter, CudaLeavesAreReusedOnTheTargetAndDeferredElsewhere) {
   c10::impl::GenericList list(c10::AnyType::get());
   list.push_back(fake_on(kCuda0, filled(4, at::kFloat)));
@@ -204,7 +257,7 @@ TEST(LeafRouter, CudaLeavesAreReusedOnTheTargetAndDeferredElsewhere) {
   };
   const std::vector<Case> cases{{kCuda0, {Route::kReused, Route::kDeferred, Route::kPacked}},
                                 {kCuda1, {Route::kDeferred, Route::kReused, Route::kPacked}},
-                                {kCpu, {Route::kDeferred, Route::kDeferred, Route::kReused}}};
+                                {kCpu, {Route::kPacked, Route::kDeferred, Route::kReused}}};
   for (const Case& c : cases) {
     SCOPED_TRACE(c.target.str());
     Routed r(list, c.target);

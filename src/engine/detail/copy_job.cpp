@@ -71,6 +71,12 @@ void CopyJob::run_routes() {
   }
   RouteContext ctx{options_,  target_, deferred,    outputs_, views_,
                    storages_, stats_,  completion_, streams_};
+  if (target_.is_cpu()) {
+    // GPU leaves the walk packed: gathered now, in one launch per source device where the chunk
+    // limit allows; each source's stream then gets its completion event below.
+    for (const PackedChunks::Chunk& chunk : packed.chunks) from_device[chunk.source];
+    submit_packed_device_to_host(ctx, packed);
+  }
   // CPU leaves are deferred only for a CUDA target (for a CPU one they are returned as they are).
   // A split walk has submitted its chunks already; the event is still to record.
   if (!packed.chunks.empty() || !to_device.empty() || (split_ && pack_submitted_in_walk()))

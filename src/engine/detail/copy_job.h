@@ -33,9 +33,10 @@ inline constexpr int64_t kDefaultLeavesPerPart = 128;
 // Changes both, process-wide (for benchmarks that compare settings in one run).
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);
 
-// Outputs made after the walk (the views of a GPU->CPU copy's packed chunks, ~0.14 us each, one
-// after another on one thread) are placed by the pool in parts of this many once there are at
-// least twice as many: 528 views took 72 us on one thread (results/NOTES.md, 2026-11-26).
+// Outputs made after the walk (views of the chunks a GPU->CPU copy packs after it: the tensors of
+// a second source device, which the walk does not pack; ~0.14 us each, one after another on one
+// thread) are placed by the pool in parts of this many once there are at least twice as many: 528
+// views took 72 us on one thread (results/NOTES.md, 2026-11-26).
 inline constexpr int64_t kOutputsPerPart = 128;
 
 class CopyJob;

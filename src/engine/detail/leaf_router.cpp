@@ -7,6 +7,7 @@ namespace mtc::detail {
 LeafRouter::LeafRouter(c10::Device target, const CopyOptions& options, CopyStats& stats)
     : target_(target),
       pack_to_device_(target.is_cuda() && options.pack_cpu_tensors),
+      pack_from_device_(target.is_cpu() && options.pack_cpu_tensors),
       packer_(options.min_packed_alignment_bytes, options.max_packed_chunk_bytes),
       stats_(stats) {}
 
@@ -28,10 +29,11 @@ int64_t LeafRouter::leaf(const at::Tensor& t, c10::IValue& output) {
     const auto bytes = static_cast<int64_t>(t.nbytes());
     stats_.bytes += bytes;
     if (device != target_) {
-      // The Python module lends exactly these tensors without a reference (its LendingRule):
-      // a change here is a change there.
-      if (pack_to_device_ && device.is_cpu() && is_packable_size(bytes) && packer_.fits(bytes) &&
-          t.is_contiguous()) {
+      // The Python module lends exactly the CPU tensors packed here without a reference (its
+      // LendingRule): a change here is a change there.
+      if (is_packable_size(bytes) && packer_.fits(bytes) && t.is_contiguous() &&
+          ((pack_to_device_ && device.is_cpu()) ||
+           (pack_from_device_ && device.is_cuda() && packs_from(device.index())))) {
         output = pack(t, bytes);
         return -1;
       }
@@ -84,10 +86,13 @@ void LeafRouter::absorb(LeafRouter& other) {
 at::Tensor LeafRouter::pack(const at::Tensor& t, int64_t bytes) {
   const ChunkPacker::Place place = packer_.add(bytes, static_cast<int64_t>(t.element_size()));
   if (place.chunk == static_cast<int64_t>(packed_.chunks.size())) {
-    // A new chunk: its storage exists now, its device memory once its size is known.
+    // A new chunk: its storage exists now, its memory once its size is known. A CPU chunk's is
+    // resizable with the host block cache, as the outputs of a GPU->CPU copy's routes are.
     const int64_t staging = packed_.next_chunk_staging();
-    packed_.chunks.push_back(
-        {make_storage(c10::DataPtr(nullptr, target_), 0), 0, staging, packed_.views.size()});
+    packed_.chunks.push_back({target_.is_cpu() ? make_host_chunk_storage()
+                                               : make_storage(c10::DataPtr(nullptr, target_), 0),
+                              0, staging, packed_.views.size(),
+                              target_.is_cpu() ? pack_source_ : c10::DeviceIndex{-1}});
   }
   // The packer and the chunks move together (a router packs nothing once its chunks are
   // submitted or absorbed).

@@ -1,8 +1,11 @@
 // The engine's policy for the structure walk (structure.h): decides, leaf by leaf, how each
-// tensor gets to the target. Small contiguous CPU tensors bound for a GPU are packed at once:
-// their outputs are created during the walk as views of chunk storages whose device memory
-// is attached when the chunk is submitted. Tensors already on the target are returned as they
-// are. Every other leaf is deferred to a route and placed in the new structure afterwards.
+// tensor gets to the target. Small contiguous CPU tensors bound for a GPU, and small contiguous
+// GPU tensors bound for the CPU, are packed at once: their outputs are created during the walk,
+// while the walking thread has the input's header in its cache, as views of chunk storages
+// whose memory is attached when the chunks are submitted. A router packs GPU tensors of one
+// device (the first it meets); others are deferred. Tensors already on the target are returned
+// as they are. Every other leaf is deferred to a route and placed in the new structure
+// afterwards.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -45,11 +48,19 @@ class LeafRouter {
 
  private:
   at::Tensor pack(const at::Tensor& input, int64_t bytes);
+  // Whether a GPU tensor bound for the CPU on `device` may join this router's chunks: those of
+  // the first device it packed from.
+  bool packs_from(c10::DeviceIndex device) {
+    if (pack_source_ < 0) pack_source_ = device;
+    return device == pack_source_;
+  }
   // "tensor leaf N" (and " of root element E" in a split walk), for error messages.
   std::string where(int64_t index) const;
 
   c10::Device target_;
-  bool pack_to_device_;  // a CUDA target with packing on
+  bool pack_to_device_;    // a CUDA target with packing on
+  bool pack_from_device_;  // the CPU target with packing on
+  c10::DeviceIndex pack_source_ = -1;
   ChunkPacker packer_;
   CopyStats& stats_;
   int64_t element_ = -1;  // -1: leaves are numbered from the structure's first

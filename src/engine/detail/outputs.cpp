@@ -6,6 +6,7 @@
 
 #include <numeric>
 
+#include "detail/host_block_cache.h"
 #include "detail/impl_pool.h"
 #include "detail/version_pool.h"
 
@@ -79,6 +80,12 @@ c10::intrusive_ptr<OutputImpl> make_output_impl(const c10::Storage& storage,
 c10::Storage make_storage(c10::DataPtr data, int64_t bytes) {
   return c10::Storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(bytes), std::move(data),
                       /*allocator=*/nullptr, /*resizable=*/false);
+}
+
+c10::Storage make_host_chunk_storage() {
+  return c10::Storage(c10::Storage::use_byte_size_t(), 0,
+                      c10::DataPtr(nullptr, c10::Device(c10::kCPU)), &HostBlockCache::instance(),
+                      /*resizable=*/true);
 }
 
 c10::Storage make_alias_storage(const c10::Storage& storage) {

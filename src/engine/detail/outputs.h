@@ -26,6 +26,10 @@ int64_t chunk_slack(int64_t base_alignment, int64_t block_alignment);
 // A storage of `bytes` owning `data` (allocation base may precede data by the alignment shift).
 c10::Storage make_storage(c10::DataPtr data, int64_t bytes);
 
+// The storage of a GPU->CPU chunk packed during the walk, before its memory exists (attached
+// at submission): resizable with the host block cache, as the routes' other CPU outputs are.
+c10::Storage make_host_chunk_storage();
+
 // A second storage over the bytes of CPU `storage` that keeps it alive until it dies itself.
 // Views made on it count their references there, not on `storage`: threads that make views of
 // one chunk at once then do not share one reference count. It has the allocator and the

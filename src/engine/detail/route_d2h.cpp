@@ -3,6 +3,10 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <memory>
+#include <numeric>
+#include <vector>
+
 #include "detail/cuda_check.h"
 #include "detail/gather.h"
 #include "detail/host_block_cache.h"
@@ -16,8 +20,88 @@
 namespace mtc::detail {
 namespace {
 
+// Bytes between the starts of two chunks of one run (submit_packed_device_to_host) are a
+// multiple of this: chunks that different threads packed do not share a cache line.
+constexpr int64_t kChunkSeparation = 64;
+
+int64_t round_up(int64_t value, int64_t step) { return (value + step - 1) / step * step; }
+
+// Chunks [first, end) of `packed`, all from one device, gathered there into one buffer by one
+// launch (of up to kLargeGatherBatch descriptors each), brought over in one DMA and landing in
+// one block of host memory; each chunk's storage gets its part of the block (and keeps the
+// block alive).
+void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t end,
+                int64_t alignment) {
+  const c10::DeviceIndex source = packed.chunks[first].source;
+  const c10::cuda::CUDAStream stream = ctx.streams.of(source);
+  // The device buffer is associated with the captured stream, as .to() on it would be.
+  c10::cuda::CUDAStreamGuard guard(stream);
+  const int64_t step = std::lcm(alignment, kChunkSeparation);
+  const auto end_of = [&](size_t c) {
+    return c + 1 < packed.chunks.size() ? packed.chunks[c + 1].first_item : packed.copies.size();
+  };
+  std::vector<int64_t> starts;  // by chunk of the run, from the run's start
+  std::vector<GatherItem> gather;
+  starts.reserve(end - first);
+  gather.reserve(end_of(end - 1) - packed.chunks[first].first_item);
+  int64_t bytes = 0;
+  for (size_t c = first; c < end; ++c) {
+    const PackedChunks::Chunk& chunk = packed.chunks[c];
+    bytes = round_up(bytes, step);
+    starts.push_back(bytes);
+    // Items were placed from the chunk's staging offset; here the chunk starts at `bytes`.
+    for (size_t k = chunk.first_item; k < end_of(c); ++k) {
+      const StagingCopy& copy = packed.copies[k];
+      gather.push_back({copy.src, static_cast<uint64_t>(bytes + copy.dst_offset - chunk.staging),
+                        static_cast<uint64_t>(copy.bytes)});
+    }
+    bytes += chunk.bytes;
+  }
+  c10::DataPtr device_buffer;
+  c10::Storage host_block;
+  {
+    MTC_RANGE(allocate, "allocate");
+    // Freed as soon as the DMA is queued: it is used on this stream only, and the caching
+    // allocator reuses it in stream order.
+    device_buffer = c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(bytes));
+    host_block =
+        make_storage(HostBlockCache::instance().allocate(static_cast<size_t>(bytes + alignment)),
+                     bytes + alignment);
+  }
+  auto* host = static_cast<std::byte*>(host_block.mutable_data());
+  host += alignment_shift(host, alignment);
+  {
+    MTC_RANGE(submit, "submit");
+    auto* gathered = static_cast<std::byte*>(device_buffer.get());
+    launch_gather(gather.data(), gather.size(), gathered, stream.stream());
+    if (ctx.options.use_pinned_staging) {
+      PinnedBlock block = PinnedPoolSet::instance().for_device(source).acquire(bytes);
+      ctx.completion.hold(block);
+      ctx.stats.pinned_bytes += block.bytes;
+      MTC_CUDA_CHECK(cudaMemcpyAsync(block.data, gathered, static_cast<size_t>(bytes),
+                                     cudaMemcpyDeviceToHost, stream.stream()));
+      ctx.completion.copy_after(host, block.data, bytes);
+    } else {
+      // Into pageable memory the copy is synchronous: it returns once the bytes are there.
+      MTC_CUDA_CHECK(cudaMemcpyAsync(host, gathered, static_cast<size_t>(bytes),
+                                     cudaMemcpyDeviceToHost, stream.stream()));
+    }
+  }
+  for (size_t c = first; c < end; ++c) {
+    PackedChunks::Chunk& chunk = packed.chunks[c];
+    auto owner = std::make_unique<c10::Storage>(host_block);
+    c10::DataPtr part(
+        host + starts[c - first], owner.get(),
+        [](void* o) { delete static_cast<c10::Storage*>(o); }, c10::Device(c10::kCPU));
+    owner.release();  // now the part's
+    chunk.storage.set_data_ptr_noswap(std::move(part));
+    chunk.storage.set_nbytes(static_cast<size_t>(chunk.bytes));
+  }
+}
+
 // Small device tensors are gathered on the device into one buffer per chunk, which then
-// crosses PCIe in one DMA and lands in a pageable chunk the outputs are views of.
+// crosses PCIe in one DMA and lands in a pageable chunk the outputs are views of. Only for the
+// leaves the walk did not pack: those of a second source device.
 void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& candidates,
                          std::vector<int64_t>& singles, c10::DeviceIndex source,
                          cudaStream_t stream) {
@@ -118,6 +202,28 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
 }
 
 }  // namespace
+
+void submit_packed_device_to_host(RouteContext& ctx, PackedChunks& packed) {
+  if (packed.chunks.empty()) return;
+  const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
+  const int64_t step = std::lcm(alignment, kChunkSeparation);
+  // Runs of chunks of one device, up to the chunk limit together (a chunk alone may reach it):
+  // the buffers of one launch stay within what one chunk may take.
+  for (size_t first = 0; first < packed.chunks.size();) {
+    size_t end = first + 1;
+    int64_t bytes = packed.chunks[first].bytes;
+    while (end < packed.chunks.size() && packed.chunks[end].source == packed.chunks[first].source &&
+           round_up(bytes, step) + packed.chunks[end].bytes <= ctx.options.max_packed_chunk_bytes) {
+      bytes = round_up(bytes, step) + packed.chunks[end].bytes;
+      ++end;
+    }
+    submit_run(ctx, packed, first, end, alignment);
+    first = end;
+  }
+  ctx.stats.packed += static_cast<int64_t>(packed.copies.size());
+  ctx.stats.chunks += static_cast<int64_t>(packed.chunks.size());
+  packed = PackedChunks();
+}
 
 void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source,
                          std::span<const int64_t> leaves) {

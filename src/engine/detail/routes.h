@@ -51,14 +51,18 @@ struct RouteContext {
   }
 };
 
-// Small CPU tensors packed while the structure was walked. Their outputs already exist, as
-// views of chunk storages that have no device memory yet; copy_host_to_device attaches it.
+// Small tensors packed while the structure was walked: CPU tensors bound for a GPU, or GPU
+// tensors bound for the CPU. Their outputs already exist, as views of chunk storages that have
+// no memory yet; the submission attaches it (device memory for a GPU target, a block of host
+// memory for the CPU).
 struct PackedChunks {
   struct Chunk {
-    c10::Storage storage;   // on the target, device memory attached at submission
+    c10::Storage storage;   // on the target, memory attached at submission
     int64_t bytes = 0;      // payload
-    int64_t staging = 0;    // where the chunk starts in the staging buffer
+    int64_t staging = 0;    // where the chunk starts in the staging buffer (GPU->CPU: its items'
+                            // offsets are from here too; the submission lays chunks out anew)
     size_t first_item = 0;  // its items are [first_item, next chunk's first_item)
+    c10::DeviceIndex source = -1;  // GPU->CPU: the device every item is on
   };
   std::vector<Chunk> chunks;
   std::vector<StagingCopy> copies;      // by item: source, staging offset, bytes
@@ -81,7 +85,13 @@ void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 // are not yet submitted (then empties `packed`), then `leaves` one by one; records the
 // completion event.
 void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<const int64_t> leaves);
-// Sources on CUDA device `source` to the CPU target.
+// GPU->CPU chunks packed during the walk, from any number of routers (absorbed into one): each
+// run of chunks of one source device, up to max_packed_chunk_bytes together, is gathered on
+// that device by one kernel launch into one buffer, crosses in one DMA and lands in one block
+// of host memory, each chunk's storage a part of it. Then empties `packed`; records no event.
+void submit_packed_device_to_host(RouteContext& ctx, PackedChunks& packed);
+// Sources on CUDA device `source` to the CPU target (the leaves not packed during the walk);
+// records the completion event on the source's stream.
 void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source,
                          std::span<const int64_t> leaves);
 // Sources on CUDA device `source` to a different CUDA target.
