@@ -112,18 +112,23 @@ TEST_F(GpuTest, MixedDtypesShareOneChunk) {
   }
 }
 
-// Copies `in` to `target` with the walk in parts (the default for large structures) or on one
-// thread, checks the result, and returns its stats: each chunk is a storage of its own.
-CopyStats copy_walked(const c10::IValue& in, const c10::Device& target, bool split) {
+// A copy of `in` to `target` with the walk in parts (the default for large structures) or on one
+// thread, its result checked: its stats and its output tensors. Each chunk is a storage of its
+// own.
+struct Walked {
+  CopyStats stats;
+  std::vector<at::Tensor> outs;
+};
+Walked copy_walked(const c10::IValue& in, const c10::Device& target, bool split) {
   mtc::detail::set_parallel_walk(split ? mtc::detail::kDefaultParallelWalkLeaves
                                        : std::numeric_limits<int64_t>::max());
   CopyHandle h = start_copy(in, target);
   const c10::IValue out = h.get();
   mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
   expect_structure_copy(out, in, target);
-  const CopyStats s = h.stats();
-  EXPECT_EQ(static_cast<int64_t>(storages_of(tensors_of(out)).size()), s.chunks);
-  return s;
+  Walked walked{h.stats(), tensors_of(out)};
+  EXPECT_EQ(static_cast<int64_t>(storages_of(walked.outs).size()), walked.stats.chunks);
+  return walked;
 }
 
 // Walked on one thread, the reference batch packs into one chunk; walked in parts (the default
@@ -135,7 +140,7 @@ TEST_F(GpuTest, ReferenceBatchHostToDevicePacksIntoOneChunkPerPart) {
   ASSERT_EQ(total_bytes(leaves), 153628);
   for (const bool split : {false, true}) {
     SCOPED_TRACE(split ? "walk in parts" : "walk on one thread");
-    const CopyStats s = copy_walked(in, kCuda0, split);
+    const CopyStats s = copy_walked(in, kCuda0, split).stats;
     EXPECT_EQ(s.tensors, 528);
     EXPECT_EQ(s.bytes, 153628);
     EXPECT_EQ(s.reused, 0);
@@ -158,22 +163,23 @@ TEST_F(GpuTest, ReferenceBatchHostToDevicePacksIntoOneChunkPerPart) {
   }
 }
 
-// Packed during the walk, a chunk per walking thread, all gathered in one launch into one
-// pinned staging block.
+// Packed during the walk, a chunk per walking thread, all gathered into one buffer that one DMA
+// brings to one pinned staging block and one block of host memory.
 TEST_F(GpuTest, ReferenceBatchDeviceToHostPacksAChunkPerWalkingThread) {
   const c10::IValue in = reference_batch(kCuda0);
   for (const bool split : {false, true}) {
     SCOPED_TRACE(split ? "walk in parts" : "walk on one thread");
-    const CopyStats s = copy_walked(in, kCpu, split);
+    const auto [s, outs] = copy_walked(in, kCpu, split);
     EXPECT_EQ(s.tensors, 528);
     EXPECT_EQ(s.bytes, 153628);
     EXPECT_EQ(s.packed, 528);
     EXPECT_EQ(s.chunks, split ? s.walk_threads : 1);
     EXPECT_EQ(s.per_tensor, 0);
-    // One staging block for all chunks: the payload, each item's padding to 16 bytes and each
-    // chunk's to 64, rounded up once to the pool's granularity.
-    EXPECT_GE(s.pinned_bytes, 153628);
-    EXPECT_LE(s.pinned_bytes, 153628 + 528 * 16 + 64 * s.chunks + PinnedPool::kGranularity);
+    const int64_t block = mtc::test::expect_storages_back_to_back(outs, 16);
+    EXPECT_GE(block, 153628);
+    EXPECT_EQ(s.pinned_bytes, (block + PinnedPool::kGranularity - 1) / PinnedPool::kGranularity *
+                                  PinnedPool::kGranularity)
+        << "one staging block for every chunk";
   }
 }
 

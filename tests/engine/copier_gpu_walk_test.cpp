@@ -35,6 +35,7 @@ using mtc::test::kCuda0;
 using mtc::test::map_tensors;
 using mtc::test::mixed_batch;
 using mtc::test::random_tensor;
+using mtc::test::reference_batch;
 using mtc::test::tensors_of;
 using mtc::test::to_device;
 using mtc::test::total_bytes;
@@ -156,19 +157,9 @@ TEST_F(GpuTest, GpuToCpuOutputsPackedInTheWalkKeepTheirBlockAlive) {
     EXPECT_EQ(s.chunks, s.walk_threads) << "a chunk per walking thread";
     const std::vector<at::Tensor> outs = tensors_of(out);
     std::set<const c10::StorageImpl*> storages;
-    uintptr_t lowest = UINTPTR_MAX;
-    uintptr_t highest = 0;
-    for (const at::Tensor& t : outs) {
-      storages.insert(t.storage().unsafeGetStorageImpl());
-      const auto begin = reinterpret_cast<uintptr_t>(t.storage().data());
-      lowest = std::min(lowest, begin);
-      highest = std::max(highest, begin + t.storage().nbytes());
-    }
+    for (const at::Tensor& t : outs) storages.insert(t.storage().unsafeGetStorageImpl());
     EXPECT_EQ(static_cast<int64_t>(storages.size()), s.chunks);
-    // One block: the chunks lie within the payload and its padding (each item at a multiple of
-    // 16 bytes, each chunk at a multiple of 64), not in blocks allocated apart.
-    EXPECT_LE(highest - lowest,
-              static_cast<uintptr_t>(total_bytes(outs) + 16 * 1200 + 64 * s.chunks));
+    mtc::test::expect_storages_back_to_back(outs, 16);
     kept = outs.at(1111);
   }
   const at::Tensor expected = tensors_of(big).at(1111);
@@ -176,6 +167,30 @@ TEST_F(GpuTest, GpuToCpuOutputsPackedInTheWalkKeepTheirBlockAlive) {
     const c10::IValue again = start_copy(others, kCpu).get();
     EXPECT_TRUE(kept.equal(expected)) << "after copy " << i;
   }
+}
+
+// The host memory of a GPU->CPU copy's packed outputs is theirs, and the copy's until it has
+// completed: a result dropped before then leaves its block in use (the host copy out of pinned
+// staging still writes there) until the copy ends, and then every block goes back to the
+// cache. A packed output grows (resize_) into memory of its own, keeping its values.
+TEST_F(GpuTest, GpuToCpuPackedOutputsOwnTheirHostMemory) {
+  const c10::IValue in = reference_batch(kCuda0);
+  const int64_t before = mtc::host_cache_stats().in_use_bytes;
+  {
+    CopyHandle h = start_copy(in, kCpu);
+    { const c10::IValue dropped = h.take_result(); }
+    EXPECT_GT(mtc::host_cache_stats().in_use_bytes, before)
+        << "the block went back to the cache while its host copy was pending";
+    h.wait();
+  }
+  EXPECT_EQ(mtc::host_cache_stats().in_use_bytes, before);
+
+  const c10::IValue out = start_copy(in, kCpu).get();
+  at::Tensor grown = tensors_of(out).at(7);
+  const at::Tensor expected = tensors_of(in).at(7).cpu().flatten();
+  grown.resize_({expected.numel() + 100000});
+  EXPECT_TRUE(grown.narrow(0, 0, expected.numel()).equal(expected));
+  EXPECT_TRUE(tensors_of(out).at(8).equal(tensors_of(in).at(8).cpu())) << "its neighbour";
 }
 
 // Outputs are created on other threads; under the caller's InferenceMode they must still be

@@ -10,7 +10,9 @@
 #include <ATen/ops/randn.h>
 
 #include <array>
+#include <cstdint>
 #include <cstring>
+#include <map>
 
 #include "structure_compare.h"
 
@@ -250,6 +252,24 @@ c10::impl::GenericList math_bit_views(const c10::Device& device) {
   list.push_back(at::imag(randn({5}, at::kComplexDouble).conj()));  // neg bit, non-dense, small
   list.push_back(at::_neg_view(randn({33}, at::kFloat)));           // neg bit, packed
   return list;
+}
+
+int64_t expect_storages_back_to_back(const std::vector<at::Tensor>& outs, int64_t alignment) {
+  std::map<uintptr_t, uintptr_t> storages;  // start -> end, by start
+  for (const at::Tensor& t : outs) {
+    const auto start = reinterpret_cast<uintptr_t>(t.storage().data());
+    storages[start] = start + t.storage().nbytes();
+  }
+  if (storages.empty()) return 0;
+  const uintptr_t block = storages.begin()->first;
+  uintptr_t end = block;
+  for (const auto& [start, storage_end] : storages) {
+    const auto expected = static_cast<uintptr_t>(
+        (end - block + static_cast<uintptr_t>(alignment) - 1) / alignment * alignment);
+    EXPECT_EQ(start - block, expected) << "storages not back to back in one block";
+    end = storage_end;
+  }
+  return static_cast<int64_t>(end - block);
 }
 
 int64_t pinned_in_use() { return mtc::pinned_pool_stats().in_use_bytes; }

@@ -63,6 +63,11 @@ int64_t expected_reused(const std::vector<at::Tensor>& ts, const c10::Device& ta
 // Conjugate and negative views of finite complex and real values on `device`: packed, one dense
 // span, dense but permuted, and not dense.
 c10::impl::GenericList math_bit_views(const c10::Device& device);
+// The storages of a GPU->CPU copy's outputs `outs` lie back to back in one block of host
+// memory: each at the next multiple of `alignment` after the previous one's end (a run that
+// one DMA filled). Returns the block's bytes, from the first storage's start to the last one's
+// end.
+int64_t expect_storages_back_to_back(const std::vector<at::Tensor>& outs, int64_t alignment);
 // Pinned staging held by copies in flight (the process-wide pool).
 int64_t pinned_in_use();
 

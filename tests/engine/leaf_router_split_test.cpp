@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "detail/leaf_router.h"
@@ -37,6 +38,30 @@ using test::kKiB;
 
 // ---------------------------------------------------------------------------------------------
 // A walk split by root element (what CopyJob does for large structures)
+
+// The runs a GPU->CPU submission gathers at once: consecutive chunks of one device, each at the
+// next multiple of the alignment, within the chunk limit; a chunk that reaches it alone is a run.
+TEST(DeviceToHostRuns, ConsecutiveChunksOfOneDeviceWithinTheLimit) {
+  const auto runs = [](const std::vector<std::pair<int64_t, c10::DeviceIndex>>& chunks,
+                       int64_t max_bytes, int64_t alignment) {
+    PackedChunks packed;
+    for (const auto& [bytes, source] : chunks)
+      packed.chunks.push_back({c10::Storage(), bytes, 0, 0, source});
+    return device_to_host_runs(packed, max_bytes, alignment);
+  };
+  using Ends = std::vector<size_t>;
+  EXPECT_EQ(runs({}, 1000, 16), Ends{});
+  // A device change ends a run, also when the first device comes back.
+  EXPECT_EQ(runs({{100, 0}, {100, 0}, {100, 1}, {100, 0}}, 1000, 16), (Ends{2, 3, 4}));
+  // 100 bytes, then the next chunk at 112: 212 bytes fit a limit of 212, not of 211.
+  EXPECT_EQ(runs({{100, 0}, {100, 0}, {100, 0}}, 212, 16), (Ends{2, 3}));
+  EXPECT_EQ(runs({{100, 0}, {100, 0}, {100, 0}}, 211, 16), (Ends{1, 2, 3}));
+  // A chunk at the limit, or past it (a single large tensor), is a run of its own.
+  EXPECT_EQ(runs({{500, 0}, {10, 0}}, 100, 16), (Ends{1, 2}));
+  // An alignment that is not a power of two: the second chunk starts at 400.
+  EXPECT_EQ(runs({{10, 0}, {10, 0}}, 410, 400), (Ends{2}));
+  EXPECT_EQ(runs({{10, 0}, {10, 0}}, 409, 400), (Ends{1, 2}));
+}
 
 // Routers of one walk may pack GPU tensors of different devices for the CPU: each chunk keeps its
 // device through absorb(), so the submission gathers each device's chunks on that device.

@@ -22,6 +22,7 @@ void Completion::absorb(Completion& other) {
   append(events_, other.events_);
   append(staging_, other.staging_);
   append(tensors_, other.tensors_);
+  append(storages_, other.storages_);
   append(host_copies_, other.host_copies_);
 }
 
@@ -76,6 +77,7 @@ void Completion::release_noexcept() noexcept {
   for (const Event& e : events_) EventPool::instance().release(e.device, e.event);
   events_.clear();
   tensors_.clear();
+  storages_.clear();
 }
 
 }  // namespace mtc::detail

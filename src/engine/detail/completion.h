@@ -33,6 +33,9 @@ class Completion {
   void record(c10::DeviceIndex device, cudaStream_t stream);
   void hold(PinnedBlock block) { staging_.push_back(block); }
   void hold(at::Tensor tensor) { tensors_.push_back(std::move(tensor)); }
+  // Host memory that a DMA or a pending host copy writes: a result dropped before the copy
+  // has completed must not give it back for reuse until then.
+  void hold(c10::Storage storage) { storages_.push_back(std::move(storage)); }
   void copy_after(std::byte* dst, const std::byte* src, int64_t bytes) {
     host_copies_.push_back({dst, src, bytes});
   }
@@ -59,6 +62,7 @@ class Completion {
   std::vector<Event> events_;
   std::vector<PinnedBlock> staging_;
   std::vector<at::Tensor> tensors_;
+  std::vector<c10::Storage> storages_;
   std::vector<HostCopy> host_copies_;
   bool finished_ = false;
 };

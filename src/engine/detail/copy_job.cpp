@@ -72,8 +72,8 @@ void CopyJob::run_routes() {
   RouteContext ctx{options_,  target_, deferred,    outputs_, views_,
                    storages_, stats_,  completion_, streams_};
   if (target_.is_cpu()) {
-    // GPU leaves the walk packed: gathered now, in one launch per source device where the chunk
-    // limit allows; each source's stream then gets its completion event below.
+    // GPU leaves the walk packed: gathered now, a run of consecutive chunks of one source device
+    // at a time; each source's stream then gets its completion event below.
     for (const PackedChunks::Chunk& chunk : packed.chunks) from_device[chunk.source];
     submit_packed_device_to_host(ctx, packed);
   }

@@ -28,7 +28,7 @@ struct ElementTickets;
 // wake up. Below it, handing work to other threads costs more than it saves (results/NOTES.md).
 inline constexpr int64_t kDefaultParallelWalkLeaves = 256;
 // At most one walking thread per this many (estimated) leaves: each costs a wake-up and a
-// chunk, an allocation and a DMA of its own.
+// chunk of its own (CPU->GPU: with an allocation and a DMA of its own).
 inline constexpr int64_t kDefaultLeavesPerPart = 128;
 // Changes both, process-wide (for benchmarks that compare settings in one run).
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);

@@ -33,7 +33,7 @@ int64_t LeafRouter::leaf(const at::Tensor& t, c10::IValue& output) {
       // LendingRule): a change here is a change there.
       if (is_packable_size(bytes) && packer_.fits(bytes) && t.is_contiguous() &&
           ((pack_to_device_ && device.is_cpu()) ||
-           (pack_from_device_ && device.is_cuda() && packs_from(device.index())))) {
+           (pack_from_device_ && device.is_cuda() && claim_pack_source(device.index())))) {
         output = pack(t, bytes);
         return -1;
       }

@@ -3,7 +3,7 @@
 // GPU tensors bound for the CPU, are packed at once: their outputs are created during the walk,
 // while the walking thread has the input's header in its cache, as views of chunk storages
 // whose memory is attached when the chunks are submitted. A router packs GPU tensors of one
-// device (the first it meets); others are deferred. Tensors already on the target are returned
+// device (the first it packs from); others are deferred. Tensors already on the target are returned
 // as they are. Every other leaf is deferred to a route and placed in the new structure
 // afterwards.
 #pragma once
@@ -49,8 +49,8 @@ class LeafRouter {
  private:
   at::Tensor pack(const at::Tensor& input, int64_t bytes);
   // Whether a GPU tensor bound for the CPU on `device` may join this router's chunks: those of
-  // the first device it packed from.
-  bool packs_from(c10::DeviceIndex device) {
+  // the first device it packs from, which the first call claims.
+  bool claim_pack_source(c10::DeviceIndex device) {
     if (pack_source_ < 0) pack_source_ = device;
     return device == pack_source_;
   }

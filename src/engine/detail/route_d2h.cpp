@@ -20,23 +20,18 @@
 namespace mtc::detail {
 namespace {
 
-// Bytes between the starts of two chunks of one run (submit_packed_device_to_host) are a
-// multiple of this: chunks that different threads packed do not share a cache line.
-constexpr int64_t kChunkSeparation = 64;
-
 int64_t round_up(int64_t value, int64_t step) { return (value + step - 1) / step * step; }
 
-// Chunks [first, end) of `packed`, all from one device, gathered there into one buffer by one
-// launch (of up to kLargeGatherBatch descriptors each), brought over in one DMA and landing in
-// one block of host memory; each chunk's storage gets its part of the block (and keeps the
-// block alive).
+// Chunks [first, end) of `packed`, all from one device, gathered there into one buffer (by
+// launches of up to kLargeGatherBatch descriptors), brought over in one DMA and landing in one
+// block of host memory, each chunk at the next multiple of `alignment`; each chunk's storage
+// gets its part of the block (and keeps the block alive).
 void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t end,
                 int64_t alignment) {
   const c10::DeviceIndex source = packed.chunks[first].source;
   const c10::cuda::CUDAStream stream = ctx.streams.of(source);
   // The device buffer is associated with the captured stream, as .to() on it would be.
   c10::cuda::CUDAStreamGuard guard(stream);
-  const int64_t step = std::lcm(alignment, kChunkSeparation);
   const auto end_of = [&](size_t c) {
     return c + 1 < packed.chunks.size() ? packed.chunks[c + 1].first_item : packed.copies.size();
   };
@@ -47,7 +42,7 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
   int64_t bytes = 0;
   for (size_t c = first; c < end; ++c) {
     const PackedChunks::Chunk& chunk = packed.chunks[c];
-    bytes = round_up(bytes, step);
+    bytes = round_up(bytes, alignment);
     starts.push_back(bytes);
     // Items were placed from the chunk's staging offset; here the chunk starts at `bytes`.
     for (size_t k = chunk.first_item; k < end_of(c); ++k) {
@@ -81,6 +76,7 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
       MTC_CUDA_CHECK(cudaMemcpyAsync(block.data, gathered, static_cast<size_t>(bytes),
                                      cudaMemcpyDeviceToHost, stream.stream()));
       ctx.completion.copy_after(host, block.data, bytes);
+      ctx.completion.hold(host_block);
     } else {
       // Into pageable memory the copy is synchronous: it returns once the bytes are there.
       MTC_CUDA_CHECK(cudaMemcpyAsync(host, gathered, static_cast<size_t>(bytes),
@@ -101,7 +97,7 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
 
 // Small device tensors are gathered on the device into one buffer per chunk, which then
 // crosses PCIe in one DMA and lands in a pageable chunk the outputs are views of. Only for the
-// leaves the walk did not pack: those of a second source device.
+// leaves the walk did not pack: a second source device's.
 void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& candidates,
                          std::vector<int64_t>& singles, c10::DeviceIndex source,
                          cudaStream_t stream) {
@@ -147,6 +143,7 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
         MTC_CUDA_CHECK(cudaMemcpyAsync(block.data, packed, static_cast<size_t>(chunk.bytes),
                                        cudaMemcpyDeviceToHost, stream));
         ctx.completion.copy_after(host + shift, block.data, chunk.bytes);
+        ctx.completion.hold(host_buffer.storage());
       } else {
         // Into pageable memory the copy is synchronous: it returns once the bytes are there.
         MTC_CUDA_CHECK(cudaMemcpyAsync(host + shift, packed, static_cast<size_t>(chunk.bytes),
@@ -195,6 +192,8 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
     MTC_CUDA_CHECK(
         cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
   }
+  // Written by a DMA or a host copy after get() may have handed the output over.
+  if (pinned_output || ctx.options.use_pinned_staging) ctx.completion.hold(out.storage());
   // From `source`: contiguous() has already resolved the bits of a non-dense input.
   copy_math_bits(source, out);
   ctx.outputs[leaf] = std::move(out);
@@ -203,20 +202,29 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
 
 }  // namespace
 
-void submit_packed_device_to_host(RouteContext& ctx, PackedChunks& packed) {
-  if (packed.chunks.empty()) return;
-  const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
-  const int64_t step = std::lcm(alignment, kChunkSeparation);
-  // Runs of chunks of one device, up to the chunk limit together (a chunk alone may reach it):
-  // the buffers of one launch stay within what one chunk may take.
+std::vector<size_t> device_to_host_runs(const PackedChunks& packed, int64_t max_bytes,
+                                        int64_t alignment) {
+  std::vector<size_t> ends;
   for (size_t first = 0; first < packed.chunks.size();) {
     size_t end = first + 1;
     int64_t bytes = packed.chunks[first].bytes;
     while (end < packed.chunks.size() && packed.chunks[end].source == packed.chunks[first].source &&
-           round_up(bytes, step) + packed.chunks[end].bytes <= ctx.options.max_packed_chunk_bytes) {
-      bytes = round_up(bytes, step) + packed.chunks[end].bytes;
+           round_up(bytes, alignment) + packed.chunks[end].bytes <= max_bytes) {
+      bytes = round_up(bytes, alignment) + packed.chunks[end].bytes;
       ++end;
     }
+    ends.push_back(end);
+    first = end;
+  }
+  return ends;
+}
+
+void submit_packed_device_to_host(RouteContext& ctx, PackedChunks& packed) {
+  if (packed.chunks.empty()) return;
+  const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
+  size_t first = 0;
+  for (const size_t end :
+       device_to_host_runs(packed, ctx.options.max_packed_chunk_bytes, alignment)) {
     submit_run(ctx, packed, first, end, alignment);
     first = end;
   }

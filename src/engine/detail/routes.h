@@ -86,10 +86,15 @@ void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 // completion event.
 void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<const int64_t> leaves);
 // GPU->CPU chunks packed during the walk, from any number of routers (absorbed into one): each
-// run of chunks of one source device, up to max_packed_chunk_bytes together, is gathered on
-// that device by one kernel launch into one buffer, crosses in one DMA and lands in one block
-// of host memory, each chunk's storage a part of it. Then empties `packed`; records no event.
+// run of consecutive chunks of one source device, up to max_packed_chunk_bytes together, is
+// gathered on that device into one buffer, crosses in one DMA and lands in one block of host
+// memory, each chunk's storage a part of it. Then empties `packed`; records no event.
 void submit_packed_device_to_host(RouteContext& ctx, PackedChunks& packed);
+// Where those runs end (one past each run's last chunk): consecutive chunks of one source
+// device, each at the next multiple of `alignment` after the previous one's end, as long as
+// they end within max_bytes; a chunk that reaches it alone is a run of its own.
+std::vector<size_t> device_to_host_runs(const PackedChunks& packed, int64_t max_bytes,
+                                        int64_t alignment);
 // Sources on CUDA device `source` to the CPU target (the leaves not packed during the walk);
 // records the completion event on the source's stream.
 void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source,

@@ -52,8 +52,8 @@ def start_copy(
     Options (integers go through ``operator.index``, and a float with an integral value such
     as ``1.5e6`` is that integer; a flag is a bool or the integer 0 or 1):
         use_pinned_staging: stage host data through pooled pinned memory.
-        pack_cpu_tensors: pack small contiguous tensors (up to 256 KiB) into chunks, one
-            allocation and one DMA per chunk.
+        pack_cpu_tensors: pack small contiguous tensors (up to 256 KiB) into chunks, copied
+            a chunk (CPU to GPU) or a few chunks (GPU to CPU) at a time.
         min_packed_alignment_bytes: each packed tensor starts at a multiple of this and of
             its element size; must be >= 1.
         max_packed_chunk_bytes: payload limit of one chunk; must be > 0.

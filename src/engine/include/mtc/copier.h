@@ -54,7 +54,8 @@ struct CopyStats {
   int64_t bytes = 0;         // payload bytes of all tensor leaves
   int64_t reused = 0;        // leaves already on the target, returned as they are
   int64_t packed = 0;        // leaves that went through a packed chunk
-  int64_t chunks = 0;        // packed chunks (one allocation and one DMA each)
+  int64_t chunks = 0;        // packed chunks (CPU->GPU: an allocation and a DMA each; GPU->CPU:
+                             // consecutive chunks of one device share a gather, a DMA and a block)
   int64_t per_tensor = 0;    // leaves copied one by one
   int64_t pinned_bytes = 0;  // staging bytes taken from the pinned pool
   int64_t walk_threads = 0;  // threads that walked part of the structure (1: not split)
