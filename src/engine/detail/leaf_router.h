@@ -3,8 +3,8 @@
 // GPU tensors bound for the CPU, are packed at once: their outputs are created during the walk,
 // while the walking thread has the input's header in its cache, as views of chunk storages
 // whose memory is attached when the chunks are submitted. A router packs GPU tensors of one
-// device (the first it packs from); others are deferred. Tensors already on the target are returned
-// as they are. Every other leaf is deferred to a route and placed in the new structure
+// device (the first it packs from); others are deferred. Tensors already on the target are
+// returned as they are. Every other leaf is deferred to a route and placed in the new structure
 // afterwards.
 #pragma once
 
