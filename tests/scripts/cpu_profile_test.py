@@ -82,8 +82,10 @@ int main(void) {
 }
 """
 # At least ~150 main-thread samples where the kernel's tick, which ITIMER_PROF rounds up to, is
-# 4 ms (1 ms on the GPU hosts).
-MAIN_CPU_S = 1.2
+# 4 ms (1 ms on the GPU hosts), even when the kernel hands most of the process timer's signals
+# to the other thread: with 1.2 s, a CI machine once gave the main thread 122 samples of 368
+# (2 CPUs, 2026-11-29), where the ticks alone would have given about 300.
+MAIN_CPU_S = 2.4
 THREE_SHARE = 0.75
 
 GROUP = re.compile(r"^### (.+): (\d+) samples$")
