@@ -203,8 +203,8 @@ for suite in "${suites[@]}"; do
     continue
   fi
   echo "--- $t" >> "$out/tests.log"
-  # Line-buffered, so a test that crashes leaves its name in the log.
-  stdbuf -oL "$t" --gtest_brief=1 > "$out/$suite.tmp" 2>&1
+  # The passed tests' lines left out; a test that crashes the binary is named.
+  bash scripts/run-gtest-suite.sh "$t" > "$out/$suite.tmp" 2>&1
   rc=$?
   cat "$out/$suite.tmp" >> "$out/tests.log"
   passed=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\.$/\1/p' "$out/$suite.tmp")
@@ -216,7 +216,7 @@ for suite in "${suites[@]}"; do
     summary+=("$suite ${passed}${skipped:+ (+$skipped skipped)}")
   fi
 done
-grep -E "^\[  (FAILED|SKIPPED) |tests ran|Failure" "$out/tests.log" | head -40
+grep -E "^\[  (FAILED|SKIPPED) |tests ran|Failure|^stopped" "$out/tests.log" | head -40
 suites_line="$(IFS=,; echo "${summary[*]}" | sed 's/,/, /g')"
 if (( ${#failed[@]} )); then
   status=1

@@ -28,6 +28,9 @@ echo "=== links and paths in README.md, docs/ and the other READMEs"
 echo "=== the layering of src/: no folder includes one above it"
 "$MTC_PYTHON" tests/scripts/layering_test.py
 
+echo "=== scripts/run-gtest-suite.sh (the GPU host's test stage) on stand-in test binaries"
+bash tests/scripts/run_gtest_suite_test.sh
+
 echo "=== scripts/multi_gpu_summary.py on synthetic reports"
 "$MTC_PYTHON" tests/scripts/multi_gpu_summary_test.py
 
