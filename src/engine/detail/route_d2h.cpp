@@ -22,6 +22,26 @@ namespace {
 
 int64_t round_up(int64_t value, int64_t step) { return (value + step - 1) / step * step; }
 
+// Brings `bytes` of a gathered device buffer to `host`, which lies in `host_memory`: through a
+// block of pinned staging and a host copy once the DMA has landed (the copy holds both until
+// then), or straight into the pageable memory, which the runtime does synchronously.
+void bring_to_host(RouteContext& ctx, c10::DeviceIndex source, cudaStream_t stream, std::byte* host,
+                   const std::byte* gathered, int64_t bytes, const c10::Storage& host_memory) {
+  if (ctx.options.use_pinned_staging) {
+    PinnedBlock block = PinnedPoolSet::instance().for_device(source).acquire(bytes);
+    ctx.completion.hold(block);
+    ctx.stats.pinned_bytes += block.bytes;
+    MTC_CUDA_CHECK(cudaMemcpyAsync(block.data, gathered, static_cast<size_t>(bytes),
+                                   cudaMemcpyDeviceToHost, stream));
+    ctx.completion.copy_after(host, block.data, bytes);
+    ctx.completion.hold(host_memory);
+  } else {
+    // Into pageable memory the copy is synchronous: it returns once the bytes are there.
+    MTC_CUDA_CHECK(cudaMemcpyAsync(host, gathered, static_cast<size_t>(bytes),
+                                   cudaMemcpyDeviceToHost, stream));
+  }
+}
+
 // Chunks [first, end) of `packed`, all from one device, gathered there into one buffer (by
 // launches of up to kLargeGatherBatch descriptors), brought over in one DMA and landing in one
 // block of host memory, each chunk at the next multiple of `alignment`; each chunk's storage
@@ -69,19 +89,7 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
     MTC_RANGE(submit, "submit");
     auto* gathered = static_cast<std::byte*>(device_buffer.get());
     launch_gather(gather.data(), gather.size(), gathered, stream.stream());
-    if (ctx.options.use_pinned_staging) {
-      PinnedBlock block = PinnedPoolSet::instance().for_device(source).acquire(bytes);
-      ctx.completion.hold(block);
-      ctx.stats.pinned_bytes += block.bytes;
-      MTC_CUDA_CHECK(cudaMemcpyAsync(block.data, gathered, static_cast<size_t>(bytes),
-                                     cudaMemcpyDeviceToHost, stream.stream()));
-      ctx.completion.copy_after(host, block.data, bytes);
-      ctx.completion.hold(host_block);
-    } else {
-      // Into pageable memory the copy is synchronous: it returns once the bytes are there.
-      MTC_CUDA_CHECK(cudaMemcpyAsync(host, gathered, static_cast<size_t>(bytes),
-                                     cudaMemcpyDeviceToHost, stream.stream()));
-    }
+    bring_to_host(ctx, source, stream.stream(), host, gathered, bytes, host_block);
   }
   for (size_t c = first; c < end; ++c) {
     PackedChunks::Chunk& chunk = packed.chunks[c];
@@ -136,19 +144,7 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
       }
       auto* packed = static_cast<std::byte*>(device_buffer.get());
       launch_gather(gather.data(), gather.size(), packed, stream);
-      if (ctx.options.use_pinned_staging) {
-        PinnedBlock block = PinnedPoolSet::instance().for_device(source).acquire(chunk.bytes);
-        ctx.completion.hold(block);
-        ctx.stats.pinned_bytes += block.bytes;
-        MTC_CUDA_CHECK(cudaMemcpyAsync(block.data, packed, static_cast<size_t>(chunk.bytes),
-                                       cudaMemcpyDeviceToHost, stream));
-        ctx.completion.copy_after(host + shift, block.data, chunk.bytes);
-        ctx.completion.hold(host_buffer.storage());
-      } else {
-        // Into pageable memory the copy is synchronous: it returns once the bytes are there.
-        MTC_CUDA_CHECK(cudaMemcpyAsync(host + shift, packed, static_cast<size_t>(chunk.bytes),
-                                       cudaMemcpyDeviceToHost, stream));
-      }
+      bring_to_host(ctx, source, stream, host + shift, packed, chunk.bytes, host_buffer.storage());
     }
     const int32_t storage = ctx.add_storage(host_buffer.storage());
     const int64_t base = static_cast<int64_t>(host_buffer.storage_offset()) + shift;
