@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 
 namespace mtc::microbench {
 namespace {
@@ -81,6 +82,15 @@ c10::IValue make_reference_batch(int repeat, bool shared_keys, bool any_values) 
       samples.push_back(make_sample(config, tensor_type, key, seed));
   }
   return samples;
+}
+
+const c10::IValue& shared_reference_batch(int repeat, bool shared_keys, bool any_values) {
+  static std::map<std::tuple<int, bool, bool>, c10::IValue> batches;
+  const std::tuple<int, bool, bool> key{repeat, shared_keys, any_values};
+  auto it = batches.find(key);
+  if (it == batches.end())
+    it = batches.emplace(key, make_reference_batch(repeat, shared_keys, any_values)).first;
+  return it->second;
 }
 
 c10::IValue make_mixed_batch() {
