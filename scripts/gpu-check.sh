@@ -203,8 +203,9 @@ for suite in "${suites[@]}"; do
     continue
   fi
   echo "--- $t" >> "$out/tests.log"
-  # The passed tests' lines left out; a test that crashes the binary is named.
-  bash scripts/run-gtest-suite.sh "$t" > "$out/$suite.tmp" 2>&1
+  # The passed tests' lines left out; a test that crashes the binary is named. The raw output
+  # stays in OUT_DIR while the suite runs (a hang leaves it there).
+  bash scripts/run-gtest-suite.sh "$out/$suite.raw" "$t" > "$out/$suite.tmp" 2>&1
   rc=$?
   cat "$out/$suite.tmp" >> "$out/tests.log"
   passed=$(sed -nE 's/^\[  PASSED  \] ([0-9]+) tests?\.$/\1/p' "$out/$suite.tmp")
@@ -216,7 +217,9 @@ for suite in "${suites[@]}"; do
     summary+=("$suite ${passed}${skipped:+ (+$skipped skipped)}")
   fi
 done
-grep -E "^\[  (FAILED|SKIPPED) |tests ran|Failure|^stopped" "$out/tests.log" | head -40
+# Failures first, then the count of skipped tests of each suite (each skip is in tests.log).
+grep -aE "^\[  FAILED  \]|Failure|^stopped" "$out/tests.log" | head -40
+grep -aE "^\[  SKIPPED \] [0-9]+ tests?" "$out/tests.log"
 suites_line="$(IFS=,; echo "${summary[*]}" | sed 's/,/, /g')"
 if (( ${#failed[@]} )); then
   status=1
