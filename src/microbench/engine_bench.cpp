@@ -10,6 +10,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "bench_support.h"
