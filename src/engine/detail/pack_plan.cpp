@@ -2,6 +2,7 @@
 
 #include <numeric>
 
+#include "detail/round_up.h"
 #include "mtc/copier.h"
 
 namespace mtc::detail {
@@ -14,7 +15,7 @@ ChunkPacker::Place ChunkPacker::add(int64_t bytes, int64_t element_size) {
   // common case of an element size dividing the alignment.
   const int64_t alignment =
       min_alignment_ % element_size == 0 ? min_alignment_ : std::lcm(min_alignment_, element_size);
-  int64_t offset = (used_ + alignment - 1) / alignment * alignment;
+  int64_t offset = round_up(used_, alignment);
   if (chunk_ < 0 || offset + bytes > max_chunk_bytes_) {
     ++chunk_;
     offset = 0;

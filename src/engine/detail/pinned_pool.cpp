@@ -8,10 +8,10 @@
 #include <string>
 
 #include "detail/cuda_check.h"
+#include "detail/round_up.h"
 
 namespace mtc::detail {
 namespace {
-int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 // A slab for `demand` bytes in flight: the demand, the headroom, whole pages.
 int64_t slab_bytes_for(int64_t demand) {

@@ -13,6 +13,7 @@
 #include "detail/cuda_check.h"
 #include "detail/event_pool.h"
 #include "detail/pinned_pool_set.h"
+#include "detail/round_up.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
 
@@ -148,8 +149,7 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
     largest = std::max(largest, s.bytes);
   }
   if (total == 0) return 0;
-  int64_t slot_bytes = (std::min(kUploadChunkBytes, largest) + PinnedPool::kGranularity - 1) /
-                       PinnedPool::kGranularity * PinnedPool::kGranularity;
+  int64_t slot_bytes = round_up(std::min(kUploadChunkBytes, largest), PinnedPool::kGranularity);
   int64_t chunk_count = 0;
   for (const HostToDeviceSpan& s : spans) chunk_count += (s.bytes + slot_bytes - 1) / slot_bytes;
   int slots = static_cast<int>(std::min<int64_t>(kUploadSlots, chunk_count));

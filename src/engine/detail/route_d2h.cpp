@@ -13,14 +13,13 @@
 #include "detail/outputs.h"
 #include "detail/pack_plan.h"
 #include "detail/pinned_pool_set.h"
+#include "detail/round_up.h"
 #include "detail/routes.h"
 #include "detail/staging.h"
 #include "mtc/nvtx.h"
 
 namespace mtc::detail {
 namespace {
-
-int64_t round_up(int64_t value, int64_t step) { return (value + step - 1) / step * step; }
 
 // Brings `bytes` of a gathered device buffer to `host`, which lies in `host_memory`: through a
 // block of pinned staging and a host copy once the DMA has landed (the copy holds both until

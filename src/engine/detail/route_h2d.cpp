@@ -7,6 +7,7 @@
 #include "detail/outputs.h"
 #include "detail/pinned_pool_set.h"
 #include "detail/pinned_upload.h"
+#include "detail/round_up.h"
 #include "detail/routes.h"
 #include "detail/staging.h"
 #include "mtc/nvtx.h"
@@ -116,7 +117,7 @@ int64_t PackedChunks::staging_bytes() const {
 }
 
 int64_t PackedChunks::next_chunk_staging() const {
-  return (staging_bytes() + kStagingAlignment - 1) / kStagingAlignment * kStagingAlignment;
+  return round_up(staging_bytes(), kStagingAlignment);
 }
 
 void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<const int64_t> leaves) {
