@@ -89,8 +89,8 @@ void CopyJob::walk() {
     first.place_elements(result_);
     return;
   }
-  // Each thread also stages and submits its own chunks once no element is left, so its
-  // submission overlaps the others' walks. Each thread's objects sit on cache lines of their
+  // Each thread also stages its own chunks once no element is left, overlapping the others'
+  // walks; the walk's thread queues their DMAs. Each thread's objects sit on cache lines of their
   // own: routers write their counts and vectors at every leaf.
   struct NoLeaves {  // submissions route no single leaf
     std::vector<at::Tensor> inputs, outputs;
@@ -113,7 +113,9 @@ void CopyJob::walk() {
     std::optional<Copier> own_copier;
     LeafRouter* router = nullptr;
     Copier* copier = nullptr;
-    Completion completion;  // what the thread's submission holds
+    Completion completion;            // what the thread's staging holds
+    std::atomic<bool> staged{false};  // its chunks are staged, for the walk's thread to queue
+    bool queued = false;
     RouteContext context;
     std::exception_ptr error;
     int64_t error_element = 0;
@@ -142,7 +144,10 @@ void CopyJob::walk() {
         built[static_cast<size_t>(i)] =
             w.copier->copy_element(*elements[i], static_cast<uint32_t>(i));
       }
-      if (pack_submitted_in_walk()) submit_packed_host_to_device(w.context, w.router->packed());
+      if (pack_submitted_in_walk()) {
+        stage_packed_host_to_device(w.context, w.router->packed());
+        w.staged.store(true, std::memory_order_release);
+      }
     } catch (...) {
       w.error = std::current_exception();
       tickets->stop.store(true, std::memory_order_relaxed);
@@ -166,7 +171,25 @@ void CopyJob::walk() {
     std::lock_guard<std::mutex> lock(walk_mutex_);
     open_walk_.reset();
   }
-  while (tickets->active.load(std::memory_order_acquire) != 0) cpu_relax();
+  // The walk's thread queues every thread's DMAs, each as soon as its staging is filled: one
+  // thread calling the driver never waits for another there.
+  const auto queue_staged = [&] {
+    for (const auto& w : walkers) {
+      if (w->queued || !w->staged.load(std::memory_order_acquire)) continue;
+      w->queued = true;
+      try {
+        queue_packed_host_to_device(w->context, w->router->packed());
+      } catch (...) {
+        if (!w->error) w->error = std::current_exception();
+        tickets->stop.store(true, std::memory_order_relaxed);
+      }
+    }
+  };
+  while (tickets->active.load(std::memory_order_acquire) != 0) {
+    if (pack_submitted_in_walk()) queue_staged();
+    cpu_relax();
+  }
+  if (pack_submitted_in_walk()) queue_staged();
   // Threads that did submit hold staging their DMAs may still read: it goes to the job's
   // completion, which the failure path waits for after synchronizing the streams.
   const Walker* failed = nullptr;

@@ -13,10 +13,8 @@ struct GatherBatch {
 
 constexpr int kThreads = 256;
 
-// One block per tensor. 16-byte accesses when source, destination and size allow it.
-template <int N>
-__global__ void gather_kernel(const __grid_constant__ GatherBatch<N> batch, std::byte* dst) {
-  const GatherItem item = batch.items[blockIdx.x];
+// One block copies one tensor. 16-byte accesses when source, destination and size allow it.
+__device__ void copy_item(const GatherItem& item, std::byte* dst) {
   const auto* src = static_cast<const std::byte*>(item.src);
   std::byte* out = dst + item.dst_offset;
   const bool vectorizable =
@@ -29,6 +27,20 @@ __global__ void gather_kernel(const __grid_constant__ GatherBatch<N> batch, std:
   } else {
     for (uint64_t i = threadIdx.x; i < item.bytes; i += blockDim.x) out[i] = src[i];
   }
+}
+
+template <int N>
+__global__ void gather_kernel(const __grid_constant__ GatherBatch<N> batch, std::byte* dst) {
+  copy_item(batch.items[blockIdx.x], dst);
+}
+
+// The descriptors in pinned host memory: one thread of each block reads its block's across
+// PCIe, once, and shares it.
+__global__ void gather_pinned_kernel(const GatherItem* items, std::byte* dst) {
+  __shared__ GatherItem item;
+  if (threadIdx.x == 0) item = items[blockIdx.x];
+  __syncthreads();
+  copy_item(item, dst);
 }
 
 template <int N>
@@ -49,6 +61,18 @@ void launch_gather(const GatherItem* items, size_t count, std::byte* dst, cudaSt
     launch_batches<kGatherBatch>(items, count, dst, stream);
   } else {
     launch_batches<kLargeGatherBatch>(items, count, dst, stream);
+  }
+}
+
+void launch_gather_pinned(const GatherItem* pinned_items, size_t count, std::byte* dst,
+                          cudaStream_t stream) {
+  // A grid holds up to 2^31 - 1 blocks in x.
+  constexpr size_t kMaxBlocks = 0x7fffffff;
+  for (size_t first = 0; first < count; first += kMaxBlocks) {
+    const size_t n = std::min(kMaxBlocks, count - first);
+    gather_pinned_kernel<<<static_cast<unsigned>(n), kThreads, 0, stream>>>(pinned_items + first,
+                                                                            dst);
+    MTC_CUDA_CHECK(cudaGetLastError());
   }
 }
 

@@ -26,4 +26,12 @@ inline constexpr int kLargeGatherBatch = 1024;
 // (Compiled as CUDA C++17, hence no std::span.)
 void launch_gather(const GatherItem* items, size_t count, std::byte* dst, cudaStream_t stream);
 
+// The same with the descriptors in pinned memory from cudaHostAlloc, which kernels read in place
+// (unified addressing maps it on every device): one launch of a pointer, where the parameters
+// of launch_gather cost the calling thread 24 KiB to copy per launch (the driver took 17 us
+// for a launch of 528 back to back and 40 us after an idle gap, 1 x H200, 2026-11-29). The
+// descriptors must stay as they are until the gather has run.
+void launch_gather_pinned(const GatherItem* pinned_items, size_t count, std::byte* dst,
+                          cudaStream_t stream);
+
 }  // namespace mtc::detail

@@ -3,6 +3,7 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -21,28 +22,39 @@
 namespace mtc::detail {
 namespace {
 
-// Brings `bytes` of a gathered device buffer to `host`, which lies in `host_memory`: through a
-// block of pinned staging and a host copy once the DMA has landed (the copy holds both until
-// then), or straight into the pageable memory, which the runtime does synchronously.
-void bring_to_host(RouteContext& ctx, c10::DeviceIndex source, cudaStream_t stream, std::byte* host,
-                   const std::byte* gathered, int64_t bytes, const c10::Storage& host_memory) {
+// Gathers `items` on device `source` into `gathered` and brings those `bytes` to `host`, which
+// lies in `host_memory`. Through pinned staging, whose block also carries the descriptors for
+// the gather to read (the copy holds the block until its event), and a host copy once the DMA
+// has landed; without it, straight into the pageable memory, which the runtime does
+// synchronously.
+void gather_to_host(RouteContext& ctx, c10::DeviceIndex source, cudaStream_t stream,
+                    const std::vector<GatherItem>& items, std::byte* gathered, std::byte* host,
+                    int64_t bytes, const c10::Storage& host_memory) {
   if (ctx.options.use_pinned_staging) {
-    PinnedBlock block = PinnedPoolSet::instance().for_device(source).acquire(bytes);
+    const auto descriptor_bytes =
+        round_up(static_cast<int64_t>(items.size() * sizeof(GatherItem)), kStagingAlignment);
+    PinnedBlock block =
+        PinnedPoolSet::instance().for_device(source).acquire(descriptor_bytes + bytes);
     ctx.completion.hold(block);
     ctx.stats.pinned_bytes += block.bytes;
-    MTC_CUDA_CHECK(cudaMemcpyAsync(block.data, gathered, static_cast<size_t>(bytes),
+    auto* descriptors = reinterpret_cast<GatherItem*>(block.data);
+    std::copy(items.begin(), items.end(), descriptors);
+    launch_gather_pinned(descriptors, items.size(), gathered, stream);
+    std::byte* staging = block.data + descriptor_bytes;
+    MTC_CUDA_CHECK(cudaMemcpyAsync(staging, gathered, static_cast<size_t>(bytes),
                                    cudaMemcpyDeviceToHost, stream));
-    ctx.completion.copy_after(host, block.data, bytes);
+    ctx.completion.copy_after(host, staging, bytes);
     ctx.completion.hold(host_memory);
   } else {
+    launch_gather(items.data(), items.size(), gathered, stream);
     // Into pageable memory the copy is synchronous: it returns once the bytes are there.
     MTC_CUDA_CHECK(cudaMemcpyAsync(host, gathered, static_cast<size_t>(bytes),
                                    cudaMemcpyDeviceToHost, stream));
   }
 }
 
-// Chunks [first, end) of `packed`, all from one device, gathered there into one buffer (by
-// launches of up to kLargeGatherBatch descriptors), brought over in one DMA and landing in one
+// Chunks [first, end) of `packed`, all from one device, gathered there into one buffer,
+// brought over in one DMA and landing in one
 // block of host memory, each chunk at the next multiple of `alignment`; each chunk's storage
 // gets its part of the block (and keeps the block alive).
 void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t end,
@@ -86,9 +98,8 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
   host += alignment_shift(host, alignment);
   {
     MTC_RANGE(submit, "submit");
-    auto* gathered = static_cast<std::byte*>(device_buffer.get());
-    launch_gather(gather.data(), gather.size(), gathered, stream.stream());
-    bring_to_host(ctx, source, stream.stream(), host, gathered, bytes, host_block);
+    gather_to_host(ctx, source, stream.stream(), gather,
+                   static_cast<std::byte*>(device_buffer.get()), host, bytes, host_block);
   }
   for (size_t c = first; c < end; ++c) {
     PackedChunks::Chunk& chunk = packed.chunks[c];
@@ -141,9 +152,8 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
         gather.push_back({ctx.inputs[item.leaf].const_data_ptr(),
                           static_cast<uint64_t>(item.offset), static_cast<uint64_t>(item.bytes)});
       }
-      auto* packed = static_cast<std::byte*>(device_buffer.get());
-      launch_gather(gather.data(), gather.size(), packed, stream);
-      bring_to_host(ctx, source, stream, host + shift, packed, chunk.bytes, host_buffer.storage());
+      gather_to_host(ctx, source, stream, gather, static_cast<std::byte*>(device_buffer.get()),
+                     host + shift, chunk.bytes, host_buffer.storage());
     }
     const int32_t storage = ctx.add_storage(host_buffer.storage());
     const int64_t base = static_cast<int64_t>(host_buffer.storage_offset()) + shift;

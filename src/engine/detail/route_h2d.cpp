@@ -15,8 +15,9 @@
 namespace mtc::detail {
 namespace {
 
-// Stages the packed chunks, gives each its device memory and queues one DMA per chunk.
-void submit_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream) {
+// Copies the packed chunks' sources into staging taken for them (pinned unless the options say
+// otherwise; the copy's completion holds it).
+void stage_packed(RouteContext& ctx, PackedChunks& packed) {
   const int64_t staging_bytes = packed.staging_bytes();
   std::byte* host = nullptr;
   if (ctx.options.use_pinned_staging) {
@@ -31,7 +32,12 @@ void submit_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream)
     host = static_cast<std::byte*>(buffer.data_ptr());
   }
   fill_staging(packed.copies, host);
+  packed.staged = host;
+}
 
+// Gives each staged chunk its device memory and queues one DMA per chunk.
+void queue_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream) {
+  const std::byte* host = packed.staged;
   const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
   const int64_t slack = chunk_slack(alignment, kDeviceAllocAlignment);
   for (size_t c = 0; c < packed.chunks.size(); ++c) {
@@ -104,12 +110,22 @@ void single_host_to_device(RouteContext& ctx, int64_t leaf, std::vector<HostToDe
 
 }  // namespace
 
-void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
+void stage_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
+  if (!packed.chunks.empty() && packed.staged == nullptr) stage_packed(ctx, packed);
+}
+
+void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
   if (packed.chunks.empty()) return;
+  TORCH_INTERNAL_ASSERT(packed.staged != nullptr, "queue_packed_host_to_device: not staged");
   const c10::cuda::CUDAStream stream = ctx.streams.of(ctx.target.index());
   c10::cuda::CUDAStreamGuard guard(stream);
-  submit_packed(ctx, packed, stream.stream());
+  queue_packed(ctx, packed, stream.stream());
   packed = PackedChunks();
+}
+
+void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
+  stage_packed_host_to_device(ctx, packed);
+  queue_packed_host_to_device(ctx, packed);
 }
 
 int64_t PackedChunks::staging_bytes() const {

@@ -1,0 +1,92 @@
+// The device-side gather of many small tensors into one buffer, both ways its descriptors can
+// travel: as kernel parameters (launch_gather) and in pinned host memory that the kernel reads
+// in place (launch_gather_pinned). Both must place every byte where its descriptor says, for
+// sizes and offsets that do and do not allow 16-byte accesses. Skipped without a CUDA device.
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "detail/gather.h"
+#include "detail/pinned_pool.h"
+#include "gpu_test_support.h"
+
+namespace {
+
+using mtc::detail::GatherItem;
+using mtc::detail::PinnedBlock;
+using mtc::detail::PinnedPool;
+using mtc::test::bytes_of;
+using mtc::test::GpuTest;
+using mtc::test::kCuda0;
+using mtc::test::random_tensor;
+
+class GatherGpu : public GpuTest {};
+
+// `count` device tensors of 1 to 700 bytes (every fourth a multiple of 16), packed back to back
+// at offsets that are multiples of 16 only where the previous size was.
+struct Sources {
+  explicit Sources(size_t count) {
+    int64_t offset = 0;
+    for (size_t i = 0; i < count; ++i) {
+      const int64_t bytes = i % 4 == 0 ? 16 * static_cast<int64_t>(1 + i % 44)
+                                       : 1 + static_cast<int64_t>((i * 37) % 700);
+      tensors.push_back(random_tensor(at::kByte, {bytes}, kCuda0));
+      items.push_back({tensors.back().data_ptr(), static_cast<uint64_t>(offset),
+                       static_cast<uint64_t>(bytes)});
+      offset += bytes;
+    }
+    total = offset;
+  }
+  // What the gathered buffer must hold: every source's bytes at its offset.
+  std::vector<uint8_t> expected() const {
+    std::vector<uint8_t> out(static_cast<size_t>(total));
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const std::vector<uint8_t> b = bytes_of(tensors[i]);
+      std::memcpy(out.data() + items[i].dst_offset, b.data(), b.size());
+    }
+    return out;
+  }
+  std::vector<at::Tensor> tensors;
+  std::vector<GatherItem> items;
+  int64_t total = 0;
+};
+
+cudaStream_t current_stream() { return c10::cuda::getCurrentCUDAStream().stream(); }
+
+// 1 and 3: a few blocks; 528: the reference batch's count, past one parameter launch of 128;
+// 2,500: past the largest parameter launch (1,024), so launch_gather needs three.
+TEST_F(GatherGpu, DescriptorsAsParametersPlaceEveryByte) {
+  for (const size_t count : {1, 3, 528, 2500}) {
+    SCOPED_TRACE(count);
+    const Sources s(count);
+    const at::Tensor dst = at::zeros({s.total}, at::TensorOptions(kCuda0).dtype(at::kByte));
+    mtc::detail::launch_gather(s.items.data(), s.items.size(),
+                               static_cast<std::byte*>(dst.data_ptr()), current_stream());
+    EXPECT_TRUE(bytes_of(dst) == s.expected());
+  }
+}
+
+TEST_F(GatherGpu, DescriptorsInPinnedMemoryPlaceEveryByte) {
+  PinnedPool pool;  // cudaHostAlloc slabs, as the engine's staging
+  for (const size_t count : {1, 3, 528, 2500}) {
+    SCOPED_TRACE(count);
+    const Sources s(count);
+    const PinnedBlock block = pool.acquire(static_cast<int64_t>(count * sizeof(GatherItem)));
+    auto* descriptors = reinterpret_cast<GatherItem*>(block.data);
+    std::memcpy(descriptors, s.items.data(), count * sizeof(GatherItem));
+    const at::Tensor dst = at::zeros({s.total}, at::TensorOptions(kCuda0).dtype(at::kByte));
+    mtc::detail::launch_gather_pinned(descriptors, count, static_cast<std::byte*>(dst.data_ptr()),
+                                      current_stream());
+    EXPECT_TRUE(bytes_of(dst) == s.expected());  // synchronizes before the block goes back
+    PinnedPool::give_back(block);
+  }
+}
+
+}  // namespace
