@@ -3,6 +3,8 @@
 // linked into it), so each cost can be tracked over time. Argument = batch multiplier: 1 -> 528
 // tensors, 8 -> 4,224 tensors.
 #include <benchmark/benchmark.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -123,6 +126,10 @@ void BM_EngineCopy(benchmark::State& state) {
   const bool stash_setting = mtc::detail::dict_stash::enabled();
   if (state.range(1) & 262144) mtc::detail::dict_stash::set_enabled(true);
   if (state.range(1) & 1048576) mtc::detail::dict_stash::set_enabled(false);
+  // Bit 2097152: the caller's current stream is one of torch's pool, not the default (legacy)
+  // stream, which the driver orders against every other blocking stream of the device.
+  std::optional<c10::cuda::CUDAStreamGuard> stream_guard;
+  if (state.range(1) & 2097152) stream_guard.emplace(c10::cuda::getStreamFromPool(false, 0));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -178,7 +185,7 @@ void BM_EngineCopy(benchmark::State& state) {
 // 131072 output dicts share the input's keys, 262144 output dicts made ahead (in the notes of
 // 2026-11-29 and before, cases without this bit had none; now they follow MTC_DICT_STASH, on by
 // default), 524288 unused (with 262144 it made them as soon as a worker was idle, until
-// 2026-11-29), 1048576 none made ahead}. 399 =
+// 2026-11-29), 1048576 none made ahead, 2097152 a current stream from torch's pool}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -196,6 +203,7 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 131079});   // hot with the input's keys in the output dicts
   b->Args({1, 262151});   // hot with output dicts made ahead
   b->Args({1, 1048583});  // hot without output dicts made ahead
+  b->Args({1, 2097159});  // hot on a stream from torch's pool
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -209,11 +217,12 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(b, {15,    527,   31,    135,   399,    911,    1423,   1935,   415,     395,    411,
                2447,  2959,  3471,  3983,  4495,   5519,   8591,   9615,   16783,   17807,  33167,
-               41359, 33163, 65935, 66959, 131471, 132495, 262543, 263567, 1048975, 1049999});
+               41359, 33163, 65935, 66959, 131471, 132495, 262543, 263567, 1048975, 1049999,
+               2097551});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783, 65935, 66959,
-               131471, 262543, 263567, 1048975, 1049999});
+               131471, 262543, 263567, 1048975, 1049999, 2097551});
 }
 
 }  // namespace
@@ -229,6 +238,7 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({8, 7})
     ->Args({8, 4103})
     ->Args({1, 19})
+    ->Args({1, 2097159})  // on a stream from torch's pool
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);
