@@ -38,8 +38,8 @@ struct Sources {
       const int64_t bytes = i % 4 == 0 ? 16 * static_cast<int64_t>(1 + i % 44)
                                        : 1 + static_cast<int64_t>((i * 37) % 700);
       tensors.push_back(random_tensor(at::kByte, {bytes}, kCuda0));
-      items.push_back({tensors.back().data_ptr(), static_cast<uint64_t>(offset),
-                       static_cast<uint64_t>(bytes)});
+      items.push_back(
+          {tensors.back().data_ptr(), static_cast<uint64_t>(offset), static_cast<uint64_t>(bytes)});
       offset += bytes;
     }
     total = offset;
