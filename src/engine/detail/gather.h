@@ -27,10 +27,12 @@ inline constexpr int kLargeGatherBatch = 1024;
 void launch_gather(const GatherItem* items, size_t count, std::byte* dst, cudaStream_t stream);
 
 // The same with the descriptors in pinned memory from cudaHostAlloc, which kernels read in place
-// (unified addressing maps it on every device): one launch of a pointer, where the parameters
-// of launch_gather cost the calling thread 24 KiB to copy per launch (the driver took 17 us
-// for a launch of 528 back to back and 40 us after an idle gap, 1 x H200, 2026-11-29). The
-// descriptors must stay as they are until the gather has run.
+// (unified addressing maps it on every device): one launch of a pointer, where launch_gather
+// copies up to 24 KiB of parameters per launch on the calling thread. Under Nsight Systems a
+// launch of the reference batch's 528 as parameters took a median of 17 us back to back and
+// 40 us after an idle gap; with a pointer, GPU->CPU copies were only 1.4-3.9 % shorter
+// (in-process A/B, 1 x H200, 2026-11-29), so most of a launch's cost there is not its
+// parameters. The descriptors must stay as they are until the gather has run.
 void launch_gather_pinned(const GatherItem* pinned_items, size_t count, std::byte* dst,
                           cudaStream_t stream);
 
