@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "detail/copy_job.h"
+#include "detail/gather.h"
 #include "detail/pinned_pool.h"
 #include "detail/round_up.h"
 #include "detail/worker_pool_set.h"
@@ -179,8 +180,9 @@ TEST_F(GpuTest, ReferenceBatchDeviceToHostPacksAChunkPerWalkingThread) {
     EXPECT_EQ(s.per_tensor, 0);
     const int64_t block = mtc::test::expect_storages_back_to_back(outs, 16);
     EXPECT_GE(block, 153628);
-    // The gather's descriptors (24 bytes a tensor) ride in front of the bytes, 256-aligned.
-    const int64_t descriptors = round_up(528 * 24, 256);
+    // The gather's descriptors ride in front of the bytes, 256-aligned.
+    const int64_t descriptors =
+        round_up(528 * static_cast<int64_t>(sizeof(mtc::detail::GatherItem)), 256);
     EXPECT_EQ(s.pinned_bytes, round_up(descriptors + block, PinnedPool::kGranularity))
         << "one staging block for every chunk and the gather's descriptors";
   }

@@ -144,9 +144,16 @@ void CopyJob::walk() {
         built[static_cast<size_t>(i)] =
             w.copier->copy_element(*elements[i], static_cast<uint32_t>(i));
       }
-      if (pack_submitted_in_walk()) {
-        stage_packed_host_to_device(w.context, w.router->packed());
-        w.staged.store(true, std::memory_order_release);
+      // Nothing is staged for a copy that has failed. Pageable staging (pinned staging off)
+      // makes each DMA a synchronous copy by the driver, on the thread that queues it: each
+      // thread still queues its own then.
+      if (pack_submitted_in_walk() && !tickets->stop.load(std::memory_order_relaxed)) {
+        if (options_.use_pinned_staging) {
+          stage_packed_host_to_device(w.context, w.router->packed());
+          w.staged.store(true, std::memory_order_release);
+        } else {
+          submit_packed_host_to_device(w.context, w.router->packed());
+        }
       }
     } catch (...) {
       w.error = std::current_exception();
@@ -172,15 +179,20 @@ void CopyJob::walk() {
     open_walk_.reset();
   }
   // The walk's thread queues every thread's DMAs, each as soon as its staging is filled: one
-  // thread calling the driver never waits for another there.
+  // thread calling the driver never waits for another there. None once the copy has failed; a
+  // failure here is reported after any leaf's (its element: n).
   const auto queue_staged = [&] {
     for (const auto& w : walkers) {
       if (w->queued || !w->staged.load(std::memory_order_acquire)) continue;
       w->queued = true;
+      if (tickets->stop.load(std::memory_order_relaxed)) continue;
       try {
         queue_packed_host_to_device(w->context, w->router->packed());
       } catch (...) {
-        if (!w->error) w->error = std::current_exception();
+        if (!w->error) {
+          w->error = std::current_exception();
+          w->error_element = n;
+        }
         tickets->stop.store(true, std::memory_order_relaxed);
       }
     }
@@ -190,8 +202,8 @@ void CopyJob::walk() {
     cpu_relax();
   }
   if (pack_submitted_in_walk()) queue_staged();
-  // Threads that did submit hold staging their DMAs may still read: it goes to the job's
-  // completion, which the failure path waits for after synchronizing the streams.
+  // The threads' staging, which queued DMAs may still read, goes to the job's completion, which
+  // the failure path waits for after synchronizing the streams.
   const Walker* failed = nullptr;
   for (const auto& w : walkers) {
     completion_.absorb(w->completion);
@@ -201,7 +213,9 @@ void CopyJob::walk() {
   result_ = Copier::assemble(input_, built);
   stats_.walk_threads = 0;
   for (const auto& w : walkers) {
-    if (w->walked == 0) continue;
+    // The walk's own thread walked element 0 before the split, even if the others then took
+    // every element after it: its copier holds that element's deferred children.
+    if (w->walked == 0 && w != walkers.front()) continue;
     ++stats_.walk_threads;
     w->copier->place_elements(result_);
     if (w->router != &router_) router_.absorb(*w->router);

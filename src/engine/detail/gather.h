@@ -1,5 +1,6 @@
-// Gathers many small device tensors into one packed device buffer with one kernel launch per
-// kGatherBatch tensors, so a GPU-side pack costs a few launches instead of one copy per tensor.
+// Gathers many small device tensors into one packed device buffer with one kernel launch (or
+// one per kLargeGatherBatch when the descriptors are the parameters), so a GPU-side pack costs a
+// launch instead of one copy per tensor.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -30,9 +31,10 @@ void launch_gather(const GatherItem* items, size_t count, std::byte* dst, cudaSt
 // (unified addressing maps it on every device): one launch of a pointer, where launch_gather
 // copies up to 24 KiB of parameters per launch on the calling thread. Under Nsight Systems a
 // launch of the reference batch's 528 as parameters took a median of 17 us back to back and
-// 40 us after an idle gap; with a pointer, GPU->CPU copies were only 1.4-3.9 % shorter
-// (in-process A/B, 1 x H200, 2026-11-29), so most of a launch's cost there is not its
-// parameters. The descriptors must stay as they are until the gather has run.
+// 40 us after an idle gap; with a pointer, GPU->CPU copies were only 1.4-3.8 % shorter
+// (in-process A/B, 1 x H200, 2026-11-29; four of its six intervals within 2 %), so most of a
+// launch's cost there is not its parameters. The descriptors must stay as they are until the gather
+// has run.
 void launch_gather_pinned(const GatherItem* pinned_items, size_t count, std::byte* dst,
                           cudaStream_t stream);
 

@@ -55,6 +55,9 @@ std::string LeafRouter::where(int64_t index) const {
 }
 
 void LeafRouter::absorb(LeafRouter& other) {
+  // Staged chunks are laid out in their own staging, which the merge would not carry.
+  TORCH_INTERNAL_ASSERT(packed_.staged == nullptr && other.packed_.staged == nullptr,
+                        "LeafRouter::absorb: staged chunks");
   deferred_.insert(deferred_.end(), std::make_move_iterator(other.deferred_.begin()),
                    std::make_move_iterator(other.deferred_.end()));
   slots_.insert(slots_.end(), other.slots_.begin(), other.slots_.end());

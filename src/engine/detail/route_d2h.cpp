@@ -53,10 +53,9 @@ void gather_to_host(RouteContext& ctx, c10::DeviceIndex source, cudaStream_t str
   }
 }
 
-// Chunks [first, end) of `packed`, all from one device, gathered there into one buffer,
-// brought over in one DMA and landing in one
-// block of host memory, each chunk at the next multiple of `alignment`; each chunk's storage
-// gets its part of the block (and keeps the block alive).
+// Chunks [first, end) of `packed`, all from one device, gathered there into one buffer, brought
+// over in one DMA and landing in one block of host memory, each chunk at the next multiple of
+// `alignment`; each chunk's storage gets its part of the block (and keeps the block alive).
 void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t end,
                 int64_t alignment) {
   const c10::DeviceIndex source = packed.chunks[first].source;

@@ -83,8 +83,9 @@ inline constexpr int64_t kStagingAlignment = 256;
 // context: stats, completion), safe for several routers at once, while one thread queues them
 // all (device memory and a DMA per chunk). Several threads queueing at once wait on each other
 // in the driver: under Nsight Systems a training step's DMA calls took a median of 33 us, with
-// waits of 46 us for a lock in the driver; queued by one thread, CPU->GPU copies were 7-10 %
-// shorter (in-process A/B, 1 x H200, 2026-11-29).
+// waits of 46 us for a lock in the driver; queued by one thread, CPU->GPU copies were
+// 6.5-8.9 % shorter (in-process A/B, 1 x H200, 2026-11-29). With pageable staging each thread
+// queues its own: the driver copies out of pageable memory on the calling thread.
 void stage_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
