@@ -15,6 +15,7 @@
 
 #include "detail/gather.h"
 #include "detail/pinned_pool.h"
+#include "detail/round_up.h"
 #include "gpu_test_support.h"
 
 namespace {
@@ -22,6 +23,7 @@ namespace {
 using mtc::detail::GatherItem;
 using mtc::detail::PinnedBlock;
 using mtc::detail::PinnedPool;
+using mtc::detail::round_up;
 using mtc::test::bytes_of;
 using mtc::test::GpuTest;
 using mtc::test::kCuda0;
@@ -44,7 +46,7 @@ struct Sources {
     int64_t offset = 0;
     for (size_t i = 0; i < count; ++i) {
       const bool aligned = i % 4 == 0;
-      if (aligned) offset = (offset + 15) / 16 * 16;
+      if (aligned) offset = round_up(offset, 16);
       const int64_t bytes = aligned ? 16 * static_cast<int64_t>(1 + i % 300)
                                     : 1 + static_cast<int64_t>((i * 37) % 700);
       tensors.push_back(random_tensor(at::kByte, {bytes}, kCuda0));
