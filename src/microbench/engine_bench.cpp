@@ -19,6 +19,7 @@
 #include "bench_support.h"
 #include "detail/copy_job.h"
 #include "detail/dict_stash.h"
+#include "detail/driver_warmup.h"
 #include "detail/key_interner.h"
 #include "detail/version_pool.h"
 #include "detail/worker_pool_set.h"
@@ -130,6 +131,8 @@ void BM_EngineCopy(benchmark::State& state) {
   // stream, which the driver orders against every other blocking stream of the device.
   std::optional<c10::cuda::CUDAStreamGuard> stream_guard;
   if (state.range(1) & 2097152) stream_guard.emplace(c10::cuda::getStreamFromPool(false, 0));
+  // Bit 4194304: the worker that wakes ahead of a copy does not warm the driver (driver_warmup.h).
+  mtc::detail::driver_warmup::set_enabled(!(state.range(1) & 4194304));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -174,6 +177,7 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::version_pool::set_enabled(true);
   mtc::detail::key_interner::set_enabled(true);
   mtc::detail::dict_stash::set_enabled(stash_setting);
+  mtc::detail::driver_warmup::set_enabled(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -185,7 +189,8 @@ void BM_EngineCopy(benchmark::State& state) {
 // 131072 output dicts share the input's keys, 262144 output dicts made ahead (in the notes of
 // 2026-11-29 and before, cases without this bit had none; now they follow MTC_DICT_STASH, on by
 // default), 524288 unused (with 262144 it made them as soon as a worker was idle, until
-// 2026-11-29), 1048576 none made ahead, 2097152 a current stream from torch's pool}. 399 =
+// 2026-11-29), 1048576 none made ahead, 2097152 a current stream from torch's pool, 4194304 no
+// driver warm-up ahead of a copy}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -215,14 +220,15 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b,
-           {15,    527,   31,    135,   399,    911,    1423,   1935,   415,     395,     411,
-            2447,  2959,  3471,  3983,  4495,   5519,   8591,   9615,   16783,   17807,   33167,
-            41359, 33163, 65935, 66959, 131471, 132495, 262543, 263567, 1048975, 1049999, 2097551});
+  gap_args(b, {15,     527,    31,     135,     399,     911,     1423,    1935,   415,
+               395,    411,    2447,   2959,    3471,    3983,    4495,    5519,   8591,
+               9615,   16783,  17807,  33167,   41359,   33163,   65935,   66959,  131471,
+               132495, 262543, 263567, 1048975, 1049999, 2097551, 4194703, 4195727});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {135,  399,   911,   1423,  1935,   415,    411,    4495,    5519,    8591,
-               9615, 16783, 65935, 66959, 131471, 262543, 263567, 1048975, 1049999, 2097551});
+  gap_args(b, {135,    399,     911,     1423,    1935,    415,    411,    4495,
+               5519,   8591,    9615,    16783,   65935,   66959,  131471, 262543,
+               263567, 1048975, 1049999, 2097551, 4194703, 4195727});
 }
 
 }  // namespace

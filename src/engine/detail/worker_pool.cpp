@@ -24,8 +24,12 @@ namespace {
 std::atomic<int> pools_made{0};
 }  // namespace
 
-WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin, bool anticipate)
-    : id_(pools_made.fetch_add(1)), spin_us_(spin.count()), anticipate_(anticipate) {
+WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin, bool anticipate,
+                       EarlyWakeHook on_early_wake)
+    : id_(pools_made.fetch_add(1)),
+      on_early_wake_(std::move(on_early_wake)),
+      spin_us_(spin.count()),
+      anticipate_(anticipate) {
   threads_.reserve(static_cast<size_t>(std::max(threads, 1)));
   for (int i = 0; i < std::max(threads, 1); ++i)
     threads_.emplace_back([this, i] { run_worker(i); });
@@ -157,6 +161,10 @@ void WorkerPool::run_worker(int index) {
     if (pending_.load() > 0) continue;
     std::unique_lock<std::mutex> lock(mutex_);
     if (!sleep(lock, early)) return;
+    if (std::exchange(early.run_hook, false) && on_early_wake_) {
+      lock.unlock();
+      on_early_wake_();
+    }
   }
 }
 
@@ -172,6 +180,7 @@ bool WorkerPool::sleep(std::unique_lock<std::mutex>& lock, EarlyWake& early) {
       }
       early.burst = window->burst;
       early.claimed = early_wakers_ < window->tasks;
+      early.first = early.claimed && early_wakers_ == 0;
       if (early.claimed) ++early_wakers_;
     }
     if (!window || window->burst != early.burst || !early.claimed) {
@@ -186,6 +195,7 @@ bool WorkerPool::sleep(std::unique_lock<std::mutex>& lock, EarlyWake& early) {
     early.claimed = false;
     if (now < window->spin_until) {
       early.spin_until = window->spin_until;
+      early.run_hook = early.first;
       anticipated_wakes_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }

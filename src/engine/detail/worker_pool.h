@@ -6,7 +6,9 @@
 // When copies come at regular intervals too far apart for that spin (a training loop's step),
 // sleeping workers wake shortly before the next one is due and spin until it comes, or until the
 // forecast's window has passed: as many workers as the last copy queued tasks, each once per
-// copy (arrival_forecast.h; MTC_WORKER_ANTICIPATE=0 turns it off).
+// copy (arrival_forecast.h; MTC_WORKER_ANTICIPATE=0 turns it off). The first of them runs the
+// pool's early-wake hook, if it has one (a device's pool warms that device's driver path:
+// driver_warmup.h).
 #pragma once
 
 #include <atomic>
@@ -41,9 +43,14 @@ class WorkerPool {
  public:
   using Task = std::function<void()>;
 
+  // Run by the first worker that wakes ahead of a forecast copy, once per forecast, before it
+  // spins; must not throw.
+  using EarlyWakeHook = std::function<void()>;
+
   // A pool of exactly `threads` workers (at least one) whose idle workers spin for `spin`, and
   // wake ahead of a forecast copy when `anticipate` is on.
-  WorkerPool(int threads, std::chrono::microseconds spin, bool anticipate = true);
+  WorkerPool(int threads, std::chrono::microseconds spin, bool anticipate = true,
+             EarlyWakeHook on_early_wake = {});
   WorkerPool(const WorkerPool&) = delete;  // owns threads
   WorkerPool& operator=(const WorkerPool&) = delete;
   ~WorkerPool();
@@ -89,10 +96,13 @@ class WorkerPool {
   // for the queue as there are tasks in it (not every spinning worker at each new task).
   bool try_pop(Task& task);
   // A worker's part in the forecasts: the burst whose forecast it last took up, whether it holds
-  // one of that forecast's early wakes, and, once woken early, when to stop spinning.
+  // one of that forecast's early wakes (and whether the first, which runs the hook), and, once
+  // woken early, when to stop spinning and whether the hook is still to run.
   struct EarlyWake {
     int64_t burst = -1;
     bool claimed = false;
+    bool first = false;
+    bool run_hook = false;
     ArrivalForecast::Clock::time_point spin_until{};
   };
   // Sleeps until a task is queued (true), the pool stops with nothing queued (false), or the
@@ -101,6 +111,7 @@ class WorkerPool {
   bool sleep(std::unique_lock<std::mutex>& lock, EarlyWake& early);
 
   const int id_;
+  const EarlyWakeHook on_early_wake_;
   std::atomic<int64_t> spin_us_;
   std::atomic<bool> anticipate_;
   std::atomic<int64_t> anticipated_wakes_{0};

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "detail/dict_stash.h"
+#include "detail/driver_warmup.h"
 #include "detail/impl_pool.h"
 
 namespace mtc::detail {
@@ -91,8 +92,14 @@ WorkerPool& WorkerPoolSet::for_device(int device) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (WorkerPool* pool = pools_[slot].load(std::memory_order_relaxed)) return *pool;
   const int workers = count_.per_pool() * (one_pool ? std::max(count_.devices, 1) : 1);
-  auto* pool =
-      new WorkerPool(workers, std::chrono::microseconds(spin_us_.load()), anticipate_.load());
+  // A device's own pool warms that device's driver path ahead of a forecast copy
+  // (driver_warmup.h); the pool of no device, or of every device, cannot tell which to warm.
+  WorkerPool::EarlyWakeHook warm;
+  if (slot != 0 && slot != kOnePoolSlot) {
+    warm = [device = static_cast<c10::DeviceIndex>(device)] { driver_warmup::warm(device); };
+  }
+  auto* pool = new WorkerPool(workers, std::chrono::microseconds(spin_us_.load()),
+                              anticipate_.load(), std::move(warm));
   pools_[slot].store(pool, std::memory_order_release);
   return *pool;
 }

@@ -1,0 +1,38 @@
+// A device's path through the CUDA driver, warmed ahead of a forecast copy.
+//
+// In a training loop's step, a copy's first CUDA calls are slow. A GPU->CPU step spent 61-74 us
+// in its calls after the walk (the gather's launch, the DMA, the event) against 13-19 us back to
+// back, and under Nsight Systems the gather's launch took 40.5 us after an idle gap against
+// 17.2 us back to back (1 x H200, 2026-11-29). Neither the stream nor the launch's parameters
+// made the difference (results/NOTES.md): the calls find the driver's code and state out of the
+// caches, evicted during the caller's gap by its own work or by the host's other tenants.
+//
+// The first worker of a device's pool that wakes ahead of a forecast copy (worker_pool.h) makes
+// the calls such a copy makes, on a stream of the engine's own and with nothing for the device
+// to wait on: an allocation from torch's caching allocator and its free, a launch of an empty
+// kernel, a 16-byte DMA each way between pinned memory and the device, an event record. The copy
+// then finds them in the shared cache. Pools of no device, and the one pool that
+// MTC_WORKER_THREADS makes for every device, warm nothing.
+//
+// On by default; set_enabled() for benchmarks that compare the two in one process
+// (BM_EngineCopy bit 4194304).
+#pragma once
+
+#include <c10/core/Device.h>
+#include <cuda_runtime_api.h>
+
+namespace mtc::detail::driver_warmup {
+
+// Makes the calls above for `device` (a CUDA device index). Never throws: a call that fails is
+// dropped and its error cleared (the copy that follows reports its own). Does nothing while
+// turned off. Made on first use, once per device: the stream, the event and the buffers.
+void warm(c10::DeviceIndex device) noexcept;
+
+void set_enabled(bool on);
+bool enabled();
+
+// Launches a kernel of one thread that does nothing on `stream` (driver_warmup.cu); returns the
+// launch's status.
+cudaError_t launch_empty_kernel(cudaStream_t stream);
+
+}  // namespace mtc::detail::driver_warmup
