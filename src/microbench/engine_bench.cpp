@@ -21,6 +21,7 @@
 #include "detail/dict_stash.h"
 #include "detail/driver_warmup.h"
 #include "detail/key_interner.h"
+#include "detail/prefetch.h"
 #include "detail/version_pool.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
@@ -131,8 +132,12 @@ void BM_EngineCopy(benchmark::State& state) {
   // stream, which the driver orders against every other blocking stream of the device.
   std::optional<c10::cuda::CUDAStreamGuard> stream_guard;
   if (state.range(1) & 2097152) stream_guard.emplace(c10::cuda::getStreamFromPool(false, 0));
-  // Bit 4194304: the worker that wakes ahead of a copy does not warm the driver (driver_warmup.h).
-  mtc::detail::driver_warmup::set_enabled(!(state.range(1) & 4194304));
+  // Bit 4194304: the worker that wakes ahead of a copy does not warm the driver (driver_warmup.h);
+  // without it, as the process has it (MTC_DRIVER_WARMUP, on by default), put back at the end.
+  const bool warmup_setting = mtc::detail::driver_warmup::enabled();
+  if (state.range(1) & 4194304) mtc::detail::driver_warmup::set_enabled(false);
+  // Bit 8388608: the walk and the staging fill prefetch nothing (prefetch.h).
+  mtc::detail::prefetch::set_enabled(!(state.range(1) & 8388608));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -177,7 +182,8 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::version_pool::set_enabled(true);
   mtc::detail::key_interner::set_enabled(true);
   mtc::detail::dict_stash::set_enabled(stash_setting);
-  mtc::detail::driver_warmup::set_enabled(true);
+  mtc::detail::driver_warmup::set_enabled(warmup_setting);
+  mtc::detail::prefetch::set_enabled(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -190,7 +196,7 @@ void BM_EngineCopy(benchmark::State& state) {
 // 2026-11-29 and before, cases without this bit had none; now they follow MTC_DICT_STASH, on by
 // default), 524288 unused (with 262144 it made them as soon as a worker was idle, until
 // 2026-11-29), 1048576 none made ahead, 2097152 a current stream from torch's pool, 4194304 no
-// driver warm-up ahead of a copy}. 399 =
+// driver warm-up ahead of a copy, 8388608 no prefetching in the walk and the fill}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -209,6 +215,7 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 262151});   // hot with output dicts made ahead
   b->Args({1, 1048583});  // hot without output dicts made ahead
   b->Args({1, 2097159});  // hot on a stream from torch's pool
+  b->Args({1, 8388615});  // hot without prefetching
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -220,15 +227,15 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {15,     527,    31,     135,     399,     911,     1423,    1935,   415,
-               395,    411,    2447,   2959,    3471,    3983,    4495,    5519,   8591,
-               9615,   16783,  17807,  33167,   41359,   33163,   65935,   66959,  131471,
-               132495, 262543, 263567, 1048975, 1049999, 2097551, 4194703, 4195727});
+  gap_args(b, {15,      527,     31,      135,     399,     911,     1423,   1935,   415,    395,
+               411,     2447,    2959,    3471,    3983,    4495,    5519,   8591,   9615,   16783,
+               17807,   33167,   41359,   33163,   65935,   66959,   131471, 132495, 262543, 263567,
+               1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {135,    399,     911,     1423,    1935,    415,    411,    4495,
-               5519,   8591,    9615,    16783,   65935,   66959,  131471, 262543,
-               263567, 1048975, 1049999, 2097551, 4194703, 4195727});
+  gap_args(b, {135,    399,     911,     1423,    1935,    415,     411,     4495,
+               5519,   8591,    9615,    16783,   65935,   66959,   131471,  262543,
+               263567, 1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031});
 }
 
 }  // namespace
@@ -245,6 +252,7 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({8, 4103})
     ->Args({1, 19})
     ->Args({1, 2097159})  // on a stream from torch's pool
+    ->Args({1, 8388615})  // without prefetching
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

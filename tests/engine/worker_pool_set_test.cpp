@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "detail/impl_pool.h"
@@ -90,21 +91,28 @@ TEST(WorkerPoolSet, SetAnticipateReachesEveryPoolTheLaterOnesToo) {
   EXPECT_FALSE(off.for_device(-1).anticipates());
 }
 
-TEST(WorkerPoolSet, AnticipateVariableIsZeroOrOne) {
-  EXPECT_TRUE(parse_worker_anticipate(nullptr, true));
-  EXPECT_TRUE(parse_worker_anticipate("", true));
-  EXPECT_FALSE(parse_worker_anticipate("0", true));
-  EXPECT_TRUE(parse_worker_anticipate("1", false));
-  for (const char* bad : {"2", "-1", "yes", "on", " 1", "01x"}) {
-    SCOPED_TRACE(bad);
-    try {
-      parse_worker_anticipate(bad, true);
-      ADD_FAILURE() << "accepted";
-    } catch (const c10::Error& e) {
-      EXPECT_NE(
-          std::string(e.what()).find(std::string(kWorkerAnticipateVariable) + "='" + bad + "'"),
-          std::string::npos)
-          << e.what();
+// The switches read from the environment: MTC_WORKER_ANTICIPATE and MTC_DRIVER_WARMUP.
+TEST(WorkerPoolSet, SwitchVariablesAreZeroOrOne) {
+  using Parse = bool (*)(const char*, bool);
+  for (const auto& [parse, variable] :
+       {std::pair<Parse, const char*>{parse_worker_anticipate, kWorkerAnticipateVariable},
+        std::pair<Parse, const char*>{parse_driver_warmup, kDriverWarmupVariable}}) {
+    SCOPED_TRACE(variable);
+    EXPECT_TRUE(parse(nullptr, true));
+    EXPECT_TRUE(parse("", true));
+    EXPECT_FALSE(parse("", false));
+    EXPECT_FALSE(parse("0", true));
+    EXPECT_TRUE(parse("1", false));
+    for (const char* bad : {"2", "-1", "yes", "on", " 1", "01x"}) {
+      SCOPED_TRACE(bad);
+      try {
+        parse(bad, true);
+        ADD_FAILURE() << "accepted";
+      } catch (const c10::Error& e) {
+        EXPECT_NE(std::string(e.what()).find(std::string(variable) + "='" + bad + "'"),
+                  std::string::npos)
+            << e.what();
+      }
     }
   }
 }

@@ -1,6 +1,7 @@
 #include "detail/driver_warmup.h"
 
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
@@ -15,7 +16,9 @@
 namespace mtc::detail::driver_warmup {
 namespace {
 
-std::atomic<bool> g_enabled{true};
+// -1 until the worker pools read MTC_DRIVER_WARMUP (enable_from_environment) or set_enabled()
+// was called: on, the default.
+std::atomic<int> g_enabled{-1};
 
 // What one device's warm-ups use, made once and kept for the process's life.
 struct DeviceWarmup {
@@ -60,11 +63,18 @@ DeviceWarmup* warmup_of(c10::DeviceIndex device) {
 
 }  // namespace
 
-void set_enabled(bool on) { g_enabled.store(on); }
-bool enabled() { return g_enabled.load(); }
+void set_enabled(bool on) { g_enabled.store(on ? 1 : 0); }
+
+void enable_from_environment(bool on) {
+  int unset = -1;
+  g_enabled.compare_exchange_strong(unset, on ? 1 : 0);
+}
+
+bool enabled() { return g_enabled.load(std::memory_order_relaxed) != 0; }
 
 void warm(c10::DeviceIndex device) noexcept {
-  if (!g_enabled.load(std::memory_order_relaxed) || device < 0) return;
+  // device_count() is cached by torch after its first call (0 without a GPU).
+  if (!enabled() || device < 0 || device >= c10::cuda::device_count()) return;
   MTC_RANGE(warm_range, "warm driver");
   try {
     const c10::cuda::CUDAGuard guard(device);
@@ -85,7 +95,7 @@ void warm(c10::DeviceIndex device) noexcept {
         cudaMemcpyAsync(w->pinned + kBytes, w->device, kBytes, cudaMemcpyDeviceToHost, w->stream));
     clear_cuda_error(cudaEventRecord(w->event, w->stream));
   } catch (...) {
-    // Out of memory in the allocator, or a device index the guard refused: the copy will say.
+    // Out of memory in the allocator, say: the copy that follows will say so itself.
   }
 }
 

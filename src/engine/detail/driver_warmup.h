@@ -14,8 +14,9 @@
 // then finds them in the shared cache. Pools of no device, and the one pool that
 // MTC_WORKER_THREADS makes for every device, warm nothing.
 //
-// On by default; set_enabled() for benchmarks that compare the two in one process
-// (BM_EngineCopy bit 4194304).
+// On by default. MTC_DRIVER_WARMUP=0 turns it off for a process (read with the worker pools'
+// other settings, worker_pool_set.h), set_enabled() for benchmarks that compare the two in one
+// process (BM_EngineCopy bit 4194304).
 #pragma once
 
 #include <c10/core/Device.h>
@@ -28,7 +29,10 @@ namespace mtc::detail::driver_warmup {
 // turned off. Made on first use, once per device: the stream, the event and the buffers.
 void warm(c10::DeviceIndex device) noexcept;
 
+// Process-wide. set_enabled() wins over the environment, read later or earlier;
+// enable_from_environment() takes effect only if nothing set it before.
 void set_enabled(bool on);
+void enable_from_environment(bool on);
 bool enabled();
 
 // Launches a kernel of one thread that does nothing on `stream` (driver_warmup.cu); returns the

@@ -17,6 +17,7 @@
 
 #include "detail/dict_stash.h"
 #include "detail/key_interner.h"
+#include "detail/prefetch.h"
 
 namespace mtc::detail {
 
@@ -142,6 +143,7 @@ class StructureCopier {
     if (v.isList()) {
       const c10::ArrayRef<c10::IValue> items = v.toListRef();
       check_size(items.size());
+      prefetch_children(items);
       c10::impl::GenericList out(v.toList().elementType());
       out.reserve(items.size());
       for (const c10::IValue& item : items) out.push_back(element(item, position++, deferred));
@@ -150,6 +152,7 @@ class StructureCopier {
     if (v.isTuple()) {
       const auto& items = v.toTupleRef().elements();
       check_size(items.size());
+      prefetch_children(items);
       std::vector<c10::IValue> elements;
       elements.reserve(items.size());
       for (const c10::IValue& item : items) elements.push_back(element(item, position++, deferred));
@@ -157,6 +160,10 @@ class StructureCopier {
     }
     const c10::impl::GenericDict in = v.toGenericDict();
     check_size(in.size());
+    if (prefetch::enabled()) {
+      for (const auto& entry : in) prefetch::header(entry.value());
+      for (const auto& entry : in) prefetch::storage(entry.value());
+    }
     // Made ahead by this thread when it can be (dict_stash.h), with room for every entry.
     c10::impl::GenericDict out = dict_stash::take(in.keyType(), in.valueType(), in.size());
     // String keys are the walking thread's own (key_interner.h), not the input's.
@@ -164,6 +171,14 @@ class StructureCopier {
       out.insert(key_interner::output_key(entry.key()),
                  element(entry.value(), position++, deferred));
     return out;
+  }
+
+  // The children's headers, then their storages, before the walk reads them (prefetch.h).
+  template <class Items>
+  static void prefetch_children(const Items& items) {
+    if (!prefetch::enabled()) return;
+    for (const c10::IValue& item : items) prefetch::header(item);
+    for (const c10::IValue& item : items) prefetch::storage(item);
   }
 
   // Gives each deferred element of the complete `container` its slot. `deferred` is in

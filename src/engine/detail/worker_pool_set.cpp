@@ -48,6 +48,10 @@ bool parse_dict_stash(const char* text, bool fallback) {
   return parse_setting(kDictStashVariable, text, 0, 1, fallback ? 1 : 0, "0 or 1") == 1;
 }
 
+bool parse_driver_warmup(const char* text, bool fallback) {
+  return parse_setting(kDriverWarmupVariable, text, 0, 1, fallback ? 1 : 0, "0 or 1") == 1;
+}
+
 int WorkerCount::per_pool() const {
   if (fixed > 0) return fixed;
   return std::clamp(per_device, 1, std::max(hardware_threads / std::max(devices, 1), 1));
@@ -65,6 +69,8 @@ WorkerPoolSet& WorkerPoolSet::instance() {
   static WorkerPoolSet* set = [] {
     // A bad value fails the copy that made the pools first, as the other settings do.
     dict_stash::enable_from_environment(parse_dict_stash(std::getenv(kDictStashVariable), true));
+    driver_warmup::enable_from_environment(
+        parse_driver_warmup(std::getenv(kDriverWarmupVariable), true));
     return new WorkerPoolSet(
         WorkerCount::from_environment(),
         parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin),

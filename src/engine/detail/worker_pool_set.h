@@ -51,6 +51,13 @@ inline constexpr const char* kDictStashVariable = "MTC_DICT_STASH";
 // anything else.
 bool parse_dict_stash(const char* text, bool fallback);
 
+// The environment variable that turns off the driver warm-up ahead of a forecast copy
+// (driver_warmup.h): 0 off, 1 on (the default). Read when the pools are made.
+inline constexpr const char* kDriverWarmupVariable = "MTC_DRIVER_WARMUP";
+// `text` as 0 or 1; `fallback` when null or empty. Throws c10::Error naming the variable for
+// anything else.
+bool parse_driver_warmup(const char* text, bool fallback);
+
 // Workers for each CUDA device: one copy of the reference batch walks its structure on four
 // threads (its own and three helpers).
 inline constexpr int kWorkersPerDevice = 4;
@@ -79,8 +86,8 @@ class WorkerPoolSet {
 
   // The process's pools, sized by WorkerCount::from_environment(), spinning for
   // MTC_WORKER_SPIN_US, waking ahead of forecast copies unless MTC_WORKER_ANTICIPATE=0, output
-  // dicts made ahead unless MTC_DICT_STASH=0 (each throws c10::Error naming the variable when it
-  // is malformed). Never
+  // dicts made ahead unless MTC_DICT_STASH=0, the driver warmed ahead of a forecast copy unless
+  // MTC_DRIVER_WARMUP=0 (each throws c10::Error naming the variable when it is malformed). Never
   // destroyed, so copies still in flight at exit do not race a joining destructor.
   static WorkerPoolSet& instance();
 
