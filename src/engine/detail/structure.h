@@ -79,7 +79,7 @@ class StructureCopier {
     auto take = [&](const c10::IValue&, uint32_t position, c10::SmallVector<Deferred, 8>&) {
       return std::move(elements[position]);
     };
-    return build(root, take, none);
+    return build(root, take, none, /*read_children=*/false);
   }
   void place_elements(const c10::IValue& assembled) {
     place_all(assembled, root_deferred_);
@@ -136,49 +136,51 @@ class StructureCopier {
   }
 
   // A new container of v's kind (list, tuple or dict), element types and keys, whose k-th
-  // element is element(v's k-th element, k, deferred).
+  // element is element(v's k-th element, k, deferred). When `element` reads v's children
+  // (`read_children`), their headers and storages are asked for ahead of it (prefetch.h).
   template <class Element>
-  static c10::IValue build(const c10::IValue& v, Element&& element, DeferredList& deferred) {
+  static c10::IValue build(const c10::IValue& v, Element&& element, DeferredList& deferred,
+                           bool read_children = true) {
     uint32_t position = 0;
+    const auto itself = [](const c10::IValue& item) -> const c10::IValue& { return item; };
     if (v.isList()) {
       const c10::ArrayRef<c10::IValue> items = v.toListRef();
       check_size(items.size());
-      prefetch_children(items);
+      prefetch::Lookahead ahead(items.begin(), read_children ? items.end() : items.begin(), itself);
       c10::impl::GenericList out(v.toList().elementType());
       out.reserve(items.size());
-      for (const c10::IValue& item : items) out.push_back(element(item, position++, deferred));
+      for (const c10::IValue& item : items) {
+        ahead.advance();
+        out.push_back(element(item, position++, deferred));
+      }
       return out;
     }
     if (v.isTuple()) {
       const auto& items = v.toTupleRef().elements();
       check_size(items.size());
-      prefetch_children(items);
+      prefetch::Lookahead ahead(items.begin(), read_children ? items.end() : items.begin(), itself);
       std::vector<c10::IValue> elements;
       elements.reserve(items.size());
-      for (const c10::IValue& item : items) elements.push_back(element(item, position++, deferred));
+      for (const c10::IValue& item : items) {
+        ahead.advance();
+        elements.push_back(element(item, position++, deferred));
+      }
       return c10::ivalue::Tuple::create(std::move(elements));
     }
     const c10::impl::GenericDict in = v.toGenericDict();
     check_size(in.size());
-    if (prefetch::enabled()) {
-      for (const auto& entry : in) prefetch::header(entry.value());
-      for (const auto& entry : in) prefetch::storage(entry.value());
-    }
+    prefetch::Lookahead ahead(
+        in.begin(), read_children ? in.end() : in.begin(),
+        [](const auto& entry) -> const c10::IValue& { return entry.value(); });
     // Made ahead by this thread when it can be (dict_stash.h), with room for every entry.
     c10::impl::GenericDict out = dict_stash::take(in.keyType(), in.valueType(), in.size());
     // String keys are the walking thread's own (key_interner.h), not the input's.
-    for (const auto& entry : in)
+    for (const auto& entry : in) {
+      ahead.advance();
       out.insert(key_interner::output_key(entry.key()),
                  element(entry.value(), position++, deferred));
+    }
     return out;
-  }
-
-  // The children's headers, then their storages, before the walk reads them (prefetch.h).
-  template <class Items>
-  static void prefetch_children(const Items& items) {
-    if (!prefetch::enabled()) return;
-    for (const c10::IValue& item : items) prefetch::header(item);
-    for (const c10::IValue& item : items) prefetch::storage(item);
   }
 
   // Gives each deferred element of the complete `container` its slot. `deferred` is in
