@@ -1,14 +1,12 @@
 #include "detail/driver_warmup.h"
 
-#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
 
 #include <array>
 #include <atomic>
 #include <cstddef>
-#include <mutex>
+#include <cstdlib>
 
 #include "detail/cuda_check.h"
 #include "mtc/nvtx.h"
@@ -19,8 +17,9 @@ namespace {
 // -1 until the worker pools read MTC_DRIVER_WARMUP (enable_from_environment) or set_enabled()
 // was called: on, the default.
 std::atomic<int> g_enabled{-1};
+std::atomic<int64_t> g_made{0};
 
-// What one device's warm-ups use, made once and kept for the process's life.
+// What one device's warm-ups use. Never freed: a worker may warm until the process ends.
 struct DeviceWarmup {
   cudaStream_t stream = nullptr;  // non-blocking: orders nothing against the caller's streams
   cudaEvent_t event = nullptr;
@@ -30,35 +29,13 @@ struct DeviceWarmup {
 
 // As small as a DMA gets; the copies' own DMAs are larger, but take the same calls.
 constexpr size_t kBytes = 16;
-// Within torch's small-block pool, as a copy's gather buffer and staging blocks usually are.
-constexpr size_t kAllocationBytes = 512;
 constexpr size_t kMaxDevices = 128;  // c10::DeviceIndex is 8 bits
 
-std::mutex g_make_mutex;
 std::array<std::atomic<DeviceWarmup*>, kMaxDevices> g_devices{};
 
-// Null when any part could not be made (the part made is kept: at most one stream and a few
-// bytes, and a later call does not try again).
-DeviceWarmup* warmup_of(c10::DeviceIndex device) {
-  auto& slot = g_devices[static_cast<size_t>(device)];
-  if (DeviceWarmup* made = slot.load(std::memory_order_acquire)) return made;
-  static std::array<bool, kMaxDevices> failed{};
-  std::lock_guard<std::mutex> lock(g_make_mutex);
-  if (DeviceWarmup* made = slot.load(std::memory_order_relaxed)) return made;
-  if (failed[static_cast<size_t>(device)]) return nullptr;
-  auto* w = new DeviceWarmup;
-  cudaError_t status = cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking);
-  if (status == cudaSuccess) status = cudaEventCreateWithFlags(&w->event, cudaEventDisableTiming);
-  if (status == cudaSuccess)
-    status = cudaMallocHost(reinterpret_cast<void**>(&w->pinned), 2 * kBytes);
-  if (status == cudaSuccess) status = cudaMalloc(reinterpret_cast<void**>(&w->device), kBytes);
-  if (status != cudaSuccess) {
-    clear_cuda_error(status);
-    failed[static_cast<size_t>(device)] = true;
-    return nullptr;  // `w` leaks what it holds: see above
-  }
-  slot.store(w, std::memory_order_release);
-  return w;
+bool is_device(c10::DeviceIndex device) {
+  // device_count() is cached by torch after its first call (0 without a GPU).
+  return device >= 0 && device < c10::cuda::device_count();
 }
 
 }  // namespace
@@ -72,21 +49,41 @@ void enable_from_environment(bool on) {
 
 bool enabled() { return g_enabled.load(std::memory_order_relaxed) != 0; }
 
+int64_t warmups_made() { return g_made.load(); }
+
+void prepare(c10::DeviceIndex device) noexcept {
+  if (!is_device(device)) return;
+  auto& slot = g_devices[static_cast<size_t>(device)];
+  if (slot.load(std::memory_order_acquire) != nullptr) return;
+  // Once per process: the runtime may be unloading at exit, and a warm-up would only fail there.
+  static const bool off_at_exit = std::atexit([] { set_enabled(false); }) == 0;
+  (void)off_at_exit;
+  try {
+    const c10::cuda::CUDAGuard guard(device);
+    auto* w = new DeviceWarmup;
+    cudaError_t status = cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking);
+    if (status == cudaSuccess) status = cudaEventCreateWithFlags(&w->event, cudaEventDisableTiming);
+    if (status == cudaSuccess)
+      status = cudaMallocHost(reinterpret_cast<void**>(&w->pinned), 2 * kBytes);
+    if (status == cudaSuccess) status = cudaMalloc(reinterpret_cast<void**>(&w->device), kBytes);
+    if (status != cudaSuccess) {
+      // What was made stays (a stream and a few bytes at most): the device is not warmed.
+      clear_cuda_error(status);
+      return;
+    }
+    slot.store(w, std::memory_order_release);
+  } catch (...) {
+    // The guard could not switch to the device: not warmed either.
+  }
+}
+
 void warm(c10::DeviceIndex device) noexcept {
-  // device_count() is cached by torch after its first call (0 without a GPU).
-  if (!enabled() || device < 0 || device >= c10::cuda::device_count()) return;
+  if (!enabled() || !is_device(device)) return;
+  DeviceWarmup* w = g_devices[static_cast<size_t>(device)].load(std::memory_order_acquire);
+  if (w == nullptr) return;
   MTC_RANGE(warm_range, "warm driver");
   try {
     const c10::cuda::CUDAGuard guard(device);
-    DeviceWarmup* w = warmup_of(device);
-    if (w == nullptr) return;
-    {
-      // The caching allocator takes the current stream's pool: ours, so the block is reused by
-      // no copy of the caller's.
-      const c10::cuda::CUDAStreamGuard stream_guard(
-          c10::cuda::getStreamFromExternal(w->stream, device));
-      c10::DataPtr block = c10::cuda::CUDACachingAllocator::get()->allocate(kAllocationBytes);
-    }
     // No MTC_CUDA_CHECK: its fault injection would take a fault meant for a copy's call.
     clear_cuda_error(launch_empty_kernel(w->stream));
     clear_cuda_error(
@@ -94,8 +91,9 @@ void warm(c10::DeviceIndex device) noexcept {
     clear_cuda_error(
         cudaMemcpyAsync(w->pinned + kBytes, w->device, kBytes, cudaMemcpyDeviceToHost, w->stream));
     clear_cuda_error(cudaEventRecord(w->event, w->stream));
+    g_made.fetch_add(1, std::memory_order_relaxed);
   } catch (...) {
-    // Out of memory in the allocator, say: the copy that follows will say so itself.
+    // The guard could not switch to the device (a device fault, say): the copy will report it.
   }
 }
 

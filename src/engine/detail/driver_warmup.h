@@ -1,6 +1,6 @@
 // A device's path through the CUDA driver, warmed ahead of a forecast copy.
 //
-// In a training loop's step, a copy's first CUDA calls are slow. A GPU->CPU step spent 61-74 us
+// In a training loop's step, a copy's first CUDA calls are slow. A GPU->CPU step spent 61-76 us
 // in its calls after the walk (the gather's launch, the DMA, the event) against 13-19 us back to
 // back, and under Nsight Systems the gather's launch took 40.5 us after an idle gap against
 // 17.2 us back to back (1 x H200, 2026-11-29). Neither the stream nor the launch's parameters
@@ -9,25 +9,39 @@
 //
 // The first worker of a device's pool that wakes ahead of a forecast copy (worker_pool.h) makes
 // the calls such a copy makes, on a stream of the engine's own and with nothing for the device
-// to wait on: an allocation from torch's caching allocator and its free, a launch of an empty
-// kernel, a 16-byte DMA each way between pinned memory and the device, an event record. The copy
-// then finds them in the shared cache. Pools of no device, and the one pool that
-// MTC_WORKER_THREADS makes for every device, warm nothing.
+// to wait on: a launch of an empty kernel, a 16-byte DMA each way between pinned memory and the
+// device, an event record. The copy then finds them in the shared cache. The calls take tens of
+// microseconds at the start of the forecast's window, 200 us before the copy is due at the
+// earliest. None of them allocates: the stream, the event and the buffers are made with the
+// device's pool, on the thread of the copy that made it (prepare), so a warm-up cannot fall into
+// another thread's CUDA graph capture, which a device allocation would invalidate. A device's pool
+// also serves the copies to the CPU of threads whose current device it is (worker_pool_set.h),
+// usually copies from that device; pools of no device, and the one pool that MTC_WORKER_THREADS
+// makes for every device, warm nothing.
 //
 // On by default. MTC_DRIVER_WARMUP=0 turns it off for a process (read with the worker pools'
 // other settings, worker_pool_set.h), set_enabled() for benchmarks that compare the two in one
-// process (BM_EngineCopy bit 4194304).
+// process (BM_EngineCopy bit 4194304). Off at exit.
 #pragma once
 
 #include <c10/core/Device.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 namespace mtc::detail::driver_warmup {
 
-// Makes the calls above for `device` (a CUDA device index). Never throws: a call that fails is
-// dropped and its error cleared (the copy that follows reports its own). Does nothing while
-// turned off. Made on first use, once per device: the stream, the event and the buffers.
+// Makes what `device`'s warm-ups use, once (later calls return at once). Never throws: what
+// cannot be made leaves the device unwarmed. Does nothing for an index that is no device's.
+void prepare(c10::DeviceIndex device) noexcept;
+
+// Makes the calls above for `device`, if prepare() made its stream. Never throws: a call that
+// fails is dropped and its error cleared (the copy that follows reports its own). Does nothing
+// while turned off.
 void warm(c10::DeviceIndex device) noexcept;
+
+// Warm-ups made since the process started (for tests).
+int64_t warmups_made();
 
 // Process-wide. set_enabled() wins over the environment, read later or earlier;
 // enable_from_environment() takes effect only if nothing set it before.

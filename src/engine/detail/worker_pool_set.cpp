@@ -102,7 +102,9 @@ WorkerPool& WorkerPoolSet::for_device(int device) {
   // (driver_warmup.h); the pool of no device, or of every device, cannot tell which to warm.
   WorkerPool::EarlyWakeHook warm;
   if (slot != 0 && slot != kOnePoolSlot) {
-    warm = [device = static_cast<c10::DeviceIndex>(device)] { driver_warmup::warm(device); };
+    const auto index = static_cast<c10::DeviceIndex>(device);
+    driver_warmup::prepare(index);  // on this thread, the first copy's: warm() allocates nothing
+    warm = [index] { driver_warmup::warm(index); };
   }
   auto* pool = new WorkerPool(workers, std::chrono::microseconds(spin_us_.load()),
                               anticipate_.load(), std::move(warm));
