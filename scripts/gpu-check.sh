@@ -12,6 +12,7 @@
 #   scripts/gpu-check.sh OUT_DIR topology [ROUND_TRIPS]
 #   scripts/gpu-check.sh OUT_DIR neighbours FILTER [ROUNDS]
 #   scripts/gpu-check.sh OUT_DIR profile FILTER [FILTER...]
+#   scripts/gpu-check.sh OUT_DIR nsys FILTER [FILTER...]
 #
 # A failed build stops the script at once with exit 1 and its first errors (every error is in
 # build.log: the build goes on past a failed file). The test stage runs every suite the mode
@@ -77,6 +78,8 @@
 #   and which functions call the allocator (MTC_PROFILE_REPETITIONS repetitions, default 10; MTC_PROFILE_RAW=1 also keeps each raw
 #   profile, profile-engine-N.raw.gz: at most five FILTERs then).
 #   The Python module's calls are profiled by the python mode with MTC_PYTHON_PROFILE=1.
+# "nsys" builds and tests as "microbench" does, then runs each FILTER (at most five, one case each)
+#   under Nsight Systems: scripts/gpu-check-nsys.sh says what it writes and what it needs.
 # At most eight files are written to OUT_DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -103,6 +106,10 @@ if [[ "$mode" == microbench ]]; then
   }
 fi
 
+# A typo in the mode costs no GPU time (it would run the full check).
+modes="full quick bench engine multi lockstep python reliability sanitize repeat ab microbench envab topology neighbours profile nsys"
+[[ " $modes " == *" $mode "* ]] || { echo "scripts/gpu-check.sh: unknown mode '$mode' (modes: $modes)" >&2; exit 2; }
+(( $# >= 3 && $# <= 7 )) || [[ "$mode" != nsys ]] || { echo "usage: scripts/gpu-check.sh OUT_DIR nsys FILTER [FILTER...] (at most five)" >&2; exit 2; }
 if [[ "$mode" == profile ]] && (( $# < 3 || ($# > 7 && ${MTC_PROFILE_RAW:-0} == 1) )); then
   echo "usage: scripts/gpu-check.sh OUT_DIR profile FILTER [FILTER...] (at most 5 with MTC_PROFILE_RAW=1)" >&2
   exit 2
@@ -143,7 +150,7 @@ fi
   [[ "$mode" == multi ]] && export MTC_TARGETS="mtc_engine_tests mtc-bench"
   [[ "$mode" == lockstep ]] && export MTC_TARGETS="mtc_engine_tests mtc_engine_bench mtc_lockstep_copies"
   [[ "$mode" == repeat ]] && export MTC_TARGETS="mtc-bench"
-  [[ "$mode" =~ ^(microbench|envab|neighbours|profile)$ ]] &&
+  [[ "$mode" =~ ^(microbench|envab|neighbours|profile|nsys)$ ]] &&
     export MTC_TARGETS="mtc_engine_tests mtc_engine_bench"
   [[ "$mode" == ab ]] && export MTC_TARGETS="mtc-bench mtc_engine_plugin"
   # Keep going past a failed file: one call shows every error, not only the first. An A/B
@@ -192,7 +199,7 @@ fi
 # Every suite the mode promises runs; one that was not built, crashed or failed is a failure,
 # and the summary line names each with its count of passed tests.
 suites=(engine workload bench compare)
-[[ "$mode" =~ ^(bench|engine|multi|microbench|envab|lockstep|neighbours|profile)$ ]] && suites=(engine)
+[[ "$mode" =~ ^(bench|engine|multi|microbench|envab|lockstep|neighbours|profile|nsys)$ ]] && suites=(engine)
 step "tests: ${suites[*]}" | tee "$out/tests.log"
 summary=()
 failed=()
@@ -276,6 +283,11 @@ if [[ "$mode" == profile ]]; then
       --focus 'mtc::' --callers-of '^(malloc|operator new\(\))$' -- "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_filter="$filter" \
       --benchmark_repetitions="${MTC_PROFILE_REPETITIONS:-10}" --benchmark_min_warmup_time=0.1 || status=1
   done
+  finish
+fi
+
+if [[ "$mode" == nsys ]]; then
+  bash scripts/gpu-check-nsys.sh "$out" "$MTC_BUILD_DIR" "${@:3}" || status=1
   finish
 fi
 

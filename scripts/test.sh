@@ -40,6 +40,9 @@ echo "=== scripts/summarize-microbench.py on a synthetic benchmark file"
 echo "=== scripts/microbench_env_ab.py on synthetic benchmark files"
 "$MTC_PYTHON" tests/scripts/microbench_env_ab_test.py
 
+echo "=== the Nsight Systems check (scripts/gpu-check-nsys.sh) with stand-ins, and its summary"
+"$MTC_PYTHON" tests/scripts/nsys_check_test.py
+
 echo "=== the busy-neighbours check (scripts/gpu-check-neighbours.sh) with stand-ins, and its summary"
 "$MTC_PYTHON" tests/scripts/neighbours_test.py
 

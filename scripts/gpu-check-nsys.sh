@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Where a copy's CUDA calls and waits go: each FILTER's micro-benchmarks in a process of their
+# own under Nsight Systems (CUDA API, NVTX and OS runtime tracing), one repetition, and the
+# summaries of `nsys stats` as tables (scripts/nsys_summary.py). Run by
+# `scripts/gpu-check.sh OUT_DIR nsys FILTER [FILTER...]` after its build and the engine's tests.
+# Let each FILTER match one case: the sums are the process's, set-up and untimed copies included
+# (a case with a gap runs 10 copies untimed, then 100), and tracing lengthens every call.
+# Needs nsys (Nsight Systems, which the GPU host ships inside Nsight Compute) and the libraries it
+# lacks there, libdw1 and libelf1, as Debian packages in the tree's .carry/debs (git-ignored;
+# `apt-get download libdw1 libelf1` there). Files: nsys.md, nsys-csv.tar.gz (every
+# CSV summary, and the GPU trace of each process).
+#
+#   scripts/gpu-check-nsys.sh OUT_DIR BUILD_DIR FILTER [FILTER...]
+set -uo pipefail
+usage="usage: scripts/gpu-check-nsys.sh OUT_DIR BUILD_DIR FILTER [FILTER...]"
+out="$(realpath -m "${1:?$usage}")" build="$(realpath -m "${2:?$usage}")"
+shift 2
+cd "$(dirname "$0")/.." || exit 2
+(( $# >= 1 )) || { echo "$usage" >&2; exit 2; }
+python="${MTC_PYTHON:-python3}"
+nsys="${MTC_NSYS:-/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys}"
+[[ -x "$nsys" ]] || nsys="$(command -v nsys || true)"
+if [[ -z "$nsys" ]]; then
+  echo "nsys: no Nsight Systems on this host (MTC_NSYS names one)" | tee "$out/nsys.md" >&2
+  exit 1
+fi
+if compgen -G ".carry/debs/*.deb" > /dev/null; then
+  libs="$(mktemp -d)"
+  for d in .carry/debs/*.deb; do dpkg -x "$d" "$libs"; done
+  export LD_LIBRARY_PATH="$libs/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+fi
+work="$(mktemp -d)"
+status=0
+: > "$out/nsys.md"
+i=0
+for filter in "$@"; do
+  i=$((i + 1))
+  echo "=== nsys: $filter"
+  if ! "$nsys" profile -t cuda,nvtx,osrt -o "$work/case-$i" -f true "$build/mtc_engine_bench" \
+      --benchmark_filter="$filter" --benchmark_repetitions=1 > "$work/case-$i.log" 2>&1; then
+    echo "nsys profile failed for $filter; its last lines:" | tee -a "$out/nsys.md"
+    tail -5 "$work/case-$i.log" | tee -a "$out/nsys.md"
+    status=1
+    continue
+  fi
+  # One call, CSV only: a second `nsys stats` on the same report printed a usage error on the
+  # GPU host (2026-11-29).
+  if ! "$nsys" stats -r nvtx_sum,cuda_api_sum,osrt_sum,cuda_gpu_trace --format csv \
+      -o "$work/case-$i" "$work/case-$i.nsys-rep" > "$work/stats-$i.log" 2>&1; then
+    echo "nsys stats failed for $filter; its last lines:" | tee -a "$out/nsys.md"
+    tail -5 "$work/stats-$i.log" | tee -a "$out/nsys.md"
+    status=1
+    continue
+  fi
+  # The case's own line from the benchmark's output: its time under tracing.
+  grep -E "^BM_" "$work/case-$i.log" | head -3 | sed 's/^/    /' >> "$out/nsys.md"
+  "$python" scripts/nsys_summary.py --title "$filter" "$work"/case-"$i"_{nvtx_sum,cuda_api_sum,osrt_sum}.csv \
+    | tee -a "$out/nsys.md" || status=1
+done
+if compgen -G "$work/*.csv" > /dev/null; then
+  (cd "$work" && tar czf "$out/nsys-csv.tar.gz" ./*.csv) || status=1
+fi
+exit $status

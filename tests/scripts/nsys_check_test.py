@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""scripts/gpu-check-nsys.sh and scripts/nsys_summary.py with stand-ins for nsys and the engine's
+micro-benchmarks: each filter runs in a process of its own under `nsys profile`, its CSV
+summaries become tables (the busiest rows first, counts per copy from the mtc:start_copy range),
+every CSV lands in the tarball, and a case nsys could not profile is named and fails the check
+while the others still run. nsys_summary.py alone: the column of counts per copy from --copies,
+none without copies, and exit 2 for a file of no known kind or without the columns.
+
+    python3 tests/scripts/nsys_check_test.py
+"""
+import os
+import pathlib
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+CHECK = ROOT / "scripts" / "gpu-check-nsys.sh"
+SUMMARY = ROOT / "scripts" / "nsys_summary.py"
+
+HEAD_CALLS = "Time (%),Total Time (ns),Num Calls,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Name"
+HEAD_NVTX = "Time (%),Total Time (ns),Instances,Avg (ns),Med (ns),Min (ns),Max (ns),StdDev (ns),Style,Range"
+CUDA = [HEAD_CALLS,
+        "10.0,2000000,110,18181.8,17000.0,9000,40000,100.0,cudaEventRecord",
+        "80.0,9000000,440,20454.5,32600.0,7900,181000,100.0,cudaMemcpyAsync",
+        "5.0,900000,1,900000.0,900000.0,900000,900000,0.0,cudaHostAlloc"]
+NVTX = [HEAD_NVTX,
+        "50.0,30000000,110,272727.3,270000.0,200000,400000,100.0,PushPop,mtc:copy job",
+        "1.0,1100000,110,10000.0,9000.0,5000,20000,100.0,PushPop,mtc:start_copy"]
+OSRT = [HEAD_CALLS, "40.0,5000000,100,50000.0,46500.0,1000,149000,100.0,pthread_rwlock_wrlock"]
+
+# `profile ... -o PREFIX -f true COMMAND...` runs COMMAND and leaves PREFIX.nsys-rep; `stats -r ...
+# --format csv -o PREFIX REPORT` writes PREFIX_<report>.csv. A filter containing "broken" makes
+# `profile` fail, as a process that crashed under nsys would.
+FAKE_NSYS = f"""#!/usr/bin/env bash
+verb="$1"; shift
+prefix=""; cmd=()
+while (( $# )); do
+  case "$1" in
+    -o) prefix="$2"; shift 2 ;;
+    -t|-f|-r|--format) shift 2 ;;
+    *) cmd+=("$1"); shift ;;
+  esac
+done
+if [[ "$verb" == profile ]]; then
+  [[ "${{cmd[*]}}" == *broken* ]] && {{ echo "fake nsys: the process crashed"; exit 1; }}
+  "${{cmd[@]}}" || exit 1
+  touch "$prefix.nsys-rep"
+  exit 0
+fi
+printf '%s\\n' {' '.join(repr(line) for line in CUDA)} > "${{prefix}}_cuda_api_sum.csv"
+printf '%s\\n' {' '.join(repr(line) for line in NVTX)} > "${{prefix}}_nvtx_sum.csv"
+printf '%s\\n' {' '.join(repr(line) for line in OSRT)} > "${{prefix}}_osrt_sum.csv"
+printf 'Start (ns),Duration (ns),Name\\n1,2,gather\\n' > "${{prefix}}_cuda_gpu_trace.csv"
+"""
+FAKE_BENCH = """#!/usr/bin/env bash
+echo "BM_Fake/1/399/iterations:100/manual_time 300 us"
+"""
+
+
+def write(path, text, executable=False):
+    path.write_text(text)
+    if executable:
+        path.chmod(0o755)
+
+
+def check_the_check(tmp):
+    tmp = pathlib.Path(tmp)
+    build, out = tmp / "build", tmp / "out"
+    build.mkdir()
+    out.mkdir()
+    write(tmp / "nsys", FAKE_NSYS, executable=True)
+    write(build / "mtc_engine_bench", FAKE_BENCH, executable=True)
+    env = dict(os.environ, MTC_NSYS=str(tmp / "nsys"), MTC_PYTHON=sys.executable)
+    done = subprocess.run(["bash", str(CHECK), str(out), str(build), "BM_Fake/1/399/", "broken/",
+                           "BM_Fake/1/1423/"], capture_output=True, text=True, env=env)
+    assert done.returncode == 1, f"a case nsys could not profile must fail the check\n{done.stdout}{done.stderr}"
+    md = (out / "nsys.md").read_text()
+    assert "nsys profile failed for broken/" in md and "the process crashed" in md, md
+    for title in ("### BM_Fake/1/399/", "### BM_Fake/1/1423/"):
+        assert title in md, f"{title} missing:\n{md}"
+    assert "BM_Fake/1/399/iterations:100/manual_time 300 us" in md, md
+    # The busiest first; 440 calls over 110 copies is 4 a copy.
+    assert md.index("| cudaMemcpyAsync | 440 | 4.00 | 32.6 |") < md.index("| cudaEventRecord |"), md
+    assert "| pthread_rwlock_wrlock | 100 | 0.91 | 46.5 |" in md, md
+    with tarfile.open(out / "nsys-csv.tar.gz") as tar:
+        names = sorted(pathlib.Path(n).name for n in tar.getnames())
+    assert names.count("case-1_cuda_api_sum.csv") == 1 and "case-3_cuda_gpu_trace.csv" in names, names
+    assert not any(n.startswith("case-2_") for n in names), names
+
+
+def check_the_summary(tmp):
+    tmp = pathlib.Path(tmp)
+    write(tmp / "a_cuda_api_sum.csv", "\n".join(CUDA) + "\n")
+    run = lambda *args: subprocess.run([sys.executable, str(SUMMARY), *map(str, args)],
+                                       capture_output=True, text=True)
+    done = run("--copies", 220, tmp / "a_cuda_api_sum.csv")
+    assert done.returncode == 0 and "| cudaMemcpyAsync | 440 | 2.00 |" in done.stdout, done.stdout
+    done = run(tmp / "a_cuda_api_sum.csv")
+    assert done.returncode == 0 and "per copy" not in done.stdout and "| cudaMemcpyAsync | 440 | 32.6 |" in done.stdout, done.stdout
+    write(tmp / "b.csv", "\n".join(CUDA) + "\n")
+    assert run(tmp / "b.csv").returncode == 2
+    write(tmp / "c_osrt_sum.csv", "Name,Calls\nx,1\n")
+    done = run(tmp / "c_osrt_sum.csv")
+    assert done.returncode == 2 and "expected the columns" in done.stderr, done.stderr
+
+
+def main():
+    with tempfile.TemporaryDirectory() as tmp:
+        check_the_check(tmp)
+    with tempfile.TemporaryDirectory() as tmp:
+        check_the_summary(tmp)
+    print("nsys check and summary: ok")
+
+
+if __name__ == "__main__":
+    main()
