@@ -13,48 +13,63 @@
 #   scripts/gpu-check-nsys.sh OUT_DIR BUILD_DIR FILTER [FILTER...]
 set -uo pipefail
 usage="usage: scripts/gpu-check-nsys.sh OUT_DIR BUILD_DIR FILTER [FILTER...]"
-out="$(realpath -m "${1:?$usage}")" build="$(realpath -m "${2:?$usage}")"
+(( $# >= 3 )) || { echo "$usage" >&2; exit 2; }
+out="$(realpath -m "$1")" build="$(realpath -m "$2")"
 shift 2
 cd "$(dirname "$0")/.." || exit 2
-(( $# >= 1 )) || { echo "$usage" >&2; exit 2; }
 python="${MTC_PYTHON:-python3}"
-nsys="${MTC_NSYS:-/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys}"
-[[ -x "$nsys" ]] || nsys="$(command -v nsys || true)"
+# The cases share 6 minutes, so that a filter too broad or a hang ends the check with a message
+# inside a GPU host's 10-minute call (the build and tests take ~2), the tables made so far kept.
+limit=$(( 360 / $# ))
+default_nsys=/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys
+if [[ -n "${MTC_NSYS:-}" ]]; then
+  nsys="$MTC_NSYS"
+  [[ -x "$nsys" ]] || { echo "nsys: MTC_NSYS=$nsys is not an executable" | tee "$out/nsys.md" >&2; exit 1; }
+elif [[ -x "$default_nsys" ]]; then
+  nsys="$default_nsys"
+else
+  nsys="$(command -v nsys || true)"
+fi
 if [[ -z "$nsys" ]]; then
   echo "nsys: no Nsight Systems on this host (MTC_NSYS names one)" | tee "$out/nsys.md" >&2
   exit 1
 fi
-if compgen -G ".carry/debs/*.deb" > /dev/null; then
-  libs="$(mktemp -d)"
-  for d in .carry/debs/*.deb; do dpkg -x "$d" "$libs"; done
-  export LD_LIBRARY_PATH="$libs/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-fi
 work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+if compgen -G ".carry/debs/*.deb" > /dev/null; then
+  for d in .carry/debs/*.deb; do dpkg -x "$d" "$work/libs"; done
+  export LD_LIBRARY_PATH="$work/libs/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+fi
 status=0
 : > "$out/nsys.md"
 i=0
 for filter in "$@"; do
   i=$((i + 1))
   echo "=== nsys: $filter"
-  if ! "$nsys" profile -t cuda,nvtx,osrt -o "$work/case-$i" -f true "$build/mtc_engine_bench" \
-      --benchmark_filter="$filter" --benchmark_repetitions=1 > "$work/case-$i.log" 2>&1; then
-    echo "nsys profile failed for $filter; its last lines:" | tee -a "$out/nsys.md"
+  printf '### %s\n\n' "$filter" >> "$out/nsys.md"
+  if ! timeout "$limit" "$nsys" profile -t cuda,nvtx,osrt -o "$work/case-$i" -f true \
+      "$build/mtc_engine_bench" --benchmark_filter="$filter" --benchmark_repetitions=1 \
+      > "$work/case-$i.log" 2>&1; then
+    echo "nsys profile failed (or ran past ${limit} s) for $filter; its last lines:" | tee -a "$out/nsys.md"
     tail -5 "$work/case-$i.log" | tee -a "$out/nsys.md"
+    echo >> "$out/nsys.md"
     status=1
     continue
   fi
   # One call, CSV only: a second `nsys stats` on the same report printed a usage error on the
   # GPU host (2026-11-29).
-  if ! "$nsys" stats -r nvtx_sum,cuda_api_sum,osrt_sum,cuda_gpu_trace --format csv \
+  if ! timeout "$limit" "$nsys" stats -r nvtx_sum,cuda_api_sum,osrt_sum,cuda_gpu_trace --format csv \
       -o "$work/case-$i" "$work/case-$i.nsys-rep" > "$work/stats-$i.log" 2>&1; then
     echo "nsys stats failed for $filter; its last lines:" | tee -a "$out/nsys.md"
     tail -5 "$work/stats-$i.log" | tee -a "$out/nsys.md"
+    echo >> "$out/nsys.md"
     status=1
     continue
   fi
   # The case's own line from the benchmark's output: its time under tracing.
   grep -E "^BM_" "$work/case-$i.log" | head -3 | sed 's/^/    /' >> "$out/nsys.md"
-  "$python" scripts/nsys_summary.py --title "$filter" "$work"/case-"$i"_{nvtx_sum,cuda_api_sum,osrt_sum}.csv \
+  echo >> "$out/nsys.md"
+  "$python" scripts/nsys_summary.py --no-title "$work"/case-"$i"_{nvtx_sum,cuda_api_sum,osrt_sum}.csv \
     | tee -a "$out/nsys.md" || status=1
 done
 if compgen -G "$work/*.csv" > /dev/null; then

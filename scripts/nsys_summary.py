@@ -9,7 +9,7 @@ count too, so a call made a few times only (an allocation of the pools) shows as
 medians belong to the calls made once per copy. The OS runtime summary holds only the calls that
 nsys traced (those that blocked, mostly): a lock that never waited does not appear.
 
-    python3 scripts/nsys_summary.py [--title TEXT] [--copies N] [--top N] CSV [CSV...]
+    python3 scripts/nsys_summary.py [--title TEXT | --no-title] [--copies N] [--top N] CSV [CSV...]
 
 Given no nvtx_sum file (or one without that range) and no --copies, no count per copy.
 
@@ -66,7 +66,7 @@ def table(path, kind, copies, top):
         lines.append(f"| {r[name_column]} | {count}{per} | {us[1]:.1f} | {us[2]:.1f} | {us[3]:.1f} "
                      f"| {us[0] / 1e3:.2f} |")
     if not rows:
-        lines.append("| (none) | | | | | |")
+        lines.append("| (none) |" + " |" * (6 if copies else 5))
     return "\n".join(lines) + "\n"
 
 
@@ -74,10 +74,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("csv", nargs="+", type=Path)
     parser.add_argument("--title", default="Nsight Systems summary")
+    parser.add_argument("--no-title", action="store_true", help="no heading (the caller wrote one)")
     parser.add_argument("--copies", type=int, default=0, help="copies the process made, for calls per copy")
     parser.add_argument("--top", type=int, default=12)
     args = parser.parse_args()
-    out = [f"### {args.title}", ""]
+    out = [] if args.no_title else [f"### {args.title}", ""]
     for path in args.csv:
         if kind_of(path) is None or not path.is_file():
             print(f"nsys_summary: {path}: no such file of a known kind "

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """scripts/gpu-check-nsys.sh and scripts/nsys_summary.py with stand-ins for nsys and the engine's
-micro-benchmarks: each filter runs in a process of its own under `nsys profile`, its CSV
-summaries become tables (the busiest rows first, counts per copy from the mtc:start_copy range),
-every CSV lands in the tarball, and a case nsys could not profile is named and fails the check
-while the others still run. nsys_summary.py alone: the column of counts per copy from --copies,
+micro-benchmarks: each filter runs in a process of its own under `nsys profile`, its heading,
+its own result line and its CSV summaries as tables follow in order (the busiest rows first,
+counts per copy from the mtc:start_copy range), every CSV lands in the tarball, and a case nsys
+could not profile is named and fails the check while the others still run. gpu-check.sh refuses
+an unknown mode, and an nsys mode without filters or with more than five, before building. nsys_summary.py alone: the column of counts per copy from --copies,
 none without copies, and exit 2 for a file of no known kind or without the columns.
 
     python3 tests/scripts/nsys_check_test.py
@@ -54,8 +55,9 @@ printf '%s\\n' {' '.join(repr(line) for line in NVTX)} > "${{prefix}}_nvtx_sum.c
 printf '%s\\n' {' '.join(repr(line) for line in OSRT)} > "${{prefix}}_osrt_sum.csv"
 printf 'Start (ns),Duration (ns),Name\\n1,2,gather\\n' > "${{prefix}}_cuda_gpu_trace.csv"
 """
+# Prints its case's line, naming the filter it was given.
 FAKE_BENCH = """#!/usr/bin/env bash
-echo "BM_Fake/1/399/iterations:100/manual_time 300 us"
+echo "BM_Fake ${1#--benchmark_filter=} 300 us"
 """
 
 
@@ -77,10 +79,14 @@ def check_the_check(tmp):
                            "BM_Fake/1/1423/"], capture_output=True, text=True, env=env)
     assert done.returncode == 1, f"a case nsys could not profile must fail the check\n{done.stdout}{done.stderr}"
     md = (out / "nsys.md").read_text()
-    assert "nsys profile failed for broken/" in md and "the process crashed" in md, md
-    for title in ("### BM_Fake/1/399/", "### BM_Fake/1/1423/"):
-        assert title in md, f"{title} missing:\n{md}"
-    assert "BM_Fake/1/399/iterations:100/manual_time 300 us" in md, md
+    assert "nsys profile failed (or ran past 120 s) for broken/" in md, md  # 360 s over 3 cases
+    assert "the process crashed" in md, md
+    # Each case's heading, then its own line, then its tables, in the filters' order.
+    at = [md.index(text) for text in ("### BM_Fake/1/399/", "BM_Fake BM_Fake/1/399/ 300 us",
+                                      "| cudaMemcpyAsync |", "### broken/", "nsys profile failed",
+                                      "### BM_Fake/1/1423/", "BM_Fake BM_Fake/1/1423/ 300 us")]
+    assert at == sorted(at), f"out of order: {at}\n{md}"
+    assert md.count("| cudaMemcpyAsync |") == 2, md
     # The busiest first; 440 calls over 110 copies is 4 a copy.
     assert md.index("| cudaMemcpyAsync | 440 | 4.00 | 32.6 |") < md.index("| cudaEventRecord |"), md
     assert "| pthread_rwlock_wrlock | 100 | 0.91 | 46.5 |" in md, md
@@ -88,6 +94,18 @@ def check_the_check(tmp):
         names = sorted(pathlib.Path(n).name for n in tar.getnames())
     assert names.count("case-1_cuda_api_sum.csv") == 1 and "case-3_cuda_gpu_trace.csv" in names, names
     assert not any(n.startswith("case-2_") for n in names), names
+
+
+def check_the_refusals(tmp):
+    """gpu-check.sh refuses an unknown mode and an nsys mode without filters or with more than
+    five before it builds anything."""
+    out = pathlib.Path(tmp) / "out"
+    for args in (["typo"], ["nsys"], ["nsys"] + [f"F{k}" for k in range(6)]):
+        done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), str(out), *args],
+                              capture_output=True, text=True, cwd=ROOT)
+        assert done.returncode == 2, f"{args}: rc {done.returncode}\n{done.stdout}{done.stderr}"
+        assert "unknown mode" in done.stderr or "at most five" in done.stderr, done.stderr
+        assert not (out / "build.log").exists(), f"{args}: it started a build"
 
 
 def check_the_summary(tmp):
@@ -109,6 +127,8 @@ def check_the_summary(tmp):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         check_the_check(tmp)
+    with tempfile.TemporaryDirectory() as tmp:
+        check_the_refusals(tmp)
     with tempfile.TemporaryDirectory() as tmp:
         check_the_summary(tmp)
     print("nsys check and summary: ok")
