@@ -283,13 +283,13 @@ TEST(DictStash, OnUnlessTheEnvironmentSaysZero) {
 }
 
 TEST(DictStash, VariableIsZeroOrOne) {
-  EXPECT_TRUE(parse_dict_stash(nullptr, true));
-  EXPECT_TRUE(parse_dict_stash("", true));
-  EXPECT_FALSE(parse_dict_stash("", false));
-  EXPECT_TRUE(parse_dict_stash("1", false));
-  EXPECT_FALSE(parse_dict_stash("0", true));
+  EXPECT_TRUE(parse_switch(kDictStashVariable, nullptr, true));
+  EXPECT_TRUE(parse_switch(kDictStashVariable, "", true));
+  EXPECT_FALSE(parse_switch(kDictStashVariable, "", false));
+  EXPECT_TRUE(parse_switch(kDictStashVariable, "1", false));
+  EXPECT_FALSE(parse_switch(kDictStashVariable, "0", true));
   try {
-    parse_dict_stash("yes", false);
+    parse_switch(kDictStashVariable, "yes", false);
     ADD_FAILURE() << "accepted";
   } catch (const c10::Error& e) {
     EXPECT_NE(std::string(e.what()).find("MTC_DICT_STASH='yes'"), std::string::npos) << e.what();

@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 #include "detail/impl_pool.h"
@@ -70,7 +69,7 @@ TEST(WorkerPoolSet, InstanceFollowsTheEnvironment) {
   EXPECT_EQ(pools.for_device(-1).spin(),
             parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin));
   EXPECT_EQ(pools.for_device(-1).anticipates(),
-            parse_worker_anticipate(std::getenv(kWorkerAnticipateVariable), true));
+            parse_switch(kWorkerAnticipateVariable, std::getenv(kWorkerAnticipateVariable), true));
 }
 
 TEST(WorkerPoolSet, SetSpinReachesEveryPoolTheLaterOnesToo) {
@@ -91,22 +90,20 @@ TEST(WorkerPoolSet, SetAnticipateReachesEveryPoolTheLaterOnesToo) {
   EXPECT_FALSE(off.for_device(-1).anticipates());
 }
 
-// The switches read from the environment: MTC_WORKER_ANTICIPATE and MTC_DRIVER_WARMUP.
+// The switches read from the environment: MTC_WORKER_ANTICIPATE and MTC_DRIVER_WARMUP
+// (MTC_DICT_STASH in dict_stash_test).
 TEST(WorkerPoolSet, SwitchVariablesAreZeroOrOne) {
-  using Parse = bool (*)(const char*, bool);
-  for (const auto& [parse, variable] :
-       {std::pair<Parse, const char*>{parse_worker_anticipate, kWorkerAnticipateVariable},
-        std::pair<Parse, const char*>{parse_driver_warmup, kDriverWarmupVariable}}) {
+  for (const char* variable : {kWorkerAnticipateVariable, kDriverWarmupVariable}) {
     SCOPED_TRACE(variable);
-    EXPECT_TRUE(parse(nullptr, true));
-    EXPECT_TRUE(parse("", true));
-    EXPECT_FALSE(parse("", false));
-    EXPECT_FALSE(parse("0", true));
-    EXPECT_TRUE(parse("1", false));
+    EXPECT_TRUE(parse_switch(variable, nullptr, true));
+    EXPECT_TRUE(parse_switch(variable, "", true));
+    EXPECT_FALSE(parse_switch(variable, "", false));
+    EXPECT_FALSE(parse_switch(variable, "0", true));
+    EXPECT_TRUE(parse_switch(variable, "1", false));
     for (const char* bad : {"2", "-1", "yes", "on", " 1", "01x"}) {
       SCOPED_TRACE(bad);
       try {
-        parse(bad, true);
+        parse_switch(variable, bad, true);
         ADD_FAILURE() << "accepted";
       } catch (const c10::Error& e) {
         EXPECT_NE(std::string(e.what()).find(std::string(variable) + "='" + bad + "'"),

@@ -40,16 +40,8 @@ std::chrono::microseconds parse_worker_spin(const char* text, std::chrono::micro
                                                  fallback.count(), "a spin in microseconds"));
 }
 
-bool parse_worker_anticipate(const char* text, bool fallback) {
-  return parse_setting(kWorkerAnticipateVariable, text, 0, 1, fallback ? 1 : 0, "0 or 1") == 1;
-}
-
-bool parse_dict_stash(const char* text, bool fallback) {
-  return parse_setting(kDictStashVariable, text, 0, 1, fallback ? 1 : 0, "0 or 1") == 1;
-}
-
-bool parse_driver_warmup(const char* text, bool fallback) {
-  return parse_setting(kDriverWarmupVariable, text, 0, 1, fallback ? 1 : 0, "0 or 1") == 1;
+bool parse_switch(const char* variable, const char* text, bool fallback) {
+  return parse_setting(variable, text, 0, 1, fallback ? 1 : 0, "0 or 1") == 1;
 }
 
 int WorkerCount::per_pool() const {
@@ -68,13 +60,14 @@ WorkerCount WorkerCount::from_environment() {
 WorkerPoolSet& WorkerPoolSet::instance() {
   static WorkerPoolSet* set = [] {
     // A bad value fails the copy that made the pools first, as the other settings do.
-    dict_stash::enable_from_environment(parse_dict_stash(std::getenv(kDictStashVariable), true));
+    dict_stash::enable_from_environment(
+        parse_switch(kDictStashVariable, std::getenv(kDictStashVariable), true));
     driver_warmup::enable_from_environment(
-        parse_driver_warmup(std::getenv(kDriverWarmupVariable), true));
+        parse_switch(kDriverWarmupVariable, std::getenv(kDriverWarmupVariable), true));
     return new WorkerPoolSet(
         WorkerCount::from_environment(),
         parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin),
-        parse_worker_anticipate(std::getenv(kWorkerAnticipateVariable), true));
+        parse_switch(kWorkerAnticipateVariable, std::getenv(kWorkerAnticipateVariable), true));
   }();
   return *set;
 }

@@ -40,23 +40,18 @@ std::chrono::microseconds parse_worker_spin(const char* text, std::chrono::micro
 // off, 1 on (the default). Off, a loop whose copies come further apart than the spin pays a
 // worker's wake-up at each copy and another for each of its walk's helpers.
 inline constexpr const char* kWorkerAnticipateVariable = "MTC_WORKER_ANTICIPATE";
-// `text` as 0 or 1; `fallback` when null or empty. Throws c10::Error naming the variable for
-// anything else.
-bool parse_worker_anticipate(const char* text, bool fallback);
 
 // The environment variable that turns off output dicts made ahead by idle workers (dict_stash.h):
 // 0 off, 1 on (the default). Read when the pools are made.
 inline constexpr const char* kDictStashVariable = "MTC_DICT_STASH";
-// `text` as 0 or 1; `fallback` when null or empty. Throws c10::Error naming the variable for
-// anything else.
-bool parse_dict_stash(const char* text, bool fallback);
 
 // The environment variable that turns off the driver warm-up ahead of a forecast copy
 // (driver_warmup.h): 0 off, 1 on (the default). Read when the pools are made.
 inline constexpr const char* kDriverWarmupVariable = "MTC_DRIVER_WARMUP";
-// `text` as 0 or 1; `fallback` when null or empty. Throws c10::Error naming the variable for
-// anything else.
-bool parse_driver_warmup(const char* text, bool fallback);
+
+// `text`, the value of the switch `variable` (one of the three above), as 0 or 1; `fallback` when
+// null or empty. Throws c10::Error naming the variable for anything else.
+bool parse_switch(const char* variable, const char* text, bool fallback);
 
 // Workers for each CUDA device: one copy of the reference batch walks its structure on four
 // threads (its own and three helpers).
