@@ -1,9 +1,10 @@
 // The driver warm-up a worker makes ahead of a forecast copy (driver_warmup.h): it warms a
-// device its pool prepared when on, nothing when off or for an index that is no device's, takes
+// device a copy prepared when on, nothing when off or for an index that is no device's, takes
 // no fault meant for a copy's checked call, leaves no error, and copies after it are exact. That
 // it shortens a step is measured, not tested (BM_EngineCopy bit 4194304). Skipped without a CUDA
 // device.
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -31,7 +32,7 @@ class DriverWarmupGpu : public GpuTest {
  protected:
   void SetUp() override {
     GpuTest::SetUp();
-    WorkerPoolSet::instance().for_device(0);  // prepares device 0
+    warmup::prepare(0);
     WorkerPoolSet::instance().set_anticipate(false);
   }
   void TearDown() override {
@@ -89,6 +90,29 @@ TEST_F(DriverWarmupGpu, CopiesAfterWarmUpsAreExact) {
     warmup::warm(0);
     expect_structure_copy(mtc::start_copy(on_gpu, kCpu).get(), on_gpu, kCpu);
   }
+}
+
+// The first copy to or from a device makes what its warm-ups use; a copy between CPUs makes
+// nothing on a GPU.
+TEST_F(DriverWarmupGpu, CopiesPrepareTheDevicesTheyUse) {
+  EXPECT_FALSE(warmup::prepared(-1));
+  warmup::forget(0);
+  ASSERT_FALSE(warmup::prepared(0));
+  const c10::IValue batch = reference_batch();
+  (void)mtc::start_copy(batch, kCpu).get();
+  EXPECT_FALSE(warmup::prepared(0)) << "a copy between CPUs prepared device 0";
+  const c10::IValue on_gpu = mtc::start_copy(batch, kCuda0).get();
+  EXPECT_TRUE(warmup::prepared(0)) << "a CPU->GPU copy did not prepare its target";
+  warmup::forget(0);
+  (void)mtc::start_copy(on_gpu, kCpu).get();
+  EXPECT_TRUE(warmup::prepared(0)) << "a GPU->CPU copy did not prepare its source";
+  if (c10::cuda::device_count() < 2) return;
+  // The source, not the current device (whose pool serves copies to the CPU).
+  const c10::IValue on_second = mtc::start_copy(on_gpu, c10::Device(c10::kCUDA, 1)).get();
+  warmup::forget(1);
+  const c10::cuda::CUDAGuard current(0);
+  (void)mtc::start_copy(on_second, kCpu).get();
+  EXPECT_TRUE(warmup::prepared(1)) << "a copy from device 1 did not prepare it";
 }
 
 }  // namespace

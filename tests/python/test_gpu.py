@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import mtc
-from support import ProgressWatcher, assert_copied, errors_in_threads, gpu_mark
+from support import ProgressWatcher, assert_copied, errors_in_threads, gpu_mark, printed_by
 
 pytestmark = gpu_mark()
 
@@ -194,3 +194,29 @@ def test_a_gpu_that_does_not_exist():
     count = torch.cuda.device_count()
     with pytest.raises(ValueError, match="does not exist"):
         mtc.start_copy([torch.ones(1)], f"cuda:{count}")
+
+
+def test_a_copy_between_cpus_makes_no_cuda_context():
+    # In a fresh interpreter: the driver says whether device 0's primary context is active, first
+    # after a CPU->CPU copy (the engine must make nothing on a GPU then), then after a CPU->GPU
+    # copy (which shows the probe sees one).
+    code = """
+import ctypes
+import torch
+import mtc
+
+driver = ctypes.CDLL("libcuda.so.1")
+
+def context_active():
+    device, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
+    assert driver.cuInit(0) == 0 and driver.cuDeviceGet(ctypes.byref(device), 0) == 0
+    assert driver.cuDevicePrimaryCtxGetState(device, ctypes.byref(flags), ctypes.byref(active)) == 0
+    return active.value
+
+batch = {"a": [torch.ones(3), torch.zeros(2, 2)], "b": torch.arange(5)}
+mtc.start_copy(batch, "cpu").get()
+print(context_active())
+mtc.start_copy(batch, "cuda").get()
+print(context_active())
+"""
+    assert printed_by(code) == ["0", "1"]

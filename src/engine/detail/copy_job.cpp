@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "detail/cuda_check.h"
+#include "detail/driver_warmup.h"
 #include "detail/outputs.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
@@ -89,6 +90,10 @@ void CopyJob::run_routes() {
     }
   }
   stats_.submit_us = micros_since(clock);
+  // What a later warm-up of these devices uses is made now, by their first copy, after its own
+  // work is queued; a copy between CPUs touches no device (driver_warmup.h).
+  if (target_.is_cuda()) driver_warmup::prepare(target_.index());
+  for (const auto& source : from_device) driver_warmup::prepare(source.first);
   place_outputs();
   stats_.outputs_us = micros_since(clock);
   outputs_.clear();

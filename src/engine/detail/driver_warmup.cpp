@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdlib>
+#include <mutex>
 
 #include "detail/cuda_check.h"
 #include "mtc/nvtx.h"
@@ -32,6 +33,8 @@ constexpr size_t kBytes = 16;
 constexpr size_t kMaxDevices = 128;  // c10::DeviceIndex is 8 bits
 
 std::array<std::atomic<DeviceWarmup*>, kMaxDevices> g_devices{};
+// By device: whether prepare() tried to make its resources (g_devices then holds them or not).
+std::array<std::atomic<bool>, kMaxDevices> g_tried{};
 
 bool is_device(c10::DeviceIndex device) {
   // device_count() is cached by torch after its first call (0 without a GPU).
@@ -51,14 +54,32 @@ bool enabled() { return g_enabled.load(std::memory_order_relaxed) != 0; }
 
 int64_t warmups_made() { return g_made.load(); }
 
+bool prepared(c10::DeviceIndex device) {
+  return is_device(device) &&
+         g_devices[static_cast<size_t>(device)].load(std::memory_order_acquire) != nullptr;
+}
+
+void forget(c10::DeviceIndex device) {
+  if (!is_device(device)) return;
+  g_devices[static_cast<size_t>(device)].store(nullptr, std::memory_order_release);
+  g_tried[static_cast<size_t>(device)].store(false, std::memory_order_release);
+}
+
 void prepare(c10::DeviceIndex device) noexcept {
   if (!is_device(device)) return;
-  auto& slot = g_devices[static_cast<size_t>(device)];
-  if (slot.load(std::memory_order_acquire) != nullptr) return;
-  // Once per process: the runtime may be unloading at exit, and a warm-up would only fail there.
-  static const bool off_at_exit = std::atexit([] { set_enabled(false); }) == 0;
-  (void)off_at_exit;
+  // Every copy to or from the device calls this: after the first, one load and out.
+  std::atomic<bool>& tried = g_tried[static_cast<size_t>(device)];
+  if (tried.load(std::memory_order_acquire)) return;
   try {
+    // Copies on several threads may come here at once: one of them tries, once per device (a
+    // failed try is not retried by every later copy).
+    static std::mutex trying;
+    const std::lock_guard<std::mutex> lock(trying);
+    if (tried.load(std::memory_order_relaxed)) return;
+    tried.store(true, std::memory_order_release);
+    // Once per process: the runtime may be unloading at exit, and a warm-up would only fail there.
+    static const bool off_at_exit = std::atexit([] { set_enabled(false); }) == 0;
+    (void)off_at_exit;
     const c10::cuda::CUDAGuard guard(device);
     auto* w = new DeviceWarmup;
     cudaError_t status = cudaStreamCreateWithFlags(&w->stream, cudaStreamNonBlocking);
@@ -71,9 +92,9 @@ void prepare(c10::DeviceIndex device) noexcept {
       clear_cuda_error(status);
       return;
     }
-    slot.store(w, std::memory_order_release);
+    g_devices[static_cast<size_t>(device)].store(w, std::memory_order_release);
   } catch (...) {
-    // The guard could not switch to the device: not warmed either.
+    // The guard could not switch to the device, or no memory: not warmed either.
   }
 }
 

@@ -12,9 +12,9 @@
 // to wait on: a launch of an empty kernel, a 16-byte DMA each way between pinned memory and the
 // device, an event record. The copy then finds them in the shared cache. The calls (not timed on
 // their own) run at the start of the forecast's window, 200 us before the copy is due at the
-// earliest. None of them allocates: the stream, the event and the buffers are made with the
-// device's pool, on the thread of the copy that made it (prepare), so a warm-up cannot fall into
-// another thread's CUDA graph capture, which a device allocation would invalidate. A device's pool
+// earliest. None of them allocates: the stream, the event and the buffers are made by the first
+// copy that used the device, on its thread (prepare), so a warm-up cannot fall into another
+// thread's CUDA graph capture, which a device allocation would invalidate. A device's pool
 // also serves the copies to the CPU of threads whose current device it is (worker_pool_set.h),
 // usually copies from that device; pools of no device, and the one pool that MTC_WORKER_THREADS
 // makes for every device, warm nothing.
@@ -35,9 +35,17 @@
 
 namespace mtc::detail::driver_warmup {
 
-// Makes what `device`'s warm-ups use, once (later calls return at once). Never throws: what
-// cannot be made leaves the device unwarmed. Does nothing for an index that is no device's.
+// Makes what `device`'s warm-ups use, once: later calls, and calls after a failed try, return
+// at once. Every copy calls it for the devices it used, after queueing its own work
+// (CopyJob::run_routes), so a process whose copies never touch a device makes nothing there, nor
+// a CUDA context. Never throws: what cannot be made leaves the device unwarmed. Does nothing for
+// an index that is no device's.
 void prepare(c10::DeviceIndex device) noexcept;
+
+// For tests: whether prepare() made `device`'s resources; forget that it tried, so that the next
+// copy prepares the device again (what was made is leaked: a worker may be warming with it).
+bool prepared(c10::DeviceIndex device);
+void forget(c10::DeviceIndex device);
 
 // Makes the calls above for `device`, if prepare() made its stream. Never throws: a call that
 // fails is dropped and its error cleared (the copy that follows reports its own). Does nothing

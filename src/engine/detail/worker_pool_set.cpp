@@ -96,7 +96,7 @@ WorkerPool& WorkerPoolSet::for_device(int device) {
   WorkerPool::EarlyWakeHook warm;
   if (slot != 0 && slot != kOnePoolSlot) {
     const auto index = static_cast<c10::DeviceIndex>(device);
-    driver_warmup::prepare(index);  // on this thread, the first copy's: warm() allocates nothing
+    // The first copy that uses the device makes what warm() uses (driver_warmup::prepare).
     warm = [index] { driver_warmup::warm(index); };
   }
   auto* pool = new WorkerPool(workers, std::chrono::microseconds(spin_us_.load()),
