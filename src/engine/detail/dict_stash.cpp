@@ -6,14 +6,14 @@
 #include <mutex>
 #include <vector>
 
+#include "detail/process_switch.h"
+
 namespace mtc::detail::dict_stash {
 namespace {
 
-// -1 until the worker pools read MTC_DICT_STASH (enable_from_environment) or set_enabled() was
-// called: on, the default.
-std::atomic<int> stash_on{-1};
+ProcessSwitch stash_on;  // MTC_DICT_STASH
 
-bool on() { return stash_on.load(std::memory_order_relaxed) != 0; }
+bool on() { return stash_on.on(); }
 
 c10::impl::GenericDict make(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
                             size_t entries) {
@@ -137,12 +137,9 @@ size_t refill(c10::function_ref<bool()> stop) noexcept {
   return made;
 }
 
-void set_enabled(bool enable) { stash_on.store(enable ? 1 : 0, std::memory_order_relaxed); }
+void set_enabled(bool enable) { stash_on.set(enable); }
 
-void enable_from_environment(bool enable) {
-  int unset = -1;
-  stash_on.compare_exchange_strong(unset, enable ? 1 : 0, std::memory_order_relaxed);
-}
+void enable_from_environment(bool enable) { stash_on.set_from_environment(enable); }
 
 bool enabled() { return on(); }
 

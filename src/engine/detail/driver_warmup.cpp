@@ -10,14 +10,13 @@
 #include <mutex>
 
 #include "detail/cuda_check.h"
+#include "detail/process_switch.h"
 #include "mtc/nvtx.h"
 
 namespace mtc::detail::driver_warmup {
 namespace {
 
-// -1 until the worker pools read MTC_DRIVER_WARMUP (enable_from_environment) or set_enabled()
-// was called: on, the default.
-std::atomic<int> g_enabled{-1};
+ProcessSwitch g_enabled;  // MTC_DRIVER_WARMUP
 std::atomic<int64_t> g_made{0};
 
 // What one device's warm-ups use. Never freed: a worker may warm until the process ends.
@@ -43,14 +42,11 @@ bool is_device(c10::DeviceIndex device) {
 
 }  // namespace
 
-void set_enabled(bool on) { g_enabled.store(on ? 1 : 0); }
+void set_enabled(bool on) { g_enabled.set(on); }
 
-void enable_from_environment(bool on) {
-  int unset = -1;
-  g_enabled.compare_exchange_strong(unset, on ? 1 : 0);
-}
+void enable_from_environment(bool on) { g_enabled.set_from_environment(on); }
 
-bool enabled() { return g_enabled.load(std::memory_order_relaxed) != 0; }
+bool enabled() { return g_enabled.on(); }
 
 int64_t warmups_made() { return g_made.load(); }
 
