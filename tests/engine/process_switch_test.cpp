@@ -1,8 +1,8 @@
 // The engine's process-wide on/off settings (process_switch.h): on until set, and the
 // environment's value taken only while nothing set it.
-#include <gtest/gtest.h>
-
 #include "detail/process_switch.h"
+
+#include <gtest/gtest.h>
 
 namespace {
 

@@ -27,7 +27,10 @@ void CapturedStreams::add(c10::DeviceIndex device) {
 c10::cuda::CUDAStream CapturedStreams::of(c10::DeviceIndex device) const {
   for (const auto& s : streams_)
     if (s.device_index() == device) return s;
-  TORCH_INTERNAL_ASSERT(false, "no stream captured for cuda:", static_cast<int>(device));
+  // start_copy captures the target's and every device's this process has a primary context on
+  // (copier.cpp): an input elsewhere lives in a context of its own, made by other means.
+  TORCH_CHECK(false, "mtc::start_copy: an input lives on cuda:", static_cast<int>(device),
+              ", where this process had no primary CUDA context when the copy started");
 }
 
 CopyJob::CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
