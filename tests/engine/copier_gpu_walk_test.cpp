@@ -163,9 +163,22 @@ TEST_F(GpuTest, GpuToCpuOutputsPackedInTheWalkKeepTheirBlockAlive) {
     kept = outs.at(1111);
   }
   const at::Tensor expected = tensors_of(big).at(1111);
+  // What a failure looked like, to tell its causes apart (it failed once on a 4 x H200 host,
+  // 2026-11-29, and passed in every rerun): the block reused under the output (its bytes become
+  // another copy's), or the output's header or storage replaced.
+  const void* data = kept.const_data_ptr();
+  const c10::StorageImpl* storage = kept.storage().unsafeGetStorageImpl();
+  const at::Tensor others_value = expected.neg().add(1);
   for (int i = 0; i < 5; ++i) {
     const c10::IValue again = start_copy(others, kCpu).get();
-    EXPECT_TRUE(kept.equal(expected)) << "after copy " << i;
+    EXPECT_TRUE(kept.equal(expected))
+        << "after copy " << i << ": data pointer "
+        << (kept.const_data_ptr() == data ? "unchanged" : "changed") << ", storage "
+        << (kept.storage().unsafeGetStorageImpl() == storage ? "unchanged" : "changed")
+        << ", sizes " << kept.sizes() << ", values "
+        << (kept.sizes() == others_value.sizes() && kept.equal(others_value)
+                ? "the later copy's"
+                : "neither the input's nor the later copy's");
   }
 }
 
