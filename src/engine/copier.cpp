@@ -4,9 +4,8 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/util/Exception.h>
 
-#include <array>
 #include <atomic>
-#include <cstdint>
+#include <exception>
 #include <memory>
 #include <thread>
 
@@ -43,19 +42,29 @@ void validate(const CopyOptions& options) {
                     options.max_packed_chunk_bytes);
 }
 
-// Whether this process has made `device`'s primary CUDA context, where all its tensors on the
-// device live (torch's and the runtime's allocations go there). Without one, the device holds
-// no input of a copy, and asking for its current stream or setting up torch's CUDA state would
-// make one (hundreds of MB of device memory, and a process that never meant to use the GPU now
-// holds it). A context, once made, stays: a device seen with one is not asked again, so a copy
-// pays one driver query for each device the process does not use, none for those it does.
-bool device_in_use(c10::DeviceIndex device) {
-  static std::array<std::atomic<bool>, 256> seen{};  // by index (c10::DeviceIndex is 8 bits)
-  std::atomic<bool>& known = seen[static_cast<uint8_t>(device)];
-  if (known.load(std::memory_order_relaxed)) return true;
-  if (!c10::cuda::hasPrimaryContext(device)) return false;
-  known.store(true, std::memory_order_relaxed);
-  return true;
+// Whether this process uses CUDA: a primary CUDA context on any of its `devices`, where torch's
+// and the runtime's allocations live. Until one exists no tensor of the process is on a GPU, and
+// asking for a device's current stream or setting up torch's CUDA state would make a context
+// (hundreds of MB of device memory, held by a process that never meant to use the GPU). Once one
+// exists, torch has set those up too and capturing makes nothing new. Seen once, remembered: a
+// process that uses CUDA pays no query; one that copies only between CPUs, one per device per
+// copy. A driver that cannot answer (in a process forked after its parent used CUDA) counts as
+// in use, as every copy was treated before.
+bool cuda_in_use(c10::DeviceIndex devices) {
+  static std::atomic<bool> seen{false};
+  if (seen.load(std::memory_order_relaxed)) return true;
+  for (c10::DeviceIndex d = 0; d < devices; ++d) {
+    bool context = true;
+    try {
+      context = c10::cuda::hasPrimaryContext(d);
+    } catch (const std::exception&) {
+    }
+    if (context) {
+      seen.store(true, std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
 }
 
 // Waits for the job and destroys it on this thread, the one that drops the handle, never on a
@@ -129,19 +138,17 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
 
   // Current streams are per thread, so they are captured here, on the caller's thread: the
   // target's and every other device's (inputs may live on any; there are only a few, and the
-  // structure is walked on the worker so start_copy returns at once).
-  // Devices this process has no context on hold none of its tensors and are left alone: a copy
-  // between CPUs makes no context (device_in_use).
+  // structure is walked on the worker so start_copy returns at once). A process that does not
+  // use CUDA has no tensor on a GPU: its copies between CPUs leave CUDA alone (cuda_in_use).
   detail::CapturedStreams streams;
   if (target.is_cuda()) streams.add(target.index());
   const c10::DeviceIndex devices = c10::cuda::device_count();
-  bool cuda_in_use = target.is_cuda();
-  for (c10::DeviceIndex d = 0; d < devices && !cuda_in_use; ++d) cuda_in_use = device_in_use(d);
-  // The engine allocates through the CUDA caching allocator directly, which torch sets up
-  // lazily on first CUDA use; make sure that has happened (a no-op after the first call).
-  if (cuda_in_use) at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
-  for (c10::DeviceIndex d = 0; d < devices && cuda_in_use; ++d)
-    if (device_in_use(d)) streams.add(d);
+  if (devices > 0 && (target.is_cuda() || cuda_in_use(devices))) {
+    // The engine allocates through the CUDA caching allocator directly, which torch sets up
+    // lazily on first CUDA use; make sure that has happened (a no-op after the first call).
+    at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
+    for (c10::DeviceIndex d = 0; d < devices; ++d) streams.add(d);
+  }
 
   // Each device's copies have workers of their own (see worker_pool_set.h).
   detail::WorkerPool& pool = detail::worker_pool_for(target);

@@ -15,6 +15,7 @@
 #include <string>
 
 #include "cpu_test_support.h"
+#include "detail/routes.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
 
@@ -140,6 +141,14 @@ TEST(CopierCpu, SparseLeafThrows) {
     expect_copy_fails(sparse, kCpu, options, "layout");
     expect_copy_fails(dict, kCpu, options, "leaf 1");
   }
+}
+
+// A stream asked for a device start_copy captured none of (an input in a CUDA context made by
+// other means than the runtime's primary one): an error naming the device, not an assertion.
+TEST(CopierCpu, AnInputOnADeviceWithoutACapturedStreamFailsNamingIt) {
+  const mtc::detail::CapturedStreams none;
+  expect_throws_with([&] { (void)none.of(3); },
+                     "an input lives on cuda:3, but this process had no primary CUDA context");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <set>
 #include <string>
@@ -26,6 +27,7 @@ using mtc::CopyOptions;
 using mtc::CopyStats;
 using mtc::start_copy;
 using mtc::test::all_dtypes;
+using mtc::test::bytes_of;
 using mtc::test::expect_structure_copy;
 using mtc::test::expected_packed;
 using mtc::test::expected_reused;
@@ -163,22 +165,28 @@ TEST_F(GpuTest, GpuToCpuOutputsPackedInTheWalkKeepTheirBlockAlive) {
     kept = outs.at(1111);
   }
   const at::Tensor expected = tensors_of(big).at(1111);
-  // What a failure looked like, to tell its causes apart (it failed once on a 4 x H200 host,
-  // 2026-11-29, and passed in every rerun): the block reused under the output (its bytes become
-  // another copy's), or the output's header or storage replaced.
+  // Bytes, not values: the inputs are random bytes, NaNs included, and a NaN equals nothing.
+  // Compared with equal(), the check failed in the ~0.7 % of processes whose random draw put a
+  // NaN in this tensor (torch seeds each process anew), the likely cause of its one failure on a
+  // 4 x H200 host (2026-11-29). A failure says whether the output's data pointer or storage
+  // changed and whether a later output lies in its memory: its header replaced, or its block
+  // reused under it.
   const void* data = kept.const_data_ptr();
   const c10::StorageImpl* storage = kept.storage().unsafeGetStorageImpl();
-  const at::Tensor others_value = expected.neg().add(1);
+  const auto* block = static_cast<const std::byte*>(kept.storage().data());
+  const size_t block_bytes = kept.storage().nbytes();
   for (int i = 0; i < 5; ++i) {
     const c10::IValue again = start_copy(others, kCpu).get();
-    EXPECT_TRUE(kept.equal(expected))
+    const bool later_output_inside = std::ranges::any_of(tensors_of(again), [&](const auto& t) {
+      const auto* p = static_cast<const std::byte*>(t.const_data_ptr());
+      return p >= block && p < block + block_bytes;
+    });
+    EXPECT_EQ(bytes_of(kept), bytes_of(expected))
         << "after copy " << i << ": data pointer "
         << (kept.const_data_ptr() == data ? "unchanged" : "changed") << ", storage "
         << (kept.storage().unsafeGetStorageImpl() == storage ? "unchanged" : "changed")
-        << ", sizes " << kept.sizes() << ", values "
-        << (kept.sizes() == others_value.sizes() && kept.equal(others_value)
-                ? "the later copy's"
-                : "neither the input's nor the later copy's");
+        << ", sizes " << kept.sizes() << "; an output of the later copy lies in its memory: "
+        << (later_output_inside ? "yes" : "no");
   }
 }
 

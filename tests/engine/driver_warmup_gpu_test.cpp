@@ -95,6 +95,7 @@ TEST_F(DriverWarmupGpu, CopiesAfterWarmUpsAreExact) {
 // The first copy to or from a device makes what its warm-ups use; a copy between CPUs makes
 // nothing on a GPU.
 TEST_F(DriverWarmupGpu, CopiesPrepareTheDevicesTheyUse) {
+  warmup::set_enabled(true);
   EXPECT_FALSE(warmup::prepared(-1));
   warmup::forget(0);
   ASSERT_FALSE(warmup::prepared(0));
@@ -106,6 +107,14 @@ TEST_F(DriverWarmupGpu, CopiesPrepareTheDevicesTheyUse) {
   warmup::forget(0);
   (void)mtc::start_copy(on_gpu, kCpu).get();
   EXPECT_TRUE(warmup::prepared(0)) << "a GPU->CPU copy did not prepare its source";
+  // Turned off, a copy makes nothing; turned on again, the next one does.
+  warmup::forget(0);
+  warmup::set_enabled(false);
+  (void)mtc::start_copy(batch, kCuda0).get();
+  EXPECT_FALSE(warmup::prepared(0)) << "made while turned off";
+  warmup::set_enabled(true);
+  (void)mtc::start_copy(batch, kCuda0).get();
+  EXPECT_TRUE(warmup::prepared(0));
   if (c10::cuda::device_count() < 2) return;
   // The source, not the current device (whose pool serves copies to the CPU).
   const c10::IValue on_second = mtc::start_copy(on_gpu, c10::Device(c10::kCUDA, 1)).get();

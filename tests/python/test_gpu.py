@@ -197,9 +197,9 @@ def test_a_gpu_that_does_not_exist():
 
 
 def test_a_copy_between_cpus_makes_no_cuda_context():
-    # In a fresh interpreter: the driver says whether device 0's primary context is active, first
-    # after a CPU->CPU copy (the engine must make nothing on a GPU then), then after a CPU->GPU
-    # copy (which shows the probe sees one).
+    # In a fresh interpreter: the driver says which devices' primary contexts are active, first
+    # after a CPU->CPU copy (the engine must make none then), then after a CPU->GPU copy to device
+    # 0 (which shows the probe sees one).
     code = """
 import ctypes
 import torch
@@ -207,16 +207,23 @@ import mtc
 
 driver = ctypes.CDLL("libcuda.so.1")
 
-def context_active():
-    device, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
-    assert driver.cuInit(0) == 0 and driver.cuDeviceGet(ctypes.byref(device), 0) == 0
-    assert driver.cuDevicePrimaryCtxGetState(device, ctypes.byref(flags), ctypes.byref(active)) == 0
-    return active.value
+def contexts_active():
+    count = ctypes.c_int()
+    assert driver.cuInit(0) == 0 and driver.cuDeviceGetCount(ctypes.byref(count)) == 0
+    states = ""
+    for index in range(count.value):
+        device, flags, active = ctypes.c_int(), ctypes.c_uint(), ctypes.c_int()
+        assert driver.cuDeviceGet(ctypes.byref(device), index) == 0
+        assert driver.cuDevicePrimaryCtxGetState(device, ctypes.byref(flags), ctypes.byref(active)) == 0
+        states += str(active.value)
+    return states
 
 batch = {"a": [torch.ones(3), torch.zeros(2, 2)], "b": torch.arange(5)}
 mtc.start_copy(batch, "cpu").get()
-print(context_active())
-mtc.start_copy(batch, "cuda").get()
-print(context_active())
+print(contexts_active())
+mtc.start_copy(batch, "cuda:0").get()
+print(contexts_active()[0])
 """
-    assert printed_by(code) == ["0", "1"]
+    after_cpu_copy, device_0_after_gpu_copy = printed_by(code)
+    assert set(after_cpu_copy) == {"0"}, f"contexts after a copy between CPUs, by device: {after_cpu_copy}"
+    assert device_0_after_gpu_copy == "1"

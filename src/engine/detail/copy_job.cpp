@@ -27,10 +27,10 @@ void CapturedStreams::add(c10::DeviceIndex device) {
 c10::cuda::CUDAStream CapturedStreams::of(c10::DeviceIndex device) const {
   for (const auto& s : streams_)
     if (s.device_index() == device) return s;
-  // start_copy captures the target's and every device's this process has a primary context on
-  // (copier.cpp): an input elsewhere lives in a context of its own, made by other means.
+  // start_copy captures every device's stream unless the process had no primary CUDA context
+  // (copier.cpp): an input on a GPU then lives in a context made by other means.
   TORCH_CHECK(false, "mtc::start_copy: an input lives on cuda:", static_cast<int>(device),
-              ", where this process had no primary CUDA context when the copy started");
+              ", but this process had no primary CUDA context when the copy started");
 }
 
 CopyJob::CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
@@ -93,12 +93,12 @@ void CopyJob::run_routes() {
     }
   }
   stats_.submit_us = micros_since(clock);
-  // What a later warm-up of these devices uses is made now, by their first copy, after its own
-  // work is queued; a copy between CPUs touches no device (driver_warmup.h).
-  if (target_.is_cuda()) driver_warmup::prepare(target_.index());
-  for (const auto& source : from_device) driver_warmup::prepare(source.first);
   place_outputs();
   stats_.outputs_us = micros_since(clock);
+  // What a later warm-up of these devices uses is made now, by their first copy, after its own
+  // work; a copy between CPUs touches no device (driver_warmup.h).
+  if (target_.is_cuda()) driver_warmup::prepare(target_.index());
+  for (const auto& source : from_device) driver_warmup::prepare(source.first);
   outputs_.clear();
   views_.clear();
   storages_.clear();
@@ -169,7 +169,14 @@ void CopyJob::run() noexcept {
 }
 
 void CopyJob::sync_streams_noexcept() noexcept {
-  for (const auto& s : streams_.all()) clear_cuda_error(cudaStreamSynchronize(s.stream()));
+  for (const auto& s : streams_.all()) {
+    // A device's default stream is the null handle, which means the current device's: switch.
+    try {
+      const c10::cuda::CUDAGuard guard(s.device_index());
+      clear_cuda_error(cudaStreamSynchronize(s.stream()));
+    } catch (...) {
+    }
+  }
 }
 
 int CopyJob::wait_submitted(bool join) {

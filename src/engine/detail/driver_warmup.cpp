@@ -62,7 +62,8 @@ void forget(c10::DeviceIndex device) {
 }
 
 void prepare(c10::DeviceIndex device) noexcept {
-  if (!is_device(device)) return;
+  // Off (MTC_DRIVER_WARMUP=0), nothing is made; a copy after it is turned on makes it.
+  if (!enabled() || !is_device(device)) return;
   // Every copy to or from the device calls this: after the first, one load and out.
   std::atomic<bool>& tried = g_tried[static_cast<size_t>(device)];
   if (tried.load(std::memory_order_acquire)) return;

@@ -12,9 +12,10 @@
 // to wait on: a launch of an empty kernel, a 16-byte DMA each way between pinned memory and the
 // device, an event record. The copy then finds them in the shared cache. The calls (not timed on
 // their own) run at the start of the forecast's window, 200 us before the copy is due at the
-// earliest. None of them allocates: the stream, the event and the buffers are made by the first
-// copy that used the device, on its thread (prepare), so a warm-up cannot fall into another
-// thread's CUDA graph capture, which a device allocation would invalidate. A device's pool
+// earliest. None of them allocates, so a warm-up cannot fall into another thread's CUDA graph
+// capture, which a device allocation would invalidate: the stream, the event and the buffers are
+// made by the first copy that used the device, on its thread, beside that copy's own first
+// allocations (prepare). A device's pool
 // also serves the copies to the CPU of threads whose current device it is (worker_pool_set.h),
 // usually copies from that device; pools of no device, and the one pool that MTC_WORKER_THREADS
 // makes for every device, warm nothing.
@@ -36,10 +37,10 @@
 namespace mtc::detail::driver_warmup {
 
 // Makes what `device`'s warm-ups use, once: later calls, and calls after a failed try, return
-// at once. Every copy calls it for the devices it used, after queueing its own work
+// at once. Every copy calls it for the devices it used, once its own work is done
 // (CopyJob::run_routes), so a process whose copies never touch a device makes nothing there, nor
-// a CUDA context. Never throws: what cannot be made leaves the device unwarmed. Does nothing for
-// an index that is no device's.
+// a CUDA context. Never throws: what cannot be made leaves the device unwarmed. Does nothing while
+// turned off, or for an index that is no device's.
 void prepare(c10::DeviceIndex device) noexcept;
 
 // For tests: whether prepare() made `device`'s resources; forget that it tried, so that the next

@@ -15,8 +15,9 @@
 
 namespace mtc::detail {
 
-// The current stream of every CUDA device the copy touches, captured on the caller's thread
-// at start_copy (current streams are per thread).
+// The current stream of the target and of every other CUDA device, captured on the caller's
+// thread at start_copy (current streams are per thread); none but the target's in a process
+// without a CUDA context, which has no input on a GPU.
 class CapturedStreams {
  public:
   void add(c10::DeviceIndex device);
