@@ -60,14 +60,16 @@ WorkerCount WorkerCount::from_environment() {
 WorkerPoolSet& WorkerPoolSet::instance() {
   static WorkerPoolSet* set = [] {
     // A bad value fails the copy that made the pools first, as the other settings do.
-    dict_stash::enable_from_environment(
-        parse_switch(kDictStashVariable, std::getenv(kDictStashVariable), true));
-    driver_warmup::enable_from_environment(
-        parse_switch(kDriverWarmupVariable, std::getenv(kDriverWarmupVariable), true));
+    // Each switch is on unless its variable says 0.
+    const auto on_unless_zero = [](const char* variable) {
+      return parse_switch(variable, std::getenv(variable), true);
+    };
+    dict_stash::enable_from_environment(on_unless_zero(kDictStashVariable));
+    driver_warmup::enable_from_environment(on_unless_zero(kDriverWarmupVariable));
     return new WorkerPoolSet(
         WorkerCount::from_environment(),
         parse_worker_spin(std::getenv(kWorkerSpinVariable), WorkerPool::kDefaultSpin),
-        parse_switch(kWorkerAnticipateVariable, std::getenv(kWorkerAnticipateVariable), true));
+        on_unless_zero(kWorkerAnticipateVariable));
   }();
   return *set;
 }
