@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "tensor_reuse.h"
+
 namespace mtc::python {
 
 DeferredRelease& DeferredRelease::instance() {
@@ -24,7 +26,7 @@ size_t DeferredRelease::release_dropped() {
     going.push_back(std::move(results_.back()));
     results_.pop_back();
   }
-  return release(std::move(going));
+  return release(std::move(going), /*spare=*/true);
 }
 
 void DeferredRelease::keep(NewTensors& tensors) {
@@ -32,10 +34,12 @@ void DeferredRelease::keep(NewTensors& tensors) {
   results_.push_back(Result{{}, tensors.bytes});  // may throw: the references stay in `tensors`
   results_.back().objects.swap(tensors.objects);
   tensors.bytes = 0;
-  release(take_oldest(kMaxResults));
+  release(take_oldest(kMaxResults), /*spare=*/true);
 }
 
-size_t DeferredRelease::release_all() { return release(take_oldest(0)); }
+size_t DeferredRelease::release_all() {
+  return release(take_oldest(0), /*spare=*/false) + SpareTensors::instance().release_all();
+}
 
 std::vector<DeferredRelease::Result> DeferredRelease::take_oldest(size_t leave) {
   std::vector<Result> taken;
@@ -46,10 +50,12 @@ std::vector<DeferredRelease::Result> DeferredRelease::take_oldest(size_t leave) 
   return taken;
 }
 
-size_t DeferredRelease::release(std::vector<Result> results) {
+size_t DeferredRelease::release(std::vector<Result> results, bool spare) {
+  SpareTensors& spares = SpareTensors::instance();
   size_t released = 0;
   for (Result& result : results) {
-    for (PyObject* object : result.objects) Py_DECREF(object);
+    for (PyObject* object : result.objects)
+      if (!spare || !spares.offer(object)) Py_DECREF(object);
     released += result.objects.size();
   }
   return released;

@@ -76,7 +76,8 @@ class DeferredRelease {
   // Takes over the references to a result's new tensors, within the bounds above (outside them,
   // `tensors` keeps them); a result beyond kMaxResults releases the oldest.
   void keep(NewTensors& tensors);
-  // Releases everything kept; returns how many tensor references that was.
+  // Releases everything kept, the spare tensor objects included; returns how many tensor
+  // references that was.
   size_t release_all();
 
   size_t kept_results() const { return results_.size(); }
@@ -90,8 +91,9 @@ class DeferredRelease {
     int64_t bytes;
   };
   // A release may run Python code (weak reference callbacks) that calls back into this class:
-  // the results leave results_ (take_oldest) before any reference is dropped.
-  static size_t release(std::vector<Result> results);
+  // the results leave results_ (take_oldest) before any reference is dropped. With `spare`, the
+  // tensor objects that qualify become spares for later results (tensor_reuse.h).
+  static size_t release(std::vector<Result> results, bool spare);
   // Moves the oldest results out of results_ until at most `leave` remain.
   std::vector<Result> take_oldest(size_t leave);
 
