@@ -31,6 +31,7 @@ imported; 4 a method's output differs from its input.
 """
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -192,34 +193,59 @@ def mtc_parts(deferred_release, reuse, batches, device, pattern, calls=PARTS_CAL
     """Where an mtc call's time goes: the median of each of the module's and the engine's timings
     over `calls` copies in `pattern`, with the deferred release and the reuse set as given, and of
     the two drops that follow a call in a loop: the previous result's (when the new one replaces
-    it, in the protocol) and the handle's. Not timed: reading the stats after each call would add
-    to a timed call."""
+    it, in the protocol) and the handle's; and the mean time per call of Python's garbage collector,
+    which runs inside some calls and not others. Not timed: reading the stats after each call would
+    add to a timed call."""
     import mtc
 
     mtc.set_deferred_release(deferred_release)
     mtc.set_tensor_reuse(reuse)
     parts = {}
     out = None
-    for i in range(calls):
-        if pattern == "step":
-            time.sleep(IDLE_GAP_S)
-            out = None
-        handle = mtc.start_copy(batch_of(batches, pattern, i), device)
-        new = handle.get()
-        t0 = time.perf_counter_ns()
-        out = new
-        del new
-        t1 = time.perf_counter_ns()
-        synchronize(device)
-        stats = handle.stats()
-        t2 = time.perf_counter_ns()
-        del handle
-        t3 = time.perf_counter_ns()
-        for key, value in [*stats["module"].items(), *((k, stats[k]) for k in ENGINE_PARTS),
-                           ("drop_previous_result_us", (t1 - t0) * 1e-3), ("drop_handle_us", (t3 - t2) * 1e-3)]:
-            parts.setdefault(key, []).append(value)
-    del out
-    return {key: statistics.median(values) for key, values in parts.items()}
+    with CollectorClock() as collector:
+        for i in range(calls):
+            if pattern == "step":
+                time.sleep(IDLE_GAP_S)
+                out = None
+            handle = mtc.start_copy(batch_of(batches, pattern, i), device)
+            new = handle.get()
+            t0 = time.perf_counter_ns()
+            out = new
+            del new
+            t1 = time.perf_counter_ns()
+            synchronize(device)
+            stats = handle.stats()
+            t2 = time.perf_counter_ns()
+            del handle
+            t3 = time.perf_counter_ns()
+            for key, value in [*stats["module"].items(), *((k, stats[k]) for k in ENGINE_PARTS),
+                               ("drop_previous_result_us", (t1 - t0) * 1e-3), ("drop_handle_us", (t3 - t2) * 1e-3)]:
+                parts.setdefault(key, []).append(value)
+        del out
+    result = {key: statistics.median(values) for key, values in parts.items()}
+    result["collector_mean_us"] = collector.ns * 1e-3 / calls
+    return result
+
+
+class CollectorClock:
+    """The time Python's garbage collector spends collecting while the block runs (gc.callbacks)."""
+
+    def __init__(self):
+        self.ns = 0
+        self._start = 0
+
+    def _on_collection(self, phase, info):
+        if phase == "start":
+            self._start = time.perf_counter_ns()
+        else:
+            self.ns += time.perf_counter_ns() - self._start
+
+    def __enter__(self):
+        gc.callbacks.append(self._on_collection)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self._on_collection)
 
 
 def environment(device):
@@ -292,13 +318,14 @@ def comparisons(report):
 
 
 def parts_lines(report):
-    """Where an mtc call's time went, per pattern and method: the medians of its parts."""
+    """Where an mtc call's time went, per pattern and method: the medians of its parts (the
+    collector's a mean)."""
     out = []
     for row in report["rows"]:
         if "parts_us" in row:
             parts = ", ".join(f"{key.removesuffix('_us')} {value:.1f}" for key, value in row["parts_us"].items())
             out.append(f"{row['pattern']} {row['method']}, medians of {PARTS_CALLS} more calls (untimed; us, "
-                       f"released_tensors a count): {parts}")
+                       f"released_tensors a count, collector_mean a mean): {parts}")
     return out
 
 

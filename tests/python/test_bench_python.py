@@ -82,7 +82,8 @@ def test_mtc_is_timed_with_and_without_its_deferred_release_and_its_reuse(tmp_pa
     # Where mtc's time went, for each: the module's parts and the engine's.
     parts = {(row["pattern"], row["method"]): row["parts_us"] for row in rows if "parts_us" in row}
     assert set(parts) == {(p, m) for p in ("protocol", "step") for m in ("mtc", *variants)}
-    assert all({"walk_us", "build_us", "release_us", "traverse_us", "drop_previous_result_us", "drop_handle_us"}
+    assert all({"walk_us", "build_us", "release_us", "traverse_us", "drop_previous_result_us", "drop_handle_us",
+                "collector_mean_us"}
                <= set(p) for p in parts.values())
     assert "step mtc_nodefer, medians of 200 more calls" in result.stdout
 

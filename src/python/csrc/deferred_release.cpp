@@ -19,6 +19,7 @@ bool DeferredRelease::set_enabled(bool enabled) {
 }
 
 size_t DeferredRelease::release_dropped() {
+  SpareTensors::instance().drop_finished();
   std::vector<Result> going = take_oldest(1);
   // Only the module references the newest result's first tensor: the program let go of the
   // result (a tensor it kept out of it only loses the module's reference).
@@ -35,6 +36,10 @@ void DeferredRelease::keep(NewTensors& tensors) {
   results_.back().objects.swap(tensors.objects);
   tensors.bytes = 0;
   release(take_oldest(kMaxResults), /*spare=*/true);
+}
+
+bool DeferredRelease::has_work() const {
+  return !results_.empty() || SpareTensors::instance().finished() != 0;
 }
 
 size_t DeferredRelease::release_all() {

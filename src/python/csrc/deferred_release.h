@@ -71,8 +71,11 @@ class DeferredRelease {
   bool set_enabled(bool enabled);
 
   // Before a copy's wait: releases every kept result but the newest, and the newest too when the
-  // program has dropped it. Returns how many tensor references were dropped.
+  // program has dropped it, and drops the outputs spares took (tensor_reuse.h). Returns how many
+  // tensor references were dropped.
   size_t release_dropped();
+  // Whether release_dropped() has anything to do.
+  bool has_work() const;
   // Takes over the references to a result's new tensors, within the bounds above (outside them,
   // `tensors` keeps them); a result beyond kMaxResults releases the oldest.
   void keep(NewTensors& tensors);

@@ -98,6 +98,14 @@ bool SpareTensors::offer(PyObject* object) {
     bucket->objects.reserve(bucket->objects.size() + 1);
     // The memory goes back now, as the object's own release would have given it back.
     impl->set_storage_keep_dtype(empty_storage(impl->device()));
+    // A counter at version 0 that no other tensor shares, as a new tensor's: its own when no
+    // alias (a detach()) shares it. Made here, while the engine works, not in the build.
+    if (!impl->is_inference()) {  // an inference tensor's counter is disabled
+      if (impl->version_counter().unique())
+        c10::VariableVersion(impl->version_counter()).set_version(0);
+      else
+        impl->set_version_counter(c10::VariableVersion(/*version=*/0));
+    }
     bucket->objects.push_back(object);
   } catch (const std::exception&) {  // no memory for the lists: released as before
     return false;
@@ -118,23 +126,22 @@ PyObject* SpareTensors::reuse(at::Tensor& output) {
   bucket->objects.pop_back();
   --count_;
   try {
-    c10::TensorImpl* spare = THPVariable_Unpack(object).unsafeGetTensorImpl();
-    c10::VariableVersion old_counter = spare->version_counter();
-    // The storage, sizes, strides, offset, dtype, device and keys; the counter stays the spare's.
-    spare->shallow_copy_from(output.getIntrusivePtr());
-    spare->set_version_counter(impl->version_counter());
-    // The same keys, so the old counter is disabled exactly when the output's is.
-    if (!impl->is_inference()) impl->set_version_counter(std::move(old_counter));
+    // The storage, sizes, strides, offset, dtype, device and keys; the counter stays the
+    // spare's, made new in offer().
+    THPVariable_Unpack(object).unsafeGetTensorImpl()->shallow_copy_from(output.getIntrusivePtr());
+    finished_.push_back(std::move(output));
   } catch (...) {
     Py_DECREF(object);
     throw;
   }
-  output.reset();
   ++reused_;
   return object;
 }
 
+void SpareTensors::drop_finished() { finished_.clear(); }
+
 size_t SpareTensors::release_all() {
+  drop_finished();
   std::vector<Bucket> going;
   going.swap(buckets_);  // before any release: Python code it may run sees no spares
   count_ = 0;

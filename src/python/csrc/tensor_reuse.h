@@ -19,8 +19,14 @@
 //
 // Which outputs take a spare: a new tensor (no Python object yet) that nothing but the result
 // references, when a spare of the same TensorImpl class and dispatch keys (device type, autograd
-// and inference keys, conjugate and negative bits) is kept. Its version counter moves to the
-// spare (at version 0, as a new tensor's); the spare's old one goes with the dying output.
+// and inference keys, conjugate and negative bits) is kept. The spare keeps a version counter of
+// its own, set back to 0 (or new, if an alias shared it) when it became a spare.
+//
+// Where the time goes: a spare is made in the release before a copy's wait, where the caller
+// would wait for the engine anyway. The output's TensorImpl, whose metadata the spare copied, is
+// dropped only in the next such release (drop_finished), not in the build after the wait: with
+// the outputs destroyed and the counters exchanged in the build, the build of the reference
+// batch took 3x as long on the GPU host (results/NOTES.md, 2026-11-29).
 //
 // At most kMaxSpares objects are kept; the GIL guards everything here.
 #pragma once
@@ -60,7 +66,10 @@ class SpareTensors {
   // A spare holding `output`'s tensor, as a new reference, or nullptr when none fits (then
   // `output` is untouched). `output` is reset when a spare took it.
   PyObject* reuse(at::Tensor& output);
-  // Releases every spare; returns how many.
+  // Drops the outputs whose metadata spares took (kept until now: see the top).
+  void drop_finished();
+  size_t finished() const { return finished_.size(); }
+  // Releases every spare and drops the finished outputs; returns how many spares.
   size_t release_all();
 
   size_t spares() const { return count_; }
@@ -82,6 +91,7 @@ class SpareTensors {
   int64_t reused_ = 0;
   std::vector<Bucket> buckets_;
   std::vector<std::pair<c10::Device, c10::Storage>> empty_storages_;
+  std::vector<at::Tensor> finished_;
 };
 
 // The Python object of an output tensor, as a new reference: its own when it has one (a tensor
