@@ -52,7 +52,8 @@ bool SpareTensors::set_enabled(bool enabled) {
 }
 
 bool SpareTensors::qualifies(PyObject* object) {
-  if (Py_REFCNT(object) != 1 || Py_TYPE(object) != reinterpret_cast<PyTypeObject*>(THPVariableClass))
+  if (Py_REFCNT(object) != 1 ||
+      Py_TYPE(object) != reinterpret_cast<PyTypeObject*>(THPVariableClass))
     return false;
   const auto* variable = reinterpret_cast<const THPVariable*>(object);
   if (variable->backward_hooks != nullptr || variable->post_accumulate_grad_hooks != nullptr)
