@@ -38,17 +38,6 @@ def printed_by(code):
     return result.stdout.split()
 
 
-def assert_switch_from_environment(variable, stats_key):
-    """A 0/1 setting read from `variable` when mtc is imported: 0 and 1 give False and True in
-    deferred_release_stats()[stats_key], any other value fails the import with a line naming it."""
-    code = f"import mtc; print(mtc.deferred_release_stats()[{stats_key!r}])"
-    assert run_python(code, **{variable: "0"}).stdout.strip() == "False"
-    assert run_python(code, **{variable: "1"}).stdout.strip() == "True"
-    result = run_python(code, **{variable: "yes"})
-    assert result.returncode != 0
-    assert f"{variable} must be 0 or 1, not 'yes'" in result.stderr
-
-
 def errors_in_threads(body, count):
     """Runs body(k) for k in range(count), each in a thread of its own, and returns what they
     raised (a failed assertion in a thread would otherwise only be printed)."""

@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import mtc
-from support import assert_switch_from_environment, gpu_mark, printed_by
+from support import gpu_mark, printed_by, run_python
 
 
 @pytest.fixture(autouse=True)
@@ -34,11 +34,6 @@ def alive(refs):
     return sum(r() is not None for r in refs)
 
 
-def kept():
-    """deferred_release_stats() without the reuse's counts (tests/python/test_tensor_reuse.py)."""
-    return {k: v for k, v in mtc.deferred_release_stats().items() if k in ("enabled", "results", "tensors", "bytes")}
-
-
 def copy(data, device="cpu"):
     handle = mtc.start_copy(data, device)
     return handle.get(), handle.stats()["module"]
@@ -49,7 +44,7 @@ def test_a_dropped_result_dies_in_the_next_get():
     refs = [weakref.ref(t) for t in out]
     del out
     assert alive(refs) == 20
-    assert kept() == {"enabled": True, "results": 1, "tensors": 20, "bytes": 320}
+    assert mtc.deferred_release_stats() == {"enabled": True, "results": 1, "tensors": 20, "bytes": 320}
     out, module = copy(arrays(20))
     assert alive(refs) == 0
     assert module["released_tensors"] == 20 and module["release_us"] > 0
@@ -114,7 +109,7 @@ def test_turning_it_off_releases_what_is_kept_and_keeps_nothing_more():
     assert alive(refs) == 0
     refs = [weakref.ref(t) for t in copy(arrays(20))[0]]
     assert alive(refs) == 0
-    assert kept() == {"enabled": False, "results": 0, "tensors": 0, "bytes": 0}
+    assert mtc.deferred_release_stats() == {"enabled": False, "results": 0, "tensors": 0, "bytes": 0}
     assert mtc.set_deferred_release(True) is False
 
 
@@ -151,7 +146,12 @@ def test_a_release_that_gets_the_handle_being_got_returns_its_result():
 
 
 def test_the_environment_turns_it_off_and_a_bad_value_is_named():
-    assert_switch_from_environment("MTC_DEFER_RELEASE", "enabled")
+    code = "import mtc; print(mtc.deferred_release_stats()['enabled'])"
+    assert run_python(code, MTC_DEFER_RELEASE="0").stdout.strip() == "False"
+    assert run_python(code, MTC_DEFER_RELEASE="1").stdout.strip() == "True"
+    result = run_python(code, MTC_DEFER_RELEASE="yes")
+    assert result.returncode != 0
+    assert "MTC_DEFER_RELEASE must be 0 or 1, not 'yes'" in result.stderr
 
 
 def test_kept_tensors_die_before_the_interpreter_ends():

@@ -2,8 +2,6 @@
 
 #include <utility>
 
-#include "tensor_reuse.h"
-
 namespace mtc::python {
 
 DeferredRelease& DeferredRelease::instance() {
@@ -19,7 +17,6 @@ bool DeferredRelease::set_enabled(bool enabled) {
 }
 
 size_t DeferredRelease::release_dropped() {
-  SpareTensors::instance().drop_finished();
   std::vector<Result> going = take_oldest(1);
   // Only the module references the newest result's first tensor: the program let go of the
   // result (a tensor it kept out of it only loses the module's reference).
@@ -27,7 +24,7 @@ size_t DeferredRelease::release_dropped() {
     going.push_back(std::move(results_.back()));
     results_.pop_back();
   }
-  return release(std::move(going), /*spare=*/true);
+  return release(std::move(going));
 }
 
 void DeferredRelease::keep(NewTensors& tensors) {
@@ -35,16 +32,10 @@ void DeferredRelease::keep(NewTensors& tensors) {
   results_.push_back(Result{{}, tensors.bytes});  // may throw: the references stay in `tensors`
   results_.back().objects.swap(tensors.objects);
   tensors.bytes = 0;
-  release(take_oldest(kMaxResults), /*spare=*/true);
+  release(take_oldest(kMaxResults));
 }
 
-bool DeferredRelease::has_work() const {
-  return !results_.empty() || SpareTensors::instance().finished() != 0;
-}
-
-size_t DeferredRelease::release_all() {
-  return release(take_oldest(0), /*spare=*/false) + SpareTensors::instance().release_all();
-}
+size_t DeferredRelease::release_all() { return release(take_oldest(0)); }
 
 std::vector<DeferredRelease::Result> DeferredRelease::take_oldest(size_t leave) {
   std::vector<Result> taken;
@@ -55,12 +46,10 @@ std::vector<DeferredRelease::Result> DeferredRelease::take_oldest(size_t leave) 
   return taken;
 }
 
-size_t DeferredRelease::release(std::vector<Result> results, bool spare) {
-  SpareTensors& spares = SpareTensors::instance();
+size_t DeferredRelease::release(std::vector<Result> results) {
   size_t released = 0;
   for (Result& result : results) {
-    for (PyObject* object : result.objects)
-      if (!spare || !spares.offer(object)) Py_DECREF(object);
+    for (PyObject* object : result.objects) Py_DECREF(object);
     released += result.objects.size();
   }
   return released;

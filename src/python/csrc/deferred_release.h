@@ -71,16 +71,12 @@ class DeferredRelease {
   bool set_enabled(bool enabled);
 
   // Before a copy's wait: releases every kept result but the newest, and the newest too when the
-  // program has dropped it, and drops the outputs spares took (tensor_reuse.h). Returns how many
-  // tensor references were dropped.
+  // program has dropped it. Returns how many tensor references were dropped.
   size_t release_dropped();
-  // Whether release_dropped() has anything to do.
-  bool has_work() const;
   // Takes over the references to a result's new tensors, within the bounds above (outside them,
   // `tensors` keeps them); a result beyond kMaxResults releases the oldest.
   void keep(NewTensors& tensors);
-  // Releases everything kept, the spare tensor objects included; returns how many tensor
-  // references that was.
+  // Releases everything kept; returns how many tensor references that was.
   size_t release_all();
 
   size_t kept_results() const { return results_.size(); }
@@ -94,9 +90,8 @@ class DeferredRelease {
     int64_t bytes;
   };
   // A release may run Python code (weak reference callbacks) that calls back into this class:
-  // the results leave results_ (take_oldest) before any reference is dropped. With `spare`, the
-  // tensor objects that qualify become spares for later results (tensor_reuse.h).
-  static size_t release(std::vector<Result> results, bool spare);
+  // the results leave results_ (take_oldest) before any reference is dropped.
+  static size_t release(std::vector<Result> results);
   // Moves the oldest results out of results_ until at most `leave` remain.
   std::vector<Result> take_oldest(size_t leave);
 

@@ -158,7 +158,7 @@ void AsyncCopyHandle::build(c10::IValue output) {
 
 void AsyncCopyHandle::release_dropped() {
   DeferredRelease& kept = DeferredRelease::instance();
-  if (!kept.has_work()) return;
+  if (kept.kept_results() == 0) return;
   const Clock::time_point start = Clock::now();
   times_.released_tensors += static_cast<int64_t>(kept.release_dropped());
   times_.release_us += microseconds_since(start);

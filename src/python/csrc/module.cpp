@@ -2,10 +2,8 @@
 // start_copy, with its signature and keyword defaults, is Python (mtc/_copy.py); it calls this
 // module's start_copy with every argument in place. Arguments: arguments.cpp; the handle and the
 // GIL: handle.cpp; the walk: py_structure.cpp; the rebuild: py_rebuild.cpp; errors: errors.cpp;
-// dropped results' tensors released in a later get(): deferred_release.cpp; their objects reused:
-// tensor_reuse.cpp.
+// dropped results' tensors released in a later get(): deferred_release.cpp.
 #include <pybind11/pybind11.h>
-#include <torch/csrc/autograd/python_variable.h>
 
 #include <memory>
 
@@ -13,7 +11,6 @@
 #include "deferred_release.h"
 #include "errors.h"
 #include "handle.h"
-#include "tensor_reuse.h"
 
 namespace py = pybind11;
 
@@ -29,23 +26,6 @@ std::unique_ptr<AsyncCopyHandle> start_binding(
       coerce_options({use_pinned_staging, pack_cpu_tensors, min_packed_alignment_bytes,
                       max_packed_chunk_bytes, use_background_thread, pinned_host_outputs});
   return start(data, target, options);
-}
-
-// What a get() does around a copy whose outputs the engine made, with clone() as the engine:
-// the release of dropped results, each output's object (a spare or a new one), and the keeping
-// of the new ones. For the tests of the reuse on machines whose engine makes no new tensors (a
-// copy to the CPU returns its CPU inputs as they are).
-py::list copy_by_clone(const py::list& tensors) {
-  DeferredRelease::instance().release_dropped();
-  NewTensors created;
-  py::list result;
-  for (const py::handle item : tensors) {
-    if (!THPVariable_Check(item.ptr())) throw py::type_error("_copy_by_clone: tensors only");
-    result.append(py::reinterpret_steal<py::object>(
-        wrap_output(THPVariable_Unpack(item.ptr()).clone(), created)));
-  }
-  DeferredRelease::instance().keep(created);
-  return result;
 }
 
 }  // namespace
@@ -73,7 +53,6 @@ PYBIND11_MODULE(_C, m) {
            "The target and the options the engine was given, after coercion: a dict.");
 
   using mtc::python::DeferredRelease;
-  using mtc::python::SpareTensors;
   m.def(
       "set_deferred_release",
       [](bool enabled) { return DeferredRelease::instance().set_enabled(enabled); },
@@ -92,23 +71,9 @@ PYBIND11_MODULE(_C, m) {
         out["results"] = kept.kept_results();
         out["tensors"] = kept.kept_tensors();
         out["bytes"] = kept.kept_bytes();
-        const SpareTensors& spares = SpareTensors::instance();
-        out["reuse"] = spares.enabled();
-        out["spares"] = spares.spares();
-        out["reused"] = spares.reused();
         return out;
       },
-      "What the deferred release keeps now: enabled, results, tensors, bytes; and the reuse of "
-      "dropped tensor objects: reuse (on or off), spares (kept now), reused (outputs given one "
-      "since the process began).");
-  m.def(
-      "set_tensor_reuse",
-      [](bool enabled) { return SpareTensors::instance().set_enabled(enabled); },
-      py::arg("enabled"),
-      "Turns the reuse of dropped results' tensor objects for new results on or off (off "
-      "releases the spares); returns the previous setting.");
-  m.def("_copy_by_clone", &mtc::python::copy_by_clone, py::arg("tensors"),
-        "For tests: a copy's get() of a list of tensors, clone() standing in for the engine.");
+      "What the deferred release keeps now: enabled, results, tensors, bytes.");
   m.def("start_copy", &mtc::python::start_binding, py::arg("data"), py::arg("device"),
         py::arg("use_pinned_staging"), py::arg("pack_cpu_tensors"),
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),

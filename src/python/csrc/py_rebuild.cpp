@@ -3,12 +3,12 @@
 #include <ATen/core/List.h>
 #include <c10/util/Exception.h>
 #include <pybind11/pybind11.h>
+#include <torch/csrc/autograd/python_variable.h>
 
 #include <algorithm>
 #include <utility>
 
 #include "py_structure.h"
-#include "tensor_reuse.h"
 
 namespace py = pybind11;
 
@@ -36,7 +36,7 @@ class PyStructure::Reader {
     const Node& node = tape_[next_++];
     switch (node.kind) {
       case Kind::kTensor:
-        return wrap_output(next_tensor(), created_);
+        return wrap(next_tensor(), created_);
       case Kind::kObject:
         Py_INCREF(node.object);
         return node.object;
@@ -80,6 +80,23 @@ class PyStructure::Reader {
   static py::object steal(PyObject* object) {
     if (object == nullptr) throw py::error_already_set();
     return py::reinterpret_steal<py::object>(object);
+  }
+  // A tensor without a Python object gets a new one here: a new tensor (one already on the target
+  // comes back as its input's object).
+  static PyObject* wrap(at::Tensor tensor, NewTensors& created) {
+    const bool new_object = tensor.unsafeGetTensorImpl()->pyobj_slot()->load_pyobj() == nullptr;
+    const int64_t bytes = static_cast<int64_t>(tensor.nbytes());
+    PyObject* object = THPVariable_Wrap(std::move(tensor));
+    if (object == nullptr) throw py::error_already_set();
+    if (new_object) {
+      try {
+        created.add(object, bytes);
+      } catch (...) {
+        Py_DECREF(object);
+        throw;
+      }
+    }
+    return object;
   }
   // The next element of a container; a root element's tensors are in its own entry.
   PyObject* element(bool at_root, Py_ssize_t index) {

@@ -54,13 +54,7 @@ def release_deferred() -> int:
     """Releases every kept tensor of earlier results now; returns how many references that was."""
 
 def deferred_release_stats() -> Dict[str, Union[bool, int]]:
-    """What the deferred release keeps now: ``enabled``, ``results``, ``tensors``, ``bytes``; and
-    the reuse of dropped tensor objects: ``reuse`` (on or off), ``spares`` (kept now), ``reused``
-    (outputs given one since the process began)."""
-
-def set_tensor_reuse(enabled: bool) -> bool:
-    """Turns the reuse of dropped results' tensor objects for new results on or off; off releases
-    the spares. Returns the previous setting."""
+    """What the deferred release keeps now: ``enabled``, ``results``, ``tensors``, ``bytes``."""
 
 def start_copy(
     data: Any,

@@ -8,8 +8,7 @@ tuples, OrderedDict, defaultdict, deque) nested to any depth, with tensors and n
 leaves; every other object comes back as it is. See ``help(mtc.start_copy)``.
 
 A dropped result's tensors die inside a later ``get()`` rather than where the program drops them
-(``mtc._deferred`` says why and when; ``release_deferred()`` and ``set_deferred_release()``), and
-their tensor objects, when nothing else references them, serve later results (``set_tensor_reuse()``).
+(``mtc._deferred`` says why and when; ``release_deferred()`` and ``set_deferred_release()``).
 """
 
 # torch first: it loads libtorch and torch's Python bindings, which mtc._C is linked against.
@@ -17,7 +16,7 @@ import torch  # noqa: F401
 
 from mtc._C import AsyncCopyHandle, __version__
 from mtc._copy import DeviceLike, start_copy
-from mtc._deferred import deferred_release_stats, release_deferred, set_deferred_release, set_tensor_reuse
+from mtc._deferred import deferred_release_stats, release_deferred, set_deferred_release
 
 __all__ = [
     "AsyncCopyHandle",
@@ -25,7 +24,6 @@ __all__ = [
     "deferred_release_stats",
     "release_deferred",
     "set_deferred_release",
-    "set_tensor_reuse",
     "start_copy",
     "__version__",
 ]
