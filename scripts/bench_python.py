@@ -15,7 +15,8 @@ Two patterns, each timed per call with a device synchronize at the end for every
 For mtc, how long start_copy() itself takes to return is timed too. The methods' runs are
 interleaved (run 1 of every method, then run 2, ...), so a change of the machine's state over the
 measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
-dropped results. For each mtc method, 200 more calls per pattern, untimed, say where its time
+dropped results; mtc_noprefetch is mtc whose deferred release asks for no memory ahead of what
+it drops. For each mtc method, 200 more calls per pattern, untimed, say where its time
 goes (the medians of handle.stats()'s parts and of the drops that follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
@@ -30,6 +31,7 @@ imported; 4 a method's output differs from its input.
 """
 
 import argparse
+import gc
 import json
 import os
 import platform
@@ -84,12 +86,14 @@ def import_original():
     return module
 
 
-def timed_start_copy(module, device, deferred_release=None):
+def timed_start_copy(module, device, deferred_release=None, prefetch=None):
     """`module`.start_copy(data, device).get(), timing start_copy's return; for mtc, with its
-    deferred release of dropped results set as given before each call (a flag: ~0.1 us)."""
+    deferred release of dropped results and that release's prefetch set as given before each call
+    (flags: ~0.1 us each)."""
     def start_copy(data, timings):
         if deferred_release is not None:
             module.set_deferred_release(deferred_release)
+            module._C._set_release_prefetch(prefetch)
         t0 = time.perf_counter_ns()
         handle = module.start_copy(data, device)
         timings.append(time.perf_counter_ns() - t0)
@@ -98,15 +102,17 @@ def timed_start_copy(module, device, deferred_release=None):
     return start_copy
 
 
+# The mtc methods' settings: the deferred release, its prefetch.
+MTC_SETTINGS = {"mtc": (True, True), "mtc_nodefer": (False, True), "mtc_noprefetch": (True, False)}
+
+
 def methods(device, original=None):
     import mtc
 
     available = {
         "to": lambda data, timings: per_tensor(data, device, False),
         "to_nb": lambda data, timings: per_tensor(data, device, True),
-        "mtc": timed_start_copy(mtc, device, deferred_release=True),
-        # The same with the dropped results' tensors released where the program drops them.
-        "mtc_nodefer": timed_start_copy(mtc, device, deferred_release=False),
+        **{name: timed_start_copy(mtc, device, *settings) for name, settings in MTC_SETTINGS.items()},
     }
     if original is not None:
         available["original"] = timed_start_copy(original, device)
@@ -182,37 +188,63 @@ ENGINE_PARTS = ("queued_us", "traverse_us", "submit_us", "outputs_us")
 PARTS_CALLS = 200
 
 
-def mtc_parts(deferred_release, batches, device, pattern, calls=PARTS_CALLS):
+def mtc_parts(deferred_release, prefetch, batches, device, pattern, calls=PARTS_CALLS):
     """Where an mtc call's time goes: the median of each of the module's and the engine's timings
-    over `calls` copies in `pattern`, with the deferred release set as given, and of the two drops
-    that follow a call in a loop: the previous result's (when the new one replaces it, in the
-    protocol) and the handle's. Not timed: reading the stats after each call would add to a timed
-    call."""
+    over `calls` copies in `pattern`, with the deferred release and its prefetch set as given, and of
+    the two drops that follow a call in a loop: the previous result's (when the new one replaces
+    it, in the protocol) and the handle's; and the mean time per call of Python's garbage collector,
+    which runs inside some calls and not others. Not timed: reading the stats after each call would
+    add to a timed call."""
     import mtc
 
     mtc.set_deferred_release(deferred_release)
+    mtc._C._set_release_prefetch(prefetch)
     parts = {}
     out = None
-    for i in range(calls):
-        if pattern == "step":
-            time.sleep(IDLE_GAP_S)
-            out = None
-        handle = mtc.start_copy(batch_of(batches, pattern, i), device)
-        new = handle.get()
-        t0 = time.perf_counter_ns()
-        out = new
-        del new
-        t1 = time.perf_counter_ns()
-        synchronize(device)
-        stats = handle.stats()
-        t2 = time.perf_counter_ns()
-        del handle
-        t3 = time.perf_counter_ns()
-        for key, value in [*stats["module"].items(), *((k, stats[k]) for k in ENGINE_PARTS),
-                           ("drop_previous_result_us", (t1 - t0) * 1e-3), ("drop_handle_us", (t3 - t2) * 1e-3)]:
-            parts.setdefault(key, []).append(value)
-    del out
-    return {key: statistics.median(values) for key, values in parts.items()}
+    with CollectorClock() as collector:
+        for i in range(calls):
+            if pattern == "step":
+                time.sleep(IDLE_GAP_S)
+                out = None
+            handle = mtc.start_copy(batch_of(batches, pattern, i), device)
+            new = handle.get()
+            t0 = time.perf_counter_ns()
+            out = new
+            del new
+            t1 = time.perf_counter_ns()
+            synchronize(device)
+            stats = handle.stats()
+            t2 = time.perf_counter_ns()
+            del handle
+            t3 = time.perf_counter_ns()
+            for key, value in [*stats["module"].items(), *((k, stats[k]) for k in ENGINE_PARTS),
+                               ("drop_previous_result_us", (t1 - t0) * 1e-3), ("drop_handle_us", (t3 - t2) * 1e-3)]:
+                parts.setdefault(key, []).append(value)
+        del out
+    result = {key: statistics.median(values) for key, values in parts.items()}
+    result["collector_mean_us"] = collector.ns * 1e-3 / calls
+    return result
+
+
+class CollectorClock:
+    """The time Python's garbage collector spends collecting while the block runs (gc.callbacks)."""
+
+    def __init__(self):
+        self.ns = 0
+        self._start = 0
+
+    def _on_collection(self, phase, info):
+        if phase == "start":
+            self._start = time.perf_counter_ns()
+        else:
+            self.ns += time.perf_counter_ns() - self._start
+
+    def __enter__(self):
+        gc.callbacks.append(self._on_collection)
+        return self
+
+    def __exit__(self, *exc):
+        gc.callbacks.remove(self._on_collection)
 
 
 def environment(device):
@@ -259,7 +291,8 @@ def markdown(report):
 
 
 # Methods mtc is compared with in the report, and how the comparison is worded.
-COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release"}
+COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
+            "mtc_noprefetch": "than without its release's prefetch"}
 
 
 def comparisons(report):
@@ -284,13 +317,14 @@ def comparisons(report):
 
 
 def parts_lines(report):
-    """Where an mtc call's time went, per pattern and method: the medians of its parts."""
+    """Where an mtc call's time went, per pattern and method: the medians of its parts (the
+    collector's a mean)."""
     out = []
     for row in report["rows"]:
         if "parts_us" in row:
             parts = ", ".join(f"{key.removesuffix('_us')} {value:.1f}" for key, value in row["parts_us"].items())
             out.append(f"{row['pattern']} {row['method']}, medians of {PARTS_CALLS} more calls (untimed; us, "
-                       f"released_tensors a count): {parts}")
+                       f"released_tensors a count, collector_mean a mean): {parts}")
     return out
 
 
@@ -304,7 +338,7 @@ def parse_args(argv):
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--methods", default="to,to_nb,mtc",
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
-                        "its deferred release)")
+                        "its deferred release), mtc_noprefetch (mtc whose release asks for no memory ahead)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)
@@ -375,8 +409,8 @@ def main(argv=None):
                 "pattern": pattern, "method": name, "time": summary, "verified": verified[name],
                 "start_median_s": statistics.median(starts) * 1e-9 if starts else None,
             })
-            if name in ("mtc", "mtc_nodefer"):
-                report["rows"][-1]["parts_us"] = mtc_parts(name == "mtc", batches, args.device, pattern)
+            if name in MTC_SETTINGS:
+                report["rows"][-1]["parts_us"] = mtc_parts(*MTC_SETTINGS[name], batches, args.device, pattern)
             print(f"{pattern:8} {name:8} median {fmt_time(summary['median_s'])}", file=sys.stderr)
     table = markdown(report)
     print(table)
