@@ -15,8 +15,7 @@ Two patterns, each timed per call with a device synchronize at the end for every
 For mtc, how long start_copy() itself takes to return is timed too. The methods' runs are
 interleaved (run 1 of every method, then run 2, ...), so a change of the machine's state over the
 measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
-dropped results; mtc_noprefetch is mtc whose deferred release asks for no memory ahead of what
-it drops. For each mtc method, 200 more calls per pattern, untimed, say where its time
+dropped results. For each mtc method, 200 more calls per pattern, untimed, say where its time
 goes (the medians of handle.stats()'s parts and of the drops that follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
@@ -86,14 +85,12 @@ def import_original():
     return module
 
 
-def timed_start_copy(module, device, deferred_release=None, prefetch=None):
+def timed_start_copy(module, device, deferred_release=None):
     """`module`.start_copy(data, device).get(), timing start_copy's return; for mtc, with its
-    deferred release of dropped results and that release's prefetch set as given before each call
-    (flags: ~0.1 us each)."""
+    deferred release of dropped results set as given before each call (a flag: ~0.1 us)."""
     def start_copy(data, timings):
         if deferred_release is not None:
             module.set_deferred_release(deferred_release)
-            module._C._set_release_prefetch(prefetch)
         t0 = time.perf_counter_ns()
         handle = module.start_copy(data, device)
         timings.append(time.perf_counter_ns() - t0)
@@ -102,8 +99,8 @@ def timed_start_copy(module, device, deferred_release=None, prefetch=None):
     return start_copy
 
 
-# The mtc methods' settings: the deferred release, its prefetch.
-MTC_SETTINGS = {"mtc": (True, True), "mtc_nodefer": (False, True), "mtc_noprefetch": (True, False)}
+# The mtc methods' settings: the deferred release.
+MTC_SETTINGS = {"mtc": (True,), "mtc_nodefer": (False,)}
 
 
 def methods(device, original=None):
@@ -188,9 +185,9 @@ ENGINE_PARTS = ("queued_us", "traverse_us", "submit_us", "outputs_us")
 PARTS_CALLS = 200
 
 
-def mtc_parts(deferred_release, prefetch, batches, device, pattern, calls=PARTS_CALLS):
+def mtc_parts(deferred_release, batches, device, pattern, calls=PARTS_CALLS):
     """Where an mtc call's time goes: the median of each of the module's and the engine's timings
-    over `calls` copies in `pattern`, with the deferred release and its prefetch set as given, and of
+    over `calls` copies in `pattern`, with the deferred release set as given, and of
     the two drops that follow a call in a loop: the previous result's (when the new one replaces
     it, in the protocol) and the handle's; and the mean time per call of Python's garbage collector,
     which runs inside some calls and not others. Not timed: reading the stats after each call would
@@ -198,7 +195,6 @@ def mtc_parts(deferred_release, prefetch, batches, device, pattern, calls=PARTS_
     import mtc
 
     mtc.set_deferred_release(deferred_release)
-    mtc._C._set_release_prefetch(prefetch)
     parts = {}
     out = None
     with CollectorClock() as collector:
@@ -291,8 +287,7 @@ def markdown(report):
 
 
 # Methods mtc is compared with in the report, and how the comparison is worded.
-COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
-            "mtc_noprefetch": "than without its release's prefetch"}
+COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release"}
 
 
 def comparisons(report):
@@ -338,7 +333,7 @@ def parse_args(argv):
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--methods", default="to,to_nb,mtc",
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
-                        "its deferred release), mtc_noprefetch (mtc whose release asks for no memory ahead)")
+                        "its deferred release)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)

@@ -70,16 +70,11 @@ def test_at_most_two_results_are_kept():
     assert all(torch.equal(t, torch.from_numpy(a)) for out in held for t, a in zip(out, arrays(20)))
 
 
-@pytest.mark.parametrize("prefetch", [True, False], ids=["asking ahead", "not asking ahead"])
-def test_a_release_drops_every_kept_tensor(prefetch):
-    previous = mtc._C._set_release_prefetch(prefetch)
-    try:
-        for count in (16, 17, 25, 32, 33, 100):  # around the objects' and the TensorImpls' distances
-            refs = [weakref.ref(t) for t in copy(arrays(count))[0]]
-            assert alive(refs) == count
-            assert mtc.release_deferred() == count and alive(refs) == 0
-    finally:
-        assert mtc._C._set_release_prefetch(previous) == prefetch
+def test_a_release_drops_every_kept_tensor():
+    for count in (16, 17, 25, 100):
+        refs = [weakref.ref(t) for t in copy(arrays(count))[0]]
+        assert alive(refs) == count
+        assert mtc.release_deferred() == count and alive(refs) == 0
 
 
 def test_tensors_the_program_still_holds_outlive_the_release():

@@ -28,7 +28,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <utility>
 #include <vector>
 
 namespace mtc::python {
@@ -80,10 +79,6 @@ class DeferredRelease {
   // Releases everything kept; returns how many tensor references that was.
   size_t release_all();
 
-  // Whether a release asks for each object's memory ahead of dropping it (on, the default); off
-  // for measurements that compare the two in one process. Returns the previous setting.
-  bool set_prefetch(bool prefetch) { return std::exchange(prefetch_, prefetch); }
-
   size_t kept_results() const { return results_.size(); }
   size_t kept_tensors() const;
   int64_t kept_bytes() const;
@@ -97,13 +92,10 @@ class DeferredRelease {
   // A release may run Python code (weak reference callbacks) that calls back into this class:
   // the results leave results_ (take_oldest) before any reference is dropped.
   static size_t release(std::vector<Result> results);
-  static void release_asking_ahead(const std::vector<PyObject*>& objects);
-  static void ask_for_impl(PyObject* object);
   // Moves the oldest results out of results_ until at most `leave` remain.
   std::vector<Result> take_oldest(size_t leave);
 
   bool enabled_ = true;
-  bool prefetch_ = true;
   std::deque<Result> results_;  // oldest first
 };
 

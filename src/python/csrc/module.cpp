@@ -60,12 +60,6 @@ PYBIND11_MODULE(_C, m) {
       "Turns the deferred release of dropped results' tensors on or off (off releases what is "
       "kept); returns the previous setting.");
   m.def(
-      "_set_release_prefetch",
-      [](bool prefetch) { return DeferredRelease::instance().set_prefetch(prefetch); },
-      py::arg("prefetch"),
-      "For measurements: whether a release asks for each tensor object's memory ahead of "
-      "dropping it (on by default); returns the previous setting.");
-  m.def(
       "release_deferred", [] { return DeferredRelease::instance().release_all(); },
       "Releases every kept tensor of earlier results now; returns how many references that was.");
   m.def(
