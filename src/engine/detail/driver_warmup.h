@@ -21,8 +21,8 @@
 // makes for every device, warm nothing.
 //
 // Measured against the same engine without it (BM_EngineCopy, 1 x H200 hosts, 2026-11-29;
-// docs/engine.md): seven of eight training steps 4-10 % shorter, the calls after a GPU->CPU walk
-// 5-20 us shorter, still slower than back to back.
+// docs/engine-copies-after-a-gap.md): seven of eight training steps 4-10 % shorter, the calls after
+// a GPU->CPU walk 5-20 us shorter, still slower than back to back.
 //
 // On by default. MTC_DRIVER_WARMUP=0 turns it off for a process (read with the worker pools'
 // other settings, worker_pool_set.h), set_enabled() for benchmarks that compare the two in one

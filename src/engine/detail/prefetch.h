@@ -13,9 +13,9 @@
 // for ahead of the child it walks (Lookahead): all of a small container's at its start, and no
 // more than that many for a large one, whose prefetches would otherwise evict each other.
 //
-// What it buys is small (docs/engine.md, "Prefetches in the walk"; 1 x H200, 2026-11-29): in the
-// in-process A/B, GPU->CPU steps 1.1-2.2 % shorter with it, copies back to back 1-2 % longer (a
-// second pass over children the caches already hold), CPU->GPU steps the same; the
+// What it buys is small (docs/engine-copies-after-a-gap.md, "Prefetches in the walk"; 1 x H200,
+// 2026-11-29): in the in-process A/B, GPU->CPU steps 1.1-2.2 % shorter with it, copies back to back
+// 1-2 % longer (a second pass over children the caches already hold), CPU->GPU steps the same; the
 // micro-benchmarks' medians favoured it more, within their repetitions' spread. Kept for the
 // steps. set_enabled() for benchmarks that compare the two in one process (BM_EngineCopy bit
 // 8388608).
