@@ -3,6 +3,7 @@
 // derives from (skipped without a device; afterwards no CUDA error and no pinned staging held).
 #pragma once
 
+#include <ATen/Context.h>
 #include <ATen/core/List.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
@@ -98,6 +99,11 @@ class GpuTest : public ::testing::Test {
         << suite << ": the suite of a GPU test is named ...Gpu, so that ctest labels it gpu";
     if (c10::cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: GPU test skipped";
     active_ = true;
+    // torch's CUDA state, the caching allocator's among it, as a program's first CUDA tensor sets
+    // it up: a test may read the allocator's figures before its first copy to a GPU, and a copy
+    // between CPUs no longer sets it up (start_copy leaves CUDA alone in a process that has no
+    // context). Without it the allocator throws "Invalid device argument".
+    at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     baseline_in_use_ = pinned_in_use();
   }
