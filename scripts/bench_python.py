@@ -99,17 +99,15 @@ def timed_start_copy(module, device, deferred_release=None):
     return start_copy
 
 
-# The mtc methods' settings: the deferred release.
-MTC_SETTINGS = {"mtc": (True,), "mtc_nodefer": (False,)}
-
-
 def methods(device, original=None):
     import mtc
 
     available = {
         "to": lambda data, timings: per_tensor(data, device, False),
         "to_nb": lambda data, timings: per_tensor(data, device, True),
-        **{name: timed_start_copy(mtc, device, *settings) for name, settings in MTC_SETTINGS.items()},
+        "mtc": timed_start_copy(mtc, device, deferred_release=True),
+        # The same with the dropped results' tensors released where the program drops them.
+        "mtc_nodefer": timed_start_copy(mtc, device, deferred_release=False),
     }
     if original is not None:
         available["original"] = timed_start_copy(original, device)
@@ -187,11 +185,11 @@ PARTS_CALLS = 200
 
 def mtc_parts(deferred_release, batches, device, pattern, calls=PARTS_CALLS):
     """Where an mtc call's time goes: the median of each of the module's and the engine's timings
-    over `calls` copies in `pattern`, with the deferred release set as given, and of
-    the two drops that follow a call in a loop: the previous result's (when the new one replaces
-    it, in the protocol) and the handle's; and the mean time per call of Python's garbage collector,
-    which runs inside some calls and not others. Not timed: reading the stats after each call would
-    add to a timed call."""
+    over `calls` copies in `pattern`, with the deferred release set as given, and of the two drops
+    that follow a call in a loop: the previous result's (when the new one replaces it, in the
+    protocol) and the handle's; and the mean time per call of Python's garbage collector, which
+    runs inside some calls and not others. Not timed: reading the stats after each call would add
+    to a timed call."""
     import mtc
 
     mtc.set_deferred_release(deferred_release)
@@ -404,8 +402,8 @@ def main(argv=None):
                 "pattern": pattern, "method": name, "time": summary, "verified": verified[name],
                 "start_median_s": statistics.median(starts) * 1e-9 if starts else None,
             })
-            if name in MTC_SETTINGS:
-                report["rows"][-1]["parts_us"] = mtc_parts(*MTC_SETTINGS[name], batches, args.device, pattern)
+            if name in ("mtc", "mtc_nodefer"):
+                report["rows"][-1]["parts_us"] = mtc_parts(name == "mtc", batches, args.device, pattern)
             print(f"{pattern:8} {name:8} median {fmt_time(summary['median_s'])}", file=sys.stderr)
     table = markdown(report)
     print(table)
