@@ -282,19 +282,5 @@ TEST(DictStash, OnUnlessTheEnvironmentSaysZero) {
     EXPECT_EQ(dict_stash::enabled(), std::string(setting) == "1");
 }
 
-TEST(DictStash, VariableIsZeroOrOne) {
-  EXPECT_TRUE(parse_switch(kDictStashVariable, nullptr, true));
-  EXPECT_TRUE(parse_switch(kDictStashVariable, "", true));
-  EXPECT_FALSE(parse_switch(kDictStashVariable, "", false));
-  EXPECT_TRUE(parse_switch(kDictStashVariable, "1", false));
-  EXPECT_FALSE(parse_switch(kDictStashVariable, "0", true));
-  try {
-    parse_switch(kDictStashVariable, "yes", false);
-    ADD_FAILURE() << "accepted";
-  } catch (const c10::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("MTC_DICT_STASH='yes'"), std::string::npos) << e.what();
-  }
-}
-
 }  // namespace
 }  // namespace mtc::detail

@@ -90,10 +90,11 @@ TEST(WorkerPoolSet, SetAnticipateReachesEveryPoolTheLaterOnesToo) {
   EXPECT_FALSE(off.for_device(-1).anticipates());
 }
 
-// The switches read from the environment: MTC_WORKER_ANTICIPATE and MTC_DRIVER_WARMUP
-// (MTC_DICT_STASH in dict_stash_test).
+// The switches read from the environment: MTC_WORKER_ANTICIPATE, MTC_DICT_STASH and
+// MTC_DRIVER_WARMUP.
 TEST(WorkerPoolSet, SwitchVariablesAreZeroOrOne) {
-  for (const char* variable : {kWorkerAnticipateVariable, kDriverWarmupVariable}) {
+  for (const char* variable :
+       {kWorkerAnticipateVariable, kDictStashVariable, kDriverWarmupVariable}) {
     SCOPED_TRACE(variable);
     EXPECT_TRUE(parse_switch(variable, nullptr, true));
     EXPECT_TRUE(parse_switch(variable, "", true));
