@@ -15,7 +15,8 @@ Two patterns, each timed per call with a device synchronize at the end for every
 For mtc, how long start_copy() itself takes to return is timed too. The methods' runs are
 interleaved (run 1 of every method, then run 2, ...), so a change of the machine's state over the
 measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
-dropped results. For each mtc method, 200 more calls per pattern, untimed, say where its time
+dropped results, mtc_noreuse mtc without its reuse of dropped results' tensor objects as new
+outputs (mtc.set_output_reuse). For each mtc method, 200 more calls per pattern, untimed, say where its time
 goes (the medians of handle.stats()'s parts and of the drops that follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
@@ -85,12 +86,14 @@ def import_original():
     return module
 
 
-def timed_start_copy(module, device, deferred_release=None):
+def timed_start_copy(module, device, settings=None):
     """`module`.start_copy(data, device).get(), timing start_copy's return; for mtc, with its
-    deferred release of dropped results set as given before each call (a flag: ~0.1 us)."""
+    deferred release of dropped results and its reuse of their tensor objects set as `settings`
+    (deferred_release, reuse) say before each call (flags: ~0.1 us each)."""
     def start_copy(data, timings):
-        if deferred_release is not None:
-            module.set_deferred_release(deferred_release)
+        if settings is not None:
+            module.set_deferred_release(settings[0])
+            module.set_output_reuse(settings[1])
         t0 = time.perf_counter_ns()
         handle = module.start_copy(data, device)
         timings.append(time.perf_counter_ns() - t0)
@@ -99,15 +102,19 @@ def timed_start_copy(module, device, deferred_release=None):
     return start_copy
 
 
+# The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects).
+# mtc_nodefer releases the dropped results' tensors where the program drops them, which leaves
+# nothing to reuse.
+MTC_SETTINGS = {"mtc": (True, True), "mtc_nodefer": (False, False), "mtc_noreuse": (True, False)}
+
+
 def methods(device, original=None):
     import mtc
 
     available = {
         "to": lambda data, timings: per_tensor(data, device, False),
         "to_nb": lambda data, timings: per_tensor(data, device, True),
-        "mtc": timed_start_copy(mtc, device, deferred_release=True),
-        # The same with the dropped results' tensors released where the program drops them.
-        "mtc_nodefer": timed_start_copy(mtc, device, deferred_release=False),
+        **{name: timed_start_copy(mtc, device, settings) for name, settings in MTC_SETTINGS.items()},
     }
     if original is not None:
         available["original"] = timed_start_copy(original, device)
@@ -179,20 +186,22 @@ def measure(copies, batches, device, pattern, warmup, runs, iters):
 
 
 # The engine's own step timings in handle.stats(), beside the module's parts (stats()["module"]).
-ENGINE_PARTS = ("queued_us", "traverse_us", "submit_us", "outputs_us")
+ENGINE_PARTS = ("queued_us", "traverse_us", "submit_us", "outputs_us", "recycled")
 PARTS_CALLS = 200
 
 
-def mtc_parts(deferred_release, batches, device, pattern, calls=PARTS_CALLS):
+def mtc_parts(settings, batches, device, pattern, calls=PARTS_CALLS):
     """Where an mtc call's time goes: the median of each of the module's and the engine's timings
-    over `calls` copies in `pattern`, with the deferred release set as given, and of the two drops
+    over `calls` copies in `pattern`, with the deferred release and the reuse of tensor objects set
+    as `settings` (MTC_SETTINGS) say, and of the two drops
     that follow a call in a loop: the previous result's (when the new one replaces it, in the
     protocol) and the handle's; and the mean time per call of Python's garbage collector, which
     runs inside some calls and not others. Not timed: reading the stats after each call would add
     to a timed call."""
     import mtc
 
-    mtc.set_deferred_release(deferred_release)
+    mtc.set_deferred_release(settings[0])
+    mtc.set_output_reuse(settings[1])
     parts = {}
     out = None
     with CollectorClock() as collector:
@@ -285,7 +294,8 @@ def markdown(report):
 
 
 # Methods mtc is compared with in the report, and how the comparison is worded.
-COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release"}
+COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
+            "mtc_noreuse": "than without its reuse of tensor objects"}
 
 
 def comparisons(report):
@@ -317,7 +327,7 @@ def parts_lines(report):
         if "parts_us" in row:
             parts = ", ".join(f"{key.removesuffix('_us')} {value:.1f}" for key, value in row["parts_us"].items())
             out.append(f"{row['pattern']} {row['method']}, medians of {PARTS_CALLS} more calls (untimed; us, "
-                       f"released_tensors a count, collector_mean a mean): {parts}")
+                       f"released_tensors and recycled counts, collector_mean a mean): {parts}")
     return out
 
 
@@ -331,7 +341,7 @@ def parse_args(argv):
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--methods", default="to,to_nb,mtc",
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
-                        "its deferred release)")
+                        "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)
@@ -388,12 +398,18 @@ def main(argv=None):
     for pattern in ("protocol", "step"):
         verified = {}
         for name in chosen:
-            out = available[name](batches[0], [])
-            synchronize(args.device)
-            why = difference(out, batches[0], args.device)
-            verified[name] = why is None
-            if why:
-                print(f"bench_python.py: {pattern} {name}: the copy differs from its input: {why}", file=sys.stderr)
+            # Three calls, each checked: mtc's third reuses the tensor objects of the first.
+            out = None
+            for call in range(3):
+                out = available[name](batches[call % len(batches)], [])
+                synchronize(args.device)
+                why = difference(out, batches[call % len(batches)], args.device)
+                verified[name] = why is None
+                if why:
+                    print(f"bench_python.py: {pattern} {name}: call {call + 1}: the copy differs from its input: "
+                          f"{why}", file=sys.stderr)
+                    break
+            del out
         results = measure({name: available[name] for name in chosen}, batches, args.device, pattern,
                           args.warmup, args.runs, args.iters)
         for name in chosen:
@@ -402,8 +418,8 @@ def main(argv=None):
                 "pattern": pattern, "method": name, "time": summary, "verified": verified[name],
                 "start_median_s": statistics.median(starts) * 1e-9 if starts else None,
             })
-            if name in ("mtc", "mtc_nodefer"):
-                report["rows"][-1]["parts_us"] = mtc_parts(name == "mtc", batches, args.device, pattern)
+            if name in MTC_SETTINGS:
+                report["rows"][-1]["parts_us"] = mtc_parts(MTC_SETTINGS[name], batches, args.device, pattern)
             print(f"{pattern:8} {name:8} median {fmt_time(summary['median_s'])}", file=sys.stderr)
     table = markdown(report)
     print(table)

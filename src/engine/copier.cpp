@@ -132,6 +132,11 @@ CopyStats CopyHandle::stats() const {
 
 CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
                       const CopyOptions& options) {
+  return start_copy(data, device, options, nullptr);
+}
+
+CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
+                      const CopyOptions& options, std::shared_ptr<ReusableOutputs> reuse) {
   MTC_RANGE(start, "start_copy");
   validate(options);
   const c10::Device target = resolve_target(device);
@@ -152,7 +157,9 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
 
   // Each device's copies have workers of their own (see worker_pool_set.h).
   detail::WorkerPool& pool = detail::worker_pool_for(target);
-  auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams), pool);
+  if (reuse) reuse->reused.assign(reuse->by_leaf.size(), 0);
+  auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams), pool,
+                                               std::move(reuse));
   // With the TensorImpl pool's shards on, the results this thread frees later go back to the
   // workers that made them (impl_pool.h).
   detail::impl_pool::set_thread_shard(detail::impl_pool::shard_of_pool(pool.id()));

@@ -34,13 +34,14 @@ c10::cuda::CUDAStream CapturedStreams::of(c10::DeviceIndex device) const {
 }
 
 CopyJob::CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
-                 CapturedStreams streams, WorkerPool& pool)
+                 CapturedStreams streams, WorkerPool& pool, std::shared_ptr<ReusableOutputs> reuse)
     : input_(std::move(input)),
       target_(target),
       options_(options),
       streams_(std::move(streams)),
       pool_(pool),
-      router_(target, options_, stats_) {}
+      reuse_(std::move(reuse)),
+      router_(target, options_, stats_, reuse_.get()) {}
 
 CopyJob::~CopyJob() { wait_noexcept(); }
 

@@ -64,8 +64,9 @@ class TaskGate {
 class CopyJob {
  public:
   // `pool`: the workers that run the job and help with it (worker_pool_for the target).
+  // `reuse` (may be null): outputs offered for reuse (mtc::ReusableOutputs).
   CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
-          CapturedStreams streams, WorkerPool& pool);
+          CapturedStreams streams, WorkerPool& pool, std::shared_ptr<ReusableOutputs> reuse);
   CopyJob(const CopyJob&) = delete;  // shared through shared_ptr only
   CopyJob& operator=(const CopyJob&) = delete;
   ~CopyJob();
@@ -129,6 +130,7 @@ class CopyJob {
   bool inference_mode_ = c10::InferenceMode::is_enabled();  // constructed on the caller's thread
 
   CopyStats stats_;
+  std::shared_ptr<ReusableOutputs> reuse_;  // held until the job dies: the routers point into it
   c10::IValue result_;
   LeafRouter router_;   // the walk's policy; holds the packed chunks and the deferred leaves
   bool split_ = false;  // the walk ran in parts

@@ -127,7 +127,8 @@ void CopyJob::walk() {
   for (int64_t k = 0; k <= helpers + 1; ++k) {
     Walker& w =
         *walkers.emplace_back(std::make_unique<Walker>(*this, none, k == 0 ? &stats_ : nullptr));
-    w.router = k == 0 ? &router_ : &w.own_router.emplace(target_, options_, w.own_stats);
+    w.router =
+        k == 0 ? &router_ : &w.own_router.emplace(target_, options_, w.own_stats, reuse_.get());
     w.copier = k == 0 ? &first : &w.own_copier.emplace(*w.router);
   }
   const auto tickets = std::make_shared<ElementTickets>(n, static_cast<int>(walkers.size()));

@@ -4,12 +4,14 @@
 
 namespace mtc::detail {
 
-LeafRouter::LeafRouter(c10::Device target, const CopyOptions& options, CopyStats& stats)
+LeafRouter::LeafRouter(c10::Device target, const CopyOptions& options, CopyStats& stats,
+                       ReusableOutputs* reuse)
     : target_(target),
       pack_to_device_(target.is_cuda() && options.pack_cpu_tensors),
       pack_from_device_(target.is_cpu() && options.pack_cpu_tensors),
       packer_(options.min_packed_alignment_bytes, options.max_packed_chunk_bytes),
-      stats_(stats) {}
+      stats_(stats),
+      reuse_(reuse != nullptr && !reuse->by_leaf.empty() ? reuse : nullptr) {}
 
 int64_t LeafRouter::leaf(const at::Tensor& t, c10::IValue& output) {
   const int64_t index = stats_.tensors++;
@@ -34,7 +36,7 @@ int64_t LeafRouter::leaf(const at::Tensor& t, c10::IValue& output) {
       if (is_packable_size(bytes) && packer_.fits(bytes) && t.is_contiguous() &&
           ((pack_to_device_ && device.is_cpu()) ||
            (pack_from_device_ && device.is_cuda() && claim_pack_source(device.index())))) {
-        output = pack(t, bytes);
+        output = pack(t, bytes, index);
         return -1;
       }
       deferred_.push_back(t);
@@ -78,6 +80,7 @@ void LeafRouter::absorb(LeafRouter& other) {
   stats_.bytes += other.stats_.bytes;
   stats_.reused += other.stats_.reused;
   stats_.packed += other.stats_.packed;
+  stats_.recycled += other.stats_.recycled;
   stats_.chunks += other.stats_.chunks;
   stats_.pinned_bytes += other.stats_.pinned_bytes;
   other.deferred_.clear();
@@ -86,7 +89,20 @@ void LeafRouter::absorb(LeafRouter& other) {
   other.stats_ = CopyStats();
 }
 
-at::Tensor LeafRouter::pack(const at::Tensor& t, int64_t bytes) {
+int64_t LeafRouter::offered_leaf(int64_t index) const {
+  int64_t leaf = index;
+  if (element_ >= 0) {
+    // A split walk numbers leaves from its element's first.
+    if (static_cast<size_t>(element_) >= reuse_->element_first_leaf.size()) return -1;
+    leaf = reuse_->element_first_leaf[static_cast<size_t>(element_)] + index - element_first_leaf_;
+  }
+  if (leaf < 0 || static_cast<size_t>(leaf) >= reuse_->by_leaf.size() ||
+      reuse_->by_leaf[static_cast<size_t>(leaf)] == nullptr)
+    return -1;
+  return leaf;
+}
+
+at::Tensor LeafRouter::pack(const at::Tensor& t, int64_t bytes, int64_t index) {
   const ChunkPacker::Place place = packer_.add(bytes, static_cast<int64_t>(t.element_size()));
   if (place.chunk == static_cast<int64_t>(packed_.chunks.size())) {
     // A new chunk: its storage exists now, its memory once its size is known. A CPU chunk's is
@@ -103,8 +119,18 @@ at::Tensor LeafRouter::pack(const at::Tensor& t, int64_t bytes) {
                         "LeafRouter: packing after the chunks were handed over");
   PackedChunks::Chunk& chunk = packed_.chunks.back();
   chunk.bytes = place.offset + bytes;
-  at::Tensor view = make_view(chunk.storage, place.offset, t);
   packed_.copies.push_back({t.const_data_ptr(), chunk.staging + place.offset, bytes});
+  if (reuse_ != nullptr && pack_to_device_) {
+    const int64_t leaf = offered_leaf(index);
+    c10::TensorImpl* impl = leaf < 0 ? nullptr : reuse_->by_leaf[static_cast<size_t>(leaf)];
+    if (impl != nullptr && reuse_as_view(*impl, chunk.storage, place.offset, t, target_)) {
+      reuse_->reused[static_cast<size_t>(leaf)] = 1;
+      ++stats_.recycled;
+      packed_.views.push_back(impl);
+      return at::Tensor();
+    }
+  }
+  at::Tensor view = make_view(chunk.storage, place.offset, t);
   packed_.views.push_back(view.unsafeGetTensorImpl());
   return view;
 }

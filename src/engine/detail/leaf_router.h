@@ -23,7 +23,10 @@ namespace mtc::detail {
 
 class LeafRouter {
  public:
-  LeafRouter(c10::Device target, const CopyOptions& options, CopyStats& stats);
+  // `reuse` (may be null): outputs offered for the packed leaves (mtc::ReusableOutputs); it
+  // outlives the router.
+  LeafRouter(c10::Device target, const CopyOptions& options, CopyStats& stats,
+             ReusableOutputs* reuse = nullptr);
 
   // The walk's callbacks. leaf() throws c10::Error naming the leaf for tensors that cannot be
   // copied (not strided, or on a device other than cpu/cuda).
@@ -47,7 +50,11 @@ class LeafRouter {
   const std::vector<c10::IValue*>& slots() const { return slots_; }
 
  private:
-  at::Tensor pack(const at::Tensor& input, int64_t bytes);
+  // The packed output of `input` (tensor leaf `index` as leaf() numbers it): a new view of the
+  // chunk, or an undefined tensor where an offered TensorImpl took its place.
+  at::Tensor pack(const at::Tensor& input, int64_t bytes, int64_t index);
+  // Where in ReusableOutputs::by_leaf a TensorImpl is offered for tensor leaf `index`, or -1.
+  int64_t offered_leaf(int64_t index) const;
   // Whether a GPU tensor bound for the CPU on `device` may join this router's chunks: those of
   // the first device it packs from, which the first call claims.
   bool claim_pack_source(c10::DeviceIndex device) {
@@ -63,6 +70,7 @@ class LeafRouter {
   c10::DeviceIndex pack_source_ = -1;
   ChunkPacker packer_;
   CopyStats& stats_;
+  ReusableOutputs* reuse_;
   int64_t element_ = -1;  // -1: leaves are numbered from the structure's first
   int64_t element_first_leaf_ = 0;
   PackedChunks packed_;

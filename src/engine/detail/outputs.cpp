@@ -5,6 +5,7 @@
 #include <c10/core/TensorImpl.h>
 
 #include <numeric>
+#include <typeinfo>
 
 #include "detail/host_block_cache.h"
 #include "detail/impl_pool.h"
@@ -26,6 +27,19 @@ c10::DispatchKeySet plain_keys(c10::DispatchKey backend) {
   static const c10::DispatchKeySet cpu = plain_keys_of(c10::DispatchKey::CPU, c10::kCPU);
   static const c10::DispatchKeySet cuda = plain_keys_of(c10::DispatchKey::CUDA, c10::kCUDA);
   return backend == c10::DispatchKey::CUDA ? cuda : cpu;
+}
+
+// The key set of a CUDA output made inside InferenceMode (an inference tensor), read once from
+// a tensor made that way.
+c10::DispatchKeySet cuda_inference_keys() {
+  static const c10::DispatchKeySet keys = [] {
+    const c10::InferenceMode inference(/*enabled=*/true);
+    auto impl = c10::make_intrusive<c10::TensorImpl>(c10::DispatchKeySet(c10::DispatchKey::CUDA),
+                                                     caffe2::TypeMeta::Make<uint8_t>(),
+                                                     c10::Device(c10::kCUDA));
+    return impl->key_set();
+  }();
+  return keys;
 }
 
 // A plain TensorImpl whose memory comes from impl_pool and whose version counter from
@@ -114,6 +128,40 @@ at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at:
   at::Tensor out(std::move(impl));
   copy_math_bits(like, out);
   return out;
+}
+
+bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t byte_offset,
+                   const at::Tensor& like, c10::Device target) {
+  if (typeid(impl) != typeid(OutputImpl) || impl.device() != target || impl.dtype() != like.dtype())
+    return false;
+  // The caller's reference alone, and no weak one: nothing else can see what changes here.
+  {
+    auto owner = c10::intrusive_ptr<c10::TensorImpl>::reclaim(&impl);
+    const bool alone = owner.use_count() == 1 && owner.weak_use_count() == 1;
+    owner.release();
+    if (!alone) return false;
+  }
+  const bool inference = c10::InferenceMode::is_enabled();
+  if (impl.key_set() != (inference ? cuda_inference_keys() : plain_keys(c10::DispatchKey::CUDA)) ||
+      impl.autograd_meta() != nullptr || impl.has_named_tensor_meta() ||
+      impl.has_symbolic_sizes_strides() || !impl.allow_tensor_metadata_change())
+    return false;
+  // A view the program made of the old output shares its counter: resetting it would change
+  // that view's version.
+  if (!inference && !impl.version_counter().unique()) return false;
+  impl.set_storage_keep_dtype(storage);
+  const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
+  if (like.is_contiguous()) {
+    impl.set_sizes_contiguous(like.sizes());
+    impl.set_storage_offset(storage_offset);
+  } else {
+    impl.set_sizes_and_strides(like.sizes(), like.strides(), storage_offset);
+  }
+  if (!inference && impl.version_counter().current_version() != 0)
+    c10::VariableVersion(impl.version_counter()).set_version(0);
+  impl._set_conj(like.is_conj());
+  impl._set_neg(like.is_neg());
+  return true;
 }
 
 void copy_math_bits(const at::Tensor& like, at::Tensor& out) {

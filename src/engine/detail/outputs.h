@@ -41,6 +41,12 @@ c10::Storage make_alias_storage(const c10::Storage& storage);
 // byte_offset must be a multiple of the element size.
 at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at::Tensor& like);
 
+// Makes `impl`, an output offered for reuse (mtc::ReusableOutputs), what make_view would make
+// for `like` on `storage` (on `target`), when it qualifies as that header says; returns whether
+// it did. Leaves a TensorImpl that does not qualify untouched.
+bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t byte_offset,
+                   const at::Tensor& like, c10::Device target);
+
 // Gives `out` the conjugate and negative bits of `like`: outputs copy raw bytes, so a lazily
 // conjugated (or negated) input must come out flagged the same way to mean the same values.
 void copy_math_bits(const at::Tensor& like, at::Tensor& out);

@@ -1,8 +1,48 @@
 #include "deferred_release.h"
 
+#include <torch/csrc/autograd/python_variable.h>
+
+#include <algorithm>
 #include <utility>
 
 namespace mtc::python {
+namespace {
+
+// Whether a weak reference to `object` exists: the head of its list, where CPython's own
+// weakref code finds it (from Python 3.12, a negative offset for a list kept before the object).
+bool has_weak_references(PyObject* object) {
+  const Py_ssize_t offset = Py_TYPE(object)->tp_weaklistoffset;
+  if (offset == 0) return false;
+  return *reinterpret_cast<PyObject**>(reinterpret_cast<char*>(object) + offset) != nullptr;
+}
+
+// Whether the program gave `object` an attribute of its own (`t.name = ...`). The first look
+// makes the object's dict where Python had not made it yet; a reused object keeps it for later
+// looks.
+bool has_instance_attributes(PyObject* object) {
+  PyObject* dict = PyObject_GenericGetDict(object, nullptr);
+  if (dict == nullptr) {  // no memory for it: cannot tell
+    PyErr_Clear();
+    return true;
+  }
+  const bool any = PyDict_GET_SIZE(dict) != 0;
+  Py_DECREF(dict);
+  return any;
+}
+
+// The Python side of what may become a new output (take_reusable); the engine checks the rest,
+// in the TensorImpl, as it reuses it.
+bool reusable_tensor_object(PyObject* object) {
+  if (Py_REFCNT(object) != 1 ||
+      Py_TYPE(object) != reinterpret_cast<PyTypeObject*>(THPVariableClass))
+    return false;
+  const auto* variable = reinterpret_cast<const THPVariable*>(object);
+  if (variable->backward_hooks != nullptr || variable->post_accumulate_grad_hooks != nullptr)
+    return false;
+  return !has_weak_references(object) && !has_instance_attributes(object);
+}
+
+}  // namespace
 
 DeferredRelease& DeferredRelease::instance() {
   static auto* const kept = new DeferredRelease();  // never destroyed: see the header
@@ -16,15 +56,43 @@ bool DeferredRelease::set_enabled(bool enabled) {
   return previous;
 }
 
-size_t DeferredRelease::release_dropped() {
-  std::vector<Result> going = take_oldest(1);
+size_t DeferredRelease::dropped_results() const {
+  if (results_.empty()) return 0;
   // Only the module references the newest result's first tensor: the program let go of the
   // result (a tensor it kept out of it only loses the module's reference).
-  if (!results_.empty() && Py_REFCNT(results_.back().objects.front()) == 1) {
-    going.push_back(std::move(results_.back()));
-    results_.pop_back();
+  return Py_REFCNT(results_.back().objects.front()) == 1 ? results_.size() : results_.size() - 1;
+}
+
+size_t DeferredRelease::release_dropped() {
+  return release(take_oldest(results_.size() - dropped_results()));
+}
+
+bool DeferredRelease::set_reuse_enabled(bool enabled) {
+  const bool previous = reuse_enabled_;
+  reuse_enabled_ = enabled;
+  return previous;
+}
+
+std::vector<PyObject*> DeferredRelease::take_reusable(size_t max) {
+  std::vector<PyObject*> taken;
+  if (!enabled_ || !reuse_enabled_ || max == 0) return taken;
+  const size_t dropped = dropped_results();
+  taken.reserve(max);
+  for (size_t r = 0; r < dropped && taken.size() < max; ++r) {
+    std::vector<PyObject*>& objects = results_[r].objects;
+    size_t kept = 0;
+    for (PyObject* object : objects) {
+      if (taken.size() < max && reusable_tensor_object(object)) {
+        taken.push_back(object);
+      } else {
+        objects[kept++] = object;
+      }
+    }
+    objects.resize(kept);
   }
-  return release(std::move(going));
+  // A result emptied here is gone: the newest result's first tensor tells whether it was dropped.
+  std::erase_if(results_, [](const Result& result) { return result.objects.empty(); });
+  return taken;
 }
 
 void DeferredRelease::keep(NewTensors& tensors) {

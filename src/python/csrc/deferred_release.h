@@ -69,6 +69,16 @@ class DeferredRelease {
   bool enabled() const { return enabled_; }
   // Off releases everything kept at once. Returns the previous setting.
   bool set_enabled(bool enabled);
+  // Whether take_reusable() hands out anything (on by default). Returns the previous setting.
+  bool reuse_enabled() const { return reuse_enabled_; }
+  bool set_reuse_enabled(bool enabled);
+
+  // Up to `max` tensor objects of dropped results (those release_dropped() would release) that
+  // may become a new copy's outputs (mtc::ReusableOutputs), as owned references, oldest result
+  // first: only the module references each, it is a torch.Tensor exactly, with no hook, weak
+  // reference or attribute of its own. The engine checks their TensorImpls. The others stay kept,
+  // for the next release.
+  std::vector<PyObject*> take_reusable(size_t max);
 
   // Before a copy's wait: releases every kept result but the newest, and the newest too when the
   // program has dropped it. Returns how many tensor references were dropped.
@@ -95,7 +105,12 @@ class DeferredRelease {
   // Moves the oldest results out of results_ until at most `leave` remain.
   std::vector<Result> take_oldest(size_t leave);
 
+  // How many results release_dropped() would release: all but the newest, and the newest too
+  // once the program has dropped it (only the module references its first tensor).
+  size_t dropped_results() const;
+
   bool enabled_ = true;
+  bool reuse_enabled_ = true;
   std::deque<Result> results_;  // oldest first
 };
 

@@ -20,10 +20,12 @@ double microseconds_since(Clock::time_point start) {
 
 }  // namespace
 
-AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure, CopyHandle handle,
+AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure,
+                                 std::shared_ptr<ReusableOutputs> reuse, CopyHandle handle,
                                  c10::Device target, const CopyOptions& options,
                                  const ModuleTimes& times)
     : structure_(std::move(structure)),
+      reuse_(std::move(reuse)),
       handle_(std::move(handle)),
       target_(target),
       options_(options),
@@ -109,6 +111,7 @@ py::dict AsyncCopyHandle::stats() const {
   out["per_tensor"] = s.per_tensor;
   out["pinned_bytes"] = s.pinned_bytes;
   out["walk_threads"] = s.walk_threads;
+  out["recycled"] = s.recycled;
   out["queued_us"] = s.queued_us;
   out["traverse_us"] = s.traverse_us;
   out["submit_us"] = s.submit_us;
@@ -151,7 +154,9 @@ void AsyncCopyHandle::build(c10::IValue output) {
     std::atomic<std::thread::id>& id_;
   } const building(building_);
   NewTensors created;
-  built_ = py::reinterpret_steal<py::object>(structure_->rebuild(std::move(output), created));
+  static const std::vector<uint8_t> kNoneReused;
+  built_ = py::reinterpret_steal<py::object>(
+      structure_->rebuild(std::move(output), created, reuse_ ? reuse_->reused : kNoneReused));
   structure_->clear();
   DeferredRelease::instance().keep(created);
 }
@@ -170,20 +175,34 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
   Clock::time_point start_time = Clock::now();
   auto structure =
       std::make_unique<PyStructure>(data.ptr(), LendingRule::for_copy(target, options));
+  // Tensor objects of dropped results, offered as the outputs of the leaves the engine packs:
+  // each one it reuses is neither released nor made anew (deferred_release.h).
+  std::shared_ptr<ReusableOutputs> reuse;
+  std::vector<PyObject*> reusable =
+      DeferredRelease::instance().take_reusable(structure->lent_leaves());
+  if (!reusable.empty()) {
+    try {
+      reuse = std::make_shared<ReusableOutputs>();
+    } catch (...) {
+      for (PyObject* object : reusable) Py_DECREF(object);
+      throw;
+    }
+    structure->offer_outputs(std::move(reusable), *reuse);
+  }
   c10::IValue input = structure->take_engine_input();
   times.walk_us = microseconds_since(start_time);
   start_time = Clock::now();
   CopyHandle handle;
   if (options.use_background_thread) {
     // Only validation and a hand-off: keeping the GIL is cheaper than taking it back.
-    handle = start_copy(input, target, options);
+    handle = start_copy(input, target, options, reuse);
   } else {
     py::gil_scoped_release release;
-    handle = start_copy(input, target, options);
+    handle = start_copy(input, target, options, reuse);
   }
   times.engine_start_us = microseconds_since(start_time);
-  return std::make_unique<AsyncCopyHandle>(std::move(structure), std::move(handle), target, options,
-                                           times);
+  return std::make_unique<AsyncCopyHandle>(std::move(structure), std::move(reuse),
+                                           std::move(handle), target, options, times);
 }
 
 }  // namespace mtc::python

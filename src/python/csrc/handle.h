@@ -28,8 +28,10 @@ struct ModuleTimes {
 
 class AsyncCopyHandle {
  public:
-  AsyncCopyHandle(std::unique_ptr<PyStructure> structure, CopyHandle handle, c10::Device target,
-                  const CopyOptions& options, const ModuleTimes& times);
+  // `reuse`: what the structure offered the engine (null when nothing).
+  AsyncCopyHandle(std::unique_ptr<PyStructure> structure, std::shared_ptr<ReusableOutputs> reuse,
+                  CopyHandle handle, c10::Device target, const CopyOptions& options,
+                  const ModuleTimes& times);
   // Owns the copy's completion, like CopyHandle.
   AsyncCopyHandle(const AsyncCopyHandle&) = delete;
   AsyncCopyHandle& operator=(const AsyncCopyHandle&) = delete;
@@ -50,6 +52,7 @@ class AsyncCopyHandle {
   // Declared in this order so that handle_ is destroyed first: the engine is done with its
   // input (the job gone with its waits) before the structure takes back the tensors it lent.
   std::unique_ptr<PyStructure> structure_;
+  std::shared_ptr<ReusableOutputs> reuse_;
   CopyHandle handle_;
   c10::Device target_;
   CopyOptions options_;

@@ -60,6 +60,12 @@ PYBIND11_MODULE(_C, m) {
       "Turns the deferred release of dropped results' tensors on or off (off releases what is "
       "kept); returns the previous setting.");
   m.def(
+      "set_output_reuse",
+      [](bool enabled) { return DeferredRelease::instance().set_reuse_enabled(enabled); },
+      py::arg("enabled"),
+      "Turns on or off the reuse of dropped results' tensor objects as new outputs; returns the "
+      "previous setting.");
+  m.def(
       "release_deferred", [] { return DeferredRelease::instance().release_all(); },
       "Releases every kept tensor of earlier results now; returns how many references that was.");
   m.def(
@@ -68,12 +74,14 @@ PYBIND11_MODULE(_C, m) {
         const DeferredRelease& kept = DeferredRelease::instance();
         py::dict out;
         out["enabled"] = kept.enabled();
+        out["reuse"] = kept.reuse_enabled();
         out["results"] = kept.kept_results();
         out["tensors"] = kept.kept_tensors();
         out["bytes"] = kept.kept_bytes();
         return out;
       },
-      "What the deferred release keeps now: enabled, results, tensors, bytes.");
+      "What the deferred release keeps now: enabled, reuse (set_output_reuse), results, tensors, "
+      "bytes.");
   m.def("start_copy", &mtc::python::start_binding, py::arg("data"), py::arg("device"),
         py::arg("use_pinned_staging"), py::arg("pack_cpu_tensors"),
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),

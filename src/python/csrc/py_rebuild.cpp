@@ -21,10 +21,14 @@ namespace mtc::python {
 // preservation), once per tensor.
 class PyStructure::Reader {
  public:
-  Reader(const PyStructure& structure, c10::IValue& output, NewTensors& created)
+  Reader(PyStructure& structure, c10::IValue& output, NewTensors& created,
+         const std::vector<uint8_t>& reused)
       : tape_(structure.tape_),
         root_is_container_(structure.root_is_container_),
-        created_(created) {
+        created_(created),
+        offered_(structure.offered_),
+        offered_bytes_(structure.offered_bytes_),
+        reused_(reused) {
     if (root_is_container_) {
       roots_ = output.toList();
     } else {
@@ -35,8 +39,12 @@ class PyStructure::Reader {
   PyObject* read(bool at_root) {
     const Node& node = tape_[next_++];
     switch (node.kind) {
-      case Kind::kTensor:
-        return wrap(next_tensor(), created_);
+      case Kind::kTensor: {
+        const size_t leaf = leaf_++;
+        at::Tensor tensor = next_tensor();
+        if (!tensor.defined()) return reused_object(leaf);
+        return wrap(std::move(tensor), created_);
+      }
       case Kind::kObject:
         Py_INCREF(node.object);
         return node.object;
@@ -98,6 +106,16 @@ class PyStructure::Reader {
     }
     return object;
   }
+  // The offered object the engine made leaf `leaf`'s output in (its output is undefined): the
+  // structure's reference passes to the result.
+  PyObject* reused_object(size_t leaf) {
+    TORCH_INTERNAL_ASSERT(leaf < reused_.size() && reused_[leaf] != 0 && offered_[leaf] != nullptr,
+                          "mtc: the engine gave no output for tensor leaf ", leaf);
+    PyObject* object = offered_[leaf];
+    created_.add(object, offered_bytes_[leaf]);
+    offered_[leaf] = nullptr;
+    return object;
+  }
   // The next element of a container; a root element's tensors are in its own entry.
   PyObject* element(bool at_root, Py_ssize_t index) {
     if (at_root && root_is_container_) {
@@ -136,13 +154,18 @@ class PyStructure::Reader {
   c10::ArrayRef<c10::IValue> entry_tensors_;  // its tensors, when several (entry_ owns them)
   size_t in_entry_ = 0;
   size_t next_ = 0;
+  size_t leaf_ = 0;  // tensor leaves read so far
   bool root_is_container_;
   NewTensors& created_;
+  std::vector<PyObject*>& offered_;
+  const std::vector<int64_t>& offered_bytes_;
+  const std::vector<uint8_t>& reused_;
 };
 
-PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created) const {
+PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created,
+                               const std::vector<uint8_t>& reused) {
   TORCH_INTERNAL_ASSERT(!tape_.empty(), "mtc: rebuild() after clear()");
-  return Reader(*this, output, created).read(/*at_root=*/true);
+  return Reader(*this, output, created, reused).read(/*at_root=*/true);
 }
 
 }  // namespace mtc::python

@@ -40,6 +40,10 @@ void PyStructure::clear() {
   for (PyObject* object : leaf_objects_) Py_XDECREF(object);
   leaf_objects_.clear();
   array_tensors_.clear();
+  // Offered but not reused (the result took the others), or the copy failed.
+  for (PyObject* object : offered_) Py_XDECREF(object);
+  offered_.clear();
+  offered_bytes_.clear();
   // Not handed to the engine (the walk failed): its lent tensors are the walk's alone.
   forget_lent_tensors();
   tensors_.clear();
@@ -119,6 +123,32 @@ void PyStructure::take_tensor_object(PyObject* object, bool may_lend) {
   lent_.push_back(true);
   lent_objects_.push_back(object);
   tensors_.push_back(c10::MaybeOwnedTraits<at::Tensor>::createBorrow(tensor));
+}
+
+void PyStructure::offer_outputs(std::vector<PyObject*> objects, ReusableOutputs& reuse) {
+  TORCH_INTERNAL_ASSERT(objects.size() <= lent_objects_.size() && offered_.empty(),
+                        "mtc: offer_outputs() beyond the lent leaves, or twice");
+  try {
+    offered_.assign(tensors_.size(), nullptr);
+    offered_bytes_.assign(tensors_.size(), 0);
+    reuse.by_leaf.assign(tensors_.size(), nullptr);
+    reuse.element_first_leaf.resize(roots_.size());
+  } catch (...) {
+    for (PyObject* object : objects) Py_DECREF(object);
+    offered_.clear();
+    throw;
+  }
+  for (size_t r = 0; r < roots_.size(); ++r)
+    reuse.element_first_leaf[r] = static_cast<int64_t>(roots_[r].first_tensor);
+  // Owned from here on; nothing below allocates.
+  size_t next = 0;
+  for (size_t i = 0; i < tensors_.size() && next < objects.size(); ++i) {
+    if (!lent_[i]) continue;
+    PyObject* object = objects[next++];
+    offered_[i] = object;
+    offered_bytes_[i] = static_cast<int64_t>(tensors_[i].nbytes());
+    reuse.by_leaf[i] = THPVariable_Unpack(object).unsafeGetTensorImpl();
+  }
 }
 
 c10::IValue PyStructure::take_engine_input() {

@@ -64,14 +64,23 @@ class PyStructure {
   // The GIL must be held; the engine must be done with the input (its handle destroyed).
   ~PyStructure();
 
+  // Tensor leaves lent to the engine: those it packs, the only ones whose outputs it can make in
+  // a reused TensorImpl.
+  size_t lent_leaves() const { return lent_objects_.size(); }
+  // Offers `objects` (owned references to tensor objects of dropped results, at most
+  // lent_leaves()) to the engine as the outputs of the lent leaves, in order: fills `reuse`.
+  // The structure owns them from here: the result takes those the engine reused, clear() drops
+  // the others. Before take_engine_input().
+  void offer_outputs(std::vector<PyObject*> objects, ReusableOutputs& reuse);
   // What the engine copies. Moves the tensors out: call once. Lent tensors stay lent until
   // release_lent().
   c10::IValue take_engine_input();
   // The same containers, keys and opaque leaves around `output`, what the engine returned for
   // take_engine_input(); its tensors are moved into the result, and the tensor objects made for
-  // them are added to `created`. A new reference; the GIL must be held (`output` is released
-  // here, with it).
-  PyObject* rebuild(c10::IValue output, NewTensors& created) const;
+  // them are added to `created`, as are the offered objects the engine reused (`reused`, by
+  // leaf, from ReusableOutputs; empty when none was offered), whose undefined outputs they
+  // stand for. A new reference; the GIL must be held (`output` is released here, with it).
+  PyObject* rebuild(c10::IValue output, NewTensors& created, const std::vector<uint8_t>& reused);
   // Drops the references to the input's keys and opaque leaves (and to tensors not yet handed to
   // the engine); the GIL must be held. Lent tensors stay lent.
   void clear();
@@ -126,6 +135,10 @@ class PyStructure {
   std::vector<bool> lent_;               // by tensor, in pre-order: lent to the engine
   std::vector<PyObject*> lent_objects_;  // their Python objects (owned), held while lent
   c10::IValue engine_input_;             // kept while tensors are lent in it
+  // By tensor leaf, when offer_outputs() was called: the tensor object offered (owned) or null,
+  // and its leaf's bytes.
+  std::vector<PyObject*> offered_;
+  std::vector<int64_t> offered_bytes_;
 };
 
 }  // namespace mtc::python

@@ -50,11 +50,16 @@ def set_deferred_release(enabled: bool) -> bool:
     """Turns the deferred release of dropped results' tensors on or off; off releases what is
     kept. Returns the previous setting."""
 
+def set_output_reuse(enabled: bool) -> bool:
+    """Turns on or off the reuse of dropped results' tensor objects as the outputs of new copies.
+    Returns the previous setting."""
+
 def release_deferred() -> int:
     """Releases every kept tensor of earlier results now; returns how many references that was."""
 
 def deferred_release_stats() -> Dict[str, Union[bool, int]]:
-    """What the deferred release keeps now: ``enabled``, ``results``, ``tensors``, ``bytes``."""
+    """What the deferred release keeps now: ``enabled``, ``reuse`` (``set_output_reuse``),
+    ``results``, ``tensors``, ``bytes``."""
 
 def start_copy(
     data: Any,

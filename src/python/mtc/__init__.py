@@ -8,7 +8,8 @@ tuples, OrderedDict, defaultdict, deque) nested to any depth, with tensors and n
 leaves; every other object comes back as it is. See ``help(mtc.start_copy)``.
 
 A dropped result's tensors die inside a later ``get()`` rather than where the program drops them
-(``mtc._deferred`` says why and when; ``release_deferred()`` and ``set_deferred_release()``).
+(``mtc._deferred`` says why and when; ``release_deferred()`` and ``set_deferred_release()``);
+the objects of such tensors may come back as the tensors of a later copy (``set_output_reuse()``).
 """
 
 # torch first: it loads libtorch and torch's Python bindings, which mtc._C is linked against.
@@ -16,7 +17,7 @@ import torch  # noqa: F401
 
 from mtc._C import AsyncCopyHandle, __version__
 from mtc._copy import DeviceLike, start_copy
-from mtc._deferred import deferred_release_stats, release_deferred, set_deferred_release
+from mtc._deferred import deferred_release_stats, release_deferred, set_deferred_release, set_output_reuse
 
 __all__ = [
     "AsyncCopyHandle",
@@ -24,6 +25,7 @@ __all__ = [
     "deferred_release_stats",
     "release_deferred",
     "set_deferred_release",
+    "set_output_reuse",
     "start_copy",
     "__version__",
 ]

@@ -8,6 +8,13 @@ later ``get()``, while the engine's workers make that copy's outputs and the cal
 wait. Until then their memory stays allocated and weak references to them do not fire.
 ``mtc.release_deferred()`` releases them at once; ``MTC_DEFER_RELEASE=0`` in the environment, or
 ``mtc.set_deferred_release(False)``, turns it off.
+
+Better still, a dropped tensor need not die at all. When a copy to a GPU starts, the tensor objects
+of dropped results that nothing else references (a ``torch.Tensor`` exactly, without hooks, weak
+references or attributes of its own, never asked for a gradient, no view of it alive) are offered
+to the engine, which makes the packed outputs in them: pointed at the new data, with the new
+sizes, version 0. Such an output is the same Python object as a tensor of an earlier result,
+which the program can no longer reach. ``mtc.set_output_reuse(False)`` turns this off.
 """
 
 import atexit
@@ -30,6 +37,7 @@ def setting_from_environment(environ=os.environ):
 
 
 set_deferred_release = _C.set_deferred_release
+set_output_reuse = _C.set_output_reuse
 release_deferred = _C.release_deferred
 deferred_release_stats = _C.deferred_release_stats
 

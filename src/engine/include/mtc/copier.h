@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace mtc {
 
@@ -59,6 +60,7 @@ struct CopyStats {
   int64_t per_tensor = 0;    // leaves copied one by one
   int64_t pinned_bytes = 0;  // staging bytes taken from the pinned pool
   int64_t walk_threads = 0;  // threads that walked part of the structure (1: not split)
+  int64_t recycled = 0;      // packed outputs made in a TensorImpl offered by ReusableOutputs
   // Where the time went, in microseconds of wall time, as the engine measured it.
   double queued_us = 0;    // start_copy until a worker picked the job up
   double traverse_us = 0;  // the walk: new containers, packing plan, packed output views (a
@@ -112,6 +114,37 @@ class CopyHandle {
 // fails the copy, whatever the target, and get() rethrows that error naming the leaf.
 CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
                       const CopyOptions& options = {});
+
+// For bindings that keep a result's tensors after the program has dropped them (the Python
+// module): the TensorImpls of earlier outputs, offered to become this copy's outputs instead of
+// new ones. Making a new output and later freeing it costs far more from Python (its object's
+// teardown and making, ~0.3 us per tensor on the GPU host) than pointing an unused one at the new
+// data.
+//
+// A packed CPU->GPU leaf whose offered TensorImpl qualifies gets it as its output: pointed at
+// this copy's chunk, with the leaf's sizes, strides and math bits, its version counter at 0. Its
+// entry in the result is then an undefined tensor, and reused[leaf] is 1. Qualifies: an output
+// this engine made, on the target device, of the leaf's dtype, with the dispatch keys a new
+// output would get (inference or not, as the caller's InferenceMode at start_copy), no autograd
+// metadata or names, a version counter no other tensor shares, and no reference (strong or weak)
+// but the caller's one. Anything else is left as it was, and the leaf gets a new output.
+//
+// The caller keeps each offered TensorImpl alive, and out of every other thread's reach, until
+// the copy is done: its handle destroyed, or take_result() returned. Its previous storage is let
+// go of on the walking thread.
+struct ReusableOutputs {
+  // By tensor leaf, in pre-order of the whole structure: the TensorImpl offered, or null.
+  std::vector<c10::TensorImpl*> by_leaf;
+  // For a container root: the pre-order index of each root element's first tensor leaf (a walk
+  // split by root element numbers leaves from its element's first). Without it, only the leaves
+  // of a walk that is not split, and of the first root element, can be matched.
+  std::vector<int64_t> element_first_leaf;
+  // Filled by the copy, sized as by_leaf by start_copy: 1 where the offered TensorImpl became the
+  // leaf's output. Read once the copy is done.
+  std::vector<uint8_t> reused;
+};
+CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
+                      const CopyOptions& options, std::shared_ptr<ReusableOutputs> reuse);
 
 // The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy
 // to a GPU or from it stages in that GPU's pool, so GPUs copying at once do not share one. Each
