@@ -41,9 +41,9 @@ c10::impl::GenericList batch(int elements, int per_element, int64_t grow = 0) {
 std::vector<int64_t> first_leaves(const c10::impl::GenericList& root) {
   std::vector<int64_t> firsts;
   int64_t leaves = 0;
-  for (const c10::IValue& element : root) {
+  for (size_t i = 0; i < root.size(); ++i) {
     firsts.push_back(leaves);
-    leaves += static_cast<int64_t>(tensors_of(element).size());
+    leaves += static_cast<int64_t>(tensors_of(root.get(i)).size());
   }
   return firsts;
 }
