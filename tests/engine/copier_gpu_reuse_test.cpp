@@ -56,7 +56,8 @@ std::vector<at::Tensor> outputs_of(const c10::IValue& input) {
 // Offers `outputs` leaf by leaf for a copy of `input` and runs it; returns its result.
 c10::IValue copy_offering(const c10::impl::GenericList& input,
                           const std::vector<at::Tensor>& outputs,
-                          std::shared_ptr<ReusableOutputs>& reuse, mtc::CopyStats* stats = nullptr) {
+                          std::shared_ptr<ReusableOutputs>& reuse,
+                          mtc::CopyStats* stats = nullptr) {
   reuse = std::make_shared<ReusableOutputs>();
   for (const at::Tensor& t : outputs) reuse->by_leaf.push_back(t.unsafeGetTensorImpl());
   reuse->element_first_leaf = first_leaves(input);
@@ -120,9 +121,9 @@ TEST_F(GpuTest, OfferedOutputsThatDoNotQualifyAreLeftAlone) {
   const c10::impl::GenericList first = batch(2, 8);
   std::vector<at::Tensor> offered = outputs_of(first);
   const std::vector<at::Tensor> originals = tensors_of(first);
-  at::Tensor held = offered[0];                   // a second reference
-  at::Tensor view = offered[1].view({-1});        // shares the version counter
-  offered[2].set_requires_grad(true);             // autograd metadata
+  at::Tensor held = offered[0];                           // a second reference
+  at::Tensor view = offered[1].view({-1});                // shares the version counter
+  offered[2].set_requires_grad(true);                     // autograd metadata
   offered[3] = random_tensor(at::kBool, {4, 3}, kCuda0);  // not an output of the engine
   offered[4] = at::empty({1}, at::kLong);                 // on the CPU
   // Another dtype than its leaf's: leaf 5 is kFloat in the batch, leaf 6 kInt.

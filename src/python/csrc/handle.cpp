@@ -18,6 +18,21 @@ double microseconds_since(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
 }
 
+// Marks the calling thread as the one building a handle's result until the build returns or
+// fails (see AsyncCopyHandle::building_).
+class Building {
+ public:
+  explicit Building(std::atomic<std::thread::id>& id) : id_(id) {
+    id_.store(std::this_thread::get_id());
+  }
+  Building(const Building&) = delete;
+  Building& operator=(const Building&) = delete;
+  ~Building() { id_.store(std::thread::id()); }
+
+ private:
+  std::atomic<std::thread::id>& id_;
+};
+
 }  // namespace
 
 AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure,
@@ -62,6 +77,7 @@ py::object AsyncCopyHandle::get() {
   // itself afterwards, as before). Before any lock is taken: a release may run Python code (weak
   // reference callbacks), which may call get() again.
   if (!built_) release_dropped();
+  if (!built_ && !ahead_ && structure_->offered_every_leaf()) build_ahead();
   {
     // A copy that is complete already needs no wait: no need to let go of the GIL. Only
     // tried: a thread holding the lock may be waiting for the GIL.
@@ -70,7 +86,7 @@ py::object AsyncCopyHandle::get() {
       if (!built_) {
         const Clock::time_point start = Clock::now();
         build(handle_.take_result());
-        times_.build_us = microseconds_since(start);
+        times_.build_us += microseconds_since(start);
       }
       result_ = built_;
       return result_;
@@ -88,7 +104,7 @@ py::object AsyncCopyHandle::get() {
       const py::gil_scoped_acquire gil;
       start = Clock::now();
       build(std::move(output));
-      times_.build_us = microseconds_since(start);
+      times_.build_us += microseconds_since(start);
     }
     const Clock::time_point start = Clock::now();
     handle_.wait();
@@ -144,21 +160,36 @@ py::dict AsyncCopyHandle::options() const {
 // is dropped in rebuild(), with the GIL: a tensor that loses its last C++ reference other than
 // its Python object's takes the GIL to release that object. The GIL must be held.
 void AsyncCopyHandle::build(c10::IValue output) {
-  struct Building {  // marks this thread as the builder until the build returns or fails
-    Building(const Building&) = delete;
-    Building& operator=(const Building&) = delete;
-    explicit Building(std::atomic<std::thread::id>& id) : id_(id) {
-      id_.store(std::this_thread::get_id());
+  const Building building(building_);
+  if (ahead_) {
+    if (structure_->reused_every_leaf(reuse_->reused)) {
+      // The engine made every output in its offered object: the result built ahead is the
+      // result. Its outputs are undefined tensors; the structure's references to the objects go.
+      output = c10::IValue();
+      built_ = std::move(ahead_);
+      structure_->clear();
+      DeferredRelease::instance().keep(*ahead_created_);
+      ahead_created_.reset();
+      return;
     }
-    ~Building() { id_.store(std::thread::id()); }
-    std::atomic<std::thread::id>& id_;
-  } const building(building_);
+    ahead_ = py::object();
+    ahead_created_.reset();
+  }
   NewTensors created;
   static const std::vector<uint8_t> kNoneReused;
   built_ = py::reinterpret_steal<py::object>(
       structure_->rebuild(std::move(output), created, reuse_ ? reuse_->reused : kNoneReused));
   structure_->clear();
   DeferredRelease::instance().keep(created);
+}
+
+void AsyncCopyHandle::build_ahead() {
+  const Building building(building_);
+  const Clock::time_point start = Clock::now();
+  auto created = std::make_unique<NewTensors>();
+  ahead_ = py::reinterpret_steal<py::object>(structure_->build_ahead(*created));
+  ahead_created_ = std::move(created);
+  times_.build_us = microseconds_since(start);
 }
 
 void AsyncCopyHandle::release_dropped() {

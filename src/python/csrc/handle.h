@@ -46,6 +46,9 @@ class AsyncCopyHandle {
 
  private:
   void build(c10::IValue output);
+  // The result built before the engine's outputs exist, when an object was offered for every
+  // tensor leaf: the build then overlaps the engine's walk instead of following it. GIL held.
+  void build_ahead();
   // Earlier results' kept tensors that the program dropped (deferred_release.h); GIL held.
   void release_dropped();
 
@@ -58,6 +61,8 @@ class AsyncCopyHandle {
   CopyOptions options_;
   ModuleTimes times_;  // the get() parts written under get_mutex_, read once ready
   std::mutex get_mutex_;
+  pybind11::object ahead_;  // build_ahead()'s result, until the engine confirms every reuse
+  std::unique_ptr<NewTensors> ahead_created_;  // its tensor objects, for DeferredRelease
   pybind11::object built_;   // the result, built before the device has finished; get_mutex_
   pybind11::object result_;  // built_ once the copy has completed
   // The thread building the result, while it does (Python code that the build runs, a named

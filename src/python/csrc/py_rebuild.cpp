@@ -18,21 +18,24 @@ namespace mtc::python {
 // tensor into its Python object: a tensor whose only C++ reference is its Python object's costs
 // nothing more to keep or to drop, where one still shared with the engine's structure would
 // take the GIL to hold its Python object and again to let go of it (torch's PyObject
-// preservation), once per tensor.
+// preservation), once per tensor. Without an output (a build ahead of the engine), every tensor
+// leaf is its offered object, which the structure keeps owning.
 class PyStructure::Reader {
  public:
-  Reader(PyStructure& structure, c10::IValue& output, NewTensors& created,
+  Reader(PyStructure& structure, c10::IValue* output, NewTensors& created,
          const std::vector<uint8_t>& reused)
       : tape_(structure.tape_),
         root_is_container_(structure.root_is_container_),
+        ahead_(output == nullptr),
         created_(created),
         offered_(structure.offered_),
         offered_bytes_(structure.offered_bytes_),
         reused_(reused) {
+    if (ahead_) return;
     if (root_is_container_) {
-      roots_ = output.toList();
+      roots_ = output->toList();
     } else {
-      entry_ = std::move(output);
+      entry_ = std::move(*output);
     }
   }
 
@@ -41,6 +44,7 @@ class PyStructure::Reader {
     switch (node.kind) {
       case Kind::kTensor: {
         const size_t leaf = leaf_++;
+        if (ahead_) return offered_object(leaf);
         at::Tensor tensor = next_tensor();
         if (!tensor.defined()) return reused_object(leaf);
         return wrap(std::move(tensor), created_);
@@ -116,9 +120,18 @@ class PyStructure::Reader {
     offered_[leaf] = nullptr;
     return object;
   }
+  // Leaf `leaf`'s offered object, for a build ahead of the engine: a new reference, the
+  // structure keeping its own until the engine has confirmed the reuse.
+  PyObject* offered_object(size_t leaf) {
+    PyObject* object = offered_[leaf];
+    TORCH_INTERNAL_ASSERT(object != nullptr, "mtc: no object offered for tensor leaf ", leaf);
+    created_.add(object, offered_bytes_[leaf]);
+    Py_INCREF(object);
+    return object;
+  }
   // The next element of a container; a root element's tensors are in its own entry.
   PyObject* element(bool at_root, Py_ssize_t index) {
-    if (at_root && root_is_container_) {
+    if (at_root && root_is_container_ && !ahead_) {
       entry_ = roots_.extract(static_cast<size_t>(index));
       in_entry_ = 0;
       if (entry_.isList()) {
@@ -156,6 +169,7 @@ class PyStructure::Reader {
   size_t next_ = 0;
   size_t leaf_ = 0;  // tensor leaves read so far
   bool root_is_container_;
+  bool ahead_;  // no output: every tensor leaf is its offered object
   NewTensors& created_;
   std::vector<PyObject*>& offered_;
   const std::vector<int64_t>& offered_bytes_;
@@ -165,7 +179,24 @@ class PyStructure::Reader {
 PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created,
                                const std::vector<uint8_t>& reused) {
   TORCH_INTERNAL_ASSERT(!tape_.empty(), "mtc: rebuild() after clear()");
-  return Reader(*this, output, created, reused).read(/*at_root=*/true);
+  return Reader(*this, &output, created, reused).read(/*at_root=*/true);
+}
+
+bool PyStructure::offered_every_leaf() const {
+  return !offered_.empty() && std::none_of(offered_.begin(), offered_.end(),
+                                           [](PyObject* object) { return object == nullptr; });
+}
+
+PyObject* PyStructure::build_ahead(NewTensors& created) {
+  TORCH_INTERNAL_ASSERT(!tape_.empty() && offered_every_leaf(),
+                        "mtc: build_ahead() without offers");
+  static const std::vector<uint8_t> kNone;
+  return Reader(*this, nullptr, created, kNone).read(/*at_root=*/true);
+}
+
+bool PyStructure::reused_every_leaf(const std::vector<uint8_t>& reused) const {
+  return reused.size() == offered_.size() &&
+         std::all_of(reused.begin(), reused.end(), [](uint8_t r) { return r != 0; });
 }
 
 }  // namespace mtc::python
