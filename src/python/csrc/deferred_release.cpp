@@ -73,25 +73,28 @@ bool DeferredRelease::set_reuse_enabled(bool enabled) {
   return previous;
 }
 
-std::vector<PyObject*> DeferredRelease::take_reusable(size_t max) {
+std::vector<PyObject*> DeferredRelease::take_reusable(const std::vector<bool>& wanted) {
   std::vector<PyObject*> taken;
-  if (!enabled_ || !reuse_enabled_ || max == 0) return taken;
-  const size_t dropped = dropped_results();
-  taken.reserve(max);
-  for (size_t r = 0; r < dropped && taken.size() < max; ++r) {
-    std::vector<PyObject*>& objects = results_[r].objects;
-    size_t kept = 0;
-    for (PyObject* object : objects) {
-      if (taken.size() < max && reusable_tensor_object(object)) {
-        taken.push_back(object);
-      } else {
-        objects[kept++] = object;
-      }
+  if (!enabled_ || !reuse_enabled_ || wanted.empty() || dropped_results() == 0) return taken;
+  // By position: a result of the same structure as the copy's input has its tensors in the same
+  // order, so the k-th object has the k-th leaf's dtype, the one thing the engine cannot change.
+  std::vector<PyObject*>& objects = results_.front().objects;
+  taken.assign(std::min(wanted.size(), objects.size()), nullptr);
+  size_t kept = 0;
+  bool any = false;
+  for (size_t k = 0; k < objects.size(); ++k) {
+    PyObject* object = objects[k];
+    if (k < taken.size() && wanted[k] && reusable_tensor_object(object)) {
+      taken[k] = object;
+      any = true;
+    } else {
+      objects[kept++] = object;
     }
-    objects.resize(kept);
   }
-  // A result emptied here is gone: the newest result's first tensor tells whether it was dropped.
-  std::erase_if(results_, [](const Result& result) { return result.objects.empty(); });
+  objects.resize(kept);
+  // An emptied result is gone: the newest result's first tensor tells whether it was dropped.
+  if (objects.empty()) results_.pop_front();
+  if (!any) taken.clear();
   return taken;
 }
 

@@ -73,12 +73,13 @@ class DeferredRelease {
   bool reuse_enabled() const { return reuse_enabled_; }
   bool set_reuse_enabled(bool enabled);
 
-  // Up to `max` tensor objects of dropped results (those release_dropped() would release) that
-  // may become a new copy's outputs (mtc::ReusableOutputs), as owned references, oldest result
-  // first: only the module references each, it is a torch.Tensor exactly, with no hook, weak
-  // reference or attribute of its own. The engine checks their TensorImpls. The others stay kept,
-  // for the next release.
-  std::vector<PyObject*> take_reusable(size_t max);
+  // The tensor objects of the oldest dropped result (one release_dropped() would release) that
+  // may become the outputs of a new copy's leaves (mtc::ReusableOutputs), as owned references by
+  // position: the k-th for leaf k, where wanted[k] and the object qualifies (only the module
+  // references it, a torch.Tensor exactly, with no hook, weak reference or attribute of its
+  // own), else null; empty when none. The engine checks their TensorImpls. The result keeps the
+  // others, for the next release.
+  std::vector<PyObject*> take_reusable(const std::vector<bool>& wanted);
 
   // Before a copy's wait: releases every kept result but the newest, and the newest too when the
   // program has dropped it. Returns how many tensor references were dropped.

@@ -126,8 +126,8 @@ void PyStructure::take_tensor_object(PyObject* object, bool may_lend) {
 }
 
 void PyStructure::offer_outputs(std::vector<PyObject*> objects, ReusableOutputs& reuse) {
-  TORCH_INTERNAL_ASSERT(objects.size() <= lent_objects_.size() && offered_.empty(),
-                        "mtc: offer_outputs() beyond the lent leaves, or twice");
+  TORCH_INTERNAL_ASSERT(objects.size() <= tensors_.size() && offered_.empty(),
+                        "mtc: offer_outputs() beyond the tensor leaves, or twice");
   try {
     offered_.assign(tensors_.size(), nullptr);
     offered_bytes_.assign(tensors_.size(), 0);
@@ -140,11 +140,14 @@ void PyStructure::offer_outputs(std::vector<PyObject*> objects, ReusableOutputs&
   }
   for (size_t r = 0; r < roots_.size(); ++r)
     reuse.element_first_leaf[r] = static_cast<int64_t>(roots_[r].first_tensor);
-  // Owned from here on; nothing below allocates.
-  size_t next = 0;
-  for (size_t i = 0; i < tensors_.size() && next < objects.size(); ++i) {
-    if (!lent_[i]) continue;
-    PyObject* object = objects[next++];
+  // Owned from here on; nothing below allocates or throws.
+  for (size_t i = 0; i < objects.size(); ++i) {
+    PyObject* object = objects[i];
+    if (object == nullptr) continue;
+    if (!lent_[i]) {  // the engine would not pack the leaf: nothing to reuse it for
+      Py_DECREF(object);
+      continue;
+    }
     offered_[i] = object;
     offered_bytes_[i] = static_cast<int64_t>(tensors_[i].nbytes());
     reuse.by_leaf[i] = THPVariable_Unpack(object).unsafeGetTensorImpl();

@@ -64,13 +64,13 @@ class PyStructure {
   // The GIL must be held; the engine must be done with the input (its handle destroyed).
   ~PyStructure();
 
-  // Tensor leaves lent to the engine: those it packs, the only ones whose outputs it can make in
-  // a reused TensorImpl.
-  size_t lent_leaves() const { return lent_objects_.size(); }
-  // Offers `objects` (owned references to tensor objects of dropped results, at most
-  // lent_leaves()) to the engine as the outputs of the lent leaves, in order: fills `reuse`.
-  // The structure owns them from here: the result takes those the engine reused, clear() drops
-  // the others. Before take_engine_input().
+  // By tensor leaf: lent to the engine. Those are the leaves it packs, the only ones whose
+  // outputs it can make in a reused TensorImpl.
+  const std::vector<bool>& lent_leaves() const { return lent_; }
+  // Offers `objects` (by tensor leaf, owned references to tensor objects of dropped results, or
+  // null; only for lent leaves) to the engine as those leaves' outputs: fills `reuse`. The
+  // structure owns them from here: the result takes those the engine reused, clear() drops the
+  // others. Before take_engine_input().
   void offer_outputs(std::vector<PyObject*> objects, ReusableOutputs& reuse);
   // What the engine copies. Moves the tensors out: call once. Lent tensors stay lent until
   // release_lent().
