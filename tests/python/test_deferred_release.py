@@ -186,3 +186,48 @@ def test_a_dropped_gpu_result_gives_its_memory_back_in_the_next_get():
 
 
 test_a_dropped_gpu_result_gives_its_memory_back_in_the_next_get.pytestmark = gpu_mark()
+
+
+# The module's side of the reuse of dropped tensor objects (docs/python-output-reuse.md), through
+# mtc._C._take_reusable, which asks what a copy to a GPU would ask: on a machine without one, the
+# tensors made from numpy arrays are the kept results.
+def test_a_dropped_result_offers_its_tensor_objects_by_position():
+    out, _ = copy(arrays(20))
+    ids = [id(t) for t in out]
+    del out
+    wanted = [k % 4 != 3 for k in range(24)]
+    taken = mtc._C._take_reusable(wanted)
+    assert len(taken) == 20
+    assert [id(t) if t is not None else None for t in taken] == [i if w else None for i, w in zip(ids, wanted)]
+    assert mtc.deferred_release_stats()["tensors"] == 5  # the unwanted ones wait for a release
+
+
+def test_objects_the_program_can_still_reach_are_not_offered():
+    out, _ = copy(arrays(20))
+    held = out[1]
+    ref = weakref.ref(out[2])
+    out[3].note = "mine"
+    view = out[4][1:]
+    out = None
+    taken = mtc._C._take_reusable([True] * 20)
+    assert [k for k, t in enumerate(taken) if t is None] == [1, 2, 3, 4]
+    assert all(t is not held and t is not ref() and t is not view._base for t in taken if t is not None)
+
+
+def test_a_result_whose_first_tensor_is_held_offers_nothing():
+    out, _ = copy(arrays(20))
+    first = out[0]
+    del out
+    assert mtc._C._take_reusable([True] * 20) == []
+    assert mtc.deferred_release_stats()["tensors"] == 20
+    del first
+
+
+def test_reuse_turned_off_offers_nothing():
+    out, _ = copy(arrays(20))
+    del out
+    assert mtc.set_output_reuse(False) is True
+    try:
+        assert mtc._C._take_reusable([True] * 20) == []
+    finally:
+        mtc.set_output_reuse(True)

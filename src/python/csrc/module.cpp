@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 
 #include <memory>
+#include <vector>
 
 #include "arguments.h"
 #include "deferred_release.h"
@@ -65,6 +66,23 @@ PYBIND11_MODULE(_C, m) {
       py::arg("enabled"),
       "Turns on or off the reuse of dropped results' tensor objects as new outputs; returns the "
       "previous setting.");
+  m.def(
+      "_take_reusable",
+      [](const py::sequence& wanted) {
+        std::vector<bool> mask;
+        for (const py::handle item : wanted) mask.push_back(PyObject_IsTrue(item.ptr()) == 1);
+        std::vector<PyObject*> taken = DeferredRelease::instance().take_reusable(mask);
+        py::list out;
+        for (PyObject* object : taken) {
+          // The list takes over each reference (a null position becomes None).
+          out.append(object == nullptr ? py::none() : py::reinterpret_steal<py::object>(object));
+        }
+        return out;
+      },
+      py::arg("wanted"),
+      "For tests of the module's side of the reuse on machines without a GPU: what a copy whose "
+      "leaf k is wanted[k] would be offered, as a list by position (None where nothing), taken "
+      "out of what the deferred release keeps.");
   m.def(
       "release_deferred", [] { return DeferredRelease::instance().release_all(); },
       "Releases every kept tensor of earlier results now; returns how many references that was.");

@@ -1,6 +1,6 @@
 """Types and documentation of mtc._C, the binding of the mtc copier engine."""
 
-from typing import Any, Dict, Union
+from typing import Any, Dict, List, Optional, Sequence, Union
 
 __version__: str
 
@@ -36,13 +36,15 @@ class AsyncCopyHandle:
         """What the copy did, known once ``ready()`` is true or ``get()`` returned.
 
         Keys: ``tensors``, ``bytes``, ``reused`` (already on the target, returned as they
-        are), ``packed``, ``chunks``, ``per_tensor``, ``pinned_bytes``, ``walk_threads``, and
+        are), ``packed``, ``chunks``, ``per_tensor``, ``pinned_bytes``, ``walk_threads``,
+        ``recycled`` (packed outputs made in a dropped result's tensor objects), and
         the engine's timings in microseconds: ``queued_us``, ``traverse_us``, ``submit_us``,
         ``outputs_us``; and ``module``, a dict of the module's own parts in microseconds:
         ``walk_us`` (the Python structure taken apart), ``engine_start_us``, and in ``get()``
         ``result_wait_us`` (for the engine's outputs), ``build_us`` (the Python result),
         ``complete_wait_us`` (for the device), ``release_us`` and ``released_tensors`` (earlier
-        results' tensors released by the deferred release). Raises ``ValueError`` before the
+        results' tensors released by the deferred release). With an object offered for every
+        tensor leaf, ``build_us`` is the build before the wait plus its confirmation after it. Raises ``ValueError`` before the
         copy has completed.
         """
 
@@ -53,6 +55,10 @@ def set_deferred_release(enabled: bool) -> bool:
 def set_output_reuse(enabled: bool) -> bool:
     """Turns on or off the reuse of dropped results' tensor objects as the outputs of new copies.
     Returns the previous setting."""
+
+def _take_reusable(wanted: Sequence[bool]) -> List[Optional[Any]]:
+    """For tests: the tensor objects a copy whose leaf k is ``wanted[k]`` would be offered, by
+    position (None where nothing), taken out of what the deferred release keeps."""
 
 def release_deferred() -> int:
     """Releases every kept tensor of earlier results now; returns how many references that was."""
