@@ -210,7 +210,12 @@ void CopyJob::walk() {
     completion_.absorb(w->completion);
     if (w->error && (!failed || w->error_element < failed->error_element)) failed = w.get();
   }
-  if (failed) std::rethrow_exception(failed->error);
+  if (failed) {
+    // Storages that reused outputs let go of are freed with the job, on the caller's thread.
+    for (const auto& w : walkers)
+      if (w->router != &router_) router_.absorb_released_storages(*w->router);
+    std::rethrow_exception(failed->error);
+  }
   result_ = Copier::assemble(input_, built);
   stats_.walk_threads = 0;
   for (const auto& w : walkers) {

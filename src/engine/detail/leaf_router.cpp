@@ -1,5 +1,7 @@
 #include "detail/leaf_router.h"
 
+#include <iterator>
+
 #include "detail/outputs.h"
 
 namespace mtc::detail {
@@ -81,12 +83,20 @@ void LeafRouter::absorb(LeafRouter& other) {
   stats_.reused += other.stats_.reused;
   stats_.packed += other.stats_.packed;
   stats_.recycled += other.stats_.recycled;
+  absorb_released_storages(other);
   stats_.chunks += other.stats_.chunks;
   stats_.pinned_bytes += other.stats_.pinned_bytes;
   other.deferred_.clear();
   other.slots_.clear();
   other.packed_ = PackedChunks();
   other.stats_ = CopyStats();
+}
+
+void LeafRouter::absorb_released_storages(LeafRouter& other) {
+  released_storages_.insert(released_storages_.end(),
+                            std::make_move_iterator(other.released_storages_.begin()),
+                            std::make_move_iterator(other.released_storages_.end()));
+  other.released_storages_.clear();
 }
 
 int64_t LeafRouter::offered_leaf(int64_t index) const {
@@ -123,7 +133,8 @@ at::Tensor LeafRouter::pack(const at::Tensor& t, int64_t bytes, int64_t index) {
   if (reuse_ != nullptr && pack_to_device_) {
     const int64_t leaf = offered_leaf(index);
     c10::TensorImpl* impl = leaf < 0 ? nullptr : reuse_->by_leaf[static_cast<size_t>(leaf)];
-    if (impl != nullptr && reuse_as_view(*impl, chunk.storage, place.offset, t, target_)) {
+    if (impl != nullptr &&
+        reuse_as_view(*impl, chunk.storage, place.offset, t, target_, released_storages_)) {
       reuse_->reused[static_cast<size_t>(leaf)] = 1;
       ++stats_.recycled;
       packed_.views.push_back(impl);

@@ -42,6 +42,8 @@ class LeafRouter {
   // Takes over another router's packed chunks (unless already submitted), deferred leaves and
   // counts (after its walk and placements are complete).
   void absorb(LeafRouter& other);
+  // Takes over only another router's previous storages of reused outputs (a failed walk's).
+  void absorb_released_storages(LeafRouter& other);
 
   PackedChunks& packed() { return packed_; }
   // Leaves left to the routes and where each one's output goes: in leaf order for one router;
@@ -74,6 +76,9 @@ class LeafRouter {
   int64_t element_ = -1;  // -1: leaves are numbered from the structure's first
   int64_t element_first_leaf_ = 0;
   PackedChunks packed_;
+  // The previous storages of reused outputs (reuse_as_view), freed with the router: the job's own
+  // router on the caller's thread, the others' absorbed into it.
+  std::vector<c10::Storage> released_storages_;
   std::vector<at::Tensor> deferred_;
   std::vector<c10::IValue*> slots_;
 };

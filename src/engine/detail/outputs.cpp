@@ -131,7 +131,8 @@ at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at:
 }
 
 bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t byte_offset,
-                   const at::Tensor& like, c10::Device target) {
+                   const at::Tensor& like, c10::Device target,
+                   std::vector<c10::Storage>& released) {
   if (typeid(impl) != typeid(OutputImpl) || impl.device() != target || impl.dtype() != like.dtype())
     return false;
   // The caller's reference alone, and no weak one: nothing else can see what changes here.
@@ -149,6 +150,11 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
   // A view the program made of the old output shares its counter: resetting it would change
   // that view's version.
   if (!inference && !impl.version_counter().unique()) return false;
+  // Kept once per run of leaves on one storage (consecutive outputs of a result share a chunk):
+  // `old` dying here is then never the last reference, the one kept in `released` outlives it.
+  c10::Storage old = impl.storage();
+  if (released.empty() || released.back().unsafeGetStorageImpl() != old.unsafeGetStorageImpl())
+    released.push_back(old);  // may throw: nothing has changed yet
   impl.set_storage_keep_dtype(storage);
   const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
   if (like.is_contiguous()) {
