@@ -191,14 +191,14 @@ test_a_dropped_gpu_result_gives_its_memory_back_in_the_next_get.pytestmark = gpu
 # The module's side of the reuse of dropped tensor objects (docs/python-output-reuse.md), through
 # mtc._C._take_reusable, which asks what a copy to a GPU would ask: on a machine without one, the
 # tensors made from numpy arrays are the kept results.
-def test_a_dropped_result_offers_its_tensor_objects_by_position():
+def test_a_dropped_result_offers_each_leafs_tensor_object_for_that_leaf():
     out, _ = copy(arrays(20))
     ids = [id(t) for t in out]
     del out
     wanted = [k % 4 != 3 for k in range(24)]
     taken = mtc._C._take_reusable(wanted)
-    assert len(taken) == 20
-    assert [id(t) if t is not None else None for t in taken] == [i if w else None for i, w in zip(ids, wanted)]
+    assert len(taken) == 24  # one entry per wanted leaf; the result had 20
+    assert [id(t) if t is not None else None for t in taken] == [i if w else None for i, w in zip(ids + [None] * 4, wanted)]
     assert mtc.deferred_release_stats()["tensors"] == 5  # the unwanted ones wait for a release
 
 
@@ -231,3 +231,15 @@ def test_reuse_turned_off_offers_nothing():
         assert mtc._C._take_reusable([True] * 20) == []
     finally:
         mtc.set_output_reuse(True)
+
+
+def test_offers_follow_the_leaves_past_leaves_returned_as_they_are():
+    kept_tensor = torch.zeros(4)  # already on the target: comes back as itself, nothing new
+    data = [kept_tensor] + arrays(20)
+    out, _ = copy(data)
+    assert out[0] is kept_tensor
+    ids = [id(t) for t in out[1:]]
+    del out
+    taken = mtc._C._take_reusable([True] * 21)
+    assert len(taken) == 21 and taken[0] is None
+    assert [id(t) for t in taken[1:]] == ids

@@ -76,22 +76,27 @@ bool DeferredRelease::set_reuse_enabled(bool enabled) {
 std::vector<PyObject*> DeferredRelease::take_reusable(const std::vector<bool>& wanted) {
   std::vector<PyObject*> taken;
   if (!enabled_ || !reuse_enabled_ || wanted.empty() || dropped_results() == 0) return taken;
-  // By position: a result of the same structure as the copy's input has its tensors in the same
-  // order, so the k-th object has the k-th leaf's dtype, the one thing the engine cannot change.
+  // By leaf: a result of the same structure as the copy's input has its tensors at the same
+  // leaves, so leaf k's old output has leaf k's dtype, the one thing the engine cannot change.
   std::vector<PyObject*>& objects = results_.front().objects;
-  taken.assign(std::min(wanted.size(), objects.size()), nullptr);
+  std::vector<size_t>& leaves = results_.front().leaves;
+  taken.assign(wanted.size(), nullptr);
   size_t kept = 0;
   bool any = false;
-  for (size_t k = 0; k < objects.size(); ++k) {
-    PyObject* object = objects[k];
-    if (k < taken.size() && wanted[k] && reusable_tensor_object(object)) {
-      taken[k] = object;
+  for (size_t j = 0; j < objects.size(); ++j) {
+    PyObject* object = objects[j];
+    const size_t leaf = leaves[j];
+    if (leaf < wanted.size() && wanted[leaf] && taken[leaf] == nullptr &&
+        reusable_tensor_object(object)) {
+      taken[leaf] = object;
       any = true;
     } else {
-      objects[kept++] = object;
+      objects[kept] = object;
+      leaves[kept++] = leaf;
     }
   }
   objects.resize(kept);
+  leaves.resize(kept);
   // An emptied result is gone: the newest result's first tensor tells whether it was dropped.
   if (objects.empty()) results_.pop_front();
   if (!any) taken.clear();
@@ -100,8 +105,9 @@ std::vector<PyObject*> DeferredRelease::take_reusable(const std::vector<bool>& w
 
 void DeferredRelease::keep(NewTensors& tensors) {
   if (!enabled_ || tensors.objects.size() < kMinTensors || tensors.bytes > kMaxResultBytes) return;
-  results_.push_back(Result{{}, tensors.bytes});  // may throw: the references stay in `tensors`
+  results_.push_back(Result{{}, {}, tensors.bytes});  // may throw: the references stay in `tensors`
   results_.back().objects.swap(tensors.objects);
+  results_.back().leaves.swap(tensors.leaves);
   tensors.bytes = 0;
   release(take_oldest(kMaxResults));
 }

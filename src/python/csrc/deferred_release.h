@@ -42,13 +42,21 @@ struct NewTensors {
   ~NewTensors() {
     for (PyObject* object : objects) Py_DECREF(object);
   }
-  void add(PyObject* object, int64_t object_bytes) {
-    objects.push_back(object);
+  // `object` is the output of tensor leaf `leaf` (in pre-order).
+  void add(PyObject* object, int64_t object_bytes, size_t leaf) {
+    leaves.push_back(leaf);  // may throw: nothing has changed yet
+    try {
+      objects.push_back(object);
+    } catch (...) {
+      leaves.pop_back();
+      throw;
+    }
     Py_INCREF(object);
     bytes += object_bytes;
   }
 
   std::vector<PyObject*> objects;
+  std::vector<size_t> leaves;  // by object: its tensor leaf (leaves returned as they are have none)
   int64_t bytes = 0;
 };
 
@@ -75,10 +83,10 @@ class DeferredRelease {
 
   // The tensor objects of the oldest dropped result (one release_dropped() would release) that
   // may become the outputs of a new copy's leaves (mtc::ReusableOutputs), as owned references by
-  // position: the k-th for leaf k, where wanted[k] and the object qualifies (only the module
-  // references it, a torch.Tensor exactly, with no hook, weak reference or attribute of its
-  // own), else null; empty when none. The engine checks their TensorImpls. The result keeps the
-  // others, for the next release.
+  // leaf: the output of that result's leaf k for the new leaf k, where wanted[k] and the object
+  // qualifies (only the module references it, a torch.Tensor exactly, with no hook, weak
+  // reference or attribute of its own), else null; empty when none. The engine checks their
+  // TensorImpls. The result keeps the others, for the next release.
   std::vector<PyObject*> take_reusable(const std::vector<bool>& wanted);
 
   // Before a copy's wait: releases every kept result but the newest, and the newest too when the
@@ -98,6 +106,7 @@ class DeferredRelease {
   DeferredRelease() = default;
   struct Result {
     std::vector<PyObject*> objects;  // owned references
+    std::vector<size_t> leaves;      // by object: its tensor leaf (NewTensors::leaves)
     int64_t bytes;
   };
   // A release may run Python code (weak reference callbacks) that calls back into this class:

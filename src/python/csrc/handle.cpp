@@ -77,7 +77,13 @@ py::object AsyncCopyHandle::get() {
   // itself afterwards, as before). Before any lock is taken: a release may run Python code (weak
   // reference callbacks), which may call get() again.
   if (!built_) release_dropped();
-  if (!built_ && !ahead_ && structure_->offered_every_leaf()) build_ahead();
+  if (!built_ && !ahead_ && structure_->can_build_ahead()) {
+    // Under the lock that guards the build: Python code the build runs may let another thread
+    // into get(), which must not build or clear the structure meanwhile. Only tried (a thread
+    // holding the lock may wait for the GIL); without it the result is built after the wait.
+    const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
+    if (lock.owns_lock() && !built_ && !ahead_) build_ahead();
+  }
   {
     // A copy that is complete already needs no wait: no need to let go of the GIL. Only
     // tried: a thread holding the lock may be waiting for the GIL.
@@ -215,7 +221,7 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
     try {
       reuse = std::make_shared<ReusableOutputs>();
     } catch (...) {
-      for (PyObject* object : reusable) Py_DECREF(object);
+      for (PyObject* object : reusable) Py_XDECREF(object);
       throw;
     }
     structure->offer_outputs(std::move(reusable), *reuse);

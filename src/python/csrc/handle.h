@@ -46,8 +46,8 @@ class AsyncCopyHandle {
 
  private:
   void build(c10::IValue output);
-  // The result built before the engine's outputs exist, when an object was offered for every
-  // tensor leaf: the build then overlaps the engine's walk instead of following it. GIL held.
+  // The result built before the engine's outputs exist (PyStructure::can_build_ahead): the build
+  // then overlaps the engine's walk instead of following it. GIL and get_mutex_ held.
   void build_ahead();
   // Earlier results' kept tensors that the program dropped (deferred_release.h); GIL held.
   void release_dropped();

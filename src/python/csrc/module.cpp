@@ -70,7 +70,11 @@ PYBIND11_MODULE(_C, m) {
       "_take_reusable",
       [](const py::sequence& wanted) {
         std::vector<bool> mask;
-        for (const py::handle item : wanted) mask.push_back(PyObject_IsTrue(item.ptr()) == 1);
+        for (const py::handle item : wanted) {
+          const int truth = PyObject_IsTrue(item.ptr());
+          if (truth < 0) throw py::error_already_set();
+          mask.push_back(truth == 1);
+        }
         std::vector<PyObject*> taken = DeferredRelease::instance().take_reusable(mask);
         py::list out;
         for (PyObject* object : taken) {

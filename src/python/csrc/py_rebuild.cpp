@@ -47,7 +47,7 @@ class PyStructure::Reader {
         if (ahead_) return offered_object(leaf);
         at::Tensor tensor = next_tensor();
         if (!tensor.defined()) return reused_object(leaf);
-        return wrap(std::move(tensor), created_);
+        return wrap(std::move(tensor), created_, leaf);
       }
       case Kind::kObject:
         Py_INCREF(node.object);
@@ -95,14 +95,14 @@ class PyStructure::Reader {
   }
   // A tensor without a Python object gets a new one here: a new tensor (one already on the target
   // comes back as its input's object).
-  static PyObject* wrap(at::Tensor tensor, NewTensors& created) {
+  static PyObject* wrap(at::Tensor tensor, NewTensors& created, size_t leaf) {
     const bool new_object = tensor.unsafeGetTensorImpl()->pyobj_slot()->load_pyobj() == nullptr;
     const int64_t bytes = static_cast<int64_t>(tensor.nbytes());
     PyObject* object = THPVariable_Wrap(std::move(tensor));
     if (object == nullptr) throw py::error_already_set();
     if (new_object) {
       try {
-        created.add(object, bytes);
+        created.add(object, bytes, leaf);
       } catch (...) {
         Py_DECREF(object);
         throw;
@@ -116,7 +116,7 @@ class PyStructure::Reader {
     TORCH_INTERNAL_ASSERT(leaf < reused_.size() && reused_[leaf] != 0 && offered_[leaf] != nullptr,
                           "mtc: the engine gave no output for tensor leaf ", leaf);
     PyObject* object = offered_[leaf];
-    created_.add(object, offered_bytes_[leaf]);
+    created_.add(object, offered_bytes_[leaf], leaf);
     offered_[leaf] = nullptr;
     return object;
   }
@@ -125,7 +125,7 @@ class PyStructure::Reader {
   PyObject* offered_object(size_t leaf) {
     PyObject* object = offered_[leaf];
     TORCH_INTERNAL_ASSERT(object != nullptr, "mtc: no object offered for tensor leaf ", leaf);
-    created_.add(object, offered_bytes_[leaf]);
+    created_.add(object, offered_bytes_[leaf], leaf);
     Py_INCREF(object);
     return object;
   }
@@ -182,14 +182,16 @@ PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created,
   return Reader(*this, &output, created, reused).read(/*at_root=*/true);
 }
 
-bool PyStructure::offered_every_leaf() const {
-  return !offered_.empty() && std::none_of(offered_.begin(), offered_.end(),
-                                           [](PyObject* object) { return object == nullptr; });
+bool PyStructure::can_build_ahead() const {
+  return !offered_.empty() && std::none_of(offered_.begin(), offered_.end(), [](PyObject* object) {
+    return object == nullptr;
+  }) && std::none_of(tape_.begin(), tape_.end(), [](const Node& node) {
+    return node.kind == Kind::kNamedTuple;
+  });
 }
 
 PyObject* PyStructure::build_ahead(NewTensors& created) {
-  TORCH_INTERNAL_ASSERT(!tape_.empty() && offered_every_leaf(),
-                        "mtc: build_ahead() without offers");
+  TORCH_INTERNAL_ASSERT(!tape_.empty() && can_build_ahead(), "mtc: build_ahead() without offers");
   static const std::vector<uint8_t> kNone;
   return Reader(*this, nullptr, created, kNone).read(/*at_root=*/true);
 }

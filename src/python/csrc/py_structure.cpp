@@ -134,7 +134,7 @@ void PyStructure::offer_outputs(std::vector<PyObject*> objects, ReusableOutputs&
     reuse.by_leaf.assign(tensors_.size(), nullptr);
     reuse.element_first_leaf.resize(roots_.size());
   } catch (...) {
-    for (PyObject* object : objects) Py_DECREF(object);
+    for (PyObject* object : objects) Py_XDECREF(object);
     offered_.clear();
     throw;
   }

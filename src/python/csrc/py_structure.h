@@ -81,11 +81,13 @@ class PyStructure {
   // leaf, from ReusableOutputs; empty when none was offered), whose undefined outputs they
   // stand for. A new reference; the GIL must be held (`output` is released here, with it).
   PyObject* rebuild(c10::IValue output, NewTensors& created, const std::vector<uint8_t>& reused);
-  // Whether an object was offered for every tensor leaf: the result can then be built before the
-  // engine's outputs exist, as it will be if the engine reuses them all.
-  bool offered_every_leaf() const;
+  // Whether the result can be built before the engine's outputs exist, as it will be if the
+  // engine reuses every offered object: an object was offered for every tensor leaf, and the
+  // structure holds no named tuple, whose constructor (Python code) would be handed tensors that
+  // the engine's workers are changing.
+  bool can_build_ahead() const;
   // The result with every tensor leaf its offered object (a new reference; `created` gets them),
-  // the structure keeping its own references. Only when offered_every_leaf(); the GIL must be
+  // the structure keeping its own references. Only when can_build_ahead(); the GIL must be
   // held. Valid once reused_every_leaf() holds for the copy's ReusableOutputs::reused; otherwise
   // it is dropped, and rebuild() makes the result from the engine's outputs.
   PyObject* build_ahead(NewTensors& created);

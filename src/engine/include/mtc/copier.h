@@ -130,8 +130,9 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
 // but the caller's one. Anything else is left as it was, and the leaf gets a new output.
 //
 // The caller keeps each offered TensorImpl alive, and out of every other thread's reach, until
-// the copy is done: its handle destroyed, or take_result() returned. Its previous storage is let
-// go of on the walking thread.
+// the copy is done: its handle destroyed, or take_result() returned. The storage a reused
+// TensorImpl had lives on in the copy until its handle is destroyed, and dies there, on that
+// thread (as the copy's references to its inputs do): never on a worker.
 struct ReusableOutputs {
   // By tensor leaf, in pre-order of the whole structure: the TensorImpl offered, or null.
   std::vector<c10::TensorImpl*> by_leaf;
