@@ -29,17 +29,19 @@ c10::DispatchKeySet plain_keys(c10::DispatchKey backend) {
   return backend == c10::DispatchKey::CUDA ? cuda : cpu;
 }
 
-// The key set of a CUDA output made inside InferenceMode (an inference tensor), read once from
-// a tensor made that way.
-c10::DispatchKeySet cuda_inference_keys() {
-  static const c10::DispatchKeySet keys = [] {
-    const c10::InferenceMode inference(/*enabled=*/true);
-    auto impl = c10::make_intrusive<c10::TensorImpl>(c10::DispatchKeySet(c10::DispatchKey::CUDA),
-                                                     caffe2::TypeMeta::Make<uint8_t>(),
-                                                     c10::Device(c10::kCUDA));
-    return impl->key_set();
-  }();
-  return keys;
+// The key set of an output of `backend` made inside InferenceMode (an inference tensor), read
+// once from a tensor made that way.
+c10::DispatchKeySet inference_keys_of(c10::DispatchKey backend, c10::DeviceType device_type) {
+  const c10::InferenceMode inference(/*enabled=*/true);
+  auto impl = c10::make_intrusive<c10::TensorImpl>(
+      c10::DispatchKeySet(backend), caffe2::TypeMeta::Make<uint8_t>(), c10::Device(device_type));
+  return impl->key_set();
+}
+
+c10::DispatchKeySet inference_keys(c10::DispatchKey backend) {
+  static const c10::DispatchKeySet cpu = inference_keys_of(c10::DispatchKey::CPU, c10::kCPU);
+  static const c10::DispatchKeySet cuda = inference_keys_of(c10::DispatchKey::CUDA, c10::kCUDA);
+  return backend == c10::DispatchKey::CUDA ? cuda : cpu;
 }
 
 // A plain TensorImpl whose memory comes from impl_pool and whose version counter from
@@ -143,7 +145,9 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
     if (!alone) return false;
   }
   const bool inference = c10::InferenceMode::is_enabled();
-  if (impl.key_set() != (inference ? cuda_inference_keys() : plain_keys(c10::DispatchKey::CUDA)) ||
+  const c10::DispatchKey backend =
+      target.is_cuda() ? c10::DispatchKey::CUDA : c10::DispatchKey::CPU;
+  if (impl.key_set() != (inference ? inference_keys(backend) : plain_keys(backend)) ||
       impl.autograd_meta() != nullptr || impl.has_named_tensor_meta() ||
       impl.has_symbolic_sizes_strides() || !impl.allow_tensor_metadata_change())
     return false;
