@@ -14,35 +14,27 @@
 namespace mtc::detail {
 namespace {
 
-// The key set TensorImpl's own constructor gives a tensor of `backend` outside InferenceMode
-// (the autograd keys with the backend's), read once from a tensor made that way.
-c10::DispatchKeySet plain_keys_of(c10::DispatchKey backend, c10::DeviceType device_type) {
-  const c10::InferenceMode not_inference(/*enabled=*/false);
+// The key set TensorImpl's own constructor gives a tensor of `backend` outside InferenceMode (the
+// autograd keys with the backend's) or inside it (an inference tensor's), read from a tensor made
+// that way.
+c10::DispatchKeySet keys_of(c10::DispatchKey backend, c10::DeviceType device_type, bool inference) {
+  const c10::InferenceMode mode(inference);
   auto impl = c10::make_intrusive<c10::TensorImpl>(
       c10::DispatchKeySet(backend), caffe2::TypeMeta::Make<uint8_t>(), c10::Device(device_type));
   return impl->key_set();
 }
 
-c10::DispatchKeySet plain_keys(c10::DispatchKey backend) {
-  static const c10::DispatchKeySet cpu = plain_keys_of(c10::DispatchKey::CPU, c10::kCPU);
-  static const c10::DispatchKeySet cuda = plain_keys_of(c10::DispatchKey::CUDA, c10::kCUDA);
-  return backend == c10::DispatchKey::CUDA ? cuda : cpu;
+// The keys of a new output of `backend`, inside InferenceMode or not, each read once.
+c10::DispatchKeySet output_keys(c10::DispatchKey backend, bool inference) {
+  static const c10::DispatchKeySet keys[2][2] = {
+      {keys_of(c10::DispatchKey::CPU, c10::kCPU, false),
+       keys_of(c10::DispatchKey::CPU, c10::kCPU, true)},
+      {keys_of(c10::DispatchKey::CUDA, c10::kCUDA, false),
+       keys_of(c10::DispatchKey::CUDA, c10::kCUDA, true)}};
+  return keys[backend == c10::DispatchKey::CUDA ? 1 : 0][inference ? 1 : 0];
 }
 
-// The key set of an output of `backend` made inside InferenceMode (an inference tensor), read
-// once from a tensor made that way.
-c10::DispatchKeySet inference_keys_of(c10::DispatchKey backend, c10::DeviceType device_type) {
-  const c10::InferenceMode inference(/*enabled=*/true);
-  auto impl = c10::make_intrusive<c10::TensorImpl>(
-      c10::DispatchKeySet(backend), caffe2::TypeMeta::Make<uint8_t>(), c10::Device(device_type));
-  return impl->key_set();
-}
-
-c10::DispatchKeySet inference_keys(c10::DispatchKey backend) {
-  static const c10::DispatchKeySet cpu = inference_keys_of(c10::DispatchKey::CPU, c10::kCPU);
-  static const c10::DispatchKeySet cuda = inference_keys_of(c10::DispatchKey::CUDA, c10::kCUDA);
-  return backend == c10::DispatchKey::CUDA ? cuda : cpu;
-}
+c10::DispatchKeySet plain_keys(c10::DispatchKey backend) { return output_keys(backend, false); }
 
 // A plain TensorImpl whose memory comes from impl_pool and whose version counter from
 // version_pool: outputs are usually freed on another thread than the one that made them.
@@ -147,9 +139,9 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
   const bool inference = c10::InferenceMode::is_enabled();
   const c10::DispatchKey backend =
       target.is_cuda() ? c10::DispatchKey::CUDA : c10::DispatchKey::CPU;
-  if (impl.key_set() != (inference ? inference_keys(backend) : plain_keys(backend)) ||
-      impl.autograd_meta() != nullptr || impl.has_named_tensor_meta() ||
-      impl.has_symbolic_sizes_strides() || !impl.allow_tensor_metadata_change())
+  if (impl.key_set() != output_keys(backend, inference) || impl.autograd_meta() != nullptr ||
+      impl.has_named_tensor_meta() || impl.has_symbolic_sizes_strides() ||
+      !impl.allow_tensor_metadata_change())
     return false;
   // A view the program made of the old output shares its counter: resetting it would change
   // that view's version.
