@@ -214,18 +214,8 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
       std::make_unique<PyStructure>(data.ptr(), LendingRule::for_copy(target, options));
   // Tensor objects of dropped results, offered as the outputs of the leaves the engine packs:
   // each one it reuses is neither released nor made anew (deferred_release.h).
-  std::shared_ptr<ReusableOutputs> reuse;
-  std::vector<PyObject*> reusable =
-      DeferredRelease::instance().take_reusable(structure->lent_leaves());
-  if (!reusable.empty()) {
-    try {
-      reuse = std::make_shared<ReusableOutputs>();
-    } catch (...) {
-      for (PyObject* object : reusable) Py_XDECREF(object);
-      throw;
-    }
-    structure->offer_outputs(std::move(reusable), *reuse);
-  }
+  const std::shared_ptr<ReusableOutputs> reuse =
+      structure->offer_outputs(DeferredRelease::instance().take_reusable(structure->lent_leaves()));
   c10::IValue input = structure->take_engine_input();
   times.walk_us = microseconds_since(start_time);
   start_time = Clock::now();
@@ -238,8 +228,8 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
     handle = start_copy(input, target, options, reuse);
   }
   times.engine_start_us = microseconds_since(start_time);
-  return std::make_unique<AsyncCopyHandle>(std::move(structure), std::move(reuse),
-                                           std::move(handle), target, options, times);
+  return std::make_unique<AsyncCopyHandle>(std::move(structure), reuse, std::move(handle), target,
+                                           options, times);
 }
 
 }  // namespace mtc::python

@@ -125,21 +125,24 @@ void PyStructure::take_tensor_object(PyObject* object, bool may_lend) {
   tensors_.push_back(c10::MaybeOwnedTraits<at::Tensor>::createBorrow(tensor));
 }
 
-void PyStructure::offer_outputs(std::vector<PyObject*> objects, ReusableOutputs& reuse) {
-  TORCH_INTERNAL_ASSERT(objects.size() <= tensors_.size() && offered_.empty(),
-                        "mtc: offer_outputs() beyond the tensor leaves, or twice");
+std::shared_ptr<ReusableOutputs> PyStructure::offer_outputs(std::vector<PyObject*> objects) {
+  if (objects.empty()) return nullptr;
+  std::shared_ptr<ReusableOutputs> reuse;
   try {
+    TORCH_INTERNAL_ASSERT(objects.size() <= tensors_.size() && offered_.empty(),
+                          "mtc: offer_outputs() beyond the tensor leaves, or twice");
+    reuse = std::make_shared<ReusableOutputs>();
     offered_.assign(tensors_.size(), nullptr);
     offered_bytes_.assign(tensors_.size(), 0);
-    reuse.by_leaf.assign(tensors_.size(), nullptr);
-    reuse.element_first_leaf.resize(roots_.size());
+    reuse->by_leaf.assign(tensors_.size(), nullptr);
+    reuse->element_first_leaf.resize(roots_.size());
   } catch (...) {
     for (PyObject* object : objects) Py_XDECREF(object);
     offered_.clear();
     throw;
   }
   for (size_t r = 0; r < roots_.size(); ++r)
-    reuse.element_first_leaf[r] = static_cast<int64_t>(roots_[r].first_tensor);
+    reuse->element_first_leaf[r] = static_cast<int64_t>(roots_[r].first_tensor);
   // Owned from here on; nothing below allocates or throws.
   for (size_t i = 0; i < objects.size(); ++i) {
     PyObject* object = objects[i];
@@ -150,8 +153,9 @@ void PyStructure::offer_outputs(std::vector<PyObject*> objects, ReusableOutputs&
     }
     offered_[i] = object;
     offered_bytes_[i] = static_cast<int64_t>(tensors_[i].nbytes());
-    reuse.by_leaf[i] = THPVariable_Unpack(object).unsafeGetTensorImpl();
+    reuse->by_leaf[i] = THPVariable_Unpack(object).unsafeGetTensorImpl();
   }
+  return reuse;
 }
 
 c10::IValue PyStructure::take_engine_input() {

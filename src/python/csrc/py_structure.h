@@ -30,6 +30,7 @@
 #include <torch/csrc/python_headers.h>
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "containers.h"
@@ -68,10 +69,10 @@ class PyStructure {
   // outputs it can make in a reused TensorImpl.
   const std::vector<bool>& lent_leaves() const { return lent_; }
   // Offers `objects` (by tensor leaf, owned references to tensor objects of dropped results, or
-  // null; only for lent leaves) to the engine as those leaves' outputs: fills `reuse`. The
-  // structure owns them from here: the result takes those the engine reused, clear() drops the
-  // others. Before take_engine_input().
-  void offer_outputs(std::vector<PyObject*> objects, ReusableOutputs& reuse);
+  // null; only for lent leaves) to the engine as those leaves' outputs: what to give start_copy,
+  // null when `objects` is empty. The structure owns them from here, whatever fails: the result
+  // takes those the engine reused, clear() drops the others. Before take_engine_input().
+  std::shared_ptr<ReusableOutputs> offer_outputs(std::vector<PyObject*> objects);
   // What the engine copies. Moves the tensors out: call once. Lent tensors stay lent until
   // release_lent().
   c10::IValue take_engine_input();
