@@ -12,11 +12,13 @@ Two patterns, each timed per call with a device synchronize at the end for every
 - step: a training step: each call copies the next batch of a rotation of K=8 (distinct
   tensors), after an idle gap of 2 ms, and drops the previous call's output inside the timed
   region, as a training loop replacing its batch does.
-For mtc, how long start_copy() itself takes to return is timed too. The methods' runs are
+For mtc and the original package, the timed calls' phases are timed too: start_copy()'s return,
+get(), the handle's drop and the rest (Phases). The methods' runs are
 interleaved (run 1 of every method, then run 2, ...), so a change of the machine's state over the
 measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
 dropped results, mtc_noreuse mtc without its reuse of dropped results' tensor objects as new
-outputs (mtc.set_output_reuse). For each mtc method, 200 more calls per pattern, untimed, say where its time
+outputs (mtc.set_output_reuse), mtc_nokeep mtc releasing a dropped handle's references to its
+inputs where the handle is dropped rather than in the next get(). For each mtc method, 200 more calls per pattern, untimed, say where its time
 goes (the medians of handle.stats()'s parts and of the drops that follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
@@ -86,34 +88,70 @@ def import_original():
     return module
 
 
+class Phases:
+    """Where the timed calls of a start_copy method went, call by call (ns): start_copy's return,
+    get(), the handle's drop (when the call returns it), and the rest of the call's time in the
+    loop: the previous output's drop, the synchronize and the loop's own Python. Taken in the
+    timed calls themselves, unlike mtc_parts' untimed ones, so that they add up to the figures
+    of the table (the four clock reads add ~0.2 us to each call)."""
+
+    NAMES = ("start_copy", "get", "drop_handle", "rest")
+
+    def __init__(self):
+        self.ns = {name: [] for name in self.NAMES}
+
+    def add_call(self, start, get, drop):
+        for name, value in zip(self.NAMES, (start, get, drop)):
+            self.ns[name].append(value)
+
+    def close_call(self, total):
+        """The call that took `total` ns in the loop: what its three parts leave of it."""
+        if len(self.ns["rest"]) < len(self.ns["start_copy"]):
+            self.ns["rest"].append(total - sum(self.ns[name][-1] for name in self.NAMES[:3]))
+
+    def medians_s(self):
+        return {name: statistics.median(v) * 1e-9 for name, v in self.ns.items() if v} or None
+
+
 def timed_start_copy(module, device, settings=None):
-    """`module`.start_copy(data, device).get(), timing start_copy's return; for mtc, with its
-    deferred release of dropped results and its reuse of their tensor objects set as `settings`
-    (deferred_release, reuse) say before each call (flags: ~0.1 us each)."""
-    def start_copy(data, timings):
+    """`module`.start_copy(data, device).get(), timing its phases (Phases); for mtc, with its
+    deferred releases and its reuse of tensor objects set as `settings` (MTC_SETTINGS) say before
+    each call (flags: ~0.1 us each)."""
+    def start_copy(data, phases):
         if settings is not None:
-            module.set_deferred_release(settings[0])
-            module.set_output_reuse(settings[1])
+            apply_settings(module, settings)
         t0 = time.perf_counter_ns()
         handle = module.start_copy(data, device)
-        timings.append(time.perf_counter_ns() - t0)
-        return handle.get()
+        t1 = time.perf_counter_ns()
+        out = handle.get()
+        t2 = time.perf_counter_ns()
+        del handle
+        if phases is not None:
+            phases.add_call(t1 - t0, t2 - t1, time.perf_counter_ns() - t2)
+        return out
 
     return start_copy
 
 
-# The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects).
-# mtc_nodefer releases the dropped results' tensors where the program drops them, which leaves
-# nothing to reuse.
-MTC_SETTINGS = {"mtc": (True, True), "mtc_nodefer": (False, False), "mtc_noreuse": (True, False)}
+# The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
+# dropped handles' references to their inputs kept until the next get()). mtc_nodefer releases
+# everything where the program drops it, which leaves nothing to reuse.
+MTC_SETTINGS = {"mtc": (True, True, True), "mtc_nodefer": (False, False, False),
+                "mtc_noreuse": (True, False, True), "mtc_nokeep": (True, True, False)}
+
+
+def apply_settings(module, settings):
+    module.set_deferred_release(settings[0])
+    module.set_output_reuse(settings[1])
+    module._C._set_deferred_handles(settings[2])
 
 
 def methods(device, original=None):
     import mtc
 
     available = {
-        "to": lambda data, timings: per_tensor(data, device, False),
-        "to_nb": lambda data, timings: per_tensor(data, device, True),
+        "to": lambda data, phases: per_tensor(data, device, False),
+        "to_nb": lambda data, phases: per_tensor(data, device, True),
         **{name: timed_start_copy(mtc, device, settings) for name, settings in MTC_SETTINGS.items()},
     }
     if original is not None:
@@ -145,7 +183,7 @@ def batch_of(batches, pattern, i):
     return batches[i % len(batches)] if pattern == "step" else batches[0]
 
 
-def one_run(copy, batches, device, pattern, iters, starts):
+def one_run(copy, batches, device, pattern, iters, phases):
     """One run of `iters` timed calls; returns their times in ns."""
     run = []
     out = None
@@ -155,34 +193,34 @@ def one_run(copy, batches, device, pattern, iters, starts):
             time.sleep(IDLE_GAP_S)
             t0 = time.perf_counter_ns()
             out = None  # the previous step's output dies inside the step
-            out = copy(batch, starts)
+            out = copy(batch, phases)
         else:
             t0 = time.perf_counter_ns()
             # As in the original package's evaluation (`_ = handle.get()`): the previous call's
             # output dies when the new one replaces it, inside the timed region.
-            out = copy(batch, starts)
+            out = copy(batch, phases)
         synchronize(device)
         run.append(time.perf_counter_ns() - t0)
+        phases.close_call(run[-1])
     del out
     return run
 
 
 def measure(copies, batches, device, pattern, warmup, runs, iters):
-    """Times each of `copies` per call, their runs interleaved; returns {name: (summary, start_copy
-    return times in ns)}."""
+    """Times each of `copies` per call, their runs interleaved; returns {name: (summary, Phases)}."""
     for copy in copies.values():
         for i in range(warmup):
-            copy(batches[i % len(batches)], [])
+            copy(batches[i % len(batches)], None)
             synchronize(device)
     samples = {name: [] for name in copies}
     run_means = {name: [] for name in copies}
-    starts = {name: [] for name in copies}
+    phases = {name: Phases() for name in copies}
     for _ in range(runs):
         for name, copy in copies.items():
-            run = one_run(copy, batches, device, pattern, iters, starts[name])
+            run = one_run(copy, batches, device, pattern, iters, phases[name])
             samples[name] += run
             run_means[name].append(statistics.fmean(run))
-    return {name: (summarize(samples[name], run_means[name]), starts[name]) for name in copies}
+    return {name: (summarize(samples[name], run_means[name]), phases[name]) for name in copies}
 
 
 # The engine's own step timings in handle.stats(), beside the module's parts (stats()["module"]).
@@ -200,8 +238,7 @@ def mtc_parts(settings, batches, device, pattern, calls=PARTS_CALLS):
     to a timed call."""
     import mtc
 
-    mtc.set_deferred_release(settings[0])
-    mtc.set_output_reuse(settings[1])
+    apply_settings(mtc, settings)
     parts = {}
     out = None
     with CollectorClock() as collector:
@@ -289,13 +326,15 @@ def markdown(report):
             f"| {base['time']['median_s'] / t['median_s']:.1f}x | {'yes' if row['verified'] else 'NO'} |"
         )
     lines += [f"\n{line}" for line in comparisons(report)]
+    lines += [f"\n{line}" for line in phases_lines(report)]
     lines += [f"\n{line}" for line in parts_lines(report)]
     return "\n".join(lines) + "\n"
 
 
 # Methods mtc is compared with in the report, and how the comparison is worded.
 COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
-            "mtc_noreuse": "than without its reuse of tensor objects"}
+            "mtc_noreuse": "than without its reuse of tensor objects",
+            "mtc_nokeep": "than releasing a dropped handle's inputs where it is dropped"}
 
 
 def comparisons(report):
@@ -316,6 +355,17 @@ def comparisons(report):
             out.append(f"{pattern}: mtc {ratio:.{digits}f}x faster {wording} (medians "
                        f"{fmt_time(mtc['median_s'])} and {fmt_time(theirs['median_s'])}); run by run "
                        f"{min(per_run):.{digits}f}-{max(per_run):.{digits}f}x over {len(per_run)} runs")
+    return out
+
+
+def phases_lines(report):
+    """Where the timed calls of each start_copy method went (Phases), per pattern: medians, which
+    need not add up to the call's median."""
+    out = []
+    for row in report["rows"]:
+        if row.get("phases_median_s"):
+            phases = ", ".join(f"{name} {fmt_time(value)}" for name, value in row["phases_median_s"].items())
+            out.append(f"{row['pattern']} {row['method']}, the timed calls' phases (medians): {phases}")
     return out
 
 
@@ -341,7 +391,8 @@ def parse_args(argv):
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--methods", default="to,to_nb,mtc",
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
-                        "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects)")
+                        "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
+                        "mtc_nokeep (mtc releasing a dropped handle's inputs where it is dropped)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)
@@ -401,7 +452,7 @@ def main(argv=None):
             # Three calls, each checked: mtc's third reuses the tensor objects of the first.
             out = None
             for call in range(3):
-                out = available[name](batches[call % len(batches)], [])
+                out = available[name](batches[call % len(batches)], None)
                 synchronize(args.device)
                 why = difference(out, batches[call % len(batches)], args.device)
                 verified[name] = why is None
@@ -413,10 +464,12 @@ def main(argv=None):
         results = measure({name: available[name] for name in chosen}, batches, args.device, pattern,
                           args.warmup, args.runs, args.iters)
         for name in chosen:
-            summary, starts = results[name]
+            summary, phases = results[name]
+            medians = phases.medians_s()
             report["rows"].append({
                 "pattern": pattern, "method": name, "time": summary, "verified": verified[name],
-                "start_median_s": statistics.median(starts) * 1e-9 if starts else None,
+                "start_median_s": medians["start_copy"] if medians else None,
+                "phases_median_s": medians,
             })
             if name in MTC_SETTINGS:
                 report["rows"][-1]["parts_us"] = mtc_parts(MTC_SETTINGS[name], batches, args.device, pattern)

@@ -9,6 +9,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 import torch
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_python.py"
@@ -50,6 +51,15 @@ def test_original_is_timed_interleaved_beside_mtc(tmp_path):
     assert {("protocol", "original"), ("step", "original"), ("protocol", "mtc")} <= methods
     assert all(row["verified"] for row in rows)
     assert "| protocol | original |" in result.stdout
+    # Every start_copy method's timed calls are split into their phases; to has none.
+    for row in rows:
+        phases = row["phases_median_s"]
+        if row["method"] in ("to", "to_nb"):
+            assert phases is None and row["start_median_s"] is None
+        else:
+            assert set(phases) == {"start_copy", "get", "drop_handle", "rest"}
+            assert row["start_median_s"] == phases["start_copy"] > 0
+    assert "step original, the timed calls' phases (medians): start_copy " in result.stdout
     assert "protocol: mtc " in result.stdout and "faster than the original package" in result.stdout
 
 
@@ -69,6 +79,20 @@ def test_comparisons_are_the_ratio_of_medians_and_of_each_runs_means():
                      "250.0 us); run by run 1.00-1.20x over 2 runs"]
 
 
+def test_phases_leave_the_rest_of_each_call_and_take_medians_call_by_call():
+    phases = bench_python.Phases()
+    phases.add_call(10, 100, 5)
+    phases.close_call(130)
+    phases.close_call(999)  # a call that recorded no phases (a verification call) leaves none
+    phases.add_call(30, 300, 7)
+    phases.close_call(400)
+    phases.add_call(20, 200, 6)
+    phases.close_call(240)
+    assert phases.ns["rest"] == [15, 63, 14]
+    assert phases.medians_s() == pytest.approx({"start_copy": 20e-9, "get": 200e-9, "drop_handle": 6e-9, "rest": 15e-9})
+    assert bench_python.Phases().medians_s() is None
+
+
 def test_the_collector_clock_counts_collections_inside_its_block_only():
     import gc
 
@@ -82,15 +106,19 @@ def test_the_collector_clock_counts_collections_inside_its_block_only():
 
 def test_mtc_is_timed_with_and_without_its_deferred_release(tmp_path):
     report = tmp_path / "report.json"
-    result = run(["--methods", "to,mtc,mtc_nodefer", "--json", str(report)])
+    result = run(["--methods", "to,mtc,mtc_nodefer,mtc_nokeep", "--json", str(report)])
     assert result.returncode == 0, result.stderr
     rows = json.loads(report.read_text())["rows"]
     methods = {(row["pattern"], row["method"]) for row in rows}
-    assert {("protocol", "mtc_nodefer"), ("step", "mtc_nodefer")} <= methods
+    assert {("protocol", "mtc_nodefer"), ("step", "mtc_nodefer"), ("step", "mtc_nokeep")} <= methods
     assert "faster than without its deferred release" in result.stdout
+    assert "faster than releasing a dropped handle's inputs where it is dropped" in result.stdout
     # Where mtc's time went, for both: the module's parts and the engine's, and the collector's.
     parts = {(row["pattern"], row["method"]): row["parts_us"] for row in rows if "parts_us" in row}
-    assert set(parts) == {(p, m) for p in ("protocol", "step") for m in ("mtc", "mtc_nodefer")}
+    assert set(parts) == {(p, m) for p in ("protocol", "step") for m in ("mtc", "mtc_nodefer", "mtc_nokeep")}
+    # Each method's untimed calls ran with its own settings: only mtc's kept dropped handles.
+    assert parts[("protocol", "mtc")]["released_handles"] == 1
+    assert parts[("protocol", "mtc_nokeep")]["released_handles"] == 0
     assert all({"walk_us", "build_us", "release_us", "traverse_us", "drop_previous_result_us", "drop_handle_us",
                 "collector_mean_us"} <= set(p) for p in parts.values())
     assert "step mtc_nodefer, medians of 200 more calls" in result.stdout
