@@ -13,12 +13,11 @@ Two patterns, each timed per call with a device synchronize at the end for every
   tensors), after an idle gap of 2 ms, and drops the previous call's output inside the timed
   region, as a training loop replacing its batch does.
 For mtc and the original package, the timed calls' phases are timed too: start_copy()'s return,
-get(), the handle's drop and the rest (Phases). The methods' runs are
+get(), the handle's drop, the synchronize and the rest (Phases). The methods' runs are
 interleaved (run 1 of every method, then run 2, ...), so a change of the machine's state over the
 measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
 dropped results, mtc_noreuse mtc without its reuse of dropped results' tensor objects as new
-outputs (mtc.set_output_reuse), mtc_nokeep mtc releasing a dropped handle's references to its
-inputs where the handle is dropped rather than in the next get(). For each mtc method, 200 more calls per pattern, untimed, say where its time
+outputs (mtc.set_output_reuse). For each mtc method, 200 more calls per pattern, untimed, say where its time
 goes (the medians of handle.stats()'s parts and of the drops that follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
@@ -90,12 +89,13 @@ def import_original():
 
 class Phases:
     """Where the timed calls of a start_copy method went, call by call (ns): start_copy's return,
-    get(), the handle's drop (when the call returns it), and the rest of the call's time in the
-    loop: the previous output's drop, the synchronize and the loop's own Python. Taken in the
+    get(), the handle's drop (when the call returns it), the device synchronize that closes each
+    call, and the rest of the call's time in the loop: the previous output's drop and the loop's
+    own Python. Taken in the
     timed calls themselves, unlike mtc_parts' untimed ones, so that they add up to the figures
-    of the table (the four clock reads add ~0.2 us to each call)."""
+    of the table (the six clock reads add ~0.3 us to each call)."""
 
-    NAMES = ("start_copy", "get", "drop_handle", "rest")
+    NAMES = ("start_copy", "get", "drop_handle", "synchronize", "rest")
 
     def __init__(self):
         self.ns = {name: [] for name in self.NAMES}
@@ -104,10 +104,12 @@ class Phases:
         for name, value in zip(self.NAMES, (start, get, drop)):
             self.ns[name].append(value)
 
-    def close_call(self, total):
-        """The call that took `total` ns in the loop: what its three parts leave of it."""
+    def close_call(self, total, synchronize):
+        """The call that took `total` ns in the loop, `synchronize` of them in the closing
+        synchronize: what its parts leave of it."""
         if len(self.ns["rest"]) < len(self.ns["start_copy"]):
-            self.ns["rest"].append(total - sum(self.ns[name][-1] for name in self.NAMES[:3]))
+            self.ns["synchronize"].append(synchronize)
+            self.ns["rest"].append(total - sum(self.ns[name][-1] for name in self.NAMES[:4]))
 
     def medians_s(self):
         return {name: statistics.median(v) * 1e-9 for name, v in self.ns.items() if v} or None
@@ -133,17 +135,15 @@ def timed_start_copy(module, device, settings=None):
     return start_copy
 
 
-# The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
-# dropped handles' references to their inputs kept until the next get()). mtc_nodefer releases
-# everything where the program drops it, which leaves nothing to reuse.
-MTC_SETTINGS = {"mtc": (True, True, True), "mtc_nodefer": (False, False, False),
-                "mtc_noreuse": (True, False, True), "mtc_nokeep": (True, True, False)}
+# The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects).
+# mtc_nodefer releases the dropped results' tensors where the program drops them, which leaves
+# nothing to reuse.
+MTC_SETTINGS = {"mtc": (True, True), "mtc_nodefer": (False, False), "mtc_noreuse": (True, False)}
 
 
 def apply_settings(module, settings):
     module.set_deferred_release(settings[0])
     module.set_output_reuse(settings[1])
-    module._C._set_deferred_handles(settings[2])
 
 
 def methods(device, original=None):
@@ -199,9 +199,11 @@ def one_run(copy, batches, device, pattern, iters, phases):
             # As in the original package's evaluation (`_ = handle.get()`): the previous call's
             # output dies when the new one replaces it, inside the timed region.
             out = copy(batch, phases)
+        t1 = time.perf_counter_ns()
         synchronize(device)
-        run.append(time.perf_counter_ns() - t0)
-        phases.close_call(run[-1])
+        t2 = time.perf_counter_ns()
+        run.append(t2 - t0)
+        phases.close_call(run[-1], t2 - t1)
     del out
     return run
 
@@ -333,8 +335,7 @@ def markdown(report):
 
 # Methods mtc is compared with in the report, and how the comparison is worded.
 COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
-            "mtc_noreuse": "than without its reuse of tensor objects",
-            "mtc_nokeep": "than releasing a dropped handle's inputs where it is dropped"}
+            "mtc_noreuse": "than without its reuse of tensor objects"}
 
 
 def comparisons(report):
@@ -391,8 +392,7 @@ def parse_args(argv):
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--methods", default="to,to_nb,mtc",
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
-                        "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
-                        "mtc_nokeep (mtc releasing a dropped handle's inputs where it is dropped)")
+                        "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)

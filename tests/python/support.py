@@ -24,26 +24,6 @@ def gpu_mark():
     return [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason=_cuda_reason())]
 
 
-def deferred_release_settings(handles):
-    """A fixture's body: the deferred release on, dropped handles kept (`handles`) or not, nothing
-    kept before or after the test, the previous settings back afterwards."""
-    import mtc
-    from mtc import _C
-
-    previous = mtc.set_deferred_release(True)
-    previous_handles = _C._set_deferred_handles(handles)
-    mtc.release_deferred()
-    yield
-    mtc.release_deferred()
-    _C._set_deferred_handles(previous_handles)
-    mtc.set_deferred_release(previous)
-
-
-def alive(refs):
-    """How many of the weak references `refs` still reach their object."""
-    return sum(r() is not None for r in refs)
-
-
 def run_python(code, **env):
     """`code` run by a child interpreter with `env` added to the environment, within 60 s (a hang
     fails the test instead of stopping the suite)."""

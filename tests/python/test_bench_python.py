@@ -57,7 +57,7 @@ def test_original_is_timed_interleaved_beside_mtc(tmp_path):
         if row["method"] in ("to", "to_nb"):
             assert phases is None and row["start_median_s"] is None
         else:
-            assert set(phases) == {"start_copy", "get", "drop_handle", "rest"}
+            assert set(phases) == {"start_copy", "get", "drop_handle", "synchronize", "rest"}
             assert row["start_median_s"] == phases["start_copy"] > 0
     assert "step original, the timed calls' phases (medians): start_copy " in result.stdout
     assert "protocol: mtc " in result.stdout and "faster than the original package" in result.stdout
@@ -82,14 +82,16 @@ def test_comparisons_are_the_ratio_of_medians_and_of_each_runs_means():
 def test_phases_leave_the_rest_of_each_call_and_take_medians_call_by_call():
     phases = bench_python.Phases()
     phases.add_call(10, 100, 5)
-    phases.close_call(130)
-    phases.close_call(999)  # a call that recorded no phases (a verification call) leaves none
+    phases.close_call(130, 4)
+    phases.close_call(999, 9)  # a call that recorded no phases (a verification call) leaves none
     phases.add_call(30, 300, 7)
-    phases.close_call(400)
+    phases.close_call(400, 3)
     phases.add_call(20, 200, 6)
-    phases.close_call(240)
-    assert phases.ns["rest"] == [15, 63, 14]
-    assert phases.medians_s() == pytest.approx({"start_copy": 20e-9, "get": 200e-9, "drop_handle": 6e-9, "rest": 15e-9})
+    phases.close_call(240, 8)
+    assert phases.ns["synchronize"] == [4, 3, 8]
+    assert phases.ns["rest"] == [11, 60, 6]
+    assert phases.medians_s() == pytest.approx(
+        {"start_copy": 20e-9, "get": 200e-9, "drop_handle": 6e-9, "synchronize": 4e-9, "rest": 11e-9})
     assert bench_python.Phases().medians_s() is None
 
 
@@ -106,19 +108,15 @@ def test_the_collector_clock_counts_collections_inside_its_block_only():
 
 def test_mtc_is_timed_with_and_without_its_deferred_release(tmp_path):
     report = tmp_path / "report.json"
-    result = run(["--methods", "to,mtc,mtc_nodefer,mtc_nokeep", "--json", str(report)])
+    result = run(["--methods", "to,mtc,mtc_nodefer", "--json", str(report)])
     assert result.returncode == 0, result.stderr
     rows = json.loads(report.read_text())["rows"]
     methods = {(row["pattern"], row["method"]) for row in rows}
-    assert {("protocol", "mtc_nodefer"), ("step", "mtc_nodefer"), ("step", "mtc_nokeep")} <= methods
+    assert {("protocol", "mtc_nodefer"), ("step", "mtc_nodefer")} <= methods
     assert "faster than without its deferred release" in result.stdout
-    assert "faster than releasing a dropped handle's inputs where it is dropped" in result.stdout
     # Where mtc's time went, for both: the module's parts and the engine's, and the collector's.
     parts = {(row["pattern"], row["method"]): row["parts_us"] for row in rows if "parts_us" in row}
-    assert set(parts) == {(p, m) for p in ("protocol", "step") for m in ("mtc", "mtc_nodefer", "mtc_nokeep")}
-    # Each method's untimed calls ran with its own settings: only mtc's kept dropped handles.
-    assert parts[("protocol", "mtc")]["released_handles"] == 1
-    assert parts[("protocol", "mtc_nokeep")]["released_handles"] == 0
+    assert set(parts) == {(p, m) for p in ("protocol", "step") for m in ("mtc", "mtc_nodefer")}
     assert all({"walk_us", "build_us", "release_us", "traverse_us", "drop_previous_result_us", "drop_handle_us",
                 "collector_mean_us"} <= set(p) for p in parts.values())
     assert "step mtc_nodefer, medians of 200 more calls" in result.stdout

@@ -1,8 +1,7 @@
 """Inputs lent to the engine: the small CPU tensors a copy to a GPU packs are handed over without
 a C++ reference, their Python objects held instead (src/python/csrc/py_structure.h). Whatever
 path a copy takes, every input must come out with the reference counts it went in with, stay
-alive while the engine may read it, and be let go of once the handle is dropped (for a completed
-copy of 16 tensors or more: in the next get(), or at release_deferred(); deferred_release.h)."""
+alive while the engine may read it, and be let go of once the handle is dropped."""
 
 import gc
 import sys
@@ -49,7 +48,6 @@ def test_every_input_keeps_its_reference_counts():
     mtc.start_copy(batch, "cuda", use_background_thread=False).get()
     mtc.start_copy(batch, "cuda", pack_cpu_tensors=False).get()
     mtc.start_copy(batch, "cuda", max_packed_chunk_bytes=64).get()
-    mtc.release_deferred()  # the remains of the last dropped handles
     gc.collect()
     assert counts(tensors) == before
 
@@ -61,7 +59,6 @@ def test_a_root_tensor_and_unfinished_handles_keep_the_counts():
     for _ in range(20):
         handle = mtc.start_copy({"x": small}, "cuda")
         del handle  # before get(): waits for the device work
-    mtc.release_deferred()  # the remains of handles whose copy had completed
     gc.collect()
     assert counts(small) == before
 
@@ -113,7 +110,6 @@ def test_threads_that_copy_one_batch_at_once_keep_the_counts():
 
     errors = errors_in_threads(copy_many, 4)
     assert not errors, errors
-    mtc.release_deferred()  # the remains of the last dropped handles
     gc.collect()
     assert counts(tensors) == before
 

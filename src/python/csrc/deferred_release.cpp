@@ -67,41 +67,6 @@ size_t DeferredRelease::release_dropped() {
   return release(take_oldest(results_.size() - dropped_results()));
 }
 
-bool DeferredRelease::set_handles_enabled(bool enabled) {
-  const bool previous = handles_enabled_;
-  handles_enabled_ = enabled;
-  if (!enabled) release_handles();
-  return previous;
-}
-
-void DeferredRelease::keep_handle(std::unique_ptr<HandleRemains>& remains, int64_t tensors,
-                                  int64_t bytes) {
-  if (!enabled_ || !handles_enabled_ || tensors < static_cast<int64_t>(kMinTensors) ||
-      bytes > kMaxResultBytes)
-    return;
-  std::unique_ptr<HandleRemains> oldest;
-  try {
-    handles_.push_back(std::move(remains));
-  } catch (...) {  // no memory for the entry: the caller releases them where it is
-    return;
-  }
-  if (handles_.size() > kMaxHandles) {
-    // Out of handles_ before it is destroyed (code it runs may come back here).
-    oldest = std::move(handles_.front());
-    handles_.pop_front();
-  }
-}
-
-size_t DeferredRelease::release_handles() {
-  // Out of handles_ before any is destroyed: the inputs' release may run Python code (weak
-  // reference callbacks) that drops another handle.
-  std::deque<std::unique_ptr<HandleRemains>> taken;
-  taken.swap(handles_);
-  const size_t released = taken.size();
-  while (!taken.empty()) taken.pop_front();
-  return released;
-}
-
 bool DeferredRelease::set_reuse_enabled(bool enabled) {
   const bool previous = reuse_enabled_;
   reuse_enabled_ = enabled;
@@ -147,10 +112,7 @@ void DeferredRelease::keep(NewTensors& tensors) {
   release(take_oldest(kMaxResults));
 }
 
-size_t DeferredRelease::release_all() {
-  release_handles();
-  return release(take_oldest(0));
-}
+size_t DeferredRelease::release_all() { return release(take_oldest(0)); }
 
 std::vector<DeferredRelease::Result> DeferredRelease::take_oldest(size_t leave) {
   std::vector<Result> taken;

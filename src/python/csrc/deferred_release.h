@@ -20,15 +20,7 @@
 // What a program sees: after `del result`, up to two results' tensors live on until a later
 // get(), release_all() or the interpreter's exit (their memory stays allocated; weak references
 // fire later). Only results of at least kMinTensors new tensors and at most kMaxResultBytes are
-// kept.
-//
-// The same holds for what a dropped handle leaves once its copy has completed (HandleRemains):
-// its walk's and the engine's references to the inputs. Let go of where the program drops the
-// handle (`mtc.start_copy(batch, dev).get()` drops it as get() returns), they cost ~15-20 us of
-// the program's own time for the reference batch; in the next get() they go while the engine
-// walks. So the inputs of up to kMaxHandles completed copies (each of at least kMinTensors
-// tensors and at most kMaxResultBytes) may live until the next get(), release_all() or the
-// interpreter's exit, as far as the module's references go. The GIL guards everything here.
+// kept. The GIL guards everything here.
 #pragma once
 
 #include <torch/csrc/python_headers.h>
@@ -36,7 +28,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <vector>
 
 namespace mtc::python {
@@ -69,11 +60,6 @@ struct NewTensors {
   int64_t bytes = 0;
 };
 
-// What is left of a dropped handle whose copy completed (handle.cpp): destroyed with the GIL.
-struct HandleRemains {
-  virtual ~HandleRemains() = default;
-};
-
 class DeferredRelease {
  public:
   // A result of fewer tensors costs a few microseconds to drop where the program drops it.
@@ -83,8 +69,6 @@ class DeferredRelease {
   static constexpr int64_t kMaxResultBytes = int64_t{16} << 20;
   // The result the program may still hold (bound to the name the new one replaces) and one more.
   static constexpr size_t kMaxResults = 2;
-  // A loop drops one handle per copy, and each get() releases what was dropped before it.
-  static constexpr size_t kMaxHandles = 2;
 
   // The process's one instance. Never destroyed: a Py_DECREF after the interpreter has finalized
   // would crash, so mtc/_deferred.py releases what is kept when the interpreter exits.
@@ -96,10 +80,6 @@ class DeferredRelease {
   // Whether take_reusable() hands out anything (on by default). Returns the previous setting.
   bool reuse_enabled() const { return reuse_enabled_; }
   bool set_reuse_enabled(bool enabled);
-  // Whether keep_handle() keeps anything (on by default; off releases the kept handles). Returns
-  // the previous setting.
-  bool handles_enabled() const { return handles_enabled_; }
-  bool set_handles_enabled(bool enabled);
 
   // The tensor objects of the oldest dropped result (one release_dropped() would release) that
   // may become the outputs of a new copy's leaves (mtc::ReusableOutputs), as owned references by
@@ -115,16 +95,9 @@ class DeferredRelease {
   // Takes over the references to a result's new tensors, within the bounds above (outside them,
   // `tensors` keeps them); a result beyond kMaxResults releases the oldest.
   void keep(NewTensors& tensors);
-  // Takes over a dropped handle's remains of a completed copy of `tensors` tensors and `bytes`
-  // bytes, within the bounds above (outside them, or when off, `remains` stays with the caller);
-  // beyond kMaxHandles, the oldest are released. Never throws.
-  void keep_handle(std::unique_ptr<HandleRemains>& remains, int64_t tensors, int64_t bytes);
-  // Before a copy's wait: releases every kept handle's remains; returns how many.
-  size_t release_handles();
-  // Releases everything kept; returns how many tensor references that was (handles apart).
+  // Releases everything kept; returns how many tensor references that was.
   size_t release_all();
 
-  size_t kept_handles() const { return handles_.size(); }
   size_t kept_results() const { return results_.size(); }
   size_t kept_tensors() const;
   int64_t kept_bytes() const;
@@ -148,9 +121,7 @@ class DeferredRelease {
 
   bool enabled_ = true;
   bool reuse_enabled_ = true;
-  bool handles_enabled_ = true;
-  std::deque<Result> results_;                          // oldest first
-  std::deque<std::unique_ptr<HandleRemains>> handles_;  // oldest first
+  std::deque<Result> results_;  // oldest first
 };
 
 }  // namespace mtc::python

@@ -33,16 +33,6 @@ class Building {
   std::atomic<std::thread::id>& id_;
 };
 
-// What a dropped handle leaves of a completed copy. Members in the handle's order, so that they
-// are destroyed in its order too: the engine's job first, then the structure.
-struct Remains final : HandleRemains {
-  Remains(std::unique_ptr<PyStructure> s, std::shared_ptr<ReusableOutputs> r, CopyHandle h)
-      : structure(std::move(s)), reuse(std::move(r)), handle(std::move(h)) {}
-  std::unique_ptr<PyStructure> structure;
-  std::shared_ptr<ReusableOutputs> reuse;
-  CopyHandle handle;
-};
-
 }  // namespace
 
 AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure,
@@ -61,30 +51,14 @@ AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure,
 // thread, and the input tensors it drops take the GIL back for their Python objects.
 AsyncCopyHandle::~AsyncCopyHandle() {
   bool done = true;
-  bool failed = false;
   try {
     done = handle_.ready();
   } catch (const std::exception&) {
     // A failed copy: the engine's own destructor still waits for what it had submitted.
-    failed = true;
   }
   if (!done) {
     py::gil_scoped_release release;
     handle_ = CopyHandle();
-  } else if (!failed) {
-    keep_remains();
-  }
-}
-
-void AsyncCopyHandle::keep_remains() noexcept {
-  try {
-    const CopyStats stats = handle_.stats();
-    std::unique_ptr<HandleRemains> remains =
-        std::make_unique<Remains>(std::move(structure_), std::move(reuse_), std::move(handle_));
-    DeferredRelease::instance().keep_handle(remains, stats.tensors, stats.bytes);
-    // Not kept: released here, as the members would have been.
-  } catch (const std::exception&) {
-    // No memory for the remains: the members are released with the handle.
   }
 }
 
@@ -172,7 +146,6 @@ py::dict AsyncCopyHandle::stats() const {
   module["complete_wait_us"] = times_.complete_wait_us;
   module["release_us"] = times_.release_us;
   module["released_tensors"] = times_.released_tensors;
-  module["released_handles"] = times_.released_handles;
   out["module"] = module;
   return out;
 }
@@ -227,9 +200,8 @@ void AsyncCopyHandle::build_ahead() {
 
 void AsyncCopyHandle::release_dropped() {
   DeferredRelease& kept = DeferredRelease::instance();
-  if (kept.kept_results() == 0 && kept.kept_handles() == 0) return;
+  if (kept.kept_results() == 0) return;
   const Clock::time_point start = Clock::now();
-  times_.released_handles += static_cast<int64_t>(kept.release_handles());
   times_.released_tensors += static_cast<int64_t>(kept.release_dropped());
   times_.release_us += microseconds_since(start);
 }

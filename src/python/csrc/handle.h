@@ -22,9 +22,8 @@ struct ModuleTimes {
   double result_wait_us = 0;     // get(): waiting for the engine's output tensors
   double build_us = 0;           // get(): the Python result built around them
   double complete_wait_us = 0;   // get(): waiting for the device to finish, after the build
-  double release_us = 0;         // get(): dropped earlier results and handles released (deferred)
-  int64_t released_tensors = 0;  // how many tensor references of results that dropped
-  int64_t released_handles = 0;  // and how many handles' remains
+  double release_us = 0;         // get(): dropped earlier results' tensors released (deferred)
+  int64_t released_tensors = 0;  // how many tensor references that dropped
 };
 
 class AsyncCopyHandle {
@@ -36,8 +35,7 @@ class AsyncCopyHandle {
   // Owns the copy's completion, like CopyHandle.
   AsyncCopyHandle(const AsyncCopyHandle&) = delete;
   AsyncCopyHandle& operator=(const AsyncCopyHandle&) = delete;
-  // Waits for an unfinished copy's device work without the GIL; a completed copy's remains may
-  // be kept for the next get() (see handle.cpp).
+  // Waits for an unfinished copy's device work without the GIL (see handle.cpp).
   ~AsyncCopyHandle();
 
   bool ready() const { return handle_.ready(); }
@@ -51,12 +49,8 @@ class AsyncCopyHandle {
   // The result built before the engine's outputs exist (PyStructure::can_build_ahead): the build
   // then overlaps the engine's walk instead of following it. GIL and get_mutex_ held.
   void build_ahead();
-  // Earlier results' kept tensors that the program dropped, and dropped handles' remains
-  // (deferred_release.h); GIL held.
+  // Earlier results' kept tensors that the program dropped (deferred_release.h); GIL held.
   void release_dropped();
-  // A completed copy's structure, offers and engine job, to DeferredRelease (or released here
-  // when it does not keep them). GIL held.
-  void keep_remains() noexcept;
 
   // Declared in this order so that handle_ is destroyed first: the engine is done with its
   // input (the job gone with its waits) before the structure takes back the tensors it lent.

@@ -100,17 +100,10 @@ PYBIND11_MODULE(_C, m) {
         out["results"] = kept.kept_results();
         out["tensors"] = kept.kept_tensors();
         out["bytes"] = kept.kept_bytes();
-        out["handles"] = kept.kept_handles();
         return out;
       },
       "What the deferred release keeps now: enabled, reuse (set_output_reuse), results, tensors, "
-      "bytes, and handles (dropped handles of completed copies, holding their inputs).");
-  m.def(
-      "_set_deferred_handles",
-      [](bool enabled) { return DeferredRelease::instance().set_handles_enabled(enabled); },
-      py::arg("enabled"),
-      "For measurements: turns on or off keeping a dropped handle's references to its inputs "
-      "until the next get() (off releases the kept ones); returns the previous setting.");
+      "bytes.");
   m.def("start_copy", &mtc::python::start_binding, py::arg("data"), py::arg("device"),
         py::arg("use_pinned_staging"), py::arg("pack_cpu_tensors"),
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),

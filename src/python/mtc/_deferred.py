@@ -6,13 +6,8 @@ So the module keeps one reference to each new tensor of the last two results (re
 more new tensors and at most 16 MiB): when the program drops a result, its tensors die inside a
 later ``get()``, while the engine's workers make that copy's outputs and the caller would only
 wait. Until then their memory stays allocated and weak references to them do not fire.
-The same goes for what a dropped handle of a completed copy holds: the module's and the engine's
-references to the copy's inputs (for copies of 16 or more tensors and at most 16 MiB). Let go of
-where ``mtc.start_copy(batch, dev).get()`` drops its handle, they would cost the program ~15-20 us
-per reference batch; they go in the next ``get()`` instead. Until then, an input the program
-dropped stays allocated.
-``mtc.release_deferred()`` releases all of it at once; ``MTC_DEFER_RELEASE=0`` in the environment,
-or ``mtc.set_deferred_release(False)``, turns it off.
+``mtc.release_deferred()`` releases them at once; ``MTC_DEFER_RELEASE=0`` in the environment, or
+``mtc.set_deferred_release(False)``, turns it off.
 
 Better still, a dropped tensor need not die at all. When a copy to a GPU starts, the tensor objects
 of dropped results that nothing else references (a ``torch.Tensor`` exactly, without hooks, weak
