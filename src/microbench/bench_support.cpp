@@ -127,6 +127,7 @@ void StatsSum::add(const mtc::CopyStats& stats, double start_seconds) {
   sum_.submit_us += stats.submit_us;
   sum_.outputs_us += stats.outputs_us;
   sum_.walk_threads += stats.walk_threads;
+  sum_.recycled += stats.recycled;
   start_seconds_ += start_seconds;
   ++copies_;
 }
@@ -137,6 +138,7 @@ void StatsSum::merge(const StatsSum& other) {
   sum_.submit_us += other.sum_.submit_us;
   sum_.outputs_us += other.sum_.outputs_us;
   sum_.walk_threads += other.sum_.walk_threads;
+  sum_.recycled += other.sum_.recycled;
   start_seconds_ += other.start_seconds_;
   copies_ += other.copies_;
 }
@@ -150,6 +152,8 @@ void StatsSum::report(benchmark::State& state) const {
   state.counters["submit_us"] = sum_.submit_us / n;
   state.counters["outputs_us"] = sum_.outputs_us / n;
   state.counters["walk_threads"] = static_cast<double>(sum_.walk_threads) / n;
+  // Only where outputs were offered (ReusableOutputs): the other cases keep their columns.
+  if (sum_.recycled > 0) state.counters["recycled"] = static_cast<double>(sum_.recycled) / n;
 }
 
 }  // namespace mtc::microbench

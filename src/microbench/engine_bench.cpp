@@ -25,6 +25,7 @@
 #include "detail/version_pool.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
+#include "offered_outputs.h"
 #include "reference_batch.h"
 
 namespace {
@@ -82,6 +83,9 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 65536 (with 256): it is freed after get() returned, still inside the timed copy, as
   // mtc-bench's step pattern frees it (`batch = copy(next)`), instead of while the workers walk.
   const bool free_after_get = state.range(1) & 65536;
+  // bit 16777216 (with 256): the previous result handed to the copy (offered_outputs.h), its
+  // tensors made the new outputs, instead of freed.
+  const bool offer_previous = free_previous_in_copy && (state.range(1) & 16777216);
   const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   mtc::CopyOptions options;
   options.pack_cpu_tensors = state.range(1) & 1;
@@ -142,6 +146,22 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
   size_t turn = 0;
+  // A step whose previous result becomes the new one's outputs: its containers freed before the
+  // copy starts, and the tensors the engine took put back into the new result after get(), as
+  // the caller must; a tensor it did not take dies inside the copy, as a freed result's would.
+  auto copy_offering_previous = [&](const c10::IValue& data, Clock::time_point t0) {
+    mtc::microbench::OfferedOutputs offered = mtc::microbench::offer_outputs(std::move(previous));
+    if (offered.tensors.empty()) offered.reuse.reset();  // the first copy: nothing to offer
+    mtc::CopyHandle handle = mtc::start_copy(data, target, options, offered.reuse);
+    const auto t1 = Clock::now();
+    c10::IValue out = handle.get();
+    if (offered.reuse) mtc::microbench::place_reused(out, offered);
+    offered.tensors.clear();
+    const auto t2 = Clock::now();
+    previous = std::move(out);
+    stats.add(handle.stats(), std::chrono::duration<double>(t1 - t0).count());
+    return std::chrono::duration<double>(t2 - t0).count();
+  };
   // One copy as a training loop makes it; returns its time and adds its steps to `stats`.
   auto copy = [&] {
     if (idle_gap && busy) mtc::microbench::busy_gap(gap);
@@ -149,6 +169,7 @@ void BM_EngineCopy(benchmark::State& state) {
     if (idle_gap && !busy && !spin) std::this_thread::sleep_for(gap);
     const c10::IValue& data = inputs[turn++ % inputs.size()];
     const auto t0 = Clock::now();
+    if (offer_previous) return copy_offering_previous(data, t0);
     mtc::CopyHandle handle = mtc::start_copy(data, target, options);
     const auto t1 = Clock::now();
     if (free_previous_in_copy && !free_after_get) previous = c10::IValue();
@@ -196,7 +217,8 @@ void BM_EngineCopy(benchmark::State& state) {
 // 2026-11-29 and before, cases without this bit had none; now they follow MTC_DICT_STASH, on by
 // default), 524288 unused (with 262144 it made them as soon as a worker was idle, until
 // 2026-11-29), 1048576 none made ahead, 2097152 a current stream from torch's pool, 4194304 no
-// driver warm-up ahead of a copy, 8388608 no prefetching in the walk and the fill}. 399 =
+// driver warm-up ahead of a copy, 8388608 no prefetching in the walk and the fill, 16777216 with
+// 256: the previous result's tensors offered to the copy as its outputs (ReusableOutputs)}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -205,6 +227,7 @@ void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});
   b->Args({1, 391});
+  b->Args({1, 16777607});  // 391 with the previous result's tensors offered as the outputs
   b->Args({1, 23})->Args({8, 23})->Args({1, 39});
   b->Args({1, 6})->Args({1, 5})->Args({1, 3});
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
@@ -227,10 +250,11 @@ void gap_args(benchmark::internal::Benchmark* b, std::initializer_list<int64_t> 
   b->UseManualTime()->Iterations(kCopiesAfterAGap)->Unit(benchmark::kMicrosecond);
 }
 void h2d_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {15,      527,     31,      135,     399,     911,     1423,   1935,   415,    395,
-               411,     2447,    2959,    3471,    3983,    4495,    5519,   8591,   9615,   16783,
-               17807,   33167,   41359,   33163,   65935,   66959,   131471, 132495, 262543, 263567,
-               1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031});
+  gap_args(b, {15, 527, 31, 135, 399, 911, 1423, 1935, 415, 395, 411, 2447, 2959, 3471, 3983, 4495,
+               5519, 8591, 9615, 16783, 17807, 33167, 41359, 33163, 65935, 66959, 131471, 132495,
+               262543, 263567, 1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031,
+               // 399 and 1423 with the previous result's tensors offered as the outputs
+               16777615, 16778639});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(b, {135,    399,     911,     1423,    1935,    415,     411,     4495,
