@@ -2,6 +2,8 @@
 // (src/microbench/offered_outputs.h): every tensor offered for its own leaf, with each root
 // element's first leaf, its containers dropped; and the tensors the engine reused put back at
 // their leaves, the others left. On the reference batch, without a GPU (no copy runs).
+#include "offered_outputs.h"
+
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <gtest/gtest.h>
@@ -11,7 +13,6 @@
 #include <set>
 #include <vector>
 
-#include "offered_outputs.h"
 #include "reference_batch.h"
 
 namespace {
