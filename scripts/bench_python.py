@@ -135,17 +135,15 @@ def timed_start_copy(module, device, settings=None):
     return start_copy
 
 
-# The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
-# the objects offered for reuse prefetched before they are checked). mtc_nodefer releases the
-# dropped results' tensors where the program drops them, which leaves nothing to reuse.
-MTC_SETTINGS = {"mtc": (True, True, True), "mtc_nodefer": (False, False, True),
-                "mtc_noreuse": (True, False, True), "mtc_noprefetch": (True, True, False)}
+# The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects).
+# mtc_nodefer releases the dropped results' tensors where the program drops them, which leaves
+# nothing to reuse.
+MTC_SETTINGS = {"mtc": (True, True), "mtc_nodefer": (False, False), "mtc_noreuse": (True, False)}
 
 
 def apply_settings(module, settings):
     module.set_deferred_release(settings[0])
     module.set_output_reuse(settings[1])
-    module._C._set_offer_prefetch(settings[2])
 
 
 def methods(device, original=None):
@@ -337,8 +335,7 @@ def markdown(report):
 
 # Methods mtc is compared with in the report, and how the comparison is worded.
 COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
-            "mtc_noreuse": "than without its reuse of tensor objects",
-            "mtc_noprefetch": "than without prefetching the objects it offers for reuse"}
+            "mtc_noreuse": "than without its reuse of tensor objects"}
 
 
 def comparisons(report):
@@ -395,8 +392,7 @@ def parse_args(argv):
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--methods", default="to,to_nb,mtc",
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
-                        "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
-                        "mtc_noprefetch (mtc without prefetching the objects it offers for reuse)")
+                        "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)

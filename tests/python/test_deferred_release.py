@@ -202,21 +202,15 @@ def test_a_dropped_result_offers_each_leafs_tensor_object_for_that_leaf():
     assert mtc.deferred_release_stats()["tensors"] == 5  # the unwanted ones wait for a release
 
 
-@pytest.mark.parametrize("prefetch", [True, False])
-def test_objects_the_program_can_still_reach_are_not_offered(prefetch):
-    # With or without the prefetch of the objects before they are checked: only hints.
-    previous = mtc._C._set_offer_prefetch(prefetch)
-    try:
-        out, _ = copy(arrays(20))
-        held = out[1]
-        ref = weakref.ref(out[2])
-        out[3].note = "mine"
-        out[5].__dict__  # an empty dict of its own: offered all the same
-        view = out[4][1:]
-        out = None
-        taken = mtc._C._take_reusable([True] * 20)
-    finally:
-        assert mtc._C._set_offer_prefetch(previous) is prefetch
+def test_objects_the_program_can_still_reach_are_not_offered():
+    out, _ = copy(arrays(20))
+    held = out[1]
+    ref = weakref.ref(out[2])
+    out[3].note = "mine"
+    out[5].__dict__  # a dict of its own, empty: offered all the same
+    view = out[4][1:]
+    out = None
+    taken = mtc._C._take_reusable([True] * 20)
     assert [k for k, t in enumerate(taken) if t is None] == [1, 2, 3, 4]
     assert all(t is not held and t is not ref() and t is not view._base for t in taken if t is not None)
 

@@ -3,7 +3,6 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <utility>
 
 namespace mtc::python {
@@ -43,28 +42,6 @@ bool reusable_tensor_object(PyObject* object) {
   return !has_weak_references(object) && !has_instance_attributes(object);
 }
 
-// Asks for the memory reusable_tensor_object() reads of each object before any is read: the
-// objects of a result dropped a call or two ago have left the caches, and checked one after
-// the other they came in one at a time. The object's first line (count, type, hooks), the line
-// before it (where CPython from 3.11 keeps a managed dict's pointer and weak references, for
-// types with Py_TPFLAGS_MANAGED_DICT), then, once those have come, the dict itself. Only hints:
-// a wrong guess of the layout costs a useless prefetch, never a wrong answer.
-void prefetch_tensor_objects(const std::vector<PyObject*>& objects) {
-  for (PyObject* object : objects) {
-    __builtin_prefetch(object);
-    __builtin_prefetch(reinterpret_cast<char*>(object) - 3 * sizeof(void*));
-  }
-#if PY_VERSION_HEX >= 0x030B0000 && defined(Py_TPFLAGS_MANAGED_DICT)
-  for (PyObject* object : objects) {
-    if ((Py_TYPE(object)->tp_flags & Py_TPFLAGS_MANAGED_DICT) == 0) continue;
-    // A dict's pointer, or inline values tagged in the low bit (not followed).
-    const auto word =
-        *reinterpret_cast<const uintptr_t*>(reinterpret_cast<char*>(object) - 3 * sizeof(void*));
-    if (word != 0 && (word & 1) == 0) __builtin_prefetch(reinterpret_cast<const void*>(word));
-  }
-#endif
-}
-
 }  // namespace
 
 DeferredRelease& DeferredRelease::instance() {
@@ -90,12 +67,6 @@ size_t DeferredRelease::release_dropped() {
   return release(take_oldest(results_.size() - dropped_results()));
 }
 
-bool DeferredRelease::set_prefetch_offers(bool enabled) {
-  const bool previous = prefetch_offers_;
-  prefetch_offers_ = enabled;
-  return previous;
-}
-
 bool DeferredRelease::set_reuse_enabled(bool enabled) {
   const bool previous = reuse_enabled_;
   reuse_enabled_ = enabled;
@@ -109,7 +80,6 @@ std::vector<PyObject*> DeferredRelease::take_reusable(const std::vector<bool>& w
   // leaves, so leaf k's old output has leaf k's dtype, the one thing the engine cannot change.
   std::vector<PyObject*>& objects = results_.front().objects;
   std::vector<size_t>& leaves = results_.front().leaves;
-  if (prefetch_offers_) prefetch_tensor_objects(objects);
   taken.assign(wanted.size(), nullptr);
   size_t kept = 0;
   bool any = false;

@@ -80,9 +80,6 @@ class DeferredRelease {
   // Whether take_reusable() hands out anything (on by default). Returns the previous setting.
   bool reuse_enabled() const { return reuse_enabled_; }
   bool set_reuse_enabled(bool enabled);
-  // Whether take_reusable() prefetches the objects it checks (on by default; a switch for
-  // measuring it). Returns the previous setting.
-  bool set_prefetch_offers(bool enabled);
 
   // The tensor objects of the oldest dropped result (one release_dropped() would release) that
   // may become the outputs of a new copy's leaves (mtc::ReusableOutputs), as owned references by
@@ -124,7 +121,6 @@ class DeferredRelease {
 
   bool enabled_ = true;
   bool reuse_enabled_ = true;
-  bool prefetch_offers_ = true;
   std::deque<Result> results_;  // oldest first
 };
 

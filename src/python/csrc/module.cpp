@@ -67,12 +67,6 @@ PYBIND11_MODULE(_C, m) {
       "Turns on or off the reuse of dropped results' tensor objects as new outputs; returns the "
       "previous setting.");
   m.def(
-      "_set_offer_prefetch",
-      [](bool enabled) { return DeferredRelease::instance().set_prefetch_offers(enabled); },
-      py::arg("enabled"),
-      "For measurements: whether the objects offered for reuse are prefetched before they are "
-      "checked; returns the previous setting.");
-  m.def(
       "_take_reusable",
       [](const py::sequence& wanted) {
         std::vector<bool> mask;
