@@ -91,9 +91,8 @@ class Phases:
     """Where the timed calls of a start_copy method went, call by call (ns): start_copy's return,
     get(), the handle's drop (when the call returns it), the device synchronize that closes each
     call, and the rest of the call's time in the loop: the previous output's drop and the loop's
-    own Python. Taken in the
-    timed calls themselves, unlike mtc_parts' untimed ones, so that they add up to the figures
-    of the table (the six clock reads add ~0.3 us to each call)."""
+    own Python. Taken in the timed calls themselves, unlike mtc_parts' untimed ones, so that they
+    add up to the figures of the table (the six clock reads add ~0.3 us to each call)."""
 
     NAMES = ("start_copy", "get", "drop_handle", "synchronize", "rest")
 
@@ -117,8 +116,8 @@ class Phases:
 
 def timed_start_copy(module, device, settings=None):
     """`module`.start_copy(data, device).get(), timing its phases (Phases); for mtc, with its
-    deferred releases and its reuse of tensor objects set as `settings` (MTC_SETTINGS) say before
-    each call (flags: ~0.1 us each)."""
+    deferred release of dropped results and its reuse of their tensor objects set as `settings`
+    (MTC_SETTINGS) say before each call (flags: ~0.1 us each)."""
     def start_copy(data, phases):
         if settings is not None:
             apply_settings(module, settings)

@@ -83,7 +83,7 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 65536 (with 256): it is freed after get() returned, still inside the timed copy, as
   // mtc-bench's step pattern frees it (`batch = copy(next)`), instead of while the workers walk.
   const bool free_after_get = state.range(1) & 65536;
-  // bit 16777216 (with 256): the previous result handed to the copy (offered_outputs.h), its
+  // Bit 16777216 (with 256): the previous result handed to the copy (offered_outputs.h), its
   // tensors made the new outputs, instead of freed.
   const bool offer_previous = free_previous_in_copy && (state.range(1) & 16777216);
   const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);

@@ -83,7 +83,7 @@ def test_phases_leave_the_rest_of_each_call_and_take_medians_call_by_call():
     phases = bench_python.Phases()
     phases.add_call(10, 100, 5)
     phases.close_call(130, 4)
-    phases.close_call(999, 9)  # a call that recorded no phases (a verification call) leaves none
+    phases.close_call(999, 9)  # a call that recorded no phases (.to()) leaves none
     phases.add_call(30, 300, 7)
     phases.close_call(400, 3)
     phases.add_call(20, 200, 6)
