@@ -91,8 +91,9 @@ class Phases:
     """Where the timed calls of a start_copy method went, call by call (ns): start_copy's return,
     get(), the handle's drop (when the call returns it), the device synchronize that closes each
     call, and the rest of the call's time in the loop: the previous output's drop and the loop's
-    own Python. Taken in the timed calls themselves, unlike mtc_parts' untimed ones, so that they
-    add up to the figures of the table (the six clock reads add ~0.3 us to each call)."""
+    own Python. Taken in the timed calls themselves, unlike mtc_parts' untimed ones: call by call
+    they add up to the call's time, `rest` being what the others leave (the five clock reads
+    inside a call add ~0.3 us to it). Their medians need not add up to the call's median."""
 
     NAMES = ("start_copy", "get", "drop_handle", "synchronize", "rest")
 

@@ -23,6 +23,9 @@ def main(path):
     print(f"host {ctx.get('host_name')} date {ctx.get('date')} cpus {ctx.get('num_cpus')}")
     steps = ["median_us", "start_us", "queued_us", "traverse_us", "submit_us", "outputs_us", "walk_threads",
              "early_wakes"]
+    # Outputs made in offered TensorImpls, per copy: a column only where some case offered them.
+    if any("recycled" in b for b in medians.values()):
+        steps.append("recycled")
     print("| benchmark | time (us) | " + " | ".join(steps) + " |")
     print("|---" * (2 + len(steps)) + "|")
     for name, b in medians.items():

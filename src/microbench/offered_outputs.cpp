@@ -2,6 +2,7 @@
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
+#include <c10/util/Exception.h>
 
 #include <cstddef>
 #include <utility>
@@ -12,6 +13,8 @@ namespace {
 // Every tensor of `value` in pre-order (list elements in order, dict values in the dict's order,
 // as the engine numbers leaves), each one's place left holding nothing.
 void take_tensors(c10::IValue& value, std::vector<at::Tensor>& out) {
+  // The engine numbers a tuple's leaves too: skipping one would shift every later leaf.
+  TORCH_CHECK(!value.isTuple(), "offer_outputs: a result with tuples is not handled");
   if (value.isTensor()) {
     out.push_back(std::move(value).toTensor());
     value = c10::IValue();
@@ -43,9 +46,13 @@ void put_back_in(c10::IValue element, OfferedOutputs& offered, size_t& leaf, int
 }
 
 void put_back(c10::IValue& value, OfferedOutputs& offered, size_t& leaf, int64_t& placed) {
+  TORCH_CHECK(!value.isTuple(), "place_reused: a result with tuples is not handled");
   if (value.isTensor()) {
     const std::vector<uint8_t>& reused = offered.reuse->reused;
     if (leaf < reused.size() && reused[leaf] != 0) {
+      // The engine leaves a reused leaf undefined: anything else means the leaves were misnumbered.
+      TORCH_CHECK(!value.toTensor().defined(), "place_reused: leaf ", leaf,
+                  " was reused but holds a tensor");
       value = std::move(offered.tensors[leaf]);
       ++placed;
     }
@@ -80,7 +87,7 @@ OfferedOutputs offer_outputs(c10::IValue previous) {
   previous = c10::IValue();  // the containers go here, before the copy starts
   offered.reuse->by_leaf.reserve(offered.tensors.size());
   for (const at::Tensor& tensor : offered.tensors)
-    offered.reuse->by_leaf.push_back(tensor.unsafeGetTensorImpl());
+    offered.reuse->by_leaf.push_back(tensor.defined() ? tensor.unsafeGetTensorImpl() : nullptr);
   return offered;
 }
 

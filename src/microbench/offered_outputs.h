@@ -20,14 +20,16 @@ struct OfferedOutputs {
   std::shared_ptr<mtc::ReusableOutputs> reuse;
 };
 
-// Takes the tensors out of `previous` (a result of lists, dicts and tensors) and drops its
-// containers, so that each tensor's one reference is `tensors`'; offers each tensor for its
-// leaf. For a list root, each element's first leaf too (ReusableOutputs::element_first_leaf).
+// Takes the tensors out of `previous` (a result of lists, dicts and tensors; c10::Error for a
+// tuple) and drops its containers, so that each tensor's one reference is `tensors`'; offers each
+// defined tensor for its leaf. For a list root, each element's first leaf too
+// (ReusableOutputs::element_first_leaf; other roots are walked by the engine without it, which
+// then matches only the first element's offers).
 OfferedOutputs offer_outputs(c10::IValue previous);
 
 // Puts each tensor the copy reused (`offered.reuse->reused`) back at its leaf of `result`, where
-// the engine left an undefined tensor. The others stay in `offered`, to be freed by the caller.
-// Returns how many it put back.
+// the engine left an undefined tensor (c10::Error where it did not). The others stay in
+// `offered`, to be freed by the caller. Returns how many it put back.
 int64_t place_reused(c10::IValue& result, OfferedOutputs& offered);
 
 }  // namespace mtc::microbench

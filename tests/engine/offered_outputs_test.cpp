@@ -6,6 +6,8 @@
 
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
+#include <ATen/ops/full.h>
+#include <c10/util/Exception.h>
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -105,6 +107,57 @@ TEST(OfferedOutputs, ReusedTensorsGoBackToTheirLeavesAndTheOthersStay) {
       EXPECT_TRUE(offered.tensors[i].defined()) << "leaf " << i;
     }
   }
+}
+
+// [t0, [t1, t2], {"a": t3}]: tensors directly in lists, beside a dict.
+c10::IValue small_result(const std::vector<at::Tensor>& t) {
+  c10::impl::GenericList inner(c10::AnyType::get());
+  inner.push_back(t[1]);
+  inner.push_back(t[2]);
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::AnyType::get());
+  dict.insert("a", t[3]);
+  c10::impl::GenericList root(c10::AnyType::get());
+  root.push_back(t[0]);
+  root.push_back(inner);
+  root.push_back(dict);
+  return root;
+}
+
+std::vector<at::Tensor> fresh_tensors(int count) {
+  std::vector<at::Tensor> out;
+  for (int i = 0; i < count; ++i) out.push_back(at::full({2}, static_cast<double>(i)));
+  return out;
+}
+
+TEST(OfferedOutputs, TensorsInListsAndATensorRootGoBackToTheirLeaves) {
+  const std::vector<at::Tensor> old = fresh_tensors(4);
+  mtc::microbench::OfferedOutputs offered = offer_outputs(small_result(old));
+  EXPECT_EQ(offered.reuse->element_first_leaf, (std::vector<int64_t>{0, 1, 3}));
+  const std::vector<at::Tensor> fresh = fresh_tensors(4);
+  c10::IValue result = small_result({at::Tensor(), fresh[1], at::Tensor(), fresh[3]});
+  offered.reuse->reused = {1, 0, 1, 0};
+  EXPECT_EQ(place_reused(result, offered), 2);
+  const std::vector<at::Tensor> outs = tensors_of(result);
+  ASSERT_EQ(outs.size(), 4u);
+  EXPECT_TRUE(outs[0].is_same(old[0]) && outs[1].is_same(fresh[1]));
+  EXPECT_TRUE(outs[2].is_same(old[2]) && outs[3].is_same(fresh[3]));
+
+  mtc::microbench::OfferedOutputs root = offer_outputs(old[0]);
+  ASSERT_EQ(root.tensors.size(), 1u);
+  EXPECT_TRUE(root.reuse->element_first_leaf.empty());
+  c10::IValue out = at::Tensor();
+  root.reuse->reused = {1};
+  EXPECT_EQ(place_reused(out, root), 1);
+  EXPECT_TRUE(out.toTensor().is_same(old[0]));
+}
+
+TEST(OfferedOutputs, MisnumberedLeavesAndTuplesAreRefused) {
+  const std::vector<at::Tensor> old = fresh_tensors(4);
+  mtc::microbench::OfferedOutputs offered = offer_outputs(small_result(old));
+  c10::IValue result = small_result(fresh_tensors(4));  // leaf 2 holds a tensor
+  offered.reuse->reused = {0, 0, 1, 0};
+  EXPECT_THROW(place_reused(result, offered), c10::Error);
+  EXPECT_THROW(offer_outputs(c10::ivalue::Tuple::create({old[0]})), c10::Error);
 }
 
 TEST(OfferedOutputs, NothingOfferedFromNothing) {

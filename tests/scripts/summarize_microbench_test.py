@@ -123,8 +123,16 @@ def main():
     assert ("CPU->GPU, every GPU at once in one process or one alone at random in runs of 32 copies, TensorImpl and "
             "counter pools in a shard per GPU: each GPU 1.05-1.10x its own time alone (100.0-100.0 us)") in out, out
     assert ("TensorImpl and counter pools in one list for every GPU: each GPU 9.00-9.00x its own time alone") in out, out
-    print("summarize-microbench: the several-GPU ratios, the step with and without early wakes and the "
-          "time units hold")
+    assert "recycled" not in out, out  # no case offered outputs: no column for them
+    offered = summarize([
+        bench("BM_EngineCopy<Direction::kHostToDevice>/1/391/min_time:0.300/manual_time", median_us=230.0),
+        bench("BM_EngineCopy<Direction::kHostToDevice>/1/16777607/min_time:0.300/manual_time", median_us=290.0,
+              recycled=528.0),
+    ])
+    assert "| walk_threads | early_wakes | recycled |" in offered, offered
+    assert "/16777607/min_time:0.300/manual_time | 1.0 | 290.0 |" in offered and "| 528.0 |" in offered, offered
+    print("summarize-microbench: the several-GPU ratios, the step with and without early wakes, the "
+          "reused outputs' column and the time units hold")
 
 
 if __name__ == "__main__":
