@@ -16,30 +16,14 @@
 #include <vector>
 
 #include "reference_batch.h"
+#include "structure_compare.h"
 
 namespace {
 
 using mtc::microbench::make_reference_batch;
 using mtc::microbench::offer_outputs;
 using mtc::microbench::place_reused;
-
-// The tensors of `value` in pre-order (list elements in order, dict values in the dict's order).
-void collect(const c10::IValue& value, std::vector<at::Tensor>& out) {
-  if (value.isTensor()) {
-    out.push_back(value.toTensor());
-  } else if (value.isList()) {
-    const c10::impl::GenericList list = value.toList();
-    for (size_t i = 0; i < list.size(); ++i) collect(list.get(i), out);
-  } else if (value.isGenericDict()) {
-    for (const auto& entry : value.toGenericDict()) collect(entry.value(), out);
-  }
-}
-
-std::vector<at::Tensor> tensors_of(const c10::IValue& value) {
-  std::vector<at::Tensor> out;
-  collect(value, out);
-  return out;
-}
+using mtc::test::tensors_of;
 
 // Leaves `leaves` of `value` become undefined tensors, as the engine leaves a reused leaf.
 void undefine(c10::IValue& value, const std::set<size_t>& leaves, size_t& leaf) {
