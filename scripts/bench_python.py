@@ -17,7 +17,8 @@ get(), the handle's drop, the synchronize and the rest (Phases). The methods' ru
 interleaved (run 1 of every method, then run 2, ...), so a change of the machine's state over the
 measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
 dropped results, mtc_noreuse mtc without its reuse of dropped results' tensor objects as new
-outputs (mtc.set_output_reuse). For each mtc method, 200 more calls per pattern, untimed, say where its time
+outputs (mtc.set_output_reuse), mtc_nostream mtc with the whole structure walked before the
+engine starts (not element by element into the running copy). For each mtc method, 200 more calls per pattern, untimed, say where its time
 goes (the medians of handle.stats()'s parts and of the drops that follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
@@ -117,7 +118,7 @@ class Phases:
 
 def timed_start_copy(module, device, settings=None):
     """`module`.start_copy(data, device).get(), timing its phases (Phases); for mtc, with its
-    deferred release of dropped results and its reuse of their tensor objects set as `settings`
+    deferred release of dropped results, its reuse of their tensor objects and its streamed walk set as `settings`
     (MTC_SETTINGS) say before each call (flags: ~0.1 us each)."""
     def start_copy(data, phases):
         if settings is not None:
@@ -135,15 +136,17 @@ def timed_start_copy(module, device, settings=None):
     return start_copy
 
 
-# The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects).
-# mtc_nodefer releases the dropped results' tensors where the program drops them, which leaves
-# nothing to reuse.
-MTC_SETTINGS = {"mtc": (True, True), "mtc_nodefer": (False, False), "mtc_noreuse": (True, False)}
+# The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
+# streamed walk). mtc_nodefer releases the dropped results' tensors where the program drops them,
+# which leaves nothing to reuse.
+MTC_SETTINGS = {"mtc": (True, True, True), "mtc_nodefer": (False, False, True),
+                "mtc_noreuse": (True, False, True), "mtc_nostream": (True, True, False)}
 
 
 def apply_settings(module, settings):
     module.set_deferred_release(settings[0])
     module.set_output_reuse(settings[1])
+    module._C._set_streamed_walk(settings[2])
 
 
 def methods(device, original=None):
@@ -335,7 +338,8 @@ def markdown(report):
 
 # Methods mtc is compared with in the report, and how the comparison is worded.
 COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
-            "mtc_noreuse": "than without its reuse of tensor objects"}
+            "mtc_noreuse": "than without its reuse of tensor objects",
+            "mtc_nostream": "than with the structure walked whole before the engine starts"}
 
 
 def comparisons(report):
@@ -392,7 +396,8 @@ def parse_args(argv):
     parser.add_argument("--iters", type=int, default=50)
     parser.add_argument("--methods", default="to,to_nb,mtc",
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
-                        "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects)")
+                        "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
+                        "mtc_nostream (mtc walking the whole structure before the engine starts)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)

@@ -135,8 +135,12 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
   return start_copy(data, device, options, nullptr);
 }
 
-CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
-                      const CopyOptions& options, std::shared_ptr<ReusableOutputs> reuse) {
+namespace {
+
+// start_copy of `data`, or of `feed`'s root when `feed` is set.
+CopyHandle start_job(const c10::IValue& data, std::shared_ptr<RootFeed> feed,
+                     const c10::Device& device, const CopyOptions& options,
+                     std::shared_ptr<ReusableOutputs> reuse) {
   MTC_RANGE(start, "start_copy");
   validate(options);
   const c10::Device target = resolve_target(device);
@@ -158,25 +162,75 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
   // Each device's copies have workers of their own (see worker_pool_set.h).
   detail::WorkerPool& pool = detail::worker_pool_for(target);
   if (reuse) reuse->reused.assign(reuse->by_leaf.size(), 0);
-  auto job = std::make_shared<detail::CopyJob>(data, target, options, std::move(streams), pool,
-                                               std::move(reuse));
+  auto job = std::make_shared<detail::CopyJob>(feed ? feed->root() : data, target, options,
+                                               std::move(streams), pool, std::move(reuse),
+                                               std::move(feed));
   // With the TensorImpl pool's shards on, the results this thread frees later go back to the
   // workers that made them (impl_pool.h).
   detail::impl_pool::set_thread_shard(detail::impl_pool::shard_of_pool(pool.id()));
   if (options.use_background_thread) {
     // Whoever claims the job first runs it: a worker, or the caller if it reaches get() before
     // any worker has picked the job up. The task reaches the job through its gate: a worker that
-    // pops it after the handle was dropped has nothing to do (release_here).
+    // pops it after the handle was dropped has nothing to do (release_here). Nor has the
+    // feeder of a fed job that pops its task (helping with pool work in a get() that Python
+    // code in its walk called): it would wait for its own elements. The handle's get() then
+    // runs the job, once it is fed.
     auto gate = std::make_shared<detail::TaskGate>(job);
     job->set_task_gate(gate);
     pool.submit([gate = std::move(gate)] {
-      if (const std::shared_ptr<detail::CopyJob> claimed = gate->take())
-        claimed->run_if_unclaimed();
+      const std::shared_ptr<detail::CopyJob> claimed = gate->take();
+      if (claimed && !claimed->fed_by_this_thread()) claimed->run_if_unclaimed();
     });
   } else {
     job->run_if_unclaimed();
   }
   return CopyHandle(std::move(job));
+}
+
+}  // namespace
+
+CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
+                      const CopyOptions& options, std::shared_ptr<ReusableOutputs> reuse) {
+  return start_job(data, nullptr, device, options, std::move(reuse));
+}
+
+CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
+                      const CopyOptions& options, std::shared_ptr<ReusableOutputs> reuse) {
+  TORCH_CHECK_VALUE(feed != nullptr, "mtc::start_copy: the root feed is null");
+  // Run on the calling thread, the copy would wait for elements that only this thread can put.
+  TORCH_CHECK_VALUE(options.use_background_thread,
+                    "mtc::start_copy: a root fed element by element needs use_background_thread");
+  return start_job(c10::IValue(), std::move(feed), device, options, std::move(reuse));
+}
+
+RootFeed::RootFeed(int64_t elements) : size_(elements) {
+  TORCH_CHECK_VALUE(elements >= 0, "mtc::RootFeed: a negative number of elements: ", elements);
+  list_.resize(static_cast<size_t>(elements));
+  root_ = list_;
+}
+
+void RootFeed::put(c10::IValue element) {
+  const int64_t i = arrived_.load(std::memory_order_relaxed);
+  TORCH_CHECK(!abandoned() && i < size_, "mtc::RootFeed::put: element ", i, " of ", size_,
+              abandoned() ? " after abandon()" : " is one too many");
+  // The copy's threads read an element only once `arrived_` says it is there; no other slot
+  // changes meanwhile, and the list itself never grows.
+  list_.set(static_cast<size_t>(i), std::move(element));
+  arrived_.store(i + 1, std::memory_order_release);
+}
+
+bool RootFeed::wait_for(int64_t i) const {
+  // The binding puts an element every few microseconds; one that stalls (Python code in its
+  // walk) should not keep a core spinning.
+  for (int spins = 0; arrived() <= i; ++spins) {
+    if (abandoned()) return arrived() > i;
+    if (spins < 256) {
+      detail::cpu_relax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  return true;
 }
 
 PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }

@@ -34,13 +34,15 @@ c10::cuda::CUDAStream CapturedStreams::of(c10::DeviceIndex device) const {
 }
 
 CopyJob::CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
-                 CapturedStreams streams, WorkerPool& pool, std::shared_ptr<ReusableOutputs> reuse)
+                 CapturedStreams streams, WorkerPool& pool, std::shared_ptr<ReusableOutputs> reuse,
+                 std::shared_ptr<RootFeed> feed)
     : input_(std::move(input)),
       target_(target),
       options_(options),
       streams_(std::move(streams)),
       pool_(pool),
       reuse_(std::move(reuse)),
+      feed_(std::move(feed)),
       router_(target, options_, stats_, reuse_.get()) {}
 
 CopyJob::~CopyJob() { wait_noexcept(); }

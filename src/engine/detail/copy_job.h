@@ -64,9 +64,11 @@ class TaskGate {
 class CopyJob {
  public:
   // `pool`: the workers that run the job and help with it (worker_pool_for the target).
-  // `reuse` (may be null): outputs offered for reuse (mtc::ReusableOutputs).
+  // `reuse` (may be null): outputs offered for reuse (mtc::ReusableOutputs). `feed` (may be
+  // null): where `input`, its root, gets its elements (mtc::RootFeed).
   CopyJob(c10::IValue input, c10::Device target, const CopyOptions& options,
-          CapturedStreams streams, WorkerPool& pool, std::shared_ptr<ReusableOutputs> reuse);
+          CapturedStreams streams, WorkerPool& pool, std::shared_ptr<ReusableOutputs> reuse,
+          std::shared_ptr<RootFeed> feed = nullptr);
   CopyJob(const CopyJob&) = delete;  // shared through shared_ptr only
   CopyJob& operator=(const CopyJob&) = delete;
   ~CopyJob();
@@ -76,6 +78,9 @@ class CopyJob {
   void run_if_unclaimed() noexcept {
     if (!claimed_.exchange(true, std::memory_order_acq_rel)) run();
   }
+
+  // Whether the calling thread still has to put elements of the job's root (mtc::RootFeed).
+  bool fed_by_this_thread() const { return feed_ && feed_->fed_by_this_thread(); }
 
   bool ready();
   c10::IValue get();
@@ -99,6 +104,8 @@ class CopyJob {
   void walk();
   // From get(): walks root elements of a walk in parts that is under way on another thread.
   void join_walk();
+  // Returns once root element `i` is there to walk; throws c10::Error if it never comes.
+  void wait_for_element(int64_t i) const;
   // The caller's InferenceMode at start_copy, for the threads that create the outputs: tensors
   // created inside it are inference tensors, as .to() would give there. Set where the thread is
   // in the other mode (a caller that helps with pool work while it waits in get() may be, for its
@@ -131,6 +138,7 @@ class CopyJob {
 
   CopyStats stats_;
   std::shared_ptr<ReusableOutputs> reuse_;  // held until the job dies: the routers point into it
+  std::shared_ptr<RootFeed> feed_;          // null: every element of input_ is there at start
   c10::IValue result_;
   LeafRouter router_;   // the walk's policy; holds the packed chunks and the deferred leaves
   bool split_ = false;  // the walk ran in parts

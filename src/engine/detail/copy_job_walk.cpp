@@ -77,14 +77,19 @@ void CopyJob::walk() {
   const auto n = static_cast<int64_t>(elements.size());
   std::vector<c10::IValue> built(static_cast<size_t>(n));
   Copier first(router_);
-  if (n > 0) built[0] = first.copy_element(*elements[0], 0);
+  if (n > 0) {
+    wait_for_element(0);
+    built[0] = first.copy_element(*elements[0], 0);
+  }
   const int64_t estimate = stats_.tensors * n;
   const auto helpers =
       std::min<int64_t>({static_cast<int64_t>(pool_.size()), n - 2,
                          estimate / leaves_per_part.load(std::memory_order_relaxed) - 1});
   if (helpers < 1 || estimate < parallel_walk_leaves.load(std::memory_order_relaxed)) {
-    for (int64_t i = 1; i < n; ++i)
+    for (int64_t i = 1; i < n; ++i) {
+      wait_for_element(i);
       built[i] = first.copy_element(*elements[i], static_cast<uint32_t>(i));
+    }
     result_ = Copier::assemble(input_, built);
     first.place_elements(result_);
     return;
@@ -141,6 +146,7 @@ void CopyJob::walk() {
       for (; i < n; i = tickets->take()) {
         w.error_element = i;
         ++w.walked;
+        wait_for_element(i);
         w.router->begin_element(i);
         built[static_cast<size_t>(i)] =
             w.copier->copy_element(*elements[i], static_cast<uint32_t>(i));
@@ -227,6 +233,12 @@ void CopyJob::walk() {
     if (w->router != &router_) router_.absorb(*w->router);
   }
   split_ = true;
+}
+
+void CopyJob::wait_for_element(int64_t i) const {
+  if (feed_ && !feed_->wait_for(i))
+    TORCH_CHECK(false, "mtc::start_copy: the input's root element ", i,
+                " never came: its binding abandoned the copy while taking the structure apart");
 }
 
 void CopyJob::join_walk() {

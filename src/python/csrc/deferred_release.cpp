@@ -103,6 +103,13 @@ std::vector<PyObject*> DeferredRelease::take_reusable(const std::vector<bool>& w
   return taken;
 }
 
+std::vector<PyObject*> DeferredRelease::take_all_reusable() {
+  if (!enabled_ || !reuse_enabled_ || dropped_results() == 0) return {};
+  const std::vector<size_t>& leaves = results_.front().leaves;
+  const size_t count = leaves.empty() ? 0 : *std::max_element(leaves.begin(), leaves.end()) + 1;
+  return take_reusable(std::vector<bool>(count, true));
+}
+
 void DeferredRelease::keep(NewTensors& tensors) {
   if (!enabled_ || tensors.objects.size() < kMinTensors || tensors.bytes > kMaxResultBytes) return;
   results_.push_back(Result{{}, {}, tensors.bytes});  // may throw: the references stay in `tensors`

@@ -88,6 +88,9 @@ class DeferredRelease {
   // reference or attribute of its own), else null; empty when none. The engine checks their
   // TensorImpls. The result keeps the others, for the next release.
   std::vector<PyObject*> take_reusable(const std::vector<bool>& wanted);
+  // take_reusable() with every leaf of that result wanted, for a copy that offers by position
+  // before its walk knows its leaves.
+  std::vector<PyObject*> take_all_reusable();
 
   // Before a copy's wait: releases every kept result but the newest, and the newest too when the
   // program has dropped it. Returns how many tensor references were dropped.

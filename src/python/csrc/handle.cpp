@@ -1,5 +1,6 @@
 #include "handle.h"
 
+#include <atomic>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -206,19 +207,87 @@ void AsyncCopyHandle::release_dropped() {
   times_.release_us += microseconds_since(start);
 }
 
+namespace {
+
+std::atomic<bool> streamed_walk{true};
+
+// The root of a streamed walk: a copy of `data`'s own (code run by the walk cannot change its
+// size), or null when `data` is not a list, tuple or dict of at least two elements, or the copy
+// runs on the calling thread (which could not put elements while it copies).
+py::object streamable_root(py::handle data, const CopyOptions& options) {
+  if (!streamed_walk.load(std::memory_order_relaxed) || !options.use_background_thread) return {};
+  PyObject* object = data.ptr();
+  PyObject* copy = nullptr;
+  if (PyList_CheckExact(object) && PyList_GET_SIZE(object) >= 2) {
+    copy = PyList_GetSlice(object, 0, PyList_GET_SIZE(object));
+  } else if (PyTuple_CheckExact(object) && PyTuple_GET_SIZE(object) >= 2) {
+    return py::reinterpret_borrow<py::object>(object);  // immutable
+  } else if (PyDict_CheckExact(object) && PyDict_GET_SIZE(object) >= 2) {
+    copy = PyDict_Copy(object);
+  } else {
+    return {};
+  }
+  if (copy == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(copy);
+}
+
+Py_ssize_t root_size(PyObject* root) {
+  if (PyList_CheckExact(root)) return PyList_GET_SIZE(root);
+  if (PyTuple_CheckExact(root)) return PyTuple_GET_SIZE(root);
+  return PyDict_GET_SIZE(root);
+}
+
+}  // namespace
+
+bool set_streamed_walk(bool enabled) { return streamed_walk.exchange(enabled); }
+
 std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& target,
                                        const CopyOptions& options) {
   ModuleTimes times;
-  Clock::time_point start_time = Clock::now();
-  auto structure =
-      std::make_unique<PyStructure>(data.ptr(), LendingRule::for_copy(target, options));
+  const Clock::time_point start_time = Clock::now();
+  const LendingRule lending = LendingRule::for_copy(target, options);
+  const py::object root = streamable_root(data, options);
+  if (root) {
+    // The engine starts first and copies each root element as soon as the walk has put it:
+    // its workers walk the first elements while this thread walks the others.
+    auto structure = std::make_unique<PyStructure>(lending);
+    const auto elements = static_cast<size_t>(root_size(root.ptr()));
+    // Offered by position before the walk, which then drops those the engine will not pack
+    // (none is packed without lending: nothing is offered then).
+    const std::shared_ptr<ReusableOutputs> reuse = structure->offer_outputs_by_position(
+        lending.enabled ? DeferredRelease::instance().take_all_reusable()
+                        : std::vector<PyObject*>(),
+        elements);
+    auto feed = std::make_shared<RootFeed>(static_cast<int64_t>(elements));
+    const Clock::time_point engine_start = Clock::now();
+    CopyHandle handle = start_copy(feed, target, options, reuse);
+    const Clock::time_point walk_start = Clock::now();
+    times.engine_start_us = microseconds_since(engine_start) - microseconds_since(walk_start);
+    try {
+      structure->walk_into(root.ptr(), *feed, reuse.get());
+    } catch (...) {
+      // The copy fails without its elements; its handle goes first, without the GIL (see
+      // ~AsyncCopyHandle), and then the structure takes its lent tensors back.
+      {
+        py::gil_scoped_release release;
+        handle = CopyHandle();
+      }
+      structure.reset();
+      throw;
+    }
+    // The offers and the walk, as for a structure walked whole.
+    times.walk_us = microseconds_since(start_time) - times.engine_start_us;
+    return std::make_unique<AsyncCopyHandle>(std::move(structure), reuse, std::move(handle), target,
+                                             options, times);
+  }
+  auto structure = std::make_unique<PyStructure>(data.ptr(), lending);
   // Tensor objects of dropped results, offered as the outputs of the leaves the engine packs:
   // each one it reuses is neither released nor made anew (deferred_release.h).
   const std::shared_ptr<ReusableOutputs> reuse =
       structure->offer_outputs(DeferredRelease::instance().take_reusable(structure->lent_leaves()));
   c10::IValue input = structure->take_engine_input();
   times.walk_us = microseconds_since(start_time);
-  start_time = Clock::now();
+  const Clock::time_point engine_start = Clock::now();
   CopyHandle handle;
   if (options.use_background_thread) {
     // Only validation and a hand-off: keeping the GIL is cheaper than taking it back.
@@ -227,7 +296,7 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
     py::gil_scoped_release release;
     handle = start_copy(input, target, options, reuse);
   }
-  times.engine_start_us = microseconds_since(start_time);
+  times.engine_start_us = microseconds_since(engine_start);
   return std::make_unique<AsyncCopyHandle>(std::move(structure), reuse, std::move(handle), target,
                                            options, times);
 }

@@ -71,7 +71,12 @@ class AsyncCopyHandle {
 };
 
 // Walks `data` and starts the engine's copy; an invalid argument is the engine's ValueError.
+// A list, tuple or dict root of two or more elements, copied by the workers (the default), is
+// walked into the copy element by element (PyStructure::walk_into): the engine starts first.
 std::unique_ptr<AsyncCopyHandle> start(pybind11::handle data, const c10::Device& target,
                                        const CopyOptions& options);
+// Turns that streamed walk on (the default) or off, for every later copy; returns the previous
+// setting. Off, the whole structure is walked before the engine starts.
+bool set_streamed_walk(bool enabled);
 
 }  // namespace mtc::python

@@ -66,6 +66,10 @@ PYBIND11_MODULE(_C, m) {
       py::arg("enabled"),
       "Turns on or off the reuse of dropped results' tensor objects as new outputs; returns the "
       "previous setting.");
+  m.def("_set_streamed_walk", &mtc::python::set_streamed_walk, py::arg("enabled"),
+        "For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's "
+        "copy element by element, the engine starting first (on by default), or walked whole "
+        "first; returns the previous setting.");
   m.def(
       "_take_reusable",
       [](const py::sequence& wanted) {

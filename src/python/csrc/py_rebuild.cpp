@@ -183,11 +183,12 @@ PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created,
 }
 
 bool PyStructure::can_build_ahead() const {
-  return !offered_.empty() && std::none_of(offered_.begin(), offered_.end(), [](PyObject* object) {
-    return object == nullptr;
-  }) && std::none_of(tape_.begin(), tape_.end(), [](const Node& node) {
-    return node.kind == Kind::kNamedTuple;
-  });
+  // An offer for every tensor leaf: a walk that offered by position may have had more or fewer.
+  return !offered_.empty() && offered_.size() == lent_.size() &&
+         std::none_of(offered_.begin(), offered_.end(),
+                      [](PyObject* object) { return object == nullptr; }) &&
+         std::none_of(tape_.begin(), tape_.end(),
+                      [](const Node& node) { return node.kind == Kind::kNamedTuple; });
 }
 
 PyObject* PyStructure::build_ahead(NewTensors& created) {

@@ -40,6 +40,8 @@ void PyStructure::clear() {
   for (PyObject* object : leaf_objects_) Py_XDECREF(object);
   leaf_objects_.clear();
   array_tensors_.clear();
+  leaves_taken_ = 0;
+  arrays_taken_ = 0;
   // Offered but not reused (the result took the others), or the copy failed.
   for (PyObject* object : offered_) Py_XDECREF(object);
   offered_.clear();
@@ -64,6 +66,9 @@ void PyStructure::release_lent() {
     // Fewer entries than root elements only when take_engine_input() failed part way.
     for (size_t r = 0; r < std::min(roots_.size(), entries.size()); ++r) {
       const RootElement& root = roots_[r];
+      // Not put into a feed (a streamed walk failed): its tensors are still in tensors_, which
+      // clear() saw to.
+      if (root.first_tensor != root.end_tensor && entries.get(r).isNone()) continue;
       if (root.is_tensor) {
         if (!lent_[root.first_tensor]) continue;
         at::Tensor tensor = entries.extract(r).toTensor();
@@ -89,14 +94,20 @@ void PyStructure::take_tensor_leaves() {
   // Only inside a container: a root tensor is the engine's input itself, which the engine may
   // copy.
   const bool may_lend = root_is_container_;
-  lent_.reserve(leaf_objects_.size());
-  lent_objects_.reserve(leaf_objects_.size());
-  tensors_.reserve(leaf_objects_.size());
-  size_t arrays = 0;
-  for (PyObject*& slot : leaf_objects_) {
+  const size_t leaves = leaf_objects_.size();
+  if (lent_.capacity() < leaves) {
+    // Room for every leaf of a walk in one go; for a streamed walk's growing count, twice as
+    // much as now.
+    const size_t room = std::max(leaves, 2 * lent_.capacity());
+    lent_.reserve(room);
+    lent_objects_.reserve(room);
+    tensors_.reserve(room);
+  }
+  for (; leaves_taken_ < leaves; ++leaves_taken_) {
+    PyObject*& slot = leaf_objects_[leaves_taken_];
     if (slot == nullptr) {
       lent_.push_back(false);
-      tensors_.push_back(std::move(array_tensors_[arrays++]));
+      tensors_.push_back(std::move(array_tensors_[arrays_taken_++]));
       continue;
     }
     // The slot keeps the reference until the call returns: the lending test may run Python code
@@ -105,12 +116,10 @@ void PyStructure::take_tensor_leaves() {
     take_tensor_object(slot, may_lend);
     slot = nullptr;
   }
-  leaf_objects_.clear();
-  array_tensors_.clear();
 }
 
 // Takes the reference to `object` over once it returns. The vectors were reserved for every
-// leaf: no push_back here allocates, so only the lending test can throw, before any change.
+// leaf taken: no push_back here allocates, so only the lending test can throw, before any change.
 // lent_ grows before tensors_: forget_lent_tensors() reads a flag for every tensor present.
 void PyStructure::take_tensor_object(PyObject* object, bool may_lend) {
   const at::Tensor& tensor = THPVariable_Unpack(object);
@@ -158,6 +167,16 @@ std::shared_ptr<ReusableOutputs> PyStructure::offer_outputs(std::vector<PyObject
   return reuse;
 }
 
+c10::IValue PyStructure::entry_of(const RootElement& root) {
+  if (root.is_tensor) return std::move(tensors_[root.first_tensor]);
+  if (root.first_tensor == root.end_tensor) return c10::IValue();
+  c10::List<at::Tensor> part;
+  part.reserve(root.end_tensor - root.first_tensor);
+  for (size_t i = root.first_tensor; i < root.end_tensor; ++i)
+    part.push_back(std::move(tensors_[i]));
+  return part;
+}
+
 c10::IValue PyStructure::take_engine_input() {
   if (!root_is_container_)
     return tensors_.empty() ? c10::IValue() : c10::IValue(std::move(tensors_.front()));
@@ -166,21 +185,57 @@ c10::IValue PyStructure::take_engine_input() {
   // Kept before any tensor moves in: should an allocation below fail, the entries already made
   // are still found by release_lent() rather than destroyed with their lent tensors counted.
   if (!lent_objects_.empty()) engine_input_ = entries;
-  for (const RootElement& root : roots_) {
-    if (root.is_tensor) {
-      entries.emplace_back(std::move(tensors_[root.first_tensor]));
-    } else if (root.first_tensor == root.end_tensor) {
-      entries.emplace_back(c10::IValue());
-    } else {
-      c10::List<at::Tensor> part;
-      part.reserve(root.end_tensor - root.first_tensor);
-      for (size_t i = root.first_tensor; i < root.end_tensor; ++i)
-        part.push_back(std::move(tensors_[i]));
-      entries.emplace_back(std::move(part));
-    }
-  }
+  for (const RootElement& root : roots_) entries.emplace_back(entry_of(root));
   tensors_.clear();
   return entries;
+}
+
+std::shared_ptr<ReusableOutputs> PyStructure::offer_outputs_by_position(
+    std::vector<PyObject*> objects, size_t root_elements) {
+  if (objects.empty()) return nullptr;
+  std::shared_ptr<ReusableOutputs> reuse;
+  try {
+    TORCH_INTERNAL_ASSERT(offered_.empty() && tape_.empty(),
+                          "mtc: offer_outputs_by_position() after a walk, or twice");
+    reuse = std::make_shared<ReusableOutputs>();
+    offered_bytes_.assign(objects.size(), 0);
+    reuse->by_leaf.assign(objects.size(), nullptr);
+    reuse->element_first_leaf.assign(root_elements, 0);
+  } catch (...) {
+    for (PyObject* object : objects) Py_XDECREF(object);
+    offered_bytes_.clear();
+    throw;
+  }
+  // Owned from here on.
+  offered_ = std::move(objects);
+  for (size_t i = 0; i < offered_.size(); ++i)
+    if (offered_[i] != nullptr)
+      reuse->by_leaf[i] = THPVariable_Unpack(offered_[i]).unsafeGetTensorImpl();
+  return reuse;
+}
+
+// Written before the element is put: the engine reads an element's offers and first leaf only
+// once the feed says it has arrived.
+void PyStructure::put_root_element() {
+  take_tensor_leaves();
+  const RootElement& root = roots_.back();
+  // Checked before the entry takes the tensors: one it held, lent, must never be destroyed.
+  TORCH_INTERNAL_ASSERT(!feed_->abandoned() && feed_->arrived() < feed_->size(),
+                        "mtc: a root element beyond the feed's size");
+  if (feed_reuse_ != nullptr) {
+    feed_reuse_->element_first_leaf[roots_.size() - 1] = static_cast<int64_t>(root.first_tensor);
+    for (size_t i = root.first_tensor; i < std::min(root.end_tensor, offered_.size()); ++i) {
+      if (offered_[i] == nullptr) continue;
+      if (!lent_[i]) {  // the engine will not pack the leaf: nothing to reuse it for
+        Py_DECREF(offered_[i]);
+        offered_[i] = nullptr;
+        feed_reuse_->by_leaf[i] = nullptr;
+        continue;
+      }
+      offered_bytes_[i] = static_cast<int64_t>(tensors_[i].nbytes());
+    }
+  }
+  feed_->put(entry_of(root));
 }
 
 }  // namespace mtc::python

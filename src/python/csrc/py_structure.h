@@ -59,11 +59,27 @@ class PyStructure {
   // Walks `data`; the GIL must be held. Throws pybind11::value_error naming the place
   // (data[0]['boxes']) for a leaf that cannot become a tensor or for too deep a nesting.
   PyStructure(PyObject* data, const LendingRule& lending);
+  // A structure to be walked by walk_into(), element by element into the engine's copy.
+  explicit PyStructure(const LendingRule& lending) : lending_(lending) {}
   // Owns references to Python objects: copying would have to count them again.
   PyStructure(const PyStructure&) = delete;
   PyStructure& operator=(const PyStructure&) = delete;
   // The GIL must be held; the engine must be done with the input (its handle destroyed).
   ~PyStructure();
+
+  // The streamed walk, for a list, tuple or dict `root` (exact types, `feed`->size() elements,
+  // which no code run by the walk can change: a copy the caller made): each root element's
+  // entry goes into `feed` as soon as it is walked, so the engine's workers copy it while the
+  // others are walked. `reuse` (may be null) is offer_outputs_by_position()'s. On an error
+  // (pybind11::value_error as in the constructor, or Python's), the feed is abandoned, and the
+  // caller destroys the copy's handle before this structure. The GIL must be held.
+  void walk_into(PyObject* root, RootFeed& feed, ReusableOutputs* reuse);
+  // offer_outputs() before a streamed walk, which offers by position whatever the leaves will
+  // be: `objects` (owned, by leaf, or null) for the leaves of `root_elements` root elements.
+  // The walk drops each offer whose leaf the engine will not pack, and tells the engine where
+  // each element's leaves start. Null when `objects` is empty.
+  std::shared_ptr<ReusableOutputs> offer_outputs_by_position(std::vector<PyObject*> objects,
+                                                             size_t root_elements);
 
   // By tensor leaf: lent to the engine. Those are the leaves it packs, the only ones whose
   // outputs it can make in a reused TensorImpl.
@@ -128,8 +144,14 @@ class PyStructure {
   void add_object(PyObject* object);
   void add_owned_object(PyObject* object);
 
-  // The noted tensor leaves into tensors_, in pre-order, each lent when the rule allows.
+  // The noted tensor leaves not yet taken into tensors_, in pre-order, each lent when the rule
+  // allows.
   void take_tensor_leaves();
+  // In a streamed walk: the root element just walked (roots_.back()) into the feed.
+  void put_root_element();
+  // The engine's entry for `root`: its tensors (moved out of tensors_) as a tensor list, the
+  // tensor itself, or None.
+  c10::IValue entry_of(const RootElement& root);
   // One noted leaf's object, whose reference passes to lent_objects_ or is dropped.
   void take_tensor_object(PyObject* object, bool may_lend);
   // The tensors of tensors_ that are lent, back to +0 handles that release nothing.
@@ -140,6 +162,10 @@ class PyStructure {
   // made from a numpy array, which is in array_tensors_ in the same order.
   std::vector<PyObject*> leaf_objects_;
   std::vector<at::Tensor> array_tensors_;
+  size_t leaves_taken_ = 0;                // of leaf_objects_, taken in by take_tensor_leaves()
+  size_t arrays_taken_ = 0;                // of array_tensors_
+  RootFeed* feed_ = nullptr;               // during a streamed walk
+  ReusableOutputs* feed_reuse_ = nullptr;  // its offers
   std::vector<at::Tensor> tensors_;
   std::vector<RootElement> roots_;  // empty when the root is not a container
   bool root_is_container_ = false;

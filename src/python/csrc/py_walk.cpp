@@ -94,42 +94,79 @@ at::Tensor tensor_from_array(PyObject* array) {
   }
 }
 
+// The error of a leaf that cannot be copied, as Python sees it.
+[[noreturn]] void raise_path_error(const PathError& e) {
+  // A structure that holds itself gives a path a thousand levels long: its ends say enough.
+  // They are cut between characters: Python refuses a message that is not valid UTF-8 and
+  // would raise a UnicodeDecodeError in place of this error.
+  constexpr size_t kEnd = 60;
+  auto character_start = [&](size_t at) {
+    while (at < e.path.size() && (static_cast<unsigned char>(e.path[at]) & 0xC0) == 0x80) ++at;
+    return at;
+  };
+  const std::string path = e.path.size() <= 3 * kEnd
+                               ? e.path
+                               : e.path.substr(0, character_start(kEnd)) + "..." +
+                                     e.path.substr(character_start(e.path.size() - kEnd));
+  throw py::value_error("mtc.start_copy: data" + path + ": " + e.message);
+}
+
+// A training loop copies structures of the same shape again and again: the last one's sizes
+// spare the vectors their growth.
+thread_local size_t last_tape = 0;
+thread_local size_t last_tensors = 0;
+
 }  // namespace
 
 PyStructure::PyStructure(PyObject* data, const LendingRule& lending) : lending_(lending) {
-  // A training loop copies structures of the same shape again and again: the last one's sizes
-  // spare the vectors their growth.
-  thread_local size_t last_tape = 0;
-  thread_local size_t last_tensors = 0;
   tape_.reserve(last_tape);
   leaf_objects_.reserve(last_tensors);
   try {
     walk(data, 0);
     root_is_container_ = is_container(tape_.front().kind);
     take_tensor_leaves();
+    leaf_objects_.clear();
+    array_tensors_.clear();
     last_tape = tape_.size();
     last_tensors = tensors_.size();
   } catch (const PathError& e) {
     clear();
     release_lent();
-    // A structure that holds itself gives a path a thousand levels long: its ends say enough.
-    // They are cut between characters: Python refuses a message that is not valid UTF-8 and
-    // would raise a UnicodeDecodeError in place of this error.
-    constexpr size_t kEnd = 60;
-    auto character_start = [&](size_t at) {
-      while (at < e.path.size() && (static_cast<unsigned char>(e.path[at]) & 0xC0) == 0x80) ++at;
-      return at;
-    };
-    const std::string path = e.path.size() <= 3 * kEnd
-                                 ? e.path
-                                 : e.path.substr(0, character_start(kEnd)) + "..." +
-                                       e.path.substr(character_start(e.path.size() - kEnd));
-    throw py::value_error("mtc.start_copy: data" + path + ": " + e.message);
+    raise_path_error(e);
   } catch (...) {
     clear();
     release_lent();
     throw;
   }
+}
+
+void PyStructure::walk_into(PyObject* root, RootFeed& feed, ReusableOutputs* reuse) {
+  tape_.reserve(last_tape);
+  leaf_objects_.reserve(last_tensors);
+  root_is_container_ = true;
+  engine_input_ = feed.root();  // where release_lent() finds the lent tensors
+  feed_ = &feed;
+  feed_reuse_ = reuse;
+  try {
+    walk(root, 0);  // each root element goes into the feed as it is walked (walk_elements)
+    TORCH_INTERNAL_ASSERT(feed.arrived() == feed.size(), "mtc: the root changed size in its walk");
+  } catch (const PathError& e) {
+    feed.abandon();
+    feed_ = nullptr;
+    raise_path_error(e);
+  } catch (...) {
+    feed.abandon();
+    feed_ = nullptr;
+    throw;
+  }
+  feed_ = nullptr;
+  leaf_objects_.clear();
+  array_tensors_.clear();
+  leaves_taken_ = 0;
+  arrays_taken_ = 0;
+  tensors_.clear();  // moved into the feed's entries
+  last_tape = tape_.size();
+  last_tensors = lent_.size();
 }
 
 // The walk asks for each tensor leaf's header (TensorImpl) here and reads it only in
@@ -278,9 +315,11 @@ void PyStructure::walk_elements(PyObject* container, Kind kind, PyObject* extra,
           (key != nullptr ? "[" + key_text(key) + "]" : "[" + std::to_string(count) + "]") + e.path;
       throw;
     }
-    if (depth == 0)
+    if (depth == 0) {
       roots_.push_back(
           {first_tensor, leaf_objects_.size(), tape_[first_node].kind == Kind::kTensor});
+      if (feed_ != nullptr) put_root_element();
+    }
     ++count;
   };
   switch (kind) {

@@ -56,6 +56,11 @@ def set_output_reuse(enabled: bool) -> bool:
     """Turns on or off the reuse of dropped results' tensor objects as the outputs of new copies.
     Returns the previous setting."""
 
+def _set_streamed_walk(enabled: bool) -> bool:
+    """For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's
+    copy element by element, the engine starting first (on by default), or walked whole first.
+    Returns the previous setting."""
+
 def _take_reusable(wanted: Sequence[bool]) -> List[Optional[Any]]:
     """For tests: the tensor objects a copy whose leaf k is ``wanted[k]`` would be offered, by
     position (None where nothing), taken out of what the deferred release keeps."""

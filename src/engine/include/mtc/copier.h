@@ -14,11 +14,14 @@
 // before the copy; get() returns only after the data is on the target.
 #pragma once
 
+#include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
 #include <c10/core/Device.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 namespace mtc {
@@ -145,6 +148,52 @@ struct ReusableOutputs {
   std::vector<uint8_t> reused;
 };
 CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
+                      const CopyOptions& options, std::shared_ptr<ReusableOutputs> reuse);
+
+// For bindings that take a structure of their own apart (the Python module): a root list whose
+// elements arrive one at a time, from one thread and in order, while the copy already walks
+// those that have arrived. The binding's walk of its own structure then overlaps the engine's
+// walk, where the engine would otherwise start only once the whole input exists.
+//
+// The copy's threads wait for each element as they reach it, so start_copy with a feed needs
+// use_background_thread. A binding that gives up part way (its own walk failed) calls abandon():
+// the copy then fails, and the elements put so far live in root() until the handle is destroyed.
+// Every element must be put, or the feed abandoned, before the handle is waited for or destroyed.
+class RootFeed {
+ public:
+  // A root of `elements` elements (a generic list); the calling thread is the one that puts them.
+  explicit RootFeed(int64_t elements);
+  RootFeed(const RootFeed&) = delete;
+  RootFeed& operator=(const RootFeed&) = delete;
+
+  int64_t size() const { return size_; }
+  int64_t arrived() const { return arrived_.load(std::memory_order_acquire); }
+  // Puts the next element (element arrived()); throws c10::Error once all have arrived or the
+  // feed was abandoned.
+  void put(c10::IValue element);
+  // No element comes after those put; the copy fails with a c10::Error saying so.
+  void abandon() noexcept { abandoned_.store(true, std::memory_order_release); }
+  bool abandoned() const { return abandoned_.load(std::memory_order_acquire); }
+  // The root: the elements put so far, None in the places of those still to come.
+  const c10::IValue& root() const { return root_; }
+  // Blocks until element `i` has arrived (true) or the feed was abandoned before it (false).
+  bool wait_for(int64_t i) const;
+  // Whether elements are still to come from the calling thread: it must not wait for them.
+  bool fed_by_this_thread() const {
+    return std::this_thread::get_id() == feeder_ && arrived() < size_ && !abandoned();
+  }
+
+ private:
+  c10::impl::GenericList list_{c10::AnyType::get()};
+  c10::IValue root_;  // list_
+  int64_t size_;
+  std::thread::id feeder_ = std::this_thread::get_id();
+  std::atomic<int64_t> arrived_{0};
+  std::atomic<bool> abandoned_{false};
+};
+// start_copy of `feed`'s root: the same copy, started before its elements exist. Throws
+// c10::ValueError without use_background_thread, besides start_copy's own argument errors.
+CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
                       const CopyOptions& options, std::shared_ptr<ReusableOutputs> reuse);
 
 // The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy

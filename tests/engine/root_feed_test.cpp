@@ -1,0 +1,149 @@
+// A root fed element by element (mtc::RootFeed): the copy walks the elements that have arrived
+// while the caller still puts the others, and fails cleanly when the caller gives up.
+#include <ATen/core/List.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/ops/arange.h>
+#include <c10/util/Exception.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "cpu_test_support.h"
+#include "gpu_test_support.h"
+#include "mtc/copier.h"
+#include "watchdog.h"
+
+namespace {
+
+using mtc::CopyOptions;
+using mtc::RootFeed;
+using mtc::start_copy;
+using mtc::test::expect_throws_with;
+using mtc::test::kCpu;
+using mtc::test::Watchdog;
+
+constexpr std::chrono::seconds kLimit{60};
+
+// `elements` root elements, each a list of `per_element` small tensors and a string.
+c10::impl::GenericList root_of(int64_t elements, int64_t per_element) {
+  c10::impl::GenericList root(c10::AnyType::get());
+  for (int64_t e = 0; e < elements; ++e) {
+    c10::impl::GenericList element(c10::AnyType::get());
+    for (int64_t k = 0; k < per_element; ++k)
+      element.push_back(at::arange(e * 100 + k, e * 100 + k + 1 + k % 7));
+    element.push_back(c10::IValue("element " + std::to_string(e)));
+    root.push_back(std::move(element));
+  }
+  return root;
+}
+
+// Puts every element of `root` into `feed`, waiting `gap` before each.
+void feed_all(RootFeed& feed, const c10::impl::GenericList& root, std::chrono::microseconds gap) {
+  for (size_t i = 0; i < root.size(); ++i) {
+    std::this_thread::sleep_for(gap);
+    feed.put(root.get(i));
+  }
+}
+
+TEST(RootFeed, ACopyStartedBeforeItsElementsGivesTheWholeRoot) {
+  const Watchdog watchdog(kLimit, "a fed copy");
+  // Small (walked by one thread) and large enough for a walk in parts (16 x 41 leaves).
+  for (const int64_t per_element : {2, 40}) {
+    const c10::impl::GenericList root = root_of(16, per_element);
+    auto feed = std::make_shared<RootFeed>(static_cast<int64_t>(root.size()));
+    mtc::CopyHandle handle = start_copy(feed, kCpu, CopyOptions{}, nullptr);
+    feed_all(*feed, root, std::chrono::microseconds(200));
+    mtc::test::expect_same_structure_same_tensors(handle.get(), c10::IValue(root));
+    EXPECT_EQ(handle.stats().tensors, 16 * per_element);
+  }
+}
+
+TEST(RootFeed, AnEmptyRootNeedsNoElement) {
+  auto feed = std::make_shared<RootFeed>(0);
+  const c10::IValue out = start_copy(feed, kCpu, CopyOptions{}, nullptr).get();
+  ASSERT_TRUE(out.isList());
+  EXPECT_EQ(out.toListRef().size(), 0U);
+}
+
+TEST(RootFeed, AnAbandonedFeedFailsTheCopyAndReleasesIt) {
+  const Watchdog watchdog(kLimit, "an abandoned feed");
+  for (const int64_t put : {0, 3}) {
+    const c10::impl::GenericList root = root_of(8, 40);
+    auto feed = std::make_shared<RootFeed>(8);
+    mtc::CopyHandle handle = start_copy(feed, kCpu, CopyOptions{}, nullptr);
+    for (int64_t i = 0; i < put; ++i) feed->put(root.get(static_cast<size_t>(i)));
+    feed->abandon();
+    expect_throws_with([&] { handle.get(); }, "never came");
+    EXPECT_THROW(handle.ready(), c10::Error);
+    handle = mtc::CopyHandle();  // returns: nothing waits for the missing elements
+    // The elements put stay in the root; the others were never set.
+    EXPECT_EQ(feed->arrived(), put);
+    EXPECT_TRUE(feed->root().toListRef()[7].isNone());
+  }
+}
+
+TEST(RootFeed, PutsBeyondItsSizeOrAfterAbandonAreRefused) {
+  RootFeed feed(1);
+  feed.put(c10::IValue(int64_t{1}));
+  expect_throws_with([&] { feed.put(c10::IValue(int64_t{2})); }, "one too many");
+  RootFeed abandoned(2);
+  abandoned.abandon();
+  expect_throws_with([&] { abandoned.put(c10::IValue(int64_t{1})); }, "after abandon()");
+  expect_throws_with([] { RootFeed negative(-1); }, "negative");
+}
+
+TEST(RootFeed, NeedsTheBackgroundThreadAndAFeed) {
+  CopyOptions inline_copy;
+  inline_copy.use_background_thread = false;
+  expect_throws_with(
+      [&] { start_copy(std::make_shared<RootFeed>(1), kCpu, inline_copy, nullptr); },
+      "use_background_thread");
+  expect_throws_with([] { start_copy(std::shared_ptr<RootFeed>(), kCpu, CopyOptions{}, nullptr); },
+                     "null");
+}
+
+TEST(RootFeed, OnlyItsOwnThreadFeedsItUntilEveryElementIsThere) {
+  RootFeed feed(2);
+  EXPECT_TRUE(feed.fed_by_this_thread());
+  bool elsewhere = true;
+  std::thread([&] { elsewhere = feed.fed_by_this_thread(); }).join();
+  EXPECT_FALSE(elsewhere);
+  feed.put(c10::IValue());
+  EXPECT_TRUE(feed.fed_by_this_thread());
+  feed.put(c10::IValue());
+  EXPECT_FALSE(feed.fed_by_this_thread());
+  EXPECT_TRUE(feed.wait_for(1));
+  RootFeed abandoned(1);
+  abandoned.abandon();
+  EXPECT_FALSE(abandoned.fed_by_this_thread());
+  EXPECT_FALSE(abandoned.wait_for(0));
+}
+
+class RootFeedGpu : public mtc::test::GpuTest {};
+
+TEST_F(RootFeedGpu, AFedReferenceBatchIsCopiedAsAWholeOne) {
+  const Watchdog watchdog(kLimit, "a fed copy to a GPU");
+  const c10::Device target(c10::kCUDA, 0);
+  const c10::IValue batch = mtc::test::reference_batch();
+  const c10::impl::GenericList root = batch.toList();
+  for (const auto gap : {std::chrono::microseconds(0), std::chrono::microseconds(100)}) {
+    auto feed = std::make_shared<RootFeed>(static_cast<int64_t>(root.size()));
+    mtc::CopyHandle handle = start_copy(feed, target, CopyOptions{}, nullptr);
+    feed_all(*feed, root, gap);
+    mtc::test::expect_structure_copy(handle.get(), batch, target);
+    EXPECT_EQ(handle.stats().tensors, 528);
+  }
+  // Abandoned part way: what was queued completes before the handle lets its staging go.
+  auto feed = std::make_shared<RootFeed>(static_cast<int64_t>(root.size()));
+  mtc::CopyHandle handle = start_copy(feed, target, CopyOptions{}, nullptr);
+  for (size_t i = 0; i < 5; ++i) feed->put(root.get(i));
+  feed->abandon();
+  expect_throws_with([&] { handle.get(); }, "never came");
+}
+
+}  // namespace
