@@ -210,27 +210,36 @@ RootFeed::RootFeed(int64_t elements) : size_(elements) {
 }
 
 void RootFeed::put(c10::IValue element) {
-  const int64_t i = arrived_.load(std::memory_order_relaxed);
-  TORCH_CHECK(!abandoned() && i < size_, "mtc::RootFeed::put: element ", i, " of ", size_,
-              abandoned() ? " after abandon()" : " is one too many");
-  // The copy's threads read an element only once `arrived_` says it is there; no other slot
+  const int64_t state = state_.load(std::memory_order_relaxed);
+  const int64_t i = state & kCount;
+  TORCH_CHECK((state & kAbandoned) == 0 && i < size_, "mtc::RootFeed::put: element ", i, " of ",
+              size_, (state & kAbandoned) != 0 ? " after abandon()" : " is one too many");
+  // The copy's threads read an element only once the count says it is there; no other slot
   // changes meanwhile, and the list itself never grows.
   list_.set(static_cast<size_t>(i), std::move(element));
-  arrived_.store(i + 1, std::memory_order_release);
+  state_.fetch_add(1, std::memory_order_release);
+  state_.notify_all();  // no system call unless a thread sleeps in wait_for()
+}
+
+void RootFeed::abandon() noexcept {
+  state_.fetch_or(kAbandoned, std::memory_order_acq_rel);
+  state_.notify_all();
 }
 
 bool RootFeed::wait_for(int64_t i) const {
-  // The binding puts an element every few microseconds; one that stalls (Python code in its
-  // walk) should not keep a core spinning.
-  for (int spins = 0; arrived() <= i; ++spins) {
-    if (abandoned()) return arrived() > i;
+  // The binding puts an element every few microseconds: a short spin usually sees it. One that
+  // stalls (Python code in its walk), or a machine with fewer cores than threads, gets the
+  // waiting threads' cores back while they sleep.
+  for (int spins = 0;; ++spins) {
+    const int64_t state = state_.load(std::memory_order_acquire);
+    if ((state & kCount) > i) return true;
+    if ((state & kAbandoned) != 0) return false;
     if (spins < 256) {
       detail::cpu_relax();
     } else {
-      std::this_thread::yield();
+      state_.wait(state, std::memory_order_acquire);
     }
   }
-  return true;
 }
 
 PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }

@@ -87,6 +87,28 @@ TEST(RootFeed, AnAbandonedFeedFailsTheCopyAndReleasesIt) {
   }
 }
 
+TEST(RootFeed, ThreadsThatSleptThroughAStalledFeedWakeForItsElementsOrItsEnd) {
+  const Watchdog watchdog(kLimit, "a stalled feed");
+  // 30 ms without an element: the copy's threads stop spinning and sleep until the feed moves.
+  const c10::impl::GenericList root = root_of(8, 40);
+  for (const bool abandon : {false, true}) {
+    auto feed = std::make_shared<RootFeed>(8);
+    mtc::CopyHandle handle = start_copy(feed, kCpu, CopyOptions{}, nullptr);
+    feed->put(root.get(0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    if (abandon) {
+      feed->abandon();
+      expect_throws_with([&] { handle.get(); }, "never came");
+      continue;
+    }
+    for (size_t i = 1; i < root.size(); ++i) {
+      feed->put(root.get(i));
+      if (i == 4) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    }
+    mtc::test::expect_same_structure_same_tensors(handle.get(), c10::IValue(root));
+  }
+}
+
 TEST(RootFeed, PutsBeyondItsSizeOrAfterAbandonAreRefused) {
   RootFeed feed(1);
   feed.put(c10::IValue(int64_t{1}));
@@ -100,9 +122,8 @@ TEST(RootFeed, PutsBeyondItsSizeOrAfterAbandonAreRefused) {
 TEST(RootFeed, NeedsTheBackgroundThreadAndAFeed) {
   CopyOptions inline_copy;
   inline_copy.use_background_thread = false;
-  expect_throws_with(
-      [&] { start_copy(std::make_shared<RootFeed>(1), kCpu, inline_copy, nullptr); },
-      "use_background_thread");
+  expect_throws_with([&] { start_copy(std::make_shared<RootFeed>(1), kCpu, inline_copy, nullptr); },
+                     "use_background_thread");
   expect_throws_with([] { start_copy(std::shared_ptr<RootFeed>(), kCpu, CopyOptions{}, nullptr); },
                      "null");
 }

@@ -167,13 +167,13 @@ class RootFeed {
   RootFeed& operator=(const RootFeed&) = delete;
 
   int64_t size() const { return size_; }
-  int64_t arrived() const { return arrived_.load(std::memory_order_acquire); }
+  int64_t arrived() const { return state_.load(std::memory_order_acquire) & kCount; }
   // Puts the next element (element arrived()); throws c10::Error once all have arrived or the
   // feed was abandoned.
   void put(c10::IValue element);
   // No element comes after those put; the copy fails with a c10::Error saying so.
-  void abandon() noexcept { abandoned_.store(true, std::memory_order_release); }
-  bool abandoned() const { return abandoned_.load(std::memory_order_acquire); }
+  void abandon() noexcept;
+  bool abandoned() const { return (state_.load(std::memory_order_acquire) & kAbandoned) != 0; }
   // The root: the elements put so far, None in the places of those still to come.
   const c10::IValue& root() const { return root_; }
   // Blocks until element `i` has arrived (true) or the feed was abandoned before it (false).
@@ -188,8 +188,11 @@ class RootFeed {
   c10::IValue root_;  // list_
   int64_t size_;
   std::thread::id feeder_ = std::this_thread::get_id();
-  std::atomic<int64_t> arrived_{0};
-  std::atomic<bool> abandoned_{false};
+  // The elements arrived, and whether the feed was abandoned, in one word: a thread that sleeps
+  // until it changes wakes for either.
+  static constexpr int64_t kAbandoned = int64_t{1} << 62;
+  static constexpr int64_t kCount = kAbandoned - 1;
+  std::atomic<int64_t> state_{0};
 };
 // start_copy of `feed`'s root: the same copy, started before its elements exist. Throws
 // c10::ValueError without use_background_thread, besides start_copy's own argument errors.

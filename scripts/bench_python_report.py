@@ -1,0 +1,93 @@
+"""The report of scripts/bench_python.py: its Markdown table and the lines below it (how many
+times faster mtc is than the methods it is compared with, the timed calls' phases, the closing
+synchronize's yardstick, the parts of the untimed calls), from the report's dict (its JSON)."""
+
+
+def fmt_time(seconds):
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.1f} us"
+
+
+def markdown(report):
+    env = report["environment"]
+    lines = [
+        f"{env['gpu']}, torch {env['torch']}, Python {env['python']}, {env['cpus']} CPUs, {env['date']}",
+        "",
+        f"{report['config']}: {report['tensors']} tensors, {report['bytes']:,} bytes, target {report['device']}",
+        "",
+        "| pattern | method | mean ± std (per call, over runs) | median | p90 | start_copy returns (median) "
+        "| speedup vs `.to()` (median) | verified |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["rows"]:
+        t = row["time"]
+        base = next(r for r in report["rows"] if r["pattern"] == row["pattern"] and r["method"] == "to")
+        start = fmt_time(row["start_median_s"]) if row["start_median_s"] is not None else "-"
+        lines.append(
+            f"| {row['pattern']} | {row['method']} | {fmt_time(t['mean_s'])} ± {fmt_time(t['std_s'])} "
+            f"| {fmt_time(t['median_s'])} | {fmt_time(t['p90_s'])} | {start} "
+            f"| {base['time']['median_s'] / t['median_s']:.1f}x | {'yes' if row['verified'] else 'NO'} |"
+        )
+    lines += [f"\n{line}" for line in comparisons(report)]
+    lines += [f"\n{line}" for line in phases_lines(report)]
+    lines += [f"\n{line}" for line in yardstick_lines(report)]
+    lines += [f"\n{line}" for line in parts_lines(report)]
+    return "\n".join(lines) + "\n"
+
+
+# Methods mtc is compared with in the report, and how the comparison is worded.
+COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
+            "mtc_noreuse": "than without its reuse of tensor objects",
+            "mtc_nostream": "than with the structure walked whole before the engine starts"}
+
+
+def comparisons(report):
+    """Per pattern, how many times faster mtc is than each method of COMPARED that ran: the ratio of
+    the medians of all calls, and the range of the ratios of the two methods' run means, run by run
+    (run i of each was measured back to back, so a ratio of one run sees one state of the
+    machine). Two decimals below 2x, where a difference of a few percent matters."""
+    out = []
+    for other, wording in COMPARED.items():
+        for pattern in dict.fromkeys(r["pattern"] for r in report["rows"]):
+            rows = {r["method"]: r["time"] for r in report["rows"] if r["pattern"] == pattern}
+            if other not in rows or "mtc" not in rows:
+                continue
+            theirs, mtc = rows[other], rows["mtc"]
+            ratio = theirs["median_s"] / mtc["median_s"]
+            per_run = [o / m for o, m in zip(theirs["run_means_s"], mtc["run_means_s"])]
+            digits = 1 if ratio >= 2 else 2
+            out.append(f"{pattern}: mtc {ratio:.{digits}f}x faster {wording} (medians "
+                       f"{fmt_time(mtc['median_s'])} and {fmt_time(theirs['median_s'])}); run by run "
+                       f"{min(per_run):.{digits}f}-{max(per_run):.{digits}f}x over {len(per_run)} runs")
+    return out
+
+
+def phases_lines(report):
+    """Where the timed calls of each start_copy method went (Phases), per pattern: medians, which
+    need not add up to the call's median."""
+    out = []
+    for row in report["rows"]:
+        if row.get("phases_median_s"):
+            phases = ", ".join(f"{name} {fmt_time(value)}" for name, value in row["phases_median_s"].items())
+            out.append(f"{row['pattern']} {row['method']}, the timed calls' phases (medians): {phases}")
+    return out
+
+
+def yardstick_lines(report):
+    """The closing synchronize's yardstick (synchronize_yardstick), per pattern."""
+    return [f"{pattern}: a synchronize with no copy before it (the phases' yardstick, medians of {report['settings'].get('parts_calls', 200)}): "
+            f"{y['alone_us']:.1f} us, and right after it {y['again_us']:.1f} us"
+            for pattern, y in report.get("synchronize_yardstick_us", {}).items()]
+
+
+def parts_lines(report):
+    """Where an mtc call's time went, per pattern and method: the medians of its parts (the
+    collector's a mean)."""
+    out = []
+    for row in report["rows"]:
+        if "parts_us" in row:
+            parts = ", ".join(f"{key.removesuffix('_us')} {value:.1f}" for key, value in row["parts_us"].items())
+            out.append(f"{row['pattern']} {row['method']}, medians of {report['settings'].get('parts_calls', 200)} more calls (untimed; us, "
+                       f"released_tensors and recycled counts, collector_mean a mean): {parts}")
+    return out
