@@ -138,16 +138,19 @@ def timed_start_copy(module, device, settings=None):
 
 
 # The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
-# streamed walk). mtc_nodefer releases the dropped results' tensors where the program drops them,
-# which leaves nothing to reuse.
-MTC_SETTINGS = {"mtc": (True, True, True), "mtc_nodefer": (False, False, True),
-                "mtc_noreuse": (True, False, True), "mtc_nostream": (True, True, False)}
+# streamed walk, the engine's leaves per walking thread). mtc_nodefer releases the dropped results'
+# tensors where the program drops them, which leaves nothing to reuse; mtc_wide splits the engine's
+# walk among up to three times as many threads (as many as the pool has: MTC_WORKER_THREADS).
+MTC_SETTINGS = {"mtc": (True, True, True, 128), "mtc_nodefer": (False, False, True, 128),
+                "mtc_noreuse": (True, False, True, 128), "mtc_nostream": (True, True, False, 128),
+                "mtc_wide": (True, True, True, 40)}
 
 
 def apply_settings(module, settings):
     module.set_deferred_release(settings[0])
     module.set_output_reuse(settings[1])
     module._C._set_streamed_walk(settings[2])
+    module._C._set_walk_split(256, settings[3])
 
 
 def methods(device, original=None):
@@ -336,7 +339,8 @@ def parse_args(argv):
     parser.add_argument("--methods", default="to,to_nb,mtc",
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
                         "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
-                        "mtc_nostream (mtc walking the whole structure before the engine starts)")
+                        "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
+                        "engine's walk split among up to three times as many threads)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)

@@ -137,6 +137,23 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
 
 namespace {
 
+// Queues the task that runs the job behind `gate`. The feeder of a fed job that pops it (helping
+// with pool work in a get() that Python code in its walk called) would wait for elements that
+// only it can put: it queues the task again, for a worker, as more work of a copy under way.
+void queue_job(detail::WorkerPool& pool, std::shared_ptr<detail::TaskGate> gate, bool starts_copy) {
+  pool.submit(
+      [&pool, gate] {
+        const std::shared_ptr<detail::CopyJob> claimed = gate->take();
+        if (!claimed) return;
+        if (claimed->fed_by_this_thread()) {
+          queue_job(pool, gate, /*starts_copy=*/false);
+        } else {
+          claimed->run_if_unclaimed();
+        }
+      },
+      starts_copy);
+}
+
 // start_copy of `data`, or of `feed`'s root when `feed` is set.
 CopyHandle start_job(const c10::IValue& data, std::shared_ptr<RootFeed> feed,
                      const c10::Device& device, const CopyOptions& options,
@@ -171,16 +188,10 @@ CopyHandle start_job(const c10::IValue& data, std::shared_ptr<RootFeed> feed,
   if (options.use_background_thread) {
     // Whoever claims the job first runs it: a worker, or the caller if it reaches get() before
     // any worker has picked the job up. The task reaches the job through its gate: a worker that
-    // pops it after the handle was dropped has nothing to do (release_here). Nor has the
-    // feeder of a fed job that pops its task (helping with pool work in a get() that Python
-    // code in its walk called): it would wait for its own elements. The handle's get() then
-    // runs the job, once it is fed.
+    // pops it after the handle was dropped has nothing to do (release_here).
     auto gate = std::make_shared<detail::TaskGate>(job);
     job->set_task_gate(gate);
-    pool.submit([gate = std::move(gate)] {
-      const std::shared_ptr<detail::CopyJob> claimed = gate->take();
-      if (claimed && !claimed->fed_by_this_thread()) claimed->run_if_unclaimed();
-    });
+    queue_job(pool, std::move(gate), /*starts_copy=*/true);
   } else {
     job->run_if_unclaimed();
   }
@@ -240,6 +251,13 @@ bool RootFeed::wait_for(int64_t i) const {
       state_.wait(state, std::memory_order_acquire);
     }
   }
+}
+
+void set_walk_split(int64_t min_leaves, int64_t leaves_per_part) {
+  TORCH_CHECK_VALUE(min_leaves >= 1 && leaves_per_part >= 1,
+                    "mtc::set_walk_split: min_leaves and leaves_per_part must be >= 1, got ",
+                    min_leaves, " and ", leaves_per_part);
+  detail::set_parallel_walk(min_leaves, leaves_per_part);
 }
 
 PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }

@@ -5,6 +5,8 @@ whole structure gives, fail the same way, and leave nothing behind when it fails
 """
 
 import collections
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -12,7 +14,7 @@ import torch
 
 import mtc
 from mtc import _C
-from support import assert_copied, leaf_that_runs
+from support import assert_copied, leaf_that_runs, run_python
 
 
 @pytest.fixture(params=[True, False], ids=["streamed", "whole"])
@@ -43,6 +45,17 @@ def test_each_root_kind_comes_back_as_the_walk_of_the_whole_gives_it(streamed, r
     data = ROOTS[root]()
     out = mtc.start_copy(data, "cpu").get()
     assert_copied(out, data, "cpu")
+
+
+def test_a_walk_split_among_more_threads_gives_the_same(streamed):
+    data = ROOTS["large"]()
+    try:
+        _C._set_walk_split(1, 16)
+        assert_copied(mtc.start_copy(data, "cpu").get(), data, "cpu")
+        with pytest.raises(ValueError, match="must be >= 1"):
+            _C._set_walk_split(256, 0)
+    finally:
+        _C._set_walk_split(256, 128)
 
 
 def test_the_setting_says_what_it_was():
@@ -93,6 +106,60 @@ def test_copies_on_the_calling_thread_and_other_containers_are_walked_whole(stre
     assert_copied(mtc.start_copy(data, "cpu", use_background_thread=False).get(), data, "cpu")
     ordered = collections.OrderedDict(a=torch.ones(1), b=[torch.ones(2)])
     assert_copied(mtc.start_copy(ordered, "cpu").get(), ordered, "cpu")
+
+
+def input_counts(data):
+    return [sys.getrefcount(t) for element in data for t in element if isinstance(t, torch.Tensor)]
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=[pytest.mark.gpu, pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device: torch.cuda.is_available() is False on this machine")])])
+def test_the_inputs_counts_are_as_they_were_after_a_copy_and_after_a_failed_walk(streamed, device):
+    # A copy to a GPU lends the tensors it packs to the engine without a reference: whether the
+    # walk ends or fails part way, each is given back exactly once.
+    data = [[torch.full((3,), float(k)) for k in range(8)] for _ in range(6)]
+    before = input_counts(data)
+    handle = mtc.start_copy(data, device)
+    assert_copied(handle.get(), data, device)
+    del handle
+    mtc.release_deferred()
+    assert input_counts(data) == before
+    data[4].append(np.array(["not", "numbers"], dtype=object))
+    with pytest.raises(ValueError, match=r"data\[4\]\[8\]"):
+        mtc.start_copy(data, device)
+    assert input_counts(data) == before
+
+
+def test_a_get_called_from_code_the_walk_runs_neither_deadlocks_nor_loses_the_copy():
+    # Python code in the walk calls get() on another copy, which helps with the pool's queued
+    # work: it may pop the streamed copy's own task or its walk's helpers, which wait for
+    # elements only this thread can put. Workers that never spin leave those tasks queued.
+    code = textwrap.dedent("""
+        import torch, mtc
+
+        class Meta(type):
+            @property
+            def _fields(cls):  # asked by the walk: is the leaf a named tuple?
+                mtc.start_copy([torch.ones(2) for _ in range(300)], "cpu").get()
+                return ("a",)
+
+        class Leaf(tuple, metaclass=Meta):
+            pass
+
+        for i in range(20):
+            data = [[torch.full((3,), float(k)) for k in range(64)] for _ in range(16)]
+            data[0].append(Leaf())
+            data[8].append(Leaf())
+            handle = mtc.start_copy(data, "cpu")
+            if i % 2:  # the other half drops the handle without get()
+                out = handle.get()
+                assert len(out) == 16 and out[8][-1] is data[8][-1]
+                assert torch.equal(out[3][5], data[3][5])
+            del handle
+        print("ok")
+    """)
+    result = run_python(code, MTC_WORKER_SPIN_US="0", MTC_WORKER_ANTICIPATE="0")
+    assert result.returncode == 0 and result.stdout.split() == ["ok"], result.stderr
 
 
 @pytest.mark.gpu

@@ -177,7 +177,14 @@ void CopyJob::walk() {
     open_walk_ = tickets;
   }
   walk_open_.store(true, std::memory_order_release);
-  pool_.submit_copies([tickets] { tickets->join(); }, static_cast<int>(helpers));
+  // A helper task that the feeder of a fed root pops (helping with pool work in a get() that
+  // Python code in its walk called) would wait for elements that thread has yet to put: it
+  // leaves the walk to the others.
+  pool_.submit_copies(
+      [tickets, feed = feed_] {
+        if (!feed || !feed->fed_by_this_thread()) tickets->join();
+      },
+      static_cast<int>(helpers));
   walk_from(*walkers[0], tickets->take());
   tickets->close();
   walk_open_.store(false, std::memory_order_relaxed);

@@ -199,6 +199,13 @@ class RootFeed {
 CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
                       const CopyOptions& options, std::shared_ptr<ReusableOutputs> reuse);
 
+// How a structure is split among walking threads, process-wide, for every later copy: one whose
+// first root element suggests at least `min_leaves` tensor leaves in all (default 256) is walked
+// by several threads, at most one per `leaves_per_part` leaves (default 128), each taking root
+// elements in turn. For tuning and for benchmarks that compare settings in one process. Throws
+// c10::ValueError unless both are >= 1.
+void set_walk_split(int64_t min_leaves, int64_t leaves_per_part);
+
 // The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy
 // to a GPU or from it stages in that GPU's pool, so GPUs copying at once do not share one. Each
 // grows with its device's demand and, once a repeated workload has run a copy or two, holds
