@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -196,20 +197,26 @@ TEST_F(GpuTest, OfferedOutputsMatchTheCallersInferenceMode) {
 // Offers that do not fit the structure: fewer than its leaves, null entries, no element table
 // for a walk in parts (only the first element's leaves can be matched then).
 TEST_F(GpuTest, OffersThatDoNotCoverTheStructureLeaveTheRestNew) {
-  std::vector<at::Tensor> offered = outputs_of(batch(16, 32));
-  const c10::impl::GenericList input = batch(16, 32);
-  auto reuse = std::make_shared<ReusableOutputs>();
-  for (size_t i = 0; i < 100; ++i)
-    reuse->by_leaf.push_back(i % 3 == 0 ? nullptr : offered[i].unsafeGetTensorImpl());
-  mtc::CopyHandle handle = mtc::start_copy(input, kCuda0, {}, reuse);
-  const c10::IValue result = handle.get();
-  offered.resize(100);
-  expect_outputs(result, input, offered, *reuse);
-  // Element 0 (32 leaves) is walked before any split; with no table the others cannot be
-  // matched in a walk in parts, whichever thread walks them.
-  const bool split = handle.stats().walk_threads > 1;
-  for (size_t i = 0; i < 100; ++i)
-    EXPECT_EQ(reuse->reused[i], (i < 32 || !split) && i % 3 != 0 ? 1 : 0) << "leaf " << i;
+  // Walked whole, then in parts (every element after the first numbers its leaves from its own
+  // first, even when no helper joins: whether one did is no sign of it).
+  for (const bool split : {false, true}) {
+    mtc::set_walk_split(split ? 1 : std::numeric_limits<int64_t>::max(), split ? 1 : 128);
+    std::vector<at::Tensor> offered = outputs_of(batch(16, 32));
+    const c10::impl::GenericList input = batch(16, 32);
+    auto reuse = std::make_shared<ReusableOutputs>();
+    for (size_t i = 0; i < 100; ++i)
+      reuse->by_leaf.push_back(i % 3 == 0 ? nullptr : offered[i].unsafeGetTensorImpl());
+    mtc::CopyHandle handle = mtc::start_copy(input, kCuda0, {}, reuse);
+    const c10::IValue result = handle.get();
+    offered.resize(100);
+    expect_outputs(result, input, offered, *reuse);
+    // Element 0 (32 leaves) is walked before any split; with no table the others cannot be
+    // matched in a walk in parts, whichever thread walks them.
+    for (size_t i = 0; i < 100; ++i)
+      EXPECT_EQ(reuse->reused[i], (i < 32 || !split) && i % 3 != 0 ? 1 : 0)
+          << "leaf " << i << (split ? ", in parts" : ", whole");
+  }
+  mtc::set_walk_split(256, 128);
 }
 
 }  // namespace

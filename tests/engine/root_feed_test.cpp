@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "cpu_test_support.h"
+#include "detail/worker_pool_set.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
+#include "pool_blocker.h"
 #include "watchdog.h"
 
 namespace {
@@ -107,6 +109,29 @@ TEST(RootFeed, ThreadsThatSleptThroughAStalledFeedWakeForItsElementsOrItsEnd) {
     }
     mtc::test::expect_same_structure_same_tensors(handle.get(), c10::IValue(root));
   }
+}
+
+TEST(RootFeed, TasksLeftQueuedHoldNoReferenceToTheRootsTensors) {
+  // Every worker blocked: the copy runs in get(), its walk split, its helpers' tasks queued and
+  // never run before the handle is gone. A tensor held past its handle would die later on a
+  // worker, and a tensor with a Python object takes the GIL there.
+  const Watchdog watchdog(kLimit, "a fed copy behind blocked workers");
+  const c10::impl::GenericList root = root_of(16, 40);
+  mtc::set_walk_split(1, 1);
+  {
+    mtc::test::PoolBlocker blocker(mtc::detail::worker_pool_for(kCpu));
+    auto feed = std::make_shared<RootFeed>(16);
+    const std::weak_ptr<RootFeed> watch = feed;
+    mtc::CopyHandle handle = start_copy(feed, kCpu, CopyOptions{}, nullptr);
+    feed_all(*feed, root, std::chrono::microseconds(0));
+    feed.reset();
+    mtc::test::expect_same_structure_same_tensors(handle.get(), c10::IValue(root));
+    EXPECT_EQ(handle.stats().walk_threads, 1);  // nobody helped
+    handle = mtc::CopyHandle();
+    // The feed holds the root and with it every element's tensors.
+    EXPECT_TRUE(watch.expired()) << "a queued task still holds the feed";
+  }
+  mtc::set_walk_split(256, 128);
 }
 
 TEST(RootFeed, PutsBeyondItsSizeOrAfterAbandonAreRefused) {

@@ -8,6 +8,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "detail/copy_job.h"
@@ -55,6 +56,7 @@ struct ElementTickets {
   std::atomic<int> active{0};    // joined threads between asking for an element and being done
   std::atomic<int> slots{1};
   std::atomic<bool> stop{false};  // a thread failed: the others stop early
+  std::thread::id feeder;         // a fed root's feeding thread, which never joins
   const std::function<void(int, int64_t)>* walk =
       nullptr;  // (slot, first element); valid while open
 };
@@ -137,6 +139,7 @@ void CopyJob::walk() {
     w.copier = k == 0 ? &first : &w.own_copier.emplace(*w.router);
   }
   const auto tickets = std::make_shared<ElementTickets>(n, static_cast<int>(walkers.size()));
+  if (feed_) tickets->feeder = feed_->feeder();
   // Walks elements from `i` on, as long as there are any; a failing thread records its error
   // and stops. The error reported is the one of the earliest element, whichever thread failed
   // first in time: every element before a failed one has been handed out and is walked, so
@@ -179,10 +182,11 @@ void CopyJob::walk() {
   walk_open_.store(true, std::memory_order_release);
   // A helper task that the feeder of a fed root pops (helping with pool work in a get() that
   // Python code in its walk called) would wait for elements that thread has yet to put: it
-  // leaves the walk to the others.
+  // leaves the walk to the others. The task holds nothing of the feed: a late one, destroyed on
+  // a worker, must not drop the last reference to the root's tensors (copier.cpp, release_here).
   pool_.submit_copies(
-      [tickets, feed = feed_] {
-        if (!feed || !feed->fed_by_this_thread()) tickets->join();
+      [tickets] {
+        if (std::this_thread::get_id() != tickets->feeder) tickets->join();
       },
       static_cast<int>(helpers));
   walk_from(*walkers[0], tickets->take());

@@ -178,6 +178,8 @@ class RootFeed {
   const c10::IValue& root() const { return root_; }
   // Blocks until element `i` has arrived (true) or the feed was abandoned before it (false).
   bool wait_for(int64_t i) const;
+  // The thread that puts the elements.
+  std::thread::id feeder() const { return feeder_; }
   // Whether elements are still to come from the calling thread: it must not wait for them.
   bool fed_by_this_thread() const {
     return std::this_thread::get_id() == feeder_ && arrived() < size_ && !abandoned();
