@@ -261,13 +261,14 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
     auto feed = std::make_shared<RootFeed>(static_cast<int64_t>(elements));
     const Clock::time_point engine_start = Clock::now();
     CopyHandle handle = start_copy(feed, target, options, reuse);
-    const Clock::time_point walk_start = Clock::now();
-    times.engine_start_us = microseconds_since(engine_start) - microseconds_since(walk_start);
+    times.engine_start_us = microseconds_since(engine_start);
     try {
       structure->walk_into(root.ptr(), *feed, reuse.get());
     } catch (...) {
-      // The copy fails without its elements; its handle goes first, without the GIL (see
+      // The copy fails without its elements (abandoned by the walk, or here should the walk
+      // have failed before it began); its handle goes first, without the GIL (see
       // ~AsyncCopyHandle), and then the structure takes its lent tensors back.
+      feed->abandon();
       {
         py::gil_scoped_release release;
         handle = CopyHandle();
