@@ -265,10 +265,9 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
     try {
       structure->walk_into(root.ptr(), *feed, reuse.get());
     } catch (...) {
-      // The copy fails without its elements (abandoned by the walk, or here should the walk
-      // have failed before it began); its handle goes first, without the GIL (see
-      // ~AsyncCopyHandle), and then the structure takes its lent tensors back.
-      feed->abandon();
+      // The copy fails without its elements (the walk abandoned the feed); its handle goes
+      // first, without the GIL (see ~AsyncCopyHandle), and then the structure takes its lent
+      // tensors back.
       {
         py::gil_scoped_release release;
         handle = CopyHandle();

@@ -130,7 +130,10 @@ class PyStructure {
   };
   class Reader;
 
-  // The walk (py_walk.cpp).
+  // The walk (py_walk.cpp). begin_walk() and end_walk() around a whole one: room for the
+  // last walk's sizes, then the noted leaves, all taken in, forgotten and this walk's sizes kept.
+  void begin_walk();
+  void end_walk();
   void walk(PyObject* object, int depth);
   // `extra` (owned, may be null) goes into the container's node.
   void walk_elements(PyObject* container, Kind kind, PyObject* extra, int depth);

@@ -111,6 +111,16 @@ at::Tensor tensor_from_array(PyObject* array) {
   throw py::value_error("mtc.start_copy: data" + path + ": " + e.message);
 }
 
+// Inside a catch block: the walk's error as Python should see it (a PathError as the ValueError
+// naming the place, any other as it is).
+[[noreturn]] void rethrow_walk_error() {
+  try {
+    throw;
+  } catch (const PathError& e) {
+    raise_path_error(e);
+  }
+}
+
 // A training loop copies structures of the same shape again and again: the last one's sizes
 // spare the vectors their growth.
 thread_local size_t last_tape = 0;
@@ -118,55 +128,51 @@ thread_local size_t last_tensors = 0;
 
 }  // namespace
 
-PyStructure::PyStructure(PyObject* data, const LendingRule& lending) : lending_(lending) {
+void PyStructure::begin_walk() {
   tape_.reserve(last_tape);
   leaf_objects_.reserve(last_tensors);
+}
+
+void PyStructure::end_walk() {
+  leaf_objects_.clear();
+  array_tensors_.clear();
+  leaves_taken_ = 0;
+  arrays_taken_ = 0;
+  last_tape = tape_.size();
+  last_tensors = lent_.size();
+}
+
+PyStructure::PyStructure(PyObject* data, const LendingRule& lending) : lending_(lending) {
   try {
+    begin_walk();
     walk(data, 0);
     root_is_container_ = is_container(tape_.front().kind);
     take_tensor_leaves();
-    leaf_objects_.clear();
-    array_tensors_.clear();
-    last_tape = tape_.size();
-    last_tensors = tensors_.size();
-  } catch (const PathError& e) {
-    clear();
-    release_lent();
-    raise_path_error(e);
+    end_walk();
   } catch (...) {
     clear();
     release_lent();
-    throw;
+    rethrow_walk_error();
   }
 }
 
 void PyStructure::walk_into(PyObject* root, RootFeed& feed, ReusableOutputs* reuse) {
-  tape_.reserve(last_tape);
-  leaf_objects_.reserve(last_tensors);
   root_is_container_ = true;
   engine_input_ = feed.root();  // where release_lent() finds the lent tensors
   feed_ = &feed;
   feed_reuse_ = reuse;
   try {
+    begin_walk();
     walk(root, 0);  // each root element goes into the feed as it is walked (walk_elements)
     TORCH_INTERNAL_ASSERT(feed.arrived() == feed.size(), "mtc: the root changed size in its walk");
-  } catch (const PathError& e) {
-    feed.abandon();
-    feed_ = nullptr;
-    raise_path_error(e);
   } catch (...) {
-    feed.abandon();
     feed_ = nullptr;
-    throw;
+    feed.abandon();
+    rethrow_walk_error();
   }
   feed_ = nullptr;
-  leaf_objects_.clear();
-  array_tensors_.clear();
-  leaves_taken_ = 0;
-  arrays_taken_ = 0;
   tensors_.clear();  // moved into the feed's entries
-  last_tape = tape_.size();
-  last_tensors = lent_.size();
+  end_walk();
 }
 
 // The walk asks for each tensor leaf's header (TensorImpl) here and reads it only in
