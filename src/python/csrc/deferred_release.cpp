@@ -60,7 +60,8 @@ size_t DeferredRelease::dropped_results() const {
   if (results_.empty()) return 0;
   // Only the module references the newest result's first tensor: the program let go of the
   // result (a tensor it kept out of it only loses the module's reference).
-  return Py_REFCNT(results_.back().objects.front()) == 1 ? results_.size() : results_.size() - 1;
+  return Py_REFCNT(results_.back().tensors.front().object) == 1 ? results_.size()
+                                                                : results_.size() - 1;
 }
 
 size_t DeferredRelease::release_dropped() {
@@ -78,43 +79,39 @@ std::vector<PyObject*> DeferredRelease::take_reusable(const std::vector<bool>& w
   if (!enabled_ || !reuse_enabled_ || wanted.empty() || dropped_results() == 0) return taken;
   // By leaf: a result of the same structure as the copy's input has its tensors at the same
   // leaves, so leaf k's old output has leaf k's dtype, the one thing the engine cannot change.
-  std::vector<PyObject*>& objects = results_.front().objects;
-  std::vector<size_t>& leaves = results_.front().leaves;
+  Result& oldest = results_.front();
   taken.assign(wanted.size(), nullptr);
   size_t kept = 0;
   bool any = false;
-  for (size_t j = 0; j < objects.size(); ++j) {
-    PyObject* object = objects[j];
-    const size_t leaf = leaves[j];
-    if (leaf < wanted.size() && wanted[leaf] && taken[leaf] == nullptr &&
-        reusable_tensor_object(object)) {
-      taken[leaf] = object;
+  for (const KeptTensor& tensor : oldest.tensors) {
+    if (tensor.leaf < wanted.size() && wanted[tensor.leaf] && taken[tensor.leaf] == nullptr &&
+        reusable_tensor_object(tensor.object)) {
+      taken[tensor.leaf] = tensor.object;
+      oldest.bytes -= tensor.bytes;
       any = true;
     } else {
-      objects[kept] = object;
-      leaves[kept++] = leaf;
+      oldest.tensors[kept++] = tensor;
     }
   }
-  objects.resize(kept);
-  leaves.resize(kept);
+  oldest.tensors.resize(kept);
   // An emptied result is gone: the newest result's first tensor tells whether it was dropped.
-  if (objects.empty()) results_.pop_front();
+  if (oldest.tensors.empty()) results_.pop_front();
   if (!any) taken.clear();
   return taken;
 }
 
 std::vector<PyObject*> DeferredRelease::take_all_reusable() {
   if (!enabled_ || !reuse_enabled_ || dropped_results() == 0) return {};
-  const std::vector<size_t>& leaves = results_.front().leaves;
-  const size_t count = leaves.empty() ? 0 : *std::max_element(leaves.begin(), leaves.end()) + 1;
+  size_t count = 0;
+  for (const KeptTensor& tensor : results_.front().tensors)
+    count = std::max(count, tensor.leaf + 1);
   return take_reusable(std::vector<bool>(count, true));
 }
 
 void DeferredRelease::keep(NewTensors& tensors) {
-  if (!enabled_ || tensors.objects.size() < kMinTensors || tensors.bytes > kMaxResultBytes) return;
-  results_.push_back(Result{{}, {}, tensors.bytes});  // may throw: the references stay in `tensors`
-  results_.back().objects.swap(tensors.objects);
-  results_.back().leaves.swap(tensors.leaves);
+  if (!enabled_ || tensors.tensors.size() < kMinTensors || tensors.bytes > kMaxResultBytes) return;
+  results_.push_back(Result{{}, tensors.bytes});  // may throw: the references stay in `tensors`
+  results_.back().tensors.swap(tensors.tensors);
   tensors.bytes = 0;
   release(take_oldest(kMaxResults));
 }
@@ -133,15 +130,15 @@ std::vector<DeferredRelease::Result> DeferredRelease::take_oldest(size_t leave) 
 size_t DeferredRelease::release(std::vector<Result> results) {
   size_t released = 0;
   for (Result& result : results) {
-    for (PyObject* object : result.objects) Py_DECREF(object);
-    released += result.objects.size();
+    for (const KeptTensor& tensor : result.tensors) Py_DECREF(tensor.object);
+    released += result.tensors.size();
   }
   return released;
 }
 
 size_t DeferredRelease::kept_tensors() const {
   size_t tensors = 0;
-  for (const Result& result : results_) tensors += result.objects.size();
+  for (const Result& result : results_) tensors += result.tensors.size();
   return tensors;
 }
 

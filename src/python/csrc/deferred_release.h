@@ -32,6 +32,14 @@
 
 namespace mtc::python {
 
+// One tensor object a rebuild created: an owned reference, its tensor leaf (in pre-order) and its
+// bytes.
+struct KeptTensor {
+  PyObject* object;
+  size_t leaf;
+  int64_t bytes;
+};
+
 // The tensor objects a rebuild created and their bytes: what may be kept. Holds a reference to
 // each (Python code that runs in the rebuild, a named tuple's constructor, may drop the result's);
 // dropped when it is destroyed, which must be with the GIL, unless keep() took them.
@@ -40,23 +48,16 @@ struct NewTensors {
   NewTensors(const NewTensors&) = delete;  // owns references
   NewTensors& operator=(const NewTensors&) = delete;
   ~NewTensors() {
-    for (PyObject* object : objects) Py_DECREF(object);
+    for (const KeptTensor& tensor : tensors) Py_DECREF(tensor.object);
   }
   // `object` is the output of tensor leaf `leaf` (in pre-order).
   void add(PyObject* object, int64_t object_bytes, size_t leaf) {
-    leaves.push_back(leaf);  // may throw: nothing has changed yet
-    try {
-      objects.push_back(object);
-    } catch (...) {
-      leaves.pop_back();
-      throw;
-    }
+    tensors.push_back({object, leaf, object_bytes});  // may throw: nothing has changed yet
     Py_INCREF(object);
     bytes += object_bytes;
   }
 
-  std::vector<PyObject*> objects;
-  std::vector<size_t> leaves;  // by object: its tensor leaf (leaves returned as they are have none)
+  std::vector<KeptTensor> tensors;  // leaves returned as they are have no entry
   int64_t bytes = 0;
 };
 
@@ -108,9 +109,8 @@ class DeferredRelease {
  private:
   DeferredRelease() = default;
   struct Result {
-    std::vector<PyObject*> objects;  // owned references
-    std::vector<size_t> leaves;      // by object: its tensor leaf (NewTensors::leaves)
-    int64_t bytes;
+    std::vector<KeptTensor> tensors;
+    int64_t bytes;  // of the tensors it still holds
   };
   // A release may run Python code (weak reference callbacks) that calls back into this class:
   // the results leave results_ (take_oldest) before any reference is dropped.
