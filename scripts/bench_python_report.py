@@ -40,7 +40,8 @@ def markdown(report):
 COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
             "mtc_noreuse": "than without its reuse of tensor objects",
             "mtc_nostream": "than with the structure walked whole before the engine starts",
-            "mtc_wide": "than with the engine's walk split among up to three times as many threads"}
+            "mtc_wide": "than with the engine's walk split among up to three times as many threads",
+            "mtc_sleepwait": "than with the engine's threads sleeping soon in a wait for the next root element"}
 
 
 def comparisons(report):
@@ -90,5 +91,5 @@ def parts_lines(report):
         if "parts_us" in row:
             parts = ", ".join(f"{key.removesuffix('_us')} {value:.1f}" for key, value in row["parts_us"].items())
             out.append(f"{row['pattern']} {row['method']}, medians of {report['settings'].get('parts_calls', 200)} more calls (untimed; us, "
-                       f"released_tensors and recycled counts, collector_mean a mean): {parts}")
+                       f"released_tensors, recycled and feed_sleeps counts, collector_mean a mean): {parts}")
     return out

@@ -61,6 +61,7 @@ void CopyJob::run_routes() {
   stats_.queued_us = micros_since(clock);
   walk();
   stats_.traverse_us = micros_since(clock);
+  if (feed_) stats_.feed_sleeps = feed_->sleeps();
 
   const std::vector<at::Tensor>& deferred = router_.deferred();
   PackedChunks& packed = router_.packed();

@@ -139,6 +139,7 @@ py::dict AsyncCopyHandle::stats() const {
   out["traverse_us"] = s.traverse_us;
   out["submit_us"] = s.submit_us;
   out["outputs_us"] = s.outputs_us;
+  out["feed_sleeps"] = s.feed_sleeps;
   py::dict module;
   module["walk_us"] = times_.walk_us;
   module["engine_start_us"] = times_.engine_start_us;

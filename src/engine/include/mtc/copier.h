@@ -19,6 +19,7 @@
 #include <c10/core/Device.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -70,6 +71,8 @@ struct CopyStats {
                            // walk split in parts also stages and queues its chunks here)
   double submit_us = 0;    // staging, device allocations and queuing the remaining device work
   double outputs_us = 0;   // placing the outputs of the tensors that were not packed
+  // A root fed element by element (RootFeed): how often a walking thread slept waiting for one.
+  int64_t feed_sleeps = 0;
 };
 
 namespace detail {
@@ -176,8 +179,13 @@ class RootFeed {
   bool abandoned() const { return (state_.load(std::memory_order_acquire) & kAbandoned) != 0; }
   // The root: the elements put so far, None in the places of those still to come.
   const c10::IValue& root() const { return root_; }
-  // Blocks until element `i` has arrived (true) or the feed was abandoned before it (false).
-  bool wait_for(int64_t i) const;
+  // Blocks until element `i` has arrived (true) or the feed was abandoned before it (false):
+  // spins a few hundred pauses, and on for up to `spin` more, then sleeps until the
+  // next put() or abandon().
+  bool wait_for(int64_t i, std::chrono::microseconds spin = {}) const;
+  // How many times a thread went to sleep in wait_for() (each costs a put() a system call and
+  // the thread a wake-up).
+  int64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
   // The thread that puts the elements.
   std::thread::id feeder() const { return feeder_; }
   // Whether elements are still to come from the calling thread: it must not wait for them.
@@ -195,6 +203,7 @@ class RootFeed {
   static constexpr int64_t kAbandoned = int64_t{1} << 62;
   static constexpr int64_t kCount = kAbandoned - 1;
   std::atomic<int64_t> state_{0};
+  mutable std::atomic<int64_t> sleeps_{0};
 };
 // start_copy of `feed`'s root: the same copy, started before its elements exist. Throws
 // c10::ValueError without use_background_thread, besides start_copy's own argument errors.
@@ -207,6 +216,15 @@ CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
 // elements in turn. For tuning and for benchmarks that compare settings in one process. Throws
 // c10::ValueError unless both are >= 1.
 void set_walk_split(int64_t min_leaves, int64_t leaves_per_part);
+
+// How long a copy's walking thread spins waiting for a fed root's next element (RootFeed) before
+// it sleeps, process-wide, for every later copy (default 200 us, an idle worker's own spin:
+// MTC_WORKER_SPIN_US). A sleeping thread costs the feeder a system call at its next put() and
+// wakes up tens of microseconds late on a shared host. On a machine with fewer cores than the
+// worker pool's threads plus two, the threads sleep after a few hundred pauses whatever the
+// setting: spinning there takes the feeder's core. Returns the previous setting; throws
+// c10::ValueError for a negative spin.
+std::chrono::microseconds set_feed_wait_spin(std::chrono::microseconds spin);
 
 // The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy
 // to a GPU or from it stages in that GPU's pool, so GPUs copying at once do not share one. Each
