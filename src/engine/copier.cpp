@@ -237,19 +237,15 @@ void RootFeed::abandon() noexcept {
   state_.notify_all();
 }
 
-bool RootFeed::wait_for(int64_t i, std::chrono::microseconds spin) const {
-  // The binding puts an element every few microseconds: a spin usually sees it. One that stalls
-  // (Python code in its walk), or a machine with fewer cores than threads, gets the waiting
-  // threads' cores back while they sleep. The clock is read every 64 pauses.
-  std::chrono::steady_clock::time_point deadline{};
-  for (int64_t spins = 0;; ++spins) {
+bool RootFeed::wait_for(int64_t i) const {
+  // The binding puts an element every few microseconds: a short spin usually sees it. One that
+  // stalls (Python code in its walk), or a machine with fewer cores than threads, gets the
+  // waiting threads' cores back while they sleep.
+  for (int spins = 0;; ++spins) {
     const int64_t state = state_.load(std::memory_order_acquire);
     if ((state & kCount) > i) return true;
     if ((state & kAbandoned) != 0) return false;
-    if (spins == 256 && spin.count() > 0) deadline = std::chrono::steady_clock::now() + spin;
-    const bool spinning =
-        spins < 256 || (spins % 64 != 0 || std::chrono::steady_clock::now() < deadline);
-    if (spinning) {
+    if (spins < 256) {
       detail::cpu_relax();
     } else {
       sleeps_.fetch_add(1, std::memory_order_relaxed);
@@ -263,12 +259,6 @@ void set_walk_split(int64_t min_leaves, int64_t leaves_per_part) {
                     "mtc::set_walk_split: min_leaves and leaves_per_part must be >= 1, got ",
                     min_leaves, " and ", leaves_per_part);
   detail::set_parallel_walk(min_leaves, leaves_per_part);
-}
-
-std::chrono::microseconds set_feed_wait_spin(std::chrono::microseconds spin) {
-  TORCH_CHECK_VALUE(spin.count() >= 0, "mtc::set_feed_wait_spin: a negative spin: ", spin.count(),
-                    " us");
-  return detail::set_feed_wait_spin(spin);
 }
 
 PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }

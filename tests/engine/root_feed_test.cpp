@@ -111,34 +111,9 @@ TEST(RootFeed, ThreadsThatSleptThroughAStalledFeedWakeForItsElementsOrItsEnd) {
   }
 }
 
-TEST(RootFeed, AWaitingThreadSpinsForItsSpinThenSleeps) {
-  const Watchdog watchdog(kLimit, "a waiting thread's spin");
-  {
-    RootFeed feed(1);
-    bool arrived = false;
-    std::thread waiter([&] { arrived = feed.wait_for(0, std::chrono::seconds(30)); });
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    EXPECT_EQ(feed.sleeps(), 0) << "slept within its spin";
-    feed.put(c10::IValue());
-    waiter.join();
-    EXPECT_TRUE(arrived);
-  }
-  {
-    RootFeed feed(1);
-    std::thread waiter([&] { feed.wait_for(0); });  // no spin beyond a few hundred pauses
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (feed.sleeps() == 0 && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    EXPECT_EQ(feed.sleeps(), 1);
-    feed.put(c10::IValue());
-    waiter.join();
-  }
-}
-
 TEST(RootFeed, ACopyCountsItsThreadsSleepsInTheFeed) {
   const Watchdog watchdog(kLimit, "a copy's sleeps in its feed");
   const c10::impl::GenericList root = root_of(8, 40);
-  const auto previous = mtc::set_feed_wait_spin(std::chrono::microseconds(0));
   auto feed = std::make_shared<RootFeed>(8);
   mtc::CopyHandle handle = start_copy(feed, kCpu, CopyOptions{}, nullptr);
   feed->put(root.get(0));
@@ -150,8 +125,6 @@ TEST(RootFeed, ACopyCountsItsThreadsSleepsInTheFeed) {
   mtc::test::expect_same_structure_same_tensors(handle.get(), c10::IValue(root));
   EXPECT_GE(handle.stats().feed_sleeps, 1);
   EXPECT_EQ(handle.stats().feed_sleeps, feed->sleeps());
-  EXPECT_EQ(mtc::set_feed_wait_spin(previous), std::chrono::microseconds(0));
-  expect_throws_with([] { mtc::set_feed_wait_spin(std::chrono::microseconds(-1)); }, "negative");
 }
 
 TEST(RootFeed, TasksLeftQueuedHoldNoReferenceToTheRootsTensors) {

@@ -33,12 +33,6 @@ inline constexpr int64_t kDefaultLeavesPerPart = 128;
 // Changes both, process-wide (for benchmarks that compare settings in one run).
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);
 
-// How long a walking thread spins for a fed root's next element before it sleeps
-// (mtc::set_feed_wait_spin): as long as an idle worker spins for its next task.
-inline constexpr std::chrono::microseconds kDefaultFeedWaitSpin{200};
-// Sets it process-wide; returns the previous setting.
-std::chrono::microseconds set_feed_wait_spin(std::chrono::microseconds spin);
-
 // Outputs made after the walk (views of the chunks a GPU->CPU copy packs after it: the tensors of
 // a second source device, which the walk does not pack; ~0.14 us each, one after another on one
 // thread) are placed by the pool in parts of this many once there are at least twice as many: 528

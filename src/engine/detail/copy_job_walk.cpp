@@ -3,7 +3,6 @@
 // large ones. The rest of the job is in copy_job.cpp.
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -23,16 +22,11 @@ namespace mtc::detail {
 namespace {
 std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
 std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
-std::atomic<int64_t> feed_wait_spin_us{kDefaultFeedWaitSpin.count()};
 }  // namespace
 
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
   parallel_walk_leaves.store(min_leaves);
   leaves_per_part.store(std::max<int64_t>(1, leaves_per_part_));
-}
-
-std::chrono::microseconds set_feed_wait_spin(std::chrono::microseconds spin) {
-  return std::chrono::microseconds(feed_wait_spin_us.exchange(spin.count()));
 }
 
 // Hands out the root elements of a split walk, one at a time, to whichever thread asks next.
@@ -253,14 +247,7 @@ void CopyJob::walk() {
 }
 
 void CopyJob::wait_for_element(int64_t i) const {
-  if (!feed_) return;
-  // Threads that spin for elements would take the feeder's core, and each other's, on a machine
-  // with fewer cores than the pool's workers, the feeder and one more: there they sleep at once
-  // (on 2 cores, a spin of 200 us made the Python module's copies 5x slower back to back).
-  static const int64_t cores = std::thread::hardware_concurrency();
-  const std::chrono::microseconds spin(
-      cores >= pool_.size() + 2 ? feed_wait_spin_us.load(std::memory_order_relaxed) : 0);
-  if (!feed_->wait_for(i, spin))
+  if (feed_ && !feed_->wait_for(i))
     TORCH_CHECK(false, "mtc::start_copy: the input's root element ", i,
                 " never came: its binding abandoned the copy while taking the structure apart");
 }

@@ -5,7 +5,6 @@
 // dropped results' tensors released in a later get(): deferred_release.cpp.
 #include <pybind11/pybind11.h>
 
-#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -71,15 +70,6 @@ PYBIND11_MODULE(_C, m) {
         "For benchmarks: the engine's split of a structure among walking threads "
         "(mtc::set_walk_split; "
         "defaults 256 and 128), process-wide.");
-  m.def(
-      "_set_feed_wait_spin",
-      [](int64_t microseconds) {
-        return mtc::set_feed_wait_spin(std::chrono::microseconds(microseconds)).count();
-      },
-      py::arg("microseconds"),
-      "For benchmarks: how long the engine's walking threads spin for the next root element of a "
-      "streamed walk before they sleep (mtc::set_feed_wait_spin; default 200), process-wide; "
-      "returns the previous setting.");
   m.def("_set_streamed_walk", &mtc::python::set_streamed_walk, py::arg("enabled"),
         "For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's "
         "copy element by element, the engine starting first (on by default), or walked whole "

@@ -19,7 +19,6 @@
 #include <c10/core/Device.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -179,12 +178,10 @@ class RootFeed {
   bool abandoned() const { return (state_.load(std::memory_order_acquire) & kAbandoned) != 0; }
   // The root: the elements put so far, None in the places of those still to come.
   const c10::IValue& root() const { return root_; }
-  // Blocks until element `i` has arrived (true) or the feed was abandoned before it (false):
-  // spins a few hundred pauses, and on for up to `spin` more, then sleeps until the
-  // next put() or abandon().
-  bool wait_for(int64_t i, std::chrono::microseconds spin = {}) const;
-  // How many times a thread went to sleep in wait_for() (each costs a put() a system call and
-  // the thread a wake-up).
+  // Blocks until element `i` has arrived (true) or the feed was abandoned before it (false).
+  bool wait_for(int64_t i) const;
+  // How many times a thread went to sleep in wait_for() after its short spin (each costs the
+  // next put() a system call and the thread a wake-up).
   int64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
   // The thread that puts the elements.
   std::thread::id feeder() const { return feeder_; }
@@ -216,15 +213,6 @@ CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
 // elements in turn. For tuning and for benchmarks that compare settings in one process. Throws
 // c10::ValueError unless both are >= 1.
 void set_walk_split(int64_t min_leaves, int64_t leaves_per_part);
-
-// How long a copy's walking thread spins waiting for a fed root's next element (RootFeed) before
-// it sleeps, process-wide, for every later copy (default 200 us, an idle worker's own spin:
-// MTC_WORKER_SPIN_US). A sleeping thread costs the feeder a system call at its next put() and
-// wakes up tens of microseconds late on a shared host. On a machine with fewer cores than the
-// worker pool's threads plus two, the threads sleep after a few hundred pauses whatever the
-// setting: spinning there takes the feeder's core. Returns the previous setting; throws
-// c10::ValueError for a negative spin.
-std::chrono::microseconds set_feed_wait_spin(std::chrono::microseconds spin);
 
 // The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy
 // to a GPU or from it stages in that GPU's pool, so GPUs copying at once do not share one. Each
