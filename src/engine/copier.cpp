@@ -218,6 +218,10 @@ RootFeed::RootFeed(int64_t elements) : size_(elements) {
   TORCH_CHECK_VALUE(elements >= 0, "mtc::RootFeed: a negative number of elements: ", elements);
   list_.resize(static_cast<size_t>(elements));
   root_ = list_;
+  // A root without elements is complete at once.
+  if (elements == 0)
+    completed_at_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                        std::memory_order_relaxed);
 }
 
 void RootFeed::put(c10::IValue element) {
@@ -228,6 +232,10 @@ void RootFeed::put(c10::IValue element) {
   // The copy's threads read an element only once the count says it is there; no other slot
   // changes meanwhile, and the list itself never grows.
   list_.set(static_cast<size_t>(i), std::move(element));
+  // Read by the copy once its walk is over, after the count: stored before it.
+  if (i + 1 == size_)
+    completed_at_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
+                        std::memory_order_release);
   state_.fetch_add(1, std::memory_order_release);
   state_.notify_all();  // no system call unless a thread sleeps in wait_for()
 }

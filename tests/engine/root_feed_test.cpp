@@ -31,6 +31,11 @@ using mtc::test::Watchdog;
 
 constexpr std::chrono::seconds kLimit{60};
 
+double micros_between(std::chrono::steady_clock::time_point from,
+                      std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration<double, std::micro>(to - from).count();
+}
+
 // `elements` root elements, each a list of `per_element` small tensors and a string.
 c10::impl::GenericList root_of(int64_t elements, int64_t per_element) {
   c10::impl::GenericList root(c10::AnyType::get());
@@ -66,10 +71,16 @@ TEST(RootFeed, ACopyStartedBeforeItsElementsGivesTheWholeRoot) {
 }
 
 TEST(RootFeed, AnEmptyRootNeedsNoElement) {
+  const auto before = std::chrono::steady_clock::now();
   auto feed = std::make_shared<RootFeed>(0);
-  const c10::IValue out = start_copy(feed, kCpu, CopyOptions{}, nullptr).get();
+  mtc::CopyHandle handle = start_copy(feed, kCpu, CopyOptions{}, nullptr);
+  const c10::IValue out = handle.get();
+  const auto after = std::chrono::steady_clock::now();
   ASSERT_TRUE(out.isList());
   EXPECT_EQ(out.toListRef().size(), 0U);
+  // Complete from the start: its walk's tail is measured from there, not from the clock's epoch.
+  EXPECT_GE(feed->completed_at(), before);
+  EXPECT_LE(handle.stats().feed_tail_us, micros_between(before, after));
 }
 
 TEST(RootFeed, AnAbandonedFeedFailsTheCopyAndReleasesIt) {
@@ -117,14 +128,24 @@ TEST(RootFeed, ACopyCountsItsThreadsSleepsInTheFeed) {
   auto feed = std::make_shared<RootFeed>(8);
   mtc::CopyHandle handle = start_copy(feed, kCpu, CopyOptions{}, nullptr);
   feed->put(root.get(0));
-  // The copy's thread waits for element 1, which comes only once it has slept.
+  // A copy's thread waits for an element, and the rest come only once it has gone to wait.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (feed->sleeps() == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  for (size_t i = 1; i < root.size(); ++i) feed->put(root.get(i));
+  for (size_t i = 1; i + 1 < root.size(); ++i) feed->put(root.get(i));
+  const auto before_last = std::chrono::steady_clock::now();
+  feed->put(root.get(root.size() - 1));
+  const auto after_last = std::chrono::steady_clock::now();
   mtc::test::expect_same_structure_same_tensors(handle.get(), c10::IValue(root));
+  const auto after_get = std::chrono::steady_clock::now();
   EXPECT_GE(handle.stats().feed_sleeps, 1);
   EXPECT_EQ(handle.stats().feed_sleeps, feed->sleeps());
+  // The tail runs from the last element's arrival (the walk had begun long before) to the walk's
+  // end, which came before get() returned.
+  EXPECT_GE(feed->completed_at(), before_last);
+  EXPECT_LE(feed->completed_at(), after_last);
+  EXPECT_GT(handle.stats().feed_tail_us, 0);
+  EXPECT_LE(handle.stats().feed_tail_us, micros_between(before_last, after_get));
 }
 
 TEST(RootFeed, TasksLeftQueuedHoldNoReferenceToTheRootsTensors) {

@@ -101,7 +101,8 @@ def walked_whole():
     """The structure walked whole before the engine starts: the engine's walk then comes after the
     module's, and get() has tens of milliseconds to wait without the GIL. Streamed, the engine's
     walk can keep up with the module's and leave get() little to wait for (its build keeps the
-    GIL), which is no sign of a wait that kept it."""
+    GIL), which is no sign of a wait that kept it. Both walks reach the same wait in get() and
+    the same drop of a handle; these tests check them on the whole walk's path."""
     previous = mtc._C._set_streamed_walk(False)
     yield
     mtc._C._set_streamed_walk(previous)

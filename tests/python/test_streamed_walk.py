@@ -58,6 +58,17 @@ def test_a_walk_split_among_more_threads_gives_the_same(streamed):
         _C._set_walk_split(256, 128)
 
 
+def test_stats_say_how_the_engine_waited_for_a_streamed_walk(streamed):
+    handle = mtc.start_copy(ROOTS["large"](), "cpu")
+    handle.get()
+    stats = handle.stats()
+    assert stats["feed_sleeps"] >= 0
+    # Streamed, the engine's walk ends after the last element arrived; walked whole, there is no feed.
+    assert (stats["feed_tail_us"] > 0) == streamed
+    if not streamed:
+        assert stats["feed_sleeps"] == 0
+
+
 def test_the_setting_says_what_it_was():
     previous = _C._set_streamed_walk(False)
     try:

@@ -59,9 +59,17 @@ double micros_since(std::chrono::steady_clock::time_point& since) {
 void CopyJob::run_routes() {
   auto clock = created_;
   stats_.queued_us = micros_since(clock);
+  const auto walk_start = clock;
   walk();
   stats_.traverse_us = micros_since(clock);
-  if (feed_) stats_.feed_sleeps = feed_->sleeps();
+  if (feed_) {
+    stats_.feed_sleeps = feed_->sleeps();
+    // From the later of the last element's arrival and the walk's start: a job that started late
+    // (busy workers) had its whole walk after the feeder.
+    stats_.feed_tail_us = std::chrono::duration<double, std::micro>(
+                              clock - std::max(walk_start, feed_->completed_at()))
+                              .count();
+  }
 
   const std::vector<at::Tensor>& deferred = router_.deferred();
   PackedChunks& packed = router_.packed();

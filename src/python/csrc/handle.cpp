@@ -140,6 +140,7 @@ py::dict AsyncCopyHandle::stats() const {
   out["submit_us"] = s.submit_us;
   out["outputs_us"] = s.outputs_us;
   out["feed_sleeps"] = s.feed_sleeps;
+  out["feed_tail_us"] = s.feed_tail_us;
   py::dict module;
   module["walk_us"] = times_.walk_us;
   module["engine_start_us"] = times_.engine_start_us;

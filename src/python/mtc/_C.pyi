@@ -39,7 +39,9 @@ class AsyncCopyHandle:
         are), ``packed``, ``chunks``, ``per_tensor``, ``pinned_bytes``, ``walk_threads``,
         ``recycled`` (packed outputs made in a dropped result's tensor objects), and
         the engine's timings in microseconds: ``queued_us``, ``traverse_us``, ``submit_us``,
-        ``outputs_us``; and ``module``, a dict of the module's own parts in microseconds:
+        ``outputs_us``; for a root walked into the engine element by element, ``feed_sleeps``
+        (how often its threads went to wait for an element) and ``feed_tail_us`` (how long its
+        walk went on after the last element came), both 0 otherwise; and ``module``, a dict of the module's own parts in microseconds:
         ``walk_us`` (the Python structure taken apart), ``engine_start_us``, and in ``get()``
         ``result_wait_us`` (for the engine's outputs), ``build_us`` (the Python result),
         ``complete_wait_us`` (for the device), ``release_us`` and ``released_tensors`` (earlier

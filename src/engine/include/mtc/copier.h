@@ -19,6 +19,7 @@
 #include <c10/core/Device.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <thread>
@@ -70,8 +71,12 @@ struct CopyStats {
                            // walk split in parts also stages and queues its chunks here)
   double submit_us = 0;    // staging, device allocations and queuing the remaining device work
   double outputs_us = 0;   // placing the outputs of the tensors that were not packed
-  // A root fed element by element (RootFeed): how often a walking thread slept waiting for one.
+  // A root fed element by element (RootFeed): how often a walking thread went to wait for one
+  // (RootFeed::sleeps), and how long the walk went on after the last one arrived or after it
+  // began, whichever came later (walking, staging and queueing that the feeder no longer
+  // overlaps).
   int64_t feed_sleeps = 0;
+  double feed_tail_us = 0;
 };
 
 namespace detail {
@@ -180,9 +185,15 @@ class RootFeed {
   const c10::IValue& root() const { return root_; }
   // Blocks until element `i` has arrived (true) or the feed was abandoned before it (false).
   bool wait_for(int64_t i) const;
-  // How many times a thread went to sleep in wait_for() after its short spin (each costs the
-  // next put() a system call and the thread a wake-up).
+  // How many times a thread went to wait in wait_for() after its short spin: an upper bound on
+  // its sleeps (the wait returns at once if the element came meanwhile). A sleep costs the next
+  // put() a system call and the thread a wake-up.
   int64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
+  // When the last element arrived: at construction for a root of none, the epoch until then.
+  std::chrono::steady_clock::time_point completed_at() const {
+    return std::chrono::steady_clock::time_point(
+        std::chrono::steady_clock::duration(completed_at_.load(std::memory_order_acquire)));
+  }
   // The thread that puts the elements.
   std::thread::id feeder() const { return feeder_; }
   // Whether elements are still to come from the calling thread: it must not wait for them.
@@ -201,6 +212,7 @@ class RootFeed {
   static constexpr int64_t kCount = kAbandoned - 1;
   std::atomic<int64_t> state_{0};
   mutable std::atomic<int64_t> sleeps_{0};
+  std::atomic<std::chrono::steady_clock::rep> completed_at_{0};
 };
 // start_copy of `feed`'s root: the same copy, started before its elements exist. Throws
 // c10::ValueError without use_background_thread, besides start_copy's own argument errors.
