@@ -214,14 +214,19 @@ CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
   return start_job(c10::IValue(), std::move(feed), device, options, std::move(reuse));
 }
 
+namespace {
+// The steady clock's time as RootFeed::completed_at_ stores it.
+std::chrono::steady_clock::rep clock_ticks() {
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+}
+}  // namespace
+
 RootFeed::RootFeed(int64_t elements) : size_(elements) {
   TORCH_CHECK_VALUE(elements >= 0, "mtc::RootFeed: a negative number of elements: ", elements);
   list_.resize(static_cast<size_t>(elements));
   root_ = list_;
   // A root without elements is complete at once.
-  if (elements == 0)
-    completed_at_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
-                        std::memory_order_relaxed);
+  if (elements == 0) completed_at_.store(clock_ticks(), std::memory_order_relaxed);
 }
 
 void RootFeed::put(c10::IValue element) {
@@ -233,9 +238,7 @@ void RootFeed::put(c10::IValue element) {
   // changes meanwhile, and the list itself never grows.
   list_.set(static_cast<size_t>(i), std::move(element));
   // Read by the copy once its walk is over, after the count: stored before it.
-  if (i + 1 == size_)
-    completed_at_.store(std::chrono::steady_clock::now().time_since_epoch().count(),
-                        std::memory_order_release);
+  if (i + 1 == size_) completed_at_.store(clock_ticks(), std::memory_order_release);
   state_.fetch_add(1, std::memory_order_release);
   state_.notify_all();  // no system call unless a thread sleeps in wait_for()
 }

@@ -1,6 +1,7 @@
 """Helpers shared by the mtc tests: comparing structures, running threads, and watching the GIL."""
 
 import collections
+import contextlib
 import os
 import subprocess
 import sys
@@ -22,6 +23,19 @@ def gpu_mark():
     import pytest
 
     return [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason=_cuda_reason())]
+
+
+@contextlib.contextmanager
+def streamed_walk(enabled):
+    """mtc's streamed walk (mtc._C._set_streamed_walk) set to `enabled` for the block, then put back
+    as it was."""
+    import mtc
+
+    previous = mtc._C._set_streamed_walk(enabled)
+    try:
+        yield
+    finally:
+        mtc._C._set_streamed_walk(previous)
 
 
 def run_python(code, **env):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import mtc
-from support import ProgressWatcher, assert_copied, errors_in_threads, printed_by
+from support import ProgressWatcher, assert_copied, errors_in_threads, printed_by, streamed_walk
 
 # Enough leaves that the engine's walk of them takes tens of milliseconds on a CPU.
 LONG_COPY_LEAVES = 500_000
@@ -103,9 +103,8 @@ def walked_whole():
     walk can keep up with the module's and leave get() little to wait for (its build keeps the
     GIL), which is no sign of a wait that kept it. Both walks reach the same wait in get() and
     the same drop of a handle; these tests check them on the whole walk's path."""
-    previous = mtc._C._set_streamed_walk(False)
-    yield
-    mtc._C._set_streamed_walk(previous)
+    with streamed_walk(False):
+        yield
 
 
 def test_get_lets_other_threads_run_while_it_waits(walked_whole):

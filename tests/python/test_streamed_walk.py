@@ -14,14 +14,13 @@ import torch
 
 import mtc
 from mtc import _C
-from support import assert_copied, leaf_that_runs, run_python
+from support import assert_copied, leaf_that_runs, run_python, streamed_walk
 
 
 @pytest.fixture(params=[True, False], ids=["streamed", "whole"])
 def streamed(request):
-    previous = _C._set_streamed_walk(request.param)
-    yield request.param
-    _C._set_streamed_walk(previous)
+    with streamed_walk(request.param):
+        yield request.param
 
 
 def sample(i):
