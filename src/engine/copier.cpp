@@ -13,7 +13,6 @@
 #include "detail/host_block_cache.h"
 #include "detail/impl_pool.h"
 #include "detail/pinned_pool_set.h"
-#include "detail/routes.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
 
@@ -272,8 +271,6 @@ void set_walk_split(int64_t min_leaves, int64_t leaves_per_part) {
                     min_leaves, " and ", leaves_per_part);
   detail::set_parallel_walk(min_leaves, leaves_per_part);
 }
-
-bool set_batched_split_dmas(bool enabled) { return detail::set_batched_split_dmas(enabled); }
 
 PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }
 

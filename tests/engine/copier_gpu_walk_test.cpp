@@ -85,40 +85,26 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
   }
   const bool parallel = mtc::detail::worker_pool_for(kCuda0).size() > 0;
   int64_t most_threads = 0;
-  // The threads' DMAs in one driver call (the default) and in one call each; a chunk alignment
-  // above the allocator's own moves a chunk's views along with its memory in either.
-  struct Variant {
-    bool batched;
-    int64_t alignment;
-  };
-  const Variant variants[] = {{true, 16}, {false, 16}, {true, 4096}, {false, 4096}};
   for (const c10::IValue& root : roots) {
     const std::vector<at::Tensor> leaves = tensors_of(root);
     ASSERT_GE(leaves.size(), 1024u);
-    for (const auto [batched, alignment] : variants) {
-      for (const bool background : {true, false}) {
-        SCOPED_TRACE(::testing::Message()
-                     << root.tagKind() << ", background " << background << ", batched " << batched
-                     << ", alignment " << alignment);
-        EXPECT_EQ(mtc::set_batched_split_dmas(batched), true);
-        CopyOptions options;
-        options.use_background_thread = background;
-        options.min_packed_alignment_bytes = alignment;
-        CopyHandle h = start_copy(root, kCuda0, options);
-        expect_structure_copy(h.get(), root, kCuda0);
-        const CopyStats s = h.stats();
-        EXPECT_EQ(s.tensors, static_cast<int64_t>(leaves.size()));
-        EXPECT_EQ(s.bytes, total_bytes(leaves));
-        EXPECT_EQ(s.reused, expected_reused(leaves, kCuda0));
-        EXPECT_EQ(s.packed, expected_packed(leaves, kCuda0, options));
-        EXPECT_EQ(s.packed + s.per_tensor + s.reused, s.tensors);
-        // Each thread that walked part of it has a chunk of its own, unless it walked only
-        // leaves that are not packed.
-        EXPECT_GE(s.walk_threads, 1);
-        EXPECT_LE(s.chunks, s.walk_threads);
-        most_threads = std::max(most_threads, s.walk_threads);
-        EXPECT_EQ(mtc::set_batched_split_dmas(true), batched);
-      }
+    for (const bool background : {true, false}) {
+      SCOPED_TRACE(::testing::Message() << root.tagKind() << ", background " << background);
+      CopyOptions options;
+      options.use_background_thread = background;
+      CopyHandle h = start_copy(root, kCuda0, options);
+      expect_structure_copy(h.get(), root, kCuda0);
+      const CopyStats s = h.stats();
+      EXPECT_EQ(s.tensors, static_cast<int64_t>(leaves.size()));
+      EXPECT_EQ(s.bytes, total_bytes(leaves));
+      EXPECT_EQ(s.reused, expected_reused(leaves, kCuda0));
+      EXPECT_EQ(s.packed, expected_packed(leaves, kCuda0, options));
+      EXPECT_EQ(s.packed + s.per_tensor + s.reused, s.tensors);
+      // Each thread that walked part of it has a chunk of its own, unless it walked only
+      // leaves that are not packed.
+      EXPECT_GE(s.walk_threads, 1);
+      EXPECT_LE(s.chunks, s.walk_threads);
+      most_threads = std::max(most_threads, s.walk_threads);
     }
   }
   // Helpers join as they wake up: not every copy is split, but over six copies of over 1,024

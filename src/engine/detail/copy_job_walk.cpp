@@ -1,8 +1,6 @@
 // CopyJob's walk of the input: on the job's thread alone for small structures, or in parts
 // (root elements handed out one at a time) by pool workers and a caller waiting in get() for
 // large ones. The rest of the job is in copy_job.cpp.
-#include <c10/cuda/CUDAGuard.h>
-
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -198,33 +196,22 @@ void CopyJob::walk() {
     std::lock_guard<std::mutex> lock(walk_mutex_);
     open_walk_.reset();
   }
-  // The walk's thread queues every thread's DMAs: one thread calling the driver never waits for
-  // another there. Each thread's chunks get their device memory as soon as its staging is
-  // filled; their DMAs then cross together in one driver call once every thread is done
-  // (batched_split_dmas(), the default), or each thread's at once, one call per chunk. None once
-  // the copy has failed; a failure here is reported after any leaf's (its element: n).
-  const bool batched = batched_split_dmas();
-  std::vector<HostToDeviceSpan> dmas;
-  const auto fail_queue = [&](Walker& w) {
-    if (!w.error) {
-      w.error = std::current_exception();
-      w.error_element = n;
-    }
-    tickets->stop.store(true, std::memory_order_relaxed);
-  };
+  // The walk's thread queues every thread's DMAs, each as soon as its staging is filled: one
+  // thread calling the driver never waits for another there. None once the copy has failed; a
+  // failure here is reported after any leaf's (its element: n).
   const auto queue_staged = [&] {
     for (const auto& w : walkers) {
       if (w->queued || !w->staged.load(std::memory_order_acquire)) continue;
       w->queued = true;
       if (tickets->stop.load(std::memory_order_relaxed)) continue;
       try {
-        if (batched) {
-          attach_packed_host_to_device(w->context, w->router->packed(), dmas);
-        } else {
-          queue_packed_host_to_device(w->context, w->router->packed());
-        }
+        queue_packed_host_to_device(w->context, w->router->packed());
       } catch (...) {
-        fail_queue(*w);
+        if (!w->error) {
+          w->error = std::current_exception();
+          w->error_element = n;
+        }
+        tickets->stop.store(true, std::memory_order_relaxed);
       }
     }
   };
@@ -232,18 +219,7 @@ void CopyJob::walk() {
     if (pack_submitted_in_walk()) queue_staged();
     cpu_relax();
   }
-  if (pack_submitted_in_walk()) {
-    queue_staged();
-    if (!dmas.empty() && !tickets->stop.load(std::memory_order_relaxed)) {
-      try {
-        const c10::cuda::CUDAStream stream = streams_.of(target_.index());
-        const c10::cuda::CUDAStreamGuard guard(stream);
-        submit_dmas(dmas, stream.stream());
-      } catch (...) {
-        fail_queue(*walkers.front());
-      }
-    }
-  }
+  if (pack_submitted_in_walk()) queue_staged();
   // The threads' staging, which queued DMAs may still read, goes to the job's completion, which
   // the failure path waits for after synchronizing the streams.
   const Walker* failed = nullptr;

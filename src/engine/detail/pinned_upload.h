@@ -17,7 +17,7 @@
 
 namespace mtc::detail {
 
-// One host-to-device copy: host bytes to device memory.
+// One host-to-device copy: pageable host bytes to device memory.
 struct HostToDeviceSpan {
   std::byte* dst;
   const std::byte* src;

@@ -3,10 +3,6 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 
-#include <atomic>
-#include <span>
-#include <vector>
-
 #include "detail/cuda_check.h"
 #include "detail/outputs.h"
 #include "detail/pinned_pool_set.h"
@@ -39,10 +35,8 @@ void stage_packed(RouteContext& ctx, PackedChunks& packed) {
   packed.staged = host;
 }
 
-// Gives each staged chunk its device memory (moving its views along where the allocation's
-// alignment asks for it) and adds the chunk's DMA to `dmas`, for submit_dmas().
-void attach_device_memory(RouteContext& ctx, PackedChunks& packed,
-                          std::vector<HostToDeviceSpan>& dmas) {
+// Gives each staged chunk its device memory and queues one DMA per chunk.
+void queue_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream) {
   const std::byte* host = packed.staged;
   const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
   const int64_t slack = chunk_slack(alignment, kDeviceAllocAlignment);
@@ -55,8 +49,12 @@ void attach_device_memory(RouteContext& ctx, PackedChunks& packed,
           static_cast<size_t>(chunk.bytes + slack));
     }
     const int64_t shift = alignment_shift(data.get(), alignment);
-    dmas.push_back(
-        {static_cast<std::byte*>(data.get()) + shift, host + chunk.staging, chunk.bytes});
+    {
+      MTC_RANGE(submit, "submit");
+      MTC_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::byte*>(data.get()) + shift,
+                                     host + chunk.staging, static_cast<size_t>(chunk.bytes),
+                                     cudaMemcpyHostToDevice, stream));
+    }
     if (shift != 0) {
       // Only for alignments the allocator's own does not cover: move the chunk's views along.
       // shift is a multiple of 16 (both alignments are), so of every element size.
@@ -73,61 +71,7 @@ void attach_device_memory(RouteContext& ctx, PackedChunks& packed,
   }
   ctx.stats.packed += static_cast<int64_t>(packed.views.size());
   ctx.stats.chunks += static_cast<int64_t>(packed.chunks.size());
-  packed = PackedChunks();
 }
-
-std::atomic<bool> batch_split_dmas{true};
-
-}  // namespace
-
-// Several DMAs in one driver call where the runtime and the driver have one
-// (cudaMemcpyBatchAsync, CUDA 12.8): each call into the driver costs microseconds on its own,
-// tens of them on a host that has just been idle. Sources are the copy's own pinned staging,
-// filled before the call and touched by nothing in flight, so they may be read in any order.
-void submit_dmas(std::span<const HostToDeviceSpan> dmas, cudaStream_t stream) {
-  MTC_RANGE(submit, "submit");
-#if CUDART_VERSION >= 12080
-  static const bool batch_supported = [] {
-    int driver = 0;
-    return cudaDriverGetVersion(&driver) == cudaSuccess && driver >= 12080;
-  }();
-  if (dmas.size() > 1 && batch_supported) {
-    std::vector<void*> dsts;
-    std::vector<const void*> srcs;
-    std::vector<size_t> sizes;
-    dsts.reserve(dmas.size());
-    srcs.reserve(dmas.size());
-    sizes.reserve(dmas.size());
-    for (const HostToDeviceSpan& dma : dmas) {
-      dsts.push_back(dma.dst);
-      srcs.push_back(dma.src);
-      sizes.push_back(static_cast<size_t>(dma.bytes));
-    }
-    cudaMemcpyAttributes attributes{};
-    attributes.srcAccessOrder = cudaMemcpySrcAccessOrderAny;
-    size_t first_copy = 0;
-#if CUDART_VERSION >= 13000
-    MTC_CUDA_CHECK(cudaMemcpyBatchAsync(dsts.data(), srcs.data(), sizes.data(), sizes.size(),
-                                        &attributes, &first_copy, 1, stream));
-#else
-    size_t failed = 0;
-    MTC_CUDA_CHECK(cudaMemcpyBatchAsync(dsts.data(), const_cast<void**>(srcs.data()), sizes.data(),
-                                        sizes.size(), &attributes, &first_copy, 1, &failed,
-                                        stream));
-#endif
-    return;
-  }
-#endif
-  for (const HostToDeviceSpan& dma : dmas) {
-    MTC_CUDA_CHECK(cudaMemcpyAsync(dma.dst, dma.src, static_cast<size_t>(dma.bytes),
-                                   cudaMemcpyHostToDevice, stream));
-  }
-}
-
-bool set_batched_split_dmas(bool enabled) { return batch_split_dmas.exchange(enabled); }
-bool batched_split_dmas() { return batch_split_dmas.load(std::memory_order_relaxed); }
-
-namespace {
 
 // Allocates the output and queues the copy of a tensor that is not packed. Pageable sources
 // staged through pinned memory are only collected in `pageable`, to be uploaded together;
@@ -175,18 +119,8 @@ void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
   TORCH_INTERNAL_ASSERT(packed.staged != nullptr, "queue_packed_host_to_device: not staged");
   const c10::cuda::CUDAStream stream = ctx.streams.of(ctx.target.index());
   c10::cuda::CUDAStreamGuard guard(stream);
-  std::vector<HostToDeviceSpan> dmas;
-  attach_device_memory(ctx, packed, dmas);
-  submit_dmas(dmas, stream.stream());
-}
-
-void attach_packed_host_to_device(RouteContext& ctx, PackedChunks& packed,
-                                  std::vector<HostToDeviceSpan>& dmas) {
-  if (packed.chunks.empty()) return;
-  TORCH_INTERNAL_ASSERT(packed.staged != nullptr, "attach_packed_host_to_device: not staged");
-  const c10::cuda::CUDAStream stream = ctx.streams.of(ctx.target.index());
-  c10::cuda::CUDAStreamGuard guard(stream);  // the allocations' stream
-  attach_device_memory(ctx, packed, dmas);
+  queue_packed(ctx, packed, stream.stream());
+  packed = PackedChunks();
 }
 
 void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {

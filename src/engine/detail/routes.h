@@ -10,7 +10,6 @@
 #include <vector>
 
 #include "detail/completion.h"
-#include "detail/pinned_upload.h"
 #include "detail/staging.h"
 #include "mtc/copier.h"
 
@@ -91,19 +90,6 @@ inline constexpr int64_t kStagingAlignment = 256;
 void stage_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
-// queue_packed_host_to_device's first half, for a split walk whose threads' chunks cross in one
-// driver call: gives the staged chunks their device memory (allocated on the captured stream),
-// adds their DMAs to `dmas` and empties `packed`. submit_dmas() queues them all.
-void attach_packed_host_to_device(RouteContext& ctx, PackedChunks& packed,
-                                  std::vector<HostToDeviceSpan>& dmas);
-// Queues `dmas` (host staging that nothing in flight touches, to device memory) on `stream`:
-// one cudaMemcpyBatchAsync where the runtime and the driver have it, else one call each.
-void submit_dmas(std::span<const HostToDeviceSpan> dmas, cudaStream_t stream);
-// Whether a split walk's threads' chunks cross in one driver call (on by default) or in one call
-// each, queued as each thread's staging is filled; process-wide, for every later copy; returns
-// the previous setting. For the in-process A/B (mtc::set_batched_split_dmas).
-bool set_batched_split_dmas(bool enabled);
-bool batched_split_dmas();
 
 // CPU sources (pageable or pinned) to the CUDA target: the chunks packed during the walk that
 // are not yet submitted (then empties `packed`), then `leaves` one by one; records the

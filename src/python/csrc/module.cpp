@@ -70,10 +70,6 @@ PYBIND11_MODULE(_C, m) {
         "For benchmarks: the engine's split of a structure among walking threads "
         "(mtc::set_walk_split; "
         "defaults 256 and 128), process-wide.");
-  m.def("_set_batched_split_dmas", &mtc::set_batched_split_dmas, py::arg("enabled"),
-        "For benchmarks: whether a split walk's CPU->GPU chunks cross in one driver call (on by "
-        "default) or in one call each (mtc::set_batched_split_dmas), process-wide; returns the "
-        "previous setting.");
   m.def("_set_streamed_walk", &mtc::python::set_streamed_walk, py::arg("enabled"),
         "For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's "
         "copy element by element, the engine starting first (on by default), or walked whole "

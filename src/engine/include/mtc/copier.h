@@ -226,13 +226,6 @@ CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
 // c10::ValueError unless both are >= 1.
 void set_walk_split(int64_t min_leaves, int64_t leaves_per_part);
 
-// Whether a walk split among threads (set_walk_split) queues its CPU->GPU chunks, one or more
-// per thread, in one driver call (cudaMemcpyBatchAsync, where the runtime and the driver are
-// CUDA 12.8 or later; on by default), or in one call per chunk, as each thread's staging is
-// filled. Process-wide, for every later copy; returns the previous setting. For tuning and for
-// benchmarks that compare the two in one process.
-bool set_batched_split_dmas(bool enabled);
-
 // The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy
 // to a GPU or from it stages in that GPU's pool, so GPUs copying at once do not share one. Each
 // grows with its device's demand and, once a repeated workload has run a copy or two, holds
