@@ -88,23 +88,41 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
   for (const c10::IValue& root : roots) {
     const std::vector<at::Tensor> leaves = tensors_of(root);
     ASSERT_GE(leaves.size(), 1024u);
-    for (const bool background : {true, false}) {
-      SCOPED_TRACE(::testing::Message() << root.tagKind() << ", background " << background);
-      CopyOptions options;
-      options.use_background_thread = background;
-      CopyHandle h = start_copy(root, kCuda0, options);
-      expect_structure_copy(h.get(), root, kCuda0);
-      const CopyStats s = h.stats();
-      EXPECT_EQ(s.tensors, static_cast<int64_t>(leaves.size()));
-      EXPECT_EQ(s.bytes, total_bytes(leaves));
-      EXPECT_EQ(s.reused, expected_reused(leaves, kCuda0));
-      EXPECT_EQ(s.packed, expected_packed(leaves, kCuda0, options));
-      EXPECT_EQ(s.packed + s.per_tensor + s.reused, s.tensors);
-      // Each thread that walked part of it has a chunk of its own, unless it walked only
-      // leaves that are not packed.
-      EXPECT_GE(s.walk_threads, 1);
-      EXPECT_LE(s.chunks, s.walk_threads);
-      most_threads = std::max(most_threads, s.walk_threads);
+    // A chunk alignment above the allocator's own moves each thread's views along with its
+    // chunk's memory when the chunk is queued.
+    for (const int64_t alignment : {int64_t{16}, int64_t{4096}}) {
+      for (const bool background : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << root.tagKind() << ", background " << background
+                                          << ", alignment " << alignment);
+        CopyOptions options;
+        options.use_background_thread = background;
+        options.min_packed_alignment_bytes = alignment;
+        CopyHandle h = start_copy(root, kCuda0, options);
+        const c10::IValue out = h.get();
+        expect_structure_copy(out, root, kCuda0);
+        const std::vector<at::Tensor> outputs = tensors_of(out);
+        ASSERT_EQ(outputs.size(), leaves.size());
+        for (size_t i = 0; i < leaves.size(); ++i) {
+          const at::Tensor& in = leaves[i];
+          const auto bytes = static_cast<int64_t>(in.nbytes());
+          if (!in.is_cpu() || !in.is_contiguous() || bytes < 1 ||
+              bytes > mtc::kMaxPackedTensorBytes)
+            continue;  // not packed
+          const auto a = static_cast<uintptr_t>(std::max<int64_t>(alignment, in.element_size()));
+          EXPECT_EQ(reinterpret_cast<uintptr_t>(outputs[i].data_ptr()) % a, 0u) << "leaf " << i;
+        }
+        const CopyStats s = h.stats();
+        EXPECT_EQ(s.tensors, static_cast<int64_t>(leaves.size()));
+        EXPECT_EQ(s.bytes, total_bytes(leaves));
+        EXPECT_EQ(s.reused, expected_reused(leaves, kCuda0));
+        EXPECT_EQ(s.packed, expected_packed(leaves, kCuda0, options));
+        EXPECT_EQ(s.packed + s.per_tensor + s.reused, s.tensors);
+        // Each thread that walked part of it has a chunk of its own, unless it walked only
+        // leaves that are not packed.
+        EXPECT_GE(s.walk_threads, 1);
+        EXPECT_LE(s.chunks, s.walk_threads);
+        most_threads = std::max(most_threads, s.walk_threads);
+      }
     }
   }
   // Helpers join as they wake up: not every copy is split, but over six copies of over 1,024
