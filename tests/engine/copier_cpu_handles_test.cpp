@@ -171,11 +171,27 @@ TEST(CopierCpu, SplitWalkIsCompleteWhicheverHelpersJoin) {
     EXPECT_GE(s.walk_threads, 1);
     EXPECT_LE(s.walk_threads, pool + 2);  // the copy's thread, the workers and a waiting caller
     most_threads = std::max(most_threads, s.walk_threads);
+    // With workers in the pool, every copy takes the split path, whoever joins; to the CPU it
+    // queues no CPU->GPU chunk.
+    if (pool > 0) {
+      EXPECT_GT(s.split_wait_us, 0);
+    } else {
+      EXPECT_EQ(s.split_wait_us, 0);
+    }
+    EXPECT_EQ(s.split_queue_us, 0);
     if (::testing::Test::HasFailure()) return;
   }
   if (pool > 0) {
     EXPECT_GE(most_threads, 2) << "no copy was walked by more than one thread";
   }
+  // A structure too small to split has no split timings.
+  const c10::impl::GenericList small =
+      mtc::test::list_of_lists(3, 2, [](int k) { return at::full({1}, static_cast<double>(k)); });
+  CopyHandle h = start_copy(small, kCpu, CopyOptions{});
+  expect_same_structure_same_tensors(h.get(), small);
+  EXPECT_EQ(h.stats().walk_threads, 1);
+  EXPECT_EQ(h.stats().split_wait_us, 0);
+  EXPECT_EQ(h.stats().split_queue_us, 0);
 }
 
 }  // namespace

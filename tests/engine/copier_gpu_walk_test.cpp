@@ -122,6 +122,11 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
         EXPECT_GE(s.walk_threads, 1);
         EXPECT_LE(s.chunks, s.walk_threads);
         most_threads = std::max(most_threads, s.walk_threads);
+        // With workers, the walk is split (whoever joins), and its thread queued the chunks.
+        if (parallel && s.chunks > 0) {
+          EXPECT_GT(s.split_queue_us, 0);
+          EXPECT_GT(s.split_wait_us, 0);
+        }
       }
     }
   }

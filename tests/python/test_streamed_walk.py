@@ -68,6 +68,24 @@ def test_stats_say_how_the_engine_waited_for_a_streamed_walk(streamed):
         assert stats["feed_sleeps"] == 0
 
 
+def test_stats_time_a_split_walks_end_and_nothing_else():
+    try:
+        _C._set_walk_split(1, 16)
+        handle = mtc.start_copy(ROOTS["large"](), "cpu")
+        handle.get()
+        split = handle.stats()
+    finally:
+        _C._set_walk_split(256, 128)
+    # Whoever joined (the pool has a worker at least), a split walk's own thread waited, if only
+    # to see that nobody else was walking; to the CPU it queued no CPU->GPU chunk.
+    assert split["split_wait_us"] > 0
+    assert split["split_queue_us"] == 0
+    handle = mtc.start_copy([torch.ones(1), torch.ones(2)], "cpu")
+    handle.get()
+    small = handle.stats()
+    assert small["walk_threads"] == 1 and small["split_wait_us"] == 0 and small["split_queue_us"] == 0
+
+
 def test_the_setting_says_what_it_was():
     previous = _C._set_streamed_walk(False)
     try:

@@ -3,6 +3,7 @@
 // large ones. The rest of the job is in copy_job.cpp.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <exception>
 #include <functional>
 #include <memory>
@@ -22,6 +23,10 @@ namespace mtc::detail {
 namespace {
 std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
 std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
+double micros_between(std::chrono::steady_clock::time_point from,
+                      std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration<double, std::micro>(to - from).count();
+}
 }  // namespace
 
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
@@ -190,6 +195,7 @@ void CopyJob::walk() {
       },
       static_cast<int>(helpers));
   walk_from(*walkers[0], tickets->take());
+  const auto own_done = std::chrono::steady_clock::now();
   tickets->close();
   walk_open_.store(false, std::memory_order_relaxed);
   {
@@ -205,7 +211,9 @@ void CopyJob::walk() {
       w->queued = true;
       if (tickets->stop.load(std::memory_order_relaxed)) continue;
       try {
+        const auto start = std::chrono::steady_clock::now();
         queue_packed_host_to_device(w->context, w->router->packed());
+        stats_.split_queue_us += micros_between(start, std::chrono::steady_clock::now());
       } catch (...) {
         if (!w->error) {
           w->error = std::current_exception();
@@ -219,6 +227,7 @@ void CopyJob::walk() {
     if (pack_submitted_in_walk()) queue_staged();
     cpu_relax();
   }
+  stats_.split_wait_us = micros_between(own_done, std::chrono::steady_clock::now());
   if (pack_submitted_in_walk()) queue_staged();
   // The threads' staging, which queued DMAs may still read, goes to the job's completion, which
   // the failure path waits for after synchronizing the streams.

@@ -86,7 +86,9 @@ inline constexpr int64_t kStagingAlignment = 256;
 // in the driver: under Nsight Systems a training step's DMA calls took a median of 33 us, with
 // waits of 46 us for a lock in the driver; queued by one thread, CPU->GPU copies were
 // 6.5-8.9 % shorter (in-process A/B, 1 x H200, 2026-11-29). With pageable staging each thread
-// queues its own: the driver copies out of pageable memory on the calling thread.
+// queues its own: the driver copies out of pageable memory on the calling thread. One
+// cudaMemcpyBatchAsync for every thread's chunks would be one driver call, but it refuses the
+// legacy default stream, which torch programs copy on by default (tried, 2026-12-02).
 void stage_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);

@@ -141,6 +141,8 @@ py::dict AsyncCopyHandle::stats() const {
   out["outputs_us"] = s.outputs_us;
   out["feed_sleeps"] = s.feed_sleeps;
   out["feed_tail_us"] = s.feed_tail_us;
+  out["split_wait_us"] = s.split_wait_us;
+  out["split_queue_us"] = s.split_queue_us;
   py::dict module;
   module["walk_us"] = times_.walk_us;
   module["engine_start_us"] = times_.engine_start_us;

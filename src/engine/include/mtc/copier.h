@@ -77,6 +77,13 @@ struct CopyStats {
   // overlaps).
   int64_t feed_sleeps = 0;
   double feed_tail_us = 0;
+  // A walk split among threads, the end of traverse_us: split_wait_us from the walk's own thread
+  // having walked its elements and staged its chunks until every other thread had too (queuing
+  // done meanwhile included); split_queue_us the time that thread spent queuing every thread's
+  // CPU->GPU chunks (device memory and one DMA call a chunk), in the wait or after it. Both 0
+  // when the walk is not split.
+  double split_wait_us = 0;
+  double split_queue_us = 0;
 };
 
 namespace detail {
