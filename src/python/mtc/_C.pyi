@@ -44,11 +44,11 @@ class AsyncCopyHandle:
         walk went on after the last element came), both 0 otherwise; for a walk split among
         threads, ``split_wait_us`` (its own thread waiting for the others to finish) and
         ``split_queue_us`` (that thread queuing every thread's chunks), both 0 otherwise; and
-        ``module``, a dict of
-        the module's own parts in microseconds: ``walk_us`` (the Python structure taken apart),
-        ``engine_start_us``, and in ``get()`` ``result_wait_us`` (for the engine's outputs),
-        ``build_us`` (the Python result), ``complete_wait_us`` (for the device), ``release_us``
-        and ``released_tensors`` (earlier results' tensors released by the deferred release).
+        ``module``, a dict of the module's own parts in microseconds: ``walk_us`` (the Python
+        structure taken apart), ``engine_start_us``, and in ``get()`` ``result_wait_us`` (for the
+        engine's outputs), ``build_us`` (the Python result), ``complete_wait_us`` (for the
+        device), ``release_us`` and ``released_tensors`` (earlier results' tensors released by
+        the deferred release).
         With an object offered for every tensor leaf, ``build_us`` is the build before the wait
         plus its confirmation after it. Raises ``ValueError`` before the copy has completed.
         """
