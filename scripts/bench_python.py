@@ -18,8 +18,9 @@ interleaved (run 1 of every method, then run 2, ...), so a change of the machine
 measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
 dropped results, mtc_noreuse mtc without its reuse of dropped results' tensor objects as new
 outputs (mtc.set_output_reuse), mtc_nostream mtc with the whole structure walked before the
-engine starts (not element by element into the running copy). For each mtc method, 200 more calls per pattern, untimed, say where its time
-goes (the medians of handle.stats()'s parts and of the drops that follow a call).
+engine starts (not element by element into the running copy). For each mtc method, 200 more
+calls per pattern, untimed, say where its time goes (the medians of handle.stats()'s parts and of
+the drops that follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
 (start_copy(data, device).get()), in the same process, interleaved with the others: build it

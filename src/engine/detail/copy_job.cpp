@@ -50,7 +50,7 @@ CopyJob::~CopyJob() { wait_noexcept(); }
 namespace {
 double micros_since(std::chrono::steady_clock::time_point& since) {
   const auto now = std::chrono::steady_clock::now();
-  const double us = std::chrono::duration<double, std::micro>(now - since).count();
+  const double us = micros_between(since, now);
   since = now;
   return us;
 }
@@ -66,9 +66,7 @@ void CopyJob::run_routes() {
     stats_.feed_sleeps = feed_->sleeps();
     // From the later of the last element's arrival and the walk's start: a job that started late
     // (busy workers) had its whole walk after the feeder.
-    stats_.feed_tail_us = std::chrono::duration<double, std::micro>(
-                              clock - std::max(walk_start, feed_->completed_at()))
-                              .count();
+    stats_.feed_tail_us = micros_between(std::max(walk_start, feed_->completed_at()), clock);
   }
 
   const std::vector<at::Tensor>& deferred = router_.deferred();

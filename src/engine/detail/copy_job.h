@@ -30,6 +30,12 @@ inline constexpr int64_t kDefaultParallelWalkLeaves = 256;
 // At most one walking thread per this many (estimated) leaves: each costs a wake-up and a
 // chunk of its own (CPU->GPU: with an allocation and a DMA of its own).
 inline constexpr int64_t kDefaultLeavesPerPart = 128;
+
+// Microseconds from `from` to `to`: CopyStats' timings.
+inline double micros_between(std::chrono::steady_clock::time_point from,
+                             std::chrono::steady_clock::time_point to) {
+  return std::chrono::duration<double, std::micro>(to - from).count();
+}
 // Changes both, process-wide (for benchmarks that compare settings in one run).
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);
 

@@ -23,10 +23,6 @@ namespace mtc::detail {
 namespace {
 std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
 std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
-double micros_between(std::chrono::steady_clock::time_point from,
-                      std::chrono::steady_clock::time_point to) {
-  return std::chrono::duration<double, std::micro>(to - from).count();
-}
 }  // namespace
 
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
