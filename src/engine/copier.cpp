@@ -272,10 +272,6 @@ void set_walk_split(int64_t min_leaves, int64_t leaves_per_part) {
   detail::set_parallel_walk(min_leaves, leaves_per_part);
 }
 
-bool set_one_dma_per_split_walk(bool enabled) {
-  return detail::set_one_dma_per_split_walk(enabled);
-}
-
 PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }
 
 PinnedPoolStats pinned_pool_stats(c10::DeviceIndex device) {

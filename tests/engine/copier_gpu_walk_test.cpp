@@ -42,21 +42,8 @@ using mtc::test::tensors_of;
 using mtc::test::to_device;
 using mtc::test::total_bytes;
 
-// Sets mtc::set_one_dma_per_split_walk for a test and puts the previous setting back.
-class OneDmaPerSplitWalk {
- public:
-  explicit OneDmaPerSplitWalk(bool enabled) : previous_(mtc::set_one_dma_per_split_walk(enabled)) {}
-  OneDmaPerSplitWalk(const OneDmaPerSplitWalk&) = delete;
-  OneDmaPerSplitWalk& operator=(const OneDmaPerSplitWalk&) = delete;
-  ~OneDmaPerSplitWalk() { mtc::set_one_dma_per_split_walk(previous_); }
-
- private:
-  bool previous_;
-};
-
 // A structure whose first root element suggests many leaves is walked by several threads, each
-// taking root elements in turn and packing into a chunk of its own, staged side by side with
-// the others' for one DMA or on its own (mtc::set_one_dma_per_split_walk). Packed, deferred
+// taking root elements in turn and packing into a chunk of its own. Packed, deferred
 // (non-contiguous, over 256 KiB, zero-size) and reused leaves, nested and directly under the root,
 // of every root kind, must all land where they belong.
 TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
@@ -98,91 +85,55 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
   }
   const bool parallel = mtc::detail::worker_pool_for(kCuda0).size() > 0;
   int64_t most_threads = 0;
-  const OneDmaPerSplitWalk restore(true);
-  for (const bool one_dma : {true, false})
-    for (const c10::IValue& root : roots) {
-      const std::vector<at::Tensor> leaves = tensors_of(root);
-      ASSERT_GE(leaves.size(), 1024u);
-      // A chunk alignment above the allocator's own moves each thread's views along with its
-      // chunk's memory when the chunk is queued.
-      for (const int64_t alignment : {int64_t{16}, int64_t{4096}}) {
-        // The second copy of a structure finds room for every thread's chunks side by side: the
-        // block is sized after the previous split walk.
-        for (const bool background : {true, false, false}) {
-          SCOPED_TRACE(::testing::Message()
-                       << root.tagKind() << ", background " << background << ", alignment "
-                       << alignment << ", one DMA " << one_dma);
-          mtc::set_one_dma_per_split_walk(one_dma);
-          CopyOptions options;
-          options.use_background_thread = background;
-          options.min_packed_alignment_bytes = alignment;
-          CopyHandle h = start_copy(root, kCuda0, options);
-          const c10::IValue out = h.get();
-          expect_structure_copy(out, root, kCuda0);
-          const std::vector<at::Tensor> outputs = tensors_of(out);
-          ASSERT_EQ(outputs.size(), leaves.size());
-          for (size_t i = 0; i < leaves.size(); ++i) {
-            const at::Tensor& in = leaves[i];
-            const auto bytes = static_cast<int64_t>(in.nbytes());
-            if (!in.is_cpu() || !in.is_contiguous() || bytes < 1 ||
-                bytes > mtc::kMaxPackedTensorBytes)
-              continue;  // not packed
-            const auto a = static_cast<uintptr_t>(std::max<int64_t>(alignment, in.element_size()));
-            EXPECT_EQ(reinterpret_cast<uintptr_t>(outputs[i].data_ptr()) % a, 0u) << "leaf " << i;
-          }
-          const CopyStats s = h.stats();
-          EXPECT_EQ(s.tensors, static_cast<int64_t>(leaves.size()));
-          EXPECT_EQ(s.bytes, total_bytes(leaves));
-          EXPECT_EQ(s.reused, expected_reused(leaves, kCuda0));
-          EXPECT_EQ(s.packed, expected_packed(leaves, kCuda0, options));
-          EXPECT_EQ(s.packed + s.per_tensor + s.reused, s.tensors);
-          // Each thread that walked part of it has a chunk of its own, unless it walked only
-          // leaves that are not packed.
-          EXPECT_GE(s.walk_threads, 1);
-          EXPECT_LE(s.chunks, s.walk_threads);
-          most_threads = std::max(most_threads, s.walk_threads);
-          if (one_dma && !background && parallel) {
-            EXPECT_EQ(s.chunks, 1);
-          }
-          // With workers, the walk is split (whoever joins), and its thread queued the chunks.
-          if (parallel && s.chunks > 0) {
-            EXPECT_GT(s.split_queue_us, 0);
-            EXPECT_GT(s.split_wait_us, 0);
-          }
+  for (const c10::IValue& root : roots) {
+    const std::vector<at::Tensor> leaves = tensors_of(root);
+    ASSERT_GE(leaves.size(), 1024u);
+    // A chunk alignment above the allocator's own moves each thread's views along with its
+    // chunk's memory when the chunk is queued.
+    for (const int64_t alignment : {int64_t{16}, int64_t{4096}}) {
+      for (const bool background : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << root.tagKind() << ", background " << background
+                                          << ", alignment " << alignment);
+        CopyOptions options;
+        options.use_background_thread = background;
+        options.min_packed_alignment_bytes = alignment;
+        CopyHandle h = start_copy(root, kCuda0, options);
+        const c10::IValue out = h.get();
+        expect_structure_copy(out, root, kCuda0);
+        const std::vector<at::Tensor> outputs = tensors_of(out);
+        ASSERT_EQ(outputs.size(), leaves.size());
+        for (size_t i = 0; i < leaves.size(); ++i) {
+          const at::Tensor& in = leaves[i];
+          const auto bytes = static_cast<int64_t>(in.nbytes());
+          if (!in.is_cpu() || !in.is_contiguous() || bytes < 1 ||
+              bytes > mtc::kMaxPackedTensorBytes)
+            continue;  // not packed
+          const auto a = static_cast<uintptr_t>(std::max<int64_t>(alignment, in.element_size()));
+          EXPECT_EQ(reinterpret_cast<uintptr_t>(outputs[i].data_ptr()) % a, 0u) << "leaf " << i;
+        }
+        const CopyStats s = h.stats();
+        EXPECT_EQ(s.tensors, static_cast<int64_t>(leaves.size()));
+        EXPECT_EQ(s.bytes, total_bytes(leaves));
+        EXPECT_EQ(s.reused, expected_reused(leaves, kCuda0));
+        EXPECT_EQ(s.packed, expected_packed(leaves, kCuda0, options));
+        EXPECT_EQ(s.packed + s.per_tensor + s.reused, s.tensors);
+        // Each thread that walked part of it has a chunk of its own, unless it walked only
+        // leaves that are not packed.
+        EXPECT_GE(s.walk_threads, 1);
+        EXPECT_LE(s.chunks, s.walk_threads);
+        most_threads = std::max(most_threads, s.walk_threads);
+        // With workers, the walk is split (whoever joins), and its thread queued the chunks.
+        if (parallel && s.chunks > 0) {
+          EXPECT_GT(s.split_queue_us, 0);
+          EXPECT_GT(s.split_wait_us, 0);
         }
       }
     }
+  }
   // Helpers join as they wake up: not every copy is split, but over six copies of over 1,024
   // leaves some are.
   if (parallel) {
     EXPECT_GE(most_threads, 2) << "the walk was never split";
-  }
-}
-
-// A split walk larger than the one before: the threads whose chunks do not fit in the block
-// sized after that walk stage them on their own, for DMAs of their own, and every output still
-// holds its input's values. The next copy of the larger structure has room for all of them.
-TEST_F(GpuTest, SplitWalkLargerThanTheLastStagesWhatDoesNotFitOnItsOwn) {
-  const OneDmaPerSplitWalk restore(true);
-  const bool parallel = mtc::detail::worker_pool_for(kCuda0).size() > 0;
-  auto structure = [](int64_t length) {
-    return mtc::test::list_of_lists(
-        48, 24, [length](int k) { return random_tensor(at::kFloat, {length + k % 5}); });
-  };
-  const c10::IValue small = structure(4);
-  const c10::IValue large = structure(400);
-  CopyStats last;
-  for (const c10::IValue* root : {&small, &small, &large, &large}) {
-    SCOPED_TRACE(root == &small ? "small" : "large");
-    CopyHandle h = start_copy(*root, kCuda0, CopyOptions{});
-    expect_structure_copy(h.get(), *root, kCuda0);
-    last = h.stats();
-    EXPECT_EQ(last.packed, last.tensors);
-    EXPECT_GE(last.chunks, 1);
-    EXPECT_LE(last.chunks, last.walk_threads);
-  }
-  if (parallel) {
-    EXPECT_EQ(last.chunks, 1);
   }
 }
 

@@ -14,9 +14,7 @@
 
 #include "detail/copy_job.h"
 #include "detail/leaf_router.h"
-#include "detail/round_up.h"
 #include "detail/routes.h"
-#include "detail/split_staging.h"
 #include "detail/structure.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
@@ -25,14 +23,7 @@ namespace mtc::detail {
 namespace {
 std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
 std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
-std::atomic<bool> one_dma_per_split_walk{true};
-// The pinned bytes the last split CPU->GPU walk's threads staged, a quarter more: what the next
-// one takes for its threads to stage side by side (SplitStaging). A training loop copies batches
-// of about one size; a larger one stages what does not fit per thread, as without it.
-std::atomic<int64_t> split_staging_forecast{0};
 }  // namespace
-
-bool set_one_dma_per_split_walk(bool enabled) { return one_dma_per_split_walk.exchange(enabled); }
 
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
   parallel_walk_leaves.store(min_leaves);
@@ -132,8 +123,6 @@ void CopyJob::walk() {
     Copier* copier = nullptr;
     Completion completion;            // what the thread's staging holds
     std::atomic<bool> staged{false};  // its chunks are staged, for the walk's thread to queue
-    bool shared = false;              // staged in the shared block (set before `staged`)
-    int64_t staging_bytes = 0;
     bool queued = false;
     RouteContext context;
     std::exception_ptr error;
@@ -150,14 +139,6 @@ void CopyJob::walk() {
         k == 0 ? &router_ : &w.own_router.emplace(target_, options_, w.own_stats, reuse_.get());
     w.copier = k == 0 ? &first : &w.own_copier.emplace(*w.router);
   }
-  // With pinned staging, the threads stage side by side for one DMA where the forecast has room.
-  const bool staging_shared = pack_submitted_in_walk() && options_.use_pinned_staging &&
-                              one_dma_per_split_walk.load(std::memory_order_relaxed);
-  std::optional<SplitStaging> shared;
-  if (staging_shared)
-    shared.emplace(walkers[0]->context,
-                   std::min(split_staging_forecast.load(std::memory_order_relaxed),
-                            options_.max_packed_chunk_bytes));
   const auto tickets = std::make_shared<ElementTickets>(n, static_cast<int>(walkers.size()));
   if (feed_) tickets->feeder = feed_->feeder();
   // Walks elements from `i` on, as long as there are any; a failing thread records its error
@@ -179,10 +160,7 @@ void CopyJob::walk() {
       // thread still queues its own then.
       if (pack_submitted_in_walk() && !tickets->stop.load(std::memory_order_relaxed)) {
         if (options_.use_pinned_staging) {
-          PackedChunks& packed = w.router->packed();
-          w.staging_bytes = packed.staging_bytes();
-          w.shared = shared && shared->stage(w.context, packed);
-          if (!w.shared) stage_packed_host_to_device(w.context, packed);
+          stage_packed_host_to_device(w.context, w.router->packed());
           w.staged.store(true, std::memory_order_release);
         } else {
           submit_packed_host_to_device(w.context, w.router->packed());
@@ -221,29 +199,24 @@ void CopyJob::walk() {
     open_walk_.reset();
   }
   // The walk's thread queues every thread's DMAs, each as soon as its staging is filled: one
-  // thread calling the driver never waits for another there. Those staged side by side go last,
-  // in one DMA. None once the copy has failed; a failure here is reported after any leaf's (its
-  // element: n).
-  const auto queue_or_fail = [&](Walker& w, auto&& queue) {
-    if (tickets->stop.load(std::memory_order_relaxed)) return;
-    try {
-      const auto start = std::chrono::steady_clock::now();
-      queue();
-      stats_.split_queue_us += micros_between(start, std::chrono::steady_clock::now());
-    } catch (...) {
-      if (!w.error) {
-        w.error = std::current_exception();
-        w.error_element = n;
-      }
-      tickets->stop.store(true, std::memory_order_relaxed);
-    }
-  };
+  // thread calling the driver never waits for another there. None once the copy has failed; a
+  // failure here is reported after any leaf's (its element: n).
   const auto queue_staged = [&] {
     for (const auto& w : walkers) {
       if (w->queued || !w->staged.load(std::memory_order_acquire)) continue;
       w->queued = true;
-      if (!w->shared)
-        queue_or_fail(*w, [&] { queue_packed_host_to_device(w->context, w->router->packed()); });
+      if (tickets->stop.load(std::memory_order_relaxed)) continue;
+      try {
+        const auto start = std::chrono::steady_clock::now();
+        queue_packed_host_to_device(w->context, w->router->packed());
+        stats_.split_queue_us += micros_between(start, std::chrono::steady_clock::now());
+      } catch (...) {
+        if (!w->error) {
+          w->error = std::current_exception();
+          w->error_element = n;
+        }
+        tickets->stop.store(true, std::memory_order_relaxed);
+      }
     }
   };
   while (tickets->active.load(std::memory_order_acquire) != 0) {
@@ -252,16 +225,6 @@ void CopyJob::walk() {
   }
   stats_.split_wait_us = micros_between(own_done, std::chrono::steady_clock::now());
   if (pack_submitted_in_walk()) queue_staged();
-  if (shared) {
-    std::vector<PackedChunks*> staged_shared;
-    int64_t wanted = 0;
-    for (const auto& w : walkers) {
-      if (w->shared) staged_shared.push_back(&w->router->packed());
-      wanted += round_up(w->staging_bytes, SplitStaging::place_alignment(options_));
-    }
-    queue_or_fail(*walkers[0], [&] { shared->queue(walkers[0]->context, staged_shared); });
-    split_staging_forecast.store(wanted + wanted / 4, std::memory_order_relaxed);
-  }
   // The threads' staging, which queued DMAs may still read, goes to the job's completion, which
   // the failure path waits for after synchronizing the streams.
   const Walker* failed = nullptr;

@@ -70,10 +70,6 @@ PYBIND11_MODULE(_C, m) {
         "For benchmarks: the engine's split of a structure among walking threads "
         "(mtc::set_walk_split; "
         "defaults 256 and 128), process-wide.");
-  m.def("_set_one_dma_per_split_walk", &mtc::set_one_dma_per_split_walk, py::arg("enabled"),
-        "For benchmarks: whether a split walk's CPU->GPU chunks are staged side by side and cross "
-        "in one DMA (on by default) or each thread's in a DMA of its own "
-        "(mtc::set_one_dma_per_split_walk), process-wide; returns the previous setting.");
   m.def("_set_streamed_walk", &mtc::python::set_streamed_walk, py::arg("enabled"),
         "For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's "
         "copy element by element, the engine starting first (on by default), or walked whole "

@@ -233,14 +233,6 @@ CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
 // c10::ValueError unless both are >= 1.
 void set_walk_split(int64_t min_leaves, int64_t leaves_per_part);
 
-// Whether a CPU->GPU walk split among threads (set_walk_split), with pinned staging, stages every
-// thread's chunks side by side in one pinned block, carried by one device allocation and one DMA
-// (on by default; the block is sized after the previous such copy, and a thread whose chunks do
-// not fit stages and crosses on its own), or each thread's in staging of its own, one allocation
-// and one DMA per chunk. Process-wide, for every later copy; returns the previous setting. For
-// benchmarks that compare the two in one process.
-bool set_one_dma_per_split_walk(bool enabled);
-
 // The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy
 // to a GPU or from it stages in that GPU's pool, so GPUs copying at once do not share one. Each
 // grows with its device's demand and, once a repeated workload has run a copy or two, holds
