@@ -272,10 +272,6 @@ void set_walk_split(int64_t min_leaves, int64_t leaves_per_part) {
   detail::set_parallel_walk(min_leaves, leaves_per_part);
 }
 
-bool set_split_walk_threads_allocate(bool enabled) {
-  return detail::set_split_walk_threads_allocate(enabled);
-}
-
 PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }
 
 PinnedPoolStats pinned_pool_stats(c10::DeviceIndex device) {

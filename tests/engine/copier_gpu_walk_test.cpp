@@ -43,9 +43,7 @@ using mtc::test::to_device;
 using mtc::test::total_bytes;
 
 // A structure whose first root element suggests many leaves is walked by several threads, each
-// taking root elements in turn and packing into a chunk of its own, whose device memory it
-// allocates itself or leaves to the walk's thread (mtc::set_split_walk_threads_allocate). Packed,
-// deferred
+// taking root elements in turn and packing into a chunk of its own. Packed, deferred
 // (non-contiguous, over 256 KiB, zero-size) and reused leaves, nested and directly under the root,
 // of every root kind, must all land where they belong.
 TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
@@ -87,23 +85,15 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
   }
   const bool parallel = mtc::detail::worker_pool_for(kCuda0).size() > 0;
   int64_t most_threads = 0;
-  struct RestoreSetting {
-    bool previous;
-    ~RestoreSetting() { mtc::set_split_walk_threads_allocate(previous); }
-  } const restore{mtc::set_split_walk_threads_allocate(true)};
   for (const c10::IValue& root : roots) {
     const std::vector<at::Tensor> leaves = tensors_of(root);
     ASSERT_GE(leaves.size(), 1024u);
     // A chunk alignment above the allocator's own moves each thread's views along with its
-    // chunk's memory when the memory is allocated.
+    // chunk's memory when the chunk is queued.
     for (const int64_t alignment : {int64_t{16}, int64_t{4096}}) {
-      for (const int variant : {0, 1, 2}) {
-        const bool background = variant != 1;
-        const bool threads_allocate = variant != 2;
-        SCOPED_TRACE(::testing::Message()
-                     << root.tagKind() << ", background " << background << ", alignment "
-                     << alignment << ", threads allocate " << threads_allocate);
-        mtc::set_split_walk_threads_allocate(threads_allocate);
+      for (const bool background : {true, false}) {
+        SCOPED_TRACE(::testing::Message() << root.tagKind() << ", background " << background
+                                          << ", alignment " << alignment);
         CopyOptions options;
         options.use_background_thread = background;
         options.min_packed_alignment_bytes = alignment;
@@ -140,7 +130,7 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
       }
     }
   }
-  // Helpers join as they wake up: not every copy is split, but over these copies of over 1,024
+  // Helpers join as they wake up: not every copy is split, but over six copies of over 1,024
   // leaves some are.
   if (parallel) {
     EXPECT_GE(most_threads, 2) << "the walk was never split";

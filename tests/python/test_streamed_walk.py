@@ -14,7 +14,7 @@ import torch
 
 import mtc
 from mtc import _C
-from support import assert_copied, gpu_mark, leaf_that_runs, run_python, streamed_walk
+from support import assert_copied, leaf_that_runs, run_python, streamed_walk
 
 
 @pytest.fixture(params=[True, False], ids=["streamed", "whole"])
@@ -86,35 +86,13 @@ def test_stats_time_a_split_walks_end_and_nothing_else():
     assert small["walk_threads"] == 1 and small["split_wait_us"] == 0 and small["split_queue_us"] == 0
 
 
-@pytest.mark.parametrize("threads_allocate", [True, False], ids=["threads_allocate", "late"])
-@pytest.mark.usefixtures("streamed")
-def test_a_split_walk_to_the_gpu_gives_the_same_whoever_allocates(threads_allocate):
-    previous = _C._set_split_walk_threads_allocate(threads_allocate)
+def test_the_setting_says_what_it_was():
+    previous = _C._set_streamed_walk(False)
     try:
-        _C._set_walk_split(1, 16)
-        data = ROOTS["large"]()
-        handle = mtc.start_copy(data, "cuda")
-        assert_copied(handle.get(), data, "cuda:0")
-        stats = handle.stats()
+        assert _C._set_streamed_walk(True) is False
+        assert _C._set_streamed_walk(True) is True
     finally:
-        _C._set_walk_split(256, 128)
-        _C._set_split_walk_threads_allocate(previous)
-    assert stats["packed"] == stats["tensors"] == 16 * 64
-    assert 1 <= stats["chunks"] <= stats["walk_threads"]
-
-
-test_a_split_walk_to_the_gpu_gives_the_same_whoever_allocates.pytestmark.extend(gpu_mark())
-
-
-@pytest.mark.parametrize("setting", ["_set_streamed_walk", "_set_split_walk_threads_allocate"])
-def test_the_setting_says_what_it_was(setting):
-    set_to = getattr(_C, setting)
-    previous = set_to(False)
-    try:
-        assert set_to(True) is False
-        assert set_to(True) is True
-    finally:
-        set_to(previous)
+        _C._set_streamed_walk(previous)
 
 
 @pytest.mark.parametrize("bad_at", [0, 1, 5])

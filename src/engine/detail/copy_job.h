@@ -38,8 +38,6 @@ inline double micros_between(std::chrono::steady_clock::time_point from,
 }
 // Changes both, process-wide (for benchmarks that compare settings in one run).
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);
-// mtc::set_split_walk_threads_allocate.
-bool set_split_walk_threads_allocate(bool enabled);
 
 // Outputs made after the walk (views of the chunks a GPU->CPU copy packs after it: the tensors of
 // a second source device, which the walk does not pack; ~0.14 us each, one after another on one

@@ -23,12 +23,7 @@ namespace mtc::detail {
 namespace {
 std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
 std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
-std::atomic<bool> walk_threads_allocate{true};
 }  // namespace
-
-bool set_split_walk_threads_allocate(bool enabled) {
-  return walk_threads_allocate.exchange(enabled);
-}
 
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
   parallel_walk_leaves.store(min_leaves);
@@ -103,8 +98,8 @@ void CopyJob::walk() {
     return;
   }
   // Each thread also stages its own chunks once no element is left, overlapping the others'
-  // walks, and gives them their device memory; the walk's thread queues their DMAs. Each thread's
-  // objects sit on cache lines of their own: routers write their counts and vectors at every leaf.
+  // walks; the walk's thread queues their DMAs. Each thread's objects sit on cache lines of their
+  // own: routers write their counts and vectors at every leaf.
   struct NoLeaves {  // submissions route no single leaf
     std::vector<at::Tensor> inputs, outputs;
     std::vector<DeferredView> views;
@@ -166,8 +161,6 @@ void CopyJob::walk() {
       if (pack_submitted_in_walk() && !tickets->stop.load(std::memory_order_relaxed)) {
         if (options_.use_pinned_staging) {
           stage_packed_host_to_device(w.context, w.router->packed());
-          if (walk_threads_allocate.load(std::memory_order_relaxed))
-            allocate_packed_host_to_device(w.context, w.router->packed());
           w.staged.store(true, std::memory_order_release);
         } else {
           submit_packed_host_to_device(w.context, w.router->packed());

@@ -35,44 +35,39 @@ void stage_packed(RouteContext& ctx, PackedChunks& packed) {
   packed.staged = host;
 }
 
-// Gives chunk c its device memory (allocated on the current stream), moving its views along where
-// the chunk's alignment asks for more than the allocator's own.
-void attach_device_memory(RouteContext& ctx, PackedChunks& packed, size_t c) {
-  PackedChunks::Chunk& chunk = packed.chunks[c];
-  const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
-  const int64_t slack = chunk_slack(alignment, kDeviceAllocAlignment);
-  c10::DataPtr data;
-  {
-    MTC_RANGE(allocate, "allocate");
-    data =
-        c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(chunk.bytes + slack));
-  }
-  if (const int64_t shift = alignment_shift(data.get(), alignment); shift != 0) {
-    // shift is a multiple of 16 (both alignments are), so of every element size.
-    const size_t last =
-        c + 1 < packed.chunks.size() ? packed.chunks[c + 1].first_item : packed.views.size();
-    for (size_t k = chunk.first_item; k < last; ++k) {
-      c10::TensorImpl* view = packed.views[k];
-      view->set_storage_offset(view->storage_offset() +
-                               shift / static_cast<int64_t>(view->dtype().itemsize()));
-    }
-  }
-  chunk.storage.set_data_ptr_noswap(std::move(data));
-  chunk.storage.set_nbytes(static_cast<size_t>(chunk.bytes + slack));
-}
-
-// Queues one DMA per staged chunk, giving each its device memory first unless it has it already.
+// Gives each staged chunk its device memory and queues one DMA per chunk.
 void queue_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream) {
   const std::byte* host = packed.staged;
   const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
+  const int64_t slack = chunk_slack(alignment, kDeviceAllocAlignment);
   for (size_t c = 0; c < packed.chunks.size(); ++c) {
     PackedChunks::Chunk& chunk = packed.chunks[c];
-    if (chunk.storage.data() == nullptr) attach_device_memory(ctx, packed, c);
-    auto* device = static_cast<std::byte*>(chunk.storage.mutable_data());
-    MTC_RANGE(submit, "submit");
-    MTC_CUDA_CHECK(cudaMemcpyAsync(device + alignment_shift(device, alignment),
-                                   host + chunk.staging, static_cast<size_t>(chunk.bytes),
-                                   cudaMemcpyHostToDevice, stream));
+    c10::DataPtr data;
+    {
+      MTC_RANGE(allocate, "allocate");
+      data = c10::cuda::CUDACachingAllocator::get()->allocate(
+          static_cast<size_t>(chunk.bytes + slack));
+    }
+    const int64_t shift = alignment_shift(data.get(), alignment);
+    {
+      MTC_RANGE(submit, "submit");
+      MTC_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::byte*>(data.get()) + shift,
+                                     host + chunk.staging, static_cast<size_t>(chunk.bytes),
+                                     cudaMemcpyHostToDevice, stream));
+    }
+    if (shift != 0) {
+      // Only for alignments the allocator's own does not cover: move the chunk's views along.
+      // shift is a multiple of 16 (both alignments are), so of every element size.
+      const size_t last =
+          c + 1 < packed.chunks.size() ? packed.chunks[c + 1].first_item : packed.views.size();
+      for (size_t k = chunk.first_item; k < last; ++k) {
+        c10::TensorImpl* view = packed.views[k];
+        view->set_storage_offset(view->storage_offset() +
+                                 shift / static_cast<int64_t>(view->dtype().itemsize()));
+      }
+    }
+    chunk.storage.set_data_ptr_noswap(std::move(data));
+    chunk.storage.set_nbytes(static_cast<size_t>(chunk.bytes + slack));
   }
   ctx.stats.packed += static_cast<int64_t>(packed.views.size());
   ctx.stats.chunks += static_cast<int64_t>(packed.chunks.size());
@@ -126,12 +121,6 @@ void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
   c10::cuda::CUDAStreamGuard guard(stream);
   queue_packed(ctx, packed, stream.stream());
   packed = PackedChunks();
-}
-
-void allocate_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
-  const c10::cuda::CUDAStream stream = ctx.streams.of(ctx.target.index());
-  c10::cuda::CUDAStreamGuard guard(stream);  // the allocations' stream
-  for (size_t c = 0; c < packed.chunks.size(); ++c) attach_device_memory(ctx, packed, c);
 }
 
 void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {

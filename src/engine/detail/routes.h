@@ -92,11 +92,6 @@ inline constexpr int64_t kStagingAlignment = 256;
 void stage_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
-// Gives every chunk of `packed` its device memory (on the captured stream) ahead of
-// queue_packed_host_to_device, which then only queues the DMAs: a split walk's threads do it
-// for their own chunks once staged, taking the allocations off the walk's thread, which queues
-// every thread's DMAs one after another after the last element (set_split_walk_threads_allocate).
-void allocate_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 
 // CPU sources (pageable or pinned) to the CUDA target: the chunks packed during the walk that
 // are not yet submitted (then empties `packed`), then `leaves` one by one; records the

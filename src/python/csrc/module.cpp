@@ -70,12 +70,6 @@ PYBIND11_MODULE(_C, m) {
         "For benchmarks: the engine's split of a structure among walking threads "
         "(mtc::set_walk_split; "
         "defaults 256 and 128), process-wide.");
-  m.def("_set_split_walk_threads_allocate", &mtc::set_split_walk_threads_allocate,
-        py::arg("enabled"),
-        "For benchmarks: whether a split walk's threads give their own CPU->GPU chunks device "
-        "memory (on by default) or the walk's thread gives every chunk its memory as it queues "
-        "the DMAs (mtc::set_split_walk_threads_allocate), process-wide; returns the previous "
-        "setting.");
   m.def("_set_streamed_walk", &mtc::python::set_streamed_walk, py::arg("enabled"),
         "For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's "
         "copy element by element, the engine starting first (on by default), or walked whole "

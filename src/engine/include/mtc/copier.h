@@ -233,13 +233,6 @@ CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
 // c10::ValueError unless both are >= 1.
 void set_walk_split(int64_t min_leaves, int64_t leaves_per_part);
 
-// Whether each thread of a CPU->GPU walk split among threads (set_walk_split), with pinned
-// staging, gives its own chunks their device memory once it has staged them (on by default), or
-// the walk's thread allocates every chunk's memory as it queues the DMAs, after the last element.
-// Process-wide, for every later copy; returns the previous setting. For benchmarks that compare
-// the two in one process.
-bool set_split_walk_threads_allocate(bool enabled);
-
 // The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy
 // to a GPU or from it stages in that GPU's pool, so GPUs copying at once do not share one. Each
 // grows with its device's demand and, once a repeated workload has run a copy or two, holds
