@@ -23,10 +23,13 @@ its views made and wrapped in C++), and dropping such views two calls after they
 the module drops a result (torch releases the GIL for every tensor object it tears down). The
 module's `build` and `release` parts can be read against these. They run between the module's
 calls, outside its clocks, but they leave the caches as they leave them: the module's figures
-from before 2026-11-28 were taken without them.
+from before 2026-11-28 were taken without them. --yardstick 0 leaves them out, for a profile of
+the module alone: under the sampling profiler they were 44 % of the main thread's samples back to
+back, and most of its calls into the allocator (results/NOTES.md, 2026-12-02).
 
     python scripts/bench_python_overhead.py [--device cpu] [--calls 3000] [--background 0|1]
                                             [--gap-ms 0] [--rotation 1] [--gap-mode sleep]
+                                            [--yardstick 1]
 """
 
 import argparse
@@ -75,6 +78,8 @@ def main(argv=None):
     parser.add_argument("--rotation", type=int, default=1, help="distinct batches, copied in turn")
     parser.add_argument("--gap-mode", choices=("sleep", "spin", "touch"), default="sleep",
                         help="what the thread does in the gap")
+    parser.add_argument("--yardstick", type=int, choices=(0, 1), default=1,
+                        help="torch's split and drop of as many views beside each call (0: none)")
     args = parser.parse_args(argv)
     if args.gap_ms < 0 or args.rotation < 1 or args.calls < 5:
         parser.error("--gap-ms must be >= 0, --rotation >= 1 and --calls >= 5")
@@ -126,6 +131,11 @@ def main(argv=None):
             clock["synchronize after get"].append(t[3] - t[2])
             clock["drop handle"].append(t[5] - t[4])
             clock["drop result"].append(t[6] - t[5])
+        engine.append(s["queued_us"] + s["traverse_us"] + s["submit_us"] + s["outputs_us"])
+        for part, us in s["module"].items():
+            module.setdefault(part, []).append(us)
+        if not args.yardstick:
+            continue
         t0 = time.perf_counter_ns()
         kept_views.append(buffer.split(sizes))
         t1 = time.perf_counter_ns()
@@ -137,14 +147,12 @@ def main(argv=None):
         torch_parts[split_name].append(t1 - t0)
         if has_dropped:
             torch_parts[drop_name].append(t3 - t2)
-        engine.append(s["queued_us"] + s["traverse_us"] + s["submit_us"] + s["outputs_us"])
-        for part, us in s["module"].items():
-            module.setdefault(part, []).append(us)
     gc.enable()
     skip = args.calls // 5  # warm-up
     print(f"mtc {mtc.__version__} from {Path(mtc.__file__).parent}, torch {torch.__version__}, "
           f"device {args.device}, use_background_thread={bool(args.background)}, {args.calls - skip} calls, "
-          f"gap {args.gap_ms:g} ms ({args.gap_mode}), rotation {args.rotation}")
+          f"gap {args.gap_ms:g} ms ({args.gap_mode}), rotation {args.rotation}"
+          + ("" if args.yardstick else ", no yardstick"))
     print(f"  {'':24} {'wall median':>12} {'wall p10':>9} {'CPU median':>11} {'CPU p10':>8}  (us)")
     for name in wall:
         w, c = sorted(wall[name][skip:]), sorted(cpu[name][skip:])
@@ -156,6 +164,8 @@ def main(argv=None):
         v = sorted(values[skip:])
         print(f"  {'module ' + part:24} {statistics.median(v):12.1f} {v[len(v) // 10]:9.1f}")
     for part, values in torch_parts.items():
+        if not args.yardstick:
+            break
         v = sorted(values[skip:])
         print(f"  {part:24} {statistics.median(v) / 1e3:12.1f} {v[len(v) // 10] / 1e3:9.1f}")
     return 0

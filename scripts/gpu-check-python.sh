@@ -11,7 +11,8 @@
 # was put at .carry/original/multi_tensor_copier (a copy of that folder of its repository; it is
 # built with scripts/build_original.py, its log appended to python-build.log).
 # With MTC_PYTHON_PROFILE=1, the module's calls are then profiled (scripts/profile.sh; the host has
-# no perf) with scripts/bench_python_overhead.py on the GPU, back to back and as a training step's
+# no perf) with scripts/bench_python_overhead.py on the GPU (without torch's yardstick beside the
+# calls, which would crowd the main thread's samples), back to back and as a training step's
 # (a 2 ms sleep, 8 batches in turn), into a fifth file, profile-python.md: the samples with mtc::
 # on their stack, and those in the GIL's functions, in every thread. MTC_PROFILE_RAW=1 also keeps
 # both raw profiles (profile-python-*.raw.gz, two more files).
@@ -98,7 +99,7 @@ if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
     # shellcheck disable=SC2086
     MTC_PYTHON=python3 bash scripts/profile.sh "$out/profile-python.md" "${raw[@]}" \
       --title "mtc from Python on the GPU, $name" --focus 'mtc::' --focus "$gil" -- \
-      python3 scripts/bench_python_overhead.py --device cuda ${pattern#*|} || status=1
+      python3 scripts/bench_python_overhead.py --device cuda --yardstick 0 ${pattern#*|} || status=1
   done
 fi
 step "done (status $status)"
