@@ -7,6 +7,7 @@ GPU, whose outputs are all new.
 """
 
 import gc
+import sys
 import weakref
 
 import numpy as np
@@ -246,3 +247,41 @@ def test_offers_follow_the_leaves_past_leaves_returned_as_they_are():
     taken = mtc._C._take_reusable([True] * 21)
     assert len(taken) == 21 and taken[0] is None
     assert [id(t) for t in taken[1:]] == ids
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="from Python 3.12 the collector runs between "
+                    "bytecodes, never inside an allocation")
+def test_a_finalizer_run_by_the_collector_while_objects_are_offered_finds_none_half_taken():
+    # Looking at a tensor object for attributes of its own makes its dict; before Python 3.12
+    # that allocation may run the collector, and a finalizer that copies asks for offers itself.
+    out, _ = copy(arrays(20))
+    del out
+    inside = []  # the outer offer is running
+    offered_inside = []
+
+    class Cycle:
+        def __del__(self):
+            if inside:
+                offered_inside.append(mtc._C._take_reusable([True] * 20))
+
+    wanted = [True] * 20
+    thresholds = gc.get_threshold()
+    fresh_dicts = [{} for _ in range(1000)]  # no free dict left to reuse: the next ones allocate
+    gc.collect()
+    garbage = Cycle()
+    garbage.itself = garbage
+    del garbage
+    gc.set_threshold(1)
+    inside.append(True)
+    try:
+        taken = mtc._C._take_reusable(wanted)
+    finally:
+        inside.clear()
+        gc.set_threshold(*thresholds)
+    del fresh_dicts
+    if not offered_inside:  # a free dict was reused after all: no allocation, no collection
+        pytest.skip("the collector did not run while the objects were looked at")
+    # Each object is offered once at most: the finalizer's call found the result gone, not half
+    # taken (it would have been offered the same objects a second time).
+    objects = [t for t in taken if t is not None] + [t for o in offered_inside for t in o if t is not None]
+    assert len({id(t) for t in objects}) == len(objects) == 20

@@ -3,6 +3,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 
 #include <algorithm>
+#include <new>
 #include <utility>
 
 namespace mtc::python {
@@ -79,8 +80,12 @@ std::vector<PyObject*> DeferredRelease::take_reusable(const std::vector<bool>& w
   if (!enabled_ || !reuse_enabled_ || wanted.empty() || dropped_results() == 0) return taken;
   // By leaf: a result of the same structure as the copy's input has its tensors at the same
   // leaves, so leaf k's old output has leaf k's dtype, the one thing the engine cannot change.
-  Result& oldest = results_.front();
-  taken.assign(wanted.size(), nullptr);
+  // The result leaves results_ while its objects are looked at: a look may make an object's dict,
+  // and before Python 3.12 an allocation may run the collector, whose finalizers may call back
+  // into this class (a copy of their own), which must not find the result half taken.
+  taken.assign(wanted.size(), nullptr);  // may throw: nothing has changed yet
+  Result oldest = std::move(results_.front());
+  results_.pop_front();
   size_t kept = 0;
   bool any = false;
   for (const KeptTensor& tensor : oldest.tensors) {
@@ -95,7 +100,13 @@ std::vector<PyObject*> DeferredRelease::take_reusable(const std::vector<bool>& w
   }
   oldest.tensors.resize(kept);
   // An emptied result is gone: the newest result's first tensor tells whether it was dropped.
-  if (oldest.tensors.empty()) results_.pop_front();
+  if (!oldest.tensors.empty()) {
+    try {
+      results_.push_front(std::move(oldest));  // no effect if it throws
+    } catch (const std::bad_alloc&) {          // released now instead of at a later get()
+      for (const KeptTensor& tensor : oldest.tensors) Py_DECREF(tensor.object);
+    }
+  }
   if (!any) taken.clear();
   return taken;
 }
