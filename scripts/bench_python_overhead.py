@@ -163,9 +163,7 @@ def main(argv=None):
     for part, values in module.items():
         v = sorted(values[skip:])
         print(f"  {'module ' + part:24} {statistics.median(v):12.1f} {v[len(v) // 10]:9.1f}")
-    for part, values in torch_parts.items():
-        if not args.yardstick:
-            break
+    for part, values in torch_parts.items() if args.yardstick else ():
         v = sorted(values[skip:])
         print(f"  {part:24} {statistics.median(v) / 1e3:12.1f} {v[len(v) // 10] / 1e3:9.1f}")
     return 0
