@@ -18,11 +18,7 @@ interleaved (run 1 of every method, then run 2, ...), so a change of the machine
 measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
 dropped results, mtc_noreuse mtc without its reuse of dropped results' tensor objects as new
 outputs (mtc.set_output_reuse), mtc_nostream mtc with the whole structure walked before the
-engine starts (not element by element into the running copy), mtc_countrefs mtc with the
-engine counting a storage reference of its own for each run of reused outputs on one storage
-(not taking over the one each reused output had), mtc_sharedflags mtc with the engine's walking
-threads marking each reused output in one shared byte vector as they go (not after the walk).
-For each mtc method, 200 more
+engine starts (not element by element into the running copy). For each mtc method, 200 more
 calls per pattern, untimed, say where its time goes (the medians of handle.stats()'s parts and of
 the drops that follow a call).
 
@@ -143,19 +139,12 @@ def timed_start_copy(module, device, settings=None):
 
 
 # The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
-# streamed walk, the engine's leaves per walking thread, reused outputs handing their storage
-# references over, reused outputs marked after the walk). mtc_nodefer releases the dropped
-# results' tensors where the program drops them, which leaves nothing to reuse; mtc_wide splits the
-# engine's walk among up to three times as many threads (as many as the pool has:
-# MTC_WORKER_THREADS); mtc_countrefs has the engine count references to the storages reused
-# outputs leave; mtc_sharedflags has its threads mark reused outputs as they go.
-MTC_SETTINGS = {"mtc": (True, True, True, 128, True, True),
-                "mtc_nodefer": (False, False, True, 128, True, True),
-                "mtc_noreuse": (True, False, True, 128, True, True),
-                "mtc_nostream": (True, True, False, 128, True, True),
-                "mtc_wide": (True, True, True, 40, True, True),
-                "mtc_countrefs": (True, True, True, 128, False, True),
-                "mtc_sharedflags": (True, True, True, 128, True, False)}
+# streamed walk, the engine's leaves per walking thread). mtc_nodefer releases the dropped results'
+# tensors where the program drops them, which leaves nothing to reuse; mtc_wide splits the engine's
+# walk among up to three times as many threads (as many as the pool has: MTC_WORKER_THREADS).
+MTC_SETTINGS = {"mtc": (True, True, True, 128), "mtc_nodefer": (False, False, True, 128),
+                "mtc_noreuse": (True, False, True, 128), "mtc_nostream": (True, True, False, 128),
+                "mtc_wide": (True, True, True, 40)}
 
 
 def apply_settings(module, settings):
@@ -163,8 +152,6 @@ def apply_settings(module, settings):
     module.set_output_reuse(settings[1])
     module._C._set_streamed_walk(settings[2])
     module._C._set_walk_split(256, settings[3])
-    module._C._set_reused_outputs_hand_over_storages(settings[4])
-    module._C._set_reused_flags_after_walk(settings[5])
 
 
 def methods(device, original=None):
@@ -355,9 +342,7 @@ def parse_args(argv):
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
                         "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
                         "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
-                        "engine's walk split among up to three times as many threads), mtc_countrefs (the engine "
-                        "counting references to the storages reused outputs leave), mtc_sharedflags (the engine's "
-                        "threads marking reused outputs as they go)")
+                        "engine's walk split among up to three times as many threads)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)

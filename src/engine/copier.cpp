@@ -12,8 +12,6 @@
 #include "detail/copy_job.h"
 #include "detail/host_block_cache.h"
 #include "detail/impl_pool.h"
-#include "detail/leaf_router.h"
-#include "detail/outputs.h"
 #include "detail/pinned_pool_set.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
@@ -272,14 +270,6 @@ void set_walk_split(int64_t min_leaves, int64_t leaves_per_part) {
                     "mtc::set_walk_split: min_leaves and leaves_per_part must be >= 1, got ",
                     min_leaves, " and ", leaves_per_part);
   detail::set_parallel_walk(min_leaves, leaves_per_part);
-}
-
-bool set_reused_outputs_hand_over_storages(bool enabled) {
-  return detail::set_reuse_hands_over_storages(enabled);
-}
-
-bool set_reused_flags_after_walk(bool enabled) {
-  return detail::set_reused_flags_after_walk(enabled);
 }
 
 PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }

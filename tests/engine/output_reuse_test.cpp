@@ -66,38 +66,15 @@ TEST(OutputReuse, NonContiguousLeavesKeepTheirStrides) {
   EXPECT_EQ(out.strides(), offer.like.strides());
 }
 
-// Outputs that shared a storage hand their references over to `released` as they are (by
-// default): its count does not change until `released` lets them go.
-TEST(OutputReuse, AStorageSharedByConsecutiveOutputsIsHandedOverByEach) {
+// Outputs that shared a storage leave it once to `released`, not once each.
+TEST(OutputReuse, AStorageSharedByConsecutiveOutputsIsKeptOnce) {
   const c10::Storage old = cpu_storage(256);
   at::Tensor a = engine_output(old);
   at::Tensor b = engine_output(old);
-  const size_t count = old.use_count();  // old, a's and b's
   Offer offer;
   ASSERT_TRUE(offer.to(a));
   ASSERT_TRUE(offer.to(b));
-  ASSERT_EQ(offer.released.size(), 2u);
-  EXPECT_TRUE(offer.released[0].is_alias_of(old));
-  EXPECT_TRUE(offer.released[1].is_alias_of(old));
-  EXPECT_EQ(old.use_count(), count);
-  offer.released.clear();
-  EXPECT_EQ(old.use_count(), 1u);
-}
-
-// Counted instead (mtc::set_reused_outputs_hand_over_storages(false)), outputs that shared a
-// storage leave it once to `released`, not once each.
-TEST(OutputReuse, AStorageSharedByConsecutiveOutputsIsCountedOnce) {
-  const bool before = mtc::detail::set_reuse_hands_over_storages(false);
-  const c10::Storage old = cpu_storage(256);
-  at::Tensor a = engine_output(old);
-  at::Tensor b = engine_output(old);
-  Offer offer;
-  const bool reused = offer.to(a) && offer.to(b);
-  mtc::detail::set_reuse_hands_over_storages(before);
-  ASSERT_TRUE(reused);
-  ASSERT_EQ(offer.released.size(), 1u);
-  EXPECT_TRUE(offer.released[0].is_alias_of(old));
-  EXPECT_EQ(old.use_count(), 2u);  // old and released's
+  EXPECT_EQ(offer.released.size(), 1u);
 }
 
 // Every offer that must be declined leaves the TensorImpl as it was: storage, sizes, version.

@@ -60,13 +60,7 @@ void CopyJob::run_routes() {
   auto clock = created_;
   stats_.queued_us = micros_since(clock);
   const auto walk_start = clock;
-  try {
-    walk();
-  } catch (...) {
-    router_.publish_reused();
-    throw;
-  }
-  router_.publish_reused();
+  walk();
   stats_.traverse_us = micros_since(clock);
   if (feed_) {
     stats_.feed_sleeps = feed_->sleeps();

@@ -1,21 +1,10 @@
 #include "detail/leaf_router.h"
 
-#include <atomic>
 #include <iterator>
 
 #include "detail/outputs.h"
 
 namespace mtc::detail {
-namespace {
-std::atomic<bool> reused_flags_later{true};
-}  // namespace
-
-bool set_reused_flags_after_walk(bool enabled) { return reused_flags_later.exchange(enabled); }
-
-void LeafRouter::publish_reused() {
-  for (const int64_t leaf : reused_leaves_) reuse_->reused[static_cast<size_t>(leaf)] = 1;
-  reused_leaves_.clear();
-}
 
 LeafRouter::LeafRouter(c10::Device target, const CopyOptions& options, CopyStats& stats,
                        ReusableOutputs* reuse)
@@ -104,7 +93,6 @@ void LeafRouter::absorb(LeafRouter& other) {
 }
 
 void LeafRouter::absorb_released_storages(LeafRouter& other) {
-  other.publish_reused();
   released_storages_.insert(released_storages_.end(),
                             std::make_move_iterator(other.released_storages_.begin()),
                             std::make_move_iterator(other.released_storages_.end()));
@@ -147,11 +135,7 @@ at::Tensor LeafRouter::pack(const at::Tensor& t, int64_t bytes, int64_t index) {
     c10::TensorImpl* impl = leaf < 0 ? nullptr : reuse_->by_leaf[static_cast<size_t>(leaf)];
     if (impl != nullptr &&
         reuse_as_view(*impl, chunk.storage, place.offset, t, target_, released_storages_)) {
-      if (reused_flags_later.load(std::memory_order_relaxed)) {
-        reused_leaves_.push_back(leaf);
-      } else {
-        reuse_->reused[static_cast<size_t>(leaf)] = 1;
-      }
+      reuse_->reused[static_cast<size_t>(leaf)] = 1;
       ++stats_.recycled;
       packed_.views.push_back(impl);
       return at::Tensor();

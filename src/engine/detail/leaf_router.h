@@ -21,11 +21,6 @@
 
 namespace mtc::detail {
 
-// Whether routers collect the leaves whose offered output they reused and mark them in
-// ReusableOutputs::reused after the walk (on by default), or mark each one as they go; returns
-// the previous setting. Process-wide (mtc::set_reused_flags_after_walk).
-bool set_reused_flags_after_walk(bool enabled);
-
 class LeafRouter {
  public:
   // `reuse` (may be null): outputs offered for the packed leaves (mtc::ReusableOutputs); it
@@ -47,12 +42,8 @@ class LeafRouter {
   // Takes over another router's packed chunks (unless already submitted), deferred leaves and
   // counts (after its walk and placements are complete).
   void absorb(LeafRouter& other);
-  // Takes over only another router's previous storages of reused outputs (a failed walk's), and
-  // marks the offered outputs it reused in ReusableOutputs::reused.
+  // Takes over only another router's previous storages of reused outputs (a failed walk's).
   void absorb_released_storages(LeafRouter& other);
-  // Marks the offered outputs this router reused in ReusableOutputs::reused, where pack() left
-  // that for after the walk (set_reused_flags_after_walk). Called once the walk is over.
-  void publish_reused();
 
   PackedChunks& packed() { return packed_; }
   // Leaves left to the routes and where each one's output goes: in leaf order for one router;
@@ -88,10 +79,6 @@ class LeafRouter {
   // The previous storages of reused outputs (reuse_as_view), freed with the router: the job's own
   // router on the caller's thread, the others' absorbed into it.
   std::vector<c10::Storage> released_storages_;
-  // Offered leaves reused and not yet marked in ReusableOutputs::reused: one flag byte per leaf,
-  // written by several walking threads as they go, would put neighbouring root elements' flags,
-  // and their threads, on one cache line.
-  std::vector<int64_t> reused_leaves_;
   std::vector<at::Tensor> deferred_;
   std::vector<c10::IValue*> slots_;
 };

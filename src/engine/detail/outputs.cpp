@@ -4,11 +4,8 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/core/TensorImpl.h>
 
-#include <algorithm>
-#include <atomic>
 #include <numeric>
 #include <typeinfo>
-#include <utility>
 
 #include "detail/host_block_cache.h"
 #include "detail/impl_pool.h"
@@ -66,16 +63,6 @@ class OutputImpl final : public c10::TensorImpl {
                             impl_pool::shard_of(this, sizeof(OutputImpl)));
   }
 
-  // Puts `storage` in this output's place and returns the storage it had, reference and all:
-  // neither storage's reference count changes. Reused outputs of one result share a few chunk
-  // storages, and the threads of a split walk would otherwise all count references on those
-  // few at once (three contended atomic operations per reused output).
-  c10::Storage exchange_storage(c10::Storage&& storage) {
-    std::swap(storage_, storage);
-    device_opt_ = storage_.device();
-    return std::move(storage);
-  }
-
   static void* operator new(size_t bytes) { return impl_pool::allocate(bytes); }
   static void operator delete(void* block, size_t bytes) noexcept {
     impl_pool::release(block, bytes);
@@ -96,11 +83,7 @@ c10::intrusive_ptr<OutputImpl> make_output_impl(const c10::Storage& storage,
                                          version_pool::take());
 }
 
-std::atomic<bool> hand_over_storages{true};
-
 }  // namespace
-
-bool set_reuse_hands_over_storages(bool enabled) { return hand_over_storages.exchange(enabled); }
 
 c10::Storage make_storage(c10::DataPtr data, int64_t bytes) {
   return c10::Storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(bytes), std::move(data),
@@ -163,20 +146,12 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
   // A view the program made of the old output shares its counter: resetting it would change
   // that view's version.
   if (!inference && !impl.version_counter().unique()) return false;
-  if (hand_over_storages.load(std::memory_order_relaxed)) {
-    // Every previous reference is kept, none counted here: the caller's thread lets them go with
-    // the job, one thread after the walk instead of several threads during it.
-    if (released.size() == released.capacity())
-      released.reserve(std::max<size_t>(64, 2 * released.size()));  // may throw: nothing changed
-    released.push_back(static_cast<OutputImpl&>(impl).exchange_storage(c10::Storage(storage)));
-  } else {
-    // Kept once per run of leaves on one storage (consecutive outputs of a result share a chunk):
-    // `old` dying here is then never the last reference, the one kept in `released` outlives it.
-    c10::Storage old = impl.storage();
-    if (released.empty() || released.back().unsafeGetStorageImpl() != old.unsafeGetStorageImpl())
-      released.push_back(old);  // may throw: nothing has changed yet
-    impl.set_storage_keep_dtype(storage);
-  }
+  // Kept once per run of leaves on one storage (consecutive outputs of a result share a chunk):
+  // `old` dying here is then never the last reference, the one kept in `released` outlives it.
+  c10::Storage old = impl.storage();
+  if (released.empty() || released.back().unsafeGetStorageImpl() != old.unsafeGetStorageImpl())
+    released.push_back(old);  // may throw: nothing has changed yet
+  impl.set_storage_keep_dtype(storage);
   const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
   if (like.is_contiguous()) {
     impl.set_sizes_contiguous(like.sizes());

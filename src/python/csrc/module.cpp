@@ -70,16 +70,6 @@ PYBIND11_MODULE(_C, m) {
         "For benchmarks: the engine's split of a structure among walking threads "
         "(mtc::set_walk_split; "
         "defaults 256 and 128), process-wide.");
-  m.def("_set_reused_outputs_hand_over_storages", &mtc::set_reused_outputs_hand_over_storages,
-        py::arg("enabled"),
-        "For benchmarks: whether a reused output hands its previous storage reference over to "
-        "the copy as it is (on by default) or the copy counts one of its own per run of leaves "
-        "(mtc::set_reused_outputs_hand_over_storages), process-wide; returns the previous "
-        "setting.");
-  m.def("_set_reused_flags_after_walk", &mtc::set_reused_flags_after_walk, py::arg("enabled"),
-        "For benchmarks: whether the engine's walking threads mark the outputs they reused once "
-        "the walk is over (on by default) or each one as they go "
-        "(mtc::set_reused_flags_after_walk), process-wide; returns the previous setting.");
   m.def("_set_streamed_walk", &mtc::python::set_streamed_walk, py::arg("enabled"),
         "For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's "
         "copy element by element, the engine starting first (on by default), or walked whole "

@@ -66,16 +66,6 @@ def _set_walk_split(min_leaves: int, leaves_per_part: int) -> None:
     structure of at least ``min_leaves`` leaves is walked by several threads, one per
     ``leaves_per_part`` leaves at most; defaults 256 and 128)."""
 
-def _set_reused_outputs_hand_over_storages(enabled: bool) -> bool:
-    """For benchmarks: whether an output reused for a new copy hands its previous storage
-    reference over to the copy as it is (on by default), or the copy counts one of its own per run
-    of leaves that shared a storage, process-wide. Returns the previous setting."""
-
-def _set_reused_flags_after_walk(enabled: bool) -> bool:
-    """For benchmarks: whether the engine's walking threads mark the offered outputs they reused
-    once the walk is over (on by default) or each one as they go, process-wide. Returns the
-    previous setting."""
-
 def _set_streamed_walk(enabled: bool) -> bool:
     """For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's
     copy element by element, the engine starting first (on by default), or walked whole first.

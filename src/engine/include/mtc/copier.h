@@ -164,18 +164,6 @@ struct ReusableOutputs {
 CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
                       const CopyOptions& options, std::shared_ptr<ReusableOutputs> reuse);
 
-// Whether a reused TensorImpl hands its previous storage reference over to the copy as it is (on
-// by default), or the copy counts one reference of its own per run of leaves that shared a
-// storage. Either way the storages die with the handle, on its thread. Process-wide, for every
-// later copy; returns the previous setting. For benchmarks that compare the two in one process.
-bool set_reused_outputs_hand_over_storages(bool enabled);
-
-// Whether the walk's threads collect the leaves whose offered TensorImpl they reused and mark
-// them in ReusableOutputs::reused once the walk is over (on by default), or mark each one as they
-// go. Process-wide, for every later copy; returns the previous setting. For benchmarks that
-// compare the two in one process.
-bool set_reused_flags_after_walk(bool enabled);
-
 // For bindings that take a structure of their own apart (the Python module): a root list whose
 // elements arrive one at a time, from one thread and in order, while the copy already walks
 // those that have arrived. The binding's walk of its own structure then overlaps the engine's
