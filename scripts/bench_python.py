@@ -18,9 +18,10 @@ interleaved (run 1 of every method, then run 2, ...), so a change of the machine
 measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
 dropped results, mtc_noreuse mtc without its reuse of dropped results' tensor objects as new
 outputs (mtc.set_output_reuse), mtc_nostream mtc with the whole structure walked before the
-engine starts (not element by element into the running copy). For each mtc method, 200 more
-calls per pattern, untimed, say where its time goes (the medians of handle.stats()'s parts and of
-the drops that follow a call).
+engine starts (not element by element into the running copy), mtc_wide and mtc_narrow mtc with
+the engine's walk split among up to three times as many threads and half as many. For each mtc
+method, 200 more calls per pattern, untimed, say where its time goes (the medians of
+handle.stats()'s parts and of the drops that follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
 (start_copy(data, device).get()), in the same process, interleaved with the others: build it
@@ -141,10 +142,11 @@ def timed_start_copy(module, device, settings=None):
 # The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
 # streamed walk, the engine's leaves per walking thread). mtc_nodefer releases the dropped results'
 # tensors where the program drops them, which leaves nothing to reuse; mtc_wide splits the engine's
-# walk among up to three times as many threads (as many as the pool has: MTC_WORKER_THREADS).
+# walk among up to three times as many threads (as many as the pool has: MTC_WORKER_THREADS),
+# mtc_narrow among half as many (fewer chunks, so fewer DMAs to queue after the last element).
 MTC_SETTINGS = {"mtc": (True, True, True, 128), "mtc_nodefer": (False, False, True, 128),
                 "mtc_noreuse": (True, False, True, 128), "mtc_nostream": (True, True, False, 128),
-                "mtc_wide": (True, True, True, 40)}
+                "mtc_wide": (True, True, True, 40), "mtc_narrow": (True, True, True, 256)}
 
 
 def apply_settings(module, settings):
@@ -342,7 +344,7 @@ def parse_args(argv):
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
                         "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
                         "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
-                        "engine's walk split among up to three times as many threads)")
+                        "engine's walk split among up to three times as many threads), mtc_narrow (among half as many)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)
