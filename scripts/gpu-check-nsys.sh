@@ -21,25 +21,11 @@ python="${MTC_PYTHON:-python3}"
 # The cases share 6 minutes, so that a filter too broad or a hang ends the check with a message
 # inside a GPU host's 10-minute call (the build and tests take ~2), the tables made so far kept.
 limit=$(( 360 / $# ))
-default_nsys=/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys
-if [[ -n "${MTC_NSYS:-}" ]]; then
-  nsys="$MTC_NSYS"
-  [[ -x "$nsys" ]] || { echo "nsys: MTC_NSYS=$nsys is not an executable" | tee "$out/nsys.md" >&2; exit 1; }
-elif [[ -x "$default_nsys" ]]; then
-  nsys="$default_nsys"
-else
-  nsys="$(command -v nsys || true)"
-fi
-if [[ -z "$nsys" ]]; then
-  echo "nsys: no Nsight Systems on this host (MTC_NSYS names one)" | tee "$out/nsys.md" >&2
-  exit 1
-fi
+source scripts/nsys-env.sh
+find_nsys || { echo "nsys: $nsys_problem" | tee "$out/nsys.md" >&2; exit 1; }
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-if compgen -G ".carry/debs/*.deb" > /dev/null; then
-  for d in .carry/debs/*.deb; do dpkg -x "$d" "$work/libs"; done
-  export LD_LIBRARY_PATH="$work/libs/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
-fi
+unpack_nsys_libs "$work/libs"
 status=0
 : > "$out/nsys.md"
 i=0

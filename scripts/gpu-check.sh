@@ -386,12 +386,9 @@ if [[ -x "$MTC_BUILD_DIR/mtc-bench" ]]; then
     "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --devices 0,1 --direction h2d,d2h,d2d \
       --json "$out/streampetr-2gpu.json" --quiet || status=1
   fi
-  nsys=/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys
-  if [[ -x "$nsys" && -d .carry/debs ]]; then
+  source scripts/nsys-env.sh
+  if find_nsys && unpack_nsys_libs /tmp/nsys-libs; then
     step "nsys profile"
-    libs=/tmp/nsys-libs
-    for d in .carry/debs/*.deb; do dpkg -x "$d" "$libs"; done
-    export LD_LIBRARY_PATH="$libs/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
     "$nsys" profile -t cuda,nvtx,osrt --capture-range=cudaProfilerApi --capture-range-end=stop -o /tmp/mtc-profile -f true \
       "$MTC_BUILD_DIR/mtc-bench" --config configs/streampetr.json --profile --quiet > /dev/null 2>&1
     "$nsys" stats -r nvtx_sum,cuda_api_sum /tmp/mtc-profile.nsys-rep > "$out/nsys_stats.txt" 2>&1 || status=1
