@@ -37,6 +37,11 @@ void validate(const CopyOptions& options) {
   TORCH_CHECK_VALUE(options.min_packed_alignment_bytes >= 1,
                     "mtc::start_copy: min_packed_alignment_bytes must be >= 1, got ",
                     options.min_packed_alignment_bytes);
+  // The packer's offsets are sums and least common multiples of alignments: bounded, they cannot
+  // overflow.
+  TORCH_CHECK_VALUE(options.min_packed_alignment_bytes <= kMaxPackedAlignmentBytes,
+                    "mtc::start_copy: min_packed_alignment_bytes must be <= ",
+                    kMaxPackedAlignmentBytes, " (1 GiB), got ", options.min_packed_alignment_bytes);
   TORCH_CHECK_VALUE(options.max_packed_chunk_bytes > 0,
                     "mtc::start_copy: max_packed_chunk_bytes must be > 0, got ",
                     options.max_packed_chunk_bytes);
@@ -75,7 +80,12 @@ bool cuda_in_use(c10::DeviceIndex devices) {
 // wait for the GIL of a thread that may be waiting for it. Once the task's gate is closed no
 // worker can take a new reference, so the count only falls: a worker holds the job only while it
 // runs it or finds its task stale, microseconds after the job's state is published.
+//
+// A job no worker has claimed yet runs here first, as get() would run it: every worker may be
+// busy with work that waits for this very thread (the walk of a root it feeds), and a drop that
+// only waited would then wait for ever.
 void release_here(std::shared_ptr<detail::CopyJob>& job) noexcept {
+  if (!job->fed_by_this_thread()) job->run_if_unclaimed();
   job->wait_noexcept();
   job->close_task_gate();
   for (int spins = 0; job.use_count() > 1; ++spins) {

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <limits>
 #include <string>
 
 #include "cpu_test_support.h"
@@ -37,6 +38,23 @@ TEST(CopierCpu, AlignmentBelowOneThrows) {
   CopyOptions ok;
   ok.min_packed_alignment_bytes = 1;
   EXPECT_NO_THROW(start_copy(t, kCpu, ok).get());
+}
+
+// Alignments whose sums or least common multiples with an element size could overflow the
+// packer's offsets (tensors laid over each other, a negative staging offset) are refused; the
+// largest one taken still packs.
+TEST(CopierCpu, AlignmentAboveOneGibibyteThrows) {
+  const at::Tensor t = at::ones({4});
+  for (const int64_t alignment : {mtc::kMaxPackedAlignmentBytes + 1, (int64_t{1} << 62) + 1,
+                                  std::numeric_limits<int64_t>::max()}) {
+    CopyOptions options;
+    options.min_packed_alignment_bytes = alignment;
+    expect_throws_with([&] { start_copy(t, kCpu, options); },
+                       "min_packed_alignment_bytes must be <= 1073741824 (1 GiB)");
+  }
+  CopyOptions largest;
+  largest.min_packed_alignment_bytes = mtc::kMaxPackedAlignmentBytes;
+  EXPECT_NO_THROW(start_copy(t, kCpu, largest).get());
 }
 
 TEST(CopierCpu, ChunkLimitNotPositiveThrows) {

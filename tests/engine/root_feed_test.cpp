@@ -171,6 +171,26 @@ TEST(RootFeed, TasksLeftQueuedHoldNoReferenceToTheRootsTensors) {
   mtc::set_walk_split(256, 128);
 }
 
+// The feeder drops the handle of another copy while every worker waits in the fed copy's walk
+// for elements only the feeder can put, and a task ahead of that copy's outlasts the drop's spin:
+// the drop runs the unclaimed copy itself, as get() would, rather than sleep until a worker takes
+// it (none would: they all wait for the feeder).
+TEST(RootFeed, ItsFeederDropsACopyNoWorkerCanTake) {
+  const Watchdog watchdog(kLimit, "a copy dropped by the thread every worker waits for");
+  // 2,048 leaves: split among as many threads as the pool has, up to 15.
+  const c10::impl::GenericList root = root_of(32, 64);
+  auto feed = std::make_shared<RootFeed>(static_cast<int64_t>(root.size()));
+  mtc::CopyHandle fed = start_copy(feed, kCpu, CopyOptions{}, nullptr);
+  feed->put(root.get(0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the workers joined and wait
+  mtc::detail::worker_pool_for(kCpu).submit(
+      [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); }, /*starts_copy=*/false);
+  const c10::impl::GenericList other = root_of(2, 2);
+  { const mtc::CopyHandle dropped = start_copy(c10::IValue(other), kCpu); }
+  for (size_t i = 1; i < root.size(); ++i) feed->put(root.get(i));
+  mtc::test::expect_same_structure_same_tensors(fed.get(), c10::IValue(root));
+}
+
 TEST(RootFeed, PutsBeyondItsSizeOrAfterAbandonAreRefused) {
   RootFeed feed(1);
   feed.put(c10::IValue(int64_t{1}));

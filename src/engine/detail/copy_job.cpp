@@ -218,8 +218,10 @@ bool CopyJob::ready() {
   if (state == kPending) return false;
   if (state == kFailed) std::rethrow_exception(error_);
   const PoolScope scope(pool_);  // completion may run host copies on the pool
-  std::lock_guard<std::mutex> lock(completion_mutex_);
-  return completion_.query();
+  // Another thread in wait() holds the lock until the device is done: not ready yet, as far as
+  // this call can tell without waiting.
+  const std::unique_lock<std::mutex> lock(completion_mutex_, std::try_to_lock);
+  return lock.owns_lock() && completion_.query();
 }
 
 c10::IValue CopyJob::get() {

@@ -185,19 +185,30 @@ void CopyJob::walk() {
   // Python code in its walk called) would wait for elements that thread has yet to put: it
   // leaves the walk to the others. The task holds nothing of the feed: a late one, destroyed on
   // a worker, must not drop the last reference to the root's tensors (copier.cpp, release_here).
-  pool_.submit_copies(
-      [tickets] {
-        if (std::this_thread::get_id() != tickets->feeder) tickets->join();
-      },
-      static_cast<int>(helpers));
-  walk_from(*walkers[0], tickets->take());
-  const auto own_done = std::chrono::steady_clock::now();
-  tickets->close();
-  walk_open_.store(false, std::memory_order_relaxed);
-  {
+  // Once open, the walk is closed before this frame goes, whatever happens: helper tasks already
+  // queued, and callers in get(), reach `join` and the walkers through the tickets.
+  const auto close_walk = [&] {
+    tickets->close();
+    walk_open_.store(false, std::memory_order_relaxed);
     std::lock_guard<std::mutex> lock(walk_mutex_);
     open_walk_.reset();
+  };
+  try {
+    pool_.submit_copies(
+        [tickets] {
+          if (std::this_thread::get_id() != tickets->feeder) tickets->join();
+        },
+        static_cast<int>(helpers));
+  } catch (...) {
+    // Some helpers may be queued (an allocation failed part way): they must find no element, and
+    // a thread that took one must be done with it, before the walkers die with this frame.
+    close_walk();
+    while (tickets->active.load(std::memory_order_acquire) != 0) cpu_relax();
+    throw;
   }
+  walk_from(*walkers[0], tickets->take());
+  const auto own_done = std::chrono::steady_clock::now();
+  close_walk();
   // The walk's thread queues every thread's DMAs, each as soon as its staging is filled: one
   // thread calling the driver never waits for another there. None once the copy has failed; a
   // failure here is reported after any leaf's (its element: n).
@@ -227,17 +238,15 @@ void CopyJob::walk() {
   if (pack_submitted_in_walk()) queue_staged();
   // The threads' staging, which queued DMAs may still read, goes to the job's completion, which
   // the failure path waits for after synchronizing the streams.
+  // Storages that reused outputs let go of are freed with the job, on the caller's thread: taken
+  // into the job's router before anything below can fail and destroy the walkers here.
   const Walker* failed = nullptr;
   for (const auto& w : walkers) {
     completion_.absorb(w->completion);
+    if (w->router != &router_) router_.absorb_released_storages(*w->router);
     if (w->error && (!failed || w->error_element < failed->error_element)) failed = w.get();
   }
-  if (failed) {
-    // Storages that reused outputs let go of are freed with the job, on the caller's thread.
-    for (const auto& w : walkers)
-      if (w->router != &router_) router_.absorb_released_storages(*w->router);
-    std::rethrow_exception(failed->error);
-  }
+  if (failed) std::rethrow_exception(failed->error);
   result_ = Copier::assemble(input_, built);
   stats_.walk_threads = 0;
   for (const auto& w : walkers) {

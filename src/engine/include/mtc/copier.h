@@ -27,6 +27,9 @@
 
 namespace mtc {
 
+// The largest CopyOptions::min_packed_alignment_bytes start_copy takes: 1 GiB.
+inline constexpr int64_t kMaxPackedAlignmentBytes = int64_t{1} << 30;
+
 struct CopyOptions {
   // Stage CPU sources through pooled pinned memory so the DMA runs asynchronously.
   bool use_pinned_staging = true;
@@ -34,7 +37,7 @@ struct CopyOptions {
   // one host-to-device copy per chunk instead of one per tensor.
   bool pack_cpu_tensors = true;
   // Each packed tensor starts at a multiple of max(this, element size); for an alignment that
-  // is not a power of two, of lcm(this, element size). Must be >= 1.
+  // is not a power of two, of lcm(this, element size). From 1 to kMaxPackedAlignmentBytes.
   int64_t min_packed_alignment_bytes = 16;
   // Payload limit of one packed chunk. Must be > 0.
   int64_t max_packed_chunk_bytes = 32 << 20;
@@ -102,7 +105,8 @@ class CopyHandle {
   // Waits for the copy's device work so no buffer in flight is released; never throws.
   ~CopyHandle();
 
-  // Never blocks. True once every copy has completed; rethrows a failure of the copy.
+  // Never blocks. True once every copy has completed; rethrows a failure of the copy. False
+  // while another thread waits for the copy in get() or wait(); true once that wait is over.
   bool ready() const;
   // Blocks until done and returns the structure on the target; rethrows a failure.
   // May be called more than once. If no worker has started the copy yet, the calling thread
