@@ -2,6 +2,7 @@
 
 import ast
 import functools
+import gc
 import inspect
 import re
 from pathlib import Path
@@ -158,3 +159,23 @@ def test_options_are_keyword_only_and_unknown_ones_refused():
         mtc.start_copy([], "cpu", True)
     with pytest.raises(TypeError):
         mtc.start_copy([], "cpu", pin=True)
+
+
+def test_a_device_string_of_a_str_subclass_is_not_remembered():
+    # Only exact str devices are remembered between calls: the remembered string is let go of
+    # when another replaces it, and a subclass's __del__ could then copy with mtc and find the
+    # new string beside the old device.
+    seen = []
+
+    class Device(str):
+        def __del__(self):
+            seen.append(mtc.start_copy([torch.ones(1)], "cpu").options()["device"])
+
+    try:
+        mtc.start_copy([torch.ones(1)], Device("cuda")).get()
+    except (RuntimeError, ValueError):
+        pass  # no GPU here: the device was parsed all the same
+    gc.collect()
+    mtc.start_copy([torch.ones(1)], "cpu").get()
+    gc.collect()
+    assert seen == ["cpu"]

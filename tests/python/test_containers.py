@@ -122,8 +122,14 @@ def test_a_named_tuple_whose_constructor_refuses_the_elements_fails_get():
     # pytree rebuilds a named tuple with cls(*values) too; this one refuses a tensor.
     data = [tuple.__new__(Strict, (torch.ones(1),))]
     handle = mtc.start_copy(data, "cpu")
-    with pytest.raises(TypeError, match="Strict wants a str"):
+    with pytest.raises(TypeError, match="Strict wants a str") as first:
         handle.get()
+    # The engine's output went with the failed build: a second get() raises the same error, not
+    # one about an output already taken.
+    with pytest.raises(TypeError, match="Strict wants a str") as second:
+        handle.get()
+    assert second.value is first.value
+    assert handle.ready()
 
 
 def test_a_deque_changed_by_the_walk_is_an_error_not_a_crash():

@@ -170,6 +170,25 @@ def test_dropping_an_unfinished_handle_waits_for_its_device_work():
     assert stream.query()
 
 
+def test_ready_does_not_wait_for_a_thread_that_waits_in_get():
+    import threading
+
+    torch.cuda._sleep(4 * LONG_SLEEP_CYCLES)
+    handle = mtc.start_copy(reference_like_batch(), "cuda")
+    waiter = threading.Thread(target=handle.get)
+    waiter.start()
+    time.sleep(0.05)  # the waiter is in get(), waiting for the device
+    start = time.perf_counter()
+    answers = [handle.ready() for _ in range(10)]
+    took = time.perf_counter() - start
+    waiter.join()
+    # ~0.5 s of device work was queued ahead of the copy; a ready() that waited for the lock
+    # get() holds would have returned True after it.
+    assert took < 0.05, f"ten ready() calls took {took * 1e3:.0f} ms beside a waiting get()"
+    assert not any(answers)
+    assert handle.ready()
+
+
 def test_get_lets_other_threads_run_while_the_device_works():
     torch.cuda._sleep(LONG_SLEEP_CYCLES)
     handle = mtc.start_copy(reference_like_batch(), "cuda")

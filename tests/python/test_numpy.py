@@ -51,6 +51,19 @@ def test_a_read_only_array_is_copied_without_a_warning():
     np.testing.assert_array_equal(out.numpy(), array)
 
 
+def test_a_read_only_array_comes_back_from_a_copy_to_the_cpu_as_a_copy():
+    # The result is writable: over the array's own memory, a write would change an immutable
+    # bytes object here (or fault, over a file mapped read-only).
+    data = bytes(16)
+    array = np.frombuffer(data, np.float32)
+    out = copy([array, {"again": array}])
+    for tensor in (out[0], out[1]["again"]):
+        assert tensor.data_ptr() != array.ctypes.data
+        tensor.add_(1)
+        np.testing.assert_array_equal(tensor.numpy(), np.ones(4, np.float32))
+    assert data == bytes(16)
+
+
 def test_zero_d_and_empty_arrays():
     data = [np.float32(2.0) * np.ones(()), np.empty((0, 3))]
     out = copy(data)

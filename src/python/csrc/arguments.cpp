@@ -121,18 +121,23 @@ c10::Device parse_device(py::handle device) {
   if (THPDevice_Check(device.ptr())) return reinterpret_cast<THPDevice*>(device.ptr())->device;
   if (PyUnicode_Check(device.ptr())) {
     // A loop copies to the same device string call after call: the last one parsed is kept
-    // (the GIL guards it), which spares parsing it again (~0.5 us).
+    // (the GIL guards it), which spares parsing it again (~0.5 us). Only an exact str: letting go
+    // of the one kept then runs no code (a subclass's __del__ could call start_copy and find the
+    // cache half updated).
     static PyObject* last_text = nullptr;
     static c10::Device last_device(c10::kCPU);
-    if (last_text != nullptr &&
+    const bool exact = PyUnicode_CheckExact(device.ptr());
+    if (exact && last_text != nullptr &&
         (device.ptr() == last_text || PyUnicode_Compare(device.ptr(), last_text) == 0))
       return last_device;
     const auto text = device.cast<std::string>();
     try {
       const c10::Device parsed(text);
-      Py_INCREF(device.ptr());
-      Py_XSETREF(last_text, device.ptr());
-      last_device = parsed;
+      if (exact) {
+        last_device = parsed;
+        Py_INCREF(device.ptr());
+        Py_XSETREF(last_text, device.ptr());
+      }
       return parsed;
     } catch (const c10::Error& e) {
       throw py::value_error("mtc.start_copy: bad device '" + text +

@@ -67,6 +67,7 @@ AsyncCopyHandle::~AsyncCopyHandle() {
 // over once they exist, and only then is completion awaited.
 py::object AsyncCopyHandle::get() {
   if (result_) return result_;
+  raise_if_build_failed();
   // On the thread that builds the result, from Python code the build runs: waiting for the lock
   // that thread holds would never end.
   if (building_.load(std::memory_order_relaxed) == std::this_thread::get_id())
@@ -90,9 +91,10 @@ py::object AsyncCopyHandle::get() {
     // tried: a thread holding the lock may be waiting for the GIL.
     const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
     if (lock.owns_lock() && handle_.ready()) {
+      raise_if_build_failed();  // by another thread, since this one checked
       if (!built_) {
         const Clock::time_point start = Clock::now();
-        build(handle_.take_result());
+        build_once(handle_.take_result());
         times_.build_us += microseconds_since(start);
       }
       result_ = built_;
@@ -104,21 +106,47 @@ py::object AsyncCopyHandle::get() {
     // without the GIL, so a thread that holds the GIL never waits for it.
     py::gil_scoped_release release;
     const std::lock_guard<std::mutex> lock(get_mutex_);
-    if (!built_) {
+    if (!built_ && !build_failed_) {
       Clock::time_point start = Clock::now();
       c10::IValue output = handle_.take_result();
       times_.result_wait_us = microseconds_since(start);
       const py::gil_scoped_acquire gil;
       start = Clock::now();
-      build(std::move(output));
+      build_once(std::move(output));
       times_.build_us += microseconds_since(start);
     }
-    const Clock::time_point start = Clock::now();
-    handle_.wait();
-    times_.complete_wait_us = microseconds_since(start);
+    if (!build_failed_) {
+      const Clock::time_point start = Clock::now();
+      handle_.wait();
+      times_.complete_wait_us = microseconds_since(start);
+    }
   }
+  raise_if_build_failed();  // by another thread, while this one waited for the lock
   if (!result_) result_ = built_;
   return result_;
+}
+
+void AsyncCopyHandle::build_once(c10::IValue output) {
+  try {
+    build(std::move(output));
+  } catch (py::error_already_set& e) {
+    build_error_ = e.value();
+    build_failed_ = true;
+    throw;
+  } catch (const std::exception& e) {
+    build_error_ =
+        py::reinterpret_steal<py::object>(PyObject_CallFunction(PyExc_RuntimeError, "s", e.what()));
+    if (!build_error_) PyErr_Clear();
+    build_failed_ = true;
+    throw;
+  }
+}
+
+void AsyncCopyHandle::raise_if_build_failed() const {
+  if (!build_failed_) return;
+  if (!build_error_) throw std::runtime_error("mtc: the result could not be built");
+  PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(build_error_.ptr())), build_error_.ptr());
+  throw py::error_already_set();
 }
 
 py::dict AsyncCopyHandle::stats() const {

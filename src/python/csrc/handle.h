@@ -46,6 +46,11 @@ class AsyncCopyHandle {
 
  private:
   void build(c10::IValue output);
+  // build(), remembering its error: the engine's output is gone with it, so a later get() raises
+  // the same error instead of failing to take an output that is no longer there. get_mutex_ held.
+  void build_once(c10::IValue output);
+  // Raises the error of a failed build again, if there was one; GIL held.
+  void raise_if_build_failed() const;
   // The result built before the engine's outputs exist (PyStructure::can_build_ahead): the build
   // then overlaps the engine's walk instead of following it. GIL and get_mutex_ held.
   void build_ahead();
@@ -63,8 +68,10 @@ class AsyncCopyHandle {
   std::mutex get_mutex_;
   pybind11::object ahead_;  // build_ahead()'s result, until the engine confirms every reuse
   std::unique_ptr<NewTensors> ahead_created_;  // its tensor objects, for DeferredRelease
-  pybind11::object built_;   // the result, built before the device has finished; get_mutex_
-  pybind11::object result_;  // built_ once the copy has completed
+  pybind11::object built_;        // the result, built before the device has finished; get_mutex_
+  pybind11::object result_;       // built_ once the copy has completed
+  pybind11::object build_error_;  // the exception a failed build() raised (GIL)
+  bool build_failed_ = false;     // build_error_ is set (get_mutex_)
   // The thread building the result, while it does (Python code that the build runs, a named
   // tuple's constructor or a key's __hash__, could call get() on this handle from it).
   std::atomic<std::thread::id> building_{};

@@ -15,6 +15,7 @@ LendingRule LendingRule::for_copy(const c10::Device& target, const CopyOptions& 
   LendingRule rule;
   rule.enabled = target.is_cuda() && options.pack_cpu_tensors;
   rule.max_bytes = std::min(kMaxPackedTensorBytes, options.max_packed_chunk_bytes);
+  rule.to_cpu = target.is_cpu();
   return rule;
 }
 

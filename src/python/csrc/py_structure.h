@@ -49,6 +49,9 @@ inline constexpr int kMaxNestingDepth = 1000;
 struct LendingRule {
   bool enabled = false;   // a CUDA target with pack_cpu_tensors
   int64_t max_bytes = 0;  // the largest tensor packed: min(kMaxPackedTensorBytes, the chunk limit)
+  // A CPU target, where a CPU tensor comes back as it is: one made from a read-only numpy array
+  // must be a copy, or the result would be a writable tensor over memory that must not change.
+  bool to_cpu = false;
   // The rule of a copy to `target` with `options`.
   static LendingRule for_copy(const c10::Device& target, const CopyOptions& options);
   bool lends(const at::Tensor& tensor) const;

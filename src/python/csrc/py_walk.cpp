@@ -71,6 +71,17 @@ PyTypeObject* ndarray_type() {
   return type;
 }
 
+// numpy's own flag; an array whose flags cannot be read counts as read-only.
+bool array_is_writeable(PyObject* array) {
+  PyObject* flags = PyObject_GetAttrString(array, "flags");
+  PyObject* writeable = flags == nullptr ? nullptr : PyObject_GetAttrString(flags, "writeable");
+  const int answer = writeable == nullptr ? -1 : PyObject_IsTrue(writeable);
+  Py_XDECREF(writeable);
+  Py_XDECREF(flags);
+  if (answer < 0) PyErr_Clear();
+  return answer == 1;
+}
+
 at::Tensor tensor_from_array(PyObject* array) {
   // The copy only reads the array, so a read-only one needs no warning.
   try {
@@ -228,8 +239,13 @@ void PyStructure::walk(PyObject* object, int depth) {
   if (other_container_kind(object, kind, extra)) return walk_elements(object, kind, extra, depth);
   if (is_tensor(object)) return note_tensor_leaf(object);
   PyTypeObject* ndarray = ndarray_type();
-  if (ndarray != nullptr && PyObject_TypeCheck(object, ndarray))
-    return note_array_tensor(tensor_from_array(object));
+  if (ndarray != nullptr && PyObject_TypeCheck(object, ndarray)) {
+    at::Tensor tensor = tensor_from_array(object);
+    // To the CPU this tensor is the result: over a read-only array (bytes, a file mapped
+    // read-only) a write through it would change what must not change, or fault.
+    if (lending_.to_cpu && !array_is_writeable(object)) tensor = tensor.clone();
+    return note_array_tensor(std::move(tensor));
+  }
   add_object(object);
 }
 
