@@ -106,7 +106,7 @@ py::object AsyncCopyHandle::get() {
     // without the GIL, so a thread that holds the GIL never waits for it.
     py::gil_scoped_release release;
     const std::lock_guard<std::mutex> lock(get_mutex_);
-    if (!built_ && !build_failed_) {
+    if (!built_ && !build_error_) {
       Clock::time_point start = Clock::now();
       c10::IValue output = handle_.take_result();
       times_.result_wait_us = microseconds_since(start);
@@ -115,7 +115,7 @@ py::object AsyncCopyHandle::get() {
       build_once(std::move(output));
       times_.build_us += microseconds_since(start);
     }
-    if (!build_failed_) {
+    if (!build_error_) {
       const Clock::time_point start = Clock::now();
       handle_.wait();
       times_.complete_wait_us = microseconds_since(start);
@@ -131,20 +131,18 @@ void AsyncCopyHandle::build_once(c10::IValue output) {
     build(std::move(output));
   } catch (py::error_already_set& e) {
     build_error_ = e.value();
-    build_failed_ = true;
     throw;
   } catch (const std::exception& e) {
     build_error_ =
         py::reinterpret_steal<py::object>(PyObject_CallFunction(PyExc_RuntimeError, "s", e.what()));
-    if (!build_error_) PyErr_Clear();
-    build_failed_ = true;
+    // Out of memory even for that: the error its making raised stands for it.
+    if (!build_error_) build_error_ = py::error_already_set().value();
     throw;
   }
 }
 
 void AsyncCopyHandle::raise_if_build_failed() const {
-  if (!build_failed_) return;
-  if (!build_error_) throw std::runtime_error("mtc: the result could not be built");
+  if (!build_error_) return;
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(build_error_.ptr())), build_error_.ptr());
   throw py::error_already_set();
 }

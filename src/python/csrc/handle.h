@@ -68,10 +68,11 @@ class AsyncCopyHandle {
   std::mutex get_mutex_;
   pybind11::object ahead_;  // build_ahead()'s result, until the engine confirms every reuse
   std::unique_ptr<NewTensors> ahead_created_;  // its tensor objects, for DeferredRelease
-  pybind11::object built_;        // the result, built before the device has finished; get_mutex_
-  pybind11::object result_;       // built_ once the copy has completed
-  pybind11::object build_error_;  // the exception a failed build() raised (GIL)
-  bool build_failed_ = false;     // build_error_ is set (get_mutex_)
+  pybind11::object built_;   // the result, built before the device has finished; get_mutex_
+  pybind11::object result_;  // built_ once the copy has completed
+  // The exception a failed build() raised: set with the GIL and get_mutex_ held, so either
+  // guards a test of whether it is set.
+  pybind11::object build_error_;
   // The thread building the result, while it does (Python code that the build runs, a named
   // tuple's constructor or a key's __hash__, could call get() on this handle from it).
   std::atomic<std::thread::id> building_{};
