@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -121,6 +122,44 @@ TEST_F(BadInput, ReportPathsThatCannotBeWrittenFailBeforeMeasuring) {
   expect_rejected({"--config", ok, "--json", dir_ / "no/such/folder/r.json"},
                   {"r.json", "No such file or directory"});
   expect_rejected({"--config", ok, "--md", dir_.make_dir("r.md")}, {"r.md", "it is a folder"});
+}
+
+// The rename that puts a report in place would replace a named pipe, a device or a symbolic
+// link (not its target) with a plain file; each is refused, naming the option, and left as it is.
+TEST_F(BadInput, ReportPathsThatAreNotRegularFilesAreLeftAlone) {
+  const std::string ok =
+      write("ok.json", config_with(R"({"tensor": {"dtype": "int8", "shape": [2]}})"));
+  const std::string pipe = dir_ / "pipe.json";
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0644), 0);
+  const std::string link = dir_ / "link.md";
+  ASSERT_EQ(symlink(write("target.md", "kept").c_str(), link.c_str()), 0);
+  expect_rejected({"--config", ok, "--json", pipe}, {"--json " + pipe, "it is a named pipe"});
+  expect_rejected({"--config", ok, "--md", link}, {"--md " + link, "it is a symbolic link"});
+  expect_rejected({"--config", ok, "--json", "/dev/null"}, {"--json /dev/null", "a device"});
+  struct stat info {};
+  ASSERT_EQ(lstat(pipe.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  ASSERT_EQ(lstat(link.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+}
+
+// An output on a file the run reads would destroy it (`-c X --json X` overwrote the config);
+// two outputs on one file keep only the last. Spellings and links of one file are one file.
+TEST_F(BadInput, OutputsThatNameAnInputOrEachOtherAreRefused) {
+  const std::string config = config_with(R"({"tensor": {"dtype": "int8", "shape": [2]}})");
+  const std::string ok = write("ok.json", config);
+  expect_rejected({"--config", ok, "--json", ok}, {"--json " + ok, "the same file as --config"});
+  expect_rejected({"--config", ok, "--md", dir_.make_dir("sub") + "/../ok.json"},
+                  {"the same file as --config"});
+  const std::string hard = dir_ / "hard.json";
+  ASSERT_EQ(link(ok.c_str(), hard.c_str()), 0);
+  expect_rejected({"--config", ok, "--json", hard}, {"the same file as --config"});
+  expect_rejected({"--config", ok, "--json", dir_ / "r.out", "--md", dir_ / "./r.out"},
+                  {"--md", "the same file as --json", "one output would replace the other"});
+  std::stringstream kept;
+  kept << std::ifstream(ok).rdbuf();
+  EXPECT_EQ(kept.str(), config);
+  EXPECT_FALSE(std::ifstream(dir_ / "r.out").good()) << "nothing was written";
 }
 
 }  // namespace

@@ -1,10 +1,13 @@
 // `mtc-bench compare` through run_cli: its exit codes and files, on the synthetic reports of
 // tests/compare/data (see tests/compare/make_fixtures.py).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli_runner.h"
 #include "temp_dir.h"
@@ -75,6 +78,38 @@ TEST(CliCompare, WritesMarkdownAndJson) {
   EXPECT_EQ(doc["cases"].size(), 2u);
   EXPECT_EQ(doc["cases"][0]["metric"], "speedup");
   EXPECT_EQ(compare("base.json", "same.json", {"--md", "/no/such/folder/c.md"}).code, 2);
+}
+
+std::string read_text(const std::string& path) {
+  std::stringstream text;
+  text << std::ifstream(path).rdbuf();
+  return text.str();
+}
+
+// compare's outputs go through the run's report files: never over an input (`compare A B --md A`
+// destroyed the baseline), never onto a named pipe (`--md` to one hung), whole or not at all.
+TEST(CliCompare, OutputsNeverReplaceInputsOrWhatIsNotARegularFile) {
+  TempDir dir;
+  const std::string base = dir / "base.json";
+  std::ofstream(base) << read_text(data("base.json"));
+  const std::string folder = dir.make_dir("candidates");
+  const std::string same = folder + "/same.json";
+  std::ofstream(same) << read_text(data("same.json"));
+  const auto refused = [](const Ran& r, const std::string& part) {
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(part), std::string::npos) << r.err;
+  };
+  refused(testing_support::run({"compare", base, same, "--md", base}),
+          "--md " + base + ": the same file as baseline " + base);
+  refused(testing_support::run({"compare", base, folder, "--json", same}),
+          "the same file as candidate " + same);
+  refused(testing_support::run({"compare", base, same, "--md", dir / "c", "--json", dir / "c"}),
+          "one output would replace the other");
+  const std::string pipe = dir / "pipe.md";
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0644), 0);
+  refused(testing_support::run({"compare", base, same, "--md", pipe}), "it is a named pipe");
+  EXPECT_EQ(read_text(base), read_text(data("base.json")));
+  EXPECT_EQ(read_text(same), read_text(data("same.json")));
 }
 
 }  // namespace

@@ -8,6 +8,9 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "errors.h"
 #include "temp_dir.h"
@@ -39,7 +42,7 @@ TEST(ReportFile, CommitPutsTheWholeTextInPlaceAndLeavesNothingElse) {
   const TempDir dir;
   std::ofstream(dir / "r.json") << "old";
   {
-    ReportFile file(dir / "r.json");
+    ReportFile file("--json", dir / "r.json");
     EXPECT_EQ(read_text(dir / "r.json"), "old") << "the destination changes only on commit";
     file.commit("{\"new\": true}\n");
   }
@@ -50,8 +53,8 @@ TEST(ReportFile, CommitPutsTheWholeTextInPlaceAndLeavesNothingElse) {
 TEST(ReportFile, WithoutCommitTheDestinationStaysAsItWasAndTheTemporaryGoes) {
   const TempDir dir;
   std::ofstream(dir / "kept.md") << "previous report";
-  { const ReportFile abandoned(dir / "kept.md"); }
-  { const ReportFile never(dir / "new.md"); }
+  { const ReportFile abandoned("--json", dir / "kept.md"); }
+  { const ReportFile never("--json", dir / "new.md"); }
   EXPECT_EQ(read_text(dir / "kept.md"), "previous report");
   EXPECT_EQ(entries_in(dir.path()), 1);
 }
@@ -59,7 +62,7 @@ TEST(ReportFile, WithoutCommitTheDestinationStaysAsItWasAndTheTemporaryGoes) {
 TEST(ReportFile, ModeFollowsTheUmaskAsAPlainFileWould) {
   const TempDir dir;
   const mode_t mask = umask(022);
-  ReportFile(dir / "r.json").commit("x");
+  ReportFile("--json", dir / "r.json").commit("x");
   umask(mask);
   struct stat info {};
   ASSERT_EQ(stat((dir / "r.json").c_str(), &info), 0);
@@ -68,10 +71,10 @@ TEST(ReportFile, ModeFollowsTheUmaskAsAPlainFileWould) {
 
 TEST(ReportFile, BadPathsFailBeforeAnythingIsWritten) {
   const TempDir dir;
-  EXPECT_THROW(ReportFile(dir / "no/such/folder/r.json"), UsageError);
+  EXPECT_THROW(ReportFile("--json", dir / "no/such/folder/r.json"), UsageError);
   dir.make_dir("folder");
   try {
-    const ReportFile file(dir / "folder");
+    const ReportFile file("--json", dir / "folder");
     FAIL() << "a folder was accepted as a report path";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("it is a folder"), std::string::npos) << e.what();
@@ -79,15 +82,57 @@ TEST(ReportFile, BadPathsFailBeforeAnythingIsWritten) {
   if (geteuid() != 0) {  // root may write anything: the permission cases only hold for others
     std::ofstream(dir / "read-only.json") << "keep";
     chmod((dir / "read-only.json").c_str(), 0444);
-    EXPECT_THROW(ReportFile(dir / "read-only.json"), UsageError);
+    EXPECT_THROW(ReportFile("--json", dir / "read-only.json"), UsageError);
     const std::string locked = dir.make_dir("locked");
     chmod(locked.c_str(), 0555);
-    EXPECT_THROW(ReportFile(locked + "/r.json"), UsageError);
+    EXPECT_THROW(ReportFile("--json", locked + "/r.json"), UsageError);
   }
 }
 
+// Whatever is at the path and is not a regular file stays as it is: the rename would have put a
+// plain file in place of a named pipe, a device or a symbolic link (not its target).
+TEST(ReportFile, RefusesToReplaceWhatIsNotARegularFile) {
+  const TempDir dir;
+  std::ofstream(dir / "target.json") << "target";
+  ASSERT_EQ(symlink((dir / "target.json").c_str(), (dir / "link.json").c_str()), 0);
+  ASSERT_EQ(symlink((dir / "nowhere.json").c_str(), (dir / "dangling.json").c_str()), 0);
+  ASSERT_EQ(mkfifo((dir / "pipe.md").c_str(), 0644), 0);
+  const std::vector<std::pair<std::string, std::string>> cases{
+      {dir / "link.json", "it is a symbolic link"},
+      {dir / "dangling.json", "it is a symbolic link"},
+      {dir / "pipe.md", "it is a named pipe"},
+      {"/dev/null", "it is a device"}};
+  for (const auto& [path, why] : cases) {
+    try {
+      const ReportFile file("--md", path);
+      ADD_FAILURE() << path << " was accepted as a report path";
+    } catch (const UsageError& e) {
+      EXPECT_EQ(std::string(e.what()), "--md " + path + ": cannot write it: " + why +
+                                           "; a report replaces a regular file only");
+    }
+  }
+  struct stat info {};
+  ASSERT_EQ(lstat((dir / "link.json").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+  EXPECT_EQ(read_text(dir / "target.json"), "target");
+  ASSERT_EQ(lstat((dir / "pipe.md").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  EXPECT_EQ(entries_in(dir.path()), 4) << "no temporary file is left";
+}
+
+TEST(ReportFile, CommitRefusesWhatTookThePathMeanwhile) {
+  const TempDir dir;
+  ReportFile file("--json", dir / "r.json");
+  ASSERT_EQ(mkfifo((dir / "r.json").c_str(), 0644), 0);
+  EXPECT_THROW(file.commit("report"), std::runtime_error);
+  struct stat info {};
+  ASSERT_EQ(lstat((dir / "r.json").c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode));
+  EXPECT_EQ(entries_in(dir.path()), 1);
+}
+
 TEST(ReportFile, EmptyPathMeansNoFile) {
-  ReportFile none("");
+  ReportFile none("--json", "");
   EXPECT_NO_THROW(none.commit("ignored"));
 }
 

@@ -249,7 +249,7 @@ TEST(FileReporter, WritesTheFileWholeWhenTheReportEnds) {
   TempDir dir;
   const std::string path = dir / "r.json";
   const Report report = sample_report();
-  auto file = FileReporter::to_file<JsonReporter>(path);
+  auto file = FileReporter::to_file<JsonReporter>("--json", path);
   file->begin(report.context);
   file->run(report.runs[0]);
   EXPECT_FALSE(std::ifstream(path).good());
@@ -257,7 +257,8 @@ TEST(FileReporter, WritesTheFileWholeWhenTheReportEnds) {
   std::stringstream text;
   text << std::ifstream(path).rdbuf();
   EXPECT_EQ(text.str(), written<JsonReporter>(report));
-  EXPECT_THROW(FileReporter::to_file<MarkdownReporter>(dir / "no/such/folder/r.md"), UsageError);
+  EXPECT_THROW(FileReporter::to_file<MarkdownReporter>("--md", dir / "no/such/folder/r.md"),
+               UsageError);
 }
 
 TEST(Table, DeviceColumnOnlyWithSeveralGpus) {

@@ -15,10 +15,11 @@ namespace mtc::bench {
 
 class FileReporter final : public Reporter {
  public:
-  // A reporter of type R, constructed on the stream it writes to, that writes to `path`.
+  // A reporter of type R, constructed on the stream it writes to, that writes to `path` (given
+  // with `option`, which errors name).
   template <class R>
-  static std::unique_ptr<FileReporter> to_file(std::string path) {
-    std::unique_ptr<FileReporter> reporter(new FileReporter(std::move(path)));
+  static std::unique_ptr<FileReporter> to_file(std::string option, std::string path) {
+    std::unique_ptr<FileReporter> reporter(new FileReporter(std::move(option), std::move(path)));
     reporter->reporter_ = std::make_unique<R>(reporter->text_);
     return reporter;
   }
@@ -29,7 +30,7 @@ class FileReporter final : public Reporter {
   void end(const Report& report) override;
 
  private:
-  explicit FileReporter(std::string path) : file_(std::move(path)) {}
+  FileReporter(std::string option, std::string path) : file_(std::move(option), std::move(path)) {}
 
   ReportFile file_;
   std::ostringstream text_;

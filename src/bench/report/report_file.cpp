@@ -29,18 +29,36 @@ std::string name_of(const std::string& path) {
 
 std::string error_text(int error) { return std::strerror(error); }
 
+// Why the entry at `path` must not be replaced, or empty when there is none or it is a regular
+// file. lstat, not stat: rename() replaces a symbolic link itself and leaves its target as it
+// was, so a report written "through" a link would land beside what the user meant. A named pipe
+// or a device would be swapped for a plain file (or, written to directly, block or reach the
+// hardware); none of them is a report.
+std::string not_replaceable(const std::string& path) {
+  struct stat info {};
+  if (::lstat(path.c_str(), &info) != 0) return errno == ENOENT ? "" : error_text(errno);
+  if (S_ISREG(info.st_mode)) return "";
+  if (S_ISDIR(info.st_mode)) return "it is a folder";
+  const char* kind = S_ISLNK(info.st_mode)                            ? "a symbolic link"
+                     : S_ISFIFO(info.st_mode)                         ? "a named pipe"
+                     : S_ISSOCK(info.st_mode)                         ? "a socket"
+                     : S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) ? "a device"
+                                                                      : "not a file";
+  return fmt::format("it is {}; a report replaces a regular file only", kind);
+}
+
 }  // namespace
 
-ReportFile::ReportFile(std::string path) : path_(std::move(path)) {
+ReportFile::ReportFile(std::string option, std::string path)
+    : option_(std::move(option)), path_(std::move(path)) {
   if (path_.empty()) return;
-  struct stat info {};
-  if (::stat(path_.c_str(), &info) == 0) {
-    if (S_ISDIR(info.st_mode))
-      throw UsageError(fmt::format("cannot write {}: it is a folder", path_));
-    // rename() would replace a read-only file; a file made read-only is one not to overwrite.
-    if (::access(path_.c_str(), W_OK) != 0) {
-      throw UsageError(fmt::format("cannot write {}: {}", path_, error_text(errno)));
-    }
+  const auto refuse = [&](const std::string& why) {
+    return UsageError(fmt::format("{} {}: cannot write it: {}", option_, path_, why));
+  };
+  if (const std::string why = not_replaceable(path_); !why.empty()) throw refuse(why);
+  // rename() would replace a read-only file; a file made read-only is one not to overwrite.
+  if (::access(path_.c_str(), F_OK) == 0 && ::access(path_.c_str(), W_OK) != 0) {
+    throw refuse(error_text(errno));
   }
   // Hidden, next to the destination (rename() is atomic only within one file system), unique to
   // this process and object. Mode 0666 less the umask, as the file itself would get.
@@ -51,7 +69,7 @@ ReportFile::ReportFile(std::string path) : path_(std::move(path)) {
     fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0 && errno != EEXIST) break;
   }
-  if (fd_ < 0) throw UsageError(fmt::format("cannot write {}: {}", path_, error_text(errno)));
+  if (fd_ < 0) throw refuse(error_text(errno));
 }
 
 ReportFile::~ReportFile() {
@@ -82,6 +100,11 @@ void ReportFile::commit(const std::string& text) {
     if (errno != EINTR) fail("fsync", true);
   }
   if (::close(fd) != 0) fail("close", false);
+  // A run takes minutes: what took the path meanwhile is checked again before it is replaced.
+  if (const std::string why = not_replaceable(path_); !why.empty()) {
+    ::unlink(temp_path_.c_str());
+    throw std::runtime_error(fmt::format("{} {}: not written: {}", option_, path_, why));
+  }
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0) fail("rename", false);
 }
 

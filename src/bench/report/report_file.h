@@ -9,19 +9,24 @@ namespace mtc::bench {
 
 class ReportFile {
  public:
-  // Creates the temporary file now, so an unwritable path fails (UsageError naming it) before
-  // anything is measured. An empty path means no file: commit() does nothing.
-  explicit ReportFile(std::string path);
+  // Creates the temporary file now, so a path that cannot take a report fails (UsageError naming
+  // `option` and the path) before anything is measured: a missing or read-only folder, a
+  // read-only file, and anything at the path that is not a regular file (a folder, a symbolic
+  // link, a named pipe, a device, a socket), which the rename would replace. An empty path means
+  // no file: commit() does nothing.
+  ReportFile(std::string option, std::string path);
   ~ReportFile();                           // removes the temporary file unless committed
   ReportFile(const ReportFile&) = delete;  // owns the temporary file
   ReportFile& operator=(const ReportFile&) = delete;
 
   const std::string& path() const { return path_; }
   // Writes `text`, flushes it to disk and renames it into place; throws std::runtime_error
-  // naming the path on any failure (the destination is then untouched).
+  // naming the path on any failure (the destination is then untouched), also when something
+  // other than a regular file took the path since the constructor looked.
   void commit(const std::string& text);
 
  private:
+  std::string option_;
   std::string path_;
   std::string temp_path_;
   int fd_ = -1;

@@ -6,6 +6,7 @@
 
 #include "errors.h"
 #include "report/file_reporter.h"
+#include "report/output_paths.h"
 #include "report/reporter.h"
 #include "runner/cli/config_paths.h"
 #include "runner/commands/commands.h"
@@ -78,15 +79,21 @@ std::vector<c10::IValue> build_inputs(const Config& config, const RunPlan& plan,
 }
 
 // The outputs of a run: the console, and the --json and --md files. Created before anything is
-// measured, so a path that cannot be written fails in a second, not after the run.
-MultiplexReporter run_outputs(const RunOptions& options, std::ostream& out) {
+// measured, so a path that cannot be written, or that names a file the run reads, fails in a
+// second, not after the run.
+MultiplexReporter run_outputs(const RunOptions& options, const std::string& config_path,
+                              std::ostream& out) {
+  std::vector<NamedPath> inputs{{"--config", config_path}, {"--input", options.input_path}};
+  for (const auto& [label, path] : options.engine_libraries)
+    inputs.push_back({"--engine-lib", path});
+  check_outputs_apart(inputs, {{"--json", options.json_path}, {"--md", options.md_path}});
   MultiplexReporter outputs;
   outputs.add(std::make_unique<ConsoleReporter>(out));
   if (!options.json_path.empty()) {
-    outputs.add(FileReporter::to_file<JsonReporter>(options.json_path));
+    outputs.add(FileReporter::to_file<JsonReporter>("--json", options.json_path));
   }
   if (!options.md_path.empty()) {
-    outputs.add(FileReporter::to_file<MarkdownReporter>(options.md_path));
+    outputs.add(FileReporter::to_file<MarkdownReporter>("--md", options.md_path));
   }
   return outputs;
 }
@@ -134,11 +141,11 @@ nlohmann::json engine_revisions(const LoadedEngines& engines) {
 int run_command(const CommandLine& command_line, std::ostream& out, std::ostream& err) {
   const RunOptions& options = command_line.run;
   install_interrupt_handlers();
-  MultiplexReporter outputs = run_outputs(options, out);
+  const std::string config_path = resolve_config_path(options.config_path, config_search_dirs());
+  MultiplexReporter outputs = run_outputs(options, config_path, out);
 
   // Every config (one per sweep point) is loaded before anything is measured, so a bad value
   // at the last point fails in a second, not after the other points ran.
-  const std::string config_path = resolve_config_path(options.config_path, config_search_dirs());
   const std::vector<std::vector<std::string>> points = expand_sweeps(options.sweeps);
   std::vector<Config> configs;
   for (const std::vector<std::string>& point : points) {
