@@ -18,9 +18,8 @@ interleaved (run 1 of every method, then run 2, ...), so a change of the machine
 measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
 dropped results, mtc_noreuse mtc without its reuse of dropped results' tensor objects as new
 outputs (mtc.set_output_reuse), mtc_nostream mtc with the whole structure walked before the
-engine starts (not element by element into the running copy), mtc_split128 and mtc_split256 mtc
-with the engine's walk of the fed root split at one thread per 128 leaves (the earlier default)
-and per 256, instead of per 40. For each mtc
+engine starts (not element by element into the running copy), mtc_wide and mtc_narrow mtc with
+the engine's walk split among up to three times as many threads and half as many. For each mtc
 method, 200 more calls per pattern, untimed, say where its time goes (the medians of
 handle.stats()'s parts and of the drops that follow a call).
 
@@ -141,22 +140,20 @@ def timed_start_copy(module, device, settings=None):
 
 
 # The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
-# streamed walk, the engine's leaves per walking thread of a fed root: the streamed walk's).
-# mtc_nodefer releases the dropped results' tensors where the program drops them, which leaves
-# nothing to reuse; mtc_split128 splits the engine's walk of a fed root as it splits a whole
-# structure's (the default until 2026-12-02), mtc_split256 among half as many threads again (fewer
-# chunks, so fewer DMAs to queue after the last element). A whole structure's walk (mtc_nostream)
-# is split at 128 leaves per thread in every method.
-MTC_SETTINGS = {"mtc": (True, True, True, 40), "mtc_nodefer": (False, False, True, 40),
-                "mtc_noreuse": (True, False, True, 40), "mtc_nostream": (True, True, False, 40),
-                "mtc_split128": (True, True, True, 128), "mtc_split256": (True, True, True, 256)}
+# streamed walk, the engine's leaves per walking thread). mtc_nodefer releases the dropped results'
+# tensors where the program drops them, which leaves nothing to reuse; mtc_wide splits the engine's
+# walk among up to three times as many threads (as many as the pool has: MTC_WORKER_THREADS),
+# mtc_narrow among half as many (fewer chunks, so fewer DMAs to queue after the last element).
+MTC_SETTINGS = {"mtc": (True, True, True, 128), "mtc_nodefer": (False, False, True, 128),
+                "mtc_noreuse": (True, False, True, 128), "mtc_nostream": (True, True, False, 128),
+                "mtc_wide": (True, True, True, 40), "mtc_narrow": (True, True, True, 256)}
 
 
 def apply_settings(module, settings):
     module.set_deferred_release(settings[0])
     module.set_output_reuse(settings[1])
     module._C._set_streamed_walk(settings[2])
-    module._C._set_walk_split(256, 128, settings[3])
+    module._C._set_walk_split(256, settings[3])
 
 
 def methods(device, original=None):
@@ -346,9 +343,8 @@ def parse_args(argv):
     parser.add_argument("--methods", default="to,to_nb,mtc",
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
                         "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
-                        "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_split128 (the "
-                        "engine's walk of the fed root split at 128 leaves per thread, not 40), mtc_split256 "
-                        "(at 256)")
+                        "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
+                        "engine's walk split among up to three times as many threads), mtc_narrow (among half as many)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)

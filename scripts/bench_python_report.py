@@ -40,8 +40,8 @@ def markdown(report):
 COMPARED = {"original": "than the original package", "mtc_nodefer": "than without its deferred release",
             "mtc_noreuse": "than without its reuse of tensor objects",
             "mtc_nostream": "than with the structure walked whole before the engine starts",
-            "mtc_split128": "than with the engine's walk of the fed root split at 128 leaves per thread",
-            "mtc_split256": "than with the engine's walk of the fed root split at 256 leaves per thread"}
+            "mtc_wide": "than with the engine's walk split among up to three times as many threads",
+            "mtc_narrow": "than with the engine's walk split among half as many threads"}
 
 
 def comparisons(report):

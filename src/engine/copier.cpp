@@ -275,12 +275,11 @@ bool RootFeed::wait_for(int64_t i) const {
   }
 }
 
-void set_walk_split(int64_t min_leaves, int64_t leaves_per_part, int64_t fed_leaves_per_part) {
-  TORCH_CHECK_VALUE(min_leaves >= 1 && leaves_per_part >= 1 && fed_leaves_per_part >= 1,
-                    "mtc::set_walk_split: min_leaves, leaves_per_part and fed_leaves_per_part "
-                    "must be >= 1, got ",
-                    min_leaves, ", ", leaves_per_part, " and ", fed_leaves_per_part);
-  detail::set_parallel_walk(min_leaves, leaves_per_part, fed_leaves_per_part);
+void set_walk_split(int64_t min_leaves, int64_t leaves_per_part) {
+  TORCH_CHECK_VALUE(min_leaves >= 1 && leaves_per_part >= 1,
+                    "mtc::set_walk_split: min_leaves and leaves_per_part must be >= 1, got ",
+                    min_leaves, " and ", leaves_per_part);
+  detail::set_parallel_walk(min_leaves, leaves_per_part);
 }
 
 PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }

@@ -170,11 +170,10 @@ TEST(CopierCpu, AnInputOnADeviceWithoutACapturedStreamFailsNamingIt) {
 }
 
 TEST(CopierCpu, AWalkSplitOfZeroLeavesIsRefused) {
-  expect_throws_with([] { mtc::set_walk_split(0, 128, 40); }, "must be >= 1");
-  expect_throws_with([] { mtc::set_walk_split(256, 0, 40); }, "must be >= 1");
-  expect_throws_with([] { mtc::set_walk_split(256, 128, 0); }, "must be >= 1");
-  EXPECT_THROW(mtc::set_walk_split(-1, 1, 1), c10::ValueError);
-  mtc::set_walk_split(256, 128, 40);  // the defaults, valid
+  expect_throws_with([] { mtc::set_walk_split(0, 128); }, "must be >= 1");
+  expect_throws_with([] { mtc::set_walk_split(256, 0); }, "must be >= 1");
+  EXPECT_THROW(mtc::set_walk_split(-1, 1), c10::ValueError);
+  mtc::set_walk_split(256, 128);  // the defaults, valid
 }
 
 }  // namespace

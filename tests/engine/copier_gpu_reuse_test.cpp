@@ -200,8 +200,7 @@ TEST_F(GpuTest, OffersThatDoNotCoverTheStructureLeaveTheRestNew) {
   // Walked whole, then in parts (every element after the first numbers its leaves from its own
   // first, even when no helper joins: whether one did is no sign of it).
   for (const bool split : {false, true}) {
-    mtc::set_walk_split(split ? 1 : std::numeric_limits<int64_t>::max(), split ? 1 : 128,
-                        split ? 1 : 40);
+    mtc::set_walk_split(split ? 1 : std::numeric_limits<int64_t>::max(), split ? 1 : 128);
     std::vector<at::Tensor> offered = outputs_of(batch(16, 32));
     const c10::impl::GenericList input = batch(16, 32);
     auto reuse = std::make_shared<ReusableOutputs>();
@@ -217,7 +216,7 @@ TEST_F(GpuTest, OffersThatDoNotCoverTheStructureLeaveTheRestNew) {
       EXPECT_EQ(reuse->reused[i], (i < 32 || !split) && i % 3 != 0 ? 1 : 0)
           << "leaf " << i << (split ? ", in parts" : ", whole");
   }
-  mtc::set_walk_split(256, 128, 40);
+  mtc::set_walk_split(256, 128);
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 
 #include <chrono>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <thread>
 #include <utility>
@@ -69,33 +68,6 @@ TEST(RootFeed, ACopyStartedBeforeItsElementsGivesTheWholeRoot) {
     mtc::test::expect_same_structure_same_tensors(handle.get(), c10::IValue(root));
     EXPECT_EQ(handle.stats().tensors, 16 * per_element);
   }
-}
-
-// A fed root is split by its own setting, a root given whole by the other: the walk's own thread
-// waits for the others (split_wait_us) only in a split walk.
-TEST(RootFeed, AFedRootIsSplitByItsOwnSetting) {
-  const Watchdog watchdog(kLimit, "fed and whole roots under each split");
-  const c10::impl::GenericList root = root_of(16, 4);
-  const auto split_wait = [&](bool fed) {
-    mtc::CopyHandle handle;
-    if (fed) {
-      auto feed = std::make_shared<RootFeed>(static_cast<int64_t>(root.size()));
-      handle = start_copy(feed, kCpu, CopyOptions{}, nullptr);
-      feed_all(*feed, root, std::chrono::microseconds(0));
-    } else {
-      handle = start_copy(c10::IValue(root), kCpu, CopyOptions{});
-    }
-    mtc::test::expect_same_structure_same_tensors(handle.get(), c10::IValue(root));
-    return handle.stats().split_wait_us;
-  };
-  constexpr int64_t kNever = std::numeric_limits<int64_t>::max();
-  mtc::set_walk_split(1, kNever, 1);
-  EXPECT_GT(split_wait(true), 0);
-  EXPECT_EQ(split_wait(false), 0);
-  mtc::set_walk_split(1, 1, kNever);
-  EXPECT_EQ(split_wait(true), 0);
-  EXPECT_GT(split_wait(false), 0);
-  mtc::set_walk_split(256, 128, 40);
 }
 
 TEST(RootFeed, AnEmptyRootNeedsNoElement) {
@@ -182,7 +154,7 @@ TEST(RootFeed, TasksLeftQueuedHoldNoReferenceToTheRootsTensors) {
   // worker, and a tensor with a Python object takes the GIL there.
   const Watchdog watchdog(kLimit, "a fed copy behind blocked workers");
   const c10::impl::GenericList root = root_of(16, 40);
-  mtc::set_walk_split(1, 1, 1);
+  mtc::set_walk_split(1, 1);
   {
     mtc::test::PoolBlocker blocker(mtc::detail::worker_pool_for(kCpu));
     auto feed = std::make_shared<RootFeed>(16);
@@ -196,7 +168,7 @@ TEST(RootFeed, TasksLeftQueuedHoldNoReferenceToTheRootsTensors) {
     // The feed holds the root and with it every element's tensors.
     EXPECT_TRUE(watch.expired()) << "a queued task still holds the feed";
   }
-  mtc::set_walk_split(256, 128, 40);
+  mtc::set_walk_split(256, 128);
 }
 
 // The feeder drops the handle of another copy while every worker waits in the fed copy's walk

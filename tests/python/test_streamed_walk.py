@@ -49,12 +49,12 @@ def test_each_root_kind_comes_back_as_the_walk_of_the_whole_gives_it(streamed, r
 def test_a_walk_split_among_more_threads_gives_the_same(streamed):
     data = ROOTS["large"]()
     try:
-        _C._set_walk_split(1, 16, 16)
+        _C._set_walk_split(1, 16)
         assert_copied(mtc.start_copy(data, "cpu").get(), data, "cpu")
         with pytest.raises(ValueError, match="must be >= 1"):
-            _C._set_walk_split(256, 0, 40)
+            _C._set_walk_split(256, 0)
     finally:
-        _C._set_walk_split(256, 128, 40)
+        _C._set_walk_split(256, 128)
 
 
 def test_stats_say_how_the_engine_waited_for_a_streamed_walk(streamed):
@@ -70,12 +70,12 @@ def test_stats_say_how_the_engine_waited_for_a_streamed_walk(streamed):
 
 def test_stats_time_a_split_walks_end_and_nothing_else():
     try:
-        _C._set_walk_split(1, 16, 16)
+        _C._set_walk_split(1, 16)
         handle = mtc.start_copy(ROOTS["large"](), "cpu")
         handle.get()
         split = handle.stats()
     finally:
-        _C._set_walk_split(256, 128, 40)
+        _C._set_walk_split(256, 128)
     # Whoever joined (the pool has a worker at least), a split walk's own thread waited, if only
     # to see that nobody else was walking; to the CPU it queued no CPU->GPU chunk.
     assert split["split_wait_us"] > 0

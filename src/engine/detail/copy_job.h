@@ -30,21 +30,14 @@ inline constexpr int64_t kDefaultParallelWalkLeaves = 256;
 // At most one walking thread per this many (estimated) leaves: each costs a wake-up and a
 // chunk of its own (CPU->GPU: with an allocation and a DMA of its own).
 inline constexpr int64_t kDefaultLeavesPerPart = 128;
-// The same for a fed root (RootFeed), whose elements arrive one by one from its binding's walk:
-// more threads each take an element sooner after it arrives, and the walk's end after the last
-// one is shorter. The Python module's steps were about 5 % shorter with 40 than with 128 in each of
-// three runs on H200 hosts (0.95x, 0.96x, 0.95x), copies back to back no different (0.97-1.07x;
-// results/NOTES.md, 2026-12-02); the C++ engine's step, not fed, gained nothing (2026-11-27).
-inline constexpr int64_t kDefaultFedLeavesPerPart = 40;
 
 // Microseconds from `from` to `to`: CopyStats' timings.
 inline double micros_between(std::chrono::steady_clock::time_point from,
                              std::chrono::steady_clock::time_point to) {
   return std::chrono::duration<double, std::micro>(to - from).count();
 }
-// Changes all three, process-wide (for benchmarks that compare settings in one run).
-void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart,
-                       int64_t fed_leaves_per_part = kDefaultFedLeavesPerPart);
+// Changes both, process-wide (for benchmarks that compare settings in one run).
+void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLeavesPerPart);
 
 // Outputs made after the walk (views of the chunks a GPU->CPU copy packs after it: the tensors of
 // a second source device, which the walk does not pack; ~0.14 us each, one after another on one

@@ -23,13 +23,11 @@ namespace mtc::detail {
 namespace {
 std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
 std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
-std::atomic<int64_t> fed_leaves_per_part{kDefaultFedLeavesPerPart};
 }  // namespace
 
-void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_, int64_t fed_leaves_per_part_) {
+void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
   parallel_walk_leaves.store(min_leaves);
   leaves_per_part.store(std::max<int64_t>(1, leaves_per_part_));
-  fed_leaves_per_part.store(std::max<int64_t>(1, fed_leaves_per_part_));
 }
 
 // Hands out the root elements of a split walk, one at a time, to whichever thread asks next.
@@ -87,10 +85,9 @@ void CopyJob::walk() {
     built[0] = first.copy_element(*elements[0], 0);
   }
   const int64_t estimate = stats_.tensors * n;
-  const int64_t per_part =
-      (feed_ ? fed_leaves_per_part : leaves_per_part).load(std::memory_order_relaxed);
   const auto helpers =
-      std::min<int64_t>({static_cast<int64_t>(pool_.size()), n - 2, estimate / per_part - 1});
+      std::min<int64_t>({static_cast<int64_t>(pool_.size()), n - 2,
+                         estimate / leaves_per_part.load(std::memory_order_relaxed) - 1});
   if (helpers < 1 || estimate < parallel_walk_leaves.load(std::memory_order_relaxed)) {
     for (int64_t i = 1; i < n; ++i) {
       wait_for_element(i);

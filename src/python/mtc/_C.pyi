@@ -61,11 +61,10 @@ def set_output_reuse(enabled: bool) -> bool:
     """Turns on or off the reuse of dropped results' tensor objects as the outputs of new copies.
     Returns the previous setting."""
 
-def _set_walk_split(min_leaves: int, leaves_per_part: int, fed_leaves_per_part: int) -> None:
+def _set_walk_split(min_leaves: int, leaves_per_part: int) -> None:
     """For benchmarks: the engine's split of a structure among walking threads, process-wide (a
     structure of at least ``min_leaves`` leaves is walked by several threads, one per
-    ``leaves_per_part`` leaves at most, or one per ``fed_leaves_per_part`` for a root the
-    streamed walk feeds; defaults 256, 128 and 40)."""
+    ``leaves_per_part`` leaves at most; defaults 256 and 128)."""
 
 def _set_streamed_walk(enabled: bool) -> bool:
     """For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's

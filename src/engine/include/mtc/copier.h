@@ -233,10 +233,9 @@ CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
 // How a structure is split among walking threads, process-wide, for every later copy: one whose
 // first root element suggests at least `min_leaves` tensor leaves in all (default 256) is walked
 // by several threads, at most one per `leaves_per_part` leaves (default 128), each taking root
-// elements in turn; a fed root (RootFeed), whose elements arrive one by one, at most one per
-// `fed_leaves_per_part` (default 40). For tuning and for benchmarks that compare settings in one
-// process. Throws c10::ValueError unless all three are >= 1.
-void set_walk_split(int64_t min_leaves, int64_t leaves_per_part, int64_t fed_leaves_per_part);
+// elements in turn. For tuning and for benchmarks that compare settings in one process. Throws
+// c10::ValueError unless both are >= 1.
+void set_walk_split(int64_t min_leaves, int64_t leaves_per_part);
 
 // The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy
 // to a GPU or from it stages in that GPU's pool, so GPUs copying at once do not share one. Each
