@@ -13,7 +13,6 @@ peers never come exits 3 instead of hanging.
 import json
 import os
 import pathlib
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -60,11 +59,13 @@ def main(binary):
         # Two cycles of 4 runs (every rank twice, each rank alone once): 40, and 20 each alone.
         assert together == 40 and all(len(r["alone_us"]) == 20 for r in runs), runs
 
-        # Training steps: each rank's 2 ms gap comes before its clock starts, so the copies stay far
-        # below it. One cycle of 4 runs of 4: 8 together, 4 each alone.
+        # Training steps: each rank's 2 ms gap comes before its clock starts. A sample that held
+        # the gap would take 2 ms at least, every one of them; a busy machine slows some copies,
+        # so only the quickest of each rank's 12 is held to it. One cycle of 4 runs of 4: 8
+        # together, 4 each alone.
         runs = meet(binary, tmp, name, 2, "cpu", 16, "4", "step-busy", prefix="b")
         assert all(len(r["all_us"]) == 8 and len(r["alone_us"]) == 4 for r in runs), runs
-        assert all(statistics.median(r["all_us"] + r["alone_us"]) < 1500 for r in runs), runs
+        assert all(min(r["all_us"] + r["alone_us"]) < 2000 for r in runs), runs
 
         # The walk of a CPU->GPU copy alone (no CUDA call, so no GPU needed).
         runs = meet(binary, tmp, name, 2, "walk", 16, "4", prefix="w")
