@@ -231,6 +231,43 @@ TEST(CommandLine, UsageErrorsExitTwo) {
   }
 }
 
+// Every value the config bounds is bounded alike on the command line, NaN included (CLI11 reads
+// "nan" as a number: --round-time nan measured one round of a million samples), and each error
+// is one line that begins as every other error does and names the option and the value.
+TEST(CommandLine, ValuesOutsideTheConfigsBoundsAreOneLineErrors) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+      {{"--timeout", "nan"}, "--timeout nan: must be above 0 and at most 86400"},
+      {{"--timeout", "0"}, "--timeout 0: must be above 0"},
+      {{"--min-time", "nan"}, "--min-time nan: must be from 0 to 86400"},
+      {{"--round-time", "nan"}, "--round-time nan: must be from 0 to 86400"},
+      {{"--round-time", "inf"}, "--round-time inf: must be from 0 to 86400"},
+      {{"--overlap-us", "nan"}, "--overlap-us nan: must be from 0 to 86400000000"},
+      {{"--gap-us", "nan"}, "--gap-us nan: must be from 0 to 10000000"},
+      {{"--warmup", "1000001"}, "--warmup 1000001: must be from 0 to 1000000"},
+      {{"--warmup", "-1"}, "--warmup -1: must be from 0 to 1000000"},
+      {{"--min-samples", "0"}, "--min-samples 0: must be from 1 to 10000000"},
+      {{"--noise-target", "3"}, "--noise-target 3: must be from 0 to 1"},
+      {{"--profile-samples", "0"}, "--profile-samples 0: must be from 1 to 10000000"},
+      {{"--round-cpus", "5000"}, "--round-cpus 5000: must be from 0 to 4096"},
+      {{"--seed", "18446744073709551616"}, "--seed 18446744073709551616: expected a whole number"},
+      {{"--seed", "-1"}, "--seed -1: expected a whole number"},
+      {{"--warmup", "many"}, "--warmup"},
+  };
+  for (const auto& [extra, expected] : bad) {
+    std::vector<std::string> args{"--config", "x.json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Parsed p = parse(args);
+    EXPECT_EQ(p.result.exit_code, 2) << testing::PrintToString(args);
+    const std::string first_line = p.err.substr(0, p.err.find('\n'));
+    EXPECT_EQ(first_line.rfind("mtc-bench: error: ", 0), 0u) << first_line;
+    EXPECT_NE(first_line.find(expected), std::string::npos) << first_line;
+    EXPECT_LT(first_line.size(), 200u) << "no 309-digit bound";
+  }
+  const Parsed p = parse({"--config", "x.json", "--seed", "18446744073709551615"});
+  ASSERT_TRUE(p.result.command_line) << p.err;
+  EXPECT_EQ(p.result.command_line->run.seed, UINT64_MAX);
+}
+
 TEST(CommandLine, List) {
   Parsed p = parse({"list"});
   ASSERT_TRUE(p.result.command_line);

@@ -224,19 +224,26 @@ TEST(DocumentedDefaults, SchemaDescriptionsMatchBenchSettings) {
 TEST(DocumentedDefaults, SchemaBoundsMatchTheSettingBounds) {
   const json schema = json::parse(read_source("configs/spec.schema.json"));
   const json& properties = schema["$defs"]["bench"]["properties"];
-  const auto expect_bounds = [&](const std::string& key, double min, double max) {
+  const auto expect_bounds = [&](const std::string& key, const auto& bounds) {
     ASSERT_TRUE(properties.contains(key)) << "configs/spec.schema.json: bench." << key;
-    EXPECT_EQ(properties[key].value("minimum", json()), json(min)) << "bench." << key;
-    EXPECT_EQ(properties[key].value("maximum", json()), json(max)) << "bench." << key;
+    const char* minimum = bounds.above_min ? "exclusiveMinimum" : "minimum";
+    EXPECT_EQ(properties[key].value(minimum, json()), json(static_cast<double>(bounds.min)))
+        << "bench." << key;
+    EXPECT_EQ(properties[key].value("maximum", json()), json(static_cast<double>(bounds.max)))
+        << "bench." << key;
   };
-  const auto as_double = [](auto value) { return static_cast<double>(value); };
-  expect_bounds("inputs", as_double(kInputsBounds.min), as_double(kInputsBounds.max));
-  expect_bounds("gap_us", kGapUsBounds.min, kGapUsBounds.max);
-  expect_bounds("gap_touch_bytes", as_double(kGapTouchBytesBounds.min),
-                as_double(kGapTouchBytesBounds.max));
-  for (const char* key : {"min_rounds", "max_rounds"})
-    expect_bounds(key, as_double(kRoundsBounds.min), as_double(kRoundsBounds.max));
-  expect_bounds("processes", as_double(kProcessesBounds.min), as_double(kProcessesBounds.max));
+  expect_bounds("warmup", kWarmupBounds);
+  expect_bounds("min_samples", kMinSamplesBounds);
+  expect_bounds("min_time_s", kMinTimeBounds);
+  expect_bounds("noise_target", kNoiseTargetBounds);
+  expect_bounds("timeout_s", kTimeoutBounds);
+  expect_bounds("overlap_us", kOverlapUsBounds);
+  expect_bounds("inputs", kInputsBounds);
+  expect_bounds("gap_us", kGapUsBounds);
+  expect_bounds("gap_touch_bytes", kGapTouchBytesBounds);
+  for (const char* key : {"min_rounds", "max_rounds"}) expect_bounds(key, kRoundsBounds);
+  expect_bounds("round_time_s", kRoundTimeBounds);
+  expect_bounds("processes", kProcessesBounds);
 }
 
 TEST(DocumentedDefaults, EveryOptionOfHelpIsInTheDocs) {

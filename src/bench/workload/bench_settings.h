@@ -34,17 +34,31 @@ struct BenchSettings {
   bool raw_samples = false;             // keep raw samples in the JSON report
 };
 
-// The accepted range of each bounded setting, inclusive: the config's parser and the command
-// line's checks read them here (spec.schema.json repeats them for editors).
+// The accepted range of each setting, inclusive (but for a minimum marked `above_min`): the
+// config's parser and the command line's checks read them here, and nowhere else says them
+// (spec.schema.json repeats them for editors, held to these by a test). NaN is in no range.
 template <typename T>
 struct SettingBounds {
   T min;
   T max;
+  bool above_min = false;  // the value must exceed min (a timeout of 0 would measure nothing)
+
+  constexpr bool contains(T value) const {
+    return (above_min ? value > min : value >= min) && value <= max;
+  }
 };
+inline constexpr double kOneDaySeconds = 86400.0;
+inline constexpr SettingBounds<int64_t> kWarmupBounds{0, 1'000'000};
+inline constexpr SettingBounds<int64_t> kMinSamplesBounds{1, 10'000'000};
+inline constexpr SettingBounds<double> kMinTimeBounds{0.0, kOneDaySeconds};
+inline constexpr SettingBounds<double> kNoiseTargetBounds{0.0, 1.0};
+inline constexpr SettingBounds<double> kTimeoutBounds{0.0, kOneDaySeconds, true};
+inline constexpr SettingBounds<double> kOverlapUsBounds{0.0, kOneDaySeconds * 1e6};
 inline constexpr SettingBounds<int64_t> kInputsBounds{1, 1024};
 inline constexpr SettingBounds<double> kGapUsBounds{0.0, 1e7};
 inline constexpr SettingBounds<int64_t> kGapTouchBytesBounds{64, int64_t{1} << 34};
 inline constexpr SettingBounds<int64_t> kRoundsBounds{1, 10'000};
+inline constexpr SettingBounds<double> kRoundTimeBounds{0.0, kOneDaySeconds};
 inline constexpr SettingBounds<int64_t> kProcessesBounds{1, 64};
 
 // The one rule between the round limits, as its message: empty when max_rounds >= min_rounds.

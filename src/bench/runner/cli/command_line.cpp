@@ -76,6 +76,10 @@ ParseResult parse_command_line(int argc, const char* const* argv, std::ostream& 
   app.footer(footer_text());
   app.set_version_flag("--version", "mtc-bench " MTC_VERSION " (git " MTC_GIT_REVISION ")");
   app.require_subcommand(0, 1);
+  // CLI11's own errors (an unknown option, a value that is not a number) begin as ours do.
+  app.failure_message([](const CLI::App* parsed, const CLI::Error& e) {
+    return "mtc-bench: error: " + CLI::FailureMessage::simple(parsed, e);
+  });
   OptionBinder binder(app);
   add_run_options(app, cl.run, binder);
 

@@ -17,6 +17,9 @@
 #include <utility>
 #include <vector>
 
+#include "runner/cli/parse.h"
+#include "workload/bench_settings.h"
+
 namespace mtc::bench {
 
 class OptionBinder {
@@ -41,6 +44,17 @@ class OptionBinder {
   CLI::Option* add(const std::string& names, std::optional<T>& field, const std::string& help) {
     return add<T>(
         names, field, [](const T& value) { return value; }, help);
+  }
+
+  // `names` fills `field` with the value as CLI11 read it, refused (UsageError naming the option
+  // and the value) outside `bounds`, the config's bounds of the same setting.
+  template <typename T>
+  CLI::Option* add_within(const std::string& names, std::optional<T>& field,
+                          const SettingBounds<T>& bounds, const std::string& help) {
+    const std::string option = names.substr(names.rfind(',') + 1);  // the long name, as given
+    return add<T>(
+        names, field,
+        [option, bounds](const T& value) { return checked_within(option, value, bounds); }, help);
   }
 
   // Converts and stores what was given, in the order the options were declared; throws

@@ -172,11 +172,39 @@ double parse_fraction(std::string_view text) {
   } catch (const std::exception&) {
     throw UsageError(fmt::format("{}: expected a fraction such as 0.005 or 0.5%", text));
   }
-  if (percent) value /= 100.0;
-  if (!(value > 0.0 && value <= 1.0)) {
-    throw UsageError(fmt::format("{}: must lie in (0, 1], i.e. (0 %, 100 %]", text));
+  return percent ? value / 100.0 : value;
+}
+
+namespace {
+
+template <typename T>
+T within(std::string_view option, T value, const SettingBounds<T>& bounds) {
+  if (bounds.contains(value)) return value;
+  throw UsageError(bounds.above_min ? fmt::format("{} {}: must be above {} and at most {}", option,
+                                                  value, bounds.min, bounds.max)
+                                    : fmt::format("{} {}: must be from {} to {}", option, value,
+                                                  bounds.min, bounds.max));
+}
+
+}  // namespace
+
+int64_t checked_within(std::string_view option, int64_t value,
+                       const SettingBounds<int64_t>& bounds) {
+  return within(option, value, bounds);
+}
+
+double checked_within(std::string_view option, double value, const SettingBounds<double>& bounds) {
+  return within(option, value, bounds);
+}
+
+uint64_t parse_seed(std::string_view text) {
+  uint64_t seed = 0;
+  // from_chars takes no sign and fails past 2^64 - 1: "-1" and 2^64 are refused, not wrapped.
+  if (!parse_number(trim(text), seed)) {
+    throw UsageError(
+        fmt::format("--seed {}: expected a whole number from 0 to {}", text, UINT64_MAX));
   }
-  return value;
+  return seed;
 }
 
 std::vector<Pattern> parse_patterns(const std::vector<std::string>& items) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "types.h"
+#include "workload/bench_settings.h"
 
 namespace mtc::bench {
 
@@ -44,8 +45,17 @@ int64_t parse_bytes(std::string_view text);
 // The inverse, for --help: the largest binary unit that divides the count (32MiB, 16).
 std::string bytes_text(int64_t bytes);
 
-// "0.005" or "0.5%" -> 0.005. Must lie in (0, 1].
+// "0.005" or "0.5%" -> 0.005; its range is the setting's (checked_within).
 double parse_fraction(std::string_view text);
+
+// `value`, given with `option`, when `bounds` (workload/bench_settings.h, shared with the config)
+// holds it; else UsageError "--timeout nan: must be above 0 and at most 86400". NaN is refused.
+int64_t checked_within(std::string_view option, int64_t value,
+                       const SettingBounds<int64_t>& bounds);
+double checked_within(std::string_view option, double value, const SettingBounds<double>& bounds);
+
+// --seed: a whole number from 0 to 2^64 - 1, as a config's seed may be; nothing clamped.
+uint64_t parse_seed(std::string_view text);
 
 // Checks strategy names against the catalog; throws naming the unknown one and the known ones.
 std::vector<std::string> parse_strategies(const std::vector<std::string>& items);

@@ -73,7 +73,9 @@ void add_input_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
                   "Run once per value (repeatable: the cartesian product of the axes)")
       ->type_name("NAME=V1,V2,...")
       ->group(group);
-  binder.add("--seed", run.seed, "Workload seed (default: the config's)")->group(group);
+  binder.add<std::string>("--seed", run.seed, parse_seed, "Workload seed (default: the config's)")
+      ->type_name("N")
+      ->group(group);
 }
 
 void add_selection_options(RunOptions& run, OptionBinder& binder) {
@@ -100,46 +102,46 @@ void add_measurement_options(CLI::App& app, RunOptions& run, OptionBinder& binde
   const std::string group = "Measurement";
   const BenchSettings defaults;
   binder
-      .add("--warmup", run.warmup,
-           "Warm-up runs per case " + config_default("warmup", defaults.warmup))
-      ->check(CLI::NonNegativeNumber)
+      .add_within("--warmup", run.warmup, kWarmupBounds,
+                  "Warm-up runs per case " + config_default("warmup", defaults.warmup))
       ->group(group);
   binder
-      .add("--min-samples", run.min_samples,
-           "Minimum samples per case " + config_default("min_samples", defaults.min_samples))
-      ->check(CLI::PositiveNumber)
+      .add_within("--min-samples", run.min_samples, kMinSamplesBounds,
+                  "Minimum samples per case " + config_default("min_samples", defaults.min_samples))
       ->group(group);
   binder
-      .add("--min-time", run.min_time_s,
-           "Minimum accumulated sample time, seconds " +
-               config_default("min_time_s", defaults.min_time_s))
-      ->check(CLI::NonNegativeNumber)
+      .add_within("--min-time", run.min_time_s, kMinTimeBounds,
+                  "Minimum accumulated sample time, seconds " +
+                      config_default("min_time_s", defaults.min_time_s))
       ->group(group);
   binder
-      .add<std::string>("--noise-target", run.noise_target, parse_fraction,
-                        "Stop once the median's relative noise is under this, as 0.01 or 1% " +
-                            config_default("noise_target", defaults.noise_target))
+      .add<std::string>(
+          "--noise-target", run.noise_target,
+          [](const std::string& text) {
+            return checked_within("--noise-target", parse_fraction(text), kNoiseTargetBounds);
+          },
+          "Stop once the median's relative noise is under this, as 0.01 or 1% " +
+              config_default("noise_target", defaults.noise_target))
       ->type_name("X")
       ->group(group);
   binder
-      .add("--timeout", run.timeout_s,
-           "Stop a case after this many seconds " + config_default("timeout_s", defaults.timeout_s))
-      ->check(CLI::PositiveNumber)
+      .add_within(
+          "--timeout", run.timeout_s, kTimeoutBounds,
+          "Stop a case after this many seconds " + config_default("timeout_s", defaults.timeout_s))
       ->group(group);
   binder
-      .add("--overlap-us", run.overlap_us,
-           "Simulated caller work between start and get (us); reports the exposed copy " +
-               config_default("overlap_us", defaults.overlap_us))
-      ->check(CLI::NonNegativeNumber)
+      .add_within("--overlap-us", run.overlap_us, kOverlapUsBounds,
+                  "Simulated caller work between start and get (us); reports the exposed copy " +
+                      config_default("overlap_us", defaults.overlap_us))
       ->group(group);
   app.add_flag("--profile", run.profile,
                "Fixed samples per case between cudaProfilerStart/Stop, for nsys "
                "--capture-range=cudaProfilerApi")
       ->group(group);
   binder
-      .add("--profile-samples", run.profile_samples,
-           fmt::format("Samples per case with --profile (default {})", ProfileSettings{}.samples))
-      ->check(CLI::PositiveNumber)
+      .add_within(
+          "--profile-samples", run.profile_samples, kProfileSamplesBounds,
+          fmt::format("Samples per case with --profile (default {})", ProfileSettings{}.samples))
       ->group(group);
 }
 
@@ -218,16 +220,14 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
       ->type_name("LIST")
       ->group(group);
   binder
-      .add("--inputs", run.inputs,
-           "Step pattern: inputs in rotation, successive seeds " +
-               config_default("inputs", defaults.inputs))
-      ->check(CLI::Range(kInputsBounds.min, kInputsBounds.max))
+      .add_within("--inputs", run.inputs, kInputsBounds,
+                  "Step pattern: inputs in rotation, successive seeds " +
+                      config_default("inputs", defaults.inputs))
       ->group(group);
   binder
-      .add("--gap-us", run.gap_us,
-           "Step pattern: idle gap before each sample, outside the clock " +
-               config_default("gap_us", defaults.gap_us))
-      ->check(CLI::Range(kGapUsBounds.min, kGapUsBounds.max))
+      .add_within("--gap-us", run.gap_us, kGapUsBounds,
+                  "Step pattern: idle gap before each sample, outside the clock " +
+                      config_default("gap_us", defaults.gap_us))
       ->group(group);
   binder
       .add<std::string>("--gap-mode", run.gap_mode, parse_gap_mode_choice,
@@ -243,20 +243,17 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
       ->type_name("BYTES")
       ->group(group);
   binder
-      .add("--min-rounds", run.min_rounds,
-           "Fewest rounds per case " + config_default("min_rounds", defaults.min_rounds))
-      ->check(CLI::Range(kRoundsBounds.min, kRoundsBounds.max))
+      .add_within("--min-rounds", run.min_rounds, kRoundsBounds,
+                  "Fewest rounds per case " + config_default("min_rounds", defaults.min_rounds))
       ->group(group);
   binder
-      .add("--max-rounds", run.max_rounds,
-           "Most rounds per case " + config_default("max_rounds", defaults.max_rounds))
-      ->check(CLI::Range(kRoundsBounds.min, kRoundsBounds.max))
+      .add_within("--max-rounds", run.max_rounds, kRoundsBounds,
+                  "Most rounds per case " + config_default("max_rounds", defaults.max_rounds))
       ->group(group);
   binder
-      .add("--round-time", run.round_time_s,
-           "Loop time per case and round, seconds " +
-               config_default("round_time_s", defaults.round_time_s))
-      ->check(CLI::NonNegativeNumber)
+      .add_within("--round-time", run.round_time_s, kRoundTimeBounds,
+                  "Loop time per case and round, seconds " +
+                      config_default("round_time_s", defaults.round_time_s))
       ->group(group);
   app.add_flag("--quick", run.quick,
                fmt::format("{} short rounds per case: a run of seconds, with the wide intervals it "
@@ -264,12 +261,11 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
                            QuickSettings{}.rounds))
       ->group(group);
   binder
-      .parent_only(binder.add(
-          "--processes", run.processes,
+      .parent_only(binder.add_within(
+          "--processes", run.processes, kProcessesBounds,
           "Measure in N fresh processes one after another, each with 1/N of the rounds, and "
           "merge them: the interval then covers what differs between processes " +
               config_default("processes", defaults.processes) + "; 1 with --quick or --profile"))
-      ->check(CLI::Range(kProcessesBounds.min, kProcessesBounds.max))
       ->group(group);
   binder
       .add<std::string>("--pin-cpu", run.pin_cpu, checked_pin_cpu,
@@ -278,12 +274,11 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
       ->type_name("auto|LIST")
       ->group(group);
   binder
-      .add("--round-cpus", run.round_cpus,
-           fmt::format("Run each round of each case on N CPUs drawn anew per round from the seed, "
-                       "every thread of the process confined to them: both builds of an A/B pair "
-                       "then share the CPUs' speed (default {}: off)",
-                       CaseSettings{}.round_cpus))
-      ->check(CLI::Range(int64_t{0}, int64_t{4096}))
+      .add_within("--round-cpus", run.round_cpus, kRoundCpusBounds,
+                  fmt::format("Run each round of each case on N CPUs drawn anew per round from "
+                              "the seed, every thread of the process confined to them: both "
+                              "builds of an A/B pair then share the CPUs' speed (default {}: off)",
+                              CaseSettings{}.round_cpus))
       ->group(group);
   binder
       .add<std::string>("--ab-label", run.ab_label, parse_ab_label,

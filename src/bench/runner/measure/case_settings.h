@@ -27,6 +27,9 @@ struct CaseSettings {
   double interval_level = 0.95;
 };
 
+// --round-cpus: 0 (off) up to as many CPUs as Linux allows a machine.
+inline constexpr SettingBounds<int64_t> kRoundCpusBounds{0, 4096};
+
 struct WorkloadSize {
   int64_t tensors = 0;
   int64_t bytes = 0;

@@ -32,6 +32,7 @@ inline constexpr int kDefaultDevice = 0;
 struct ProfileSettings {
   int64_t samples = 20;  // --profile-samples
 };
+inline constexpr SettingBounds<int64_t> kProfileSamplesBounds{1, 10'000'000};
 
 struct RunPlan {
   std::vector<Direction> directions;

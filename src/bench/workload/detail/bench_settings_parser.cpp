@@ -7,7 +7,18 @@
 namespace mtc::bench::detail {
 namespace {
 
-constexpr double kOneDay = 86400.0;
+// A setting within its bounds (bench_settings.h), as the parser's error at `path` says.
+int64_t get_within(const JsonChecks& checks, const Json& value, const std::string& path,
+                   const SettingBounds<int64_t>& bounds) {
+  return checks.get_int(value, path, bounds.min, bounds.max);
+}
+
+double get_within(const JsonChecks& checks, const Json& value, const std::string& path,
+                  const SettingBounds<double>& bounds) {
+  const double number = checks.get_number(value, path, bounds.min, bounds.max);
+  if (!bounds.contains(number)) checks.fail(path, fmt::format("must be > {}", bounds.min));
+  return number;
+}
 
 template <typename T>
 void reject_duplicates(const JsonChecks& checks, const std::vector<T>& items,
@@ -41,12 +52,11 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
     reject_duplicates(checks, settings.patterns, at("patterns"));
   }
   if (value.contains("inputs")) {
-    settings.inputs = static_cast<int>(
-        checks.get_int(value["inputs"], at("inputs"), kInputsBounds.min, kInputsBounds.max));
+    settings.inputs =
+        static_cast<int>(get_within(checks, value["inputs"], at("inputs"), kInputsBounds));
   }
   if (value.contains("gap_us")) {
-    settings.gap_us =
-        checks.get_number(value["gap_us"], at("gap_us"), kGapUsBounds.min, kGapUsBounds.max);
+    settings.gap_us = get_within(checks, value["gap_us"], at("gap_us"), kGapUsBounds);
   }
   if (value.contains("gap_mode")) {
     settings.gap_mode = checks.get_string(value["gap_mode"], at("gap_mode"));
@@ -57,28 +67,28 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
     }
   }
   if (value.contains("gap_touch_bytes")) {
-    settings.gap_touch_bytes = checks.get_int(value["gap_touch_bytes"], at("gap_touch_bytes"),
-                                              kGapTouchBytesBounds.min, kGapTouchBytesBounds.max);
+    settings.gap_touch_bytes =
+        get_within(checks, value["gap_touch_bytes"], at("gap_touch_bytes"), kGapTouchBytesBounds);
   }
   if (value.contains("min_rounds")) {
-    settings.min_rounds = static_cast<int>(checks.get_int(value["min_rounds"], at("min_rounds"),
-                                                          kRoundsBounds.min, kRoundsBounds.max));
+    settings.min_rounds =
+        static_cast<int>(get_within(checks, value["min_rounds"], at("min_rounds"), kRoundsBounds));
   }
   if (value.contains("max_rounds")) {
-    settings.max_rounds = static_cast<int>(checks.get_int(value["max_rounds"], at("max_rounds"),
-                                                          kRoundsBounds.min, kRoundsBounds.max));
+    settings.max_rounds =
+        static_cast<int>(get_within(checks, value["max_rounds"], at("max_rounds"), kRoundsBounds));
   }
   if (const std::string error = round_limits_error(settings.min_rounds, settings.max_rounds);
       !error.empty()) {
     checks.fail(at(value.contains("max_rounds") ? "max_rounds" : "min_rounds"), error);
   }
   if (value.contains("processes")) {
-    settings.processes = static_cast<int>(checks.get_int(
-        value["processes"], at("processes"), kProcessesBounds.min, kProcessesBounds.max));
+    settings.processes =
+        static_cast<int>(get_within(checks, value["processes"], at("processes"), kProcessesBounds));
   }
   if (value.contains("round_time_s")) {
     settings.round_time_s =
-        checks.get_number(value["round_time_s"], at("round_time_s"), 0.0, kOneDay);
+        get_within(checks, value["round_time_s"], at("round_time_s"), kRoundTimeBounds);
   }
 }
 
@@ -95,21 +105,22 @@ BenchSettings parse_bench_settings(const JsonChecks& checks, const Json& value,
   BenchSettings settings;
   auto at = [&](const char* key) { return child_path(path, key); };
   if (value.contains("warmup")) {
-    settings.warmup = static_cast<int>(checks.get_int(value["warmup"], at("warmup"), 0, 1'000'000));
+    settings.warmup =
+        static_cast<int>(get_within(checks, value["warmup"], at("warmup"), kWarmupBounds));
   }
   if (value.contains("min_samples")) {
-    settings.min_samples =
-        static_cast<int>(checks.get_int(value["min_samples"], at("min_samples"), 1, 10'000'000));
+    settings.min_samples = static_cast<int>(
+        get_within(checks, value["min_samples"], at("min_samples"), kMinSamplesBounds));
   }
   if (value.contains("min_time_s")) {
-    settings.min_time_s = checks.get_number(value["min_time_s"], at("min_time_s"), 0.0, kOneDay);
+    settings.min_time_s = get_within(checks, value["min_time_s"], at("min_time_s"), kMinTimeBounds);
   }
   if (value.contains("noise_target")) {
-    settings.noise_target = checks.get_number(value["noise_target"], at("noise_target"), 0.0, 1.0);
+    settings.noise_target =
+        get_within(checks, value["noise_target"], at("noise_target"), kNoiseTargetBounds);
   }
   if (value.contains("timeout_s")) {
-    settings.timeout_s = checks.get_number(value["timeout_s"], at("timeout_s"), 0.0, kOneDay);
-    if (settings.timeout_s <= 0.0) checks.fail(at("timeout_s"), "must be > 0");
+    settings.timeout_s = get_within(checks, value["timeout_s"], at("timeout_s"), kTimeoutBounds);
   }
   if (value.contains("strategies")) {
     const Json& list = value["strategies"];
@@ -132,7 +143,7 @@ BenchSettings parse_bench_settings(const JsonChecks& checks, const Json& value,
   }
   if (value.contains("overlap_us")) {
     settings.overlap_us =
-        checks.get_number(value["overlap_us"], at("overlap_us"), 0.0, kOneDay * 1e6);
+        get_within(checks, value["overlap_us"], at("overlap_us"), kOverlapUsBounds);
   }
   if (value.contains("raw_samples")) {
     settings.raw_samples = checks.get_bool(value["raw_samples"], at("raw_samples"));
