@@ -87,26 +87,38 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
+// Starts mtc-bench with `args` after the program's name, its output in `dir`, and sends SIGINT
+// half a second after its handler is in place; the wait status, or nullopt when it did not stop
+// within 60 s.
+std::optional<int> interrupted_run(const std::vector<std::string>& args, const TempDir& dir) {
+  std::vector<std::string> argv{MTC_BENCH_EXE};
+  argv.insert(argv.end(), args.begin(), args.end());
+  const pid_t pid = spawn(argv, dir / "out.txt", dir / "err.txt");
+  if (pid <= 0) {
+    ADD_FAILURE() << "cannot start " << MTC_BENCH_EXE;
+    return std::nullopt;
+  }
+  const auto start = Clock::now();
+  while (!catches(pid, SIGINT) && Clock::now() - start < std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the measuring, usually
+  EXPECT_EQ(kill(pid, SIGINT), 0);
+  return wait_for(pid, std::chrono::seconds(60));
+}
+
 TEST(Interrupt, SigintStopsTheRunAndWritesWholeReportsMarkedInterrupted) {
   const TempDir dir;
   // Without the signal this run would measure for minutes: each case's round lasts 30 s.
   std::ofstream(dir / "long.json") << R"({
     "name": "long", "seed": 1,
     "structure": {"list": {"repeat": 8, "item": {"tensor": {"dtype": "float32", "shape": [16]}}}}})";
-  const pid_t pid = spawn(
-      {MTC_BENCH_EXE, "--config",   dir / "long.json", "--quiet", "--direction",  "h2h",
-       "--strategy",  "to,engine",  "--warmup",        "1",       "--round-time", "30",
-       "--min-time",  "120",        "--timeout",       "120",     "--json",       dir / "r.json",
-       "--md",        dir / "r.md", "--processes",     "1"},
-      dir / "out.txt", dir / "err.txt");
-  ASSERT_GT(pid, 0) << "cannot start " << MTC_BENCH_EXE;
-  const auto start = Clock::now();
-  while (!catches(pid, SIGINT) && Clock::now() - start < std::chrono::seconds(60)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the measuring, usually
-  ASSERT_EQ(kill(pid, SIGINT), 0);
-  const std::optional<int> status = wait_for(pid, std::chrono::seconds(60));
+  const std::optional<int> status = interrupted_run(
+      {"--config",   dir / "long.json", "--quiet", "--direction",  "h2h",          "--strategy",
+       "to,engine",  "--warmup",        "1",       "--round-time", "30",           "--min-time",
+       "120",        "--timeout",       "120",     "--json",       dir / "r.json", "--md",
+       dir / "r.md", "--processes",     "1"},
+      dir);
   ASSERT_TRUE(status) << "mtc-bench did not stop within 60 s of SIGINT";
   ASSERT_TRUE(WIFEXITED(*status)) << "ended by signal " << WTERMSIG(*status) << '\n'
                                   << read_text(dir / "err.txt");
@@ -128,6 +140,30 @@ TEST(Interrupt, SigintStopsTheRunAndWritesWholeReportsMarkedInterrupted) {
   // The reports were renamed into place: no temporary file is left beside them.
   EXPECT_EQ(files_in(dir.path()),
             (std::set<std::string>{"long.json", "r.json", "r.md", "out.txt", "err.txt"}));
+}
+
+// The warm-up stops at the signal as the measuring does: a million copies of 20,000 tensors (the
+// most --warmup takes; CPU->CPU `to` returns each leaf, so the walk is the cost) would keep the
+// run for hours; it ignored the signal before.
+TEST(Interrupt, SigintStopsTheWarmUp) {
+  const TempDir dir;
+  std::ofstream(dir / "large.json") << R"({
+    "name": "large", "seed": 1,
+    "structure": {"list": {"repeat": 20000, "item": {"tensor": {"dtype": "int8", "shape": [1]}}}}})";
+  const std::optional<int> status =
+      interrupted_run({"--config", dir / "large.json", "--quiet", "--direction", "h2h",
+                       "--strategy", "to", "--pattern", "hot", "--warmup", "1000000",
+                       "--round-time", "0.01", "--processes", "1", "--json", dir / "r.json"},
+                      dir);
+  ASSERT_TRUE(status) << "mtc-bench did not stop within 60 s of SIGINT in its warm-up";
+  ASSERT_TRUE(WIFEXITED(*status)) << read_text(dir / "err.txt");
+  EXPECT_EQ(WEXITSTATUS(*status), static_cast<int>(ExitCode::kInterrupted))
+      << read_text(dir / "err.txt");
+  const nlohmann::json doc = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+  EXPECT_EQ(doc["interrupted"], true);
+  ASSERT_EQ(doc["runs"][0]["results"].size(), 1u);
+  EXPECT_LT(doc["runs"][0]["results"][0]["warmup"].get<int64_t>(), 1'000'000)
+      << "the report says how many warm-up copies ran";
 }
 
 // With several processes the parent passes the signal on to the child measuring. Sent at once,

@@ -107,8 +107,11 @@ c10::IValue CaseRunner::run_untimed(const c10::IValue& input) {
 
 void CaseRunner::warmup(int64_t count) {
   MTC_RANGE(warmup, "warm-up");
-  for (int64_t i = 0; i < count; ++i) run_untimed(next_input());
-  warmup_done_ = count;
+  // Stops at Ctrl-C as the measuring does: a warm-up of a million copies of a large batch would
+  // otherwise keep the run for hours after the user asked it to end.
+  int64_t done = 0;
+  for (; done < count && !interrupted(); ++done) run_untimed(next_input());
+  warmup_done_ = done;
 }
 
 void CaseRunner::verify() {

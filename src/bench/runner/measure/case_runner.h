@@ -30,6 +30,7 @@ class CaseRunner {
              Pattern pattern, int device);
 
   void prepare();
+  // `count` untimed copies, fewer once SIGINT or SIGTERM arrived (the report says how many).
   void warmup(int64_t count);
   // Copies every input the pattern uses once more and checks each output; a mismatch marks
   // the case verification_failed.

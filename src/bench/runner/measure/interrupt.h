@@ -1,5 +1,6 @@
-// Ctrl-C (SIGINT) and SIGTERM during a run: the handler only sets a flag; the measuring loops
-// look at it at each sample boundary, and the run then writes what it measured, marked
+// Ctrl-C (SIGINT) and SIGTERM during a run: the handler only sets a flag; the warm-up and the
+// measuring loops look at it at each copy or sample boundary, and the run then writes what it
+// measured, marked
 // `"interrupted": true`, and exits with 130 (ExitCode::kInterrupted).
 #pragma once
 
