@@ -124,6 +124,15 @@ TEST_F(BadInput, ReportPathsThatCannotBeWrittenFailBeforeMeasuring) {
   expect_rejected({"--config", ok, "--md", dir_.make_dir("r.md")}, {"r.md", "it is a folder"});
 }
 
+// A request the machine or the plan cannot honour is refused, not quietly changed: --round-cpus
+// past the process's CPUs confined nothing yet was reported as used.
+TEST_F(BadInput, RoundCpusBeyondTheMachineAreRefused) {
+  const std::string ok =
+      write("ok.json", config_with(R"({"tensor": {"dtype": "int8", "shape": [2]}})"));
+  expect_rejected({"--config", ok, "--round-cpus", "4096"},
+                  {"--round-cpus 4096: this process may run on", "only"});
+}
+
 // The rename that puts a report in place would replace a named pipe, a device or a symbolic
 // link (not its target) with a plain file; each is refused, naming the option, and left as it is.
 TEST_F(BadInput, ReportPathsThatAreNotRegularFilesAreLeftAlone) {

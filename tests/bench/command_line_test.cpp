@@ -148,7 +148,7 @@ TEST(CommandLine, EveryOverride) {
                           "--set",
                           "/bench/warmup=1",
                           "--sweep",
-                          "samples=1,2",
+                          "repeat=1,2",
                           "--engine-pack",
                           "off",
                           "--engine-pinned-staging",
@@ -252,6 +252,9 @@ TEST(CommandLine, ValuesOutsideTheConfigsBoundsAreOneLineErrors) {
       {{"--seed", "18446744073709551616"}, "--seed 18446744073709551616: expected a whole number"},
       {{"--seed", "-1"}, "--seed -1: expected a whole number"},
       {{"--warmup", "many"}, "--warmup"},
+      {{"--gap-touch-bytes", "32"}, "--gap-touch-bytes 32: must be 64 to 16GiB"},
+      // The engine's own limit (mtc::kMaxPackedAlignmentBytes): exit 3 at run time before.
+      {{"--engine-alignment", "2GiB"}, "--engine-alignment 2GiB: must be 1 to 1GiB"},
   };
   for (const auto& [extra, expected] : bad) {
     std::vector<std::string> args{"--config", "x.json"};
@@ -266,6 +269,26 @@ TEST(CommandLine, ValuesOutsideTheConfigsBoundsAreOneLineErrors) {
   const Parsed p = parse({"--config", "x.json", "--seed", "18446744073709551615"});
   ASSERT_TRUE(p.result.command_line) << p.err;
   EXPECT_EQ(p.result.command_line->run.seed, UINT64_MAX);
+}
+
+// --sweep used to win silently over a --set of the same setting, and --seed over both.
+TEST(CommandLine, ASettingGivenTwoWaysIsRefused) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+      {{"--set", "samples=2", "--sweep", "samples=1,4"},
+       "--sweep samples and --set samples=2: both set samples; give one of them"},
+      {{"--sweep", "/seed=1,2", "--seed", "3"}, "--seed and --sweep /seed: both set /seed"},
+      {{"--set", "/seed=1", "--seed", "3"}, "--seed and --set /seed=1: both set /seed"},
+  };
+  for (const auto& [extra, expected] : bad) {
+    std::vector<std::string> args{"--config", "x.json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Parsed p = parse(args);
+    EXPECT_EQ(p.result.exit_code, 2) << testing::PrintToString(args);
+    EXPECT_NE(p.err.find("mtc-bench: error: " + expected), std::string::npos) << p.err;
+  }
+  EXPECT_TRUE(
+      parse({"--config", "x.json", "--set", "samples=2", "--set", "samples=3"}).result.command_line)
+      << "a later --set overrides an earlier one, as documented";
 }
 
 TEST(CommandLine, List) {

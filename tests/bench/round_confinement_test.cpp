@@ -1,5 +1,6 @@
 #include "runner/measure/round_confinement.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 
@@ -60,6 +61,19 @@ TEST(RoundConfinement, DoesNothingWhenOff) {
     EXPECT_TRUE(confinement.current().empty());
     EXPECT_EQ(thread_cpus(), before);
   }
+  EXPECT_EQ(thread_cpus(), before);
+}
+
+// More CPUs than the process has confines nothing, and says so once (the report's notes) rather
+// than reporting rounds confined to CPUs that were never drawn.
+TEST(RoundConfinement, MoreCpusThanTheProcessHasIsSaidOnce) {
+  const std::vector<int> before = process_affinity();
+  const int64_t asked = static_cast<int64_t>(before.size()) + 1;
+  RoundConfinement confinement(asked);
+  EXPECT_EQ(confinement.confine(7, 0, 0),
+            fmt::format("--round-cpus {}: only {} CPU{} to draw from; rounds ran on all of them",
+                        asked, before.size(), before.size() == 1 ? "" : "s"));
+  EXPECT_EQ(confinement.confine(7, 1, 0), "");
   EXPECT_EQ(thread_cpus(), before);
 }
 

@@ -125,6 +125,29 @@ TEST(RunPlan, RoundLimitsThatDisagreeAreAUsageError) {
   EXPECT_EQ(message(config_with(""), quick), "no error");
 }
 
+// --processes 2 --max-rounds 1 measured 2 rounds: every process measures one at least.
+TEST(RunPlan, MoreProcessesThanRoundsIsAUsageError) {
+  RunOptions o;
+  o.processes = 2;
+  o.min_rounds = 1;
+  o.max_rounds = 1;
+  try {
+    check_rounds_per_process(make_run_plan(config_with(""), o, 1));
+    ADD_FAILURE() << "2 processes with 1 round were accepted";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "2 processes with at most 1 round: each process measures at least one round; give "
+              "--max-rounds 2 or more, or --processes 1 or fewer");
+  }
+  o.max_rounds = 2;
+  EXPECT_NO_THROW(check_rounds_per_process(make_run_plan(config_with(""), o, 1)));
+  // The config's default of 3 processes meets a config's 2 rounds alike.
+  EXPECT_THROW(
+      check_rounds_per_process(make_run_plan(
+          config_with(R"("bench": {"min_rounds": 1, "max_rounds": 2},)"), RunOptions{}, 1)),
+      UsageError);
+}
+
 TEST(RunPlan, RoundCpusAndProfileSamplesDefaultFromTheirStructs) {
   RunOptions o;
   o.profile = true;

@@ -43,14 +43,16 @@ std::string checked_pin_cpu(const std::string& request) {
   return request;
 }
 
-int64_t checked_gap_touch_bytes(const std::string& text) {
-  const int64_t bytes = parse_bytes(text);
-  if (bytes < kGapTouchBytesBounds.min || bytes > kGapTouchBytesBounds.max) {
-    throw UsageError(fmt::format("--gap-touch-bytes {}: must be {} to {}", text,
-                                 bytes_text(kGapTouchBytesBounds.min),
-                                 bytes_text(kGapTouchBytesBounds.max)));
-  }
-  return bytes;
+// A byte size of `option` within `bounds`, the bounds said in bytes' units.
+auto checked_bytes(const char* option, SettingBounds<int64_t> bounds) {
+  return [option, bounds](const std::string& text) {
+    const int64_t bytes = parse_bytes(text);
+    if (!bounds.contains(bytes)) {
+      throw UsageError(fmt::format("{} {}: must be {} to {}", option, text, bytes_text(bounds.min),
+                                   bytes_text(bounds.max)));
+    }
+    return bytes;
+  };
 }
 
 void add_input_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
@@ -179,7 +181,8 @@ void add_engine_options(RunOptions& run, OptionBinder& binder) {
       ->type_name("on|off")
       ->group(group);
   binder
-      .add<std::string>("--engine-alignment", engine.alignment_bytes, parse_bytes,
+      .add<std::string>("--engine-alignment", engine.alignment_bytes,
+                        checked_bytes("--engine-alignment", {1, engine_max_alignment_bytes()}),
                         "Minimum alignment of packed tensors (default " +
                             bytes_text(*defaults.alignment_bytes) + ")")
       ->type_name("BYTES")
@@ -237,7 +240,8 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
       ->type_name("sleep|busy|both")
       ->group(group);
   binder
-      .add<std::string>("--gap-touch-bytes", run.gap_touch_bytes, checked_gap_touch_bytes,
+      .add<std::string>("--gap-touch-bytes", run.gap_touch_bytes,
+                        checked_bytes("--gap-touch-bytes", kGapTouchBytesBounds),
                         "Step-busy: the buffer the caller touches in the gap " +
                             config_default("gap_touch_bytes", bytes_text(defaults.gap_touch_bytes)))
       ->type_name("BYTES")
@@ -324,7 +328,30 @@ std::vector<ParentOnlyOption> parent_only_options() {
   return options;
 }
 
+namespace {
+
+// Each setting is given once: a --sweep axis put after the --set values (and --seed after
+// both) used to win silently over the value the user also wrote.
+void check_set_once(const RunOptions& run) {
+  std::vector<std::pair<std::string, std::string>> given;  // the setting, the option as written
+  for (const std::string& set : run.sets)
+    given.emplace_back(parse_assignment(set).name, "--set " + set);
+  for (const SweepAxis& axis : run.sweeps) given.emplace_back(axis.name, "--sweep " + axis.name);
+  if (run.seed) given.emplace_back("/seed", "--seed");
+  for (size_t i = 0; i < given.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      // Two --set of one name stay allowed: the later one is an override written on purpose.
+      if (given[j].first != given[i].first || given[i].second.starts_with("--set ")) continue;
+      throw UsageError(fmt::format("{} and {}: both set {}; give one of them", given[i].second,
+                                   given[j].second, given[i].first));
+    }
+  }
+}
+
+}  // namespace
+
 void check_run_options(const RunOptions& run) {
+  check_set_once(run);
   if (run.processes.value_or(1) > 1 && run.profile) {
     throw UsageError("--processes and --profile do not mix: profile one process");
   }

@@ -149,4 +149,13 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
   return plan;
 }
 
+void check_rounds_per_process(const RunPlan& plan) {
+  const int64_t rounds = plan.settings.stopping.max_rounds;
+  if (plan.processes <= rounds) return;
+  throw UsageError(fmt::format(
+      "{} processes with at most {} round{}: each process measures at least one round; give "
+      "--max-rounds {} or more, or --processes {} or fewer",
+      plan.processes, rounds, rounds == 1 ? "" : "s", plan.processes, rounds));
+}
+
 }  // namespace mtc::bench

@@ -15,4 +15,10 @@ struct RunOptions;  // runner/cli/options.h
 // ConfigError (a bad value in the config). Without a GPU the plan is h2h only.
 RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_device_count);
 
+// Throws UsageError when the plan's processes outnumber its most rounds: each process measures
+// at least one round, so --processes 2 --max-rounds 1 would measure two. Refused rather than cut
+// to fewer processes, so a run does what it was asked or nothing. For the plan the processes
+// are split from (not a child's share of the rounds).
+void check_rounds_per_process(const RunPlan& plan);
+
 }  // namespace mtc::bench

@@ -165,6 +165,14 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
       throw UsageError("--processes needs the mtc-bench program itself to start");
     for (RunPlan& plan : plans) plan.processes = 1;
   }
+  if (options.child_index < 0) {
+    for (const RunPlan& plan : plans) check_rounds_per_process(plan);
+    const size_t cpus = process_affinity().size();
+    if (options.round_cpus && static_cast<size_t>(*options.round_cpus) > cpus) {
+      throw UsageError(fmt::format("--round-cpus {}: this process may run on {} CPU{} only",
+                                   *options.round_cpus, cpus, cpus == 1 ? "" : "s"));
+    }
+  }
   // Loaded before anything is measured: a bad build fails in a second (exit 2). The parent of
   // --processes loads them too, for that check.
   const LoadedEngines engines = load_engines(options.engine_libraries);

@@ -21,8 +21,8 @@ class RoundConfinement {
   ~RoundConfinement();
 
   // Confines every thread to `count` CPUs drawn from (seed, round, salt). Returns an error
-  // message the first time confining fails (the round then runs where the threads were), else
-  // empty.
+  // message the first time confining fails or the process has fewer than `count` CPUs (the
+  // round then runs where the threads were), else empty.
   std::string confine(uint64_t seed, uint64_t round, uint64_t salt);
   // The CPUs of the last confine(); empty when off.
   const std::vector<int>& current() const { return current_; }

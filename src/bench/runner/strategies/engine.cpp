@@ -57,6 +57,8 @@ EngineOverrides engine_defaults() {
           o.max_packed_chunk_bytes, o.use_background_thread};
 }
 
+int64_t engine_max_alignment_bytes() { return mtc::kMaxPackedAlignmentBytes; }
+
 nlohmann::json copy_options_json(const mtc::CopyOptions& o) {
   return nlohmann::json{{"use_pinned_staging", o.use_pinned_staging},
                         {"pack_cpu_tensors", o.pack_cpu_tensors},

@@ -19,4 +19,8 @@ struct EngineOverrides {
 // engine's header, and ATen with it, is already included.
 EngineOverrides engine_defaults();
 
+// The largest alignment_bytes the engine takes (mtc::kMaxPackedAlignmentBytes), so that the
+// command line refuses a larger one as a usage error rather than the copy failing at run time.
+int64_t engine_max_alignment_bytes();
+
 }  // namespace mtc::bench
