@@ -106,6 +106,17 @@ TEST_F(BadInput, NumbersOutOfRange) {
   expect_rejected({"--config", ok, "--set", "/bench/timeout_s=1e400"}, {"/bench/timeout_s"});
 }
 
+// Terabytes of tensors in a few lines: `validate --no-build` counts them without building and
+// refuses, as a run would before allocating (it passed, and the run's build exhausted memory).
+TEST_F(BadInput, WorkloadsLargerThanTheMachineFailWithoutBuilding) {
+  const std::string huge = write(
+      "huge.json", config_with(R"({"list": {"repeat": 4096, "item": {"tensor": {"dtype": "float64",
+                                                                 "shape": [1000000000]}}}})"));
+  expect_rejected({"validate", "--no-build", huge},
+                  {"invalid: " + huge + ": /structure/list/item: the workload needs more than"});
+  expect_rejected({"--config", huge}, {huge, "/structure/list/item", "the workload needs more"});
+}
+
 TEST_F(BadInput, InputBatchesThatAreNotBatches) {
   expect_rejected({"--input", dir_ / "missing.pt"}, {"missing.pt", "no such file"});
   expect_rejected({"--input", dir_.make_dir("folder.pt")}, {"folder.pt", "is a directory"});

@@ -248,6 +248,39 @@ TEST(Workload, SizeAndNodeLimitsStopRunawayBuilds) {
       "/structure", "multiply past 2^63");
 }
 
+// count_workload's totals are the build's: the build passes at exactly those limits and fails
+// one below. Nothing is allocated, so a config of terabytes fails in a moment (it passed
+// `validate --no-build`, and its build grew until the machine ran out of memory).
+TEST(Workload, CountingIsTheBuildWithoutItsMemory) {
+  const Config config = load_config((testing::configs_dir() / "streampetr-random.json").string());
+  const WorkloadTotals totals = count_workload(config, {});
+  EXPECT_GT(totals.nodes, 500);
+  BuildOptions exact;
+  exact.max_bytes = totals.bytes;
+  exact.max_nodes = totals.nodes;
+  EXPECT_NO_THROW(build_workload(config, exact));
+  BuildOptions fewer_bytes = exact;
+  fewer_bytes.max_bytes -= 1;
+  EXPECT_THROW(count_workload(config, fewer_bytes), ConfigError);
+  EXPECT_THROW(build_workload(config, fewer_bytes), ConfigError);
+  BuildOptions fewer_nodes = exact;
+  fewer_nodes.max_nodes -= 1;
+  EXPECT_THROW(count_workload(config, fewer_nodes), ConfigError);
+  BuildOptions machine;
+  machine.max_bytes = uint64_t{24} << 30;
+  machine.max_bytes_origin = "this machine's memory";
+  expect_config_error(
+      [&] {
+        count_workload(
+            config_from_text(R"({"structure": {"list": {"repeat": 4096, "item": {"tensor":
+                               {"dtype": "float64", "shape": [1000000000]}}}}})"),
+            machine);
+      },
+      "/structure/list/item",
+      "more than 25769803776 bytes of tensors and literal strings (this "
+      "machine's memory)");
+}
+
 TEST(Workload, SameSeedSameBitsDifferentSeedDifferentBits) {
   const std::string path = (testing::configs_dir() / "streampetr-random.json").string();
   const Config config = load_config(path);

@@ -29,12 +29,17 @@ constexpr uint64_t kStructureStream = 0;
 
 class WorkloadBuilder {
  public:
-  WorkloadBuilder(const Config& config, const BuildOptions& options, BuildInfo* info)
+  // `dry`: count only (count_workload): every node is walked and drawn as in a build, nothing
+  // is allocated or kept, and every node builds to None.
+  WorkloadBuilder(const Config& config, const BuildOptions& options, BuildInfo* info, bool dry)
       : checks_(config.file),
         options_(options),
         info_(info),
+        dry_(dry),
         seed_(config.seed),
         structure_rng_(config.seed, kStructureStream) {}
+
+  WorkloadTotals totals() const { return {nodes_, bytes_}; }
 
   c10::IValue build(const Node& node) {
     count_node(node.path);
@@ -51,19 +56,20 @@ class WorkloadBuilder {
                      fmt::format("repeat count {} exceeds the build limit of {} nodes", count,
                                  options_.max_nodes));
       }
-      items.reserve(static_cast<size_t>(count));
-      for (int64_t i = 0; i < count; ++i) items.push_back(build(*seq.item));
+      if (!dry_) items.reserve(static_cast<size_t>(count));
+      for (int64_t i = 0; i < count; ++i) keep(items, build(*seq.item));
     } else if (!seq.each.empty()) {
       const size_t count = seq.each.front().second.size();
       for (size_t i = 0; i < count; ++i) {
         const size_t scope = symbols_.size();
         for (const auto& [name, values] : seq.each) symbols_.emplace_back(name, draw(values[i]));
-        items.push_back(build(*seq.item));
+        keep(items, build(*seq.item));
         symbols_.resize(scope);
       }
     } else {
-      for (const auto& item : seq.items) items.push_back(build(*item));
+      for (const auto& item : seq.items) keep(items, build(*item));
     }
+    if (dry_) return {};
     if (seq.tuple) return c10::ivalue::Tuple::create(std::move(items));
     c10::impl::GenericList list(c10::AnyType::get());
     list.reserve(items.size());
@@ -76,9 +82,10 @@ class WorkloadBuilder {
     dict.reserve(dict_node.entries.size());
     for (const auto& [key, value] : dict_node.entries) {
       reserve_bytes(key.size(), node.path);  // each build makes its keys anew
-      dict.insert(key, build(*value));
+      c10::IValue built = build(*value);
+      if (!dry_) dict.insert(key, std::move(built));
     }
-    return dict;
+    return dry_ ? c10::IValue() : c10::IValue(dict);
   }
 
   c10::IValue build_kind(const Node& node, const TensorNode& tensor_node) {
@@ -121,6 +128,7 @@ class WorkloadBuilder {
     reserve_bytes(bytes, node.path);
 
     const Memory memory = effective(spec.memory, node.path);
+    if (dry_) return {};
     auto options = at::TensorOptions().dtype(spec.dtype);
     if (memory.kind == Memory::Kind::kPinned) options = options.pinned_memory(true);
     at::Tensor base = at::empty(base_shape, options);
@@ -218,7 +226,8 @@ class WorkloadBuilder {
       const at::Tensor& tensor = value.toTensor();
       reserve_bytes(static_cast<uint64_t>(tensor.numel()) * tensor.element_size(), path);
       if (!memory) return tensor;
-      return place(tensor, effective(*memory, path));
+      const Memory placed = effective(*memory, path);
+      return dry_ ? tensor : place(tensor, placed);
     }
     if (value.isTuple()) {
       std::vector<c10::IValue> items;
@@ -284,8 +293,8 @@ class WorkloadBuilder {
   void reserve_bytes(uint64_t bytes, const std::string& path) {
     if (bytes > options_.max_bytes - std::min(bytes_, options_.max_bytes)) {
       checks_.fail(path, fmt::format("the workload needs more than {} bytes of tensors and literal "
-                                     "strings (the build limit)",
-                                     options_.max_bytes));
+                                     "strings ({})",
+                                     options_.max_bytes, options_.max_bytes_origin));
     }
     bytes_ += bytes;
   }
@@ -313,9 +322,14 @@ class WorkloadBuilder {
     return 0;
   }
 
+  void keep(std::vector<c10::IValue>& items, c10::IValue item) const {
+    if (!dry_) items.push_back(std::move(item));
+  }
+
   JsonChecks checks_;
   const BuildOptions& options_;
   BuildInfo* info_;
+  bool dry_;
   uint64_t seed_;
   Rng structure_rng_;
   uint64_t tensor_index_ = 0;
@@ -326,6 +340,14 @@ class WorkloadBuilder {
   std::unordered_map<const Node*, uint64_t> cycle_positions_;
 };
 
+const Node& root_of(const Config& config) {
+  if (!config.workload || !config.workload->root) {
+    throw ConfigError(config.file, "",
+                      "the config has no workload (it was not loaded with load_config)");
+  }
+  return *config.workload->root;
+}
+
 }  // namespace
 
 c10::IValue build_workload(const Config& config, const BuildOptions& options) {
@@ -333,12 +355,14 @@ c10::IValue build_workload(const Config& config, const BuildOptions& options) {
 }
 
 c10::IValue build_workload(const Config& config, const BuildOptions& options, BuildInfo* info) {
-  if (!config.workload || !config.workload->root) {
-    throw ConfigError(config.file, "",
-                      "the config has no workload (it was not loaded with load_config)");
-  }
-  WorkloadBuilder builder(config, options, info);
-  return builder.build(*config.workload->root);
+  WorkloadBuilder builder(config, options, info, false);
+  return builder.build(root_of(config));
+}
+
+WorkloadTotals count_workload(const Config& config, const BuildOptions& options) {
+  WorkloadBuilder builder(config, options, nullptr, true);
+  builder.build(root_of(config));
+  return builder.totals();
 }
 
 }  // namespace mtc::bench

@@ -20,6 +20,14 @@ struct BuildOptions {
   // (containers, leaves, a literal value's elements), throws ConfigError instead.
   uint64_t max_bytes = uint64_t{64} << 30;
   int64_t max_nodes = 50'000'000;
+  // What max_bytes is, for the error: a caller that lowers it to fit the machine says so.
+  std::string max_bytes_origin = "the build limit";
+};
+
+// What a build would allocate: its nodes and its bytes, as the limits count them.
+struct WorkloadTotals {
+  int64_t nodes = 0;
+  uint64_t bytes = 0;
 };
 
 // What a build did besides returning the data.
@@ -34,5 +42,11 @@ struct BuildInfo {
 // leaf names a device that does not exist.
 c10::IValue build_workload(const Config& config, const BuildOptions& options);
 c10::IValue build_workload(const Config& config, const BuildOptions& options, BuildInfo* info);
+
+// The totals of build_workload(config, options) without building it: the same walk and draws
+// (sizes come from a stream of their own, values are not drawn), no tensor allocated, no
+// container kept. Throws the ConfigError the build would throw at the same limits, so that
+// `validate --no-build` refuses a config that would exhaust the machine in seconds.
+WorkloadTotals count_workload(const Config& config, const BuildOptions& options);
 
 }  // namespace mtc::bench

@@ -9,6 +9,7 @@
 #include "report/output_paths.h"
 #include "report/reporter.h"
 #include "runner/cli/config_paths.h"
+#include "runner/commands/build_limits.h"
 #include "runner/commands/commands.h"
 #include "runner/commands/make_run_plan.h"
 #include "runner/commands/processes.h"
@@ -62,13 +63,22 @@ nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devi
   return cpu_list_to_text(cpus);
 }
 
+// How many workloads the run builds: the config's, and for the step patterns K - 1 more.
+int64_t input_count(const RunPlan& plan) {
+  const auto& patterns = plan.settings.patterns;
+  const bool step = std::any_of(patterns.begin(), patterns.end(), is_step);
+  return step ? plan.settings.inputs : 1;
+}
+
+BuildOptions build_limits(const RunPlan& plan, int cuda_devices) {
+  return build_options_for(physical_memory_bytes(), input_count(plan), cuda_devices > 0);
+}
+
 // The inputs of the run: the config's workload, and for the step pattern K - 1 more built with
 // the following seeds (a saved batch is copied again: the same values in fresh memory).
 std::vector<c10::IValue> build_inputs(const Config& config, const RunPlan& plan,
                                       const BuildOptions& options, BuildInfo& info) {
-  const auto& patterns = plan.settings.patterns;
-  const bool step = std::any_of(patterns.begin(), patterns.end(), is_step);
-  const int64_t count = step ? plan.settings.inputs : 1;
+  const int64_t count = input_count(plan);
   std::vector<c10::IValue> inputs;
   for (int64_t k = 0; k < count; ++k) {
     Config next = config;
@@ -158,8 +168,11 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   }
   const int cuda_devices = cuda_device_count();
   std::vector<RunPlan> plans;
-  for (const Config& config : configs)
+  for (const Config& config : configs) {
     plans.push_back(make_run_plan(config, options, cuda_devices));
+    // Counted, not built: a workload larger than the machine fails here, before any point runs.
+    count_workload(config, build_limits(plans.back(), cuda_devices));
+  }
   if (executable_for_children().empty()) {
     if (options.processes.value_or(1) > 1)
       throw UsageError("--processes needs the mtc-bench program itself to start");
@@ -204,8 +217,7 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   for (size_t p = 0; p < configs.size() && !interrupted(); ++p) {
     const Config& config = configs[p];
     const RunPlan& plan = plans[p];
-    BuildOptions build_options;
-    build_options.cuda_available = cuda_devices > 0;
+    const BuildOptions build_options = build_limits(plan, cuda_devices);
     BuildInfo info;
     std::vector<c10::IValue> workloads;
     {

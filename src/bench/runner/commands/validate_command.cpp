@@ -3,8 +3,10 @@
 
 #include "errors.h"
 #include "runner/cli/config_paths.h"
+#include "runner/commands/build_limits.h"
 #include "runner/commands/commands.h"
 #include "runner/env/environment.h"
+#include "runner/env/host_state.h"
 #include "workload/summary.h"
 #include "workload/workload.h"
 
@@ -20,12 +22,17 @@ int validate_command(const ValidateOptions& options, std::ostream& out, std::ost
       const Config config = load_config(path, options.sets);
       out << fmt::format("ok: {} ({}): seed {}, directions {}\n", path, config.name, config.seed,
                          fmt::join(config.directions, ","));
+      // One workload, as a run without the step patterns holds; the totals are checked without
+      // building first, so a config that would exhaust the machine fails in a second.
+      const BuildOptions build_options = build_options_for(physical_memory_bytes(), 1, cuda);
+      const WorkloadTotals totals = count_workload(config, build_options);
       if (options.build) {
-        BuildOptions build_options;
-        build_options.cuda_available = cuda;
         BuildInfo info;
         const c10::IValue workload = build_workload(config, build_options, &info);
         print_summary(out, summarize_workload(workload, info));
+      } else {
+        out << fmt::format("  {} nodes, {} bytes of tensors and literal strings\n", totals.nodes,
+                           totals.bytes);
       }
     } catch (const ConfigError& e) {
       ++failures;

@@ -77,6 +77,13 @@ std::vector<int> process_affinity() {
   return cpus;
 }
 
+uint64_t physical_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page_size = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page_size <= 0) return 0;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size);
+}
+
 std::string pin_process_to(const std::vector<int>& cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);

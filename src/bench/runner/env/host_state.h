@@ -22,6 +22,8 @@ std::string cpu_list_to_text(const std::vector<int>& cpus);
 
 // The CPUs this process may run on.
 std::vector<int> process_affinity();
+// The machine's physical memory in bytes (0 when the system does not say).
+uint64_t physical_memory_bytes();
 // Binds every thread of the process (and so the threads they start later) to `cpus`; returns
 // an error message, or empty on success.
 std::string pin_process_to(const std::vector<int>& cpus);
