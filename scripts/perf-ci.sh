@@ -37,8 +37,9 @@
 #   MTC_PERF_PROCESSES  in-process: processes per case, pooled by compare (default 12; 2 in smoke
 #                       mode)
 #   MTC_PERF_ROUND_CPUS in-process: mtc-bench --round-cpus, the CPUs every round is confined to,
-#                       drawn per round, so both builds' threads share their speed (default 4;
-#                       0 turns it off)
+#                       drawn per round, so both builds' threads share their speed (default 4
+#                       on a machine with more than 4 CPUs for this process, else 0: confined to
+#                       all of them, a round would be confined to nothing; 0 turns it off)
 #   MTC_PERF_OUT        output folder (default .perf-ci/out)
 #   MTC_PERF_WORK       worktrees and build folders (default .perf-ci)
 #   MTC_PERF_JOB        the job's name (default perf-<UTC time>-<pid>)
@@ -67,7 +68,7 @@ default_rounds=$([[ "$mode" == in-process ]] && echo 4 || echo 6)
 rounds="${MTC_PERF_ROUNDS:-$([[ "$smoke" == 1 ]] && echo 3 || echo "$default_rounds")}"
 round_time="${MTC_PERF_ROUND_TIME:-0.1}"
 processes="${MTC_PERF_PROCESSES:-$([[ "$smoke" == 1 ]] && echo 2 || echo 12)}"
-round_cpus="${MTC_PERF_ROUND_CPUS:-4}"
+round_cpus="${MTC_PERF_ROUND_CPUS:-$(( $(nproc) > 4 ? 4 : 0 ))}"
 work="$(mkdir -p "${MTC_PERF_WORK:-.perf-ci}" && cd "${MTC_PERF_WORK:-.perf-ci}" && pwd)"
 out="${MTC_PERF_OUT:-$work/out}"
 job="${MTC_PERF_JOB:-perf-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
