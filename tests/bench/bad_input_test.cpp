@@ -182,5 +182,23 @@ TEST_F(BadInput, OutputsThatNameAnInputOrEachOtherAreRefused) {
   EXPECT_FALSE(std::ifstream(dir_ / "r.out").good()) << "nothing was written";
 }
 
+// A data file the config reads (.npy here) is an input too, known once the config is loaded.
+TEST_F(BadInput, AReportOverADataFileTheConfigReadsIsRefused) {
+  std::string header = "{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string npy = std::string("\x93NUMPY\x01\x00", 8);
+  npy += static_cast<char>(header.size() & 0xff);
+  npy += static_cast<char>(header.size() >> 8);
+  npy += header + std::string("\x07\x09", 2);
+  const std::string data = write("data.npy", npy);
+  const std::string config = write("npy.json", config_with(R"({"npy": "data.npy"})"));
+  expect_rejected({"--config", config, "--md", data},
+                  {"--md " + data, "the same file as data file", "would destroy what is read"});
+  std::stringstream kept;
+  kept << std::ifstream(data, std::ios::binary).rdbuf();
+  EXPECT_EQ(kept.str(), npy);
+}
+
 }  // namespace
 }  // namespace mtc::bench

@@ -340,4 +340,8 @@ Config config_from_saved_batch(const std::string& pt_path, const std::vector<std
   return config;
 }
 
+std::vector<std::string> data_files(const Config& config) {
+  return config.workload ? config.workload->data_files : std::vector<std::string>{};
+}
+
 }  // namespace mtc::bench

@@ -44,6 +44,10 @@ Config load_config(const std::string& path, const std::vector<std::string>& sets
 Config parse_config(const std::string& text, const std::string& file,
                     const std::vector<std::string>& sets = {});
 
+// The .npy and .pt files `config`'s workload was read from (paths as the config resolved them),
+// for commands that must not write over them.
+std::vector<std::string> data_files(const Config& config);
+
 // A config whose workload is a batch saved with torch.save (for `mtc-bench --input batch.pt`):
 // named after the file, default seed, directions and settings; `sets` may override those
 // (JSON pointers such as /bench/warmup=3).

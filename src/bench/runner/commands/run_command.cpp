@@ -166,6 +166,12 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
                           ? load_config(config_path, sets)
                           : config_from_saved_batch(options.input_path, sets));
   }
+  // The .npy and .pt files a config reads are known once it is loaded: no report over them.
+  std::vector<NamedPath> data_inputs;
+  for (const Config& config : configs) {
+    for (const std::string& file : data_files(config)) data_inputs.push_back({"data file", file});
+  }
+  check_outputs_apart(data_inputs, {{"--json", options.json_path}, {"--md", options.md_path}});
   const int cuda_devices = cuda_device_count();
   std::vector<RunPlan> plans;
   for (const Config& config : configs) {

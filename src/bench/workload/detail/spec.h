@@ -68,6 +68,9 @@ struct Node {
 
 struct WorkloadSpec {
   NodePtr root;
+  // Every .npy and .pt file the spec read (unused definitions' included), as LoadedNode names
+  // them: outputs must not be written over them.
+  std::vector<std::string> data_files;
 };
 
 }  // namespace mtc::bench::detail

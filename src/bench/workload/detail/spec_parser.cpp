@@ -102,10 +102,15 @@ class SpecCompiler {
     } catch (const ConfigError& e) {
       checks_.fail(file_path, e.what());
     }
+    if (std::find(files_.begin(), files_.end(), loaded_node.file) == files_.end())
+      files_.push_back(loaded_node.file);
     auto node = make_node(path);
     node->kind = std::move(loaded_node);
     return node;
   }
+
+  // The .npy and .pt files read so far, each once, in the order first read.
+  std::vector<std::string> take_files() { return std::move(files_); }
 
   // Definitions nobody refers to are still checked, so a config never carries a broken one.
   void compile_unused_defs() {
@@ -355,6 +360,7 @@ class SpecCompiler {
   fs::path base_dir_;
   std::map<std::string, NodePtr> compiled_defs_;
   std::vector<std::string> in_progress_;
+  std::vector<std::string> files_;
 };
 
 }  // namespace
@@ -367,6 +373,7 @@ std::shared_ptr<const WorkloadSpec> compile_spec(const JsonChecks& checks, const
   auto spec = std::make_shared<WorkloadSpec>();
   spec->root = compiler.compile(structure, path, 0);
   compiler.compile_unused_defs();
+  spec->data_files = compiler.take_files();
   if (!spec->root->free_symbols.empty()) {
     const auto& [name, use] = *spec->root->free_symbols.begin();
     checks.fail(
@@ -390,6 +397,7 @@ std::shared_ptr<const WorkloadSpec> compile_input(const JsonChecks& checks, cons
   SpecCompiler compiler(checks, nullptr, base_dir);
   auto spec = std::make_shared<WorkloadSpec>();
   spec->root = compiler.loaded(input, path, path, /*npy=*/false);
+  spec->data_files = compiler.take_files();
   return spec;
 }
 
