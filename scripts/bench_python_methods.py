@@ -1,0 +1,122 @@
+"""The methods scripts/bench_python.py times: per-tensor .to() (with and without non_blocking),
+the mtc variants (MTC_SETTINGS) and the original package, each a function of (data, phases) that
+returns the copied batch; and Phases, where the timed calls of a start_copy method went."""
+
+import statistics
+import time
+
+import torch
+
+
+def per_tensor(data, device, non_blocking):
+    if type(data) is list:
+        return [per_tensor(x, device, non_blocking) for x in data]
+    if type(data) is tuple:
+        return tuple(per_tensor(x, device, non_blocking) for x in data)
+    if type(data) is dict:
+        return {k: per_tensor(v, device, non_blocking) for k, v in data.items()}
+    if isinstance(data, torch.Tensor):
+        return data.to(device, non_blocking=non_blocking)
+    return data
+
+
+ORIGINAL_MODULE = "accvlab.multi_tensor_copier"
+
+
+class OriginalMissing(Exception):
+    """--original, but the original package cannot be used here."""
+
+
+def import_original():
+    """The original package's module, or OriginalMissing saying why not and what to do."""
+    import importlib
+
+    try:
+        module = importlib.import_module(ORIGINAL_MODULE)
+    except ImportError as error:
+        raise OriginalMissing(
+            f"--original: cannot import {ORIGINAL_MODULE} ({error}); install the original package "
+            "from its source into this Python environment first (docs/python.md, \"Timing the "
+            "original package\")") from error
+    if not callable(getattr(module, "start_copy", None)):
+        raise OriginalMissing(f"--original: {ORIGINAL_MODULE} has no start_copy(); this script calls "
+                              "start_copy(data, device).get()")
+    return module
+
+
+class Phases:
+    """Where the timed calls of a start_copy method went, call by call (ns): start_copy's return,
+    get(), the handle's drop (when the call returns it), the device synchronize that closes each
+    call, and the rest of the call's time in the loop: the previous output's drop and the loop's
+    own Python. Taken in the timed calls themselves, unlike mtc_parts' untimed ones: call by call
+    they add up to the call's time, `rest` being what the others leave (the five clock reads
+    inside a call add ~0.3 us to it). Their medians need not add up to the call's median."""
+
+    NAMES = ("start_copy", "get", "drop_handle", "synchronize", "rest")
+
+    def __init__(self):
+        self.ns = {name: [] for name in self.NAMES}
+
+    def add_call(self, start, get, drop):
+        for name, value in zip(self.NAMES, (start, get, drop)):
+            self.ns[name].append(value)
+
+    def close_call(self, total, synchronize):
+        """The call that took `total` ns in the loop, `synchronize` of them in the closing
+        synchronize: what its parts leave of it."""
+        if len(self.ns["rest"]) < len(self.ns["start_copy"]):
+            self.ns["synchronize"].append(synchronize)
+            self.ns["rest"].append(total - sum(self.ns[name][-1] for name in self.NAMES[:4]))
+
+    def medians_s(self):
+        return {name: statistics.median(v) * 1e-9 for name, v in self.ns.items() if v} or None
+
+
+def timed_start_copy(module, device, settings=None):
+    """`module`.start_copy(data, device).get(), timing its phases (Phases); for mtc, with its
+    deferred release of dropped results, its reuse of their tensor objects and its streamed walk set as `settings`
+    (MTC_SETTINGS) say before each call (flags: ~0.1 us each)."""
+    def start_copy(data, phases):
+        if settings is not None:
+            apply_settings(module, settings)
+        t0 = time.perf_counter_ns()
+        handle = module.start_copy(data, device)
+        t1 = time.perf_counter_ns()
+        out = handle.get()
+        t2 = time.perf_counter_ns()
+        del handle
+        if phases is not None:
+            phases.add_call(t1 - t0, t2 - t1, time.perf_counter_ns() - t2)
+        return out
+
+    return start_copy
+
+
+# The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
+# streamed walk, the engine's leaves per walking thread). mtc_nodefer releases the dropped results'
+# tensors where the program drops them, which leaves nothing to reuse; mtc_wide splits the engine's
+# walk among up to three times as many threads (as many as the pool has: MTC_WORKER_THREADS),
+# mtc_narrow among half as many (fewer chunks, so fewer DMAs to queue after the last element).
+MTC_SETTINGS = {"mtc": (True, True, True, 128), "mtc_nodefer": (False, False, True, 128),
+                "mtc_noreuse": (True, False, True, 128), "mtc_nostream": (True, True, False, 128),
+                "mtc_wide": (True, True, True, 40), "mtc_narrow": (True, True, True, 256)}
+
+
+def apply_settings(module, settings):
+    module.set_deferred_release(settings[0])
+    module.set_output_reuse(settings[1])
+    module._C._set_streamed_walk(settings[2])
+    module._C._set_walk_split(256, settings[3])
+
+
+def methods(device, original=None):
+    import mtc
+
+    available = {
+        "to": lambda data, phases: per_tensor(data, device, False),
+        "to_nb": lambda data, phases: per_tensor(data, device, True),
+        **{name: timed_start_copy(mtc, device, settings) for name, settings in MTC_SETTINGS.items()},
+    }
+    if original is not None:
+        available["original"] = timed_start_copy(original, device)
+    return available
