@@ -79,3 +79,24 @@ def test_numpy_scalars_are_opaque_leaves():
 def test_an_array_of_an_unsupported_dtype_names_its_place():
     with pytest.raises(ValueError, match=r"data\['k'\]\[1\]: numpy array cannot become a tensor"):
         mtc.start_copy({"k": [np.ones(1), np.array(["a"], dtype=object)]}, "cpu")
+
+
+def test_a_read_only_reversed_array_is_copied_once(monkeypatch):
+    # from_numpy refuses its negative strides: the module makes the contiguous copy, which is
+    # the result's own memory already and needs no second copy for being read-only.
+    made = []
+    contiguous = np.ascontiguousarray
+
+    def recording(array):
+        made.append(contiguous(array))
+        return made[-1]
+
+    monkeypatch.setattr(np, "ascontiguousarray", recording)
+    array = np.arange(6, dtype=np.float32)[::-1]
+    array.flags.writeable = False
+    out = copy([array])[0]
+    assert len(made) == 1
+    assert out.data_ptr() == made[0].ctypes.data
+    np.testing.assert_array_equal(out.numpy(), array)
+    out.add_(1)
+    np.testing.assert_array_equal(array, np.arange(6, dtype=np.float32)[::-1])

@@ -82,7 +82,9 @@ bool array_is_writeable(PyObject* array) {
   return answer == 1;
 }
 
-at::Tensor tensor_from_array(PyObject* array) {
+// A tensor over `array`'s memory, or over a contiguous copy of it (then `copied` is set).
+at::Tensor tensor_from_array(PyObject* array, bool& copied) {
+  copied = false;
   // The copy only reads the array, so a read-only one needs no warning.
   try {
     return torch::utils::tensor_from_numpy(array, /*warn_if_not_writeable=*/false);
@@ -93,6 +95,7 @@ at::Tensor tensor_from_array(PyObject* array) {
   // the one case it refuses that can still be copied.
   const py::object contiguous =
       py::module_::import("numpy").attr("ascontiguousarray")(py::handle(array));
+  copied = true;
   try {
     return torch::utils::tensor_from_numpy(contiguous.ptr(), /*warn_if_not_writeable=*/false);
   } catch (const c10::Error& e) {
@@ -240,10 +243,12 @@ void PyStructure::walk(PyObject* object, int depth) {
   if (is_tensor(object)) return note_tensor_leaf(object);
   PyTypeObject* ndarray = ndarray_type();
   if (ndarray != nullptr && PyObject_TypeCheck(object, ndarray)) {
-    at::Tensor tensor = tensor_from_array(object);
+    bool copied = false;
+    at::Tensor tensor = tensor_from_array(object, copied);
     // To the CPU this tensor is the result: over a read-only array (bytes, a file mapped
-    // read-only) a write through it would change what must not change, or fault.
-    if (lending_.to_cpu && !array_is_writeable(object)) tensor = tensor.clone();
+    // read-only) a write through it would change what must not change, or fault. A contiguous
+    // copy of the array is the program's own already.
+    if (lending_.to_cpu && !copied && !array_is_writeable(object)) tensor = tensor.clone();
     return note_array_tensor(std::move(tensor));
   }
   add_object(object);
