@@ -16,7 +16,8 @@
 #
 # A failed build stops the script at once with exit 1 and its first errors (every error is in
 # build.log: the build goes on past a failed file). The test stage runs every suite the mode
-# promises (engine, workload, bench, compare; only engine in "bench" and "engine"): a suite that
+# promises (engine, workload, bench, compare; only engine in the modes that say "the engine's
+# tests": bench, engine, multi, lockstep, microbench, envab, neighbours, profile, nsys): a suite that
 # was not built, crashed or failed fails the check. The last line says what ran, e.g.
 # "engine 205 (+6 skipped), workload 165, bench 224 (+11 skipped), compare 54: all passed".
 #
@@ -24,7 +25,7 @@
 #   malloc tuned, two GPUs at once with GPU->GPU across them (on a host with two), and the
 #   profile.
 # "quick" (about 3.5 minutes on 16 cores, build included): the suites and one `mtc-bench --quick`
-#   run of every direction the host has.
+#   run of h2d and d2h (and d2d across two GPUs on a host with two; h2h never: it needs no GPU).
 # "bench": the engine's tests and the CPU->GPU copy benchmarks (the engine's micro-benchmarks of
 #   whole copies and the walk, and mtc-bench's h2d cases): a fast check of an engine change.
 # "engine": the engine's tests and the micro-benchmarks of a training loop's patterns (hot, after
@@ -83,7 +84,7 @@
 # At most eight files are written to OUT_DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/gpu-check.sh OUT_DIR [quick]}"
+out="${1:?usage: scripts/gpu-check.sh OUT_DIR [MODE [ARGS...]] (the modes: this file's header)}"
 mode="${2:-full}"
 mkdir -p "$out"
 export MTC_BUILD_DIR="${MTC_BUILD_DIR:-build-gpu}" MTC_PYTHON="${MTC_PYTHON:-python3}"

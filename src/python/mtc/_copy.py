@@ -55,7 +55,7 @@ def start_copy(
         pack_cpu_tensors: pack small contiguous tensors (up to 256 KiB) into chunks, copied
             a chunk (CPU to GPU) or a few chunks (GPU to CPU) at a time.
         min_packed_alignment_bytes: each packed tensor starts at a multiple of this and of
-            its element size; must be >= 1.
+            its element size; from 1 to 1 GiB.
         max_packed_chunk_bytes: payload limit of one chunk; must be > 0.
         use_background_thread: walk, stage and submit on the engine's worker threads; when
             False, this call does that work itself (with the GIL released) before it returns.
