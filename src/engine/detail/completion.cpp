@@ -26,6 +26,16 @@ void Completion::absorb(Completion& other) {
   append(host_copies_, other.host_copies_);
 }
 
+void Completion::hold(PinnedBlock block) {
+  try {
+    staging_.push_back(block);
+  } catch (...) {
+    // Dropped here, the block would count as in use for the life of the process.
+    PinnedPool::give_back(block);
+    throw;
+  }
+}
+
 void Completion::record(c10::DeviceIndex device, cudaStream_t stream) {
   cudaEvent_t event = EventPool::instance().acquire(device);
   events_.push_back({device, event});

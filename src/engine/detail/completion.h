@@ -31,7 +31,10 @@ class Completion {
 
   // Records an event on `stream` (whose device must be current) after the work queued so far.
   void record(c10::DeviceIndex device, cudaStream_t stream);
-  void hold(PinnedBlock block) { staging_.push_back(block); }
+  // Holds `block` until the copy has completed. Called as soon as the block is taken from its
+  // pool, before any work is queued on it: a block there is no room to hold (std::bad_alloc) goes
+  // straight back to its pool, which is right only while nothing reads or writes it yet.
+  void hold(PinnedBlock block);
   void hold(at::Tensor tensor) { tensors_.push_back(std::move(tensor)); }
   // Host memory that a DMA or a pending host copy writes: a result dropped before the copy
   // has completed must not give it back for reuse until then.

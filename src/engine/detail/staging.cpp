@@ -99,6 +99,9 @@ std::pair<PinnedPipeline::Slot*, int64_t> PinnedPipeline::reserve(int64_t bytes)
     PinnedPool& pool = PinnedPoolSet::instance().for_device(device_);
     const PinnedBlock block = next == 0 ? pool.acquire(kSlotBytes) : pool.try_acquire(kSlotBytes);
     if (block) {
+      // Held from now, before any DMA lands in it: Completion::hold gives back a block it has
+      // no room for, which drain(), after the DMAs, could not let it do.
+      completion_.hold(block);
       slots_[next].block = block;
       slots_[next].event = EventPool::instance().acquire(device_);
       fresh = true;
@@ -139,9 +142,9 @@ int64_t PinnedPipeline::pinned_bytes() const {
 void PinnedPipeline::drain() {
   for (Slot& slot : slots_) {
     if (!slot.block) continue;
-    // The completion's event, recorded after all of this stream's work, covers the slot.
+    // The completion holds the slot's block since reserve() took it; its event, recorded after
+    // all of this stream's work, covers the slot.
     for (const HostCopy& c : slot.pending) completion_.copy_after(c.dst, c.src, c.bytes);
-    completion_.hold(slot.block);
     if (slot.event != nullptr) EventPool::instance().release(device_, slot.event);
     slot = Slot{};
   }

@@ -50,7 +50,7 @@ class PinnedPipeline {
   ~PinnedPipeline();
 
   void device_to_host(std::byte* dst, const std::byte* src, int64_t bytes);
-  // Hands the slots and the last host copies over to the completion.
+  // Hands the last host copies over to the completion (which holds the slots' blocks already).
   void drain();
   // Pinned bytes this pipeline has taken from the pool.
   int64_t pinned_bytes() const;
