@@ -184,6 +184,9 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
   const int64_t bytes = static_cast<int64_t>(source.nbytes());
   auto* dst = static_cast<std::byte*>(out.data_ptr());
   const auto* src = static_cast<const std::byte*>(source.const_data_ptr());
+  // Written by a DMA or a host copy after get() may have handed the output over. Held before the
+  // DMA is queued: a failure to hold it must not free a pinned output a queued DMA writes.
+  if (pinned_output || ctx.options.use_pinned_staging) ctx.completion.hold(out.storage());
   if (pinned_output) {
     // The DMA lands in the output itself; nothing frees the output before get() has waited.
     MTC_RANGE(submit, "submit");
@@ -196,8 +199,6 @@ void single_device_to_host(RouteContext& ctx, int64_t leaf, PinnedPipeline& pipe
     MTC_CUDA_CHECK(
         cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost, stream));
   }
-  // Written by a DMA or a host copy after get() may have handed the output over.
-  if (pinned_output || ctx.options.use_pinned_staging) ctx.completion.hold(out.storage());
   // From `source`: contiguous() has already resolved the bits of a non-dense input.
   copy_math_bits(source, out);
   ctx.outputs[leaf] = std::move(out);
