@@ -13,13 +13,13 @@ namespace mtc::test {
 
 class PoolBlocker {
  public:
-  // Blocks each of `pool`'s workers, then queues `queued_behind` more blocking tasks behind them
-  // (work queued ahead of whatever the test submits next).
-  explicit PoolBlocker(mtc::detail::WorkerPool& pool, int queued_behind = 0)
-      : tasks_(pool.size() + queued_behind) {
-    for (int w = 0; w < pool.size(); ++w) pool.submit([this] { block(); });
-    while (blocked_.load() < pool.size())
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  // Blocks each of `pool`'s workers but `left_free` of them, then queues `queued_behind` more
+  // blocking tasks behind them (work queued ahead of whatever the test submits next).
+  explicit PoolBlocker(mtc::detail::WorkerPool& pool, int queued_behind = 0, int left_free = 0)
+      : tasks_(pool.size() - left_free + queued_behind) {
+    const int blocked = pool.size() - left_free;
+    for (int w = 0; w < blocked; ++w) pool.submit([this] { block(); });
+    while (blocked_.load() < blocked) std::this_thread::sleep_for(std::chrono::microseconds(50));
     for (int k = 0; k < queued_behind; ++k) pool.submit([this] { block(); });
   }
   PoolBlocker(const PoolBlocker&) = delete;  // its tasks point at it

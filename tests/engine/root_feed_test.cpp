@@ -5,6 +5,7 @@
 #include <ATen/ops/arange.h>
 #include <c10/util/Exception.h>
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdint>
@@ -189,6 +190,69 @@ TEST(RootFeed, ItsFeederDropsACopyNoWorkerCanTake) {
   { const mtc::CopyHandle dropped = start_copy(c10::IValue(other), kCpu); }
   for (size_t i = 1; i < root.size(); ++i) feed->put(root.get(i));
   mtc::test::expect_same_structure_same_tensors(fed.get(), c10::IValue(root));
+}
+
+// Every thread's CPU time so far.
+std::chrono::nanoseconds process_cpu_time() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+// Whether the copy's threads went to wait for elements of `feed` `sleeps` times within 30 s.
+bool feed_sleeps_reach(const RootFeed& feed, int64_t sleeps) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (feed.sleeps() < sleeps && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return feed.sleeps() >= sleeps;
+}
+
+// The walk's own thread is done with its elements while a helper waits for one the feeder is
+// slow to put (Python code in the binding's walk, a garbage collection): the walk's thread waits
+// for the helper without keeping a core busy through the stall.
+TEST(RootFeed, TheWalksThreadSleepsWhileAHelperWaitsForAStalledElement) {
+  const Watchdog watchdog(kLimit, "a split walk behind a stalled feed");
+  mtc::detail::WorkerPool& pool = mtc::detail::worker_pool_for(kCpu);
+  if (pool.size() < 2) GTEST_SKIP() << "needs two workers: the walk's own thread and a helper";
+  // Element 0 is walked before the split, 1 by the walk's thread and 2 by its one helper.
+  const c10::impl::GenericList root = root_of(3, 40);
+  mtc::set_walk_split(1, 1);
+  auto feed = std::make_shared<RootFeed>(3);
+  feed->put(root.get(0));
+  mtc::CopyHandle handle;
+  {
+    // The one worker left free takes up the copy and takes element 1 before the helper task,
+    // queued behind the blocked workers, can run.
+    mtc::test::PoolBlocker blocker(pool, /*queued_behind=*/0, /*left_free=*/1);
+    handle = start_copy(feed, kCpu, CopyOptions{}, nullptr);
+    const bool walk_waits = feed_sleeps_reach(*feed, 1);
+    mtc::set_walk_split(256, 128);  // the defaults again: the copy has split its walk by now
+    if (!walk_waits) {
+      feed->abandon();  // the handle must not wait for elements that never come
+      FAIL() << "the walk's thread never waited for element 1";
+    }
+  }
+  if (!feed_sleeps_reach(*feed, 2)) {
+    feed->abandon();
+    FAIL() << "no helper waited for element 2";
+  }
+  constexpr auto kStall = std::chrono::milliseconds(400);
+  const auto cpu_before = process_cpu_time();
+  const auto before = std::chrono::steady_clock::now();
+  feed->put(root.get(1));
+  std::this_thread::sleep_for(kStall);
+  const auto cpu_in_stall = process_cpu_time() - cpu_before;
+  const auto stall = std::chrono::steady_clock::now() - before;
+  feed->put(root.get(2));
+  mtc::test::expect_same_structure_same_tensors(handle.get(), c10::IValue(root));
+  // The walk's thread waited for the helper through the stall ...
+  EXPECT_GE(handle.stats().split_wait_us, 1e3 * static_cast<double>(kStall.count()) / 2);
+  // ... and a core kept busy through it would count about as much CPU time as the stall lasted.
+  // The threads' bounded spins (the walk's thread's before it sleeps, the helper's for its element,
+  // idle workers') take well under a millisecond each.
+  EXPECT_LT(cpu_in_stall, stall / 4)
+      << "CPU time " << std::chrono::duration<double, std::milli>(cpu_in_stall).count()
+      << " ms in a stall of " << std::chrono::duration<double, std::milli>(stall).count() << " ms";
 }
 
 TEST(RootFeed, PutsBeyondItsSizeOrAfterAbandonAreRefused) {

@@ -45,7 +45,30 @@ struct ElementTickets {
     if (const int slot = slots.fetch_add(1); slot < threads) {
       if (const int64_t i = take(); i < elements) (*walk)(slot, i);
     }
-    active.fetch_sub(1, std::memory_order_release);
+    // Both sequentially consistent, as the walk's thread's store of walk_sleeps and load of
+    // `active` before it sleeps: either this thread sees it asleep, or it sees this decrement.
+    active.fetch_sub(1);
+    if (walk_sleeps.load()) active.notify_all();
+  }
+  // For the walk's own thread: returns once no joined thread is active, calling `on_look` at
+  // each look. They usually finish within microseconds of it, so it spins until `spin_until`.
+  // But one may wait for an element of a fed root that the feeder is slow to put (Python code
+  // in the binding's walk, a garbage collection), for any time: then it sleeps, woken each time
+  // a joined thread is done.
+  template <typename OnLook>
+  void wait_idle(std::chrono::steady_clock::time_point spin_until, const OnLook& on_look) {
+    for (;;) {
+      const int seen = active.load();
+      if (seen == 0) return;
+      on_look();
+      if (std::chrono::steady_clock::now() < spin_until) {
+        cpu_relax();
+      } else if (!walk_sleeps.load(std::memory_order_relaxed)) {
+        walk_sleeps.store(true);  // then looks at `active` once more before sleeping
+      } else {
+        active.wait(seen);
+      }
+    }
   }
   // No element is handed out after this. A thread that holds one counted itself in `active`
   // before taking it, so the walk sees it there after closing.
@@ -57,7 +80,10 @@ struct ElementTickets {
   std::atomic<int> active{0};    // joined threads between asking for an element and being done
   std::atomic<int> slots{1};
   std::atomic<bool> stop{false};  // a thread failed: the others stop early
-  std::thread::id feeder;         // a fed root's feeding thread, which never joins
+  // Set once the walk's thread goes to sleep in wait_idle; until then a joined thread that is
+  // done wakes nobody, at no cost.
+  std::atomic<bool> walk_sleeps{false};
+  std::thread::id feeder;  // a fed root's feeding thread, which never joins
   const std::function<void(int, int64_t)>* walk =
       nullptr;  // (slot, first element); valid while open
 };
@@ -203,7 +229,7 @@ void CopyJob::walk() {
     // Some helpers may be queued (an allocation failed part way): they must find no element, and
     // a thread that took one must be done with it, before the walkers die with this frame.
     close_walk();
-    while (tickets->active.load(std::memory_order_acquire) != 0) cpu_relax();
+    tickets->wait_idle(std::chrono::steady_clock::now() + WorkerPool::kDefaultSpin, [] {});
     throw;
   }
   walk_from(*walkers[0], tickets->take());
@@ -230,10 +256,11 @@ void CopyJob::walk() {
       }
     }
   };
-  while (tickets->active.load(std::memory_order_acquire) != 0) {
+  // Spinning as long as an idle worker does by default: a sleep and wake-up would cost more
+  // than the usual wait.
+  tickets->wait_idle(own_done + WorkerPool::kDefaultSpin, [&] {
     if (pack_submitted_in_walk()) queue_staged();
-    cpu_relax();
-  }
+  });
   stats_.split_wait_us = micros_between(own_done, std::chrono::steady_clock::now());
   if (pack_submitted_in_walk()) queue_staged();
   // The threads' staging, which queued DMAs may still read, goes to the job's completion, which
