@@ -84,7 +84,7 @@
 # At most eight files are written to OUT_DIR.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: scripts/gpu-check.sh OUT_DIR [MODE [ARGS...]] (the modes: this file's header)}"
+out="${1:?usage: scripts/gpu-check.sh OUT_DIR [MODE [ARGS...]], the modes as in the header}"
 mode="${2:-full}"
 mkdir -p "$out"
 export MTC_BUILD_DIR="${MTC_BUILD_DIR:-build-gpu}" MTC_PYTHON="${MTC_PYTHON:-python3}"
