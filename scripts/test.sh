@@ -2,9 +2,10 @@
 # Builds everything and runs the test suites, then smoke-tests the main job: on a machine
 # without a GPU the GPU tests skip (saying so) and mtc-bench runs the CPU->CPU direction; the
 # report it writes and every shipped config are validated against their JSON Schemas, the
-# documentation's links and paths and the layering of src/ are checked; then the plots are
-# drawn, the CI performance job (scripts/perf-ci.sh) runs end to end in its CPU smoke mode, and
-# the Python module is installed into the venv and its tests run (the GPU ones skip, saying so).
+# documentation's links and paths, the layering of src/ and the shell scripts' syntax are
+# checked; then the plots are drawn, the CI performance job (scripts/perf-ci.sh) runs end to end
+# in its CPU smoke mode, and the Python module is installed into the venv and its tests run (the
+# GPU ones skip, saying so).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -27,6 +28,9 @@ echo "=== links and paths in README.md, docs/ and the other READMEs"
 
 echo "=== the layering of src/: no folder includes one above it"
 "$MTC_PYTHON" tests/scripts/layering_test.py
+
+echo "=== every shell script parses (bash -n): the GPU host's scripts run nowhere else"
+for script in scripts/*.sh tests/scripts/*.sh .ci/run; do bash -n "$script"; done
 
 echo "=== scripts/run-gtest-suite.sh (the GPU host's test stage) on stand-in test binaries"
 bash tests/scripts/run_gtest_suite_test.sh
