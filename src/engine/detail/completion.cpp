@@ -2,6 +2,7 @@
 
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
 #include <cstring>
 #include <iterator>
 
@@ -37,6 +38,9 @@ void Completion::hold(PinnedBlock block) {
 }
 
 void Completion::record(c10::DeviceIndex device, cudaStream_t stream) {
+  // Room first: an event taken from the pool and then not held would never go back to it.
+  if (events_.size() == events_.capacity())
+    events_.reserve(std::max<size_t>(4, 2 * events_.size()));
   cudaEvent_t event = EventPool::instance().acquire(device);
   events_.push_back({device, event});
   MTC_CUDA_CHECK(cudaEventRecord(event, stream));

@@ -76,7 +76,15 @@ void fill_staging(std::span<const StagingCopy> copies, std::byte* host_base) {
                     [&](int64_t p) { copy_range(bounds[p], bounds[p + 1]); });
 }
 
-PinnedPipeline::~PinnedPipeline() { drain(); }
+// Reached with slots left only when the copy failed before drain(): its host copies would fill
+// outputs nobody gets, and recording them could throw (std::bad_alloc) out of a destructor,
+// which ends the process. The completion holds the slots' blocks and waits for their DMAs.
+PinnedPipeline::~PinnedPipeline() {
+  for (Slot& slot : slots_) {
+    if (slot.event != nullptr) EventPool::instance().release(device_, slot.event);
+    slot = Slot{};
+  }
+}
 
 void PinnedPipeline::flush(Slot& slot) {
   run_host_copies(slot.pending);

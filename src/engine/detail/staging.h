@@ -51,6 +51,7 @@ class PinnedPipeline {
 
   void device_to_host(std::byte* dst, const std::byte* src, int64_t bytes);
   // Hands the last host copies over to the completion (which holds the slots' blocks already).
+  // A copy that succeeds must call it: the destructor drops what is left undrained.
   void drain();
   // Pinned bytes this pipeline has taken from the pool.
   int64_t pinned_bytes() const;
