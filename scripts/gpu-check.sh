@@ -253,7 +253,15 @@ microbench() {
   shift 2
   "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=5 --benchmark_report_aggregates_only=true "$@" \
     --benchmark_filter="$filter" --benchmark_out="$out/$name.json" --benchmark_out_format=json > /dev/null 2>&1 || status=1
-  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/$name.json" | tee -a "$out/engine_bench.md"
+  # A filter that matches nothing is no failure to Google Benchmark (exit 0, an empty file):
+  # the check says so instead of passing on nothing.
+  if ! "$MTC_PYTHON" -c 'import json, sys; sys.exit(0 if json.load(open(sys.argv[1])).get("benchmarks") else 1)' \
+      "$out/$name.json" 2> /dev/null; then
+    echo "FAILED: no micro-benchmark results for '$filter' (none matched, or mtc_engine_bench wrote none)"
+    status=1
+    return
+  fi
+  "$MTC_PYTHON" scripts/summarize-microbench.py "$out/$name.json" | tee -a "$out/engine_bench.md" || status=1
 }
 
 if [[ "$mode" == microbench ]]; then
