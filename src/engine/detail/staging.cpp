@@ -79,11 +79,15 @@ void fill_staging(std::span<const StagingCopy> copies, std::byte* host_base) {
 // Reached with slots left only when the copy failed before drain(): its host copies would fill
 // outputs nobody gets, and recording them could throw (std::bad_alloc) out of a destructor,
 // which ends the process. The completion holds the slots' blocks and waits for their DMAs.
-PinnedPipeline::~PinnedPipeline() {
+PinnedPipeline::~PinnedPipeline() { let_go(); }
+
+void PinnedPipeline::let_go() noexcept {
   for (Slot& slot : slots_) {
     if (slot.event != nullptr) EventPool::instance().release(device_, slot.event);
     slot = Slot{};
   }
+  current_ = -1;
+  capacity_ = kSlots;
 }
 
 void PinnedPipeline::flush(Slot& slot) {
@@ -148,16 +152,12 @@ int64_t PinnedPipeline::pinned_bytes() const {
 }
 
 void PinnedPipeline::drain() {
-  for (Slot& slot : slots_) {
-    if (!slot.block) continue;
-    // The completion holds the slot's block since reserve() took it; its event, recorded after
-    // all of this stream's work, covers the slot.
+  // The completion holds the slots' blocks since reserve() took them; its event, recorded after
+  // all of this stream's work, covers the slots.
+  for (const Slot& slot : slots_) {
     for (const HostCopy& c : slot.pending) completion_.copy_after(c.dst, c.src, c.bytes);
-    if (slot.event != nullptr) EventPool::instance().release(device_, slot.event);
-    slot = Slot{};
   }
-  current_ = -1;
-  capacity_ = kSlots;
+  let_go();
 }
 
 }  // namespace mtc::detail

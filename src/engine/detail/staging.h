@@ -67,6 +67,8 @@ class PinnedPipeline {
   // oldest slot's DMA) when it is full. Returns the slot and the offset inside it.
   std::pair<Slot*, int64_t> reserve(int64_t bytes);
   void flush(Slot& slot);
+  // Gives the slots' events back and empties the ring; their blocks stay the completion's.
+  void let_go() noexcept;
 
   Completion& completion_;
   c10::DeviceIndex device_;
