@@ -10,22 +10,9 @@
 #include "errors.h"
 
 namespace mtc::bench {
-namespace {
 
-// What tells two paths apart. Only std::filesystem::path's string handling is used: libtorch,
-// linked into the same program, exports copies of the std::filesystem operations that misbehave.
-struct FileIdentity {
-  bool exists = false;
-  dev_t device = 0;
-  ino_t inode = 0;
-  std::string name;  // where it does not exist: its real folder and its name
-
-  bool operator==(const FileIdentity& other) const {
-    if (exists != other.exists) return false;
-    return exists ? device == other.device && inode == other.inode : name == other.name;
-  }
-};
-
+// Only std::filesystem::path's string handling is used: libtorch, linked into the same program,
+// exports copies of the std::filesystem operations that misbehave.
 FileIdentity identity_of(const std::string& path) {
   struct stat info {};
   if (::stat(path.c_str(), &info) == 0) return {true, info.st_dev, info.st_ino, {}};
@@ -36,8 +23,6 @@ FileIdentity identity_of(const std::string& path) {
   if (real == nullptr) return {false, 0, 0, normal.string()};
   return {false, 0, 0, (std::filesystem::path(real.get()) / normal.filename()).string()};
 }
-
-}  // namespace
 
 void check_outputs_apart(const std::vector<NamedPath>& inputs,
                          const std::vector<NamedPath>& outputs) {

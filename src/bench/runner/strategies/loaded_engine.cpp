@@ -2,14 +2,16 @@
 
 #include <dlfcn.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <torch/headeronly/version.h>
 
 #include <array>
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "errors.h"
 #include "mtc_engine_plugin.h"
+#include "report/output_paths.h"
 
 namespace mtc::bench {
 namespace {
@@ -120,17 +122,19 @@ void LoadedEngine::set_pinned_pool_limit(int64_t bytes) const {
 LoadedEngines load_engines(const std::map<std::string, std::string>& libraries) {
   // The loader keeps one instance of a file: two labels on one file would be one build, one
   // state, measured against itself as if it were two.
-  std::map<std::pair<dev_t, ino_t>, std::string> files;
+  std::vector<std::pair<FileIdentity, std::string>> files;  // with its label
   for (const auto& [label, path] : libraries) {
-    struct stat info {};
-    if (stat(path.c_str(), &info) != 0) continue;  // the loader says what is wrong with it
-    const auto [it, fresh] = files.emplace(std::make_pair(info.st_dev, info.st_ino), label);
-    if (!fresh) {
-      throw UsageError(
-          fmt::format("--engine-lib {}={}: the same file as --engine-lib {}: one library is one "
-                      "build with one state; load a copy of it under another name",
-                      label, path, it->second));
+    FileIdentity file = identity_of(path);
+    if (!file.exists) continue;  // the loader says what is wrong with it
+    for (const auto& [seen, seen_label] : files) {
+      if (seen == file) {
+        throw UsageError(
+            fmt::format("--engine-lib {}={}: the same file as --engine-lib {}: one library is one "
+                        "build with one state; load a copy of it under another name",
+                        label, path, seen_label));
+      }
     }
+    files.emplace_back(std::move(file), label);
   }
   LoadedEngines engines;
   for (const auto& [label, path] : libraries)
