@@ -30,8 +30,8 @@ package").
 
     python scripts/bench_python.py [--config configs/streampetr.json] [--original] [--md OUT.md] [--json OUT.json]
 
-Exit codes: 0 ok; 2 bad arguments or config, or a report that cannot be written; 3 --original but the original package cannot be
-imported; 4 a method's output differs from its input.
+Exit codes: 0 ok; 2 bad arguments or config, or a report that cannot be written; 3 --original
+but the original package cannot be imported; 4 a method's output differs from its input.
 """
 
 import argparse

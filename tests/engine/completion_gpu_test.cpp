@@ -33,9 +33,7 @@ class CompletionGpu : public GpuTest {
   void SetUp() override {
     GpuTest::SetUp();
     if (IsSkipped()) return;
-    if (!NextAllocationFails::available())
-      GTEST_SKIP()
-          << "the sanitizer's runtime owns operator new: no allocation can be made to fail";
+    if (!NextAllocationFails::available()) GTEST_SKIP() << NextAllocationFails::kUnavailable;
   }
 };
 

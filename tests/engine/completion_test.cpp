@@ -31,8 +31,7 @@ TEST_F(CompletionTest, HeldStagingGoesBackWhenTheCompletionFinishes) {
 }
 
 TEST_F(CompletionTest, ABlockItHasNoRoomToHoldGoesBackToItsPool) {
-  if (!NextAllocationFails::available())
-    GTEST_SKIP() << "the sanitizer's runtime owns operator new: no allocation can be made to fail";
+  if (!NextAllocationFails::available()) GTEST_SKIP() << NextAllocationFails::kUnavailable;
   PinnedPool pool(FakeSlabs::source());
   {
     Completion completion;

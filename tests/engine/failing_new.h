@@ -10,6 +10,9 @@ namespace mtc::test {
 class NextAllocationFails {
  public:
   static bool available();
+  // Why a test that needs a failure skips where it is not available.
+  static constexpr const char* kUnavailable =
+      "the sanitizer's runtime owns operator new: no allocation can be made to fail";
 
   // The calling thread's next operator new, and only that one, throws std::bad_alloc.
   NextAllocationFails();

@@ -68,8 +68,7 @@ PYBIND11_MODULE(_C, m) {
       "previous setting.");
   m.def("_set_walk_split", &mtc::set_walk_split, py::arg("min_leaves"), py::arg("leaves_per_part"),
         "For benchmarks: the engine's split of a structure among walking threads "
-        "(mtc::set_walk_split; "
-        "defaults 256 and 128), process-wide.");
+        "(mtc::set_walk_split; defaults 256 and 128), process-wide.");
   m.def("_set_streamed_walk", &mtc::python::set_streamed_walk, py::arg("enabled"),
         "For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's "
         "copy element by element, the engine starting first (on by default), or walked whole "
