@@ -104,7 +104,8 @@ def main(path):
                       f"{without:.1f} us without ({ahead / without:.2f}x)")
     for name, b in medians.items():
         if name.startswith("BM_LargePageableToDevice/") and "of_pinned" in b:
-            print(f"64 x 4 MiB pageable H2D, {b['fill_threads']:.0f} thread(s): {b['engine_GBps']:.1f} GB/s = "
+            ring = (f", ring {b['slots']:.0f} x {b['slot_KiB']:.0f} KiB" if "slots" in b else "")
+            print(f"64 x 4 MiB pageable H2D, {b['fill_threads']:.0f} thread(s){ring}: {b['engine_GBps']:.1f} GB/s = "
                   f"{100 * b['of_pinned']:.0f} % of one pinned copy ({b['pinned_GBps']:.1f} GB/s; target >= 80 %)")
     for direction, arg in (("h2d", 1), ("d2h", 0)):
         engine, to = us(f"BM_MixedBatch/{arg}/0/"), us(f"BM_MixedBatch/{arg}/1/")

@@ -40,15 +40,19 @@ const c10::impl::GenericList& large_batch() {
   return batch;
 }
 
-// 64 x 4 MiB pageable float32 to the GPU through the engine. Argument: the most threads that fill
-// pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many).
-// Counters: engine_GBps (median), pinned_GBps (one pinned cudaMemcpy of the same 256 MiB, same run)
-// and their ratio of_pinned.
+// 64 x 4 MiB pageable float32 to the GPU through the engine. Arguments: the most threads that fill
+// pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many),
+// then the ring's slot size in KiB and its slot count (0: the defaults). Counters: engine_GBps
+// (median), pinned_GBps (one pinned cudaMemcpy of the same 256 MiB, same run), their ratio
+// of_pinned, and the ring's shape.
 void BM_LargePageableToDevice(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const c10::impl::GenericList& batch = large_batch();
   const double pinned = pinned_copy_gbps(kLargeBytes);
   mtc::detail::set_upload_threads(static_cast<int>(state.range(0)));
+  mtc::detail::set_upload_ring(state.range(1) << 10, static_cast<int>(state.range(2)));
+  state.counters["slot_KiB"] = static_cast<double>(mtc::detail::upload_slot_bytes() >> 10);
+  state.counters["slots"] = mtc::detail::upload_slots();
   std::vector<double> seconds;
   for (auto _ : state) {
     const auto t0 = Clock::now();
@@ -58,6 +62,7 @@ void BM_LargePageableToDevice(benchmark::State& state) {
     state.SetIterationTime(seconds.back());
   }
   mtc::detail::set_upload_threads(0);
+  mtc::detail::set_upload_ring(0, 0);
   const double engine = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
   const int workers = mtc::detail::worker_pool_for(c10::Device(c10::kCUDA, 0)).size();
   state.counters["fill_threads"] =
@@ -119,10 +124,16 @@ void BM_MixedBatch(benchmark::State& state) {
 }  // namespace
 
 // Beyond 5 threads only with more workers (MTC_WORKER_THREADS); fill_threads says how many ran.
+// Then rings of other shapes with every thread: the same 16 MiB in smaller slots, and smaller
+// rings.
 BENCHMARK(BM_LargePageableToDevice)
-    ->DenseRange(0, 5)
-    ->Arg(7)
-    ->Arg(9)
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 7, 9}, {0}, {0}})
+    ->Args({0, 1024, 16})
+    ->Args({0, 1024, 8})
+    ->Args({0, 512, 32})
+    ->Args({0, 512, 12})
+    ->Args({0, 256, 16})
+    ->Args({0, 4096, 4})
     ->UseManualTime()
     ->MinTime(0.5)
     ->Unit(benchmark::kMillisecond);

@@ -40,6 +40,17 @@ class ScopedUploadThreads {
   ~ScopedUploadThreads() { mtc::detail::set_upload_threads(0); }
 };
 
+// Sets the upload ring's shape for one scope and puts the default back.
+class ScopedUploadRing {
+ public:
+  ScopedUploadRing(int64_t slot_bytes, int slots) {
+    mtc::detail::set_upload_ring(slot_bytes, slots);
+  }
+  ScopedUploadRing(const ScopedUploadRing&) = delete;  // restores once
+  ScopedUploadRing& operator=(const ScopedUploadRing&) = delete;
+  ~ScopedUploadRing() { mtc::detail::set_upload_ring(0, 0); }
+};
+
 // Sizes around the chunk and slot boundaries, more chunks than the ring has slots, odd lengths,
 // a non-dense view and a pinned tensor (copied without staging) among them.
 c10::impl::GenericList large_pageable_batch() {
@@ -85,6 +96,20 @@ TEST_P(PinnedUploadGpu, LargePageableTensorsAreBitwiseWhatToGives) {
     EXPECT_GT(h.stats().pinned_bytes, 0);
     EXPECT_LE(h.stats().pinned_bytes, mtc::detail::kUploadSlots * mtc::detail::kUploadChunkBytes)
         << "the ring holds more than its slots";
+  }
+}
+
+// Rings of other shapes (benchmarks compare them): small slots that chunks span several of, and
+// a ring of two, whose slots are each reused many times in one copy.
+TEST_F(GpuTest, LargePageableTensorsThroughOtherRingsAreWhatToGives) {
+  const c10::impl::GenericList batch = large_pageable_batch();
+  for (const auto& [slot_kib, slots] : {std::pair{256, 2}, std::pair{512, 12}}) {
+    SCOPED_TRACE(std::to_string(slots) + " x " + std::to_string(slot_kib) + " KiB");
+    const ScopedUploadRing ring(int64_t{slot_kib} << 10, slots);
+    CopyHandle h = start_copy(batch, kCuda0);
+    const c10::IValue out = h.get();
+    expect_same_as_per_tensor_to(out, batch);
+    EXPECT_LE(h.stats().pinned_bytes, int64_t{slots} * (int64_t{slot_kib} << 10));
   }
 }
 
@@ -150,6 +175,21 @@ TEST(PinnedUploadSettings, ThreadLimitIsKept) {
   mtc::detail::set_upload_threads(-2);
   EXPECT_EQ(mtc::detail::upload_threads(), 0) << "a negative limit means the default";
   mtc::detail::set_upload_threads(0);
+}
+
+TEST(PinnedUploadSettings, RingShapeIsRoundedAndResets) {
+  mtc::detail::set_upload_ring(0, 0);
+  EXPECT_EQ(mtc::detail::upload_slot_bytes(), mtc::detail::kUploadChunkBytes);
+  EXPECT_EQ(mtc::detail::upload_slots(), mtc::detail::kUploadSlots);
+  mtc::detail::set_upload_ring((512 << 10) + 1, 12);
+  EXPECT_EQ(mtc::detail::upload_slot_bytes(), (512 << 10) + 256) << "up to the pool's granularity";
+  EXPECT_EQ(mtc::detail::upload_slots(), 12);
+  mtc::detail::set_upload_ring(1, -3);
+  EXPECT_EQ(mtc::detail::upload_slot_bytes(), mtc::detail::kUploadMinSlotBytes)
+      << "no slot below the smallest one the ring shrinks to";
+  EXPECT_EQ(mtc::detail::upload_slots(), mtc::detail::kUploadSlots) << "a negative count: default";
+  mtc::detail::set_upload_ring(0, 0);
+  EXPECT_EQ(mtc::detail::upload_slot_bytes(), mtc::detail::kUploadChunkBytes);
 }
 
 }  // namespace

@@ -21,6 +21,8 @@ namespace mtc::detail {
 namespace {
 
 std::atomic<int> upload_thread_limit{0};
+std::atomic<int64_t> upload_slot_bytes_setting{0};
+std::atomic<int> upload_slots_setting{0};
 
 // As many slots of as many bytes as the pinned pool's limit allows: first fewer slots (down to
 // two, which still overlap a fill with a DMA), then smaller ones, then a single one.
@@ -139,6 +141,22 @@ class Upload {
 void set_upload_threads(int threads) { upload_thread_limit.store(std::max(0, threads)); }
 int upload_threads() { return upload_thread_limit.load(std::memory_order_relaxed); }
 
+void set_upload_ring(int64_t slot_bytes, int slots) {
+  upload_slot_bytes_setting.store(
+      slot_bytes <= 0
+          ? 0
+          : round_up(std::max(slot_bytes, kUploadMinSlotBytes), PinnedPool::kGranularity));
+  upload_slots_setting.store(std::max(0, slots));
+}
+int64_t upload_slot_bytes() {
+  const int64_t set = upload_slot_bytes_setting.load(std::memory_order_relaxed);
+  return set > 0 ? set : kUploadChunkBytes;
+}
+int upload_slots() {
+  const int set = upload_slots_setting.load(std::memory_order_relaxed);
+  return set > 0 ? set : kUploadSlots;
+}
+
 int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& completion,
                         c10::DeviceIndex device, cudaStream_t stream) {
   MTC_RANGE(upload, "upload");
@@ -149,10 +167,10 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
     largest = std::max(largest, s.bytes);
   }
   if (total == 0) return 0;
-  int64_t slot_bytes = round_up(std::min(kUploadChunkBytes, largest), PinnedPool::kGranularity);
+  int64_t slot_bytes = round_up(std::min(upload_slot_bytes(), largest), PinnedPool::kGranularity);
   int64_t chunk_count = 0;
   for (const HostToDeviceSpan& s : spans) chunk_count += (s.bytes + slot_bytes - 1) / slot_bytes;
-  int slots = static_cast<int>(std::min<int64_t>(kUploadSlots, chunk_count));
+  int slots = static_cast<int>(std::min<int64_t>(upload_slots(), chunk_count));
   const PinnedBlock ring =
       acquire_ring(PinnedPoolSet::instance().for_device(device), slots, slot_bytes);
   completion.hold(ring);

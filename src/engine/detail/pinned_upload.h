@@ -40,6 +40,14 @@ inline constexpr int64_t kUploadParallelBytes = 1 << 20;
 void set_upload_threads(int threads);
 int upload_threads();
 
+// The ring's slot size and slot count, process-wide, for benchmarks that compare ring shapes in
+// one run (a smaller ring may stay in the host's caches between a fill and its DMA); 0 (the
+// default) for either: kUploadChunkBytes and kUploadSlots. A slot size is rounded up to the
+// pinned pool's granularity and to at least kUploadMinSlotBytes.
+void set_upload_ring(int64_t slot_bytes, int slots);
+int64_t upload_slot_bytes();
+int upload_slots();
+
 // Queues the copy of every span on `stream`, whose device must be current; the pinned ring goes
 // to `completion`, which must be waited for before the ring is reused. Returns the pinned bytes
 // used. Throws c10::Error on CUDA errors and when the pinned pool's limit leaves no room for even
