@@ -1,8 +1,8 @@
-// What a copy's completion and its GPU->CPU pipeline keep or lose when memory runs out at the one
-// allocation they make: an event taken from its pool goes back to it, and a pipeline left
-// undrained (its copy failed) goes without allocating, since it does so in a destructor, where a
-// throw would end the process. Skipped without a CUDA device, and under a sanitizer, whose
-// runtime owns operator new (failing_new.h).
+// What a copy's completion, its GPU->CPU pipeline and the event pool keep or lose when memory runs
+// out: an event taken from its pool goes back to it, the pool takes events back without
+// allocating, and a pipeline left undrained (its copy failed) goes without allocating, since it
+// does so in a destructor, where a throw would end the process. Skipped without a CUDA device,
+// and under a sanitizer, whose runtime owns operator new (failing_new.h).
 #include <ATen/ops/full.h>
 #include <c10/cuda/CUDAStream.h>
 #include <cuda_runtime_api.h>
@@ -59,6 +59,21 @@ TEST_F(CompletionGpu, AnEventItHasNoRoomToHoldGoesBackToItsPool) {
   const cudaEvent_t next = EventPool::instance().acquire(0);
   EXPECT_EQ(next, spare) << "the event the failed record took was not given back";
   EventPool::instance().release(0, next);
+}
+
+TEST_F(CompletionGpu, EventsGoBackToTheirPoolWithoutAllocating) {
+  // More events out at once than the pool's free list held: each comes back to room made for it
+  // when it was made.
+  std::vector<cudaEvent_t> events;
+  for (int i = 0; i < 64; ++i) events.push_back(EventPool::instance().acquire(0));
+  const size_t waiting = EventPool::instance().waiting(0);
+  {
+    const NextAllocationFails failure;
+    for (const cudaEvent_t e : events) EventPool::instance().release(0, e);
+    EXPECT_FALSE(failure.fired()) << "a release allocated";
+  }
+  EXPECT_EQ(EventPool::instance().waiting(0), waiting + events.size()) << "events were lost";
+  EXPECT_GE(EventPool::instance().made(0), events.size());
 }
 
 TEST_F(CompletionGpu, AnUndrainedPipelineGoesWithoutAllocating) {

@@ -6,6 +6,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "detail/cuda_check.h"
 #include "detail/round_up.h"
@@ -61,12 +62,29 @@ bool PinnedPool::try_carve(int32_t slab_index, int64_t bytes, PinnedBlock& out) 
     if (it->second < bytes) continue;
     const int64_t offset = it->first;
     const int64_t remaining = it->second - bytes;
-    slab.free.erase(it);
-    if (remaining > 0) slab.free.emplace(offset + bytes, remaining);
+    if (remaining > 0) {
+      auto node = slab.free.extract(it);
+      node.key() = offset + bytes;
+      node.mapped() = remaining;
+      slab.free.insert(std::move(node));
+    } else {
+      slab.free.erase(it);
+    }
     out = PinnedBlock{slab.base + offset, bytes, slab_index, this};
     return true;
   }
   return false;
+}
+
+void PinnedPool::keep_spare_nodes(size_t count) {
+  if (spare_nodes_.size() >= count) return;
+  if (spare_nodes_.capacity() < count)
+    spare_nodes_.reserve(std::max(count, 2 * spare_nodes_.capacity()));
+  FreeExtents maker;
+  while (spare_nodes_.size() < count) {
+    maker.emplace(0, 0);
+    spare_nodes_.push_back(maker.extract(maker.begin()));
+  }
 }
 
 void PinnedPool::detach_slab(Slab& slab, Detached& detached) noexcept {
@@ -89,9 +107,15 @@ int32_t PinnedPool::add_slab(std::unique_lock<std::mutex>& lock, int64_t bytes, 
     if (reserved_ + minimum > limit_) return -1;
     bytes = std::max(minimum, std::min(bytes, limit_ - reserved_));
   }
+  // The slab's entry and its first free extent are made first: once the memory is allocated,
+  // nothing may fail before the slab is in the books.
+  slabs_.reserve(slabs_.size() + 1);
+  FreeExtents first;
+  first.emplace(0, bytes);
   // Counted before the lock is let go, so that requests meanwhile see it against the limit;
   // and while growing_ is set, requests that do not fit wait for this slab instead of each
-  // allocating one of their own (the workers of one copy ask at the same moment).
+  // allocating one of their own (the workers of one copy ask at the same moment; no other slab
+  // is added meanwhile, so the reserved entry stays free).
   reserved_ += bytes;
   growing_ = true;
   lock.unlock();
@@ -113,7 +137,7 @@ int32_t PinnedPool::add_slab(std::unique_lock<std::mutex>& lock, int64_t bytes, 
   if (entry == slabs_.end()) entry = slabs_.insert(slabs_.end(), Slab{});
   entry->base = static_cast<std::byte*>(base);
   entry->bytes = bytes;
-  entry->free.emplace(0, bytes);
+  entry->free = std::move(first);
   ++live_slabs_;
   peak_reserved_ = std::max(peak_reserved_, reserved_);
   return static_cast<int32_t>(entry - slabs_.begin());
@@ -126,6 +150,7 @@ void PinnedPool::end_growth() noexcept {
 
 void PinnedPool::merge_idle_slabs(std::unique_lock<std::mutex>& lock, Detached& detached) {
   const int64_t target = slab_bytes_for(demand_since_merge_);
+  detached.reserve(detached.size() + slabs_.size());  // detach_slab may not fail
   for (Slab& slab : slabs_)
     if (slab.base != nullptr) detach_slab(slab, detached);
   slabs_.clear();
@@ -138,6 +163,7 @@ void PinnedPool::merge_idle_slabs(std::unique_lock<std::mutex>& lock, Detached& 
 }
 
 void PinnedPool::note_granted(int64_t bytes) {
+  ++blocks_in_use_;
   in_use_ += bytes;
   peak_in_use_ = std::max(peak_in_use_, in_use_);
   demand_since_merge_ = std::max(demand_since_merge_, in_use_);
@@ -152,6 +178,7 @@ PinnedBlock PinnedPool::acquire_block(int64_t bytes) {
   bool carved = false;
   for (;;) {
     if (!growing_ && in_use_ == 0 && live_slabs_ > 1) merge_idle_slabs(lock, detached);
+    keep_spare_nodes(blocks_in_use_ + 1);  // for this block's release
     for (int32_t i = 0; !carved && i < static_cast<int32_t>(slabs_.size()); ++i)
       carved = slabs_[i].base != nullptr && try_carve(i, bytes, block);
     if (carved || !growing_) break;
@@ -164,6 +191,7 @@ PinnedBlock PinnedPool::acquire_block(int64_t bytes) {
     const int32_t slab =
         add_slab(lock, std::max(bytes, slab_bytes_for(in_use_ + bytes)), bytes, detached);
     if (slab >= 0) {
+      keep_spare_nodes(blocks_in_use_ + 1);  // releases meanwhile may have used some
       carved = try_carve(slab, bytes, block);
       TORCH_INTERNAL_ASSERT(carved);
     }
@@ -191,22 +219,30 @@ void PinnedPool::release(const PinnedBlock& block) noexcept {
   if (!block) return;
   std::lock_guard<std::mutex> lock(mutex_);
   Slab& slab = slabs_[block.slab];
-  int64_t offset = block.data - slab.base;
-  int64_t length = block.bytes;
-  auto next = slab.free.lower_bound(offset);
-  if (next != slab.free.end() && offset + length == next->first) {
-    length += next->second;
-    next = slab.free.erase(next);
+  const int64_t offset = block.data - slab.base;
+  const int64_t length = block.bytes;
+  const auto next = slab.free.lower_bound(offset);
+  const bool joins_next = next != slab.free.end() && offset + length == next->first;
+  const auto prev = next == slab.free.begin() ? slab.free.end() : std::prev(next);
+  const bool joins_prev = prev != slab.free.end() && prev->first + prev->second == offset;
+  if (joins_prev) {
+    prev->second += length + (joins_next ? next->second : 0);
+    if (joins_next) slab.free.erase(next);
+  } else if (joins_next) {
+    auto node = slab.free.extract(next);  // the extent now starts at the block
+    node.key() = offset;
+    node.mapped() += length;
+    slab.free.insert(std::move(node));
+  } else if (!spare_nodes_.empty()) {
+    auto node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = offset;
+    node.mapped() = length;
+    slab.free.insert(next, std::move(node));
+  } else {
+    slab.free.emplace_hint(next, offset, length);  // not reached: acquire made a node for it
   }
-  if (next != slab.free.begin()) {
-    auto prev = std::prev(next);
-    if (prev->first + prev->second == offset) {
-      offset = prev->first;
-      length += prev->second;
-      slab.free.erase(prev);
-    }
-  }
-  slab.free.emplace(offset, length);
+  --blocks_in_use_;
   in_use_ -= block.bytes;
 }
 
@@ -226,6 +262,7 @@ PinnedPoolStats PinnedPool::stats() const {
 
 int64_t PinnedPool::release_idle_locked(Detached& detached) {
   const int64_t before = reserved_;
+  detached.reserve(detached.size() + slabs_.size());  // detach_slab may not fail
   for (Slab& slab : slabs_)
     if (slab.idle()) detach_slab(slab, detached);
   // Entries stay (blocks in use name their slab by index) but trailing free ones can go.

@@ -72,6 +72,8 @@ class PinnedPool {
   // The same, but an empty block instead of the limit error (allocation failures still throw):
   // for callers that can make do with less.
   PinnedBlock try_acquire(int64_t bytes);
+  // Allocates nothing: the node that a block's extent may need in the free list was made when
+  // the block was acquired.
   void release(const PinnedBlock& block) noexcept;
   // Gives `block` back to the pool it came from (nothing for an empty block).
   static void give_back(const PinnedBlock& block) noexcept {
@@ -89,10 +91,11 @@ class PinnedPool {
   void reset_peaks();
 
  private:
+  using FreeExtents = std::map<int64_t, int64_t>;  // offset -> length
   struct Slab {
     std::byte* base = nullptr;  // null: a free entry (its index may be reused)
     int64_t bytes = 0;
-    std::map<int64_t, int64_t> free;  // offset -> length, coalesced
+    FreeExtents free;  // coalesced
     bool idle() const {
       return base != nullptr && free.size() == 1 && free.begin()->second == bytes;
     }
@@ -103,7 +106,10 @@ class PinnedPool {
   using Detached = std::vector<void*>;
   // Shared by acquire and try_acquire: an empty block when the limit is in the way.
   PinnedBlock acquire_block(int64_t bytes);
+  // Allocates nothing (a carved extent's node is reused for what is left of it).
   bool try_carve(int32_t slab_index, int64_t bytes, PinnedBlock& out);
+  // At least `count` spare nodes for the free lists; throws std::bad_alloc, the pool unchanged.
+  void keep_spare_nodes(size_t count);
   // A new slab of `bytes`, or of less (but at least `minimum`) to stay within the limit;
   // -1 when the limit leaves no room for `minimum` even after freeing idle slabs. Unlocks
   // `lock` to free `detached` and to allocate, and holds it again when it returns or throws;
@@ -124,6 +130,11 @@ class PinnedPool {
   std::condition_variable grown_;  // signalled when a slab allocation ends
   bool growing_ = false;           // a slab is being allocated with the lock released
   std::vector<Slab> slabs_;
+  // A node for each block in use and the next one, made ahead: a release whose extent touches
+  // no free one needs a node, and release must not fail (it runs in destructors and completion
+  // callbacks, where an exception ends the process).
+  std::vector<FreeExtents::node_type> spare_nodes_;
+  size_t blocks_in_use_ = 0;
   int64_t live_slabs_ = 0;
   int64_t reserved_ = 0;  // live slabs and those being allocated
   int64_t in_use_ = 0;
