@@ -124,8 +124,8 @@ void BM_MixedBatch(benchmark::State& state) {
 }  // namespace
 
 // Beyond 5 threads only with more workers (MTC_WORKER_THREADS); fill_threads says how many ran.
-// Then rings of other shapes with every thread: the same 16 MiB in smaller slots, and smaller
-// rings.
+// Then rings of other shapes with every thread: the same 16 MiB in smaller or larger slots, smaller
+// rings, and larger slots in larger rings (fewer chunks, each with its own waits and calls).
 BENCHMARK(BM_LargePageableToDevice)
     ->ArgsProduct({{0, 1, 2, 3, 4, 5, 7, 9}, {0}, {0}})
     ->Args({0, 1024, 16})
@@ -134,6 +134,9 @@ BENCHMARK(BM_LargePageableToDevice)
     ->Args({0, 512, 12})
     ->Args({0, 256, 16})
     ->Args({0, 4096, 4})
+    ->Args({0, 4096, 8})
+    ->Args({0, 8192, 8})
+    ->Args({0, 16384, 4})
     ->UseManualTime()
     ->MinTime(0.5)
     ->Unit(benchmark::kMillisecond);
