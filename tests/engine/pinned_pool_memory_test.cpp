@@ -100,5 +100,28 @@ TEST_F(PinnedPoolMemoryTest, ARequestThatRunsOutOfMemoryLeavesThePoolAsItWas) {
   EXPECT_EQ(QuietSlabs::live.load(), live_before);
 }
 
+TEST_F(PinnedPoolMemoryTest, AFailedRequestBesideIdleSlabsLosesNone) {
+  const int live_before = QuietSlabs::live.load();
+  {
+    PinnedPool pool(QuietSlabs::source());
+    // Two slabs, both idle: the next request merges them into one.
+    const PinnedBlock a = pool.acquire(64 * 1024);
+    const PinnedBlock b = pool.acquire(1024 * 1024);
+    ASSERT_NE(a.slab, b.slab);
+    pool.release(a);
+    pool.release(b);
+    ASSERT_EQ(pool.stats().slabs, 2);
+    {
+      const NextAllocationFails failure;
+      EXPECT_THROW(pool.acquire(256), std::bad_alloc);
+    }
+    EXPECT_EQ(QuietSlabs::live.load() - live_before, pool.stats().slabs)
+        << "slabs in memory and in the pool's books differ";
+    pool.release(pool.acquire(256));  // the merge, this time without a failure
+    EXPECT_EQ(QuietSlabs::live.load() - live_before, pool.stats().slabs);
+  }
+  EXPECT_EQ(QuietSlabs::live.load(), live_before);
+}
+
 }  // namespace
 }  // namespace mtc::detail

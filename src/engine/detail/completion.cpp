@@ -16,6 +16,14 @@ namespace mtc::detail {
 Completion::~Completion() { wait_noexcept(); }
 
 void Completion::absorb(Completion& other) {
+  // Room first, for all five: a failure part way would leave part of `other` behind, and staging
+  // given back by its destructor before the DMAs that read it have run.
+  auto make_room = [](auto& to, const auto& from) { to.reserve(to.size() + from.size()); };
+  make_room(events_, other.events_);
+  make_room(staging_, other.staging_);
+  make_room(tensors_, other.tensors_);
+  make_room(storages_, other.storages_);
+  make_room(host_copies_, other.host_copies_);
   auto append = [](auto& to, auto& from) {
     to.insert(to.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
     from.clear();

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <limits>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -159,6 +160,7 @@ void PinnedPool::merge_idle_slabs(std::unique_lock<std::mutex>& lock, Detached& 
   try {
     add_slab(lock, target, kGranularity, detached);
   } catch (const c10::Error&) {
+  } catch (const std::bad_alloc&) {
   }
 }
 
@@ -173,6 +175,13 @@ PinnedBlock PinnedPool::acquire_block(int64_t bytes) {
   TORCH_CHECK(bytes > 0, "mtc: pinned block of ", bytes, " bytes requested");
   bytes = round_up(bytes, kGranularity);
   Detached detached;
+  // Slabs detached here are freed whatever happens, once the lock is let go (declared after this,
+  // the lock goes first): a failure after a merge must not lose them.
+  struct FreeDetached {
+    PinnedPool& pool;
+    Detached& slabs;
+    ~FreeDetached() { pool.free_detached(slabs); }
+  } free_detached_at_exit{*this, detached};
   std::unique_lock<std::mutex> lock(mutex_);
   PinnedBlock block;
   bool carved = false;
@@ -197,9 +206,7 @@ PinnedBlock PinnedPool::acquire_block(int64_t bytes) {
     }
   }
   if (carved) note_granted(bytes);
-  lock.unlock();
-  free_detached(detached);  // idle slabs the limit let go when no new slab came of it
-  return block;
+  return block;  // then idle slabs the limit let go when no new slab came of it are freed
 }
 
 PinnedBlock PinnedPool::try_acquire(int64_t bytes) { return acquire_block(bytes); }

@@ -92,9 +92,15 @@ class Upload {
   // On the upload's own thread once its share is done: waits for the helpers still filling and
   // rethrows the first failure.
   void finish() {
-    next_.fetch_add(size());  // no chunk is handed out after this
-    while (active_.load(std::memory_order_acquire) != 0) cpu_relax();
+    close();
     if (error_) std::rethrow_exception(error_);
+  }
+
+  // No chunk is handed out after this; returns once no thread is filling one. Before the events
+  // go back: a helper that joins later finds nothing to do.
+  void close() noexcept {
+    next_.fetch_add(size());
+    while (active_.load(std::memory_order_acquire) != 0) cpu_relax();
   }
 
  private:
@@ -195,6 +201,8 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
     upload->join();
     upload->finish();
   } catch (...) {
+    // Helpers queued before a failure (say, in submit_copies) may be filling: done first.
+    upload->close();
     upload->release_events();
     throw;
   }
