@@ -25,7 +25,9 @@ struct HostToDeviceSpan {
 };
 
 // Bytes of one chunk (and slot): large enough that a DMA runs near the link's bandwidth and its
-// submission (~5 us) is small beside it (2 MiB take ~38 us at 55 GB/s).
+// submission (~5 us) is small beside it (2 MiB take ~38 us at 55 GB/s). Each chunk's waits and
+// calls cost some 20-26 us in all on an H200 host: 1 MiB slots were 0.71-0.73x as fast, 8 MiB
+// ones 1.12x in one run, for four times the pinned memory (results/notes/2026-12-03-morning.md).
 inline constexpr int64_t kUploadChunkBytes = 2 << 20;
 // Slots in the ring: more than the threads that fill them, so DMAs queue behind the fills.
 inline constexpr int kUploadSlots = 8;
@@ -41,8 +43,8 @@ void set_upload_threads(int threads);
 int upload_threads();
 
 // The ring's slot size and slot count, process-wide, for benchmarks that compare ring shapes in
-// one run (a smaller ring may stay in the host's caches between a fill and its DMA); 0 (the
-// default) for either: kUploadChunkBytes and kUploadSlots. A slot size is rounded up to the
+// one run (BM_LargePageableToDevice; results/notes/2026-12-03-morning.md); 0 (the default) for
+// either: kUploadChunkBytes and kUploadSlots. A slot size is rounded up to the
 // pinned pool's granularity and to at least kUploadMinSlotBytes.
 void set_upload_ring(int64_t slot_bytes, int slots);
 int64_t upload_slot_bytes();
