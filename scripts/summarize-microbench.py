@@ -105,8 +105,14 @@ def main(path):
     for name, b in medians.items():
         if name.startswith("BM_LargePageableToDevice/") and "of_pinned" in b:
             ring = (f", ring {b['slots']:.0f} x {b['slot_KiB']:.0f} KiB" if "slots" in b else "")
+            ring += ", one thread queues the DMAs" if b.get("one_queuer") else ""
             print(f"64 x 4 MiB pageable H2D, {b['fill_threads']:.0f} thread(s){ring}: {b['engine_GBps']:.1f} GB/s = "
                   f"{100 * b['of_pinned']:.0f} % of one pinned copy ({b['pinned_GBps']:.1f} GB/s; target >= 80 %)")
+    for name, b in medians.items():
+        if name.startswith("BM_PageableFill/") and "fill_GBps" in b:
+            threads, dma = name.split("/")[1:3]
+            print(f"the upload's fill alone, {threads} thread(s){', GPU reading host memory meanwhile' if dma == '1' else ''}: "
+                  f"{b['fill_GBps']:.1f} GB/s" + (f" (DMA {b['dma_GBps']:.1f} GB/s)" if "dma_GBps" in b else ""))
     for direction, arg in (("h2d", 1), ("d2h", 0)):
         engine, to = us(f"BM_MixedBatch/{arg}/0/"), us(f"BM_MixedBatch/{arg}/1/")
         if engine and to:

@@ -1,18 +1,24 @@
 // Large tensors and mixed batches: the engine's bandwidth on 64 pageable float32 tensors of
 // 4 MiB against one pinned cudaMemcpy of the same bytes (measured in the same benchmark), by the
 // number of threads that fill the pinned chunks; and the mixed batch of configs/mixed.json
-// (792 small tensors and 4 of 2 MiB) in both directions, beside per-tensor .to().
+// (792 small tensors and 4 of 2 MiB) in both directions, beside per-tensor .to(). And the
+// upload's fill alone, with and without DMAs reading host memory meanwhile.
 #include <ATen/core/List.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/rand.h>
 #include <benchmark/benchmark.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstring>
+#include <thread>
 #include <vector>
 
 #include "bench_support.h"
 #include "detail/pinned_upload.h"
+#include "detail/worker_pool.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
 #include "reference_batch.h"
@@ -42,15 +48,18 @@ const c10::impl::GenericList& large_batch() {
 
 // 64 x 4 MiB pageable float32 to the GPU through the engine. Arguments: the most threads that fill
 // pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many),
-// then the ring's slot size in KiB and its slot count (0: the defaults). Counters: engine_GBps
+// the ring's slot size in KiB and its slot count (0: the defaults), then who queues the DMAs (0:
+// each filling thread, the default; 1: the upload's own thread alone). Counters: engine_GBps
 // (median), pinned_GBps (one pinned cudaMemcpy of the same 256 MiB, same run), their ratio
-// of_pinned, and the ring's shape.
+// of_pinned, the ring's shape and one_queuer.
 void BM_LargePageableToDevice(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const c10::impl::GenericList& batch = large_batch();
   const double pinned = pinned_copy_gbps(kLargeBytes);
   mtc::detail::set_upload_threads(static_cast<int>(state.range(0)));
   mtc::detail::set_upload_ring(state.range(1) << 10, static_cast<int>(state.range(2)));
+  mtc::detail::set_upload_one_queuer(state.range(3) == 1);
+  state.counters["one_queuer"] = mtc::detail::upload_one_queuer() ? 1 : 0;
   state.counters["slot_KiB"] = static_cast<double>(mtc::detail::upload_slot_bytes() >> 10);
   state.counters["slots"] = mtc::detail::upload_slots();
   std::vector<double> seconds;
@@ -63,6 +72,7 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   }
   mtc::detail::set_upload_threads(0);
   mtc::detail::set_upload_ring(0, 0);
+  mtc::detail::set_upload_one_queuer(false);
   const double engine = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
   const int workers = mtc::detail::worker_pool_for(c10::Device(c10::kCUDA, 0)).size();
   state.counters["fill_threads"] =
@@ -86,6 +96,79 @@ void BM_LargePageableToDevicePerTensorTo(benchmark::State& state) {
     state.SetIterationTime(seconds.back());
   }
   state.counters["to_GBps"] = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
+}
+
+// The upload's fill alone, the host's share of BM_LargePageableToDevice: threads (argument 0)
+// copy the 256 MiB of the large batch into a pinned ring of 8 x 2 MiB, taking 2 MiB chunks in
+// turn, with no DMA (argument 1 = 0), or while another thread keeps the GPU reading a pinned
+// buffer of its own (1), as the upload's DMAs do. Counters: fill_GBps (median), and with DMAs
+// dma_GBps, what the GPU read meanwhile. If the fill alone is no faster than the engine's upload,
+// the host's memory, not the upload's design, bounds it.
+void BM_PageableFill(benchmark::State& state) {
+  if (!has_gpu()) return state.SkipWithError("no CUDA device");
+  constexpr int64_t kChunk = int64_t{2} << 20;
+  constexpr int64_t kSlots = 8;
+  constexpr int64_t kChunks = kLargeBytes / kChunk;
+  constexpr int64_t kDmaBytes = int64_t{16} << 20;
+  const int threads = static_cast<int>(state.range(0));
+  const bool with_dma = state.range(1) == 1;
+  const c10::impl::GenericList& batch = large_batch();
+  std::vector<const std::byte*> sources;
+  for (const c10::IValue& tensor : batch.vec())
+    sources.push_back(static_cast<const std::byte*>(tensor.toTensor().const_data_ptr()));
+  const auto pinned = at::TensorOptions().dtype(at::kByte).pinned_memory(true);
+  const at::Tensor ring = at::empty({kChunk * kSlots}, pinned);
+  const at::Tensor dma_host = at::empty({kDmaBytes}, pinned);
+  const at::Tensor dma_device =
+      at::empty({kDmaBytes}, at::TensorOptions().dtype(at::kByte).device(at::kCUDA, 0));
+  cudaStream_t stream = nullptr;
+  cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
+  auto* const slots = static_cast<std::byte*>(ring.data_ptr());
+  std::vector<double> seconds;
+  double dma_bytes = 0;
+  double dma_seconds = 0;
+  for (auto _ : state) {
+    std::atomic<int64_t> next{0};
+    std::atomic<bool> go{false};
+    std::atomic<bool> filled{false};
+    auto fill = [&] {
+      while (!go.load(std::memory_order_acquire)) mtc::detail::cpu_relax();
+      for (int64_t i; (i = next.fetch_add(1)) < kChunks;) {
+        const std::byte* src = sources[static_cast<size_t>(i / 2)] + (i % 2) * kChunk;
+        std::memcpy(slots + (i % kSlots) * kChunk, src, static_cast<size_t>(kChunk));
+      }
+    };
+    std::thread dma;
+    int64_t moved = 0;
+    if (with_dma) {
+      dma = std::thread([&] {
+        while (!go.load(std::memory_order_acquire)) mtc::detail::cpu_relax();
+        while (!filled.load(std::memory_order_acquire)) {
+          cudaMemcpyAsync(dma_device.data_ptr(), dma_host.const_data_ptr(), kDmaBytes,
+                          cudaMemcpyHostToDevice, stream);
+          cudaStreamSynchronize(stream);
+          moved += kDmaBytes;
+        }
+      });
+    }
+    std::vector<std::thread> helpers;
+    for (int t = 1; t < threads; ++t) helpers.emplace_back(fill);
+    const auto t0 = Clock::now();
+    go.store(true, std::memory_order_release);
+    fill();
+    for (std::thread& helper : helpers) helper.join();
+    seconds.push_back(seconds_since(t0));
+    filled.store(true, std::memory_order_release);
+    if (dma.joinable()) {
+      dma.join();
+      dma_bytes += static_cast<double>(moved);
+      dma_seconds += seconds_since(t0);
+    }
+    state.SetIterationTime(seconds.back());
+  }
+  cudaStreamDestroy(stream);
+  state.counters["fill_GBps"] = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
+  if (with_dma) state.counters["dma_GBps"] = dma_bytes / dma_seconds / 1e9;
 }
 
 const c10::IValue& mixed_source(bool on_gpu) {
@@ -125,18 +208,29 @@ void BM_MixedBatch(benchmark::State& state) {
 
 // Beyond 5 threads only with more workers (MTC_WORKER_THREADS); fill_threads says how many ran.
 // Then rings of other shapes with every thread: the same 16 MiB in smaller or larger slots, smaller
-// rings, and larger slots in larger rings (fewer chunks, each with its own waits and calls).
+// rings, and larger slots in larger rings (fewer chunks, each with its own waits and calls). Then
+// one queuer, in the default ring, with one thread, and in small and large slots: if each chunk's
+// cost is threads waiting on the driver's locks, one queuer makes small slots as fast as large.
 BENCHMARK(BM_LargePageableToDevice)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 7, 9}, {0}, {0}})
-    ->Args({0, 1024, 16})
-    ->Args({0, 1024, 8})
-    ->Args({0, 512, 32})
-    ->Args({0, 512, 12})
-    ->Args({0, 256, 16})
-    ->Args({0, 4096, 4})
-    ->Args({0, 4096, 8})
-    ->Args({0, 8192, 8})
-    ->Args({0, 16384, 4})
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 7, 9}, {0}, {0}, {0}})
+    ->Args({0, 1024, 16, 0})
+    ->Args({0, 1024, 8, 0})
+    ->Args({0, 512, 32, 0})
+    ->Args({0, 512, 12, 0})
+    ->Args({0, 256, 16, 0})
+    ->Args({0, 4096, 4, 0})
+    ->Args({0, 4096, 8, 0})
+    ->Args({0, 8192, 8, 0})
+    ->Args({0, 16384, 4, 0})
+    ->Args({0, 0, 0, 1})
+    ->Args({1, 0, 0, 1})
+    ->Args({0, 1024, 16, 1})
+    ->Args({0, 8192, 8, 1})
+    ->UseManualTime()
+    ->MinTime(0.5)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_PageableFill)
+    ->ArgsProduct({{1, 5, 9}, {0, 1}})
     ->UseManualTime()
     ->MinTime(0.5)
     ->Unit(benchmark::kMillisecond);

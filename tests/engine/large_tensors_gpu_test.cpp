@@ -6,13 +6,17 @@
 #include <ATen/core/List.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "detail/cuda_fault.h"
 #include "detail/pinned_upload.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
+#include "watchdog.h"
 
 namespace {
 
@@ -31,13 +35,19 @@ using mtc::test::reference_batch;
 using mtc::test::tensors_of;
 using mtc::test::to_device;
 
-// Sets the upload's thread limit for one test and puts the default back.
+// Sets the upload's thread limit and who queues its DMAs for one test, and puts the defaults back.
 class ScopedUploadThreads {
  public:
-  explicit ScopedUploadThreads(int threads) { mtc::detail::set_upload_threads(threads); }
+  explicit ScopedUploadThreads(int threads, bool one_queuer = false) {
+    mtc::detail::set_upload_threads(threads);
+    mtc::detail::set_upload_one_queuer(one_queuer);
+  }
   ScopedUploadThreads(const ScopedUploadThreads&) = delete;  // restores once
   ScopedUploadThreads& operator=(const ScopedUploadThreads&) = delete;
-  ~ScopedUploadThreads() { mtc::detail::set_upload_threads(0); }
+  ~ScopedUploadThreads() {
+    mtc::detail::set_upload_threads(0);
+    mtc::detail::set_upload_one_queuer(false);
+  }
 };
 
 // Sets the upload ring's shape for one scope and puts the default back.
@@ -81,10 +91,13 @@ void expect_same_as_per_tensor_to(const c10::IValue& out, const c10::impl::Gener
   }
 }
 
-class PinnedUploadGpu : public GpuTest, public ::testing::WithParamInterface<int> {};
+// By the most threads that fill (0: all of them) and whether the upload's own thread alone queues
+// the DMAs.
+class PinnedUploadGpu : public GpuTest,
+                        public ::testing::WithParamInterface<std::tuple<int, bool>> {};
 
 TEST_P(PinnedUploadGpu, LargePageableTensorsAreBitwiseWhatToGives) {
-  const ScopedUploadThreads threads(GetParam());
+  const ScopedUploadThreads threads(std::get<0>(GetParam()), std::get<1>(GetParam()));
   const c10::impl::GenericList batch = large_pageable_batch();
   for (int round = 0; round < 3; ++round) {  // the second and third find a warm pool and ring
     SCOPED_TRACE("round " + std::to_string(round));
@@ -101,7 +114,8 @@ TEST_P(PinnedUploadGpu, LargePageableTensorsAreBitwiseWhatToGives) {
 
 // Rings of other shapes (benchmarks compare them): small slots that chunks span several of, and
 // a ring of two, whose slots are each reused many times in one copy.
-TEST_F(GpuTest, LargePageableTensorsThroughOtherRingsAreWhatToGives) {
+TEST_P(PinnedUploadGpu, LargePageableTensorsThroughOtherRingsAreWhatToGives) {
+  const ScopedUploadThreads threads(std::get<0>(GetParam()), std::get<1>(GetParam()));
   const c10::impl::GenericList batch = large_pageable_batch();
   for (const auto& [slot_kib, slots] : {std::pair{256, 2}, std::pair{512, 12}}) {
     SCOPED_TRACE(std::to_string(slots) + " x " + std::to_string(slot_kib) + " KiB");
@@ -113,9 +127,44 @@ TEST_F(GpuTest, LargePageableTensorsThroughOtherRingsAreWhatToGives) {
   }
 }
 
+// Each CUDA call of the upload failing in turn (cuda_fault.h): the error comes out of get(), no
+// thread is left waiting for a slot, the ring goes back to the pool, and the next copy is right.
+// With one queuer the number of calls varies from copy to copy (it polls the slots' events), so
+// the sweep covers the first calls of every copy rather than every call.
+TEST_P(PinnedUploadGpu, AFailedCallOfTheUploadSurfacesAndReleasesTheRing) {
+  const ScopedUploadThreads threads(std::get<0>(GetParam()), std::get<1>(GetParam()));
+  c10::impl::GenericList batch(c10::AnyType::get());
+  for (int i = 0; i < 6; ++i) batch.push_back(random_tensor(at::kFloat, {kMiB}));  // 4 MiB each
+  const mtc::test::Watchdog watchdog(std::chrono::seconds(120), "the upload's fault sweep");
+  const int64_t before = mtc::test::pinned_in_use();
+  int64_t surfaced = 0;
+  for (int64_t call = 1; call <= 24; ++call) {
+    SCOPED_TRACE("call " + std::to_string(call));
+    mtc::detail::CudaFaultInjection::arm(call, cudaErrorInvalidValue);
+    {
+      CopyHandle h = start_copy(batch, kCuda0);
+      try {
+        const c10::IValue out = h.get();
+        mtc::detail::CudaFaultInjection::disarm();
+        expect_same_as_per_tensor_to(out, batch);
+      } catch (const c10::Error& e) {
+        EXPECT_TRUE(mtc::detail::CudaFaultInjection::disarm()) << e.what_without_backtrace();
+        EXPECT_NE(std::string(e.what_without_backtrace()).find("cudaErrorInvalidValue"),
+                  std::string::npos);
+        ++surfaced;
+      }
+    }
+    EXPECT_EQ(mtc::test::pinned_in_use(), before) << "the ring is still held";
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GT(surfaced, 0) << "no injected failure reached get()";
+  CopyHandle after = start_copy(batch, kCuda0);
+  expect_same_as_per_tensor_to(after.get(), batch);
+}
+
 // A training batch: a few MB-sized tensors beside hundreds of small ones (packed).
 TEST_P(PinnedUploadGpu, MixedBatchIsBitwiseWhatToGives) {
-  const ScopedUploadThreads threads(GetParam());
+  const ScopedUploadThreads threads(std::get<0>(GetParam()), std::get<1>(GetParam()));
   c10::impl::GenericList batch(c10::AnyType::get());
   batch.push_back(reference_batch());
   c10::impl::GenericList large(c10::AnyType::get());
@@ -130,12 +179,16 @@ TEST_P(PinnedUploadGpu, MixedBatchIsBitwiseWhatToGives) {
   EXPECT_EQ(h.stats().packed, 528);
 }
 
-std::string threads_name(const ::testing::TestParamInfo<int>& info) {
-  return info.param == 0 ? "AllThreads" : std::to_string(info.param) + "Threads";
+std::string threads_name(const ::testing::TestParamInfo<std::tuple<int, bool>>& info) {
+  const int threads = std::get<0>(info.param);
+  return (threads == 0 ? "AllThreads" : std::to_string(threads) + "Threads") +
+         (std::get<1>(info.param) ? "OneQueuer" : "EachQueues");
 }
 
 // 0: the default (the calling thread and every worker).
-INSTANTIATE_TEST_SUITE_P(FillThreads, PinnedUploadGpu, ::testing::Values(1, 2, 0), threads_name);
+INSTANTIATE_TEST_SUITE_P(FillThreads, PinnedUploadGpu,
+                         ::testing::Combine(::testing::Values(1, 2, 0), ::testing::Bool()),
+                         threads_name);
 
 // GPU->CPU with pinned_host_outputs: the small tensors still come back packed (views of one
 // pageable chunk), the others land in pinned outputs; all bitwise what .to() gives.
@@ -175,6 +228,15 @@ TEST(PinnedUploadSettings, ThreadLimitIsKept) {
   mtc::detail::set_upload_threads(-2);
   EXPECT_EQ(mtc::detail::upload_threads(), 0) << "a negative limit means the default";
   mtc::detail::set_upload_threads(0);
+}
+
+TEST(PinnedUploadSettings, EachThreadQueuesByDefault) {
+  EXPECT_FALSE(mtc::detail::upload_one_queuer());
+  {
+    const ScopedUploadThreads threads(0, true);
+    EXPECT_TRUE(mtc::detail::upload_one_queuer());
+  }
+  EXPECT_FALSE(mtc::detail::upload_one_queuer());
 }
 
 TEST(PinnedUploadSettings, RingShapeIsRoundedAndResets) {

@@ -23,6 +23,11 @@ namespace {
 std::atomic<int> upload_thread_limit{0};
 std::atomic<int64_t> upload_slot_bytes_setting{0};
 std::atomic<int> upload_slots_setting{0};
+std::atomic<bool> upload_one_queuer_setting{false};
+
+// The upload's own thread fills its chunks in pieces of this size when it queues every DMA, and
+// queues those that others filled in between: a piece takes ~30 us at one thread's fill rate.
+constexpr int64_t kQueuerPieceBytes = 256 << 10;
 
 // As many slots of as many bytes as the pinned pool's limit allows: first fewer slots (down to
 // two, which still overlap a fill with a DMA), then smaller ones, then a single one.
@@ -42,19 +47,26 @@ PinnedBlock acquire_ring(PinnedPool& pool, int& slots, int64_t& slot_bytes) {
 
 // One upload's state, shared by the threads that fill its chunks. A pool worker may wake after
 // the last chunk was taken and the caller has left: such a helper touches only this object.
+//
+// Two ways to share the driver's calls (set_upload_one_queuer):
+// - each thread queues the DMA of the chunk it filled, after waiting for its slot's event;
+// - the upload's own thread alone queues every DMA, in chunk order, and learns from the slots'
+//   events which slots are free again; the others only fill, and wait on a counter for a free
+//   slot. Five threads that call the driver at once wait on its locks.
 class Upload {
  public:
   Upload(std::vector<HostToDeviceSpan> chunks, std::byte* ring, int slots, int64_t slot_bytes,
-         c10::DeviceIndex device, cudaStream_t stream)
+         c10::DeviceIndex device, cudaStream_t stream, bool one_queuer)
       : chunks_(std::move(chunks)),
         ring_(ring),
         slots_(slots),
         slot_bytes_(slot_bytes),
         device_(device),
         stream_(stream),
-        submitted_(std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(slots))),
+        one_queuer_(one_queuer),
+        done_(std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(slots))),
         events_(static_cast<size_t>(slots), nullptr) {
-    for (int s = 0; s < slots; ++s) submitted_[s].store(-1, std::memory_order_relaxed);
+    for (int s = 0; s < slots; ++s) done_[s].store(-1, std::memory_order_relaxed);
   }
   Upload(const Upload&) = delete;  // shared through shared_ptr only
   Upload& operator=(const Upload&) = delete;
@@ -71,27 +83,27 @@ class Upload {
     }
   }
 
-  // A thread's share: chunks in turn until none is left or a thread failed.
+  // A helper's share: chunks in turn until none is left or a thread failed.
   void join() {
-    active_.fetch_add(1);
-    try {
-      if (next_.load(std::memory_order_relaxed) < size()) {
-        const c10::cuda::CUDAGuard guard(device_);
-        for (int64_t i;
-             !failed_.load(std::memory_order_relaxed) && (i = next_.fetch_add(1)) < size();)
-          move(i);
+    guarded([this] {
+      if (next_.load(std::memory_order_relaxed) >= size()) return;
+      if (one_queuer_) {
+        for (int64_t i; !failed() && (i = next_.fetch_add(1)) < size();) fill(i);
+        return;
       }
-    } catch (...) {
-      std::lock_guard<std::mutex> lock(error_mutex_);
-      if (!error_) error_ = std::current_exception();
-      failed_.store(true, std::memory_order_relaxed);
-    }
-    active_.fetch_sub(1, std::memory_order_release);
+      const c10::cuda::CUDAGuard guard(device_);
+      for (int64_t i; !failed() && (i = next_.fetch_add(1)) < size();) fill_and_queue(i);
+    });
   }
 
-  // On the upload's own thread once its share is done: waits for the helpers still filling and
-  // rethrows the first failure.
-  void finish() {
+  // The upload's own share, once the helpers are asked for; then waits for the helpers still
+  // filling and rethrows the first failure.
+  void run_and_finish() {
+    if (one_queuer_) {
+      guarded([this] { queue_all(); });
+    } else {
+      join();
+    }
     close();
     if (error_) std::rethrow_exception(error_);
   }
@@ -102,28 +114,110 @@ class Upload {
     next_.fetch_add(size());
     while (active_.load(std::memory_order_acquire) != 0) cpu_relax();
   }
+  // close() after a failure outside the upload's threads: a helper that waits for a slot, which
+  // no thread will free now, gives up.
+  void abandon() noexcept {
+    failed_.store(true, std::memory_order_relaxed);
+    close();
+  }
 
  private:
   int64_t size() const { return static_cast<int64_t>(chunks_.size()); }
+  bool failed() const { return failed_.load(std::memory_order_relaxed); }
+  size_t slot_of(int64_t i) const { return static_cast<size_t>(i % slots_); }
+  std::byte* staging(int64_t i) const {
+    return ring_ + static_cast<int64_t>(slot_of(i)) * slot_bytes_;
+  }
 
-  void move(int64_t i) {
+  template <typename Work>
+  void guarded(Work work) {
+    active_.fetch_add(1);
+    try {
+      work();
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      if (!error_) error_ = std::current_exception();
+      failed_.store(true, std::memory_order_relaxed);
+    }
+    active_.fetch_sub(1, std::memory_order_release);
+  }
+
+  void queue_dma(int64_t i) {
     const HostToDeviceSpan& chunk = chunks_[static_cast<size_t>(i)];
-    const auto slot = static_cast<size_t>(i % slots_);
-    std::byte* staging = ring_ + static_cast<int64_t>(slot) * slot_bytes_;
+    MTC_CUDA_CHECK(cudaMemcpyAsync(chunk.dst, staging(i), static_cast<size_t>(chunk.bytes),
+                                   cudaMemcpyHostToDevice, stream_));
+    MTC_CUDA_CHECK(cudaEventRecord(events_[slot_of(i)], stream_));
+  }
+
+  // Each thread queues its own: done_[slot] is the last chunk whose DMA (and the slot's event
+  // after it) is queued; -1: none yet.
+  void fill_and_queue(int64_t i) {
+    const size_t slot = slot_of(i);
     if (i >= slots_) {
       // The slot's previous chunk was taken before this one; wait until its DMA is queued
       // (by whichever thread took it), then until that DMA has run.
-      while (submitted_[slot].load(std::memory_order_acquire) != i - slots_) {
-        if (failed_.load(std::memory_order_relaxed)) return;
+      while (done_[slot].load(std::memory_order_acquire) != i - slots_) {
+        if (failed()) return;
         cpu_relax();
       }
       MTC_CUDA_CHECK(cudaEventSynchronize(events_[slot]));
     }
-    std::memcpy(staging, chunk.src, static_cast<size_t>(chunk.bytes));
-    MTC_CUDA_CHECK(cudaMemcpyAsync(chunk.dst, staging, static_cast<size_t>(chunk.bytes),
-                                   cudaMemcpyHostToDevice, stream_));
-    MTC_CUDA_CHECK(cudaEventRecord(events_[slot], stream_));
-    submitted_[slot].store(i, std::memory_order_release);
+    const HostToDeviceSpan& chunk = chunks_[static_cast<size_t>(i)];
+    std::memcpy(staging(i), chunk.src, static_cast<size_t>(chunk.bytes));
+    queue_dma(i);
+    done_[slot].store(i, std::memory_order_release);
+  }
+
+  // One thread queues them all: done_[slot] is the last chunk filled into the slot; freed_ counts
+  // the chunks whose DMA has run (their slots take the chunk `slots_` later).
+  bool slot_free(int64_t i) const {
+    return i < slots_ || freed_.load(std::memory_order_acquire) > i - slots_;
+  }
+  void fill(int64_t i) {
+    while (!slot_free(i)) {
+      if (failed()) return;
+      cpu_relax();
+    }
+    const HostToDeviceSpan& chunk = chunks_[static_cast<size_t>(i)];
+    std::memcpy(staging(i), chunk.src, static_cast<size_t>(chunk.bytes));
+    done_[slot_of(i)].store(i, std::memory_order_release);
+  }
+
+  // Queues the DMAs of the chunks filled next in order, and counts those whose DMA has run.
+  void pump() {
+    while (queued_ < size() && done_[slot_of(queued_)].load(std::memory_order_acquire) == queued_)
+      queue_dma(queued_++);
+    for (int64_t freed = freed_.load(std::memory_order_relaxed); freed < queued_; ++freed) {
+      const cudaError_t status = cudaEventQuery(events_[slot_of(freed)]);
+      if (status == cudaErrorNotReady) {
+        clear_cuda_error(status);  // not a failure, but may be left pending like one
+        break;
+      }
+      MTC_CUDA_CHECK(status);
+      freed_.store(freed + 1, std::memory_order_release);
+    }
+  }
+
+  // The upload's own thread: queues every chunk's DMA and, while it has none to queue, fills
+  // the next chunk whose slot is free, in pieces, queuing between them.
+  void queue_all() {
+    const c10::cuda::CUDAGuard guard(device_);
+    while (queued_ < size()) {
+      pump();
+      if (failed()) return;
+      int64_t i = next_.load(std::memory_order_relaxed);
+      if (i < size() && slot_free(i) && next_.compare_exchange_strong(i, i + 1)) {
+        const HostToDeviceSpan& chunk = chunks_[static_cast<size_t>(i)];
+        for (int64_t done = 0; done < chunk.bytes; done += kQueuerPieceBytes) {
+          std::memcpy(staging(i) + done, chunk.src + done,
+                      static_cast<size_t>(std::min(kQueuerPieceBytes, chunk.bytes - done)));
+          pump();
+        }
+        done_[slot_of(i)].store(i, std::memory_order_release);
+        continue;
+      }
+      cpu_relax();
+    }
   }
 
   const std::vector<HostToDeviceSpan> chunks_;
@@ -132,11 +226,13 @@ class Upload {
   const int64_t slot_bytes_;
   const c10::DeviceIndex device_;
   const cudaStream_t stream_;
-  // By slot: the last chunk whose DMA (and the slot's event after it) is queued; -1: none yet.
-  const std::unique_ptr<std::atomic<int64_t>[]> submitted_;
+  const bool one_queuer_;
+  const std::unique_ptr<std::atomic<int64_t>[]> done_;  // by slot, see the two ways above
   std::vector<cudaEvent_t> events_;
   std::atomic<int64_t> next_{0};
-  std::atomic<int> active_{0};  // threads between joining and being done
+  std::atomic<int64_t> freed_{0};  // one queuer only
+  int64_t queued_ = 0;             // one queuer only, its thread alone
+  std::atomic<int> active_{0};     // threads between joining and being done
   std::atomic<bool> failed_{false};
   std::mutex error_mutex_;
   std::exception_ptr error_;
@@ -162,6 +258,9 @@ int upload_slots() {
   const int set = upload_slots_setting.load(std::memory_order_relaxed);
   return set > 0 ? set : kUploadSlots;
 }
+
+void set_upload_one_queuer(bool one_queuer) { upload_one_queuer_setting.store(one_queuer); }
+bool upload_one_queuer() { return upload_one_queuer_setting.load(std::memory_order_relaxed); }
 
 int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& completion,
                         c10::DeviceIndex device, cudaStream_t stream) {
@@ -193,16 +292,15 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
           ? 0
           : std::min<int64_t>({limit - 1, pool.size(), static_cast<int64_t>(chunks.size()) - 1});
 
-  const auto upload =
-      std::make_shared<Upload>(std::move(chunks), ring.data, slots, slot_bytes, device, stream);
+  const auto upload = std::make_shared<Upload>(std::move(chunks), ring.data, slots, slot_bytes,
+                                               device, stream, upload_one_queuer());
   try {
     upload->create_events();
     pool.submit_copies([upload] { upload->join(); }, static_cast<int>(helpers));
-    upload->join();
-    upload->finish();
+    upload->run_and_finish();
   } catch (...) {
     // Helpers queued before a failure (say, in submit_copies) may be filling: done first.
-    upload->close();
+    upload->abandon();
     upload->release_events();
     throw;
   }

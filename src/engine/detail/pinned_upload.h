@@ -50,6 +50,13 @@ void set_upload_ring(int64_t slot_bytes, int slots);
 int64_t upload_slot_bytes();
 int upload_slots();
 
+// Who calls the driver, process-wide, for benchmarks that compare the two in one run: false (the
+// default), each filling thread waits for its slot's event and queues its chunk's DMA; true, the
+// upload's own thread alone queues every DMA and watches the slots' events, while the others
+// only fill.
+void set_upload_one_queuer(bool one_queuer);
+bool upload_one_queuer();
+
 // Queues the copy of every span on `stream`, whose device must be current; the pinned ring goes
 // to `completion`, which must be waited for before the ring is reused. Returns the pinned bytes
 // used. Throws c10::Error on CUDA errors and when the pinned pool's limit leaves no room for even
