@@ -114,9 +114,12 @@ def main(path):
             print(f"the upload's fill alone, {threads} thread(s){', GPU reading host memory meanwhile' if dma == '1' else ''}: "
                   f"{b['fill_GBps']:.1f} GB/s" + (f" (DMA {b['dma_GBps']:.1f} GB/s)" if "dma_GBps" in b else ""))
     for direction, arg in (("h2d", 1), ("d2h", 0)):
-        engine, to = us(f"BM_MixedBatch/{arg}/0/"), us(f"BM_MixedBatch/{arg}/1/")
+        engine, to = us(f"BM_MixedBatch/{arg}/0/0/"), us(f"BM_MixedBatch/{arg}/1/0/")
         if engine and to:
             print(f"mixed batch {direction}: engine {engine:.1f} us, .to() {to:.1f} us, speedup {to / engine:.1f}x")
+    queuer, engine = us("BM_MixedBatch/1/0/1/"), us("BM_MixedBatch/1/0/0/")
+    if queuer and engine:
+        print(f"mixed batch h2d, one thread queuing the upload's DMAs: {queuer:.1f} us ({queuer / engine:.2f}x the default)")
     def spans(together, base):
         ratios = [together[k] / base for k in sorted(together) if k.startswith("gpu") and k.endswith("_us")]
         return f"{min(ratios):.2f}-{max(ratios):.2f}x"

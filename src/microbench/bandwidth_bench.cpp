@@ -180,10 +180,12 @@ const c10::IValue& mixed_source(bool on_gpu) {
 
 // The mixed batch, argument 1: to the GPU, 0: back to the host. Second argument: 0 the engine
 // (median_us), 1 per-tensor .to(), 2 the engine with pinned_host_outputs (back to the host).
+// Third: 1 for the upload of its large tensors with one thread queuing the DMAs (to the GPU).
 void BM_MixedBatch(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const bool h2d = state.range(0) == 1;
   const bool per_tensor = state.range(1) == 1;
+  mtc::detail::set_upload_one_queuer(state.range(2) == 1);
   mtc::CopyOptions options;
   options.pinned_host_outputs = state.range(1) == 2;
   const c10::IValue& data = mixed_source(!h2d);
@@ -201,6 +203,7 @@ void BM_MixedBatch(benchmark::State& state) {
     seconds.push_back(seconds_since(t0));
     state.SetIterationTime(seconds.back());
   }
+  mtc::detail::set_upload_one_queuer(false);
   report_median(state, seconds);
 }
 
@@ -239,11 +242,12 @@ BENCHMARK(BM_LargePageableToDevicePerTensorTo)
     ->MinTime(0.5)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_MixedBatch)
-    ->Args({1, 0})
-    ->Args({1, 1})
-    ->Args({0, 0})
-    ->Args({0, 1})
-    ->Args({0, 2})
+    ->Args({1, 0, 0})
+    ->Args({1, 1, 0})
+    ->Args({0, 0, 0})
+    ->Args({0, 1, 0})
+    ->Args({0, 2, 0})
+    ->Args({1, 0, 1})
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);
