@@ -49,17 +49,20 @@ const c10::impl::GenericList& large_batch() {
 // 64 x 4 MiB pageable float32 to the GPU through the engine. Arguments: the most threads that fill
 // pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many),
 // the ring's slot size in KiB and its slot count (0: the defaults), then who queues the DMAs (0:
-// each filling thread, the default; 1: the upload's own thread alone). Counters: engine_GBps
-// (median), pinned_GBps (one pinned cudaMemcpy of the same 256 MiB, same run), their ratio
-// of_pinned, the ring's shape and one_queuer.
+// each filling thread, the default; 1: the upload's own thread alone; 2: the same, with the crew
+// of fill threads beside the workers). Counters: engine_GBps (median), pinned_GBps (one pinned
+// cudaMemcpy of the same 256 MiB, same run), their ratio of_pinned, the ring's shape, one_queuer
+// and crew (the most crew threads asked for).
 void BM_LargePageableToDevice(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const c10::impl::GenericList& batch = large_batch();
   const double pinned = pinned_copy_gbps(kLargeBytes);
   mtc::detail::set_upload_threads(static_cast<int>(state.range(0)));
   mtc::detail::set_upload_ring(state.range(1) << 10, static_cast<int>(state.range(2)));
-  mtc::detail::set_upload_one_queuer(state.range(3) == 1);
+  mtc::detail::set_upload_one_queuer(state.range(3) >= 1);
+  mtc::detail::set_upload_crew(state.range(3) == 2 ? -1 : 0);
   state.counters["one_queuer"] = mtc::detail::upload_one_queuer() ? 1 : 0;
+  state.counters["crew"] = state.range(3) == 2 ? mtc::detail::kUploadCrewMax : 0;
   state.counters["slot_KiB"] = static_cast<double>(mtc::detail::upload_slot_bytes() >> 10);
   state.counters["slots"] = mtc::detail::upload_slots();
   std::vector<double> seconds;
@@ -73,6 +76,7 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   mtc::detail::set_upload_threads(0);
   mtc::detail::set_upload_ring(0, 0);
   mtc::detail::set_upload_one_queuer(false);
+  mtc::detail::set_upload_crew(-1);
   const double engine = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
   const int workers = mtc::detail::worker_pool_for(c10::Device(c10::kCUDA, 0)).size();
   state.counters["fill_threads"] =
@@ -180,12 +184,13 @@ const c10::IValue& mixed_source(bool on_gpu) {
 
 // The mixed batch, argument 1: to the GPU, 0: back to the host. Second argument: 0 the engine
 // (median_us), 1 per-tensor .to(), 2 the engine with pinned_host_outputs (back to the host).
-// Third: 1 for the upload of its large tensors with one thread queuing the DMAs (to the GPU).
+// Third: 1 for the upload of its large tensors with one thread queuing the DMAs (to the GPU), 2
+// the same with the crew (whose uploads are too small for it: the same as 1).
 void BM_MixedBatch(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const bool h2d = state.range(0) == 1;
   const bool per_tensor = state.range(1) == 1;
-  mtc::detail::set_upload_one_queuer(state.range(2) == 1);
+  mtc::detail::set_upload_one_queuer(state.range(2) >= 1);
   mtc::CopyOptions options;
   options.pinned_host_outputs = state.range(1) == 2;
   const c10::IValue& data = mixed_source(!h2d);
@@ -212,8 +217,8 @@ void BM_MixedBatch(benchmark::State& state) {
 // Beyond 5 threads only with more workers (MTC_WORKER_THREADS); fill_threads says how many ran.
 // Then rings of other shapes with every thread: the same 16 MiB in smaller or larger slots, smaller
 // rings, and larger slots in larger rings (fewer chunks, each with its own waits and calls). Then
-// one queuer, in the default ring, with one thread, and in small and large slots: if each chunk's
-// cost is threads waiting on the driver's locks, one queuer makes small slots as fast as large.
+// one queuer, in the default ring, with one thread, and in small and large slots (each chunk's
+// cost was threads waiting on the driver's locks), and with the crew.
 BENCHMARK(BM_LargePageableToDevice)
     ->ArgsProduct({{0, 1, 2, 3, 4, 5, 7, 9}, {0}, {0}, {0}})
     ->Args({0, 1024, 16, 0})
@@ -229,6 +234,8 @@ BENCHMARK(BM_LargePageableToDevice)
     ->Args({1, 0, 0, 1})
     ->Args({0, 1024, 16, 1})
     ->Args({0, 8192, 8, 1})
+    ->Args({0, 0, 0, 2})
+    ->Args({0, 8192, 8, 2})
     ->UseManualTime()
     ->MinTime(0.5)
     ->Unit(benchmark::kMillisecond);

@@ -35,18 +35,23 @@ using mtc::test::reference_batch;
 using mtc::test::tensors_of;
 using mtc::test::to_device;
 
-// Sets the upload's thread limit and who queues its DMAs for one test, and puts the defaults back.
+// The upload's designs: each filling thread queues its DMAs; one queuer; one queuer and the crew.
+enum class Design { kEachQueues, kOneQueuer, kOneQueuerAndCrew };
+
+// Sets the upload's thread limit and design for one test, and puts the defaults back.
 class ScopedUploadThreads {
  public:
-  explicit ScopedUploadThreads(int threads, bool one_queuer = false) {
+  explicit ScopedUploadThreads(int threads, Design design = Design::kEachQueues) {
     mtc::detail::set_upload_threads(threads);
-    mtc::detail::set_upload_one_queuer(one_queuer);
+    mtc::detail::set_upload_one_queuer(design != Design::kEachQueues);
+    mtc::detail::set_upload_crew(design == Design::kOneQueuerAndCrew ? -1 : 0);
   }
   ScopedUploadThreads(const ScopedUploadThreads&) = delete;  // restores once
   ScopedUploadThreads& operator=(const ScopedUploadThreads&) = delete;
   ~ScopedUploadThreads() {
     mtc::detail::set_upload_threads(0);
     mtc::detail::set_upload_one_queuer(false);
+    mtc::detail::set_upload_crew(-1);
   }
 };
 
@@ -91,10 +96,9 @@ void expect_same_as_per_tensor_to(const c10::IValue& out, const c10::impl::Gener
   }
 }
 
-// By the most threads that fill (0: all of them) and whether the upload's own thread alone queues
-// the DMAs.
+// By the most threads that fill (0: all of them) and the design.
 class PinnedUploadGpu : public GpuTest,
-                        public ::testing::WithParamInterface<std::tuple<int, bool>> {};
+                        public ::testing::WithParamInterface<std::tuple<int, Design>> {};
 
 TEST_P(PinnedUploadGpu, LargePageableTensorsAreBitwiseWhatToGives) {
   const ScopedUploadThreads threads(std::get<0>(GetParam()), std::get<1>(GetParam()));
@@ -179,15 +183,20 @@ TEST_P(PinnedUploadGpu, MixedBatchIsBitwiseWhatToGives) {
   EXPECT_EQ(h.stats().packed, 528);
 }
 
-std::string threads_name(const ::testing::TestParamInfo<std::tuple<int, bool>>& info) {
+constexpr const char* kDesignNames[] = {"EachQueues", "OneQueuer", "OneQueuerAndCrew"};
+
+std::string threads_name(const ::testing::TestParamInfo<std::tuple<int, Design>>& info) {
   const int threads = std::get<0>(info.param);
   return (threads == 0 ? "AllThreads" : std::to_string(threads) + "Threads") +
-         (std::get<1>(info.param) ? "OneQueuer" : "EachQueues");
+         (kDesignNames[static_cast<int>(std::get<1>(info.param))]);
 }
 
 // 0: the default (the calling thread and every worker).
 INSTANTIATE_TEST_SUITE_P(FillThreads, PinnedUploadGpu,
-                         ::testing::Combine(::testing::Values(1, 2, 0), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values(1, 2, 0),
+                                            ::testing::Values(Design::kEachQueues,
+                                                              Design::kOneQueuer,
+                                                              Design::kOneQueuerAndCrew)),
                          threads_name);
 
 // GPU->CPU with pinned_host_outputs: the small tensors still come back packed (views of one
@@ -230,13 +239,20 @@ TEST(PinnedUploadSettings, ThreadLimitIsKept) {
   mtc::detail::set_upload_threads(0);
 }
 
-TEST(PinnedUploadSettings, EachThreadQueuesByDefault) {
+TEST(PinnedUploadSettings, EachThreadQueuesByDefaultAndTheCrewLimitResets) {
   EXPECT_FALSE(mtc::detail::upload_one_queuer());
   {
-    const ScopedUploadThreads threads(0, true);
+    const ScopedUploadThreads threads(0, Design::kOneQueuer);
     EXPECT_TRUE(mtc::detail::upload_one_queuer());
+    EXPECT_EQ(mtc::detail::upload_crew_limit(), 0);
   }
   EXPECT_FALSE(mtc::detail::upload_one_queuer());
+  EXPECT_EQ(mtc::detail::upload_crew_limit(), -1) << "the crew's default: as many as it has";
+  mtc::detail::set_upload_crew(-7);
+  EXPECT_EQ(mtc::detail::upload_crew_limit(), -1) << "any negative limit means the default";
+  mtc::detail::set_upload_crew(2);
+  EXPECT_EQ(mtc::detail::upload_crew_limit(), 2);
+  mtc::detail::set_upload_crew(-1);
 }
 
 TEST(PinnedUploadSettings, RingShapeIsRoundedAndResets) {

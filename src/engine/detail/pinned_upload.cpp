@@ -1,5 +1,6 @@
 #include "detail/pinned_upload.h"
 
+#include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <algorithm>
@@ -8,6 +9,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <vector>
 
 #include "detail/cuda_check.h"
@@ -24,6 +26,7 @@ std::atomic<int> upload_thread_limit{0};
 std::atomic<int64_t> upload_slot_bytes_setting{0};
 std::atomic<int> upload_slots_setting{0};
 std::atomic<bool> upload_one_queuer_setting{false};
+std::atomic<int> upload_crew_setting{-1};
 
 // The upload's own thread fills its chunks in pieces of this size when it queues every DMA, and
 // queues those that others filled in between: a piece takes ~30 us at one thread's fill rate.
@@ -238,6 +241,23 @@ class Upload {
   std::exception_ptr error_;
 };
 
+// Threads that only fill chunks of large uploads with one queuer, beside the copy's worker pool:
+// a few pool workers fill pageable memory at well under the link's bandwidth (about 9 GB/s each
+// on an H200 host, where nine threads fill at 68 GB/s). As many as the hardware threads left to
+// this process's share of the device, up to kUploadCrewMax; made on first use, and they sleep
+// when idle: waking them costs tens of microseconds, small beside an upload of kUploadCrewBytes.
+WorkerPool* upload_crew(const WorkerPool& pool) {
+  static WorkerPool* const crew = [&pool]() -> WorkerPool* {
+    const int hardware = static_cast<int>(std::thread::hardware_concurrency());
+    const int devices = std::max<int>(c10::cuda::device_count(), 1);
+    const int spare = hardware / devices - pool.size() - 1;
+    const int size = std::clamp(spare, 0, kUploadCrewMax);
+    return size > 0 ? new WorkerPool(size, std::chrono::microseconds(0), /*anticipate=*/false)
+                    : nullptr;
+  }();
+  return crew;
+}
+
 }  // namespace
 
 void set_upload_threads(int threads) { upload_thread_limit.store(std::max(0, threads)); }
@@ -261,6 +281,9 @@ int upload_slots() {
 
 void set_upload_one_queuer(bool one_queuer) { upload_one_queuer_setting.store(one_queuer); }
 bool upload_one_queuer() { return upload_one_queuer_setting.load(std::memory_order_relaxed); }
+
+void set_upload_crew(int threads) { upload_crew_setting.store(std::max(-1, threads)); }
+int upload_crew_limit() { return upload_crew_setting.load(std::memory_order_relaxed); }
 
 int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& completion,
                         c10::DeviceIndex device, cudaStream_t stream) {
@@ -292,11 +315,24 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
           ? 0
           : std::min<int64_t>({limit - 1, pool.size(), static_cast<int64_t>(chunks.size()) - 1});
 
+  const bool one_queuer = upload_one_queuer();
+  // The crew joins only where nobody but the upload's own thread calls the driver.
+  const int crew_limit = upload_crew_limit() < 0 ? kUploadCrewMax : upload_crew_limit();
+  WorkerPool* crew = one_queuer && crew_limit > 0 && total >= kUploadCrewBytes && helpers > 0
+                         ? upload_crew(pool)
+                         : nullptr;
+  const int64_t crew_helpers =
+      crew == nullptr ? 0
+                      : std::min<int64_t>({crew_limit, crew->size(), limit - 1 - helpers,
+                                           static_cast<int64_t>(chunks.size()) - 1 - helpers});
+
   const auto upload = std::make_shared<Upload>(std::move(chunks), ring.data, slots, slot_bytes,
-                                               device, stream, upload_one_queuer());
+                                               device, stream, one_queuer);
   try {
     upload->create_events();
     pool.submit_copies([upload] { upload->join(); }, static_cast<int>(helpers));
+    if (crew_helpers > 0)
+      crew->submit_copies([upload] { upload->join(); }, static_cast<int>(crew_helpers));
     upload->run_and_finish();
   } catch (...) {
     // Helpers queued before a failure (say, in submit_copies) may be filling: done first.

@@ -57,6 +57,14 @@ int upload_slots();
 void set_upload_one_queuer(bool one_queuer);
 bool upload_one_queuer();
 
+// With one queuer, an upload of at least kUploadCrewBytes also takes up to kUploadCrewMax threads
+// of a crew that only fills, beside the copy's workers, where the machine has hardware threads to
+// spare. How many, process-wide, for benchmarks: -1 (the default) as many as the crew has, 0 none.
+inline constexpr int kUploadCrewMax = 4;
+inline constexpr int64_t kUploadCrewBytes = int64_t{16} << 20;
+void set_upload_crew(int threads);
+int upload_crew_limit();
+
 // Queues the copy of every span on `stream`, whose device must be current; the pinned ring goes
 // to `completion`, which must be waited for before the ring is reused. Returns the pinned bytes
 // used. Throws c10::Error on CUDA errors and when the pinned pool's limit leaves no room for even
