@@ -105,8 +105,9 @@ def main(path):
     for name, b in medians.items():
         if name.startswith("BM_LargePageableToDevice/") and "of_pinned" in b:
             ring = (f", ring {b['slots']:.0f} x {b['slot_KiB']:.0f} KiB" if "slots" in b else "")
-            ring += ", one thread queues the DMAs" if b.get("one_queuer") else ""
-            ring += f", up to {b['crew']:.0f} more fill threads" if b.get("crew") else ""
+            if "one_queuer" in b:
+                ring += (", one queuer" + (f" and up to {b['crew']:.0f} crew threads" if b.get("crew") else ", no crew")
+                         if b["one_queuer"] else ", each thread queues its own DMA")
             print(f"64 x 4 MiB pageable H2D, {b['fill_threads']:.0f} thread(s){ring}: {b['engine_GBps']:.1f} GB/s = "
                   f"{100 * b['of_pinned']:.0f} % of one pinned copy ({b['pinned_GBps']:.1f} GB/s; target >= 80 %)")
     for name, b in medians.items():
@@ -118,9 +119,9 @@ def main(path):
         engine, to = us(f"BM_MixedBatch/{arg}/0/0/"), us(f"BM_MixedBatch/{arg}/1/0/")
         if engine and to:
             print(f"mixed batch {direction}: engine {engine:.1f} us, .to() {to:.1f} us, speedup {to / engine:.1f}x")
-    queuer, engine = us("BM_MixedBatch/1/0/1/"), us("BM_MixedBatch/1/0/0/")
-    if queuer and engine:
-        print(f"mixed batch h2d, one thread queuing the upload's DMAs: {queuer:.1f} us ({queuer / engine:.2f}x the default)")
+    each, engine = us("BM_MixedBatch/1/0/1/"), us("BM_MixedBatch/1/0/0/")
+    if each and engine:
+        print(f"mixed batch h2d, each upload thread queuing its own DMA: {each:.1f} us ({each / engine:.2f}x the default)")
     def spans(together, base):
         ratios = [together[k] / base for k in sorted(together) if k.startswith("gpu") and k.endswith("_us")]
         return f"{min(ratios):.2f}-{max(ratios):.2f}x"

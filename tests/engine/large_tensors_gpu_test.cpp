@@ -50,7 +50,7 @@ class ScopedUploadThreads {
   ScopedUploadThreads& operator=(const ScopedUploadThreads&) = delete;
   ~ScopedUploadThreads() {
     mtc::detail::set_upload_threads(0);
-    mtc::detail::set_upload_one_queuer(false);
+    mtc::detail::set_upload_one_queuer(true);
     mtc::detail::set_upload_crew(-1);
   }
 };
@@ -239,14 +239,15 @@ TEST(PinnedUploadSettings, ThreadLimitIsKept) {
   mtc::detail::set_upload_threads(0);
 }
 
-TEST(PinnedUploadSettings, EachThreadQueuesByDefaultAndTheCrewLimitResets) {
-  EXPECT_FALSE(mtc::detail::upload_one_queuer());
+TEST(PinnedUploadSettings, OneQueuerByDefaultAndTheCrewLimitResets) {
+  EXPECT_TRUE(mtc::detail::upload_one_queuer());
+  EXPECT_EQ(mtc::detail::upload_crew_limit(), -1);
   {
-    const ScopedUploadThreads threads(0, Design::kOneQueuer);
-    EXPECT_TRUE(mtc::detail::upload_one_queuer());
+    const ScopedUploadThreads threads(0, Design::kEachQueues);
+    EXPECT_FALSE(mtc::detail::upload_one_queuer());
     EXPECT_EQ(mtc::detail::upload_crew_limit(), 0);
   }
-  EXPECT_FALSE(mtc::detail::upload_one_queuer());
+  EXPECT_TRUE(mtc::detail::upload_one_queuer());
   EXPECT_EQ(mtc::detail::upload_crew_limit(), -1) << "the crew's default: as many as it has";
   mtc::detail::set_upload_crew(-7);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), -1) << "any negative limit means the default";

@@ -25,7 +25,7 @@ namespace {
 std::atomic<int> upload_thread_limit{0};
 std::atomic<int64_t> upload_slot_bytes_setting{0};
 std::atomic<int> upload_slots_setting{0};
-std::atomic<bool> upload_one_queuer_setting{false};
+std::atomic<bool> upload_one_queuer_setting{true};
 std::atomic<int> upload_crew_setting{-1};
 
 // The upload's own thread fills its chunks in pieces of this size when it queues every DMA, and
@@ -315,6 +315,8 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
           ? 0
           : std::min<int64_t>({limit - 1, pool.size(), static_cast<int64_t>(chunks.size()) - 1});
 
+  // A thread limit set for a benchmark holds the crew too; the default (every thread) does not.
+  const int64_t crew_room = upload_threads() > 0 ? limit - 1 - helpers : kUploadCrewMax;
   const bool one_queuer = upload_one_queuer();
   // The crew joins only where nobody but the upload's own thread calls the driver.
   const int crew_limit = upload_crew_limit() < 0 ? kUploadCrewMax : upload_crew_limit();
@@ -323,7 +325,7 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
                          : nullptr;
   const int64_t crew_helpers =
       crew == nullptr ? 0
-                      : std::min<int64_t>({crew_limit, crew->size(), limit - 1 - helpers,
+                      : std::min<int64_t>({crew_limit, crew->size(), crew_room,
                                            static_cast<int64_t>(chunks.size()) - 1 - helpers});
 
   const auto upload = std::make_shared<Upload>(std::move(chunks), ring.data, slots, slot_bytes,

@@ -1,9 +1,16 @@
 // Large pageable host tensors to a GPU at pinned bandwidth. Their bytes are cut into chunks;
-// several threads (the calling one, and pool workers that join as they wake) each take the next
-// chunk, wait until its slot in a ring of pinned slots is free (the DMA that last used the slot
-// has run), copy the chunk into it and queue the chunk's DMA. Host copies thus run in parallel
-// with each other and with the DMAs of earlier chunks; one thread copying pageable memory alone
-// reaches only a fraction of the link's bandwidth.
+// several threads (the calling one, pool workers that join as they wake, and for large uploads a
+// crew of fill threads) each take the next chunk, wait until its slot in a ring of pinned slots is
+// free (the DMA that last used the slot has run) and copy the chunk into it. The calling thread
+// alone queues the DMAs, in chunk order, and learns from each slot's event when it is free again,
+// filling chunks in pieces in between. Host copies thus run in parallel with each other and with
+// the DMAs of earlier chunks; one thread copying pageable memory alone reaches only a fraction of
+// the link's bandwidth (about 9 GB/s on an H200 host against 55 for a pinned copy).
+//
+// Why one thread queues: when each filling thread queued its own DMA and waited for its own slot's
+// event, five threads calling the driver at once waited on its locks, some 20-26 us a chunk; one
+// queuer made the default ring 1.19-1.25x as fast and 1 MiB slots 1.46x
+// (results/notes/2026-12-03-day.md).
 #pragma once
 
 #include <c10/core/Device.h>
@@ -50,10 +57,10 @@ void set_upload_ring(int64_t slot_bytes, int slots);
 int64_t upload_slot_bytes();
 int upload_slots();
 
-// Who calls the driver, process-wide, for benchmarks that compare the two in one run: false (the
-// default), each filling thread waits for its slot's event and queues its chunk's DMA; true, the
-// upload's own thread alone queues every DMA and watches the slots' events, while the others
-// only fill.
+// Who calls the driver, process-wide, for benchmarks that compare the two in one run: true (the
+// default), the upload's own thread alone queues every DMA and watches the slots' events, while
+// the others only fill; false, each filling thread waits for its slot's event and queues its
+// chunk's DMA (the design before 2026-12-03).
 void set_upload_one_queuer(bool one_queuer);
 bool upload_one_queuer();
 
