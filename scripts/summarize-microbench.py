@@ -106,7 +106,7 @@ def main(path):
         if name.startswith("BM_LargePageableToDevice/") and "of_pinned" in b:
             ring = (f", ring {b['slots']:.0f} x {b['slot_KiB']:.0f} KiB" if "slots" in b else "")
             if "one_queuer" in b:
-                ring += (", one queuer" + (f" and up to {b['crew']:.0f} crew threads" if b.get("crew") else ", no crew")
+                ring += (", one queuer" + (f" and {b['crew']:.0f} crew threads" if b.get("crew") else ", no crew")
                          if b["one_queuer"] else ", each thread queues its own DMA")
             print(f"64 x 4 MiB pageable H2D, {b['fill_threads']:.0f} thread(s){ring}: {b['engine_GBps']:.1f} GB/s = "
                   f"{100 * b['of_pinned']:.0f} % of one pinned copy ({b['pinned_GBps']:.1f} GB/s; target >= 80 %)")

@@ -52,8 +52,8 @@ const c10::impl::GenericList& large_batch() {
 // default, the upload's own thread alone queues the DMAs and a crew of fill threads joins the
 // workers; 1: the same without the crew; 2: each filling thread queues its own DMA, as before
 // 2026-12-03). Counters: engine_GBps (median), pinned_GBps (one pinned cudaMemcpy of the same
-// 256 MiB, same run), their ratio of_pinned, the ring's shape, one_queuer and crew (the most crew
-// threads asked for).
+// 256 MiB, same run), their ratio of_pinned, the ring's shape, one_queuer and crew (the crew's
+// threads, which fill beside fill_threads).
 void BM_LargePageableToDevice(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const c10::impl::GenericList& batch = large_batch();
@@ -63,7 +63,6 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   mtc::detail::set_upload_one_queuer(state.range(3) != 2);
   mtc::detail::set_upload_crew(state.range(3) == 0 ? -1 : 0);
   state.counters["one_queuer"] = mtc::detail::upload_one_queuer() ? 1 : 0;
-  state.counters["crew"] = state.range(3) == 0 ? mtc::detail::kUploadCrewMax : 0;
   state.counters["slot_KiB"] = static_cast<double>(mtc::detail::upload_slot_bytes() >> 10);
   state.counters["slots"] = mtc::detail::upload_slots();
   std::vector<double> seconds;
@@ -82,6 +81,9 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   const int workers = mtc::detail::worker_pool_for(c10::Device(c10::kCUDA, 0)).size();
   state.counters["fill_threads"] =
       state.range(0) == 0 ? workers + 1 : std::min<int64_t>(state.range(0), workers + 1);
+  // The crew joins only with every thread allowed.
+  state.counters["crew"] =
+      state.range(3) == 0 && state.range(0) == 0 ? mtc::detail::upload_crew_threads() : 0;
   state.counters["engine_GBps"] = engine;
   state.counters["pinned_GBps"] = pinned;
   state.counters["of_pinned"] = engine / pinned;

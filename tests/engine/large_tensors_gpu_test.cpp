@@ -103,10 +103,20 @@ class PinnedUploadGpu : public GpuTest,
 TEST_P(PinnedUploadGpu, LargePageableTensorsAreBitwiseWhatToGives) {
   const ScopedUploadThreads threads(std::get<0>(GetParam()), std::get<1>(GetParam()));
   const c10::impl::GenericList batch = large_pageable_batch();
+  const bool crew_asked =
+      std::get<0>(GetParam()) == 0 && std::get<1>(GetParam()) == Design::kOneQueuerAndCrew;
   for (int round = 0; round < 3; ++round) {  // the second and third find a warm pool and ring
     SCOPED_TRACE("round " + std::to_string(round));
+    const int64_t crew_tasks = mtc::detail::upload_crew_tasks();
     CopyHandle h = start_copy(batch, kCuda0);
     const c10::IValue out = h.get();
+    // The batch is above the crew's threshold: where the machine has threads to spare, the crew
+    // is asked to help, and only then.
+    if (crew_asked && mtc::detail::upload_crew_threads() > 0) {
+      EXPECT_GT(mtc::detail::upload_crew_tasks(), crew_tasks) << "the crew was not asked to help";
+    } else if (!crew_asked) {
+      EXPECT_EQ(mtc::detail::upload_crew_tasks(), crew_tasks) << "the crew helped unasked";
+    }
     expect_same_as_per_tensor_to(out, batch);
     expect_structure_copy(out, batch, kCuda0);
     EXPECT_EQ(h.stats().per_tensor, static_cast<int64_t>(batch.size()));

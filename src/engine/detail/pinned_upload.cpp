@@ -246,12 +246,16 @@ class Upload {
 // on an H200 host, where nine threads fill at 68 GB/s). As many as the hardware threads left to
 // this process's share of the device, up to kUploadCrewMax; made on first use, and they sleep
 // when idle: waking them costs tens of microseconds, small beside an upload of kUploadCrewBytes.
+std::atomic<int> crew_threads{0};
+std::atomic<int64_t> crew_tasks{0};
+
 WorkerPool* upload_crew(const WorkerPool& pool) {
   static WorkerPool* const crew = [&pool]() -> WorkerPool* {
     const int hardware = static_cast<int>(std::thread::hardware_concurrency());
     const int devices = std::max<int>(c10::cuda::device_count(), 1);
     const int spare = hardware / devices - pool.size() - 1;
     const int size = std::clamp(spare, 0, kUploadCrewMax);
+    crew_threads.store(size);
     return size > 0 ? new WorkerPool(size, std::chrono::microseconds(0), /*anticipate=*/false)
                     : nullptr;
   }();
@@ -284,6 +288,8 @@ bool upload_one_queuer() { return upload_one_queuer_setting.load(std::memory_ord
 
 void set_upload_crew(int threads) { upload_crew_setting.store(std::max(-1, threads)); }
 int upload_crew_limit() { return upload_crew_setting.load(std::memory_order_relaxed); }
+int upload_crew_threads() { return crew_threads.load(std::memory_order_relaxed); }
+int64_t upload_crew_tasks() { return crew_tasks.load(std::memory_order_relaxed); }
 
 int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& completion,
                         c10::DeviceIndex device, cudaStream_t stream) {
@@ -334,7 +340,12 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
     upload->create_events();
     pool.submit_copies([upload] { upload->join(); }, static_cast<int>(helpers));
     if (crew_helpers > 0)
-      crew->submit_copies([upload] { upload->join(); }, static_cast<int>(crew_helpers));
+      crew->submit_copies(
+          [upload] {
+            crew_tasks.fetch_add(1, std::memory_order_relaxed);
+            upload->join();
+          },
+          static_cast<int>(crew_helpers));
     upload->run_and_finish();
   } catch (...) {
     // Helpers queued before a failure (say, in submit_copies) may be filling: done first.
