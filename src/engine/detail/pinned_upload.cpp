@@ -339,13 +339,10 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
   try {
     upload->create_events();
     pool.submit_copies([upload] { upload->join(); }, static_cast<int>(helpers));
-    if (crew_helpers > 0)
-      crew->submit_copies(
-          [upload] {
-            crew_tasks.fetch_add(1, std::memory_order_relaxed);
-            upload->join();
-          },
-          static_cast<int>(crew_helpers));
+    if (crew_helpers > 0) {
+      crew->submit_copies([upload] { upload->join(); }, static_cast<int>(crew_helpers));
+      crew_tasks.fetch_add(crew_helpers, std::memory_order_relaxed);
+    }
     upload->run_and_finish();
   } catch (...) {
     // Helpers queued before a failure (say, in submit_copies) may be filling: done first.

@@ -73,7 +73,7 @@ void set_upload_crew(int threads);
 int upload_crew_limit();
 // The crew's threads: 0 until an upload made it, or where the machine has none to spare.
 int upload_crew_threads();
-// Crew tasks run so far (one per crew thread an upload asked for), for tests.
+// Crew tasks queued so far (one per crew thread an upload asked for), for tests.
 int64_t upload_crew_tasks();
 
 // Queues the copy of every span on `stream`, whose device must be current; the pinned ring goes
