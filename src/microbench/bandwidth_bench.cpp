@@ -49,8 +49,8 @@ const c10::impl::GenericList& large_batch() {
 // 64 x 4 MiB pageable float32 to the GPU through the engine. Arguments: the most threads that fill
 // pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many),
 // the ring's slot size in KiB and its slot count (0: the defaults), then the design (0: the
-// default, the upload's own thread alone queues the DMAs and a crew of fill threads joins the
-// workers; 1: the same without the crew; 2: each filling thread queues its own DMA, as before
+// default, the upload's own thread alone queues the DMAs; 1: the same with a crew of fill threads
+// beside the workers; 2: each filling thread queues its own DMA, as before
 // 2026-12-03). Counters: engine_GBps (median), pinned_GBps (one pinned cudaMemcpy of the same
 // 256 MiB, same run), their ratio of_pinned, the ring's shape, one_queuer and crew (the crew's
 // threads, which fill beside fill_threads).
@@ -61,7 +61,7 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   mtc::detail::set_upload_threads(static_cast<int>(state.range(0)));
   mtc::detail::set_upload_ring(state.range(1) << 10, static_cast<int>(state.range(2)));
   mtc::detail::set_upload_one_queuer(state.range(3) != 2);
-  mtc::detail::set_upload_crew(state.range(3) == 0 ? -1 : 0);
+  mtc::detail::set_upload_crew(state.range(3) == 1 ? -1 : 0);
   state.counters["one_queuer"] = mtc::detail::upload_one_queuer() ? 1 : 0;
   state.counters["slot_KiB"] = static_cast<double>(mtc::detail::upload_slot_bytes() >> 10);
   state.counters["slots"] = mtc::detail::upload_slots();
@@ -76,14 +76,14 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   mtc::detail::set_upload_threads(0);
   mtc::detail::set_upload_ring(0, 0);
   mtc::detail::set_upload_one_queuer(true);
-  mtc::detail::set_upload_crew(-1);
+  mtc::detail::set_upload_crew(0);
   const double engine = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
   const int workers = mtc::detail::worker_pool_for(c10::Device(c10::kCUDA, 0)).size();
   state.counters["fill_threads"] =
       state.range(0) == 0 ? workers + 1 : std::min<int64_t>(state.range(0), workers + 1);
   // The crew joins only with every thread allowed.
   state.counters["crew"] =
-      state.range(3) == 0 && state.range(0) == 0 ? mtc::detail::upload_crew_threads() : 0;
+      state.range(3) == 1 && state.range(0) == 0 ? mtc::detail::upload_crew_threads() : 0;
   state.counters["engine_GBps"] = engine;
   state.counters["pinned_GBps"] = pinned;
   state.counters["of_pinned"] = engine / pinned;
@@ -219,7 +219,7 @@ void BM_MixedBatch(benchmark::State& state) {
 
 // Beyond 5 threads only with more workers (MTC_WORKER_THREADS); fill_threads says how many ran
 // (the crew apart). Then rings of other shapes: the same 16 MiB in smaller or larger slots, smaller
-// rings, and larger slots in larger rings. Then the designs: without the crew, and each thread
+// rings, and larger slots in larger rings. Then the designs: with the crew, and each thread
 // queuing its own DMA (whose every chunk cost some 20-26 us, threads waiting on the driver).
 BENCHMARK(BM_LargePageableToDevice)
     ->ArgsProduct({{0, 1, 2, 3, 4, 5, 7, 9}, {0}, {0}, {0}})

@@ -51,7 +51,7 @@ class ScopedUploadThreads {
   ~ScopedUploadThreads() {
     mtc::detail::set_upload_threads(0);
     mtc::detail::set_upload_one_queuer(true);
-    mtc::detail::set_upload_crew(-1);
+    mtc::detail::set_upload_crew(0);
   }
 };
 
@@ -251,19 +251,19 @@ TEST(PinnedUploadSettings, ThreadLimitIsKept) {
 
 TEST(PinnedUploadSettings, OneQueuerByDefaultAndTheCrewLimitResets) {
   EXPECT_TRUE(mtc::detail::upload_one_queuer());
-  EXPECT_EQ(mtc::detail::upload_crew_limit(), -1);
+  EXPECT_EQ(mtc::detail::upload_crew_limit(), 0) << "no crew by default";
   {
     const ScopedUploadThreads threads(0, Design::kEachQueues);
     EXPECT_FALSE(mtc::detail::upload_one_queuer());
     EXPECT_EQ(mtc::detail::upload_crew_limit(), 0);
   }
   EXPECT_TRUE(mtc::detail::upload_one_queuer());
-  EXPECT_EQ(mtc::detail::upload_crew_limit(), -1) << "the crew's default: as many as it has";
+  EXPECT_EQ(mtc::detail::upload_crew_limit(), 0);
   mtc::detail::set_upload_crew(-7);
-  EXPECT_EQ(mtc::detail::upload_crew_limit(), -1) << "any negative limit means the default";
+  EXPECT_EQ(mtc::detail::upload_crew_limit(), -1) << "any negative limit: as many as it has";
   mtc::detail::set_upload_crew(2);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), 2);
-  mtc::detail::set_upload_crew(-1);
+  mtc::detail::set_upload_crew(0);
 }
 
 TEST(PinnedUploadSettings, RingShapeIsRoundedAndResets) {

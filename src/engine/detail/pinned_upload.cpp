@@ -26,7 +26,7 @@ std::atomic<int> upload_thread_limit{0};
 std::atomic<int64_t> upload_slot_bytes_setting{0};
 std::atomic<int> upload_slots_setting{0};
 std::atomic<bool> upload_one_queuer_setting{true};
-std::atomic<int> upload_crew_setting{-1};
+std::atomic<int> upload_crew_setting{0};
 
 // The upload's own thread fills its chunks in pieces of this size when it queues every DMA, and
 // queues those that others filled in between: a piece takes ~30 us at one thread's fill rate.
