@@ -119,9 +119,9 @@ def main(path):
         engine, to = us(f"BM_MixedBatch/{arg}/0/0/"), us(f"BM_MixedBatch/{arg}/1/0/")
         if engine and to:
             print(f"mixed batch {direction}: engine {engine:.1f} us, .to() {to:.1f} us, speedup {to / engine:.1f}x")
-    each, engine = us("BM_MixedBatch/1/0/1/"), us("BM_MixedBatch/1/0/0/")
-    if each and engine:
-        print(f"mixed batch h2d, each upload thread queuing its own DMA: {each:.1f} us ({each / engine:.2f}x the default)")
+    queuer, engine = us("BM_MixedBatch/1/0/1/"), us("BM_MixedBatch/1/0/0/")
+    if queuer and engine:
+        print(f"mixed batch h2d, one thread queuing the upload's DMAs: {queuer:.1f} us ({queuer / engine:.2f}x the default)")
     def spans(together, base):
         ratios = [together[k] / base for k in sorted(together) if k.startswith("gpu") and k.endswith("_us")]
         return f"{min(ratios):.2f}-{max(ratios):.2f}x"

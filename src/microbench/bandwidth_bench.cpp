@@ -49,19 +49,19 @@ const c10::impl::GenericList& large_batch() {
 // 64 x 4 MiB pageable float32 to the GPU through the engine. Arguments: the most threads that fill
 // pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many),
 // the ring's slot size in KiB and its slot count (0: the defaults), then the design (0: the
-// default, the upload's own thread alone queues the DMAs; 1: the same with a crew of fill threads
-// beside the workers; 2: each filling thread queues its own DMA, as before
-// 2026-12-03). Counters: engine_GBps (median), pinned_GBps (one pinned cudaMemcpy of the same
-// 256 MiB, same run), their ratio of_pinned, the ring's shape, one_queuer and crew (the crew's
-// threads, which fill beside fill_threads).
+// default, each filling thread queues its own DMA; 1: the upload's own thread alone queues the
+// DMAs; 2: the same with a crew of fill threads beside the workers). Counters: engine_GBps
+// (median), pinned_GBps (one pinned cudaMemcpy of the same 256 MiB, same run), their ratio
+// of_pinned, the ring's shape, one_queuer and crew (the crew's threads, which fill beside
+// fill_threads).
 void BM_LargePageableToDevice(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const c10::impl::GenericList& batch = large_batch();
   const double pinned = pinned_copy_gbps(kLargeBytes);
   mtc::detail::set_upload_threads(static_cast<int>(state.range(0)));
   mtc::detail::set_upload_ring(state.range(1) << 10, static_cast<int>(state.range(2)));
-  mtc::detail::set_upload_one_queuer(state.range(3) != 2);
-  mtc::detail::set_upload_crew(state.range(3) == 1 ? -1 : 0);
+  mtc::detail::set_upload_one_queuer(state.range(3) != 0);
+  mtc::detail::set_upload_crew(state.range(3) == 2 ? -1 : 0);
   state.counters["one_queuer"] = mtc::detail::upload_one_queuer() ? 1 : 0;
   state.counters["slot_KiB"] = static_cast<double>(mtc::detail::upload_slot_bytes() >> 10);
   state.counters["slots"] = mtc::detail::upload_slots();
@@ -75,7 +75,7 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   }
   mtc::detail::set_upload_threads(0);
   mtc::detail::set_upload_ring(0, 0);
-  mtc::detail::set_upload_one_queuer(true);
+  mtc::detail::set_upload_one_queuer(false);
   mtc::detail::set_upload_crew(0);
   const double engine = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
   const int workers = mtc::detail::worker_pool_for(c10::Device(c10::kCUDA, 0)).size();
@@ -83,7 +83,7 @@ void BM_LargePageableToDevice(benchmark::State& state) {
       state.range(0) == 0 ? workers + 1 : std::min<int64_t>(state.range(0), workers + 1);
   // The crew joins only with every thread allowed.
   state.counters["crew"] =
-      state.range(3) == 1 && state.range(0) == 0 ? mtc::detail::upload_crew_threads() : 0;
+      state.range(3) == 2 && state.range(0) == 0 ? mtc::detail::upload_crew_threads() : 0;
   state.counters["engine_GBps"] = engine;
   state.counters["pinned_GBps"] = pinned;
   state.counters["of_pinned"] = engine / pinned;
@@ -187,13 +187,13 @@ const c10::IValue& mixed_source(bool on_gpu) {
 
 // The mixed batch, argument 1: to the GPU, 0: back to the host. Second argument: 0 the engine
 // (median_us), 1 per-tensor .to(), 2 the engine with pinned_host_outputs (back to the host).
-// Third, to the GPU: 1 for the upload of its large tensors with each filling thread queuing its
-// own DMA (the design before 2026-12-03), 0 the default.
+// Third, to the GPU: 1 for the upload of its large tensors with one thread queuing the DMAs, 0
+// the default.
 void BM_MixedBatch(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const bool h2d = state.range(0) == 1;
   const bool per_tensor = state.range(1) == 1;
-  mtc::detail::set_upload_one_queuer(state.range(2) != 1);
+  mtc::detail::set_upload_one_queuer(state.range(2) == 1);
   mtc::CopyOptions options;
   options.pinned_host_outputs = state.range(1) == 2;
   const c10::IValue& data = mixed_source(!h2d);
@@ -211,7 +211,7 @@ void BM_MixedBatch(benchmark::State& state) {
     seconds.push_back(seconds_since(t0));
     state.SetIterationTime(seconds.back());
   }
-  mtc::detail::set_upload_one_queuer(true);
+  mtc::detail::set_upload_one_queuer(false);
   report_median(state, seconds);
 }
 
@@ -219,8 +219,8 @@ void BM_MixedBatch(benchmark::State& state) {
 
 // Beyond 5 threads only with more workers (MTC_WORKER_THREADS); fill_threads says how many ran
 // (the crew apart). Then rings of other shapes: the same 16 MiB in smaller or larger slots, smaller
-// rings, and larger slots in larger rings. Then the designs: with the crew, and each thread
-// queuing its own DMA (whose every chunk cost some 20-26 us, threads waiting on the driver).
+// rings, and larger slots in larger rings. Then the designs: one queuer (each chunk cost some
+// 20-26 us with every thread calling the driver), and one queuer with the crew.
 BENCHMARK(BM_LargePageableToDevice)
     ->ArgsProduct({{0, 1, 2, 3, 4, 5, 7, 9}, {0}, {0}, {0}})
     ->Args({0, 1024, 16, 0})
@@ -231,7 +231,7 @@ BENCHMARK(BM_LargePageableToDevice)
     ->Args({0, 1024, 16, 1})
     ->Args({0, 8192, 8, 1})
     ->Args({0, 0, 0, 2})
-    ->Args({1, 0, 0, 2})
+    ->Args({1, 0, 0, 1})
     ->Args({0, 1024, 16, 2})
     ->Args({0, 8192, 8, 2})
     ->UseManualTime()

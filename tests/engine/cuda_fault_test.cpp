@@ -15,6 +15,7 @@
 
 namespace {
 
+using mtc::detail::cuda_event_query;
 using mtc::detail::CudaFaultInjection;
 
 std::atomic<int> calls_made{0};
@@ -43,6 +44,23 @@ TEST(CudaFaultInjection, TheArmedCallFailsOnceWithoutBeingMade) {
   EXPECT_EQ(calls_made.load(), 5) << "the failing call was made anyway";
   EXPECT_TRUE(CudaFaultInjection::disarm());
   EXPECT_FALSE(CudaFaultInjection::disarm()) << "fired is reported once";
+}
+
+// An event query's failure names the call too (the fault fires before any runtime call, so no
+// GPU is needed); the GPU fault sweeps look for "mtc: cuda" in every error.
+TEST(CudaFaultInjection, AFailedEventQueryNamesTheCall) {
+  CudaFaultInjection::arm(1, cudaErrorInvalidValue);
+  bool done = true;
+  try {
+    MTC_CUDA_CHECK(cuda_event_query(nullptr, done));
+    ADD_FAILURE() << "the armed query did not fail";
+  } catch (const c10::Error& e) {
+    const std::string what = e.what_without_backtrace();
+    EXPECT_NE(what.find("mtc: cuda_event_query(nullptr, done) failed: cudaErrorInvalidValue"),
+              std::string::npos)
+        << what;
+  }
+  EXPECT_TRUE(CudaFaultInjection::disarm());
 }
 
 TEST(CudaFaultInjection, DisarmedBeforeItsTurnNothingFails) {

@@ -50,7 +50,7 @@ class ScopedUploadThreads {
   ScopedUploadThreads& operator=(const ScopedUploadThreads&) = delete;
   ~ScopedUploadThreads() {
     mtc::detail::set_upload_threads(0);
-    mtc::detail::set_upload_one_queuer(true);
+    mtc::detail::set_upload_one_queuer(false);
     mtc::detail::set_upload_crew(0);
   }
 };
@@ -163,8 +163,10 @@ TEST_P(PinnedUploadGpu, AFailedCallOfTheUploadSurfacesAndReleasesTheRing) {
         expect_same_as_per_tensor_to(out, batch);
       } catch (const c10::Error& e) {
         EXPECT_TRUE(mtc::detail::CudaFaultInjection::disarm()) << e.what_without_backtrace();
-        EXPECT_NE(std::string(e.what_without_backtrace()).find("cudaErrorInvalidValue"),
-                  std::string::npos);
+        const std::string message = e.what_without_backtrace();
+        EXPECT_NE(message.find("cudaErrorInvalidValue"), std::string::npos) << message;
+        EXPECT_NE(message.find("mtc: cuda"), std::string::npos)
+            << "the error does not name the CUDA call: " << message;
         ++surfaced;
       }
     }
@@ -249,15 +251,15 @@ TEST(PinnedUploadSettings, ThreadLimitIsKept) {
   mtc::detail::set_upload_threads(0);
 }
 
-TEST(PinnedUploadSettings, OneQueuerByDefaultAndTheCrewLimitResets) {
-  EXPECT_TRUE(mtc::detail::upload_one_queuer());
+TEST(PinnedUploadSettings, EachThreadQueuesByDefaultAndTheCrewLimitResets) {
+  EXPECT_FALSE(mtc::detail::upload_one_queuer());
   EXPECT_EQ(mtc::detail::upload_crew_limit(), 0) << "no crew by default";
   {
-    const ScopedUploadThreads threads(0, Design::kEachQueues);
-    EXPECT_FALSE(mtc::detail::upload_one_queuer());
-    EXPECT_EQ(mtc::detail::upload_crew_limit(), 0);
+    const ScopedUploadThreads threads(0, Design::kOneQueuerAndCrew);
+    EXPECT_TRUE(mtc::detail::upload_one_queuer());
+    EXPECT_EQ(mtc::detail::upload_crew_limit(), -1);
   }
-  EXPECT_TRUE(mtc::detail::upload_one_queuer());
+  EXPECT_FALSE(mtc::detail::upload_one_queuer());
   EXPECT_EQ(mtc::detail::upload_crew_limit(), 0);
   mtc::detail::set_upload_crew(-7);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), -1) << "any negative limit: as many as it has";

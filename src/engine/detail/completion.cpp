@@ -57,13 +57,9 @@ void Completion::record(c10::DeviceIndex device, cudaStream_t stream) {
 bool Completion::query() {
   if (finished_) return true;
   for (const Event& e : events_) {
-    const cudaError_t status = cudaEventQuery(e.event);
-    if (status == cudaErrorNotReady) {
-      // Not a failure, but the runtime may leave it pending like one (torch clears it too).
-      clear_cuda_error(status);
-      return false;
-    }
-    MTC_CUDA_CHECK(status);
+    bool done = false;
+    MTC_CUDA_CHECK(cuda_event_query(e.event, done));
+    if (!done) return false;
   }
   finish();
   return true;

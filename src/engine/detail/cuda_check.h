@@ -17,6 +17,17 @@ inline void clear_cuda_error(cudaError_t status) noexcept {
   if (status != cudaSuccess) (void)cudaGetLastError();
 }
 
+// cudaEventQuery for MTC_CUDA_CHECK, whose error then names the call: "not ready" is no failure
+// (`done` false, nothing left pending); `done` is true once the event has completed.
+inline cudaError_t cuda_event_query(cudaEvent_t event, bool& done) noexcept {
+  const cudaError_t status = cudaEventQuery(event);
+  done = status == cudaSuccess;
+  if (status != cudaErrorNotReady) return status;
+  clear_cuda_error(
+      status);  // the runtime may leave it pending like a failure (torch clears it too)
+  return cudaSuccess;
+}
+
 }  // namespace mtc::detail
 
 // An injected fault made no call, so it leaves nothing pending to clear.

@@ -25,7 +25,7 @@ namespace {
 std::atomic<int> upload_thread_limit{0};
 std::atomic<int64_t> upload_slot_bytes_setting{0};
 std::atomic<int> upload_slots_setting{0};
-std::atomic<bool> upload_one_queuer_setting{true};
+std::atomic<bool> upload_one_queuer_setting{false};
 std::atomic<int> upload_crew_setting{0};
 
 // The upload's own thread fills its chunks in pieces of this size when it queues every DMA, and
@@ -191,12 +191,9 @@ class Upload {
     while (queued_ < size() && done_[slot_of(queued_)].load(std::memory_order_acquire) == queued_)
       queue_dma(queued_++);
     for (int64_t freed = freed_.load(std::memory_order_relaxed); freed < queued_; ++freed) {
-      const cudaError_t status = cudaEventQuery(events_[slot_of(freed)]);
-      if (status == cudaErrorNotReady) {
-        clear_cuda_error(status);  // not a failure, but may be left pending like one
-        break;
-      }
-      MTC_CUDA_CHECK(status);
+      bool done = false;
+      MTC_CUDA_CHECK(cuda_event_query(events_[slot_of(freed)], done));
+      if (!done) break;
       freed_.store(freed + 1, std::memory_order_release);
     }
   }

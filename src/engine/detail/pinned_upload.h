@@ -1,16 +1,17 @@
 // Large pageable host tensors to a GPU at pinned bandwidth. Their bytes are cut into chunks;
-// several threads (the calling one, pool workers that join as they wake, and for large uploads a
-// crew of fill threads, when asked for) each take the next chunk, wait until its slot in a ring of
-// pinned slots is free (the DMA that last used the slot has run) and copy the chunk into it. The
-// calling thread alone queues the DMAs, in chunk order, and learns from each slot's event when it
-// is free again, filling chunks in pieces in between. Host copies thus run in parallel with each
-// other and with the DMAs of earlier chunks; one thread copying pageable memory alone reaches only
-// a fraction of the link's bandwidth (about 9 GB/s on an H200 host against 55 for a pinned copy).
+// several threads (the calling one, and pool workers that join as they wake) each take the next
+// chunk, wait until its slot in a ring of pinned slots is free (the DMA that last used the slot has
+// run), copy the chunk into it and queue the chunk's DMA. Host copies thus run in parallel with
+// each other and with the DMAs of earlier chunks; one thread copying pageable memory alone reaches
+// only a fraction of the link's bandwidth (about 9 GB/s on an H200 host against 55 for a pinned
+// copy).
 //
-// Why one thread queues: when each filling thread queued its own DMA and waited for its own slot's
-// event, five threads calling the driver at once waited on its locks, some 20-26 us a chunk; one
-// queuer made the default ring 1.19x and 1.21x as fast in two runs, and 1 MiB slots 1.46x
-// (results/notes/2026-12-03-day.md).
+// A second design, for benchmarks until it has passed every GPU test as the default: the calling
+// thread alone queues the DMAs, in chunk order, and learns from each slot's event when it is free
+// again, filling chunks in pieces in between; the others only fill (and for large uploads a crew
+// of fill threads may join them). Five threads that each call the driver wait on its locks, some
+// 20-26 us a chunk: one queuer made the default ring 1.19x, 1.21x and 1.07x as fast in three runs,
+// and 1 MiB slots 1.46x (results/notes/2026-12-03-day.md).
 #pragma once
 
 #include <c10/core/Device.h>
@@ -57,18 +58,18 @@ void set_upload_ring(int64_t slot_bytes, int slots);
 int64_t upload_slot_bytes();
 int upload_slots();
 
-// Who calls the driver, process-wide, for benchmarks that compare the two in one run: true (the
-// default), the upload's own thread alone queues every DMA and watches the slots' events, while
-// the others only fill; false, each filling thread waits for its slot's event and queues its
-// chunk's DMA (the design before 2026-12-03).
+// Who calls the driver, process-wide, for benchmarks that compare the two in one run: false (the
+// default), each filling thread waits for its slot's event and queues its chunk's DMA; true, the
+// upload's own thread alone queues every DMA and watches the slots' events, while the others only
+// fill.
 void set_upload_one_queuer(bool one_queuer);
 bool upload_one_queuer();
 
 // With one queuer, an upload of at least kUploadCrewBytes also takes up to kUploadCrewMax threads
 // of a crew that only fills, beside the copy's workers, where the machine has hardware threads to
 // spare. How many, process-wide, for benchmarks: 0 (the default) none, -1 as many as the crew has.
-// Off until measured on a GPU host: the fill threads are the upload's limit with one queuer (nine
-// fill at 68-74 GB/s on an H200 host, five at 40-46), so a crew may bring it to the link's rate.
+// With one queuer the fill threads are the upload's limit (nine fill at 68-74 GB/s on an H200 host,
+// five at 40-46); the crew's first measurement: 1.06x and 1.16x (2 and 8 MiB slots), one run.
 inline constexpr int kUploadCrewMax = 4;
 inline constexpr int64_t kUploadCrewBytes = int64_t{16} << 20;
 void set_upload_crew(int threads);
