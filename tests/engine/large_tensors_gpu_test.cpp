@@ -162,8 +162,8 @@ TEST_P(PinnedUploadGpu, AFailedCallOfTheUploadSurfacesAndReleasesTheRing) {
         mtc::detail::CudaFaultInjection::disarm();
         expect_same_as_per_tensor_to(out, batch);
       } catch (const c10::Error& e) {
-        EXPECT_TRUE(mtc::detail::CudaFaultInjection::disarm()) << e.what_without_backtrace();
         const std::string message = e.what_without_backtrace();
+        EXPECT_TRUE(mtc::detail::CudaFaultInjection::disarm()) << message;
         EXPECT_NE(message.find("cudaErrorInvalidValue"), std::string::npos) << message;
         EXPECT_NE(message.find("mtc: cuda"), std::string::npos)
             << "the error does not name the CUDA call: " << message;

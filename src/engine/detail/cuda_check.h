@@ -23,8 +23,8 @@ inline cudaError_t cuda_event_query(cudaEvent_t event, bool& done) noexcept {
   const cudaError_t status = cudaEventQuery(event);
   done = status == cudaSuccess;
   if (status != cudaErrorNotReady) return status;
-  clear_cuda_error(
-      status);  // the runtime may leave it pending like a failure (torch clears it too)
+  // The runtime may leave "not ready" pending like a failure (torch clears it too).
+  clear_cuda_error(status);
   return cudaSuccess;
 }
 
