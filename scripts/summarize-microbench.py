@@ -108,6 +108,9 @@ def main(path):
             if "one_queuer" in b:
                 ring += (", one queuer" + (f" and {b['crew']:.0f} crew threads" if b.get("crew") else ", no crew")
                          if b["one_queuer"] else ", each thread queues its own DMA")
+            if b.get("one_queuer") and b.get("piece_KiB"):
+                ring += (", whole chunks" if b["piece_KiB"] >= b.get("slot_KiB", 0)
+                         else f", pieces of {b['piece_KiB']:.0f} KiB")
             print(f"64 x 4 MiB pageable H2D, {b['fill_threads']:.0f} thread(s){ring}: {b['engine_GBps']:.1f} GB/s = "
                   f"{100 * b['of_pinned']:.0f} % of one pinned copy ({b['pinned_GBps']:.1f} GB/s; target >= 80 %)")
     for name, b in medians.items():
@@ -121,7 +124,8 @@ def main(path):
             print(f"mixed batch {direction}: engine {engine:.1f} us, .to() {to:.1f} us, speedup {to / engine:.1f}x")
     queuer, engine = us("BM_MixedBatch/1/0/1/"), us("BM_MixedBatch/1/0/0/")
     if queuer and engine:
-        print(f"mixed batch h2d, one thread queuing the upload's DMAs: {queuer:.1f} us ({queuer / engine:.2f}x the default)")
+        print(f"mixed batch h2d, one thread queuing the upload's DMAs: {queuer:.1f} us "
+              f"({queuer / engine:.2f}x each thread queuing its own)")
     def spans(together, base):
         ratios = [together[k] / base for k in sorted(together) if k.startswith("gpu") and k.endswith("_us")]
         return f"{min(ratios):.2f}-{max(ratios):.2f}x"

@@ -48,12 +48,12 @@ const c10::impl::GenericList& large_batch() {
 
 // 64 x 4 MiB pageable float32 to the GPU through the engine. Arguments: the most threads that fill
 // pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many),
-// the ring's slot size in KiB and its slot count (0: the defaults), then the design (0: the
-// default, each filling thread queues its own DMA; 1: the upload's own thread alone queues the
-// DMAs; 2: the same with a crew of fill threads beside the workers). Counters: engine_GBps
-// (median), pinned_GBps (one pinned cudaMemcpy of the same 256 MiB, same run), their ratio
-// of_pinned, the ring's shape, one_queuer and crew (the crew's threads, which fill beside
-// fill_threads).
+// the ring's slot size in KiB and its slot count (0: the defaults), the design (0: each filling
+// thread queues its own DMA; 1: the upload's own thread alone queues the DMAs; 2: the same with a
+// crew of fill threads beside the workers), then with one queuer the piece a fill thread takes in
+// KiB (0: the default; 1048576: whole chunks). Counters: engine_GBps (median), pinned_GBps (one
+// pinned cudaMemcpy of the same 256 MiB, same run), their ratio of_pinned, the ring's shape,
+// one_queuer, piece_KiB and crew (the crew's threads, which fill beside fill_threads).
 void BM_LargePageableToDevice(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const c10::impl::GenericList& batch = large_batch();
@@ -62,7 +62,13 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   mtc::detail::set_upload_ring(state.range(1) << 10, static_cast<int>(state.range(2)));
   mtc::detail::set_upload_one_queuer(state.range(3) != 0);
   mtc::detail::set_upload_crew(state.range(3) == 2 ? -1 : 0);
+  mtc::detail::set_upload_piece(state.range(4) << 10);
   state.counters["one_queuer"] = mtc::detail::upload_one_queuer() ? 1 : 0;
+  state.counters["piece_KiB"] =
+      state.range(3) == 0 ? 0
+                          : static_cast<double>(std::min(mtc::detail::upload_piece_bytes(),
+                                                         mtc::detail::upload_slot_bytes()) >>
+                                                10);
   state.counters["slot_KiB"] = static_cast<double>(mtc::detail::upload_slot_bytes() >> 10);
   state.counters["slots"] = mtc::detail::upload_slots();
   std::vector<double> seconds;
@@ -73,10 +79,7 @@ void BM_LargePageableToDevice(benchmark::State& state) {
     seconds.push_back(seconds_since(t0));
     state.SetIterationTime(seconds.back());
   }
-  mtc::detail::set_upload_threads(0);
-  mtc::detail::set_upload_ring(0, 0);
-  mtc::detail::set_upload_one_queuer(false);
-  mtc::detail::set_upload_crew(0);
+  mtc::detail::reset_upload_settings();
   const double engine = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
   const int workers = mtc::detail::worker_pool_for(c10::Device(c10::kCUDA, 0)).size();
   state.counters["fill_threads"] =
@@ -187,8 +190,8 @@ const c10::IValue& mixed_source(bool on_gpu) {
 
 // The mixed batch, argument 1: to the GPU, 0: back to the host. Second argument: 0 the engine
 // (median_us), 1 per-tensor .to(), 2 the engine with pinned_host_outputs (back to the host).
-// Third, to the GPU: 1 for the upload of its large tensors with one thread queuing the DMAs, 0
-// the default.
+// Third, to the GPU: 1 for the upload of its large tensors with one thread queuing the DMAs (in
+// pieces of the default size), 0 with each filling thread queuing its own.
 void BM_MixedBatch(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const bool h2d = state.range(0) == 1;
@@ -211,32 +214,26 @@ void BM_MixedBatch(benchmark::State& state) {
     seconds.push_back(seconds_since(t0));
     state.SetIterationTime(seconds.back());
   }
-  mtc::detail::set_upload_one_queuer(false);
+  mtc::detail::reset_upload_settings();
   report_median(state, seconds);
 }
 
 }  // namespace
 
 // Beyond 5 threads only with more workers (MTC_WORKER_THREADS); fill_threads says how many ran
-// (the crew apart). Then rings of other shapes: the same 16 MiB in smaller or larger slots, smaller
-// rings, and larger slots in larger rings. Then the designs: one queuer (each chunk cost some
-// 20-26 us with every thread calling the driver), and one queuer with the crew, also in rings of
-// 16 slots: nine threads filling eight slots may be held by the ring, not by the fill.
+// (the crew apart). The thread counts and ring shapes with each thread queuing (the design of
+// 2026-12-03 and before); then one queuer, whose fill threads take whole chunks (1048576) or
+// pieces (0: the default, 256 KiB; 64 and 1024), with and without the crew, in the default ring
+// and in others: with whole chunks, eight threads filling eight slots wait together for the DMAs.
 BENCHMARK(BM_LargePageableToDevice)
-    ->ArgsProduct({{0, 1, 2, 3, 4, 5, 7, 9}, {0}, {0}, {0}})
-    ->Args({0, 1024, 16, 0})
-    ->Args({0, 512, 32, 0})
-    ->Args({0, 4096, 4, 0})
-    ->Args({0, 8192, 8, 0})
-    ->Args({0, 0, 0, 1})
-    ->Args({0, 1024, 16, 1})
-    ->Args({0, 8192, 8, 1})
-    ->Args({0, 0, 0, 2})
-    ->Args({1, 0, 0, 1})
-    ->Args({0, 1024, 16, 2})
-    ->Args({0, 8192, 8, 2})
-    ->Args({0, 2048, 16, 2})
-    ->Args({0, 4096, 16, 2})
+    ->ArgsProduct({{0, 1, 2, 3, 5, 9}, {0}, {0}, {0}, {0}})
+    ->Args({0, 1024, 16, 0, 0})
+    ->Args({0, 8192, 8, 0, 0})
+    ->ArgsProduct({{0}, {0}, {0}, {1, 2}, {1048576, 0, 64, 1024}})
+    ->ArgsProduct({{0}, {1024, 4096}, {16}, {1, 2}, {1048576, 0}})
+    ->Args({0, 8192, 8, 2, 0})
+    ->Args({1, 0, 0, 1, 0})
+    ->Args({3, 0, 0, 1, 0})
     ->UseManualTime()
     ->MinTime(0.5)
     ->Unit(benchmark::kMillisecond);

@@ -35,8 +35,10 @@ using mtc::test::reference_batch;
 using mtc::test::tensors_of;
 using mtc::test::to_device;
 
-// The upload's designs: each filling thread queues its DMAs; one queuer; one queuer and the crew.
-enum class Design { kEachQueues, kOneQueuer, kOneQueuerAndCrew };
+// The upload's designs: each filling thread queues its DMAs; one queuer, its fill threads taking
+// pieces of chunks (a piece of 64 KiB, the smallest, so that a 2 MiB chunk is 32 pieces); one
+// queuer, whole chunks; one queuer with pieces and the crew.
+enum class Design { kEachQueues, kOneQueuer, kOneQueuerWholeChunks, kOneQueuerAndCrew };
 
 // Sets the upload's thread limit and design for one test, and puts the defaults back.
 class ScopedUploadThreads {
@@ -44,15 +46,14 @@ class ScopedUploadThreads {
   explicit ScopedUploadThreads(int threads, Design design = Design::kEachQueues) {
     mtc::detail::set_upload_threads(threads);
     mtc::detail::set_upload_one_queuer(design != Design::kEachQueues);
+    mtc::detail::set_upload_piece(design == Design::kOneQueuerWholeChunks
+                                      ? int64_t{1} << 40
+                                      : mtc::detail::kUploadMinPieceBytes);
     mtc::detail::set_upload_crew(design == Design::kOneQueuerAndCrew ? -1 : 0);
   }
   ScopedUploadThreads(const ScopedUploadThreads&) = delete;  // restores once
   ScopedUploadThreads& operator=(const ScopedUploadThreads&) = delete;
-  ~ScopedUploadThreads() {
-    mtc::detail::set_upload_threads(0);
-    mtc::detail::set_upload_one_queuer(false);
-    mtc::detail::set_upload_crew(0);
-  }
+  ~ScopedUploadThreads() { mtc::detail::reset_upload_settings(); }
 };
 
 // Sets the upload ring's shape for one scope and puts the default back.
@@ -195,7 +196,8 @@ TEST_P(PinnedUploadGpu, MixedBatchIsBitwiseWhatToGives) {
   EXPECT_EQ(h.stats().packed, 528);
 }
 
-constexpr const char* kDesignNames[] = {"EachQueues", "OneQueuer", "OneQueuerAndCrew"};
+constexpr const char* kDesignNames[] = {"EachQueues", "OneQueuer", "OneQueuerWholeChunks",
+                                        "OneQueuerAndCrew"};
 
 std::string threads_name(const ::testing::TestParamInfo<std::tuple<int, Design>>& info) {
   const int threads = std::get<0>(info.param);
@@ -204,12 +206,12 @@ std::string threads_name(const ::testing::TestParamInfo<std::tuple<int, Design>>
 }
 
 // 0: the default (the calling thread and every worker).
-INSTANTIATE_TEST_SUITE_P(FillThreads, PinnedUploadGpu,
-                         ::testing::Combine(::testing::Values(1, 2, 0),
-                                            ::testing::Values(Design::kEachQueues,
-                                                              Design::kOneQueuer,
-                                                              Design::kOneQueuerAndCrew)),
-                         threads_name);
+INSTANTIATE_TEST_SUITE_P(
+    FillThreads, PinnedUploadGpu,
+    ::testing::Combine(::testing::Values(1, 2, 0),
+                       ::testing::Values(Design::kEachQueues, Design::kOneQueuer,
+                                         Design::kOneQueuerWholeChunks, Design::kOneQueuerAndCrew)),
+    threads_name);
 
 // GPU->CPU with pinned_host_outputs: the small tensors still come back packed (views of one
 // pageable chunk), the others land in pinned outputs; all bitwise what .to() gives.
@@ -251,21 +253,42 @@ TEST(PinnedUploadSettings, ThreadLimitIsKept) {
   mtc::detail::set_upload_threads(0);
 }
 
-TEST(PinnedUploadSettings, EachThreadQueuesByDefaultAndTheCrewLimitResets) {
-  EXPECT_FALSE(mtc::detail::upload_one_queuer());
+TEST(PinnedUploadSettings, TheDesignResetsToItsDefault) {
+  EXPECT_EQ(mtc::detail::upload_one_queuer(), mtc::detail::kUploadOneQueuerByDefault);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), 0) << "no crew by default";
+  EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadPieceBytes);
   {
     const ScopedUploadThreads threads(0, Design::kOneQueuerAndCrew);
     EXPECT_TRUE(mtc::detail::upload_one_queuer());
     EXPECT_EQ(mtc::detail::upload_crew_limit(), -1);
+    EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadMinPieceBytes);
   }
-  EXPECT_FALSE(mtc::detail::upload_one_queuer());
+  {
+    const ScopedUploadThreads threads(0, Design::kEachQueues);
+    EXPECT_FALSE(mtc::detail::upload_one_queuer());
+  }
+  EXPECT_EQ(mtc::detail::upload_one_queuer(), mtc::detail::kUploadOneQueuerByDefault);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), 0);
+  EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadPieceBytes);
   mtc::detail::set_upload_crew(-7);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), -1) << "any negative limit: as many as it has";
   mtc::detail::set_upload_crew(2);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), 2);
   mtc::detail::set_upload_crew(0);
+}
+
+TEST(PinnedUploadSettings, PieceIsRoundedAndResets) {
+  mtc::detail::set_upload_piece(1);
+  EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadMinPieceBytes)
+      << "no piece below the smallest";
+  mtc::detail::set_upload_piece((100 << 10) + 1);
+  EXPECT_EQ(mtc::detail::upload_piece_bytes(), 104 << 10) << "up to 4 KiB";
+  mtc::detail::set_upload_piece(-5);
+  EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadPieceBytes)
+      << "a negative size: the default";
+  mtc::detail::set_upload_piece(1 << 20);
+  mtc::detail::reset_upload_settings();
+  EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadPieceBytes);
 }
 
 TEST(PinnedUploadSettings, RingShapeIsRoundedAndResets) {

@@ -22,12 +22,6 @@
 namespace mtc::detail {
 namespace {
 
-std::atomic<int> upload_thread_limit{0};
-std::atomic<int64_t> upload_slot_bytes_setting{0};
-std::atomic<int> upload_slots_setting{0};
-std::atomic<bool> upload_one_queuer_setting{false};
-std::atomic<int> upload_crew_setting{0};
-
 // The upload's own thread fills its chunks in pieces of this size when it queues every DMA, and
 // queues those that others filled in between: a piece takes ~30 us at one thread's fill rate.
 constexpr int64_t kQueuerPieceBytes = 256 << 10;
@@ -48,6 +42,24 @@ PinnedBlock acquire_ring(PinnedPool& pool, int& slots, int64_t& slot_bytes) {
   }
 }
 
+// With one queuer, the part of a chunk a fill thread takes at a time.
+struct Piece {
+  int64_t chunk;
+  int64_t offset;
+  int64_t bytes;
+};
+
+std::vector<Piece> cut_into_pieces(const std::vector<HostToDeviceSpan>& chunks,
+                                   int64_t piece_bytes) {
+  std::vector<Piece> pieces;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    for (int64_t done = 0; done < chunks[c].bytes; done += piece_bytes)
+      pieces.push_back(
+          {static_cast<int64_t>(c), done, std::min(piece_bytes, chunks[c].bytes - done)});
+  }
+  return pieces;
+}
+
 // One upload's state, shared by the threads that fill its chunks. A pool worker may wake after
 // the last chunk was taken and the caller has left: such a helper touches only this object.
 //
@@ -55,12 +67,14 @@ PinnedBlock acquire_ring(PinnedPool& pool, int& slots, int64_t& slot_bytes) {
 // - each thread queues the DMA of the chunk it filled, after waiting for its slot's event;
 // - the upload's own thread alone queues every DMA, in chunk order, and learns from the slots'
 //   events which slots are free again; the others only fill, and wait on a counter for a free
-//   slot. Five threads that call the driver at once wait on its locks.
+//   slot. Five threads that call the driver at once wait on its locks. The fill threads take
+//   pieces of chunks, in order, so that they fill the oldest chunks together.
 class Upload {
  public:
   Upload(std::vector<HostToDeviceSpan> chunks, std::byte* ring, int slots, int64_t slot_bytes,
-         c10::DeviceIndex device, cudaStream_t stream, bool one_queuer)
+         c10::DeviceIndex device, cudaStream_t stream, bool one_queuer, int64_t piece_bytes)
       : chunks_(std::move(chunks)),
+        pieces_(one_queuer ? cut_into_pieces(chunks_, piece_bytes) : std::vector<Piece>()),
         ring_(ring),
         slots_(slots),
         slot_bytes_(slot_bytes),
@@ -68,8 +82,11 @@ class Upload {
         stream_(stream),
         one_queuer_(one_queuer),
         done_(std::make_unique<std::atomic<int64_t>[]>(static_cast<size_t>(slots))),
+        unfilled_(std::make_unique<std::atomic<int64_t>[]>(chunks_.size())),
         events_(static_cast<size_t>(slots), nullptr) {
     for (int s = 0; s < slots; ++s) done_[s].store(-1, std::memory_order_relaxed);
+    for (size_t c = 0; c < chunks_.size(); ++c) unfilled_[c].store(0, std::memory_order_relaxed);
+    for (const Piece& p : pieces_) unfilled_[static_cast<size_t>(p.chunk)].fetch_add(1);
   }
   Upload(const Upload&) = delete;  // shared through shared_ptr only
   Upload& operator=(const Upload&) = delete;
@@ -89,9 +106,9 @@ class Upload {
   // A helper's share: chunks in turn until none is left or a thread failed.
   void join() {
     guarded([this] {
-      if (next_.load(std::memory_order_relaxed) >= size()) return;
+      if (next_.load(std::memory_order_relaxed) >= items()) return;
       if (one_queuer_) {
-        for (int64_t i; !failed() && (i = next_.fetch_add(1)) < size();) fill(i);
+        for (int64_t p; !failed() && (p = next_.fetch_add(1)) < items();) fill(p);
         return;
       }
       const c10::cuda::CUDAGuard guard(device_);
@@ -114,7 +131,7 @@ class Upload {
   // No chunk is handed out after this; returns once no thread is filling one. Before the events
   // go back: a helper that joins later finds nothing to do.
   void close() noexcept {
-    next_.fetch_add(size());
+    next_.fetch_add(items());
     while (active_.load(std::memory_order_acquire) != 0) cpu_relax();
   }
   // close() after a failure outside the upload's threads: a helper that waits for a slot, which
@@ -126,6 +143,8 @@ class Upload {
 
  private:
   int64_t size() const { return static_cast<int64_t>(chunks_.size()); }
+  // What next_ hands out: pieces with one queuer, chunks otherwise.
+  int64_t items() const { return one_queuer_ ? static_cast<int64_t>(pieces_.size()) : size(); }
   bool failed() const { return failed_.load(std::memory_order_relaxed); }
   size_t slot_of(int64_t i) const { return static_cast<size_t>(i % slots_); }
   std::byte* staging(int64_t i) const {
@@ -171,24 +190,32 @@ class Upload {
     done_[slot].store(i, std::memory_order_release);
   }
 
-  // One thread queues them all: done_[slot] is the last chunk filled into the slot; freed_ counts
-  // the chunks whose DMA has run (their slots take the chunk `slots_` later).
+  // One thread queues them all: unfilled_[chunk] counts the chunk's pieces not yet filled;
+  // freed_ counts the chunks whose DMA has run (their slots take the chunk `slots_` later).
   bool slot_free(int64_t i) const {
     return i < slots_ || freed_.load(std::memory_order_acquire) > i - slots_;
   }
-  void fill(int64_t i) {
-    while (!slot_free(i)) {
+  void copy_piece(const Piece& piece, int64_t offset, int64_t bytes) {
+    std::memcpy(staging(piece.chunk) + offset,
+                chunks_[static_cast<size_t>(piece.chunk)].src + offset, static_cast<size_t>(bytes));
+  }
+  void piece_filled(const Piece& piece) {
+    unfilled_[static_cast<size_t>(piece.chunk)].fetch_sub(1, std::memory_order_acq_rel);
+  }
+  void fill(int64_t p) {
+    const Piece& piece = pieces_[static_cast<size_t>(p)];
+    while (!slot_free(piece.chunk)) {
       if (failed()) return;
       cpu_relax();
     }
-    const HostToDeviceSpan& chunk = chunks_[static_cast<size_t>(i)];
-    std::memcpy(staging(i), chunk.src, static_cast<size_t>(chunk.bytes));
-    done_[slot_of(i)].store(i, std::memory_order_release);
+    copy_piece(piece, piece.offset, piece.bytes);
+    piece_filled(piece);
   }
 
   // Queues the DMAs of the chunks filled next in order, and counts those whose DMA has run.
   void pump() {
-    while (queued_ < size() && done_[slot_of(queued_)].load(std::memory_order_acquire) == queued_)
+    while (queued_ < size() &&
+           unfilled_[static_cast<size_t>(queued_)].load(std::memory_order_acquire) == 0)
       queue_dma(queued_++);
     for (int64_t freed = freed_.load(std::memory_order_relaxed); freed < queued_; ++freed) {
       bool done = false;
@@ -205,15 +232,15 @@ class Upload {
     while (queued_ < size()) {
       pump();
       if (failed()) return;
-      int64_t i = next_.load(std::memory_order_relaxed);
-      if (i < size() && slot_free(i) && next_.compare_exchange_strong(i, i + 1)) {
-        const HostToDeviceSpan& chunk = chunks_[static_cast<size_t>(i)];
-        for (int64_t done = 0; done < chunk.bytes; done += kQueuerPieceBytes) {
-          std::memcpy(staging(i) + done, chunk.src + done,
-                      static_cast<size_t>(std::min(kQueuerPieceBytes, chunk.bytes - done)));
+      int64_t p = next_.load(std::memory_order_relaxed);
+      if (p < items() && slot_free(pieces_[static_cast<size_t>(p)].chunk) &&
+          next_.compare_exchange_strong(p, p + 1)) {
+        const Piece& piece = pieces_[static_cast<size_t>(p)];
+        for (int64_t done = 0; done < piece.bytes; done += kQueuerPieceBytes) {
+          copy_piece(piece, piece.offset + done, std::min(kQueuerPieceBytes, piece.bytes - done));
           pump();
         }
-        done_[slot_of(i)].store(i, std::memory_order_release);
+        piece_filled(piece);
         continue;
       }
       cpu_relax();
@@ -221,15 +248,17 @@ class Upload {
   }
 
   const std::vector<HostToDeviceSpan> chunks_;
+  const std::vector<Piece> pieces_;  // one queuer only
   std::byte* const ring_;
   const int slots_;
   const int64_t slot_bytes_;
   const c10::DeviceIndex device_;
   const cudaStream_t stream_;
   const bool one_queuer_;
-  const std::unique_ptr<std::atomic<int64_t>[]> done_;  // by slot, see the two ways above
+  const std::unique_ptr<std::atomic<int64_t>[]> done_;      // by slot, each thread queuing
+  const std::unique_ptr<std::atomic<int64_t>[]> unfilled_;  // by chunk, one queuer
   std::vector<cudaEvent_t> events_;
-  std::atomic<int64_t> next_{0};
+  std::atomic<int64_t> next_{0};   // the next piece (one queuer) or chunk to fill
   std::atomic<int64_t> freed_{0};  // one queuer only
   int64_t queued_ = 0;             // one queuer only, its thread alone
   std::atomic<int> active_{0};     // threads between joining and being done
@@ -261,30 +290,6 @@ WorkerPool* upload_crew(const WorkerPool& pool) {
 
 }  // namespace
 
-void set_upload_threads(int threads) { upload_thread_limit.store(std::max(0, threads)); }
-int upload_threads() { return upload_thread_limit.load(std::memory_order_relaxed); }
-
-void set_upload_ring(int64_t slot_bytes, int slots) {
-  upload_slot_bytes_setting.store(
-      slot_bytes <= 0
-          ? 0
-          : round_up(std::max(slot_bytes, kUploadMinSlotBytes), PinnedPool::kGranularity));
-  upload_slots_setting.store(std::max(0, slots));
-}
-int64_t upload_slot_bytes() {
-  const int64_t set = upload_slot_bytes_setting.load(std::memory_order_relaxed);
-  return set > 0 ? set : kUploadChunkBytes;
-}
-int upload_slots() {
-  const int set = upload_slots_setting.load(std::memory_order_relaxed);
-  return set > 0 ? set : kUploadSlots;
-}
-
-void set_upload_one_queuer(bool one_queuer) { upload_one_queuer_setting.store(one_queuer); }
-bool upload_one_queuer() { return upload_one_queuer_setting.load(std::memory_order_relaxed); }
-
-void set_upload_crew(int threads) { upload_crew_setting.store(std::max(-1, threads)); }
-int upload_crew_limit() { return upload_crew_setting.load(std::memory_order_relaxed); }
 int upload_crew_threads() { return crew_threads.load(std::memory_order_relaxed); }
 int64_t upload_crew_tasks() { return crew_tasks.load(std::memory_order_relaxed); }
 
@@ -311,28 +316,30 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
     for (int64_t done = 0; done < s.bytes; done += slot_bytes)
       chunks.push_back({s.dst + done, s.src + done, std::min(slot_bytes, s.bytes - done)});
   }
+  const bool one_queuer = upload_one_queuer();
+  // The pieces threads take at a time (each queuing: whole chunks).
+  const int64_t piece_bytes = one_queuer ? std::min(upload_piece_bytes(), slot_bytes) : slot_bytes;
+  int64_t items = 0;
+  for (const HostToDeviceSpan& c : chunks) items += (c.bytes + piece_bytes - 1) / piece_bytes;
   WorkerPool& pool = current_worker_pool();
   const int limit = upload_threads() > 0 ? upload_threads() : pool.size() + 1;
   const int64_t helpers =
-      total < kUploadParallelBytes
-          ? 0
-          : std::min<int64_t>({limit - 1, pool.size(), static_cast<int64_t>(chunks.size()) - 1});
+      total < kUploadParallelBytes ? 0 : std::min<int64_t>({limit - 1, pool.size(), items - 1});
 
   // A thread limit set for a benchmark holds the crew too; the default (every thread) does not.
   const int64_t crew_room = upload_threads() > 0 ? limit - 1 - helpers : kUploadCrewMax;
-  const bool one_queuer = upload_one_queuer();
   // The crew joins only where nobody but the upload's own thread calls the driver.
   const int crew_limit = upload_crew_limit() < 0 ? kUploadCrewMax : upload_crew_limit();
   WorkerPool* crew = one_queuer && crew_limit > 0 && total >= kUploadCrewBytes && helpers > 0
                          ? upload_crew(pool)
                          : nullptr;
   const int64_t crew_helpers =
-      crew == nullptr ? 0
-                      : std::min<int64_t>({crew_limit, crew->size(), crew_room,
-                                           static_cast<int64_t>(chunks.size()) - 1 - helpers});
+      crew == nullptr
+          ? 0
+          : std::min<int64_t>({crew_limit, crew->size(), crew_room, items - 1 - helpers});
 
   const auto upload = std::make_shared<Upload>(std::move(chunks), ring.data, slots, slot_bytes,
-                                               device, stream, one_queuer);
+                                               device, stream, one_queuer, piece_bytes);
   try {
     upload->create_events();
     pool.submit_copies([upload] { upload->join(); }, static_cast<int>(helpers));

@@ -58,12 +58,24 @@ void set_upload_ring(int64_t slot_bytes, int slots);
 int64_t upload_slot_bytes();
 int upload_slots();
 
-// Who calls the driver, process-wide, for benchmarks that compare the two in one run: false (the
-// default), each filling thread waits for its slot's event and queues its chunk's DMA; true, the
-// upload's own thread alone queues every DMA and watches the slots' events, while the others only
-// fill.
+// Who calls the driver, process-wide, for benchmarks that compare the two in one run: false,
+// each filling thread waits for its slot's event and queues its chunk's DMA; true (the default
+// once it has passed every GPU test), the upload's own thread alone queues every DMA and watches
+// the slots' events, while the others only fill.
+inline constexpr bool kUploadOneQueuerByDefault = true;
 void set_upload_one_queuer(bool one_queuer);
 bool upload_one_queuer();
+
+// With one queuer, the bytes a fill thread takes at a time: pieces of a chunk, so that every
+// thread fills the oldest chunks together and each chunk's DMA can start soon after its slot is
+// free. A thread that fills a whole 2 MiB chunk alone takes ~240 us (at ~9 GB/s); eight such
+// threads fill eight slots at once and then wait together for the DMAs, so the ring, not the
+// threads, bounds the upload. Process-wide, for benchmarks; 0 (or less) the default; a piece
+// larger than a chunk is the whole chunk. Rounded up to 4 KiB and to at least kUploadMinPieceBytes.
+inline constexpr int64_t kUploadPieceBytes = 256 << 10;
+inline constexpr int64_t kUploadMinPieceBytes = 64 << 10;
+void set_upload_piece(int64_t bytes);
+int64_t upload_piece_bytes();
 
 // With one queuer, an upload of at least kUploadCrewBytes also takes up to kUploadCrewMax threads
 // of a crew that only fills, beside the copy's workers, where the machine has hardware threads to
@@ -78,6 +90,9 @@ int upload_crew_limit();
 int upload_crew_threads();
 // Crew tasks queued so far (one per crew thread an upload asked for), for tests.
 int64_t upload_crew_tasks();
+
+// Every setting above back to its default: for benchmarks and tests that change them.
+void reset_upload_settings();
 
 // Queues the copy of every span on `stream`, whose device must be current; the pinned ring goes
 // to `completion`, which must be waited for before the ring is reused. Returns the pinned bytes

@@ -1,0 +1,64 @@
+// The pinned upload's process-wide settings (pinned_upload.h): benchmarks and tests compare
+// designs and ring shapes in one process with them; copies read them at each upload.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+
+#include "detail/pinned_pool.h"
+#include "detail/pinned_upload.h"
+#include "detail/round_up.h"
+
+namespace mtc::detail {
+namespace {
+
+std::atomic<int> upload_thread_limit{0};
+std::atomic<int64_t> upload_slot_bytes_setting{0};
+std::atomic<int> upload_slots_setting{0};
+std::atomic<bool> upload_one_queuer_setting{kUploadOneQueuerByDefault};
+std::atomic<int64_t> upload_piece_setting{0};
+std::atomic<int> upload_crew_setting{0};
+
+}  // namespace
+
+void set_upload_threads(int threads) { upload_thread_limit.store(std::max(0, threads)); }
+int upload_threads() { return upload_thread_limit.load(std::memory_order_relaxed); }
+
+void set_upload_ring(int64_t slot_bytes, int slots) {
+  upload_slot_bytes_setting.store(
+      slot_bytes <= 0
+          ? 0
+          : round_up(std::max(slot_bytes, kUploadMinSlotBytes), PinnedPool::kGranularity));
+  upload_slots_setting.store(std::max(0, slots));
+}
+int64_t upload_slot_bytes() {
+  const int64_t set = upload_slot_bytes_setting.load(std::memory_order_relaxed);
+  return set > 0 ? set : kUploadChunkBytes;
+}
+int upload_slots() {
+  const int set = upload_slots_setting.load(std::memory_order_relaxed);
+  return set > 0 ? set : kUploadSlots;
+}
+
+void set_upload_one_queuer(bool one_queuer) { upload_one_queuer_setting.store(one_queuer); }
+bool upload_one_queuer() { return upload_one_queuer_setting.load(std::memory_order_relaxed); }
+
+void set_upload_piece(int64_t bytes) {
+  upload_piece_setting.store(
+      bytes <= 0 ? 0 : round_up(std::max(bytes, kUploadMinPieceBytes), int64_t{4} << 10));
+}
+int64_t upload_piece_bytes() {
+  const int64_t set = upload_piece_setting.load(std::memory_order_relaxed);
+  return set > 0 ? set : kUploadPieceBytes;
+}
+
+void set_upload_crew(int threads) { upload_crew_setting.store(std::max(-1, threads)); }
+int upload_crew_limit() { return upload_crew_setting.load(std::memory_order_relaxed); }
+void reset_upload_settings() {
+  set_upload_threads(0);
+  set_upload_ring(0, 0);
+  set_upload_one_queuer(kUploadOneQueuerByDefault);
+  set_upload_piece(0);
+  set_upload_crew(0);
+}
+
+}  // namespace mtc::detail
