@@ -113,6 +113,11 @@ def main(path):
                          else f", pieces of {b['piece_KiB']:.0f} KiB")
             print(f"64 x 4 MiB pageable H2D, {b['fill_threads']:.0f} thread(s){ring}: {b['engine_GBps']:.1f} GB/s = "
                   f"{100 * b['of_pinned']:.0f} % of one pinned copy ({b['pinned_GBps']:.1f} GB/s; target >= 80 %)")
+            if b.get("prof_threads") and b.get("prof_wall_us"):
+                busy = b["prof_threads"] * b["prof_wall_us"]
+                print(f"  its last copy: {b['prof_threads']:.0f} threads filled, {100 * b['prof_fill_us'] / busy:.0f} % "
+                      f"of their time filling, {100 * b['prof_wait_us'] / busy:.0f} % waiting for a slot; the queuer "
+                      f"{b['prof_pump_us']:.0f} us queuing, {b['prof_idle_us']:.0f} us idle, of {b['prof_wall_us']:.0f} us")
     for name, b in medians.items():
         if name.startswith("BM_PageableFill/") and "fill_GBps" in b:
             threads, dma = name.split("/")[1:3]

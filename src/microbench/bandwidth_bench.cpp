@@ -53,7 +53,9 @@ const c10::impl::GenericList& large_batch() {
 // crew of fill threads beside the workers), then with one queuer the piece a fill thread takes in
 // KiB (0: the default; 1048576: whole chunks). Counters: engine_GBps (median), pinned_GBps (one
 // pinned cudaMemcpy of the same 256 MiB, same run), their ratio of_pinned, the ring's shape,
-// one_queuer, piece_KiB and crew (the crew's threads, which fill beside fill_threads).
+// one_queuer, piece_KiB and crew (the crew's threads, which fill beside fill_threads); and the
+// last copy's profile (UploadProfile): threads that filled (prof_threads), the upload's wall time,
+// the threads' summed time filling and waiting for slots, the queuer's time queuing and idle.
 void BM_LargePageableToDevice(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const c10::impl::GenericList& batch = large_batch();
@@ -63,6 +65,7 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   mtc::detail::set_upload_one_queuer(state.range(3) != 0);
   mtc::detail::set_upload_crew(state.range(3) == 2 ? -1 : 0);
   mtc::detail::set_upload_piece(state.range(4) << 10);
+  mtc::detail::set_upload_profiling(true);
   state.counters["one_queuer"] = mtc::detail::upload_one_queuer() ? 1 : 0;
   state.counters["piece_KiB"] =
       state.range(3) == 0 ? 0
@@ -79,7 +82,15 @@ void BM_LargePageableToDevice(benchmark::State& state) {
     seconds.push_back(seconds_since(t0));
     state.SetIterationTime(seconds.back());
   }
+  const mtc::detail::UploadProfile profile = mtc::detail::last_upload_profile();
+  mtc::detail::set_upload_profiling(false);
   mtc::detail::reset_upload_settings();
+  state.counters["prof_threads"] = profile.fill_threads;
+  state.counters["prof_wall_us"] = profile.wall_us;
+  state.counters["prof_fill_us"] = profile.fill_us;
+  state.counters["prof_wait_us"] = profile.slot_wait_us;
+  state.counters["prof_pump_us"] = profile.queuer_pump_us;
+  state.counters["prof_idle_us"] = profile.queuer_idle_us;
   const double engine = static_cast<double>(kLargeBytes) / median_of(seconds) / 1e9;
   const int workers = mtc::detail::worker_pool_for(c10::Device(c10::kCUDA, 0)).size();
   state.counters["fill_threads"] =

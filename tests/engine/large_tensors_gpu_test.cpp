@@ -179,6 +179,28 @@ TEST_P(PinnedUploadGpu, AFailedCallOfTheUploadSurfacesAndReleasesTheRing) {
   expect_same_as_per_tensor_to(after.get(), batch);
 }
 
+// The profile a benchmark reads: every piece (each thread queuing: every chunk) counted once, by
+// at least the upload's own thread, with time spent filling; nothing recorded with it off.
+TEST_P(PinnedUploadGpu, TheProfileCountsEveryPieceOnce) {
+  const ScopedUploadThreads threads(std::get<0>(GetParam()), std::get<1>(GetParam()));
+  const Design design = std::get<1>(GetParam());
+  c10::impl::GenericList batch(c10::AnyType::get());
+  for (int i = 0; i < 6; ++i) batch.push_back(random_tensor(at::kFloat, {kMiB}));  // 4 MiB each
+  const int64_t unit = design == Design::kEachQueues || design == Design::kOneQueuerWholeChunks
+                           ? mtc::detail::kUploadChunkBytes
+                           : mtc::detail::kUploadMinPieceBytes;
+  mtc::detail::set_upload_profiling(true);
+  start_copy(batch, kCuda0).get();
+  mtc::detail::set_upload_profiling(false);
+  const mtc::detail::UploadProfile profile = mtc::detail::last_upload_profile();
+  EXPECT_EQ(profile.pieces, 6 * 4 * kMiB / unit);
+  EXPECT_GE(profile.fill_threads, 1);
+  EXPECT_GT(profile.fill_us, 0);
+  EXPECT_GT(profile.wall_us, 0);
+  start_copy(batch, kCuda0).get();
+  EXPECT_EQ(mtc::detail::last_upload_profile().wall_us, profile.wall_us) << "recorded while off";
+}
+
 // A training batch: a few MB-sized tensors beside hundreds of small ones (packed).
 TEST_P(PinnedUploadGpu, MixedBatchIsBitwiseWhatToGives) {
   const ScopedUploadThreads threads(std::get<0>(GetParam()), std::get<1>(GetParam()));
@@ -255,7 +277,7 @@ TEST(PinnedUploadSettings, ThreadLimitIsKept) {
 
 TEST(PinnedUploadSettings, TheDesignResetsToItsDefault) {
   EXPECT_EQ(mtc::detail::upload_one_queuer(), mtc::detail::kUploadOneQueuerByDefault);
-  EXPECT_EQ(mtc::detail::upload_crew_limit(), 0) << "no crew by default";
+  EXPECT_EQ(mtc::detail::upload_crew_limit(), mtc::detail::kUploadCrewByDefault);
   EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadPieceBytes);
   {
     const ScopedUploadThreads threads(0, Design::kOneQueuerAndCrew);
@@ -268,13 +290,13 @@ TEST(PinnedUploadSettings, TheDesignResetsToItsDefault) {
     EXPECT_FALSE(mtc::detail::upload_one_queuer());
   }
   EXPECT_EQ(mtc::detail::upload_one_queuer(), mtc::detail::kUploadOneQueuerByDefault);
-  EXPECT_EQ(mtc::detail::upload_crew_limit(), 0);
+  EXPECT_EQ(mtc::detail::upload_crew_limit(), mtc::detail::kUploadCrewByDefault);
   EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadPieceBytes);
   mtc::detail::set_upload_crew(-7);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), -1) << "any negative limit: as many as it has";
   mtc::detail::set_upload_crew(2);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), 2);
-  mtc::detail::set_upload_crew(0);
+  mtc::detail::reset_upload_settings();
 }
 
 TEST(PinnedUploadSettings, PieceIsRoundedAndResets) {

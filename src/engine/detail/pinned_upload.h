@@ -1,17 +1,17 @@
-// Large pageable host tensors to a GPU at pinned bandwidth. Their bytes are cut into chunks;
-// several threads (the calling one, and pool workers that join as they wake) each take the next
-// chunk, wait until its slot in a ring of pinned slots is free (the DMA that last used the slot has
-// run), copy the chunk into it and queue the chunk's DMA. Host copies thus run in parallel with
-// each other and with the DMAs of earlier chunks; one thread copying pageable memory alone reaches
-// only a fraction of the link's bandwidth (about 9 GB/s on an H200 host against 55 for a pinned
-// copy).
+// Large pageable host tensors to a GPU at pinned bandwidth. Their bytes are cut into chunks, each
+// the size of a slot in a ring of pinned slots; several threads (the upload's own, pool workers
+// that join as they wake and, for large uploads, a crew of fill threads) copy the chunks into free
+// slots, in pieces, and the upload's own thread alone queues each chunk's DMA once it is filled
+// and learns from the slots' events when a slot is free again. Host copies thus run in parallel
+// with each other and with the DMAs of earlier chunks: one thread copying pageable memory alone
+// reaches only a fraction of the link's bandwidth (about 9 GB/s on an H200 host against 55 for a
+// pinned copy), nine about 60-70 GB/s.
 //
-// A second design, for benchmarks until it has passed every GPU test as the default: the calling
-// thread alone queues the DMAs, in chunk order, and learns from each slot's event when it is free
-// again, filling chunks in pieces in between; the others only fill (and for large uploads a crew
-// of fill threads may join them). Five threads that each call the driver wait on its locks, some
-// 20-26 us a chunk: one queuer made the default ring 1.19x, 1.21x and 1.07x as fast in three runs,
-// and 1 MiB slots 1.46x (results/notes/2026-12-03-day.md).
+// The older design, kept as a setting for benchmarks: each thread fills whole chunks and queues
+// its own DMAs. Five threads that each call the driver wait on its locks, some 20-26 us a chunk,
+// and eight threads that each fill a whole chunk fill eight slots at once and then wait together
+// for the DMAs. On 64 x 4 MiB it reached 55 % of a pinned copy; one queuer with pieces of 256 KiB
+// and the crew 84 %, in the same run (results/notes/2026-12-03-late-morning.md).
 #pragma once
 
 #include <c10/core/Device.h>
@@ -79,11 +79,13 @@ int64_t upload_piece_bytes();
 
 // With one queuer, an upload of at least kUploadCrewBytes also takes up to kUploadCrewMax threads
 // of a crew that only fills, beside the copy's workers, where the machine has hardware threads to
-// spare. How many, process-wide, for benchmarks: 0 (the default) none, -1 as many as the crew has.
-// With one queuer the fill threads are the upload's limit (nine fill at 68-74 GB/s on an H200 host,
-// five at 40-46); the crew's first measurement: 1.06x and 1.16x (2 and 8 MiB slots), one run.
+// spare. How many, process-wide, for benchmarks: 0 none, -1 (the default) as many as the crew has.
+// With one queuer the fill threads are the upload's limit (nine fill at 59-74 GB/s on an H200 host,
+// five at 40-46): with pieces of 256 KiB the crew took 64 x 4 MiB from 23.2 to 46.0 GB/s, 84 % of
+// a pinned copy (results/notes/2026-12-03-late-morning.md).
 inline constexpr int kUploadCrewMax = 4;
 inline constexpr int64_t kUploadCrewBytes = int64_t{16} << 20;
+inline constexpr int kUploadCrewByDefault = -1;
 void set_upload_crew(int threads);
 int upload_crew_limit();
 // The crew's threads: 0 until an upload made it, or where the machine has none to spare.
@@ -93,6 +95,24 @@ int64_t upload_crew_tasks();
 
 // Every setting above back to its default: for benchmarks and tests that change them.
 void reset_upload_settings();
+
+// Where the threads of one upload spent their time, for benchmarks that ask why an upload is
+// slower than its threads could fill (set_upload_profiling; off by default, when uploads read no
+// clock). Times summed over the threads, in microseconds.
+struct UploadProfile {
+  double wall_us = 0;         // the upload's own thread, from its first piece to the end
+  int fill_threads = 0;       // threads that filled at least one piece (the upload's own too)
+  int64_t pieces = 0;         // pieces (or chunks, each thread queuing) filled
+  double fill_us = 0;         // copying into the ring
+  double slot_wait_us = 0;    // waiting for a slot to be free again (a DMA to run)
+  double queuer_pump_us = 0;  // one queuer: queuing DMAs and asking for slots' events
+  double queuer_idle_us = 0;  // one queuer: nothing to fill or queue
+};
+void set_upload_profiling(bool on);
+bool upload_profiling();
+// The last profiled upload's profile (all zero before one).
+UploadProfile last_upload_profile();
+void record_upload_profile(const UploadProfile& profile);
 
 // Queues the copy of every span on `stream`, whose device must be current; the pinned ring goes
 // to `completion`, which must be waited for before the ring is reused. Returns the pinned bytes

@@ -1,8 +1,10 @@
-// The pinned upload's process-wide settings (pinned_upload.h): benchmarks and tests compare
-// designs and ring shapes in one process with them; copies read them at each upload.
+// The pinned upload's process-wide settings and its last profile (pinned_upload.h): benchmarks
+// and tests compare designs and ring shapes in one process with them; copies read them at each
+// upload.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 
 #include "detail/pinned_pool.h"
 #include "detail/pinned_upload.h"
@@ -16,7 +18,11 @@ std::atomic<int64_t> upload_slot_bytes_setting{0};
 std::atomic<int> upload_slots_setting{0};
 std::atomic<bool> upload_one_queuer_setting{kUploadOneQueuerByDefault};
 std::atomic<int64_t> upload_piece_setting{0};
-std::atomic<int> upload_crew_setting{0};
+std::atomic<int> upload_crew_setting{kUploadCrewByDefault};
+std::atomic<bool> upload_profiling_setting{false};
+
+std::mutex profile_mutex;
+UploadProfile last_profile;
 
 }  // namespace
 
@@ -58,7 +64,18 @@ void reset_upload_settings() {
   set_upload_ring(0, 0);
   set_upload_one_queuer(kUploadOneQueuerByDefault);
   set_upload_piece(0);
-  set_upload_crew(0);
+  set_upload_crew(kUploadCrewByDefault);
+}
+
+void set_upload_profiling(bool on) { upload_profiling_setting.store(on); }
+bool upload_profiling() { return upload_profiling_setting.load(std::memory_order_relaxed); }
+UploadProfile last_upload_profile() {
+  const std::lock_guard<std::mutex> lock(profile_mutex);
+  return last_profile;
+}
+void record_upload_profile(const UploadProfile& profile) {
+  const std::lock_guard<std::mutex> lock(profile_mutex);
+  last_profile = profile;
 }
 
 }  // namespace mtc::detail

@@ -1,0 +1,28 @@
+// One pageable upload's run (pinned_upload.h has the design): the threads that fill its chunks
+// into the pinned ring, the DMAs and the slots' events. upload_pageable() plans it: the chunks,
+// the ring, how many helpers of the copy's pool and of the crew may join.
+#pragma once
+
+#include <c10/core/Device.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "detail/pinned_upload.h"
+#include "detail/worker_pool.h"
+
+namespace mtc::detail {
+
+// Fills `chunks` through the ring's `slots` slots of `slot_bytes` and queues their DMAs on
+// `stream` (the device current), with up to `helpers` tasks on `pool` and `crew_helpers` on
+// `crew` (none when null); with one queuer, fill threads take `piece_bytes` at a time. Returns
+// once every DMA is queued and no helper is filling; throws the first failure, with no helper
+// left waiting (DMAs queued before it may still read the ring).
+void run_upload(std::vector<HostToDeviceSpan> chunks, std::byte* ring, int slots,
+                int64_t slot_bytes, c10::DeviceIndex device, cudaStream_t stream, bool one_queuer,
+                int64_t piece_bytes, WorkerPool& pool, int helpers, WorkerPool* crew,
+                int crew_helpers);
+
+}  // namespace mtc::detail
