@@ -49,9 +49,10 @@ const c10::impl::GenericList& large_batch() {
 // 64 x 4 MiB pageable float32 to the GPU through the engine. Arguments: the most threads that fill
 // pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many),
 // the ring's slot size in KiB and its slot count (0: the defaults), the design (0: each filling
-// thread queues its own DMA; 1: the upload's own thread alone queues the DMAs; 2: the same with a
-// crew of fill threads beside the workers), then with one queuer the piece a fill thread takes in
-// KiB (0: the default; 1048576: whole chunks). Counters: engine_GBps (median), pinned_GBps (one
+// thread queues its own DMA; 1: the upload's own thread alone queues the DMAs; 2, the default: the
+// same with a crew of fill threads beside the workers), then with one queuer the piece a fill
+// thread takes in KiB (0: the default, 256 KiB where the crew joins, whole chunks where not;
+// 1048576: whole chunks). Counters: engine_GBps (median), pinned_GBps (one
 // pinned cudaMemcpy of the same 256 MiB, same run), their ratio of_pinned, the ring's shape,
 // one_queuer, piece_KiB and crew (the crew's threads, which fill beside fill_threads); and the
 // last copy's profile (UploadProfile): threads that filled (prof_threads), the upload's wall time,
@@ -67,13 +68,6 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   mtc::detail::set_upload_piece(state.range(4) << 10);
   mtc::detail::set_upload_profiling(true);
   state.counters["one_queuer"] = mtc::detail::upload_one_queuer() ? 1 : 0;
-  state.counters["piece_KiB"] =
-      state.range(3) == 0 ? 0
-                          : static_cast<double>(std::min(mtc::detail::upload_piece_bytes(),
-                                                         mtc::detail::upload_slot_bytes()) >>
-                                                10);
-  state.counters["slot_KiB"] = static_cast<double>(mtc::detail::upload_slot_bytes() >> 10);
-  state.counters["slots"] = mtc::detail::upload_slots();
   std::vector<double> seconds;
   for (auto _ : state) {
     const auto t0 = Clock::now();
@@ -85,6 +79,10 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   const mtc::detail::UploadProfile profile = mtc::detail::last_upload_profile();
   mtc::detail::set_upload_profiling(false);
   mtc::detail::reset_upload_settings();
+  // The piece the threads took, as the last copy counted them (the default depends on the crew).
+  state.counters["piece_KiB"] = state.range(3) == 0 || profile.pieces == 0
+                                    ? 0
+                                    : static_cast<double>(kLargeBytes / profile.pieces >> 10);
   state.counters["prof_threads"] = profile.fill_threads;
   state.counters["prof_wall_us"] = profile.wall_us;
   state.counters["prof_fill_us"] = profile.fill_us;
@@ -234,13 +232,13 @@ void BM_MixedBatch(benchmark::State& state) {
 // Beyond 5 threads only with more workers (MTC_WORKER_THREADS); fill_threads says how many ran
 // (the crew apart). The thread counts and ring shapes with each thread queuing (the design of
 // 2026-12-03 and before); then one queuer, whose fill threads take whole chunks (1048576) or
-// pieces (0: the default, 256 KiB; 64 and 1024), with and without the crew, in the default ring
-// and in others: with whole chunks, eight threads filling eight slots wait together for the DMAs.
+// pieces (256; 64 and 1024; 0 the default), with and without the crew, in the default ring and in
+// others: with whole chunks, eight threads filling eight slots wait together for the DMAs.
 BENCHMARK(BM_LargePageableToDevice)
     ->ArgsProduct({{0, 1, 2, 3, 5, 9}, {0}, {0}, {0}, {0}})
     ->Args({0, 1024, 16, 0, 0})
     ->Args({0, 8192, 8, 0, 0})
-    ->ArgsProduct({{0}, {0}, {0}, {1, 2}, {1048576, 0, 64, 1024}})
+    ->ArgsProduct({{0}, {0}, {0}, {1, 2}, {1048576, 0, 64, 256, 1024}})
     ->ArgsProduct({{0}, {1024, 4096}, {16}, {1, 2}, {1048576, 0}})
     ->Args({0, 8192, 8, 2, 0})
     ->Args({1, 0, 0, 1, 0})

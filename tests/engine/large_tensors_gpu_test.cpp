@@ -37,14 +37,15 @@ using mtc::test::to_device;
 
 // The upload's designs: each filling thread queues its DMAs; one queuer, its fill threads taking
 // pieces of chunks (a piece of 64 KiB, the smallest, so that a 2 MiB chunk is 32 pieces); one
-// queuer, whole chunks; one queuer with pieces and the crew.
-enum class Design { kEachQueues, kOneQueuer, kOneQueuerWholeChunks, kOneQueuerAndCrew };
+// queuer, whole chunks; one queuer with pieces and the crew; the defaults.
+enum class Design { kEachQueues, kOneQueuer, kOneQueuerWholeChunks, kOneQueuerAndCrew, kDefaults };
 
 // Sets the upload's thread limit and design for one test, and puts the defaults back.
 class ScopedUploadThreads {
  public:
   explicit ScopedUploadThreads(int threads, Design design = Design::kEachQueues) {
     mtc::detail::set_upload_threads(threads);
+    if (design == Design::kDefaults) return;
     mtc::detail::set_upload_one_queuer(design != Design::kEachQueues);
     mtc::detail::set_upload_piece(design == Design::kOneQueuerWholeChunks
                                       ? int64_t{1} << 40
@@ -105,7 +106,8 @@ TEST_P(PinnedUploadGpu, LargePageableTensorsAreBitwiseWhatToGives) {
   const ScopedUploadThreads threads(std::get<0>(GetParam()), std::get<1>(GetParam()));
   const c10::impl::GenericList batch = large_pageable_batch();
   const bool crew_asked =
-      std::get<0>(GetParam()) == 0 && std::get<1>(GetParam()) == Design::kOneQueuerAndCrew;
+      std::get<0>(GetParam()) == 0 && (std::get<1>(GetParam()) == Design::kOneQueuerAndCrew ||
+                                       std::get<1>(GetParam()) == Design::kDefaults);
   for (int round = 0; round < 3; ++round) {  // the second and third find a warm pool and ring
     SCOPED_TRACE("round " + std::to_string(round));
     const int64_t crew_tasks = mtc::detail::upload_crew_tasks();
@@ -186,9 +188,15 @@ TEST_P(PinnedUploadGpu, TheProfileCountsEveryPieceOnce) {
   const Design design = std::get<1>(GetParam());
   c10::impl::GenericList batch(c10::AnyType::get());
   for (int i = 0; i < 6; ++i) batch.push_back(random_tensor(at::kFloat, {kMiB}));  // 4 MiB each
-  const int64_t unit = design == Design::kEachQueues || design == Design::kOneQueuerWholeChunks
-                           ? mtc::detail::kUploadChunkBytes
-                           : mtc::detail::kUploadMinPieceBytes;
+  const bool whole = design == Design::kEachQueues || design == Design::kOneQueuerWholeChunks;
+  int64_t unit = whole ? mtc::detail::kUploadChunkBytes : mtc::detail::kUploadMinPieceBytes;
+  if (design == Design::kDefaults) {
+    // Pieces where the crew joins (every thread allowed, threads to spare), else whole chunks;
+    // the first upload makes the crew, so ask after one.
+    start_copy(batch, kCuda0).get();
+    const bool crew = std::get<0>(GetParam()) == 0 && mtc::detail::upload_crew_threads() > 0;
+    unit = crew ? mtc::detail::kUploadPieceBytes : mtc::detail::kUploadChunkBytes;
+  }
   mtc::detail::set_upload_profiling(true);
   start_copy(batch, kCuda0).get();
   mtc::detail::set_upload_profiling(false);
@@ -219,7 +227,7 @@ TEST_P(PinnedUploadGpu, MixedBatchIsBitwiseWhatToGives) {
 }
 
 constexpr const char* kDesignNames[] = {"EachQueues", "OneQueuer", "OneQueuerWholeChunks",
-                                        "OneQueuerAndCrew"};
+                                        "OneQueuerAndCrew", "Defaults"};
 
 std::string threads_name(const ::testing::TestParamInfo<std::tuple<int, Design>>& info) {
   const int threads = std::get<0>(info.param);
@@ -232,7 +240,8 @@ INSTANTIATE_TEST_SUITE_P(
     FillThreads, PinnedUploadGpu,
     ::testing::Combine(::testing::Values(1, 2, 0),
                        ::testing::Values(Design::kEachQueues, Design::kOneQueuer,
-                                         Design::kOneQueuerWholeChunks, Design::kOneQueuerAndCrew)),
+                                         Design::kOneQueuerWholeChunks, Design::kOneQueuerAndCrew,
+                                         Design::kDefaults)),
     threads_name);
 
 // GPU->CPU with pinned_host_outputs: the small tensors still come back packed (views of one
@@ -278,7 +287,7 @@ TEST(PinnedUploadSettings, ThreadLimitIsKept) {
 TEST(PinnedUploadSettings, TheDesignResetsToItsDefault) {
   EXPECT_EQ(mtc::detail::upload_one_queuer(), mtc::detail::kUploadOneQueuerByDefault);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), mtc::detail::kUploadCrewByDefault);
-  EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadPieceBytes);
+  EXPECT_EQ(mtc::detail::upload_piece_bytes(), 0) << "the default: pieces with the crew only";
   {
     const ScopedUploadThreads threads(0, Design::kOneQueuerAndCrew);
     EXPECT_TRUE(mtc::detail::upload_one_queuer());
@@ -291,7 +300,7 @@ TEST(PinnedUploadSettings, TheDesignResetsToItsDefault) {
   }
   EXPECT_EQ(mtc::detail::upload_one_queuer(), mtc::detail::kUploadOneQueuerByDefault);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), mtc::detail::kUploadCrewByDefault);
-  EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadPieceBytes);
+  EXPECT_EQ(mtc::detail::upload_piece_bytes(), 0) << "the default: pieces with the crew only";
   mtc::detail::set_upload_crew(-7);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), -1) << "any negative limit: as many as it has";
   mtc::detail::set_upload_crew(2);
@@ -306,11 +315,10 @@ TEST(PinnedUploadSettings, PieceIsRoundedAndResets) {
   mtc::detail::set_upload_piece((100 << 10) + 1);
   EXPECT_EQ(mtc::detail::upload_piece_bytes(), 104 << 10) << "up to 4 KiB";
   mtc::detail::set_upload_piece(-5);
-  EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadPieceBytes)
-      << "a negative size: the default";
+  EXPECT_EQ(mtc::detail::upload_piece_bytes(), 0) << "a negative size: the default";
   mtc::detail::set_upload_piece(1 << 20);
   mtc::detail::reset_upload_settings();
-  EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadPieceBytes);
+  EXPECT_EQ(mtc::detail::upload_piece_bytes(), 0) << "the default: pieces with the crew only";
 }
 
 TEST(PinnedUploadSettings, RingShapeIsRoundedAndResets) {

@@ -66,12 +66,15 @@ inline constexpr bool kUploadOneQueuerByDefault = true;
 void set_upload_one_queuer(bool one_queuer);
 bool upload_one_queuer();
 
-// With one queuer, the bytes a fill thread takes at a time: pieces of a chunk, so that every
-// thread fills the oldest chunks together and each chunk's DMA can start soon after its slot is
-// free. A thread that fills a whole 2 MiB chunk alone takes ~240 us (at ~9 GB/s); eight such
-// threads fill eight slots at once and then wait together for the DMAs, so the ring, not the
-// threads, bounds the upload. Process-wide, for benchmarks; 0 (or less) the default; a piece
-// larger than a chunk is the whole chunk. Rounded up to 4 KiB and to at least kUploadMinPieceBytes.
+// With one queuer, the bytes a fill thread takes at a time. By default, where the crew joins,
+// pieces of kUploadPieceBytes: nine threads then fill the oldest chunks together and each chunk's
+// DMA starts soon after its slot is free, where nine threads that each fill a whole 2 MiB chunk
+// fill eight slots at once and then wait together for the DMAs (30 % of their time waiting for a
+// slot against 11 %). Without the crew, whole chunks: five threads filling pieces waited for
+// nothing, yet copied at 4.2 GB/s each against 5.9 for whole chunks (19.3 against 27.4 GB/s in
+// all, one run, results/notes/2026-12-03-late-morning.md). Process-wide, for benchmarks: 0 (or
+// less) the default; a piece larger than a chunk is the whole chunk. Rounded up to 4 KiB and to at
+// least kUploadMinPieceBytes; upload_piece_bytes() is 0 for the default.
 inline constexpr int64_t kUploadPieceBytes = 256 << 10;
 inline constexpr int64_t kUploadMinPieceBytes = 64 << 10;
 void set_upload_piece(int64_t bytes);

@@ -338,8 +338,8 @@ void run_upload(std::vector<HostToDeviceSpan> chunks, std::byte* ring, int slots
                 int64_t slot_bytes, c10::DeviceIndex device, cudaStream_t stream, bool one_queuer,
                 int64_t piece_bytes, WorkerPool& pool, int helpers, WorkerPool* crew,
                 int crew_helpers) {
-  const auto upload = std::make_shared<Upload>(std::move(chunks), ring, slots, slot_bytes,
-                                               device, stream, one_queuer, piece_bytes);
+  const auto upload = std::make_shared<Upload>(std::move(chunks), ring, slots, slot_bytes, device,
+                                               stream, one_queuer, piece_bytes);
   try {
     upload->create_events();
     pool.submit_copies([upload] { upload->join(); }, helpers);

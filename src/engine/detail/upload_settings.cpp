@@ -52,10 +52,7 @@ void set_upload_piece(int64_t bytes) {
   upload_piece_setting.store(
       bytes <= 0 ? 0 : round_up(std::max(bytes, kUploadMinPieceBytes), int64_t{4} << 10));
 }
-int64_t upload_piece_bytes() {
-  const int64_t set = upload_piece_setting.load(std::memory_order_relaxed);
-  return set > 0 ? set : kUploadPieceBytes;
-}
+int64_t upload_piece_bytes() { return upload_piece_setting.load(std::memory_order_relaxed); }
 
 void set_upload_crew(int threads) { upload_crew_setting.store(std::max(-1, threads)); }
 int upload_crew_limit() { return upload_crew_setting.load(std::memory_order_relaxed); }
