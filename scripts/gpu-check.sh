@@ -357,9 +357,9 @@ fi
 
 if [[ "$mode" == engine ]]; then
   step "engine micro-benchmarks: training-loop patterns, bandwidth, mixed batch, pinned pool"
-  microbench 'BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15|135|391|399|911|1423|1935)/|BM_EngineCopy<Direction::kDeviceToHost>/1/(7|135|399|911|1423|1935)/|BM_PerTensorTo|BM_LargePageableToDevice/[0-5]/0/0/[01]/0/|BM_LargePageableToDevicePerTensorTo|BM_MixedBatch|BM_PinnedPoolFootprint|BM_FreeResult' engine_bench
+  microbench 'BM_EngineCopy<Direction::kHostToDevice>/[18]/(7|15|135|391|399|911|1423|1935)/|BM_EngineCopy<Direction::kDeviceToHost>/1/(7|135|399|911|1423|1935)/|BM_PerTensorTo|BM_LargePageableToDevice/([0-5]/0/0/0|0/0/0/[13])/0/|BM_LargePageableToDevicePerTensorTo|BM_MixedBatch|BM_PinnedPoolFootprint|BM_FreeResult' engine_bench
   step "large pageable tensors with 8 workers (MTC_WORKER_THREADS=8)"
-  MTC_WORKER_THREADS=8 microbench 'BM_LargePageableToDevice/[09]/0/0/[01]/0/' engine_bench_8workers
+  MTC_WORKER_THREADS=8 microbench 'BM_LargePageableToDevice/([09]/0/0/0|0/0/0/3)/0/' engine_bench_8workers
   step "mtc-bench, mixed batch"
   "$MTC_BUILD_DIR/mtc-bench" --config configs/mixed.json --strategy to,memcpy_batch,engine \
     --json "$out/mixed.json" --md "$out/mixed.md" --quiet || status=1

@@ -49,25 +49,30 @@ const c10::impl::GenericList& large_batch() {
 // 64 x 4 MiB pageable float32 to the GPU through the engine. Arguments: the most threads that fill
 // pinned chunks (1 .. workers + 1; 0: the default, all of them; more than workers + 1 run as many),
 // the ring's slot size in KiB and its slot count (0: the defaults), the design (0: each filling
-// thread queues its own DMA; 1: the upload's own thread alone queues the DMAs; 2, the default: the
-// same with a crew of fill threads beside the workers), then with one queuer the piece a fill
-// thread takes in KiB (0: the default, 256 KiB where the crew joins, whole chunks where not;
-// 1048576: whole chunks). Counters: engine_GBps (median), pinned_GBps (one
-// pinned cudaMemcpy of the same 256 MiB, same run), their ratio of_pinned, the ring's shape,
-// one_queuer, piece_KiB and crew (the crew's threads, which fill beside fill_threads); and the
-// last copy's profile (UploadProfile): threads that filled (prof_threads), the upload's wall time,
-// the threads' summed time filling and waiting for slots, the queuer's time queuing and idle.
+// thread queues its own DMA; 1: the upload's own thread alone queues the DMAs; 2: the same with a
+// crew of fill threads beside the workers; 3: the defaults, one queuer with the crew where the
+// crew joins), then with one queuer the piece a fill thread takes in KiB (0: the default, 256 KiB
+// where the crew joins, whole chunks where not; 1048576: whole chunks). Counters: engine_GBps
+// (median), pinned_GBps (one pinned cudaMemcpy of the same 256 MiB, same run), their ratio
+// of_pinned, the ring's shape, one_queuer, piece_KiB and crew (the crew's threads, which fill
+// beside fill_threads); and the last copy's profile (UploadProfile): threads that filled
+// (prof_threads), the upload's wall time, the threads' summed time filling and waiting for slots,
+// the queuer's time queuing and idle.
 void BM_LargePageableToDevice(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const c10::impl::GenericList& batch = large_batch();
   const double pinned = pinned_copy_gbps(kLargeBytes);
   mtc::detail::set_upload_threads(static_cast<int>(state.range(0)));
   mtc::detail::set_upload_ring(state.range(1) << 10, static_cast<int>(state.range(2)));
-  mtc::detail::set_upload_one_queuer(state.range(3) != 0);
-  mtc::detail::set_upload_crew(state.range(3) == 2 ? -1 : 0);
+  if (state.range(3) != 3) {  // 3: the defaults
+    mtc::detail::set_upload_queuing(state.range(3) == 0 ? mtc::detail::UploadQueuing::kEachThread
+                                                        : mtc::detail::UploadQueuing::kOneQueuer);
+    mtc::detail::set_upload_crew(state.range(3) == 2 ? -1 : 0);
+  }
   mtc::detail::set_upload_piece(state.range(4) << 10);
   mtc::detail::set_upload_profiling(true);
-  state.counters["one_queuer"] = mtc::detail::upload_one_queuer() ? 1 : 0;
+  state.counters["slot_KiB"] = static_cast<double>(mtc::detail::upload_slot_bytes() >> 10);
+  state.counters["slots"] = mtc::detail::upload_slots();
   std::vector<double> seconds;
   for (auto _ : state) {
     const auto t0 = Clock::now();
@@ -80,9 +85,10 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   mtc::detail::set_upload_profiling(false);
   mtc::detail::reset_upload_settings();
   // The piece the threads took, as the last copy counted them (the default depends on the crew).
-  state.counters["piece_KiB"] = state.range(3) == 0 || profile.pieces == 0
-                                    ? 0
-                                    : static_cast<double>(kLargeBytes / profile.pieces >> 10);
+  state.counters["piece_KiB"] =
+      profile.pieces == 0 ? 0 : static_cast<double>(kLargeBytes / profile.pieces >> 10);
+  // One queuer: the queuer's own time was counted (each thread queuing leaves it at zero).
+  state.counters["one_queuer"] = profile.queuer_pump_us > 0 ? 1 : 0;
   state.counters["prof_threads"] = profile.fill_threads;
   state.counters["prof_wall_us"] = profile.wall_us;
   state.counters["prof_fill_us"] = profile.fill_us;
@@ -93,9 +99,11 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   const int workers = mtc::detail::worker_pool_for(c10::Device(c10::kCUDA, 0)).size();
   state.counters["fill_threads"] =
       state.range(0) == 0 ? workers + 1 : std::min<int64_t>(state.range(0), workers + 1);
-  // The crew joins only with every thread allowed.
+  // The crew joins only with one queuer and every thread allowed.
   state.counters["crew"] =
-      state.range(3) == 2 && state.range(0) == 0 ? mtc::detail::upload_crew_threads() : 0;
+      state.counters["one_queuer"] > 0 && state.range(3) >= 2 && state.range(0) == 0
+          ? mtc::detail::upload_crew_threads()
+          : 0;
   state.counters["engine_GBps"] = engine;
   state.counters["pinned_GBps"] = pinned;
   state.counters["of_pinned"] = engine / pinned;
@@ -205,7 +213,8 @@ void BM_MixedBatch(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const bool h2d = state.range(0) == 1;
   const bool per_tensor = state.range(1) == 1;
-  mtc::detail::set_upload_one_queuer(state.range(2) == 1);
+  mtc::detail::set_upload_queuing(state.range(2) == 1 ? mtc::detail::UploadQueuing::kOneQueuer
+                                                      : mtc::detail::UploadQueuing::kEachThread);
   mtc::CopyOptions options;
   options.pinned_host_outputs = state.range(1) == 2;
   const c10::IValue& data = mixed_source(!h2d);
@@ -241,6 +250,7 @@ BENCHMARK(BM_LargePageableToDevice)
     ->ArgsProduct({{0}, {0}, {0}, {1, 2}, {1048576, 0, 64, 256, 1024}})
     ->ArgsProduct({{0}, {1024, 4096}, {16}, {1, 2}, {1048576, 0}})
     ->Args({0, 8192, 8, 2, 0})
+    ->Args({0, 0, 0, 3, 0})
     ->Args({1, 0, 0, 1, 0})
     ->Args({3, 0, 0, 1, 0})
     ->UseManualTime()

@@ -46,7 +46,9 @@ class ScopedUploadThreads {
   explicit ScopedUploadThreads(int threads, Design design = Design::kEachQueues) {
     mtc::detail::set_upload_threads(threads);
     if (design == Design::kDefaults) return;
-    mtc::detail::set_upload_one_queuer(design != Design::kEachQueues);
+    mtc::detail::set_upload_queuing(design == Design::kEachQueues
+                                        ? mtc::detail::UploadQueuing::kEachThread
+                                        : mtc::detail::UploadQueuing::kOneQueuer);
     mtc::detail::set_upload_piece(design == Design::kOneQueuerWholeChunks
                                       ? int64_t{1} << 40
                                       : mtc::detail::kUploadMinPieceBytes);
@@ -285,20 +287,20 @@ TEST(PinnedUploadSettings, ThreadLimitIsKept) {
 }
 
 TEST(PinnedUploadSettings, TheDesignResetsToItsDefault) {
-  EXPECT_EQ(mtc::detail::upload_one_queuer(), mtc::detail::kUploadOneQueuerByDefault);
+  EXPECT_EQ(mtc::detail::upload_queuing(), mtc::detail::UploadQueuing::kAuto);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), mtc::detail::kUploadCrewByDefault);
   EXPECT_EQ(mtc::detail::upload_piece_bytes(), 0) << "the default: pieces with the crew only";
   {
     const ScopedUploadThreads threads(0, Design::kOneQueuerAndCrew);
-    EXPECT_TRUE(mtc::detail::upload_one_queuer());
+    EXPECT_EQ(mtc::detail::upload_queuing(), mtc::detail::UploadQueuing::kOneQueuer);
     EXPECT_EQ(mtc::detail::upload_crew_limit(), -1);
     EXPECT_EQ(mtc::detail::upload_piece_bytes(), mtc::detail::kUploadMinPieceBytes);
   }
   {
     const ScopedUploadThreads threads(0, Design::kEachQueues);
-    EXPECT_FALSE(mtc::detail::upload_one_queuer());
+    EXPECT_EQ(mtc::detail::upload_queuing(), mtc::detail::UploadQueuing::kEachThread);
   }
-  EXPECT_EQ(mtc::detail::upload_one_queuer(), mtc::detail::kUploadOneQueuerByDefault);
+  EXPECT_EQ(mtc::detail::upload_queuing(), mtc::detail::UploadQueuing::kAuto);
   EXPECT_EQ(mtc::detail::upload_crew_limit(), mtc::detail::kUploadCrewByDefault);
   EXPECT_EQ(mtc::detail::upload_piece_bytes(), 0) << "the default: pieces with the crew only";
   mtc::detail::set_upload_crew(-7);

@@ -84,33 +84,34 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
     for (int64_t done = 0; done < s.bytes; done += slot_bytes)
       chunks.push_back({s.dst + done, s.src + done, std::min(slot_bytes, s.bytes - done)});
   }
-  const bool one_queuer = upload_one_queuer();
+  const UploadQueuing queuing = upload_queuing();
   WorkerPool& pool = current_worker_pool();
   const int limit = upload_threads() > 0 ? upload_threads() : pool.size() + 1;
-  const bool parallel = total >= kUploadParallelBytes && limit > 1 && chunks.size() > 1;
-  // The crew joins only where nobody but the upload's own thread calls the driver.
-  const int crew_limit = upload_crew_limit() < 0 ? kUploadCrewMax : upload_crew_limit();
-  WorkerPool* crew = one_queuer && crew_limit > 0 && total >= kUploadCrewBytes && parallel
-                         ? upload_crew(pool)
-                         : nullptr;
-  // The pieces threads take at a time: whole chunks where each thread queues, or with one queuer
-  // where the crew does not join (see upload_piece_bytes).
-  const int64_t piece_set = upload_piece_bytes();
-  const int64_t piece_bytes = !one_queuer
-                                  ? slot_bytes
-                                  : std::min(slot_bytes, piece_set > 0     ? piece_set
-                                                         : crew != nullptr ? kUploadPieceBytes
-                                                                           : slot_bytes);
+  // Whole chunks, unless a benchmark set a piece for one queuer.
+  const int64_t piece_set = queuing == UploadQueuing::kEachThread ? 0 : upload_piece_bytes();
+  int64_t piece_bytes = piece_set > 0 ? std::min(slot_bytes, piece_set) : slot_bytes;
   int64_t items = 0;
   for (const HostToDeviceSpan& c : chunks) items += (c.bytes + piece_bytes - 1) / piece_bytes;
-  const int64_t helpers = parallel ? std::min<int64_t>({limit - 1, pool.size(), items - 1}) : 0;
+  const int64_t helpers =
+      total >= kUploadParallelBytes ? std::min<int64_t>({limit - 1, pool.size(), items - 1}) : 0;
 
-  // A thread limit set for a benchmark holds the crew too; the default (every thread) does not.
+  // The crew joins only where nobody but the upload's own thread calls the driver. A thread
+  // limit set for a benchmark holds the crew too; the default (every thread) does not.
+  const int crew_limit = upload_crew_limit() < 0 ? kUploadCrewMax : upload_crew_limit();
+  WorkerPool* crew = queuing != UploadQueuing::kEachThread && crew_limit > 0 &&
+                             total >= kUploadCrewBytes && helpers > 0
+                         ? upload_crew(pool)
+                         : nullptr;
   const int64_t crew_room = upload_threads() > 0 ? limit - 1 - helpers : kUploadCrewMax;
   const int64_t crew_helpers =
-      crew == nullptr || helpers == 0
+      crew == nullptr
           ? 0
           : std::min<int64_t>({crew_limit, crew->size(), crew_room, items - 1 - helpers});
+  // By default one queuer, with pieces, exactly where the crew joins (see upload_queuing).
+  const bool one_queuer =
+      queuing == UploadQueuing::kOneQueuer || (queuing == UploadQueuing::kAuto && crew_helpers > 0);
+  if (one_queuer && piece_set <= 0 && crew_helpers > 0)
+    piece_bytes = std::min(slot_bytes, kUploadPieceBytes);
 
   if (crew_helpers > 0) crew_tasks.fetch_add(crew_helpers, std::memory_order_relaxed);
   run_upload(std::move(chunks), ring.data, slots, slot_bytes, device, stream, one_queuer,

@@ -1,17 +1,15 @@
 // Large pageable host tensors to a GPU at pinned bandwidth. Their bytes are cut into chunks, each
-// the size of a slot in a ring of pinned slots; several threads (the upload's own, pool workers
-// that join as they wake and, for large uploads, a crew of fill threads) copy the chunks into free
-// slots, in pieces, and the upload's own thread alone queues each chunk's DMA once it is filled
-// and learns from the slots' events when a slot is free again. Host copies thus run in parallel
-// with each other and with the DMAs of earlier chunks: one thread copying pageable memory alone
-// reaches only a fraction of the link's bandwidth (about 9 GB/s on an H200 host against 55 for a
-// pinned copy), nine about 60-70 GB/s.
+// the size of a slot in a ring of pinned slots; several threads (the upload's own and pool workers
+// that join as they wake) copy the chunks into free slots while the DMAs of earlier chunks run.
+// One thread copying pageable memory alone reaches only a fraction of the link's bandwidth (about
+// 9 GB/s on an H200 host against 55 for a pinned copy); nine about 60-70 GB/s.
 //
-// The older design, kept as a setting for benchmarks: each thread fills whole chunks and queues
-// its own DMAs. Five threads that each call the driver wait on its locks, some 20-26 us a chunk,
-// and eight threads that each fill a whole chunk fill eight slots at once and then wait together
-// for the DMAs. On 64 x 4 MiB it reached 55 % of a pinned copy; one queuer with pieces of 256 KiB
-// and the crew 84 %, in the same run (results/notes/2026-12-03-late-morning.md).
+// Two ways to share the driver's calls (upload_queuing): each thread queues the DMA of the chunk
+// it filled; or the upload's own thread alone queues every DMA and watches the slots' events,
+// while the others only fill. By default the second, with a crew of extra fill threads taking
+// pieces of chunks, exactly for uploads large enough for the crew: on 64 x 4 MiB it moved 45.6
+// GB/s, 83 % of a pinned copy, against 33.2 GB/s (60 %) with each thread queuing, in one run on an
+// H200 host (results/notes/2026-12-03-late-morning.md).
 #pragma once
 
 #include <c10/core/Device.h>
@@ -58,13 +56,15 @@ void set_upload_ring(int64_t slot_bytes, int slots);
 int64_t upload_slot_bytes();
 int upload_slots();
 
-// Who calls the driver, process-wide, for benchmarks that compare the two in one run: false,
-// each filling thread waits for its slot's event and queues its chunk's DMA; true (the default
-// once it has passed every GPU test), the upload's own thread alone queues every DMA and watches
-// the slots' events, while the others only fill.
-inline constexpr bool kUploadOneQueuerByDefault = true;
-void set_upload_one_queuer(bool one_queuer);
-bool upload_one_queuer();
+// Who calls the driver: kEachThread, each filling thread waits for its slot's event and queues
+// its chunk's DMA; kOneQueuer, the upload's own thread alone queues every DMA and watches the
+// slots' events, while the others only fill; kAuto (the default), one queuer exactly where the
+// crew joins (a large upload, threads to spare), each thread elsewhere. Without the crew, one
+// queuer was no faster: 0.95-1.14x the time of each thread queuing on the mixed batch, 0.81-1.23x
+// on 64 x 4 MiB, over three runs. Process-wide, for benchmarks that compare them in one run.
+enum class UploadQueuing { kAuto, kEachThread, kOneQueuer };
+void set_upload_queuing(UploadQueuing queuing);
+UploadQueuing upload_queuing();
 
 // With one queuer, the bytes a fill thread takes at a time. By default, where the crew joins,
 // pieces of kUploadPieceBytes: nine threads then fill the oldest chunks together and each chunk's

@@ -57,7 +57,7 @@ int64_t now_ns() {
 // One upload's state, shared by the threads that fill its chunks. A pool worker may wake after
 // the last chunk was taken and the caller has left: such a helper touches only this object.
 //
-// Two ways to share the driver's calls (set_upload_one_queuer):
+// Two ways to share the driver's calls (upload_queuing):
 // - each thread queues the DMA of the chunk it filled, after waiting for its slot's event;
 // - the upload's own thread alone queues every DMA, in chunk order, and learns from the slots'
 //   events which slots are free again; the others only fill, and wait on a counter for a free

@@ -16,7 +16,7 @@ namespace {
 std::atomic<int> upload_thread_limit{0};
 std::atomic<int64_t> upload_slot_bytes_setting{0};
 std::atomic<int> upload_slots_setting{0};
-std::atomic<bool> upload_one_queuer_setting{kUploadOneQueuerByDefault};
+std::atomic<UploadQueuing> upload_queuing_setting{UploadQueuing::kAuto};
 std::atomic<int64_t> upload_piece_setting{0};
 std::atomic<int> upload_crew_setting{kUploadCrewByDefault};
 std::atomic<bool> upload_profiling_setting{false};
@@ -45,8 +45,8 @@ int upload_slots() {
   return set > 0 ? set : kUploadSlots;
 }
 
-void set_upload_one_queuer(bool one_queuer) { upload_one_queuer_setting.store(one_queuer); }
-bool upload_one_queuer() { return upload_one_queuer_setting.load(std::memory_order_relaxed); }
+void set_upload_queuing(UploadQueuing queuing) { upload_queuing_setting.store(queuing); }
+UploadQueuing upload_queuing() { return upload_queuing_setting.load(std::memory_order_relaxed); }
 
 void set_upload_piece(int64_t bytes) {
   upload_piece_setting.store(
@@ -59,7 +59,7 @@ int upload_crew_limit() { return upload_crew_setting.load(std::memory_order_rela
 void reset_upload_settings() {
   set_upload_threads(0);
   set_upload_ring(0, 0);
-  set_upload_one_queuer(kUploadOneQueuerByDefault);
+  set_upload_queuing(UploadQueuing::kAuto);
   set_upload_piece(0);
   set_upload_crew(kUploadCrewByDefault);
 }
