@@ -268,6 +268,11 @@ if [[ "$mode" == microbench ]]; then
   filter="${3:?usage: scripts/gpu-check.sh OUT_DIR microbench FILTER}"
   step "engine micro-benchmarks matching $filter, interleaved"
   : > "$out/engine_bench.md"
+  # glibc's memcpy changes how it stores above these sizes (the pinned upload's fill is memcpy).
+  { echo "glibc's memcpy tunables:"
+    /lib64/ld-linux-x86-64.so.2 --list-tunables 2> /dev/null |
+      grep -E 'non_temporal_threshold|rep_movsb_threshold|rep_movsb_stop|shared_cache_size' ||
+      echo "(not listed)"; } | tee -a "$out/engine_bench.md"
   microbench "$filter" engine_bench --benchmark_enable_random_interleaving=true \
     --benchmark_repetitions="${MTC_MICROBENCH_REPETITIONS:-5}"
   finish
