@@ -121,7 +121,8 @@ def main(path):
     for name, b in medians.items():
         if name.startswith("BM_PageableFill/") and "fill_GBps" in b:
             threads, dma = name.split("/")[1:3]
-            print(f"the upload's fill alone, {threads} thread(s){', GPU reading host memory meanwhile' if dma == '1' else ''}: "
+            piece = (f", {b['piece_KiB']:.0f} KiB pieces" if b.get("piece_KiB", 2048) < 2048 else "")
+            print(f"the upload's fill alone, {threads} thread(s){piece}{', GPU reading host memory meanwhile' if dma == '1' else ''}: "
                   f"{b['fill_GBps']:.1f} GB/s" + (f" (DMA {b['dma_GBps']:.1f} GB/s)" if "dma_GBps" in b else ""))
     for direction, arg in (("h2d", 1), ("d2h", 0)):
         engine, to = us(f"BM_MixedBatch/{arg}/0/0/"), us(f"BM_MixedBatch/{arg}/1/0/")
