@@ -216,7 +216,7 @@ const c10::IValue& mixed_source(bool on_gpu) {
 // The mixed batch, argument 1: to the GPU, 0: back to the host. Second argument: 0 the engine
 // (median_us), 1 per-tensor .to(), 2 the engine with pinned_host_outputs (back to the host).
 // Third, to the GPU: 1 for the upload of its large tensors with one thread queuing the DMAs (in
-// pieces of the default size), 0 with each filling thread queuing its own.
+// whole chunks: the batch is below the crew's size), 0 with each filling thread queuing its own.
 void BM_MixedBatch(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const bool h2d = state.range(0) == 1;

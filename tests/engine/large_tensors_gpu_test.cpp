@@ -184,26 +184,34 @@ TEST_P(PinnedUploadGpu, AFailedCallOfTheUploadSurfacesAndReleasesTheRing) {
 }
 
 // The profile a benchmark reads: every piece (each thread queuing: every chunk) counted once, by
-// at least the upload's own thread, with time spent filling; nothing recorded with it off.
+// at least the upload's own thread, with time spent filling, and the queuer's time only where one
+// thread queued the DMAs; nothing recorded with it off. By default one queuer and 256 KiB pieces
+// exactly where the crew joined; each thread queuing whole chunks elsewhere.
 TEST_P(PinnedUploadGpu, TheProfileCountsEveryPieceOnce) {
-  const ScopedUploadThreads threads(std::get<0>(GetParam()), std::get<1>(GetParam()));
+  const int thread_limit = std::get<0>(GetParam());
   const Design design = std::get<1>(GetParam());
+  const ScopedUploadThreads threads(thread_limit, design);
   c10::impl::GenericList batch(c10::AnyType::get());
   for (int i = 0; i < 6; ++i) batch.push_back(random_tensor(at::kFloat, {kMiB}));  // 4 MiB each
-  const bool whole = design == Design::kEachQueues || design == Design::kOneQueuerWholeChunks;
-  int64_t unit = whole ? mtc::detail::kUploadChunkBytes : mtc::detail::kUploadMinPieceBytes;
-  if (design == Design::kDefaults) {
-    // Pieces where the crew joins (every thread allowed, threads to spare), else whole chunks;
-    // the first upload makes the crew, so ask after one.
-    start_copy(batch, kCuda0).get();
-    const bool crew = std::get<0>(GetParam()) == 0 && mtc::detail::upload_crew_threads() > 0;
-    unit = crew ? mtc::detail::kUploadPieceBytes : mtc::detail::kUploadChunkBytes;
-  }
+  const int64_t crew_tasks = mtc::detail::upload_crew_tasks();
   mtc::detail::set_upload_profiling(true);
   start_copy(batch, kCuda0).get();
   mtc::detail::set_upload_profiling(false);
   const mtc::detail::UploadProfile profile = mtc::detail::last_upload_profile();
+  const bool crew_joined = mtc::detail::upload_crew_tasks() > crew_tasks;
+
+  const bool whole = design == Design::kEachQueues || design == Design::kOneQueuerWholeChunks;
+  int64_t unit = whole ? mtc::detail::kUploadChunkBytes : mtc::detail::kUploadMinPieceBytes;
+  bool one_queuer = design != Design::kEachQueues;
+  if (design == Design::kDefaults) {
+    one_queuer = crew_joined;
+    unit = crew_joined ? mtc::detail::kUploadPieceBytes : mtc::detail::kUploadChunkBytes;
+    if (thread_limit == 0 && mtc::detail::upload_crew_threads() > 0) {
+      EXPECT_TRUE(crew_joined) << "24 MiB with every thread allowed: the crew should join";
+    }
+  }
   EXPECT_EQ(profile.pieces, 6 * 4 * kMiB / unit);
+  EXPECT_EQ(profile.queuer_pump_us > 0, one_queuer) << "who queued the DMAs";
   EXPECT_GE(profile.fill_threads, 1);
   EXPECT_GT(profile.fill_us, 0);
   EXPECT_GT(profile.wall_us, 0);

@@ -56,6 +56,55 @@ WorkerPool* upload_crew(const WorkerPool& pool) {
   return crew;
 }
 
+// Who fills an upload's chunks, and in what pieces.
+struct ThreadPlan {
+  int64_t piece_bytes = 0;
+  int64_t items = 0;    // pieces in all
+  int64_t helpers = 0;  // tasks for the copy's pool
+  WorkerPool* crew = nullptr;
+  int64_t crew_helpers = 0;  // tasks for the crew
+};
+
+int upload_thread_limit(const WorkerPool& pool) {
+  return upload_threads() > 0 ? upload_threads() : pool.size() + 1;
+}
+
+// Whole chunks (or `piece_bytes`), the copy's pool only.
+ThreadPlan plan_helpers(const std::vector<HostToDeviceSpan>& chunks, int64_t total,
+                        int64_t piece_bytes, const WorkerPool& pool) {
+  ThreadPlan plan;
+  plan.piece_bytes = piece_bytes;
+  for (const HostToDeviceSpan& c : chunks) plan.items += (c.bytes + piece_bytes - 1) / piece_bytes;
+  if (total >= kUploadParallelBytes)
+    plan.helpers = std::min<int64_t>({upload_thread_limit(pool) - 1, pool.size(), plan.items - 1});
+  return plan;
+}
+
+// One queuer: pieces of the size set, or by default kUploadPieceBytes where the crew joins and
+// whole chunks where not. The crew joins only where nobody but the upload's own thread calls the
+// driver; a thread limit set for a benchmark holds the crew too, the default (every thread) not.
+ThreadPlan plan_one_queuer(const std::vector<HostToDeviceSpan>& chunks, int64_t total,
+                           int64_t slot_bytes, WorkerPool& pool) {
+  const int64_t piece_set = upload_piece_bytes();
+  ThreadPlan plan = plan_helpers(
+      chunks, total, std::min(slot_bytes, piece_set > 0 ? piece_set : kUploadPieceBytes), pool);
+  const int crew_limit = upload_crew_limit() < 0 ? kUploadCrewMax : upload_crew_limit();
+  if (crew_limit > 0 && total >= kUploadCrewBytes && plan.helpers > 0) {
+    const int64_t room = std::min<int64_t>(
+        upload_threads() > 0 ? upload_thread_limit(pool) - 1 - plan.helpers : kUploadCrewMax,
+        plan.items - 1 - plan.helpers);
+    if (room > 0) {
+      plan.crew = upload_crew(pool);
+      if (plan.crew != nullptr)
+        plan.crew_helpers = std::min<int64_t>({crew_limit, plan.crew->size(), room});
+    }
+  }
+  if (plan.crew_helpers == 0 && piece_set <= 0) {
+    plan = plan_helpers(chunks, total, slot_bytes, pool);
+  }
+  return plan;
+}
+
 }  // namespace
 
 int upload_crew_threads() { return crew_threads.load(std::memory_order_relaxed); }
@@ -86,36 +135,18 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
   }
   const UploadQueuing queuing = upload_queuing();
   WorkerPool& pool = current_worker_pool();
-  const int limit = upload_threads() > 0 ? upload_threads() : pool.size() + 1;
-  // Whole chunks, unless a benchmark set a piece for one queuer.
-  const int64_t piece_set = queuing == UploadQueuing::kEachThread ? 0 : upload_piece_bytes();
-  int64_t piece_bytes = piece_set > 0 ? std::min(slot_bytes, piece_set) : slot_bytes;
-  int64_t items = 0;
-  for (const HostToDeviceSpan& c : chunks) items += (c.bytes + piece_bytes - 1) / piece_bytes;
-  const int64_t helpers =
-      total >= kUploadParallelBytes ? std::min<int64_t>({limit - 1, pool.size(), items - 1}) : 0;
-
-  // The crew joins only where nobody but the upload's own thread calls the driver. A thread
-  // limit set for a benchmark holds the crew too; the default (every thread) does not.
-  const int crew_limit = upload_crew_limit() < 0 ? kUploadCrewMax : upload_crew_limit();
-  WorkerPool* crew = queuing != UploadQueuing::kEachThread && crew_limit > 0 &&
-                             total >= kUploadCrewBytes && helpers > 0
-                         ? upload_crew(pool)
-                         : nullptr;
-  const int64_t crew_room = upload_threads() > 0 ? limit - 1 - helpers : kUploadCrewMax;
-  const int64_t crew_helpers =
-      crew == nullptr
-          ? 0
-          : std::min<int64_t>({crew_limit, crew->size(), crew_room, items - 1 - helpers});
-  // By default one queuer, with pieces, exactly where the crew joins (see upload_queuing).
-  const bool one_queuer =
-      queuing == UploadQueuing::kOneQueuer || (queuing == UploadQueuing::kAuto && crew_helpers > 0);
-  if (one_queuer && piece_set <= 0 && crew_helpers > 0)
-    piece_bytes = std::min(slot_bytes, kUploadPieceBytes);
-
+  ThreadPlan plan;
+  if (queuing != UploadQueuing::kEachThread)
+    plan = plan_one_queuer(chunks, total, slot_bytes, pool);
+  // By default one queuer exactly where the crew joins (see upload_queuing).
+  const bool one_queuer = queuing == UploadQueuing::kOneQueuer ||
+                          (queuing == UploadQueuing::kAuto && plan.crew_helpers > 0);
+  if (!one_queuer) plan = plan_helpers(chunks, total, slot_bytes, pool);
+  const int64_t crew_helpers = plan.crew_helpers;
   if (crew_helpers > 0) crew_tasks.fetch_add(crew_helpers, std::memory_order_relaxed);
   run_upload(std::move(chunks), ring.data, slots, slot_bytes, device, stream, one_queuer,
-             piece_bytes, pool, static_cast<int>(helpers), crew, static_cast<int>(crew_helpers));
+             plan.piece_bytes, pool, static_cast<int>(plan.helpers), plan.crew,
+             static_cast<int>(crew_helpers));
   return ring.bytes;
 }
 

@@ -44,7 +44,7 @@ inline constexpr int64_t kUploadParallelBytes = 1 << 20;
 
 // The most threads that fill chunks of one upload: the calling one and pool workers. Process-wide,
 // for benchmarks that compare thread counts in one run; 0 (the default): the calling thread and
-// every worker.
+// every worker, and the crew beside them where it joins (a limit set holds the crew too).
 void set_upload_threads(int threads);
 int upload_threads();
 
@@ -103,7 +103,7 @@ void reset_upload_settings();
 // slower than its threads could fill (set_upload_profiling; off by default, when uploads read no
 // clock). Times summed over the threads, in microseconds.
 struct UploadProfile {
-  double wall_us = 0;         // the upload's own thread, from its first piece to the end
+  double wall_us = 0;         // the upload's own share, up to the last helper's last piece
   int fill_threads = 0;       // threads that filled at least one piece (the upload's own too)
   int64_t pieces = 0;         // pieces (or chunks, each thread queuing) filled
   double fill_us = 0;         // copying into the ring

@@ -61,8 +61,8 @@ int64_t now_ns() {
 // - each thread queues the DMA of the chunk it filled, after waiting for its slot's event;
 // - the upload's own thread alone queues every DMA, in chunk order, and learns from the slots'
 //   events which slots are free again; the others only fill, and wait on a counter for a free
-//   slot. Five threads that call the driver at once wait on its locks. The fill threads take
-//   pieces of chunks, in order, so that they fill the oldest chunks together.
+//   slot. Five threads that call the driver at once wait on its locks. Where the crew joins, the
+//   fill threads take pieces of chunks, in order, so that they fill the oldest chunks together.
 class Upload {
  public:
   Upload(std::vector<HostToDeviceSpan> chunks, std::byte* ring, int slots, int64_t slot_bytes,
@@ -98,7 +98,8 @@ class Upload {
     }
   }
 
-  // A helper's share: chunks in turn until none is left or a thread failed.
+  // A helper's share: pieces (each thread queuing: chunks) in turn until none is left or a thread
+  // failed.
   void join() {
     guarded([this] {
       Tally tally;
