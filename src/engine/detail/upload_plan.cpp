@@ -74,7 +74,8 @@ UploadPlan plan_one_queuer(const std::vector<HostToDeviceSpan>& chunks, int64_t 
         plan.crew_helpers = std::min<int64_t>({crew_limit, plan.crew->size(), room});
     }
   }
-  if (plan.crew_helpers == 0 && piece_set <= 0) plan = plan_helpers(chunks, total, slot_bytes, pool);
+  if (plan.crew_helpers == 0 && piece_set <= 0)
+    plan = plan_helpers(chunks, total, slot_bytes, pool);
   plan.one_queuer = true;
   return plan;
 }

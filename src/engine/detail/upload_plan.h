@@ -13,11 +13,11 @@ namespace mtc::detail {
 
 struct UploadPlan {
   bool one_queuer = false;
-  int64_t piece_bytes = 0;    // what a fill thread takes at a time (a whole chunk: the slot size)
-  int64_t items = 0;          // pieces in all
-  int64_t helpers = 0;        // tasks for the copy's pool
-  WorkerPool* crew = nullptr; // asked only where crew_helpers > 0
-  int64_t crew_helpers = 0;   // tasks for the crew
+  int64_t piece_bytes = 0;     // what a fill thread takes at a time (a whole chunk: the slot size)
+  int64_t items = 0;           // pieces in all
+  int64_t helpers = 0;         // tasks for the copy's pool
+  WorkerPool* crew = nullptr;  // asked only where crew_helpers > 0
+  int64_t crew_helpers = 0;    // tasks for the crew
 };
 
 // The crew a plan may ask for help: the process's own (made on first use; null where the machine
