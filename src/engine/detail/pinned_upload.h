@@ -60,8 +60,8 @@ int upload_slots();
 // its chunk's DMA; kOneQueuer, the upload's own thread alone queues every DMA and watches the
 // slots' events, while the others only fill; kAuto (the default), one queuer exactly where the
 // crew joins (a large upload, threads to spare), each thread elsewhere. Without the crew, one
-// queuer was no faster: 0.95-1.14x the time of each thread queuing on the mixed batch, 0.81-1.23x
-// on 64 x 4 MiB, over three runs. Process-wide, for benchmarks that compare them in one run.
+// queuer gained little or lost: 1.04-1.23x as fast on 64 x 4 MiB, 0.95-1.14x the time on the
+// mixed batch, over three runs. Process-wide, for benchmarks that compare them in one run.
 enum class UploadQueuing { kAuto, kEachThread, kOneQueuer };
 void set_upload_queuing(UploadQueuing queuing);
 UploadQueuing upload_queuing();
@@ -71,7 +71,7 @@ UploadQueuing upload_queuing();
 // DMA starts soon after its slot is free, where nine threads that each fill a whole 2 MiB chunk
 // fill eight slots at once and then wait together for the DMAs (30 % of their time waiting for a
 // slot against 11 %). Without the crew, whole chunks: five threads filling pieces waited for
-// nothing, yet copied at 4.2 GB/s each against 5.9 for whole chunks (19.3 against 27.4 GB/s in
+// nothing, yet copied at 4.2 GB/s each against 6.1 for whole chunks (19.3 against 27.4 GB/s in
 // all, one run, results/notes/2026-12-03-late-morning.md). Process-wide, for benchmarks: 0 (or
 // less) the default; a piece larger than a chunk is the whole chunk. Rounded up to 4 KiB and to at
 // least kUploadMinPieceBytes; upload_piece_bytes() is 0 for the default.
