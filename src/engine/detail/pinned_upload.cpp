@@ -58,10 +58,7 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
   }
   WorkerPool& pool = current_worker_pool();
   const UploadPlan plan = plan_upload(chunks, total, slot_bytes, pool);
-  if (plan.crew_helpers > 0) count_crew_tasks(plan.crew_helpers);
-  run_upload(std::move(chunks), ring.data, slots, slot_bytes, device, stream, plan.one_queuer,
-             plan.piece_bytes, pool, static_cast<int>(plan.helpers), plan.crew,
-             static_cast<int>(plan.crew_helpers));
+  run_upload(std::move(chunks), ring.data, slots, slot_bytes, device, stream, plan, pool);
   return ring.bytes;
 }
 

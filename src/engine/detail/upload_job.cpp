@@ -336,16 +336,16 @@ class Upload {
 }  // namespace
 
 void run_upload(std::vector<HostToDeviceSpan> chunks, std::byte* ring, int slots,
-                int64_t slot_bytes, c10::DeviceIndex device, cudaStream_t stream, bool one_queuer,
-                int64_t piece_bytes, WorkerPool& pool, int helpers, WorkerPool* crew,
-                int crew_helpers) {
+                int64_t slot_bytes, c10::DeviceIndex device, cudaStream_t stream,
+                const UploadPlan& plan, WorkerPool& pool) {
   const auto upload = std::make_shared<Upload>(std::move(chunks), ring, slots, slot_bytes, device,
-                                               stream, one_queuer, piece_bytes);
+                                               stream, plan.one_queuer, plan.piece_bytes);
   try {
     upload->create_events();
-    pool.submit_copies([upload] { upload->join(); }, helpers);
-    if (crew_helpers > 0) {
-      crew->submit_copies([upload] { upload->join(); }, crew_helpers);
+    pool.submit_copies([upload] { upload->join(); }, static_cast<int>(plan.helpers));
+    if (plan.crew_helpers > 0) {
+      plan.crew->submit_copies([upload] { upload->join(); }, static_cast<int>(plan.crew_helpers));
+      count_crew_tasks(plan.crew_helpers);
     }
     upload->run_and_finish();
   } catch (...) {

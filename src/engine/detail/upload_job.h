@@ -11,18 +11,18 @@
 #include <vector>
 
 #include "detail/pinned_upload.h"
+#include "detail/upload_plan.h"
 #include "detail/worker_pool.h"
 
 namespace mtc::detail {
 
 // Fills `chunks` through the ring's `slots` slots of `slot_bytes` and queues their DMAs on
-// `stream` (the device current), with up to `helpers` tasks on `pool` and `crew_helpers` on
-// `crew` (none when null); with one queuer, fill threads take `piece_bytes` at a time. Returns
-// once every DMA is queued and no helper is filling; throws the first failure, with no helper
-// left waiting (DMAs queued before it may still read the ring).
+// `stream` (the device current), as `plan` says: its design, its pieces, its helpers' tasks on
+// `pool` and on its crew (counted in upload_crew_tasks()). Returns once every DMA is queued and
+// no helper is filling; throws the first failure, with no helper left waiting (DMAs queued before
+// it may still read the ring).
 void run_upload(std::vector<HostToDeviceSpan> chunks, std::byte* ring, int slots,
-                int64_t slot_bytes, c10::DeviceIndex device, cudaStream_t stream, bool one_queuer,
-                int64_t piece_bytes, WorkerPool& pool, int helpers, WorkerPool* crew,
-                int crew_helpers);
+                int64_t slot_bytes, c10::DeviceIndex device, cudaStream_t stream,
+                const UploadPlan& plan, WorkerPool& pool);
 
 }  // namespace mtc::detail

@@ -40,7 +40,8 @@ void count_crew_tasks(int64_t tasks) { crew_tasks.fetch_add(tasks, std::memory_o
 
 namespace {
 
-int upload_thread_limit(const WorkerPool& pool) {
+// The most threads that may fill, the crew apart (set_upload_threads).
+int fill_thread_limit(const WorkerPool& pool) {
   return upload_threads() > 0 ? upload_threads() : pool.size() + 1;
 }
 
@@ -51,7 +52,7 @@ UploadPlan plan_helpers(const std::vector<HostToDeviceSpan>& chunks, int64_t tot
   plan.piece_bytes = piece_bytes;
   for (const HostToDeviceSpan& c : chunks) plan.items += (c.bytes + piece_bytes - 1) / piece_bytes;
   if (total >= kUploadParallelBytes)
-    plan.helpers = std::min<int64_t>({upload_thread_limit(pool) - 1, pool.size(), plan.items - 1});
+    plan.helpers = std::min<int64_t>({fill_thread_limit(pool) - 1, pool.size(), plan.items - 1});
   return plan;
 }
 
@@ -66,7 +67,7 @@ UploadPlan plan_one_queuer(const std::vector<HostToDeviceSpan>& chunks, int64_t 
   const int crew_limit = upload_crew_limit() < 0 ? kUploadCrewMax : upload_crew_limit();
   if (crew_limit > 0 && total >= kUploadCrewBytes && plan.helpers > 0) {
     const int64_t room = std::min<int64_t>(
-        upload_threads() > 0 ? upload_thread_limit(pool) - 1 - plan.helpers : kUploadCrewMax,
+        upload_threads() > 0 ? fill_thread_limit(pool) - 1 - plan.helpers : kUploadCrewMax,
         plan.items - 1 - plan.helpers);
     if (room > 0) {
       plan.crew = crew_source(pool);
