@@ -250,7 +250,8 @@ void BM_MixedBatch(benchmark::State& state) {
 // (the crew apart). The thread counts and ring shapes with each thread queuing (the design of
 // 2026-12-03 and before); then one queuer, whose fill threads take whole chunks (1048576) or
 // pieces (256; 64 and 1024; 0 the default), with and without the crew, in the default ring and in
-// others: with whole chunks, eight threads filling eight slots wait together for the DMAs.
+// others: with whole chunks, eight threads filling eight slots wait together for the DMAs. Last,
+// the defaults in rings of other shapes (2 or 4 MiB slots, 8 or 16 of them).
 BENCHMARK(BM_LargePageableToDevice)
     ->ArgsProduct({{0, 1, 2, 3, 5, 9}, {0}, {0}, {0}, {0}})
     ->Args({0, 1024, 16, 0, 0})
@@ -259,6 +260,7 @@ BENCHMARK(BM_LargePageableToDevice)
     ->ArgsProduct({{0}, {1024, 4096}, {16}, {1, 2}, {1048576, 0}})
     ->Args({0, 8192, 8, 2, 0})
     ->Args({0, 0, 0, 3, 0})
+    ->ArgsProduct({{0}, {2048, 4096}, {8, 16}, {3}, {0}})
     ->Args({1, 0, 0, 1, 0})
     ->Args({3, 0, 0, 1, 0})
     ->UseManualTime()
