@@ -71,7 +71,8 @@ void BM_LargePageableToDevice(benchmark::State& state) {
   }
   mtc::detail::set_upload_piece(state.range(4) << 10);
   mtc::detail::set_upload_profiling(true);
-  state.counters["slot_KiB"] = static_cast<double>(mtc::detail::upload_slot_bytes() >> 10);
+  state.counters["slot_KiB"] =
+      static_cast<double>(mtc::detail::upload_slot_bytes_for(kLargeBytes) >> 10);
   state.counters["slots"] = mtc::detail::upload_slots();
   std::vector<double> seconds;
   for (auto _ : state) {

@@ -70,13 +70,15 @@ class ScopedUploadRing {
   ~ScopedUploadRing() { mtc::detail::set_upload_ring(0, 0); }
 };
 
-// Sizes around the chunk and slot boundaries, more chunks than the ring has slots, odd lengths,
-// a non-dense view and a pinned tensor (copied without staging) among them.
+// Sizes around the chunk and slot boundaries (this batch, above kUploadCrewBytes, is cut into
+// kUploadLargeChunkBytes; smaller uploads into kUploadChunkBytes), more chunks than the ring has
+// slots, odd lengths, a non-dense view and a pinned tensor (copied without staging) among them.
 c10::impl::GenericList large_pageable_batch() {
   c10::impl::GenericList batch(c10::AnyType::get());
   for (int i = 0; i < 12; ++i) batch.push_back(random_tensor(at::kFloat, {kMiB}));  // 4 MiB each
   batch.push_back(random_tensor(at::kByte, {mtc::detail::kUploadChunkBytes + 3}));
   batch.push_back(random_tensor(at::kByte, {mtc::detail::kUploadChunkBytes - 1}));
+  batch.push_back(random_tensor(at::kByte, {mtc::detail::kUploadLargeChunkBytes + 5}));
   batch.push_back(random_tensor(at::kDouble, {300 * kKiB / 8 + 1}));
   batch.push_back(random_tensor(at::kHalf, {5 * kMiB + 7}));
   batch.push_back(random_tensor(at::kFloat, {1024, 1536}).t());  // dense, permuted: kept as is
@@ -126,7 +128,8 @@ TEST_P(PinnedUploadGpu, LargePageableTensorsAreBitwiseWhatToGives) {
     expect_structure_copy(out, batch, kCuda0);
     EXPECT_EQ(h.stats().per_tensor, static_cast<int64_t>(batch.size()));
     EXPECT_GT(h.stats().pinned_bytes, 0);
-    EXPECT_LE(h.stats().pinned_bytes, mtc::detail::kUploadSlots * mtc::detail::kUploadChunkBytes)
+    EXPECT_LE(h.stats().pinned_bytes,
+              mtc::detail::kUploadSlots * mtc::detail::kUploadLargeChunkBytes)
         << "the ring holds more than its slots";
   }
 }
@@ -200,12 +203,15 @@ TEST_P(PinnedUploadGpu, TheProfileCountsEveryPieceOnce) {
   const mtc::detail::UploadProfile profile = mtc::detail::last_upload_profile();
   const bool crew_joined = mtc::detail::upload_crew_tasks() > crew_tasks;
 
+  // 24 MiB: the large uploads' chunks, kUploadLargeChunkBytes.
+  const int64_t chunk = mtc::detail::upload_slot_bytes_for(6 * 4 * kMiB);
+  EXPECT_EQ(chunk, mtc::detail::kUploadLargeChunkBytes);
   const bool whole = design == Design::kEachQueues || design == Design::kOneQueuerWholeChunks;
-  int64_t unit = whole ? mtc::detail::kUploadChunkBytes : mtc::detail::kUploadMinPieceBytes;
+  int64_t unit = whole ? chunk : mtc::detail::kUploadMinPieceBytes;
   bool one_queuer = design != Design::kEachQueues;
   if (design == Design::kDefaults) {
     one_queuer = crew_joined;
-    unit = crew_joined ? mtc::detail::kUploadPieceBytes : mtc::detail::kUploadChunkBytes;
+    unit = crew_joined ? mtc::detail::kUploadPieceBytes : chunk;
     if (thread_limit == 0 && mtc::detail::upload_crew_threads() > 0) {
       EXPECT_TRUE(crew_joined) << "24 MiB with every thread allowed: the crew should join";
     }
@@ -333,17 +339,24 @@ TEST(PinnedUploadSettings, PieceIsRoundedAndResets) {
 
 TEST(PinnedUploadSettings, RingShapeIsRoundedAndResets) {
   mtc::detail::set_upload_ring(0, 0);
-  EXPECT_EQ(mtc::detail::upload_slot_bytes(), mtc::detail::kUploadChunkBytes);
+  EXPECT_EQ(mtc::detail::upload_slot_bytes(), 0) << "the default";
+  EXPECT_EQ(mtc::detail::upload_slot_bytes_for(mtc::detail::kUploadCrewBytes - 1),
+            mtc::detail::kUploadChunkBytes);
+  EXPECT_EQ(mtc::detail::upload_slot_bytes_for(mtc::detail::kUploadCrewBytes),
+            mtc::detail::kUploadLargeChunkBytes)
+      << "larger slots for uploads the crew may join";
   EXPECT_EQ(mtc::detail::upload_slots(), mtc::detail::kUploadSlots);
   mtc::detail::set_upload_ring((512 << 10) + 1, 12);
   EXPECT_EQ(mtc::detail::upload_slot_bytes(), (512 << 10) + 256) << "up to the pool's granularity";
   EXPECT_EQ(mtc::detail::upload_slots(), 12);
+  EXPECT_EQ(mtc::detail::upload_slot_bytes_for(int64_t{1} << 30), (512 << 10) + 256)
+      << "a size set holds for every upload";
   mtc::detail::set_upload_ring(1, -3);
   EXPECT_EQ(mtc::detail::upload_slot_bytes(), mtc::detail::kUploadMinSlotBytes)
       << "no slot below the smallest one the ring shrinks to";
   EXPECT_EQ(mtc::detail::upload_slots(), mtc::detail::kUploadSlots) << "a negative count: default";
   mtc::detail::set_upload_ring(0, 0);
-  EXPECT_EQ(mtc::detail::upload_slot_bytes(), mtc::detail::kUploadChunkBytes);
+  EXPECT_EQ(mtc::detail::upload_slot_bytes(), 0);
 }
 
 }  // namespace

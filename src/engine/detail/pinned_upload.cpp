@@ -43,7 +43,8 @@ int64_t upload_pageable(std::span<const HostToDeviceSpan> spans, Completion& com
     largest = std::max(largest, s.bytes);
   }
   if (total == 0) return 0;
-  int64_t slot_bytes = round_up(std::min(upload_slot_bytes(), largest), PinnedPool::kGranularity);
+  int64_t slot_bytes =
+      round_up(std::min(upload_slot_bytes_for(total), largest), PinnedPool::kGranularity);
   int64_t chunk_count = 0;
   for (const HostToDeviceSpan& s : spans) chunk_count += (s.bytes + slot_bytes - 1) / slot_bytes;
   int slots = static_cast<int>(std::min<int64_t>(upload_slots(), chunk_count));

@@ -35,6 +35,11 @@ struct HostToDeviceSpan {
 // calls cost some 20-26 us in all on an H200 host: 1 MiB slots were 0.71-0.73x as fast, 8 MiB
 // ones 1.12x in one run, for four times the pinned memory (results/notes/2026-12-03-morning.md).
 inline constexpr int64_t kUploadChunkBytes = 2 << 20;
+// Bytes of one chunk in an upload of at least kUploadCrewBytes, where nine threads fill pieces
+// faster than 2 MiB DMAs drain the ring: with 4 MiB chunks (and slots) they waited 0 % of their
+// time for a slot against 17-30 % with 2 MiB ones, and 64 x 4 MiB ran at 85-87 % of a pinned copy
+// against 81-84 % (results/notes/2026-12-03-late-morning.md). The ring holds 32 MiB then.
+inline constexpr int64_t kUploadLargeChunkBytes = 4 << 20;
 // Slots in the ring: more than the threads that fill them, so DMAs queue behind the fills.
 inline constexpr int kUploadSlots = 8;
 // Smallest slot the ring shrinks to when the pinned pool's limit leaves no room for more.
@@ -50,11 +55,15 @@ int upload_threads();
 
 // The ring's slot size and slot count, process-wide, for benchmarks that compare ring shapes in
 // one run (BM_LargePageableToDevice; results/notes/2026-12-03-morning.md); 0 (the default) for
-// either: kUploadChunkBytes and kUploadSlots. A slot size is rounded up to the
-// pinned pool's granularity and to at least kUploadMinSlotBytes.
+// either: the slot size of upload_slot_bytes_for() and kUploadSlots. A slot size is rounded up to
+// the pinned pool's granularity and to at least kUploadMinSlotBytes; upload_slot_bytes() is 0 for
+// the default.
 void set_upload_ring(int64_t slot_bytes, int slots);
 int64_t upload_slot_bytes();
 int upload_slots();
+// The slot size of an upload of `total` bytes: the one set, or by default kUploadChunkBytes, and
+// kUploadLargeChunkBytes from kUploadCrewBytes on.
+int64_t upload_slot_bytes_for(int64_t total);
 
 // Who calls the driver: kEachThread, each filling thread waits for its slot's event and queues
 // its chunk's DMA; kOneQueuer, the upload's own thread alone queues every DMA and watches the

@@ -36,9 +36,11 @@ void set_upload_ring(int64_t slot_bytes, int slots) {
           : round_up(std::max(slot_bytes, kUploadMinSlotBytes), PinnedPool::kGranularity));
   upload_slots_setting.store(std::max(0, slots));
 }
-int64_t upload_slot_bytes() {
-  const int64_t set = upload_slot_bytes_setting.load(std::memory_order_relaxed);
-  return set > 0 ? set : kUploadChunkBytes;
+int64_t upload_slot_bytes() { return upload_slot_bytes_setting.load(std::memory_order_relaxed); }
+int64_t upload_slot_bytes_for(int64_t total) {
+  const int64_t set = upload_slot_bytes();
+  if (set > 0) return set;
+  return total >= kUploadCrewBytes ? kUploadLargeChunkBytes : kUploadChunkBytes;
 }
 int upload_slots() {
   const int set = upload_slots_setting.load(std::memory_order_relaxed);
