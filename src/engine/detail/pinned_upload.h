@@ -7,9 +7,9 @@
 // Two ways to share the driver's calls (upload_queuing): each thread queues the DMA of the chunk
 // it filled; or the upload's own thread alone queues every DMA and watches the slots' events,
 // while the others only fill. By default the second, with a crew of extra fill threads taking
-// pieces of chunks, exactly for uploads large enough for the crew: on 64 x 4 MiB it moved 45.6
-// GB/s, 83 % of a pinned copy, against 33.2 GB/s (60 %) with each thread queuing, in one run on an
-// H200 host (results/notes/2026-12-03-late-morning.md).
+// pieces of chunks, exactly for uploads large enough for the crew: on 64 x 4 MiB it moved 47.3
+// GB/s, 86 % of a pinned copy, against 36.5 GB/s (66 %) with each thread queuing, in one run on an
+// H200 host (results/h200/pageable-upload.md).
 #pragma once
 
 #include <c10/core/Device.h>
@@ -35,10 +35,11 @@ struct HostToDeviceSpan {
 // calls cost some 20-26 us in all on an H200 host: 1 MiB slots were 0.71-0.73x as fast, 8 MiB
 // ones 1.12x in one run, for four times the pinned memory (results/notes/2026-12-03-morning.md).
 inline constexpr int64_t kUploadChunkBytes = 2 << 20;
-// Bytes of one chunk in an upload of at least kUploadCrewBytes, where nine threads fill pieces
-// faster than 2 MiB DMAs drain the ring: with 4 MiB chunks (and slots) they waited 0 % of their
-// time for a slot against 17-30 % with 2 MiB ones, and 64 x 4 MiB ran at 85-87 % of a pinned copy
-// against 81-84 % (results/notes/2026-12-03-late-morning.md). The ring holds 32 MiB then.
+// Bytes of one chunk in an upload of at least kUploadCrewBytes, where nine threads fill 256 KiB
+// pieces faster than the ring of 2 MiB slots drains: on 64 x 4 MiB, 4 MiB chunks (and slots) ran
+// at 86 % of a pinned copy against 81 % with 2 MiB ones, the queuer 0.8 against 3.1 ms busy with
+// the driver, in one run on an H200 host (results/notes/2026-12-03-afternoon.md); 85-87 % in
+// three earlier runs. The ring holds 32 MiB then.
 inline constexpr int64_t kUploadLargeChunkBytes = 4 << 20;
 // Slots in the ring: more than the threads that fill them, so DMAs queue behind the fills.
 inline constexpr int kUploadSlots = 8;
