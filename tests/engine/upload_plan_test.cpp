@@ -15,17 +15,19 @@ namespace {
 
 using mtc::detail::HostToDeviceSpan;
 using mtc::detail::kUploadChunkBytes;
+using mtc::detail::kUploadLargeChunkBytes;
 using mtc::detail::UploadPlan;
 using mtc::detail::UploadQueuing;
 using mtc::detail::WorkerPool;
 
 constexpr int64_t kMiB = int64_t{1} << 20;
 
-// Chunks of `total` bytes as the upload cuts them (of at most one slot); planning reads sizes only.
-std::vector<HostToDeviceSpan> chunks_of(int64_t total) {
+// Chunks of `total` bytes as the upload cuts them (of at most one slot, by default
+// upload_slot_bytes_for(total)); planning reads sizes only.
+std::vector<HostToDeviceSpan> chunks_of(int64_t total, int64_t slot_bytes) {
   std::vector<HostToDeviceSpan> chunks;
-  for (int64_t done = 0; done < total; done += kUploadChunkBytes)
-    chunks.push_back({nullptr, nullptr, std::min(kUploadChunkBytes, total - done)});
+  for (int64_t done = 0; done < total; done += slot_bytes)
+    chunks.push_back({nullptr, nullptr, std::min(slot_bytes, total - done)});
   return chunks;
 }
 
@@ -48,7 +50,8 @@ WorkerPool* no_crew(const WorkerPool&) {
 }
 
 UploadPlan plan(int64_t total, int pool_threads, mtc::detail::CrewSource crew = crew_of_four) {
-  return mtc::detail::plan_upload(chunks_of(total), total, kUploadChunkBytes,
+  const int64_t slot_bytes = mtc::detail::upload_slot_bytes_for(total);
+  return mtc::detail::plan_upload(chunks_of(total, slot_bytes), total, slot_bytes,
                                   copy_pool(pool_threads), crew);
 }
 
@@ -75,8 +78,8 @@ TEST_F(UploadPlanTest, ByDefaultWithoutTheCrewEachThreadQueuesWholeChunks) {
   const UploadPlan p = plan(256 * kMiB, 4, no_crew);
   EXPECT_EQ(crew_asked, 1);
   EXPECT_FALSE(p.one_queuer);
-  EXPECT_EQ(p.piece_bytes, kUploadChunkBytes);
-  EXPECT_EQ(p.items, 128);
+  EXPECT_EQ(p.piece_bytes, kUploadLargeChunkBytes) << "a large upload's whole chunks";
+  EXPECT_EQ(p.items, 64);
   EXPECT_EQ(p.helpers, 4);
   EXPECT_EQ(p.crew_helpers, 0);
 }
@@ -90,7 +93,7 @@ TEST_F(UploadPlanTest, BelowTheCrewsSizeEachThreadQueuesAndTheCrewIsNotAsked) {
   EXPECT_EQ(p.crew_helpers, 0);
 }
 
-// Counted in pieces, 16 MiB leave the crew room beside seven workers (in whole chunks, eight of
+// Counted in pieces, 16 MiB leave the crew room beside seven workers (in whole chunks, four of
 // them, they would not).
 TEST_F(UploadPlanTest, SixteenMiBLeaveTheCrewRoomBesideSevenWorkers) {
   const UploadPlan p = plan(mtc::detail::kUploadCrewBytes, 7);
@@ -131,7 +134,7 @@ TEST_F(UploadPlanTest, TheSettingsChooseTheDesign) {
   mtc::detail::set_upload_crew(0);
   p = plan(256 * kMiB, 4);
   EXPECT_TRUE(p.one_queuer) << "one queuer asked for, without the crew";
-  EXPECT_EQ(p.piece_bytes, kUploadChunkBytes) << "without the crew, whole chunks by default";
+  EXPECT_EQ(p.piece_bytes, kUploadLargeChunkBytes) << "without the crew, whole chunks by default";
   EXPECT_EQ(p.crew_helpers, 0);
 
   mtc::detail::set_upload_piece(64 << 10);
@@ -142,7 +145,7 @@ TEST_F(UploadPlanTest, TheSettingsChooseTheDesign) {
   mtc::detail::set_upload_crew(2);
   mtc::detail::set_upload_piece(int64_t{1} << 40);
   p = plan(256 * kMiB, 4);
-  EXPECT_EQ(p.piece_bytes, kUploadChunkBytes) << "a piece larger than a chunk is the chunk";
+  EXPECT_EQ(p.piece_bytes, kUploadLargeChunkBytes) << "a piece larger than a chunk is the chunk";
   EXPECT_EQ(p.crew_helpers, 2) << "the crew's limit";
 }
 
