@@ -20,7 +20,8 @@
 # Each step runs under a time limit (a hang fails the step, it does not stall the host):
 # MTC_STEP_TIMEOUT (300 s) for reliability, MTC_SANITIZE_TIMEOUT (150 s per tool) for sanitize.
 # MTC_DIFFERENTIAL_CASES, MTC_SOAK_COPIES and MTC_SANITIZE_FILTER override the sizes and the
-# sanitized tests.
+# sanitized tests; MTC_SANITIZE_TOOLS (default "memcheck racecheck synccheck") the tools, to finish
+# one that an earlier run's time limit cut short without paying for the others again.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 out="${1:?usage: scripts/gpu-check-reliability.sh OUT_DIR reliability|sanitize}"
@@ -73,6 +74,15 @@ case "$mode" in
   sanitize) targets="mtc_engine_tests" ;;
   *) echo "unknown mode '$mode' (reliability or sanitize)" >&2; exit 2 ;;
 esac
+# Checked before the build: a typo costs no GPU time.
+tools="${MTC_SANITIZE_TOOLS:-memcheck racecheck synccheck}"
+if [[ "$mode" == sanitize ]]; then
+  for tool in $tools; do
+    [[ "$tool" =~ ^(memcheck|racecheck|synccheck)$ ]] ||
+      { echo "MTC_SANITIZE_TOOLS: unknown tool '$tool' (memcheck, racecheck, synccheck)"; exit 2; }
+  done
+  [[ -n "${tools// /}" ]] || { echo "MTC_SANITIZE_TOOLS is empty: nothing would be checked"; exit 2; }
+fi
 
 {
   step "machine"
@@ -132,7 +142,7 @@ export MTC_DIFFERENTIAL_CASES="${MTC_DIFFERENTIAL_CASES:-20}" MTC_SOAK_COPIES="$
 # The tools slow the host side many times over: tests that time device work against host work
 # (a sleep kernel meant to outlast start_copy) read this and drop their timing expectations.
 export MTC_UNDER_SANITIZER=1
-for tool in memcheck racecheck synccheck; do
+for tool in $tools; do
   step "compute-sanitizer --tool $tool" | tee "$out/$tool.log"
   extra_env=()
   [[ "$tool" == memcheck ]] && extra_env=(PYTORCH_NO_CUDA_MEMORY_CACHING=1)
