@@ -23,6 +23,7 @@
 #include "detail/key_interner.h"
 #include "detail/prefetch.h"
 #include "detail/version_pool.h"
+#include "detail/worker_pool.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
 #include "offered_outputs.h"
@@ -142,6 +143,9 @@ void BM_EngineCopy(benchmark::State& state) {
   if (state.range(1) & 4194304) mtc::detail::driver_warmup::set_enabled(false);
   // Bit 8388608: the walk and the staging fill prefetch nothing (prefetch.h).
   mtc::detail::prefetch::set_enabled(!(state.range(1) & 8388608));
+  // Bit 33554432: the worker that warmed the driver gets no first claim on the copy's job
+  // (WorkerPool::set_warm_worker_first).
+  mtc::detail::WorkerPool::set_warm_worker_first(!(state.range(1) & 33554432));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -207,6 +211,7 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::dict_stash::set_enabled(stash_setting);
   mtc::detail::driver_warmup::set_enabled(warmup_setting);
   mtc::detail::prefetch::set_enabled(true);
+  mtc::detail::WorkerPool::set_warm_worker_first(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -220,7 +225,8 @@ void BM_EngineCopy(benchmark::State& state) {
 // default), 524288 unused (with 262144 it made them as soon as a worker was idle, until
 // 2026-11-29), 1048576 none made ahead, 2097152 a current stream from torch's pool, 4194304 no
 // driver warm-up ahead of a copy, 8388608 no prefetching in the walk and the fill, 16777216 with
-// 256: the previous result's tensors offered to the copy as its outputs (ReusableOutputs)}. 399 =
+// 256: the previous result's tensors offered to the copy as its outputs (ReusableOutputs),
+// 33554432 the warmed worker gets no first claim on the copy's job}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -256,12 +262,16 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                5519, 8591, 9615, 16783, 17807, 33167, 41359, 33163, 65935, 66959, 131471, 132495,
                262543, 263567, 1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031,
                // 399 and 1423 with the previous result's tensors offered as the outputs
-               16777615, 16778639});
+               16777615, 16778639,
+               // 399 and 1423 without the warmed worker's first claim on the job
+               33554831, 33555855});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(b, {135,    399,     911,     1423,    1935,    415,     411,     4495,
                5519,   8591,    9615,    16783,   65935,   66959,   131471,  262543,
-               263567, 1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031});
+               263567, 1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031,
+               // 399 and 1423 without the warmed worker's first claim on the job
+               33554831, 33555855});
 }
 
 }  // namespace

@@ -22,7 +22,11 @@ using Clock = ArrivalForecast::Clock;
 
 namespace {
 std::atomic<int> pools_made{0};
+std::atomic<bool> warm_first{true};
 }  // namespace
+
+void WorkerPool::set_warm_worker_first(bool on) { warm_first.store(on); }
+bool WorkerPool::warm_worker_first() { return warm_first.load(std::memory_order_relaxed); }
 
 WorkerPool::WorkerPool(int threads, std::chrono::microseconds spin, bool anticipate,
                        EarlyWakeHook on_early_wake)
@@ -127,8 +131,13 @@ void WorkerPool::run_worker(int index) {
   const PoolScope scope(*this);  // the helpers of the work it runs come from this pool too
   Task task;
   EarlyWake early;
+  bool warm = false;  // this worker ran the early-wake hook and has taken no task since
+  const auto leave_warm = [&] {
+    if (std::exchange(warm, false)) warm_spinner_.store(false, std::memory_order_relaxed);
+  };
   while (true) {
     if (try_pop(task)) {
+      leave_warm();
       // Pass the wake-up on while more tasks wait than spinning workers can take.
       if (pending_.load() > spinners_.load()) wake_.notify_one();
       task();
@@ -145,8 +154,21 @@ void WorkerPool::run_worker(int index) {
         early.spin_until,
         Clock::now() + std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed)));
     early.spin_until = {};
-    while (!task_queued() && Clock::now() < deadline) {
-      for (int i = 0; i < 32; ++i) cpu_relax();
+    // The warm worker looks for a task more often than the others, which leave it a new one
+    // for a moment (set_warm_worker_first).
+    const int pauses = warm ? 4 : 32;
+    Clock::time_point task_seen{};
+    while (Clock::now() < deadline) {
+      if (task_queued()) {
+        if (warm || stopping_.load() || !warm_spinner_.load(std::memory_order_relaxed)) break;
+        const Clock::time_point now = Clock::now();
+        if (task_seen == Clock::time_point{}) {
+          task_seen = now;
+        } else if (now - task_seen >= kWarmHeadStart) {
+          break;
+        }
+      }
+      for (int i = 0; i < pauses; ++i) cpu_relax();
     }
     if (pending_.load() == 0) {
       // The spin ended without a task: before sleeping, the output dicts this thread's next walk
@@ -159,11 +181,16 @@ void WorkerPool::run_worker(int index) {
     }
     spinners_.fetch_sub(1);
     if (pending_.load() > 0) continue;
+    leave_warm();
     std::unique_lock<std::mutex> lock(mutex_);
     if (!sleep(lock, early)) return;
     if (std::exchange(early.run_hook, false) && on_early_wake_) {
       lock.unlock();
       on_early_wake_();
+      if (warm_worker_first()) {
+        warm = true;
+        warm_spinner_.store(true, std::memory_order_relaxed);
+      }
     }
   }
 }

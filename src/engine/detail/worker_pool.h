@@ -83,6 +83,13 @@ class WorkerPool {
   bool set_cpus(const std::vector<int>& cpus);
   // Times a sleeping worker woke ahead of a forecast copy, since the pool was made.
   int64_t anticipated_wakes() const { return anticipated_wakes_.load(std::memory_order_relaxed); }
+  // Whether the worker that ran the early-wake hook gets the first claim on the task that comes
+  // while it spins (on by default): the copy's job then runs on the core whose caches hold the
+  // driver's code and data from the hook's calls. The other spinning workers leave a new task
+  // to it for up to kWarmHeadStart. Process-wide, for benchmarks that compare.
+  static void set_warm_worker_first(bool on);
+  static bool warm_worker_first();
+  static constexpr std::chrono::microseconds kWarmHeadStart{3};
 
   // Runs fn(i) for i in [0, parts): the calling thread takes parts too, idle workers help.
   // Returns once every part has run; rethrows the first exception of a part.
@@ -124,6 +131,8 @@ class WorkerPool {
   std::atomic<int64_t> pending_{0};
   std::atomic<int> spinners_{0};
   std::atomic<bool> stopping_{false};  // set under mutex_; read by spinners without it
+  // Set while the worker that ran the early-wake hook spins, until it takes a task or sleeps.
+  std::atomic<bool> warm_spinner_{false};
   std::vector<std::thread> threads_;   // started by the constructor, joined by the destructor
 };
 
