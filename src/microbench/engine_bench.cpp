@@ -267,11 +267,11 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                33554831, 33555855});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
-  gap_args(b, {135,    399,     911,     1423,    1935,    415,     411,     4495,
-               5519,   8591,    9615,    16783,   65935,   66959,   131471,  262543,
-               263567, 1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031,
-               // 399 and 1423 without the warmed worker's first claim on the job
-               33554831, 33555855});
+  gap_args(
+      b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783, 65935, 66959, 131471,
+          262543, 263567, 1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031,
+          // 399 and 1423 without the warmed worker's first claim on the job
+          33554831, 33555855});
 }
 
 }  // namespace

@@ -133,7 +133,7 @@ class WorkerPool {
   std::atomic<bool> stopping_{false};  // set under mutex_; read by spinners without it
   // Set while the worker that ran the early-wake hook spins, until it takes a task or sleeps.
   std::atomic<bool> warm_spinner_{false};
-  std::vector<std::thread> threads_;   // started by the constructor, joined by the destructor
+  std::vector<std::thread> threads_;  // started by the constructor, joined by the destructor
 };
 
 }  // namespace mtc::detail
