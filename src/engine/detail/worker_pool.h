@@ -8,7 +8,8 @@
 // forecast's window has passed: as many workers as the last copy queued tasks, each once per
 // copy (arrival_forecast.h; MTC_WORKER_ANTICIPATE=0 turns it off). The first of them runs the
 // pool's early-wake hook, if it has one (a device's pool warms that device's driver path:
-// driver_warmup.h).
+// driver_warmup.h), and gets the first claim on the copy that comes while it spins, so that the
+// copy's calls to the driver run on the core that warmed it (docs/engine-copies-after-a-gap.md).
 #pragma once
 
 #include <atomic>
