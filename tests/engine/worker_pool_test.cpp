@@ -16,6 +16,14 @@
 namespace mtc::detail {
 namespace {
 
+// Waits, yielding, until `done` has counted `count` tasks or 10 s have passed (a lost wake-up
+// would leave a task queued for ever); the caller checks which.
+void wait_for_tasks(const std::atomic<int>& done, int count) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (done.load() < count && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+}
+
 TEST(WorkerPool, RunsEverySubmittedTask) {
   WorkerPool pool(3, std::chrono::microseconds(50));
   EXPECT_EQ(pool.size(), 3);
@@ -35,9 +43,7 @@ TEST(WorkerPool, WakesASleepingWorker) {
   for (int i = 0; i < 20; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
     pool.submit([&done] { done.fetch_add(1); });
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (done.load() <= i && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::yield();
+    wait_for_tasks(done, i + 1);
     ASSERT_EQ(done.load(), i + 1) << "task " << i << " never ran";
   }
 }
@@ -143,9 +149,7 @@ int64_t submit_spaced(WorkerPool& pool, std::initializer_list<std::chrono::milli
     at += *(intervals.begin() + k % static_cast<int>(intervals.size()));
     std::this_thread::sleep_until(at);
     pool.submit([&done] { done.fetch_add(1); });
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (done.load() <= k && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::yield();
+    wait_for_tasks(done, k + 1);
     EXPECT_EQ(done.load(), k + 1) << "task " << k << " never ran";
   }
   return pool.anticipated_wakes();
@@ -192,8 +196,7 @@ void expect_wakes_ahead_of_regular_tasks(bool parts) {
       }
       done.fetch_add(1);
     });
-    const auto deadline = steady_clock::now() + std::chrono::seconds(10);
-    while (done.load() <= k && steady_clock::now() < deadline) std::this_thread::yield();
+    wait_for_tasks(done, k + 1);
     ASSERT_EQ(done.load(), k + 1) << "task " << k << " never ran";
     // The wakes between the previous task and this one: one per task of the last burst.
     EXPECT_LE(pool.anticipated_wakes() - wakes_before, parts ? 3 : 1) << "before task " << k;
@@ -261,9 +264,7 @@ WarmClaims claims_after_warm_ups(bool warm_first) {
       pool.parallel_for(3, [](int64_t) {});
       done.fetch_add(1);
     });
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (done.load() <= k && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::yield();
+    wait_for_tasks(done, k + 1);
     EXPECT_EQ(done.load(), k + 1) << "task " << k << " never ran";
     if (warmed) {
       ++claims.warmed;
