@@ -126,6 +126,8 @@ void StatsSum::add(const mtc::CopyStats& stats, double start_seconds) {
   sum_.traverse_us += stats.traverse_us;
   sum_.submit_us += stats.submit_us;
   sum_.outputs_us += stats.outputs_us;
+  sum_.allocate_us += stats.allocate_us;
+  sum_.driver_us += stats.driver_us;
   sum_.walk_threads += stats.walk_threads;
   sum_.recycled += stats.recycled;
   start_seconds_ += start_seconds;
@@ -137,6 +139,8 @@ void StatsSum::merge(const StatsSum& other) {
   sum_.traverse_us += other.sum_.traverse_us;
   sum_.submit_us += other.sum_.submit_us;
   sum_.outputs_us += other.sum_.outputs_us;
+  sum_.allocate_us += other.sum_.allocate_us;
+  sum_.driver_us += other.sum_.driver_us;
   sum_.walk_threads += other.sum_.walk_threads;
   sum_.recycled += other.sum_.recycled;
   start_seconds_ += other.start_seconds_;
@@ -151,6 +155,8 @@ void StatsSum::report(benchmark::State& state) const {
   state.counters["traverse_us"] = sum_.traverse_us / n;
   state.counters["submit_us"] = sum_.submit_us / n;
   state.counters["outputs_us"] = sum_.outputs_us / n;
+  state.counters["allocate_us"] = sum_.allocate_us / n;
+  state.counters["driver_us"] = sum_.driver_us / n;
   state.counters["walk_threads"] = static_cast<double>(sum_.walk_threads) / n;
   // Only where outputs were offered (ReusableOutputs): the other cases keep their columns.
   if (sum_.recycled > 0) state.counters["recycled"] = static_cast<double>(sum_.recycled) / n;

@@ -51,8 +51,8 @@ void busy_gap(std::chrono::microseconds duration);
 
 // Where the copies' time went, as the engine measured it (CopyStats) plus how long start_copy
 // kept the caller: summed over a benchmark's copies, reported as means per copy (start_us,
-// queued_us, traverse_us, submit_us, outputs_us, walk_threads). One per thread; merge() adds
-// another's.
+// queued_us, traverse_us, submit_us, outputs_us, allocate_us, driver_us, walk_threads). One per
+// thread; merge() adds another's.
 class StatsSum {
  public:
   void add(const mtc::CopyStats& stats, double start_seconds);

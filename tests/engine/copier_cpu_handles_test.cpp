@@ -179,6 +179,9 @@ TEST(CopierCpu, SplitWalkIsCompleteWhicheverHelpersJoin) {
       EXPECT_EQ(s.split_wait_us, 0);
     }
     EXPECT_EQ(s.split_queue_us, 0);
+    // Between CPUs nothing is staged, allocated for a device or queued there.
+    EXPECT_EQ(s.allocate_us, 0);
+    EXPECT_EQ(s.driver_us, 0);
     if (::testing::Test::HasFailure()) return;
   }
   if (pool > 0) {

@@ -127,6 +127,14 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
           EXPECT_GT(s.split_queue_us, 0);
           EXPECT_GT(s.split_wait_us, 0);
         }
+        // Packed chunks took memory and were queued (every thread's counted); the completion
+        // event is recorded either way. Neither can exceed the copy's own time on its threads.
+        if (s.chunks > 0) {
+          EXPECT_GT(s.allocate_us, 0);
+        }
+        EXPECT_GT(s.driver_us, 0);
+        EXPECT_LE(s.driver_us + s.allocate_us,
+                  (s.traverse_us + s.submit_us) * static_cast<double>(s.walk_threads + 1));
       }
     }
   }

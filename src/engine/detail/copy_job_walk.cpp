@@ -269,6 +269,11 @@ void CopyJob::walk() {
   // into the job's router before anything below can fail and destroy the walkers here.
   const Walker* failed = nullptr;
   for (const auto& w : walkers) {
+    // The helpers' staging and queuing (the walk's own thread's counts in stats_ already).
+    if (w != walkers.front()) {
+      stats_.allocate_us += w->own_stats.allocate_us;
+      stats_.driver_us += w->own_stats.driver_us;
+    }
     completion_.absorb(w->completion);
     if (w->router != &router_) router_.absorb_released_storages(*w->router);
     if (w->error && (!failed || w->error_element < failed->error_element)) failed = w.get();

@@ -33,16 +33,22 @@ void gather_to_host(RouteContext& ctx, c10::DeviceIndex source, cudaStream_t str
   if (ctx.options.use_pinned_staging) {
     const auto descriptor_bytes =
         round_up(static_cast<int64_t>(items.size() * sizeof(GatherItem)), kStagingAlignment);
-    PinnedBlock block =
-        PinnedPoolSet::instance().for_device(source).acquire(descriptor_bytes + bytes);
+    PinnedBlock block;
+    {
+      const AddElapsed timed(ctx.stats.allocate_us);
+      block = PinnedPoolSet::instance().for_device(source).acquire(descriptor_bytes + bytes);
+    }
     ctx.completion.hold(block);
     ctx.stats.pinned_bytes += block.bytes;
     auto* descriptors = reinterpret_cast<GatherItem*>(block.data);
     std::copy(items.begin(), items.end(), descriptors);
-    launch_gather_pinned(descriptors, items.size(), gathered, stream);
     std::byte* staging = block.data + descriptor_bytes;
-    MTC_CUDA_CHECK(cudaMemcpyAsync(staging, gathered, static_cast<size_t>(bytes),
-                                   cudaMemcpyDeviceToHost, stream));
+    {
+      const AddElapsed timed(ctx.stats.driver_us);
+      launch_gather_pinned(descriptors, items.size(), gathered, stream);
+      MTC_CUDA_CHECK(cudaMemcpyAsync(staging, gathered, static_cast<size_t>(bytes),
+                                     cudaMemcpyDeviceToHost, stream));
+    }
     ctx.completion.copy_after(host, staging, bytes);
     ctx.completion.hold(host_memory);
   } else {
@@ -86,6 +92,7 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
   c10::Storage host_block;
   {
     MTC_RANGE(allocate, "allocate");
+    const AddElapsed timed(ctx.stats.allocate_us);
     // Freed as soon as the DMA is queued: it is used on this stream only, and the caching
     // allocator reuses it in stream order.
     device_buffer = c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(bytes));
@@ -264,6 +271,7 @@ void copy_device_to_host(RouteContext& ctx, c10::DeviceIndex source,
     ctx.stats.pinned_bytes += pipeline.pinned_bytes();
     pipeline.drain();
   }
+  const AddElapsed timed(ctx.stats.driver_us);
   ctx.completion.record(source, stream.stream());
 }
 

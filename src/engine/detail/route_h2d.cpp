@@ -21,8 +21,11 @@ void stage_packed(RouteContext& ctx, PackedChunks& packed) {
   const int64_t staging_bytes = packed.staging_bytes();
   std::byte* host = nullptr;
   if (ctx.options.use_pinned_staging) {
-    PinnedBlock block =
-        PinnedPoolSet::instance().for_device(ctx.target.index()).acquire(staging_bytes);
+    PinnedBlock block;
+    {
+      const AddElapsed timed(ctx.stats.allocate_us);
+      block = PinnedPoolSet::instance().for_device(ctx.target.index()).acquire(staging_bytes);
+    }
     ctx.completion.hold(block);
     host = block.data;
     ctx.stats.pinned_bytes += block.bytes;
@@ -45,12 +48,14 @@ void queue_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream) 
     c10::DataPtr data;
     {
       MTC_RANGE(allocate, "allocate");
+      const AddElapsed timed(ctx.stats.allocate_us);
       data = c10::cuda::CUDACachingAllocator::get()->allocate(
           static_cast<size_t>(chunk.bytes + slack));
     }
     const int64_t shift = alignment_shift(data.get(), alignment);
     {
       MTC_RANGE(submit, "submit");
+      const AddElapsed timed(ctx.stats.driver_us);
       MTC_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::byte*>(data.get()) + shift,
                                      host + chunk.staging, static_cast<size_t>(chunk.bytes),
                                      cudaMemcpyHostToDevice, stream));
@@ -158,6 +163,7 @@ void copy_host_to_device(RouteContext& ctx, PackedChunks& packed, std::span<cons
   // Returns once every host copy is done (the temporaries may go), the DMAs queued.
   if (!pageable.empty())
     ctx.stats.pinned_bytes += upload_pageable(pageable, ctx.completion, device, stream.stream());
+  const AddElapsed timed(ctx.stats.driver_us);
   ctx.completion.record(device, stream.stream());
 }
 

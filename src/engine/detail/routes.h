@@ -5,6 +5,7 @@
 #include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -33,6 +34,23 @@ class CapturedStreams {
 struct DeferredView {
   int32_t storage = -1;  // index into RouteContext::storages; -1: none
   int64_t byte_offset = 0;
+};
+
+// Adds the wall time of its scope, in microseconds, to `total` (CopyStats::allocate_us and
+// driver_us).
+class AddElapsed {
+ public:
+  explicit AddElapsed(double& total) : total_(total) {}
+  AddElapsed(const AddElapsed&) = delete;
+  AddElapsed& operator=(const AddElapsed&) = delete;
+  ~AddElapsed() {
+    total_ += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start_)
+                  .count();
+  }
+
+ private:
+  double& total_;
+  const std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 struct RouteContext {

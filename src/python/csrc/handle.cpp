@@ -169,6 +169,8 @@ py::dict AsyncCopyHandle::stats() const {
   out["feed_tail_us"] = s.feed_tail_us;
   out["split_wait_us"] = s.split_wait_us;
   out["split_queue_us"] = s.split_queue_us;
+  out["allocate_us"] = s.allocate_us;
+  out["driver_us"] = s.driver_us;
   py::dict module;
   module["walk_us"] = times_.walk_us;
   module["engine_start_us"] = times_.engine_start_us;

@@ -43,7 +43,9 @@ class AsyncCopyHandle:
         (how often its threads went to wait for an element) and ``feed_tail_us`` (how long its
         walk went on after the last element came), both 0 otherwise; for a walk split among
         threads, ``split_wait_us`` (its own thread waiting for the others to finish) and
-        ``split_queue_us`` (that thread queuing every thread's chunks), both 0 otherwise; and
+        ``split_queue_us`` (that thread queuing every thread's chunks), both 0 otherwise;
+        ``allocate_us`` and ``driver_us`` (the packed chunks' memory taken, and the CUDA calls
+        queuing their device work and the completion events, wherever in the copy they ran); and
         ``module``, a dict of the module's own parts in microseconds: ``walk_us`` (the Python
         structure taken apart), ``engine_start_us``, and in ``get()`` ``result_wait_us`` (for the
         engine's outputs), ``build_us`` (the Python result), ``complete_wait_us`` (for the

@@ -87,6 +87,12 @@ struct CopyStats {
   // when the walk is not split.
   double split_wait_us = 0;
   double split_queue_us = 0;
+  // Of the packed chunks' submission, wherever in the copy it ran (in traverse_us for a split
+  // CPU->GPU walk, in submit_us otherwise): allocate_us in taking their device memory, pinned
+  // staging and GPU->CPU host blocks; driver_us in the CUDA calls that queue their device work
+  // (DMAs, gather launches) and the copy's completion events.
+  double allocate_us = 0;
+  double driver_us = 0;
 };
 
 namespace detail {
