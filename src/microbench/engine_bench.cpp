@@ -146,6 +146,9 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 33554432: the worker that warmed the driver gets no first claim on the copy's job
   // (WorkerPool::set_warm_worker_first).
   mtc::detail::WorkerPool::set_warm_worker_first(!(state.range(1) & 33554432));
+  // Bit 536870912: a split walk queues its helpers only after its first element, as if its pool
+  // remembered no earlier split (copy_job.h, set_early_split).
+  mtc::detail::set_early_split(!(state.range(1) & 536870912));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -212,6 +215,7 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::driver_warmup::set_enabled(warmup_setting);
   mtc::detail::prefetch::set_enabled(true);
   mtc::detail::WorkerPool::set_warm_worker_first(true);
+  mtc::detail::set_early_split(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -226,7 +230,8 @@ void BM_EngineCopy(benchmark::State& state) {
 // 2026-11-29), 1048576 none made ahead, 2097152 a current stream from torch's pool, 4194304 no
 // driver warm-up ahead of a copy, 8388608 no prefetching in the walk and the fill, 16777216 with
 // 256: the previous result's tensors offered to the copy as its outputs (ReusableOutputs),
-// 33554432 the warmed worker gets no first claim on the copy's job}. 399 =
+// 33554432 the warmed worker gets no first claim on the copy's job, 536870912 helpers queued only
+// after the first element}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -241,12 +246,13 @@ void engine_args(benchmark::internal::Benchmark* b) {
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
   // on the pool (391, 399), on one worker (+16), split by the caller (-4), all on the caller.
   b->Args({1, 19})->Args({1, 407})->Args({1, 387})->Args({1, 403});
-  b->Args({1, 16391});    // hot with a walking thread per 64 leaves
-  b->Args({1, 131079});   // hot with the input's keys in the output dicts
-  b->Args({1, 262151});   // hot with output dicts made ahead
-  b->Args({1, 1048583});  // hot without output dicts made ahead
-  b->Args({1, 2097159});  // hot on a stream from torch's pool
-  b->Args({1, 8388615});  // hot without prefetching
+  b->Args({1, 16391});      // hot with a walking thread per 64 leaves
+  b->Args({1, 131079});     // hot with the input's keys in the output dicts
+  b->Args({1, 262151});     // hot with output dicts made ahead
+  b->Args({1, 1048583});    // hot without output dicts made ahead
+  b->Args({1, 2097159});    // hot on a stream from torch's pool
+  b->Args({1, 8388615});    // hot without prefetching
+  b->Args({1, 536870919});  // hot with helpers queued only after the first element
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -264,14 +270,18 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                // 399 and 1423 with the previous result's tensors offered as the outputs
                16777615, 16778639,
                // 399 and 1423 without the warmed worker's first claim on the job
-               33554831, 33555855});
+               33554831, 33555855,
+               // 399 and 1423 with helpers queued only after the first element
+               536871311, 536872335});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(
       b, {135, 399, 911, 1423, 1935, 415, 411, 4495, 5519, 8591, 9615, 16783, 65935, 66959, 131471,
           262543, 263567, 1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031,
           // 399 and 1423 without the warmed worker's first claim on the job
-          33554831, 33555855});
+          33554831, 33555855,
+          // 399 and 1423 with helpers queued only after the first element
+          536871311, 536872335});
 }
 
 }  // namespace
@@ -287,8 +297,9 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({8, 7})
     ->Args({8, 4103})
     ->Args({1, 19})
-    ->Args({1, 2097159})  // on a stream from torch's pool
-    ->Args({1, 8388615})  // without prefetching
+    ->Args({1, 2097159})    // on a stream from torch's pool
+    ->Args({1, 8388615})    // without prefetching
+    ->Args({1, 536870919})  // helpers queued only after the first element
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "cpu_test_support.h"
+#include "detail/copy_job.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
 #include "pool_blocker.h"
@@ -195,6 +196,40 @@ TEST(CopierCpu, SplitWalkIsCompleteWhicheverHelpersJoin) {
   EXPECT_EQ(h.stats().walk_threads, 1);
   EXPECT_EQ(h.stats().split_wait_us, 0);
   EXPECT_EQ(h.stats().split_queue_us, 0);
+}
+
+// A pool remembers what its last copy's walk was split into, by the root's length, and the next
+// copy of a root as long queues that many helpers before it walks its first element. A small
+// root as long as a large one before it is still copied whole, and is remembered as not split;
+// the split settings changed, or the remembering off, nothing is remembered.
+TEST(CopierCpu, TheNextRootAsLongIsSplitAsTheLastOneWas) {
+  const mtc::detail::WorkerPool& pool = mtc::detail::worker_pool_for(kCpu);
+  if (pool.size() < 1) GTEST_SKIP() << "the CPU copies' pool has no worker";
+  const auto leaf = [](int k) { return at::full({1}, static_cast<double>(k)); };
+  const c10::impl::GenericList large = mtc::test::list_of_lists(40, 20, leaf);  // 800 leaves
+  const c10::impl::GenericList small = mtc::test::list_of_lists(40, 1, leaf);   // 40 leaves
+  // As many as 800 leaves want (one a 128, less the walk's own thread), within the pool.
+  const int64_t wanted =
+      std::min<int64_t>(pool.size(), 800 / mtc::detail::kDefaultLeavesPerPart - 1);
+  expect_same_structure_same_tensors(start_copy(large, kCpu).get(), large);
+  EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), wanted);
+  EXPECT_EQ(mtc::detail::remembered_helpers(pool, 41), 0) << "another root length";
+  // Queued its helpers at once, and still whole.
+  expect_same_structure_same_tensors(start_copy(small, kCpu).get(), small);
+  EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), 0);
+  // Now decided from its first element: too small to split.
+  CopyHandle again = start_copy(small, kCpu);
+  expect_same_structure_same_tensors(again.get(), small);
+  EXPECT_EQ(again.stats().walk_threads, 1);
+  expect_same_structure_same_tensors(start_copy(large, kCpu).get(), large);
+  EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), wanted);
+  mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
+  EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), 0) << "the settings changed since";
+  expect_same_structure_same_tensors(start_copy(large, kCpu).get(), large);
+  mtc::detail::set_early_split(false);
+  EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), 0) << "turned off";
+  mtc::detail::set_early_split(true);
+  EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), wanted);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 // (root elements handed out one at a time) by pool workers and a caller waiting in get() for
 // large ones. The rest of the job is in copy_job.cpp.
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -23,11 +24,50 @@ namespace mtc::detail {
 namespace {
 std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
 std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
+std::atomic<bool> early_split{true};
+
+// How the last copy through each pool (by id, modulo the array's size) split its walk, by the
+// length of its root: a training loop copies a structure of the same shape every step, and the
+// next copy of a root that long then queues as many helpers before it walks its first element.
+// Otherwise that element, walked first, decides the split, and the helpers start an element
+// late. An entry holds the root's length (32 bits), the split settings' generation (16) and the
+// helpers (16; 0: not split).
+std::array<std::atomic<uint64_t>, 16> last_split{};
+std::atomic<uint64_t> settings_generation{0};
+
+uint64_t split_entry(int64_t elements, int64_t helpers) {
+  return (static_cast<uint64_t>(elements) << 32) |
+         ((settings_generation.load(std::memory_order_relaxed) & 0xffff) << 16) |
+         static_cast<uint64_t>(helpers);
+}
+std::atomic<uint64_t>& split_slot(const WorkerPool& pool) {
+  return last_split[static_cast<size_t>(pool.id()) % last_split.size()];
+}
 }  // namespace
 
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
   parallel_walk_leaves.store(min_leaves);
   leaves_per_part.store(std::max<int64_t>(1, leaves_per_part_));
+  settings_generation.fetch_add(1);  // what the pools remember no longer holds
+}
+
+void set_early_split(bool on) { early_split.store(on); }
+
+int64_t remembered_helpers(const WorkerPool& pool, int64_t elements) {
+  if (!early_split.load(std::memory_order_relaxed) || elements < 3 || elements >= (1LL << 32))
+    return 0;
+  const uint64_t entry = split_slot(pool).load(std::memory_order_relaxed);
+  // An entry of 0 helpers matches only itself: not split, nothing to queue.
+  const uint64_t helpers = entry & 0xffff;
+  return entry == split_entry(elements, static_cast<int64_t>(helpers))
+             ? static_cast<int64_t>(helpers)
+             : 0;
+}
+
+void remember_split(const WorkerPool& pool, int64_t elements, int64_t helpers) {
+  if (elements >= (1LL << 32)) return;
+  split_slot(pool).store(split_entry(elements, std::clamp<int64_t>(helpers, 0, 0xffff)),
+                         std::memory_order_relaxed);
 }
 
 // Hands out the root elements of a split walk, one at a time, to whichever thread asks next.
@@ -106,23 +146,35 @@ void CopyJob::walk() {
   const auto n = static_cast<int64_t>(elements.size());
   std::vector<c10::IValue> built(static_cast<size_t>(n));
   Copier first(router_);
-  if (n > 0) {
-    wait_for_element(0);
-    built[0] = first.copy_element(*elements[0], 0);
-  }
-  const int64_t estimate = stats_.tensors * n;
-  const auto helpers =
-      std::min<int64_t>({static_cast<int64_t>(pool_.size()), n - 2,
-                         estimate / leaves_per_part.load(std::memory_order_relaxed) - 1});
-  if (helpers < 1 || estimate < parallel_walk_leaves.load(std::memory_order_relaxed)) {
-    for (int64_t i = 1; i < n; ++i) {
-      wait_for_element(i);
-      built[i] = first.copy_element(*elements[i], static_cast<uint32_t>(i));
+  // The helpers the split wants for `leaves` in all (fewer than one: no split).
+  const auto helpers_for = [&](int64_t leaves) {
+    if (leaves < parallel_walk_leaves.load(std::memory_order_relaxed)) return int64_t{0};
+    return std::max<int64_t>(
+        0, std::min<int64_t>({static_cast<int64_t>(pool_.size()), n - 2,
+                              leaves / leaves_per_part.load(std::memory_order_relaxed) - 1}));
+  };
+  // A fed root's elements come one by one from its feeder: helpers queued ahead would wait for
+  // them. Otherwise a root as long as the pool's last copy's is split as that one was.
+  int64_t helpers = feed_ ? 0 : std::min<int64_t>(remembered_helpers(pool_, n), pool_.size());
+  const bool first_walked = helpers < 1;  // else the walk's own thread takes element 0 below
+  if (first_walked) {
+    if (n > 0) {
+      wait_for_element(0);
+      built[0] = first.copy_element(*elements[0], 0);
     }
-    result_ = Copier::assemble(input_, built);
-    first.place_elements(result_);
-    return;
+    helpers = helpers_for(stats_.tensors * n);  // the first element's leaves, n times
+    if (helpers < 1) {
+      for (int64_t i = 1; i < n; ++i) {
+        wait_for_element(i);
+        built[i] = first.copy_element(*elements[i], static_cast<uint32_t>(i));
+      }
+      result_ = Copier::assemble(input_, built);
+      first.place_elements(result_);
+      remember_split(pool_, n, 0);
+      return;
+    }
   }
+
   // Each thread also stages its own chunks once no element is left, overlapping the others'
   // walks; the walk's thread queues their DMAs. Each thread's objects sit on cache lines of their
   // own: routers write their counts and vectors at every leaf.
@@ -232,7 +284,8 @@ void CopyJob::walk() {
     tickets->wait_idle(std::chrono::steady_clock::now() + WorkerPool::kDefaultSpin, [] {});
     throw;
   }
-  walk_from(*walkers[0], tickets->take());
+  // Element 0 is this thread's (the tickets start at 1): walked already, or taken first now.
+  walk_from(*walkers[0], first_walked ? tickets->take() : 0);
   const auto own_done = std::chrono::steady_clock::now();
   close_walk();
   // The walk's thread queues every thread's DMAs, each as soon as its staging is filled: one
@@ -290,6 +343,8 @@ void CopyJob::walk() {
     if (w->router != &router_) router_.absorb(*w->router);
   }
   split_ = true;
+  // Every thread's leaves now counted: what the next copy of a root this long is split into.
+  remember_split(pool_, n, helpers_for(stats_.tensors));
 }
 
 void CopyJob::wait_for_element(int64_t i) const {
