@@ -16,7 +16,9 @@
 #include <string>
 
 #include "cpu_test_support.h"
+#include "detail/copy_job.h"
 #include "detail/routes.h"
+#include "detail/worker_pool_set.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
 
@@ -130,6 +132,28 @@ TEST(CopierCpu, LeafErrorInAWalkSplitInParts) {
     CopyOptions options;
     options.use_background_thread = background;
     expect_copy_fails(root, kCpu, options, "tensor leaf 4 of root element 33");
+  }
+}
+
+// A bad leaf in the first root element of a structure walked in parts: its first copy walks that
+// element before the split is decided, a later copy of a root as long (split as the first was,
+// copy_job.h) as a part beside its helpers. The message is the same: the leaf's number in the
+// structure, without an element.
+TEST(CopierCpu, LeafErrorInTheFirstElementReadsTheSameOnEveryCopy) {
+  c10::impl::GenericList root =
+      mtc::test::list_of_lists(40, 20, [](int k) { return at::ones({k + 1}); });
+  // A good structure as long first, so that the pool remembers a split for this length.
+  const c10::impl::GenericList good =
+      mtc::test::list_of_lists(40, 20, [](int k) { return at::ones({k + 1}); });
+  mtc::test::expect_same_structure_same_tensors(start_copy(good, kCpu).get(), good);
+  const mtc::detail::WorkerPool& pool = mtc::detail::worker_pool_for(kCpu);
+  if (pool.size() > 0) {
+    ASSERT_GT(mtc::detail::remembered_helpers(pool, 40), 0);
+  }
+  root.get(0).toList().set(5, at::empty({3}, at::TensorOptions().device(c10::kMeta)));
+  for (int round = 0; round < 3; ++round) {
+    expect_copy_fails(root, kCpu, CopyOptions(), "mtc: tensor leaf 5 is on meta");
+    if (::testing::Test::HasFailure()) return;
   }
 }
 

@@ -210,8 +210,9 @@ TEST_F(GpuTest, OffersThatDoNotCoverTheStructureLeaveTheRestNew) {
     const c10::IValue result = handle.get();
     offered.resize(100);
     expect_outputs(result, input, offered, *reuse);
-    // Element 0 (32 leaves) is walked before any split; with no table the others cannot be
-    // matched in a walk in parts, whichever thread walks them.
+    // Element 0 (32 leaves) numbers its leaves from the structure's first, walked before the
+    // split is decided or as a part (the second copy of a root this long: copy_job.h); with no
+    // table the others cannot be matched in a walk in parts, whichever thread walks them.
     for (size_t i = 0; i < 100; ++i)
       EXPECT_EQ(reuse->reused[i], (i < 32 || !split) && i % 3 != 0 ? 1 : 0)
           << "leaf " << i << (split ? ", in parts" : ", whole");

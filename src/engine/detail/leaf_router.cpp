@@ -53,7 +53,9 @@ int64_t LeafRouter::leaf(const at::Tensor& t, c10::IValue& output) {
 }
 
 std::string LeafRouter::where(int64_t index) const {
-  if (element_ < 0) return "tensor leaf " + std::to_string(index);
+  // Element 0's leaves are the structure's first, whether its walk was a part or not (copy_job.h):
+  // one bad input, one message.
+  if (element_ <= 0) return "tensor leaf " + std::to_string(index - element_first_leaf_);
   return "tensor leaf " + std::to_string(index - element_first_leaf_) + " of root element " +
          std::to_string(element_);
 }
@@ -102,9 +104,16 @@ void LeafRouter::absorb_released_storages(LeafRouter& other) {
 int64_t LeafRouter::offered_leaf(int64_t index) const {
   int64_t leaf = index;
   if (element_ >= 0) {
-    // A split walk numbers leaves from its element's first.
-    if (static_cast<size_t>(element_) >= reuse_->element_first_leaf.size()) return -1;
-    leaf = reuse_->element_first_leaf[static_cast<size_t>(element_)] + index - element_first_leaf_;
+    // A split walk numbers leaves from its element's first; element 0's is the structure's first,
+    // with a table or without (its own thread may walk it as a part, copy_job.h).
+    const auto element = static_cast<size_t>(element_);
+    int64_t first = 0;
+    if (element < reuse_->element_first_leaf.size()) {
+      first = reuse_->element_first_leaf[element];
+    } else if (element > 0) {
+      return -1;
+    }
+    leaf = first + index - element_first_leaf_;
   }
   if (leaf < 0 || static_cast<size_t>(leaf) >= reuse_->by_leaf.size() ||
       reuse_->by_leaf[static_cast<size_t>(leaf)] == nullptr)
