@@ -23,6 +23,11 @@ def main(path):
     print(f"host {ctx.get('host_name')} date {ctx.get('date')} cpus {ctx.get('num_cpus')}")
     steps = ["median_us", "start_us", "queued_us", "traverse_us", "submit_us", "outputs_us", "walk_threads",
              "early_wakes"]
+    # The packed chunks' allocations and CUDA calls (CopyStats::allocate_us, driver_us), after
+    # submit_us: columns only where some case reported them (runs before they existed did not).
+    for k in ("driver_us", "allocate_us"):
+        if any(k in b for b in medians.values()):
+            steps.insert(steps.index("submit_us") + 1, k)
     # Outputs made in offered TensorImpls, per copy: a column only where some case offered them.
     if any("recycled" in b for b in medians.values()):
         steps.append("recycled")

@@ -46,7 +46,8 @@ def main():
         # The step with workers that wake ahead (399) and without (911), CPU->GPU only.
         dict(bench("BM_EngineCopy<Direction::kHostToDevice>/1/399/iterations:100/manual_time",
                    median_us=300.0, early_wakes=3.9)),
-        bench("BM_EngineCopy<Direction::kHostToDevice>/1/911/iterations:100/manual_time", median_us=400.0),
+        bench("BM_EngineCopy<Direction::kHostToDevice>/1/911/iterations:100/manual_time", median_us=400.0,
+              allocate_us=12.5, driver_us=7.5),
         # The same after a 200 us gap (bit 2048).
         bench("BM_EngineCopy<Direction::kHostToDevice>/1/2447/iterations:100/manual_time", median_us=150.0),
         bench("BM_EngineCopy<Direction::kHostToDevice>/1/2959/iterations:100/manual_time", median_us=200.0),
@@ -101,6 +102,9 @@ def main():
     assert ("h2d step after a 200 us sleeping gap: 150.0 us with workers that wake ahead, 200.0 us "
             "without (0.75x)") in out, out
     assert "| 300.0 |" in out and "| 3.9 |" in out, out
+    # The submission's parts, after submit_us, where a case reported them.
+    assert "| submit_us | allocate_us | driver_us | outputs_us |" in out, out
+    assert "| 12.5 | 7.5 |" in out, out
     assert "step after a busy gap" not in out and "d2h step" not in out, out
     assert ("CPU->GPU copy's parts, the driver's calls alone, every GPU at once in one process: each GPU "
             "1.20-1.50x GPU 0 alone (40.0 us); the calls before the wait 30.0 us against 20.0 alone") in out, out
