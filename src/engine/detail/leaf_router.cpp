@@ -53,11 +53,11 @@ int64_t LeafRouter::leaf(const at::Tensor& t, c10::IValue& output) {
 }
 
 std::string LeafRouter::where(int64_t index) const {
+  std::string where = "tensor leaf " + std::to_string(index - element_first_leaf_);
   // Element 0's leaves are the structure's first, whether its walk was a part or not (copy_job.h):
   // one bad input, one message.
-  if (element_ <= 0) return "tensor leaf " + std::to_string(index - element_first_leaf_);
-  return "tensor leaf " + std::to_string(index - element_first_leaf_) + " of root element " +
-         std::to_string(element_);
+  if (element_ > 0) where += " of root element " + std::to_string(element_);
+  return where;
 }
 
 void LeafRouter::absorb(LeafRouter& other) {
