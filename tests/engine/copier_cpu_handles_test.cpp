@@ -224,11 +224,14 @@ TEST(CopierCpu, TheNextRootAsLongIsSplitAsTheLastOneWas) {
   expect_same_structure_same_tensors(start_copy(large, kCpu).get(), large);
   EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), wanted);
   mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
+  EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), wanted) << "set to what they were";
+  mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves, 64);
+  mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
   EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), 0) << "the settings changed since";
   expect_same_structure_same_tensors(start_copy(large, kCpu).get(), large);
-  mtc::detail::set_early_split(false);
+  EXPECT_TRUE(mtc::set_remembered_walk_split(false));
   EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), 0) << "turned off";
-  mtc::detail::set_early_split(true);
+  EXPECT_FALSE(mtc::set_remembered_walk_split(true));
   EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), wanted);
 }
 

@@ -46,12 +46,14 @@ std::atomic<uint64_t>& split_slot(const WorkerPool& pool) {
 }  // namespace
 
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
-  parallel_walk_leaves.store(min_leaves);
-  leaves_per_part.store(std::max<int64_t>(1, leaves_per_part_));
-  settings_generation.fetch_add(1);  // what the pools remember no longer holds
+  const int64_t per_part = std::max<int64_t>(1, leaves_per_part_);
+  // Settings set to what they are change nothing (a benchmark may set them before every copy).
+  const bool changed = (parallel_walk_leaves.exchange(min_leaves) != min_leaves) |
+                       (leaves_per_part.exchange(per_part) != per_part);
+  if (changed) settings_generation.fetch_add(1);  // what the pools remember no longer holds
 }
 
-void set_early_split(bool on) { early_split.store(on); }
+bool set_early_split(bool on) { return early_split.exchange(on); }
 
 int64_t remembered_helpers(const WorkerPool& pool, int64_t elements) {
   if (!early_split.load(std::memory_order_relaxed) || elements < 3 || elements >= (1LL << 32))
@@ -153,9 +155,10 @@ void CopyJob::walk() {
         0, std::min<int64_t>({static_cast<int64_t>(pool_.size()), n - 2,
                               leaves / leaves_per_part.load(std::memory_order_relaxed) - 1}));
   };
-  // A fed root's elements come one by one from its feeder: helpers queued ahead would wait for
-  // them. Otherwise a root as long as the pool's last copy's is split as that one was.
-  int64_t helpers = feed_ ? 0 : std::min<int64_t>(remembered_helpers(pool_, n), pool_.size());
+  // A root as long as the pool's last copy's is split as that one was. A fed root's helpers then
+  // wait for its elements as the feeder puts them (RootFeed::wait_for), as they would for the
+  // later ones after a split decided from element 0.
+  int64_t helpers = std::min<int64_t>(remembered_helpers(pool_, n), pool_.size());
   const bool first_walked = helpers < 1;  // else the walk's own thread takes element 0 below
   if (first_walked) {
     if (n > 0) {
