@@ -282,8 +282,6 @@ void set_walk_split(int64_t min_leaves, int64_t leaves_per_part) {
   detail::set_parallel_walk(min_leaves, leaves_per_part);
 }
 
-bool set_remembered_walk_split(bool enabled) { return detail::set_early_split(enabled); }
-
 PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }
 
 PinnedPoolStats pinned_pool_stats(c10::DeviceIndex device) {

@@ -229,9 +229,9 @@ TEST(CopierCpu, TheNextRootAsLongIsSplitAsTheLastOneWas) {
   mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
   EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), 0) << "the settings changed since";
   expect_same_structure_same_tensors(start_copy(large, kCpu).get(), large);
-  EXPECT_TRUE(mtc::set_remembered_walk_split(false));
+  mtc::detail::set_early_split(false);
   EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), 0) << "turned off";
-  EXPECT_FALSE(mtc::set_remembered_walk_split(true));
+  mtc::detail::set_early_split(true);
   EXPECT_EQ(mtc::detail::remembered_helpers(pool, 40), wanted);
 }
 

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "cpu_test_support.h"
-#include "detail/copy_job.h"
 #include "detail/worker_pool_set.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
@@ -254,31 +253,6 @@ TEST(RootFeed, TheWalksThreadSleepsWhileAHelperWaitsForAStalledElement) {
   EXPECT_LT(cpu_in_stall, stall / 4)
       << "CPU time " << std::chrono::duration<double, std::milli>(cpu_in_stall).count()
       << " ms in a stall of " << std::chrono::duration<double, std::milli>(stall).count() << " ms";
-}
-
-// A fed root as long as the last root its pool copied is split as that one's walk was at once:
-// the helpers wait for their elements beside the walk's own thread, which waits for element 0,
-// instead of being queued once element 0 was walked.
-TEST(RootFeed, ARootAsLongAsTheLastOneQueuesItsHelpersBeforeItsFirstElement) {
-  const Watchdog watchdog(kLimit, "a fed root split at once");
-  mtc::detail::WorkerPool& pool = mtc::detail::worker_pool_for(kCpu);
-  if (pool.size() < 2) GTEST_SKIP() << "needs two workers: the walk's own thread and a helper";
-  const c10::impl::GenericList root = root_of(16, 40);  // 656 leaves: split with the defaults
-  mtc::test::expect_same_structure_same_tensors(start_copy(c10::IValue(root), kCpu).get(),
-                                                c10::IValue(root));
-  ASSERT_GT(mtc::detail::remembered_helpers(pool, 16), 0);
-  auto feed = std::make_shared<RootFeed>(16);
-  mtc::CopyHandle handle = start_copy(feed, kCpu, CopyOptions{}, nullptr);
-  // Nothing put yet: only threads of a split made before element 0 have anything to wait for
-  // but element 0, and at least two of them go to sleep on the feed.
-  if (!feed_sleeps_reach(*feed, 2)) {
-    feed->abandon();
-    FAIL() << "one thread waited for the first element, no helper beside it";
-  }
-  feed_all(*feed, root, std::chrono::microseconds(0));
-  mtc::test::expect_same_structure_same_tensors(handle.get(), c10::IValue(root));
-  EXPECT_GE(handle.stats().walk_threads, 2);
-  EXPECT_GE(handle.stats().feed_sleeps, 2);
 }
 
 TEST(RootFeed, PutsBeyondItsSizeOrAfterAbandonAreRefused) {

@@ -43,14 +43,13 @@ void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part = kDefaultLea
 // A walk split among threads decides how many helpers to queue from its root's first element,
 // walked first. A pool remembers what its last copy's walk was split into (from all its leaves),
 // with its root's length: the next copy of a root as long (a training loop's next batch) queues
-// that many helpers at once, and its own thread walks element 0 beside them; a root fed element
-// by element (RootFeed) too, its helpers waiting for the elements the feeder has yet to put.
+// that many helpers at once, and its own thread walks element 0 beside them. A root fed element
+// by element (RootFeed) always walks its first element first.
 // The helpers remembered for a root of `elements` in `pool`'s copies (0: none, or walk first).
 int64_t remembered_helpers(const WorkerPool& pool, int64_t elements);
 void remember_split(const WorkerPool& pool, int64_t elements, int64_t helpers);
 // On by default; off, every walk decides from its first element (for benchmarks that compare).
-// Returns the previous setting.
-bool set_early_split(bool on);
+void set_early_split(bool on);
 
 // Outputs made after the walk (views of the chunks a GPU->CPU copy packs after it: the tensors of
 // a second source device, which the walk does not pack; ~0.14 us each, one after another on one

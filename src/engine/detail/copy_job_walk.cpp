@@ -53,7 +53,7 @@ void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
   if (changed) settings_generation.fetch_add(1);  // what the pools remember no longer holds
 }
 
-bool set_early_split(bool on) { return early_split.exchange(on); }
+void set_early_split(bool on) { early_split.store(on); }
 
 int64_t remembered_helpers(const WorkerPool& pool, int64_t elements) {
   if (!early_split.load(std::memory_order_relaxed) || elements < 3 || elements >= (1LL << 32))
@@ -155,10 +155,11 @@ void CopyJob::walk() {
         0, std::min<int64_t>({static_cast<int64_t>(pool_.size()), n - 2,
                               leaves / leaves_per_part.load(std::memory_order_relaxed) - 1}));
   };
-  // A root as long as the pool's last copy's is split as that one was. A fed root's helpers then
-  // wait for its elements as the feeder puts them (RootFeed::wait_for), as they would for the
-  // later ones after a split decided from element 0.
-  int64_t helpers = std::min<int64_t>(remembered_helpers(pool_, n), pool_.size());
+  // A root as long as the pool's last copy's is split as that one was, unless it is fed: its
+  // helpers would wait for elements the feeder has yet to put, and from Python that made the
+  // feeder's own walk slower by about as much as it shortened the engine's (1 x H200,
+  // results/notes/2026-12-03-late.md).
+  int64_t helpers = feed_ ? 0 : std::min<int64_t>(remembered_helpers(pool_, n), pool_.size());
   const bool first_walked = helpers < 1;  // else the walk's own thread takes element 0 below
   if (first_walked) {
     if (n > 0) {

@@ -68,11 +68,6 @@ def _set_walk_split(min_leaves: int, leaves_per_part: int) -> None:
     structure of at least ``min_leaves`` leaves is walked by several threads, one per
     ``leaves_per_part`` leaves at most; defaults 256 and 128)."""
 
-def _set_remembered_walk_split(enabled: bool) -> bool:
-    """For benchmarks: whether a copy of a root as long as the last one queues the engine's
-    walking threads at once, split as that walk was (on by default), or walks its first element
-    first to decide the split, process-wide. Returns the previous setting."""
-
 def _set_streamed_walk(enabled: bool) -> bool:
     """For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's
     copy element by element, the engine starting first (on by default), or walked whole first.

@@ -240,13 +240,8 @@ CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
 // first root element suggests at least `min_leaves` tensor leaves in all (default 256) is walked
 // by several threads, at most one per `leaves_per_part` leaves (default 128), each taking root
 // elements in turn. For tuning and for benchmarks that compare settings in one process. Throws
-// c10::ValueError unless both are >= 1. A change of either forgets the remembered splits below.
+// c10::ValueError unless both are >= 1.
 void set_walk_split(int64_t min_leaves, int64_t leaves_per_part);
-// Whether a copy whose root is as long as the last root copied through the same worker pool (a
-// training loop's next batch) queues its walk's helpers at once, split as that copy's walk was
-// (on by default), rather than walking its first element first to decide the split. Process-wide;
-// returns the previous setting. For benchmarks that compare the two in one process.
-bool set_remembered_walk_split(bool enabled);
 
 // The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy
 // to a GPU or from it stages in that GPU's pool, so GPUs copying at once do not share one. Each
