@@ -44,7 +44,7 @@
 #   moment in both, hot and in training steps (engine_bench.md, lockstep.json).
 # "repeat" builds mtc-bench only and runs it N times (at most 7) one process after another, by
 #   default on configs/streampetr.json, writing run-I.json for each (scripts/repeatability.py
-#   compares them).
+#   compares them) and run-1.md beside the first (a run to commit as a report needs both).
 # "ab" runs N jobs of the in-process A/B (scripts/perf-trust.sh over scripts/perf-ci.sh): this
 #   tree's engine as the baseline library against this tree's mtc-bench (an A/A job), or against
 #   the mtc-bench of CANDIDATE_DIR (a copy of the tree with a change to measure). Files:
@@ -176,7 +176,10 @@ if [[ "$mode" == repeat ]]; then
   for i in $(seq 1 "$count"); do
     step "run $i/$count: mtc-bench ${args[*]}"
     start=$(date +%s)
-    "$MTC_BUILD_DIR/mtc-bench" "${args[@]}" --quiet --json "$out/run-$i.json" > "$out/last-run.txt" 2>&1 || status=1
+    md=()  # unless the arguments name a markdown file of their own
+    [[ $i == 1 && " ${args[*]} " != *" --md "* ]] && md=(--md "$out/run-1.md")
+    "$MTC_BUILD_DIR/mtc-bench" "${args[@]}" --quiet --json "$out/run-$i.json" "${md[@]}" \
+      > "$out/last-run.txt" 2>&1 || status=1
     echo "wall time: $(( $(date +%s) - start )) s; $(grep -c warning "$out/last-run.txt") warnings"
     grep -E "warning|error" "$out/last-run.txt" | head -5
   done
