@@ -48,9 +48,10 @@ std::atomic<uint64_t>& split_slot(const WorkerPool& pool) {
 void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
   const int64_t per_part = std::max<int64_t>(1, leaves_per_part_);
   // Settings set to what they are change nothing (a benchmark may set them before every copy).
-  const bool changed = (parallel_walk_leaves.exchange(min_leaves) != min_leaves) |
-                       (leaves_per_part.exchange(per_part) != per_part);
-  if (changed) settings_generation.fetch_add(1);  // what the pools remember no longer holds
+  const bool min_changed = parallel_walk_leaves.exchange(min_leaves) != min_leaves;
+  const bool per_part_changed = leaves_per_part.exchange(per_part) != per_part;
+  if (min_changed || per_part_changed)
+    settings_generation.fetch_add(1);  // what the pools remember no longer holds
 }
 
 void set_early_split(bool on) { early_split.store(on); }
