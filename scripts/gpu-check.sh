@@ -177,7 +177,8 @@ if [[ "$mode" == repeat ]]; then
     step "run $i/$count: mtc-bench ${args[*]}"
     start=$(date +%s)
     md=()  # unless the arguments name a markdown file of their own
-    [[ $i == 1 && " ${args[*]} " != *" --md "* ]] && md=(--md "$out/run-1.md")
+    [[ $i == 1 && " ${args[*]} " != *" --md "* && " ${args[*]} " != *" --md="* ]] &&
+      md=(--md "$out/run-1.md")
     "$MTC_BUILD_DIR/mtc-bench" "${args[@]}" --quiet --json "$out/run-$i.json" "${md[@]}" \
       > "$out/last-run.txt" 2>&1 || status=1
     echo "wall time: $(( $(date +%s) - start )) s; $(grep -c warning "$out/last-run.txt") warnings"
