@@ -249,13 +249,13 @@ void engine_args(benchmark::internal::Benchmark* b) {
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
   // on the pool (391, 399), on one worker (+16), split by the caller (-4), all on the caller.
   b->Args({1, 19})->Args({1, 407})->Args({1, 387})->Args({1, 403});
-  b->Args({1, 16391});       // hot with a walking thread per 64 leaves
-  b->Args({1, 131079});      // hot with the input's keys in the output dicts
-  b->Args({1, 262151});      // hot with output dicts made ahead
-  b->Args({1, 1048583});     // hot without output dicts made ahead
-  b->Args({1, 2097159});     // hot on a stream from torch's pool
-  b->Args({1, 8388615});     // hot without prefetching
-  b->Args({1, 536870919});   // hot with helpers queued only after the first element
+  b->Args({1, 16391});      // hot with a walking thread per 64 leaves
+  b->Args({1, 131079});     // hot with the input's keys in the output dicts
+  b->Args({1, 262151});     // hot with output dicts made ahead
+  b->Args({1, 1048583});    // hot without output dicts made ahead
+  b->Args({1, 2097159});    // hot on a stream from torch's pool
+  b->Args({1, 8388615});    // hot without prefetching
+  b->Args({1, 536870919});  // hot with helpers queued only after the first element
   b->Args({1, 1073741831});  // hot without version counters asked for ahead
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
@@ -305,9 +305,9 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({8, 7})
     ->Args({8, 4103})
     ->Args({1, 19})
-    ->Args({1, 2097159})     // on a stream from torch's pool
-    ->Args({1, 8388615})     // without prefetching
-    ->Args({1, 536870919})   // helpers queued only after the first element
+    ->Args({1, 2097159})    // on a stream from torch's pool
+    ->Args({1, 8388615})    // without prefetching
+    ->Args({1, 536870919})  // helpers queued only after the first element
     ->Args({1, 1073741831})  // without version counters asked for ahead
     ->UseManualTime()
     ->MinTime(0.3)
