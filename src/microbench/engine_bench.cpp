@@ -149,8 +149,6 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 536870912: a split walk queues its helpers only after its first element, as if its pool
   // remembered no earlier split (copy_job.h, set_early_split).
   mtc::detail::set_early_split(!(state.range(1) & 536870912));
-  // Bit 1073741824: the version pool asks for no counter ahead of its take (version_pool.h).
-  mtc::detail::version_pool::set_prefetch(!(state.range(1) & 1073741824));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -218,7 +216,6 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::prefetch::set_enabled(true);
   mtc::detail::WorkerPool::set_warm_worker_first(true);
   mtc::detail::set_early_split(true);
-  mtc::detail::version_pool::set_prefetch(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -234,7 +231,7 @@ void BM_EngineCopy(benchmark::State& state) {
 // driver warm-up ahead of a copy, 8388608 no prefetching in the walk and the fill, 16777216 with
 // 256: the previous result's tensors offered to the copy as its outputs (ReusableOutputs),
 // 33554432 the warmed worker gets no first claim on the copy's job, 536870912 helpers queued only
-// after the first element, 1073741824 no version counters asked for ahead}. 399 =
+// after the first element}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -256,7 +253,6 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 2097159});    // hot on a stream from torch's pool
   b->Args({1, 8388615});    // hot without prefetching
   b->Args({1, 536870919});  // hot with helpers queued only after the first element
-  b->Args({1, 1073741831});  // hot without version counters asked for ahead
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -276,9 +272,7 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                // 399 and 1423 without the warmed worker's first claim on the job
                33554831, 33555855,
                // 399 and 1423 with helpers queued only after the first element
-               536871311, 536872335,
-               // 399 and 1423 without version counters asked for ahead
-               1073742223, 1073743247});
+               536871311, 536872335});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(
@@ -287,9 +281,7 @@ void d2h_gap_args(benchmark::internal::Benchmark* b) {
           // 399 and 1423 without the warmed worker's first claim on the job
           33554831, 33555855,
           // 399 and 1423 with helpers queued only after the first element
-          536871311, 536872335,
-          // 399 and 1423 without version counters asked for ahead
-          1073742223, 1073743247});
+          536871311, 536872335});
 }
 
 }  // namespace
@@ -308,7 +300,6 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 2097159})    // on a stream from torch's pool
     ->Args({1, 8388615})    // without prefetching
     ->Args({1, 536870919})  // helpers queued only after the first element
-    ->Args({1, 1073741831})  // without version counters asked for ahead
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

@@ -193,50 +193,6 @@ TEST(VersionPool, AThreadBackInAShardTakesItsWaitingCounters) {
   }).join();
 }
 
-// take()'s prefetch reads a counter's address from its VariableVersion's bytes: the same for
-// two holders of one counter, another for another counter, none for a disabled one.
-TEST(VersionPool, ACounterAddressIsTheCounterHeld) {
-  const c10::VariableVersion one(0);
-  const c10::VariableVersion same = one;  // NOLINT(performance-unnecessary-copy-initialization)
-  const c10::VariableVersion other(0);
-  EXPECT_NE(version_pool::counter_address(one), nullptr);
-  EXPECT_EQ(version_pool::counter_address(one), version_pool::counter_address(same));
-  EXPECT_NE(version_pool::counter_address(one), version_pool::counter_address(other));
-  EXPECT_EQ(version_pool::counter_address(c10::VariableVersion()), nullptr);
-}
-
-// With the prefetch on or off, a thread takes back exactly the counters given back (last given,
-// first taken), a shared one skipped; the prefetch only asks for memory ahead.
-TEST(VersionPool, TakesHandOutTheSameCountersWithOrWithoutThePrefetch) {
-  const auto batch = static_cast<int64_t>(version_pool::kBatch);
-  for (const bool prefetch : {true, false}) {
-    SCOPED_TRACE(prefetch ? "prefetch on" : "prefetch off");
-    version_pool::set_prefetch(prefetch);
-    std::thread([&] {
-      std::vector<c10::VariableVersion> kept;  // holders that keep every fifth counter shared
-      std::vector<const void*> expected;
-      // The first given back, taken last, is not shared: every shared one is passed by a take.
-      for (int64_t i = 1; i <= batch; ++i) {
-        c10::VariableVersion counter(0);
-        if (i % 5 == 0) {
-          kept.push_back(counter);
-        } else {
-          expected.push_back(version_pool::counter_address(counter));
-        }
-        version_pool::give_back(std::move(counter));
-      }
-      for (auto it = expected.rbegin(); it != expected.rend(); ++it) {
-        const c10::VariableVersion taken = version_pool::take();
-        EXPECT_EQ(version_pool::counter_address(taken), *it);
-        EXPECT_TRUE(taken.unique());
-      }
-      for (const c10::VariableVersion& k : kept) EXPECT_TRUE(k.unique());  // the pool let go
-    }).join();
-  }
-  version_pool::set_prefetch(true);
-  EXPECT_TRUE(version_pool::prefetch());
-}
-
 TEST(VersionPool, OffCountersAreNewAndFreed) {
   const PoolOnAtEnd restore;
   version_pool::set_enabled(false);

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <atomic>
-#include <cstring>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -44,20 +43,6 @@ void push_batch(size_t shard, Batch batch) noexcept {
 }
 
 std::atomic<bool> pool_on{true};
-std::atomic<bool> prefetch_on{true};
-
-// take() reads each counter's count (unique()): after a training step's gap, or when another core
-// gave the counter back, a miss per output, one after the other. Asking for the counter taken
-// kPrefetchDistance takes from now lets those misses overlap, as impl_pool does for its blocks.
-constexpr size_t kPrefetchDistance = 4;
-void prefetch_counter(const c10::VariableVersion& counter) noexcept {
-#if defined(__GNUC__)
-  const void* address = counter_address(counter);
-  if (address != nullptr) __builtin_prefetch(address, 0, 3);
-#else
-  (void)counter;
-#endif
-}
 
 // Set once the thread's own list is gone (thread exit): give_back() then lets counters go.
 thread_local bool t_exited = false;
@@ -121,22 +106,15 @@ c10::VariableVersion take() {
     Local& local = t_local;
     local.follow(own_shard_index());
     for (;;) {
-      const bool prefetch = prefetch_on.load(std::memory_order_relaxed);
       if (local.count == 0) {
-        {
-          Shard& s = shared()[local.shard];
-          std::lock_guard<std::mutex> lock(s.mutex);
-          if (s.batches.empty()) break;
-          for (size_t i = 0; i < kBatch; ++i) local.counters[i] = std::move(s.batches.back()[i]);
-          local.count = kBatch;
-          s.batches.pop_back();
-        }
-        for (size_t i = 1; prefetch && i <= kPrefetchDistance; ++i)
-          prefetch_counter(local.counters[kBatch - i]);
+        Shard& s = shared()[local.shard];
+        std::lock_guard<std::mutex> lock(s.mutex);
+        if (s.batches.empty()) break;
+        for (size_t i = 0; i < kBatch; ++i) local.counters[i] = std::move(s.batches.back()[i]);
+        local.count = kBatch;
+        s.batches.pop_back();
       }
       c10::VariableVersion counter = std::move(local.counters[--local.count]);
-      if (prefetch && local.count >= kPrefetchDistance)
-        prefetch_counter(local.counters[local.count - kPrefetchDistance]);
       // A counter that a view of its dying output still shares stays with the view (dropped
       // here): reusing it would tie the view's version to an unrelated new output. unique()
       // cannot turn false once true: only a holder could share the counter again, and the pool
@@ -175,20 +153,6 @@ void give_back(c10::VariableVersion&& counter) noexcept {
 void set_enabled(bool on) { pool_on.store(on, std::memory_order_relaxed); }
 
 bool enabled() { return pool_on.load(std::memory_order_relaxed); }
-
-// VariableVersion keeps its counter's address private; it is the object's only member (checked
-// here), so its bytes are that address.
-static_assert(sizeof(c10::VariableVersion) == sizeof(void*),
-              "VariableVersion is no longer a lone pointer: read its counter's address otherwise");
-const void* counter_address(const c10::VariableVersion& counter) noexcept {
-  const void* address = nullptr;
-  std::memcpy(&address, &counter, sizeof(address));
-  return address;
-}
-
-void set_prefetch(bool on) { prefetch_on.store(on, std::memory_order_relaxed); }
-
-bool prefetch() { return prefetch_on.load(std::memory_order_relaxed); }
 
 int64_t shared_counters_in(size_t shard) {
   Shard& s = shared()[shard % impl_pool::kShards];

@@ -40,14 +40,6 @@ void give_back(c10::VariableVersion&& counter) noexcept;
 void set_enabled(bool on);
 bool enabled();
 
-// Whether take() asks for the counters it will hand out a few takes ahead (on by default); off,
-// for benchmarks that compare the two in one process.
-void set_prefetch(bool on);
-bool prefetch();
-// The address of the counter object `counter` holds (null for a disabled one): what take()'s
-// prefetch asks for.
-const void* counter_address(const c10::VariableVersion& counter) noexcept;
-
 // Counters waiting in every shard's shared list, and in one (for tests).
 int64_t shared_counters();
 int64_t shared_counters_in(size_t shard);
