@@ -9,6 +9,10 @@ sqrt(p (1 - p) / N) when the stops fall independently of what the program does; 
 repeats something at about the kernel's tick can bias them far more (tests/scripts/
 cpu_profile_test.py saw 88-91 % for a true 75 % until its loop's period was made short).
 
+Below each section's sample count, a line says how often the samples came: one per how many
+microseconds of the process's CPU time, against the period asked for (MTC_SAMPLE_US), and that
+they came less often than asked when the kernel's tick bounded them.
+
 Names come from the sampler's dladdr1 (an exported symbol the address lies in), else from
 `addr2line -f -C` on objects that keep their full symbol table (static functions), else
 "[object]" (libc's and the CUDA driver's internals); C++ names
@@ -59,6 +63,37 @@ def read_profile(path):
                 pass
             raise ValueError(f"{path}:{number}: not a cpu_sampler line: {line.strip()[:60]!r}")
     return addresses, samples
+
+
+COVERAGE = re.compile(r"^# cpu_sampler: asked every (\d+) us, ([0-9.]+) s of CPU time sampled$")
+
+
+def read_coverage(path):
+    """(the period asked for in us, the CPU seconds sampled) from the sampler's header, or None for
+    a profile written before the sampler recorded them."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt") as f:
+        for line in f:
+            if not line.startswith("#"):
+                return None
+            match = COVERAGE.match(line.strip())
+            if match:
+                return int(match.group(1)), float(match.group(2))
+    return None
+
+
+def coverage_line(coverage, count):
+    """How often the samples came, against how often they were asked for: the kernel checks the
+    sampler's timer on its tick, so a period shorter than the tick gives fewer samples than asked."""
+    asked_us, cpu_s = coverage
+    if count == 0 or cpu_s <= 0:
+        return f"No samples over {cpu_s:.2f} s of CPU time (asked every {asked_us} us)."
+    every_us = cpu_s * 1e6 / count
+    line = (f"One sample per {every_us:,.0f} us of the process's CPU time ({cpu_s:.2f} s sampled), "
+            f"asked every {asked_us} us")
+    if every_us > 1.5 * asked_us:
+        return line + ": fewer than asked (the kernel's tick bounds the sampler's period)."
+    return line + "."
 
 
 def demangle(names):
@@ -182,9 +217,9 @@ def named(addresses, samples, full_names=False):
             for thread, is_main, stack in samples]
 
 
-def sections(samples, top, focuses, title, callers_of=()):
-    """A section of markdown for each focus (None: every sample)."""
-    return "\n\n".join(section(samples, top, focus, title, callers_of) for focus in focuses)
+def sections(samples, top, focuses, title, callers_of=(), coverage=None):
+    """A section of markdown for each focus (None: every sample); `coverage` from read_coverage."""
+    return "\n\n".join(section(samples, top, focus, title, callers_of, coverage) for focus in focuses)
 
 
 def callers_table(stacks, regex, top):
@@ -205,7 +240,7 @@ def callers_table(stacks, regex, top):
     return table(f"Who calls `{regex}` ({holding} samples with it on the stack)", who, holding, top)
 
 
-def section(samples, top, focus, title, callers_of=()):
+def section(samples, top, focus, title, callers_of=(), coverage=None):
     pattern = re.compile(focus) if focus else None
     groups = {"main thread": [], "other threads": []}
     for _, is_main, frames in samples:
@@ -220,6 +255,8 @@ def section(samples, top, focus, title, callers_of=()):
     threads = len({t for t, _, _ in samples})
     lines.append(f"{len(samples)} samples from {threads} threads"
                  + (f"; {kept} with `{focus}` on their stack" if focus else "") + ".")
+    if coverage:
+        lines.append(coverage_line(coverage, len(samples)))
     lines.append("")
     for group, stacks in groups.items():
         if not stacks:
@@ -264,11 +301,12 @@ def main(argv=None):
             return 2
     try:
         addresses, samples = read_profile(args.profile)
+        coverage = read_coverage(args.profile)
     except (OSError, ValueError) as error:
         print(f"cpu_profile_summary: {error}", file=sys.stderr)
         return 2
     print(sections(named(addresses, samples, args.full_names), args.top, args.focus or [None], args.title,
-                   args.callers_of))
+                   args.callers_of, coverage))
     return 0
 
 

@@ -9,6 +9,7 @@
  * object, offset and dynamic symbol (dladdr1; "-" outside every one) are written to the file MTC_SAMPLE_OUT.<pid>
  * (the pid, as a program's children inherit the preload and the variable):
  *
+ *   # cpu_sampler: asked every <us> us, <seconds> s of CPU time sampled   (after the first line)
  *   A <address> <object> <offset> <symbol or ->     one per distinct address
  *   S <thread id> <is the main thread: 0/1> <address> <address> ...   innermost first
  *
@@ -28,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -45,6 +47,8 @@ static atomic_size_t taken;
 static atomic_size_t dropped;
 static char out_path[4096];
 static pid_t main_thread;
+static long asked_period_us;
+static double delay_cpu_s;
 
 static void on_sample(int signal_number, siginfo_t* info, void* context) {
   (void)signal_number, (void)info, (void)context;
@@ -91,6 +95,17 @@ static void write_profile(void) {
   qsort(addresses, n, sizeof *addresses, compare_pointers);
   fprintf(out, "# cpu_sampler: %zu samples, %zu dropped (buffer full), main thread %d\n", count,
           (size_t)atomic_load(&dropped), (int)main_thread);
+  /* What the samples cover: the process's CPU time after the delay, and the period asked for. The
+   * kernel checks ITIMER_PROF on its tick, so a period shorter than the tick gives fewer samples
+   * than asked; the summary says how many per CPU second there were. */
+  struct rusage usage;
+  if (getrusage(RUSAGE_SELF, &usage) == 0) {
+    const double cpu_s = (double)usage.ru_utime.tv_sec + usage.ru_utime.tv_usec * 1e-6 +
+                         (double)usage.ru_stime.tv_sec + usage.ru_stime.tv_usec * 1e-6;
+    const double sampled_s = cpu_s > delay_cpu_s ? cpu_s - delay_cpu_s : 0.0;
+    fprintf(out, "# cpu_sampler: asked every %ld us, %.6f s of CPU time sampled\n", asked_period_us,
+            sampled_s);
+  }
   char program[4096];
   const ssize_t program_length = readlink("/proc/self/exe", program, sizeof program - 1);
   program[program_length > 0 ? program_length : 0] = '\0';
@@ -151,6 +166,8 @@ __attribute__((constructor)) static void start(void) {
   }
   samples = calloc(kMaxSamples, sizeof *samples);
   if (samples == NULL) return;
+  asked_period_us = period_us;
+  delay_cpu_s = delay_s;
   main_thread = getpid();
   void* frame[1];
   backtrace(frame, 1); /* loads libgcc now, not in the first signal */

@@ -52,6 +52,7 @@ echo "=== the busy-neighbours check (scripts/gpu-check-neighbours.sh) with stand
 
 echo "=== the sampling profiler (scripts/profile.sh) on a program of known shares, and its summary"
 "$MTC_PYTHON" tests/scripts/cpu_profile_test.py
+"$MTC_PYTHON" tests/scripts/cpu_profile_coverage_test.py
 
 echo "=== mtc_lockstep_copies (processes that meet for every copy) and scripts/lockstep_summary.py"
 "$MTC_PYTHON" tests/scripts/lockstep_test.py "$MTC_BUILD_DIR/mtc_lockstep_copies"
