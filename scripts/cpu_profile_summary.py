@@ -3,7 +3,7 @@
 threads, the functions the samples stopped in (self) and the functions on their stacks
 (inclusive), as shares of that group's samples, in markdown.
 
-A sample is one stop every millisecond or so of CPU time, so a share is of the CPU time the
+A sample is one stop every few milliseconds of CPU time, so a share is of the CPU time the
 group used while sampling, not of wall time; with N samples, a share p is uncertain by about
 sqrt(p (1 - p) / N) when the stops fall independently of what the program does; a program that
 repeats something at about the kernel's tick can bias them far more (tests/scripts/

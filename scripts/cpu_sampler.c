@@ -1,8 +1,9 @@
 /* A sampling CPU profiler to preload (LD_PRELOAD) into a program on a host without perf, as the
  * GPU hosts are (scripts/profile.sh runs it; its summary is scripts/cpu_profile_summary.py).
  *
- * Every MTC_SAMPLE_US microseconds of the process's CPU time (ITIMER_PROF: the kernel rounds it up
- * to its tick, 1 ms on the hosts seen) the thread that used the CPU stops in a signal handler that
+ * Every MTC_SAMPLE_US microseconds of the process's CPU time (ITIMER_PROF: the kernel checks it
+ * on its tick, so samples come less often than a short period asks; the second header line lets
+ * the summary say how often they came) the thread that used the CPU stops in a signal handler that
  * records its thread id and its stack (backtrace(), up to kMaxFrames return addresses). Sampling
  * starts after MTC_SAMPLE_DELAY_S seconds of CPU time, to leave out a program's start (importing
  * torch takes seconds). At exit, the samples and, for every distinct address in them, its

@@ -11,12 +11,14 @@
 # --callers-of adds a table of who calls the functions matching REGEX (e.g. the allocator). --raw
 # also keeps the raw profile (the sampler's format, gzipped) for other questions later.
 #
-# MTC_SAMPLE_US (default 1000) and MTC_SAMPLE_DELAY_S (default 0: from the start; CPU seconds)
-# pass through to the sampler. The kernel checks the sampler's timer on its tick (1 ms on the GPU
-# hosts seen, 4 ms on the CPU machines), so a shorter MTC_SAMPLE_US gives no more samples: each
-# summary says how often they came ("One sample per N us of the process's CPU time"). Of the
-# processes the command starts, the one with the most samples is summarized. Exit status: the
-# command's, or 2 for a usage error or a sampler that did not build or wrote nothing.
+# MTC_SAMPLE_US (default 1000) and MTC_SAMPLE_DELAY_S (default 0: from the start; CPU seconds) pass
+# through to the sampler. The kernel checks the sampler's timer on its tick, so the samples come
+# less often than a short MTC_SAMPLE_US asks: one per 4 ms of a single thread's CPU time on the CPU
+# machines (MTC_SAMPLE_US=100), one per 5.6-7.7 ms of the engine's micro-benchmarks' CPU time
+# (several threads) on an H200 host (MTC_SAMPLE_US=250; 2026-12-03). Each summary says how often
+# they came ("One sample per N us of the process's CPU time"). Of the processes the command starts,
+# the one with the most samples is summarized. Exit status: the command's, or 2 for a usage error or
+# a sampler that did not build or wrote nothing.
 set -uo pipefail
 usage="usage: scripts/profile.sh OUT_MD [--title TEXT] [--focus REGEX]... [--callers-of REGEX]... [--top N] [--raw FILE.gz] -- COMMAND [ARGS...]"
 (( $# )) || { echo "$usage" >&2; exit 2; }
