@@ -66,26 +66,31 @@ def read_profile(path):
 
 
 COVERAGE = re.compile(r"^# cpu_sampler: asked every (\d+) us, ([0-9.]+) s of CPU time sampled$")
+DROPPED = re.compile(r"^# cpu_sampler: \d+ samples, (\d+) dropped")
 
 
 def read_coverage(path):
-    """(the period asked for in us, the CPU seconds sampled) from the sampler's header, or None for
-    a profile written before the sampler recorded them."""
+    """(the period asked for in us, the CPU seconds sampled, the samples dropped for a full buffer)
+    from the sampler's header, or None for a profile written before the sampler recorded them."""
     opener = gzip.open if str(path).endswith(".gz") else open
+    dropped = 0
     with opener(path, "rt") as f:
         for line in f:
             if not line.startswith("#"):
                 return None
-            match = COVERAGE.match(line.strip())
-            if match:
-                return int(match.group(1)), float(match.group(2))
+            if match := DROPPED.match(line):
+                dropped = int(match.group(1))
+            if match := COVERAGE.match(line.strip()):
+                return int(match.group(1)), float(match.group(2)), dropped
     return None
 
 
 def coverage_line(coverage, count):
-    """How often the samples came, against how often they were asked for: the kernel checks the
-    sampler's timer on its tick, so a period shorter than the tick gives fewer samples than asked."""
-    asked_us, cpu_s = coverage
+    """How often the samples came (the `count` kept and those dropped), against how often they were
+    asked for: the kernel checks the sampler's timer on its tick, so a period shorter than the tick
+    gives fewer samples than asked."""
+    asked_us, cpu_s, dropped = coverage
+    count += dropped
     if count == 0 or cpu_s <= 0:
         return f"No samples over {cpu_s:.2f} s of CPU time (asked every {asked_us} us)."
     every_us = cpu_s * 1e6 / count

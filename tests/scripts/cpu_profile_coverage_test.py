@@ -22,9 +22,10 @@ PROFILE = ROOT / "scripts" / "profile.sh"
 from cpu_profile_test import SPIN_PROGRAM  # noqa: E402 (this folder; spins for 0.3 s of CPU time)
 
 
-def synthetic(tmp, name, samples, coverage_line):
-    """A profile of `samples` identical samples of one frame, with the coverage header if given."""
-    lines = [f"# cpu_sampler: {samples} samples, 0 dropped (buffer full), main thread 100"]
+def synthetic(tmp, name, samples, coverage_line, dropped=0):
+    """A profile of `samples` identical samples of one frame (and `dropped` more the sampler could
+    not keep), with the coverage header if given."""
+    lines = [f"# cpu_sampler: {samples} samples, {dropped} dropped (buffer full), main thread 100"]
     if coverage_line:
         lines.append(coverage_line)
     lines.append("A 0x7f0000001000 /opt/prog 0x100 work")
@@ -45,6 +46,9 @@ def check_synthetic(tmp):
     text = synthetic(tmp, "asked", 1000, "# cpu_sampler: asked every 1000 us, 1.000000 s of CPU time sampled")
     assert "One sample per 1,000 us of the process's CPU time (1.00 s sampled), asked every 1000 us." in text, text
     assert "fewer than asked" not in text, text
+    # Samples dropped for a full buffer were taken all the same: 600 kept and 400 dropped, as 1,000.
+    text = synthetic(tmp, "full", 600, "# cpu_sampler: asked every 1000 us, 1.000000 s of CPU time sampled", 400)
+    assert "One sample per 1,000 us of the process's CPU time (1.00 s sampled), asked every 1000 us." in text, text
     # A profile from before the sampler recorded its coverage: summarized as before, without the line.
     text = synthetic(tmp, "old", 10, None)
     assert "10 samples from 1 threads." in text and "One sample per" not in text, text
