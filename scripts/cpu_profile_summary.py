@@ -43,14 +43,26 @@ import subprocess
 import sys
 
 
+COVERAGE = re.compile(r"^# cpu_sampler: asked every (\d+) us, ([0-9.]+) s of CPU time sampled$")
+DROPPED = re.compile(r"^# cpu_sampler: \d+ samples, (\d+) dropped")
+
+
 def read_profile(path):
-    """(addresses {address: (object, offset, symbol)}, samples [(thread, is_main, [address])])."""
+    """(addresses {address: (object, offset, symbol)}, samples [(thread, is_main, [address])],
+    coverage): coverage is (the period asked for in us, the CPU seconds sampled, the samples
+    dropped for a full buffer) from the sampler's header, or None for a profile written before the
+    sampler recorded them."""
     addresses, samples = {}, []
+    asked, dropped = None, 0
     opener = gzip.open if str(path).endswith(".gz") else open  # profile.sh --raw keeps them gzipped
     with opener(path, "rt") as f:
         for number, line in enumerate(f, 1):
             parts = line.split()
             if not parts or parts[0] == "#":
+                if match := DROPPED.match(line):
+                    dropped = int(match.group(1))
+                if match := COVERAGE.match(line.strip()):
+                    asked = int(match.group(1)), float(match.group(2))
                 continue
             try:
                 if parts[0] == "A" and len(parts) == 5:
@@ -62,27 +74,7 @@ def read_profile(path):
             except ValueError:
                 pass
             raise ValueError(f"{path}:{number}: not a cpu_sampler line: {line.strip()[:60]!r}")
-    return addresses, samples
-
-
-COVERAGE = re.compile(r"^# cpu_sampler: asked every (\d+) us, ([0-9.]+) s of CPU time sampled$")
-DROPPED = re.compile(r"^# cpu_sampler: \d+ samples, (\d+) dropped")
-
-
-def read_coverage(path):
-    """(the period asked for in us, the CPU seconds sampled, the samples dropped for a full buffer)
-    from the sampler's header, or None for a profile written before the sampler recorded them."""
-    opener = gzip.open if str(path).endswith(".gz") else open
-    dropped = 0
-    with opener(path, "rt") as f:
-        for line in f:
-            if not line.startswith("#"):
-                return None
-            if match := DROPPED.match(line):
-                dropped = int(match.group(1))
-            if match := COVERAGE.match(line.strip()):
-                return int(match.group(1)), float(match.group(2)), dropped
-    return None
+    return addresses, samples, (asked + (dropped,) if asked else None)
 
 
 def coverage_line(coverage, count):
@@ -223,7 +215,7 @@ def named(addresses, samples, full_names=False):
 
 
 def sections(samples, top, focuses, title, callers_of=(), coverage=None):
-    """A section of markdown for each focus (None: every sample); `coverage` from read_coverage."""
+    """A section of markdown for each focus (None: every sample); `coverage` from read_profile."""
     return "\n\n".join(section(samples, top, focus, title, callers_of, coverage) for focus in focuses)
 
 
@@ -305,8 +297,7 @@ def main(argv=None):
             print(f"cpu_profile_summary: bad regular expression '{regex}': {error}", file=sys.stderr)
             return 2
     try:
-        addresses, samples = read_profile(args.profile)
-        coverage = read_coverage(args.profile)
+        addresses, samples, coverage = read_profile(args.profile)
     except (OSError, ValueError) as error:
         print(f"cpu_profile_summary: {error}", file=sys.stderr)
         return 2
