@@ -19,8 +19,8 @@ measurement falls on all of them alike. mtc_nodefer is mtc without its deferred 
 dropped results, mtc_noreuse mtc without its reuse of dropped results' tensor objects as new
 outputs (mtc.set_output_reuse), mtc_nostream mtc with the whole structure walked before the
 engine starts (not element by element into the running copy), mtc_wide and mtc_narrow mtc with
-the engine's walk split among up to three times as many threads and half as many, mtc_containers
-mtc also holding each kept result's containers until a later get(). For each mtc
+the engine's walk split among up to three times as many threads and half as many,
+mtc_nocontainers mtc without holding kept results' containers until a later get(). For each mtc
 method, 200 more calls per pattern, untimed, say where its time goes (the medians of
 handle.stats()'s parts and of the drops that follow a call).
 
@@ -235,7 +235,7 @@ def parse_args(argv):
                         "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
                         "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
                         "engine's walk split among up to three times as many threads), mtc_narrow (among half as many), "
-                        "mtc_containers (mtc holding kept results' containers until a later get())")
+                        "mtc_nocontainers (mtc not holding kept results' containers until a later get())")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)

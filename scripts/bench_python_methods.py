@@ -97,12 +97,12 @@ def timed_start_copy(module, device, settings=None):
 # until a later get()). mtc_nodefer releases the dropped results' tensors where the program drops
 # them, which leaves nothing to reuse; mtc_wide splits the engine's walk among up to three times as
 # many threads (as many as the pool has: MTC_WORKER_THREADS), mtc_narrow among half as many (fewer
-# chunks, so fewer DMAs to queue after the last element); mtc_containers also holds each kept
-# result's containers, so that dropping a result leaves their teardown to the next get().
-MTC_SETTINGS = {"mtc": (True, True, True, 128, False), "mtc_nodefer": (False, False, True, 128, False),
-                "mtc_noreuse": (True, False, True, 128, False), "mtc_nostream": (True, True, False, 128, False),
-                "mtc_wide": (True, True, True, 40, False), "mtc_narrow": (True, True, True, 256, False),
-                "mtc_containers": (True, True, True, 128, True)}
+# chunks, so fewer DMAs to queue after the last element); mtc_nocontainers does not hold kept
+# results' containers, so that a dropped result's containers die where the program drops it.
+MTC_SETTINGS = {"mtc": (True, True, True, 128, True), "mtc_nodefer": (False, False, True, 128, False),
+                "mtc_noreuse": (True, False, True, 128, True), "mtc_nostream": (True, True, False, 128, True),
+                "mtc_wide": (True, True, True, 40, True), "mtc_narrow": (True, True, True, 256, True),
+                "mtc_nocontainers": (True, True, True, 128, False)}
 
 
 def apply_settings(module, settings):

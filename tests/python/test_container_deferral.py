@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import mtc
-from support import gpu_mark
+from support import gpu_mark, printed_by
 
 
 @pytest.fixture(autouse=True)
@@ -131,6 +131,28 @@ def test_release_deferred_drops_the_held_containers_and_turning_it_off_keeps_the
     out, _ = copy(data)  # the root held before the switch is torn down as before
     assert sys.getrefcount(marker) == base + 20  # only the new result's dicts
     assert mtc.deferred_release_stats()["containers"] == 0
+
+
+def test_a_release_that_gets_the_handle_being_got_returns_its_result():
+    # As test_deferred_release.py's test of the same name, the tensors released a copy later. In
+    # a child, so that a hang fails.
+    code = (
+        "import weakref, numpy as np, mtc\n"
+        "arrays = [np.arange(4) + i for i in range(20)]\n"
+        "out = mtc.start_copy(arrays, 'cpu').get()\n"
+        "tensor = out[0]\n"
+        "del out\n"
+        "mtc.start_copy(arrays, 'cpu').get()\n"  # tears the dropped result's list down
+        "handle = mtc.start_copy(arrays, 'cpu')\n"
+        "while not handle.ready():\n"
+        "    pass\n"
+        "inner = []\n"
+        "weakref.finalize(tensor, lambda: inner.append(handle.get()))\n"
+        "del tensor\n"
+        "result = handle.get()\n"
+        "print(len(inner), inner[0] is result, handle.stats()['module']['released_tensors'])\n"
+    )
+    assert printed_by(code) == ["1", "True", "40"]
 
 
 def test_a_root_tensor_holds_no_container():

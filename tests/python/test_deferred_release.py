@@ -20,11 +20,14 @@ from support import gpu_mark, printed_by, run_python
 
 @pytest.fixture(autouse=True)
 def deferred_release_on():
-    previous = mtc.set_deferred_release(True)
+    # The rules for results whose containers die where the program drops them; holding them
+    # (the default) is test_container_deferral.py's.
+    previous = (mtc.set_deferred_release(True), mtc._C._set_container_deferral(False))
     mtc.release_deferred()
     yield
     mtc.release_deferred()
-    mtc.set_deferred_release(previous)
+    mtc.set_deferred_release(previous[0])
+    mtc._C._set_container_deferral(previous[1])
 
 
 def arrays(count, elements=4):
@@ -132,6 +135,7 @@ def test_a_release_that_gets_the_handle_being_got_returns_its_result():
     # then keeps the GIL). In a child, so that a hang fails.
     code = (
         "import weakref, numpy as np, mtc\n"
+        "mtc._C._set_container_deferral(False)\n"
         "arrays = [np.arange(4) + i for i in range(20)]\n"
         "out = mtc.start_copy(arrays, 'cpu').get()\n"
         "handle = mtc.start_copy(arrays, 'cpu')\n"

@@ -17,10 +17,10 @@
 //   the module's.
 // A tensor the program still holds is only referenced once less when its result is released.
 //
-// What a program sees: after `del result`, up to two results' tensors live on until a later
+// What a program sees: after `del result`, up to three results' tensors live on until a later
 // get(), release_all() or the interpreter's exit (their memory stays allocated; weak references
-// fire later). Only results of at least kMinTensors new tensors and at most kMaxResultBytes are
-// kept. The GIL guards everything here.
+// fire later), and up to two results' containers (below). Only results of at least kMinTensors new
+// tensors and at most kMaxResultBytes are kept. The GIL guards everything here.
 //
 // The result's containers too (set_containers_enabled): with its tensors kept, dropping the
 // reference batch's 145 dicts and lists cost 4-5 us back to back and 16-29 us after a 2 ms sleep
@@ -93,7 +93,7 @@ class DeferredRelease {
   // Whether take_reusable() hands out anything (on by default). Returns the previous setting.
   bool reuse_enabled() const { return reuse_enabled_; }
   bool set_reuse_enabled(bool enabled);
-  // Whether keep() also holds a result's root container (off by default). Returns the previous
+  // Whether keep() also holds a result's root container (on by default). Returns the previous
   // setting; roots already held are torn down as before, once dropped.
   bool containers_enabled() const { return containers_enabled_; }
   bool set_containers_enabled(bool enabled);
@@ -152,7 +152,7 @@ class DeferredRelease {
 
   bool enabled_ = true;
   bool reuse_enabled_ = true;
-  bool containers_enabled_ = false;
+  bool containers_enabled_ = true;
   std::deque<Result> results_;  // oldest first
 };
 

@@ -71,7 +71,7 @@ PYBIND11_MODULE(_C, m) {
       [](bool enabled) { return DeferredRelease::instance().set_containers_enabled(enabled); },
       py::arg("enabled"),
       "For benchmarks and tests: whether the deferred release also holds each kept result's root "
-      "container, torn down in a later get() once dropped (off by default); returns the previous "
+      "container, torn down in a later get() once dropped (on by default); returns the previous "
       "setting.");
   m.def("_set_walk_split", &mtc::set_walk_split, py::arg("min_leaves"), py::arg("leaves_per_part"),
         "For benchmarks: the engine's split of a structure among walking threads "

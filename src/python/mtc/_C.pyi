@@ -79,7 +79,7 @@ def _take_reusable(wanted: Sequence[bool]) -> List[Optional[Any]]:
 
 def _set_container_deferral(enabled: bool) -> bool:
     """For benchmarks and tests: whether the deferred release also holds each kept result's root
-    container, torn down in a later get() once dropped (off by default). Returns the previous
+    container, torn down in a later get() once dropped (on by default). Returns the previous
     setting."""
 
 def release_deferred() -> int:
