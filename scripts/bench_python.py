@@ -14,14 +14,12 @@ Two patterns, each timed per call with a device synchronize at the end for every
   region, as a training loop replacing its batch does.
 For mtc and the original package, the timed calls' phases are timed too: start_copy()'s return,
 get(), the handle's drop, the synchronize and the rest (Phases). The methods' runs are
-interleaved (run 1 of every method, then run 2, ..., each run in an order rotated by one:
-run_order), so a change of the machine's state over the measurement falls on all of them alike.
-mtc_nodefer is mtc without its deferred release of
+interleaved (run 1 of every method, then run 2, ...), so a change of the machine's state over the
+measurement falls on all of them alike. mtc_nodefer is mtc without its deferred release of
 dropped results, mtc_noreuse mtc without its reuse of dropped results' tensor objects as new
 outputs (mtc.set_output_reuse), mtc_nostream mtc with the whole structure walked before the
 engine starts (not element by element into the running copy), mtc_wide and mtc_narrow mtc with
-the engine's walk split among up to three times as many threads and half as many,
-mtc_nocontainers mtc without holding kept results' containers until a later get(). For each mtc
+the engine's walk split among up to three times as many threads and half as many. For each mtc
 method, 200 more calls per pattern, untimed, say where its time goes (the medians of
 handle.stats()'s parts and of the drops that follow a call).
 
@@ -108,15 +106,6 @@ def one_run(copy, batches, device, pattern, iters, phases):
     return run
 
 
-def run_order(names, run):
-    """The order of the methods' runs in run `run`: each run starts one method further on, so that
-    method runs in each place as often (over a multiple of len(names) runs). In one fixed order,
-    two A/Bs of the same two mtc settings, one call after the other, each found the setting that
-    ran second 3-8 % faster (1 x NVIDIA H200, 2026-12-03)."""
-    shift = run % len(names)
-    return names[shift:] + names[:shift]
-
-
 def measure(copies, batches, device, pattern, warmup, runs, iters):
     """Times each of `copies` per call, their runs interleaved; returns {name: (summary, Phases)}."""
     for copy in copies.values():
@@ -126,9 +115,9 @@ def measure(copies, batches, device, pattern, warmup, runs, iters):
     samples = {name: [] for name in copies}
     run_means = {name: [] for name in copies}
     phases = {name: Phases() for name in copies}
-    for r in range(runs):
-        for name in run_order(list(copies), r):
-            run = one_run(copies[name], batches, device, pattern, iters, phases[name])
+    for _ in range(runs):
+        for name, copy in copies.items():
+            run = one_run(copy, batches, device, pattern, iters, phases[name])
             samples[name] += run
             run_means[name].append(statistics.fmean(run))
     return {name: (summarize(samples[name], run_means[name]), phases[name]) for name in copies}
@@ -244,8 +233,7 @@ def parse_args(argv):
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
                         "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
                         "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
-                        "engine's walk split among up to three times as many threads), mtc_narrow (among half as many), "
-                        "mtc_nocontainers (mtc not holding kept results' containers until a later get())")
+                        "engine's walk split among up to three times as many threads), mtc_narrow (among half as many)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)

@@ -20,14 +20,11 @@ from support import gpu_mark, printed_by, run_python
 
 @pytest.fixture(autouse=True)
 def deferred_release_on():
-    # The rules for results whose containers die where the program drops them; holding them
-    # (the default) is test_container_deferral.py's.
-    previous = (mtc.set_deferred_release(True), mtc._C._set_container_deferral(False))
+    previous = mtc.set_deferred_release(True)
     mtc.release_deferred()
     yield
     mtc.release_deferred()
-    mtc.set_deferred_release(previous[0])
-    mtc._C._set_container_deferral(previous[1])
+    mtc.set_deferred_release(previous)
 
 
 def arrays(count, elements=4):
@@ -48,7 +45,7 @@ def test_a_dropped_result_dies_in_the_next_get():
     refs = [weakref.ref(t) for t in out]
     del out
     assert alive(refs) == 20
-    assert mtc.deferred_release_stats() == {"enabled": True, "reuse": True, "results": 1, "containers": 0, "tensors": 20, "bytes": 320}
+    assert mtc.deferred_release_stats() == {"enabled": True, "reuse": True, "results": 1, "tensors": 20, "bytes": 320}
     out, module = copy(arrays(20))
     assert alive(refs) == 0
     assert module["released_tensors"] == 20 and module["release_us"] > 0
@@ -113,7 +110,7 @@ def test_turning_it_off_releases_what_is_kept_and_keeps_nothing_more():
     assert alive(refs) == 0
     refs = [weakref.ref(t) for t in copy(arrays(20))[0]]
     assert alive(refs) == 0
-    assert mtc.deferred_release_stats() == {"enabled": False, "reuse": True, "results": 0, "containers": 0, "tensors": 0, "bytes": 0}
+    assert mtc.deferred_release_stats() == {"enabled": False, "reuse": True, "results": 0, "tensors": 0, "bytes": 0}
     assert mtc.set_deferred_release(True) is False
 
 
@@ -135,7 +132,6 @@ def test_a_release_that_gets_the_handle_being_got_returns_its_result():
     # then keeps the GIL). In a child, so that a hang fails.
     code = (
         "import weakref, numpy as np, mtc\n"
-        "mtc._C._set_container_deferral(False)\n"
         "arrays = [np.arange(4) + i for i in range(20)]\n"
         "out = mtc.start_copy(arrays, 'cpu').get()\n"
         "handle = mtc.start_copy(arrays, 'cpu')\n"

@@ -48,8 +48,6 @@ def test_every_input_keeps_its_reference_counts():
     mtc.start_copy(batch, "cuda", use_background_thread=False).get()
     mtc.start_copy(batch, "cuda", pack_cpu_tensors=False).get()
     mtc.start_copy(batch, "cuda", max_packed_chunk_bytes=64).get()
-    # The kept results' containers hold the inputs returned as they are (on_gpu).
-    mtc.release_deferred()
     gc.collect()
     assert counts(tensors) == before
 
@@ -112,7 +110,6 @@ def test_threads_that_copy_one_batch_at_once_keep_the_counts():
 
     errors = errors_in_threads(copy_many, 4)
     assert not errors, errors
-    mtc.release_deferred()  # the kept results' containers hold on_gpu, returned as it is
     gc.collect()
     assert counts(tensors) == before
 

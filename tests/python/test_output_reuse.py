@@ -15,17 +15,12 @@ pytestmark = gpu_mark()
 
 @pytest.fixture(autouse=True)
 def reuse_on():
-    # Results whose containers die where the program drops them, so that a result's objects come
-    # back in the next copy; with the containers held (the default) they come back one copy later
-    # (test_container_deferral.py).
-    previous = (mtc.set_deferred_release(True), mtc.set_output_reuse(True),
-                mtc._C._set_container_deferral(False))
+    previous = (mtc.set_deferred_release(True), mtc.set_output_reuse(True))
     mtc.release_deferred()
     yield
     mtc.release_deferred()
     mtc.set_deferred_release(previous[0])
     mtc.set_output_reuse(previous[1])
-    mtc._C._set_container_deferral(previous[2])
 
 
 def batch(seed, grow=0):

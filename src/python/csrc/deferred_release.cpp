@@ -57,45 +57,16 @@ bool DeferredRelease::set_enabled(bool enabled) {
   return previous;
 }
 
-bool DeferredRelease::dropped(const Result& result) {
-  if (result.root != nullptr) return Py_REFCNT(result.root) == 1;
-  return !result.tensors.empty() && Py_REFCNT(result.tensors.front().object) == 1;
+size_t DeferredRelease::dropped_results() const {
+  if (results_.empty()) return 0;
+  // Only the module references the newest result's first tensor: the program let go of the
+  // result (a tensor it kept out of it only loses the module's reference).
+  return Py_REFCNT(results_.back().tensors.front().object) == 1 ? results_.size()
+                                                                : results_.size() - 1;
 }
 
 size_t DeferredRelease::release_dropped() {
-  if (results_.empty()) return 0;
-  // Every released result leaves results_, and every torn-down root its result, before a
-  // reference is dropped (release() says why).
-  std::vector<PyObject*> torn_down;
-  std::vector<Result> released;
-  torn_down.reserve(results_.size());  // may throw: nothing has changed yet
-  released.reserve(results_.size());
-  const size_t newest = results_.size() - 1;
-  size_t kept = 0;
-  for (size_t i = 0; i < results_.size(); ++i) {
-    Result& result = results_[i];
-    bool keep_it = false;
-    if (result.root != nullptr) {
-      // Kept either way: dropped, its tensors are the next copy's to reuse once the containers
-      // have let go of them.
-      if (dropped(result)) {
-        torn_down.push_back(result.root);
-        result.root = nullptr;
-      }
-      keep_it = true;
-    } else {
-      keep_it = i == newest && !dropped(result);
-    }
-    if (!keep_it) {
-      released.push_back(std::move(result));
-    } else {
-      if (kept != i) results_[kept] = std::move(result);
-      ++kept;
-    }
-  }
-  results_.resize(kept);
-  for (PyObject* root : torn_down) Py_DECREF(root);
-  return release(std::move(released));
+  return release(take_oldest(results_.size() - dropped_results()));
 }
 
 bool DeferredRelease::set_reuse_enabled(bool enabled) {
@@ -104,53 +75,36 @@ bool DeferredRelease::set_reuse_enabled(bool enabled) {
   return previous;
 }
 
-bool DeferredRelease::set_containers_enabled(bool enabled) {
-  const bool previous = containers_enabled_;
-  containers_enabled_ = enabled;
-  return previous;
-}
-
-size_t DeferredRelease::reusable_result() const {
-  for (size_t i = 0; i < results_.size(); ++i)
-    if (results_[i].root == nullptr && dropped(results_[i])) return i;
-  return results_.size();
-}
-
 std::vector<PyObject*> DeferredRelease::take_reusable(const std::vector<bool>& wanted) {
   std::vector<PyObject*> taken;
-  if (!enabled_ || !reuse_enabled_ || wanted.empty()) return taken;
-  const size_t index = reusable_result();
-  if (index == results_.size()) return taken;
+  if (!enabled_ || !reuse_enabled_ || wanted.empty() || dropped_results() == 0) return taken;
   // By leaf: a result of the same structure as the copy's input has its tensors at the same
   // leaves, so leaf k's old output has leaf k's dtype, the one thing the engine cannot change.
   // The result leaves results_ while its objects are looked at: a look may make an object's dict,
   // and before Python 3.12 an allocation may run the collector, whose finalizers may call back
   // into this class (a copy of their own), which must not find the result half taken.
   taken.assign(wanted.size(), nullptr);  // may throw: nothing has changed yet
-  Result source = std::move(results_[index]);
-  results_.erase(results_.begin() + static_cast<std::ptrdiff_t>(index));
+  Result oldest = std::move(results_.front());
+  results_.pop_front();
   size_t kept = 0;
   bool any = false;
-  for (const KeptTensor& tensor : source.tensors) {
+  for (const KeptTensor& tensor : oldest.tensors) {
     if (tensor.leaf < wanted.size() && wanted[tensor.leaf] && taken[tensor.leaf] == nullptr &&
         reusable_tensor_object(tensor.object)) {
       taken[tensor.leaf] = tensor.object;
-      source.bytes -= tensor.bytes;
+      oldest.bytes -= tensor.bytes;
       any = true;
     } else {
-      source.tensors[kept++] = tensor;
+      oldest.tensors[kept++] = tensor;
     }
   }
-  source.tensors.resize(kept);
-  // An emptied result is gone: a result's first tensor tells whether it was dropped. The others
-  // go back where they were, as far as code run meanwhile left that place.
-  if (!source.tensors.empty()) {
+  oldest.tensors.resize(kept);
+  // An emptied result is gone: the newest result's first tensor tells whether it was dropped.
+  if (!oldest.tensors.empty()) {
     try {
-      results_.insert(
-          results_.begin() + static_cast<std::ptrdiff_t>(std::min(index, results_.size())),
-          std::move(source));          // no effect if it throws
-    } catch (const std::bad_alloc&) {  // released now instead of at a later get()
-      for (const KeptTensor& tensor : source.tensors) Py_DECREF(tensor.object);
+      results_.push_front(std::move(oldest));  // no effect if it throws
+    } catch (const std::bad_alloc&) {          // released now instead of at a later get()
+      for (const KeptTensor& tensor : oldest.tensors) Py_DECREF(tensor.object);
     }
   }
   if (!any) taken.clear();
@@ -158,24 +112,19 @@ std::vector<PyObject*> DeferredRelease::take_reusable(const std::vector<bool>& w
 }
 
 std::vector<PyObject*> DeferredRelease::take_all_reusable() {
-  if (!enabled_ || !reuse_enabled_) return {};
-  const size_t index = reusable_result();
-  if (index == results_.size()) return {};
+  if (!enabled_ || !reuse_enabled_ || dropped_results() == 0) return {};
   size_t count = 0;
-  for (const KeptTensor& tensor : results_[index].tensors) count = std::max(count, tensor.leaf + 1);
+  for (const KeptTensor& tensor : results_.front().tensors)
+    count = std::max(count, tensor.leaf + 1);
   return take_reusable(std::vector<bool>(count, true));
 }
 
-void DeferredRelease::keep(NewTensors& tensors, PyObject* root) {
+void DeferredRelease::keep(NewTensors& tensors) {
   if (!enabled_ || tensors.tensors.size() < kMinTensors || tensors.bytes > kMaxResultBytes) return;
   results_.push_back(Result{{}, tensors.bytes});  // may throw: the references stay in `tensors`
   results_.back().tensors.swap(tensors.tensors);
   tensors.bytes = 0;
-  if (containers_enabled_ && root != nullptr) {
-    Py_INCREF(root);
-    results_.back().root = root;
-  }
-  release(take_oldest(containers_enabled_ ? kMaxResultsWithContainers : kMaxResults));
+  release(take_oldest(kMaxResults));
 }
 
 size_t DeferredRelease::release_all() { return release(take_oldest(0)); }
@@ -192,9 +141,6 @@ std::vector<DeferredRelease::Result> DeferredRelease::take_oldest(size_t leave) 
 size_t DeferredRelease::release(std::vector<Result> results) {
   size_t released = 0;
   for (Result& result : results) {
-    // The containers first: their teardown drops their own references to the tensors.
-    Py_XDECREF(result.root);
-    result.root = nullptr;
     for (const KeptTensor& tensor : result.tensors) Py_DECREF(tensor.object);
     released += result.tensors.size();
   }
@@ -205,12 +151,6 @@ size_t DeferredRelease::kept_tensors() const {
   size_t tensors = 0;
   for (const Result& result : results_) tensors += result.tensors.size();
   return tensors;
-}
-
-size_t DeferredRelease::kept_containers() const {
-  size_t roots = 0;
-  for (const Result& result : results_) roots += result.root != nullptr ? 1 : 0;
-  return roots;
 }
 
 int64_t DeferredRelease::kept_bytes() const {

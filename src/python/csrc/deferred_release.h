@@ -17,20 +17,10 @@
 //   the module's.
 // A tensor the program still holds is only referenced once less when its result is released.
 //
-// What a program sees: after `del result`, up to three results' tensors live on until a later
+// What a program sees: after `del result`, up to two results' tensors live on until a later
 // get(), release_all() or the interpreter's exit (their memory stays allocated; weak references
-// fire later), and up to two results' containers (below). Only results of at least kMinTensors new
-// tensors and at most kMaxResultBytes are kept. The GIL guards everything here.
-//
-// The result's containers too (set_containers_enabled): with its tensors kept, dropping the
-// reference batch's 145 dicts and lists cost 4-5 us back to back and 16-29 us after a 2 ms sleep
-// (2-core CPU machine, 2026-12-03), the step's `rest` on the GPU host. With the setting on,
-// the module also holds the root container of each kept result, so `out = None` only drops a count;
-// the next get() tears the containers down while the engine works. The tensors of a result torn
-// down there can be reused only by the copy after the next one (a dropped result's containers
-// still reference them until then), so one more result is kept: the result the program may hold,
-// the one before it, dropped but not yet torn down, and one torn down whose tensors the next copy
-// may reuse.
+// fire later). Only results of at least kMinTensors new tensors and at most kMaxResultBytes are
+// kept. The GIL guards everything here.
 #pragma once
 
 #include <torch/csrc/python_headers.h>
@@ -78,10 +68,8 @@ class DeferredRelease {
   // Larger results are memory a program expects back at `del`; their tensors are few per byte,
   // so dropping them is cheap anyway.
   static constexpr int64_t kMaxResultBytes = int64_t{16} << 20;
-  // The result the program may still hold (bound to the name the new one replaces) and one more;
-  // one more again when the containers are kept (see above).
+  // The result the program may still hold (bound to the name the new one replaces) and one more.
   static constexpr size_t kMaxResults = 2;
-  static constexpr size_t kMaxResultsWithContainers = 3;
 
   // The process's one instance. Never destroyed: a Py_DECREF after the interpreter has finalized
   // would crash, so mtc/_deferred.py releases what is kept when the interpreter exits.
@@ -93,39 +81,28 @@ class DeferredRelease {
   // Whether take_reusable() hands out anything (on by default). Returns the previous setting.
   bool reuse_enabled() const { return reuse_enabled_; }
   bool set_reuse_enabled(bool enabled);
-  // Whether keep() also holds a result's root container (on by default). Returns the previous
-  // setting; roots already held are torn down as before, once dropped.
-  bool containers_enabled() const { return containers_enabled_; }
-  bool set_containers_enabled(bool enabled);
 
-  // The tensor objects of the oldest dropped result whose containers are gone (never held, or
-  // torn down by an earlier release_dropped()) that may become the outputs of a new copy's leaves
-  // (mtc::ReusableOutputs), as owned references by leaf: the output of that result's leaf k for
-  // the new leaf k, where wanted[k] and the object qualifies (only the module references it, a
-  // torch.Tensor exactly, with no hook, weak reference or attribute of its own), else null; empty
-  // when none. The engine checks their TensorImpls. The result keeps the others, for the next
-  // release.
+  // The tensor objects of the oldest dropped result (one release_dropped() would release) that
+  // may become the outputs of a new copy's leaves (mtc::ReusableOutputs), as owned references by
+  // leaf: the output of that result's leaf k for the new leaf k, where wanted[k] and the object
+  // qualifies (only the module references it, a torch.Tensor exactly, with no hook, weak
+  // reference or attribute of its own), else null; empty when none. The engine checks their
+  // TensorImpls. The result keeps the others, for the next release.
   std::vector<PyObject*> take_reusable(const std::vector<bool>& wanted);
   // take_reusable() with every leaf of that result wanted, for a copy that offers by position
   // before its walk knows its leaves.
   std::vector<PyObject*> take_all_reusable();
 
-  // Before a copy's wait: tears down the held containers of the results the program dropped
-  // (their tensors stay kept, for the next copy to reuse), and releases every other kept result
-  // but those whose containers are still held and the newest one the program may still hold.
-  // Without held containers: every result but the newest, and the newest too when dropped.
-  // Returns how many tensor references were dropped.
+  // Before a copy's wait: releases every kept result but the newest, and the newest too when the
+  // program has dropped it. Returns how many tensor references were dropped.
   size_t release_dropped();
   // Takes over the references to a result's new tensors, within the bounds above (outside them,
-  // `tensors` keeps them), and a reference to `root`, the result's root container (null when the
-  // result is not one), when containers are kept; a result beyond the most kept releases the
-  // oldest.
-  void keep(NewTensors& tensors, PyObject* root);
+  // `tensors` keeps them); a result beyond kMaxResults releases the oldest.
+  void keep(NewTensors& tensors);
   // Releases everything kept; returns how many tensor references that was.
   size_t release_all();
 
   size_t kept_results() const { return results_.size(); }
-  size_t kept_containers() const;
   size_t kept_tensors() const;
   int64_t kept_bytes() const;
 
@@ -133,8 +110,7 @@ class DeferredRelease {
   DeferredRelease() = default;
   struct Result {
     std::vector<KeptTensor> tensors;
-    int64_t bytes;             // of the tensors it still holds
-    PyObject* root = nullptr;  // its root container, owned, until torn down (or never held)
+    int64_t bytes;  // of the tensors it still holds
   };
   // A release may run Python code (weak reference callbacks) that calls back into this class:
   // the results leave results_ (take_oldest) before any reference is dropped.
@@ -142,17 +118,12 @@ class DeferredRelease {
   // Moves the oldest results out of results_ until at most `leave` remain.
   std::vector<Result> take_oldest(size_t leave);
 
-  // Whether the program let go of `result`: only the module references its root container, or,
-  // with none held, its first tensor (a tensor the program kept out of it only loses the
-  // module's reference when it is released).
-  static bool dropped(const Result& result);
-  // Where take_reusable() takes from: the oldest result without a held root that was dropped.
-  // results_.size() when none.
-  size_t reusable_result() const;
+  // How many results release_dropped() would release: all but the newest, and the newest too
+  // once the program has dropped it (only the module references its first tensor).
+  size_t dropped_results() const;
 
   bool enabled_ = true;
   bool reuse_enabled_ = true;
-  bool containers_enabled_ = true;
   std::deque<Result> results_;  // oldest first
 };
 

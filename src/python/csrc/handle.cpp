@@ -207,7 +207,7 @@ void AsyncCopyHandle::build(c10::IValue output) {
       output = c10::IValue();
       built_ = std::move(ahead_);
       structure_->clear();
-      DeferredRelease::instance().keep(*ahead_created_, kept_root());
+      DeferredRelease::instance().keep(*ahead_created_);
       ahead_created_.reset();
       return;
     }
@@ -219,11 +219,7 @@ void AsyncCopyHandle::build(c10::IValue output) {
   built_ = py::reinterpret_steal<py::object>(
       structure_->rebuild(std::move(output), created, reuse_ ? reuse_->reused : kNoneReused));
   structure_->clear();
-  DeferredRelease::instance().keep(created, kept_root());
-}
-
-PyObject* AsyncCopyHandle::kept_root() const {
-  return structure_->root_is_container() ? built_.ptr() : nullptr;
+  DeferredRelease::instance().keep(created);
 }
 
 void AsyncCopyHandle::build_ahead() {

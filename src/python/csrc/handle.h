@@ -56,8 +56,6 @@ class AsyncCopyHandle {
   void build_ahead();
   // Earlier results' kept tensors that the program dropped (deferred_release.h); GIL held.
   void release_dropped();
-  // The result's root container, built here, for DeferredRelease::keep (null for a root tensor).
-  PyObject* kept_root() const;
 
   // Declared in this order so that handle_ is destroyed first: the engine is done with its
   // input (the job gone with its waits) before the structure takes back the tensors it lent.

@@ -66,13 +66,6 @@ PYBIND11_MODULE(_C, m) {
       py::arg("enabled"),
       "Turns on or off the reuse of dropped results' tensor objects as new outputs; returns the "
       "previous setting.");
-  m.def(
-      "_set_container_deferral",
-      [](bool enabled) { return DeferredRelease::instance().set_containers_enabled(enabled); },
-      py::arg("enabled"),
-      "For benchmarks and tests: whether the deferred release also holds each kept result's root "
-      "container, torn down in a later get() once dropped (on by default); returns the previous "
-      "setting.");
   m.def("_set_walk_split", &mtc::set_walk_split, py::arg("min_leaves"), py::arg("leaves_per_part"),
         "For benchmarks: the engine's split of a structure among walking threads "
         "(mtc::set_walk_split; defaults 256 and 128), process-wide.");
@@ -112,13 +105,12 @@ PYBIND11_MODULE(_C, m) {
         out["enabled"] = kept.enabled();
         out["reuse"] = kept.reuse_enabled();
         out["results"] = kept.kept_results();
-        out["containers"] = kept.kept_containers();
         out["tensors"] = kept.kept_tensors();
         out["bytes"] = kept.kept_bytes();
         return out;
       },
-      "What the deferred release keeps now: enabled, reuse (set_output_reuse), results, "
-      "containers (results whose root container is held), tensors, bytes.");
+      "What the deferred release keeps now: enabled, reuse (set_output_reuse), results, tensors, "
+      "bytes.");
   m.def("start_copy", &mtc::python::start_binding, py::arg("data"), py::arg("device"),
         py::arg("use_pinned_staging"), py::arg("pack_cpu_tensors"),
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),

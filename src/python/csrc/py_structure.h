@@ -112,8 +112,6 @@ class PyStructure {
   // it is dropped, and rebuild() makes the result from the engine's outputs.
   PyObject* build_ahead(NewTensors& created);
   bool reused_every_leaf(const std::vector<uint8_t>& reused) const;
-  // Whether the structure's root is a container (the result's root is then one the rebuild made).
-  bool root_is_container() const { return root_is_container_; }
   // Drops the references to the input's keys and opaque leaves (and to tensors not yet handed to
   // the engine); the GIL must be held. Lent tensors stay lent.
   void clear();

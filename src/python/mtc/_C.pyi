@@ -77,17 +77,12 @@ def _take_reusable(wanted: Sequence[bool]) -> List[Optional[Any]]:
     """For tests: the tensor objects a copy whose leaf k is ``wanted[k]`` would be offered, by
     position (None where nothing), taken out of what the deferred release keeps."""
 
-def _set_container_deferral(enabled: bool) -> bool:
-    """For benchmarks and tests: whether the deferred release also holds each kept result's root
-    container, torn down in a later get() once dropped (on by default). Returns the previous
-    setting."""
-
 def release_deferred() -> int:
     """Releases every kept tensor of earlier results now; returns how many references that was."""
 
 def deferred_release_stats() -> Dict[str, Union[bool, int]]:
     """What the deferred release keeps now: ``enabled``, ``reuse`` (``set_output_reuse``),
-    ``results``, ``containers`` (results whose root container is held), ``tensors``, ``bytes``."""
+    ``results``, ``tensors``, ``bytes``."""
 
 def start_copy(
     data: Any,

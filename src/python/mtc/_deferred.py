@@ -2,11 +2,10 @@
 
 Dropping a result of many small tensors costs about 0.2 us per tensor in torch's teardown of the
 tensor objects, and a training loop drops its previous batch right where it copies the next one.
-So the module keeps one reference to each new tensor of the last three results (results of 16 or
-more new tensors and at most 16 MiB), and to the root container of each: when the program drops a
-result, its containers die inside the next ``get()`` and its tensors inside a later one, while the
-engine's workers make that copy's outputs and the caller would only wait. Until then their memory
-stays allocated and weak references to them do not fire.
+So the module keeps one reference to each new tensor of the last two results (results of 16 or
+more new tensors and at most 16 MiB): when the program drops a result, its tensors die inside a
+later ``get()``, while the engine's workers make that copy's outputs and the caller would only
+wait. Until then their memory stays allocated and weak references to them do not fire.
 ``mtc.release_deferred()`` releases them at once; ``MTC_DEFER_RELEASE=0`` in the environment, or
 ``mtc.set_deferred_release(False)``, turns it off.
 
