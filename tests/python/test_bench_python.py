@@ -79,6 +79,16 @@ def test_comparisons_are_the_ratio_of_medians_and_of_each_runs_means():
                      "250.0 us); run by run 1.00-1.20x over 2 runs"]
 
 
+def test_each_run_starts_one_method_further_on():
+    names = ["to", "mtc", "original"]
+    orders = [bench_python.run_order(names, r) for r in range(6)]
+    assert orders[:3] == [["to", "mtc", "original"], ["mtc", "original", "to"], ["original", "to", "mtc"]]
+    assert orders[3:] == orders[:3]
+    # Over three runs each method ran first, second and third once.
+    for name in names:
+        assert sorted(order.index(name) for order in orders[:3]) == [0, 1, 2]
+
+
 def test_phases_leave_the_rest_of_each_call_and_take_medians_call_by_call():
     phases = bench_python.Phases()
     phases.add_call(10, 100, 5)
