@@ -117,8 +117,9 @@ def run_order(names, run):
     return names[shift:] + names[:shift]
 
 
-def measure(copies, batches, device, pattern, warmup, runs, iters):
-    """Times each of `copies` per call, their runs interleaved; returns {name: (summary, Phases)}."""
+def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True):
+    """Times each of `copies` per call, their runs interleaved, in run_order unless not `rotate`;
+    returns {name: (summary, Phases)}."""
     for copy in copies.values():
         for i in range(warmup):
             copy(batches[i % len(batches)], None)
@@ -127,7 +128,7 @@ def measure(copies, batches, device, pattern, warmup, runs, iters):
     run_means = {name: [] for name in copies}
     phases = {name: Phases() for name in copies}
     for r in range(runs):
-        for name in run_order(list(copies), r):
+        for name in run_order(list(copies), r if rotate else 0):
             run = one_run(copies[name], batches, device, pattern, iters, phases[name])
             samples[name] += run
             run_means[name].append(statistics.fmean(run))
@@ -244,7 +245,11 @@ def parse_args(argv):
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
                         "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
                         "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
-                        "engine's walk split among up to three times as many threads), mtc_narrow (among half as many)")
+                        "engine's walk split among up to three times as many threads), mtc_narrow (among half as many), "
+                        "mtc_again (mtc itself once more: an A/A pair, the bench's own spread)")
+    parser.add_argument("--fixed-order", action="store_true",
+                        help="run the methods in the order given in every run instead of starting each run one "
+                        "method further on (to see what a method's place in the order does)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
     parser.add_argument("--md", type=Path)
@@ -294,6 +299,7 @@ def main(argv=None):
         "bytes": sum(t.nbytes for t in leaves),
         "settings": {"warmup": args.warmup, "runs": args.runs, "iters": args.iters,
                      "rotation": ROTATION, "idle_gap_s": IDLE_GAP_S, "interleaved": True,
+                     "order": "fixed" if args.fixed_order else "rotated",
                      "parts_calls": PARTS_CALLS,
                      # Reports written before this key existed dropped it before the clock.
                      "protocol_frees_previous_output_inside": True},
@@ -316,7 +322,7 @@ def main(argv=None):
                     break
             del out
         results = measure({name: available[name] for name in chosen}, batches, args.device, pattern,
-                          args.warmup, args.runs, args.iters)
+                          args.warmup, args.runs, args.iters, rotate=not args.fixed_order)
         for name in chosen:
             summary, phases = results[name]
             medians = phases.medians_s()

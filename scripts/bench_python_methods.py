@@ -96,10 +96,13 @@ def timed_start_copy(module, device, settings=None):
 # streamed walk, the engine's leaves per walking thread). mtc_nodefer releases the dropped results'
 # tensors where the program drops them, which leaves nothing to reuse; mtc_wide splits the engine's
 # walk among up to three times as many threads (as many as the pool has: MTC_WORKER_THREADS),
-# mtc_narrow among half as many (fewer chunks, so fewer DMAs to queue after the last element).
+# mtc_narrow among half as many (fewer chunks, so fewer DMAs to queue after the last element);
+# mtc_again is mtc itself a second time: an A/A pair says how far two methods that are the same
+# come apart.
 MTC_SETTINGS = {"mtc": (True, True, True, 128), "mtc_nodefer": (False, False, True, 128),
                 "mtc_noreuse": (True, False, True, 128), "mtc_nostream": (True, True, False, 128),
-                "mtc_wide": (True, True, True, 40), "mtc_narrow": (True, True, True, 256)}
+                "mtc_wide": (True, True, True, 40), "mtc_narrow": (True, True, True, 256),
+                "mtc_again": (True, True, True, 128)}
 
 
 def apply_settings(module, settings):

@@ -89,6 +89,15 @@ def test_each_run_starts_one_method_further_on():
         assert sorted(order.index(name) for order in orders[:3]) == [0, 1, 2]
 
 
+@pytest.mark.parametrize("rotate", [True, False])
+def test_measure_runs_the_methods_in_run_order_unless_fixed(rotate):
+    calls = []
+    copies = {name: (lambda data, phases, name=name: calls.append(name)) for name in ("a", "b", "c")}
+    bench_python.measure(copies, [None], "cpu", "protocol", warmup=0, runs=3, iters=1, rotate=rotate)
+    fixed = ["a", "b", "c"] * 3
+    assert calls == (["a", "b", "c", "b", "c", "a", "c", "a", "b"] if rotate else fixed)
+
+
 def test_phases_leave_the_rest_of_each_call_and_take_medians_call_by_call():
     phases = bench_python.Phases()
     phases.add_call(10, 100, 5)
