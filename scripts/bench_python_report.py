@@ -16,6 +16,8 @@ def markdown(report):
         "",
         f"{report['config']}: {report['tensors']} tensors, {report['bytes']:,} bytes, target {report['device']}",
         "",
+        runs_line(report["settings"]),
+        "",
         "| pattern | method | mean ± std (per call, over runs) | median | p90 | start_copy returns (median) "
         "| speedup vs `.to()` (median) | verified |",
         "|---|---|---|---|---|---|---|---|",
@@ -34,6 +36,16 @@ def markdown(report):
     lines += [f"\n{line}" for line in yardstick_lines(report)]
     lines += [f"\n{line}" for line in parts_lines(report)]
     return "\n".join(lines) + "\n"
+
+
+def runs_line(settings):
+    """How the calls were timed: runs, calls per run and the methods' order (reports written before
+    the order was rotated have no "order": theirs was fixed)."""
+    order = settings.get("order", "fixed")
+    how = ("each run starting one method further on" if order == "rotated"
+           else "the methods in the same order in every run")
+    return (f"{settings['runs']} runs of {settings['iters']} timed calls per method and pattern, "
+            f"interleaved, {how}")
 
 
 # Methods mtc is compared with in the report, and how the comparison is worded.

@@ -51,6 +51,7 @@ def test_original_is_timed_interleaved_beside_mtc(tmp_path):
     assert {("protocol", "original"), ("step", "original"), ("protocol", "mtc")} <= methods
     assert all(row["verified"] for row in rows)
     assert "| protocol | original |" in result.stdout
+    assert written["settings"]["order"] == "rotated" and "each run starting one method further on" in result.stdout
     # Every start_copy method's timed calls are split into their phases; to has none.
     for row in rows:
         phases = row["phases_median_s"]
@@ -96,6 +97,15 @@ def test_measure_runs_the_methods_in_run_order_unless_fixed(rotate):
     bench_python.measure(copies, [None], "cpu", "protocol", warmup=0, runs=3, iters=1, rotate=rotate)
     fixed = ["a", "b", "c"] * 3
     assert calls == (["a", "b", "c", "b", "c", "a", "c", "a", "b"] if rotate else fixed)
+
+
+def test_the_report_says_how_the_runs_were_ordered():
+    from bench_python_report import runs_line
+
+    assert runs_line({"runs": 12, "iters": 50, "order": "rotated"}) == (
+        "12 runs of 50 timed calls per method and pattern, interleaved, each run starting one method "
+        "further on")
+    assert runs_line({"runs": 10, "iters": 50}).endswith("the methods in the same order in every run")
 
 
 def test_phases_leave_the_rest_of_each_call_and_take_medians_call_by_call():
