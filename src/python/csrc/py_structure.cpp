@@ -35,6 +35,7 @@ PyStructure::~PyStructure() {
 }
 
 void PyStructure::clear() {
+  Py_XDECREF(std::exchange(shell_, nullptr));
   for (const Node& node : tape_) Py_XDECREF(node.object);
   tape_.clear();
   // Noted but not taken in (the walk failed).
@@ -136,7 +137,9 @@ void PyStructure::take_tensor_object(PyObject* object, bool may_lend) {
   tensors_.push_back(c10::MaybeOwnedTraits<at::Tensor>::createBorrow(tensor));
 }
 
-std::shared_ptr<ReusableOutputs> PyStructure::offer_outputs(std::vector<PyObject*> objects) {
+std::shared_ptr<ReusableOutputs> PyStructure::offer_outputs(std::vector<PyObject*> objects,
+                                                            PyObject* shell) {
+  shell_ = shell;  // owned from here on: clear() drops it
   if (objects.empty()) return nullptr;
   std::shared_ptr<ReusableOutputs> reuse;
   try {
@@ -193,7 +196,8 @@ c10::IValue PyStructure::take_engine_input() {
 }
 
 std::shared_ptr<ReusableOutputs> PyStructure::offer_outputs_by_position(
-    std::vector<PyObject*> objects, size_t root_elements) {
+    std::vector<PyObject*> objects, size_t root_elements, PyObject* shell) {
+  shell_ = shell;  // owned from here on: clear() drops it
   if (objects.empty()) return nullptr;
   std::shared_ptr<ReusableOutputs> reuse;
   try {
