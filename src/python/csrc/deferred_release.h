@@ -21,15 +21,6 @@
 // get(), release_all() or the interpreter's exit (their memory stays allocated; weak references
 // fire later). Only results of at least kMinTensors new tensors and at most kMaxResultBytes are
 // kept. The GIL guards everything here.
-//
-// A kept result also holds its root container (its shell) when every container in it is an exact
-// list, tuple or dict the rebuild made and every tensor leaf a new tensor object. A program that
-// drops the result then only drops a count, and a later copy of a structure of the same shape
-// gets the dropped result's containers back with their tensor objects, remade in place by the
-// engine, instead of new ones (PyStructure::build_ahead): no container is freed or made in a loop
-// that copies one shape. Only while the program can reach none of it: every container's count is
-// the one its parent holds, every tensor's its container's and the module's. Anything the
-// program put into a dropped result lives until the next copy looks at it.
 #pragma once
 
 #include <torch/csrc/python_headers.h>
@@ -91,39 +82,27 @@ class DeferredRelease {
   bool reuse_enabled() const { return reuse_enabled_; }
   bool set_reuse_enabled(bool enabled);
 
-  // Whether kept results hold their shells (on by default). Off releases the shells kept.
-  // Returns the previous setting.
-  bool container_reuse_enabled() const { return container_reuse_enabled_; }
-  bool set_container_reuse_enabled(bool enabled);
-
   // The tensor objects of the oldest dropped result (one release_dropped() would release) that
   // may become the outputs of a new copy's leaves (mtc::ReusableOutputs), as owned references by
   // leaf: the output of that result's leaf k for the new leaf k, where wanted[k] and the object
   // qualifies (only the module references it, a torch.Tensor exactly, with no hook, weak
   // reference or attribute of its own), else null; empty when none. The engine checks their
   // TensorImpls. The result keeps the others, for the next release.
-  // When `shell` is given and the result's shell can be reused (every leaf wanted, the program
-  // reaching none of it), *shell becomes an owned reference to it, holding the offered objects
-  // at their leaves; otherwise *shell is null and the shell, if any, is dropped first.
-  std::vector<PyObject*> take_reusable(const std::vector<bool>& wanted, PyObject** shell = nullptr);
+  std::vector<PyObject*> take_reusable(const std::vector<bool>& wanted);
   // take_reusable() with every leaf of that result wanted, for a copy that offers by position
   // before its walk knows its leaves.
-  std::vector<PyObject*> take_all_reusable(PyObject** shell = nullptr);
+  std::vector<PyObject*> take_all_reusable();
 
   // Before a copy's wait: releases every kept result but the newest, and the newest too when the
   // program has dropped it. Returns how many tensor references were dropped.
   size_t release_dropped();
   // Takes over the references to a result's new tensors, within the bounds above (outside them,
-  // `tensors` keeps them); a result beyond kMaxResults releases the oldest. `shell` (borrowed, or
-  // null) is the result's root container, held when the result is kept and container reuse is on;
-  // only for a result whose every container is an exact list, tuple or dict and whose every tensor
-  // leaf is in `tensors`.
-  void keep(NewTensors& tensors, PyObject* shell = nullptr);
+  // `tensors` keeps them); a result beyond kMaxResults releases the oldest.
+  void keep(NewTensors& tensors);
   // Releases everything kept; returns how many tensor references that was.
   size_t release_all();
 
   size_t kept_results() const { return results_.size(); }
-  size_t kept_shells() const;
   size_t kept_tensors() const;
   int64_t kept_bytes() const;
 
@@ -131,12 +110,8 @@ class DeferredRelease {
   DeferredRelease() = default;
   struct Result {
     std::vector<KeptTensor> tensors;
-    int64_t bytes;              // of the tensors it still holds
-    PyObject* shell = nullptr;  // its root container (owned), or null
+    int64_t bytes;  // of the tensors it still holds
   };
-  // Whether `result`'s shell can be offered whole: every tensor kept and qualifying, at its leaf
-  // in the shell, and the program reaching nothing in it.
-  static bool shell_reusable(const Result& result);
   // A release may run Python code (weak reference callbacks) that calls back into this class:
   // the results leave results_ (take_oldest) before any reference is dropped.
   static size_t release(std::vector<Result> results);
@@ -149,7 +124,6 @@ class DeferredRelease {
 
   bool enabled_ = true;
   bool reuse_enabled_ = true;
-  bool container_reuse_enabled_ = true;
   std::deque<Result> results_;  // oldest first
 };
 

@@ -205,11 +205,9 @@ void AsyncCopyHandle::build(c10::IValue output) {
       // The engine made every output in its offered object: the result built ahead is the
       // result. Its outputs are undefined tensors; the structure's references to the objects go.
       output = c10::IValue();
-      PyObject* shell =
-          structure_->result_is_shell(ahead_created_->tensors.size()) ? ahead_.ptr() : nullptr;
       built_ = std::move(ahead_);
       structure_->clear();
-      DeferredRelease::instance().keep(*ahead_created_, shell);
+      DeferredRelease::instance().keep(*ahead_created_);
       ahead_created_.reset();
       return;
     }
@@ -220,9 +218,8 @@ void AsyncCopyHandle::build(c10::IValue output) {
   static const std::vector<uint8_t> kNoneReused;
   built_ = py::reinterpret_steal<py::object>(
       structure_->rebuild(std::move(output), created, reuse_ ? reuse_->reused : kNoneReused));
-  PyObject* shell = structure_->result_is_shell(created.tensors.size()) ? built_.ptr() : nullptr;
   structure_->clear();
-  DeferredRelease::instance().keep(created, shell);
+  DeferredRelease::instance().keep(created);
 }
 
 void AsyncCopyHandle::build_ahead() {
@@ -289,13 +286,10 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
     const auto elements = static_cast<size_t>(root_size(root.ptr()));
     // Offered by position before the walk, which then drops those the engine will not pack
     // (none is packed without lending: nothing is offered then).
-    // With a dropped result's containers when they can be the result (py_shell.cpp).
-    PyObject* shell = nullptr;
-    std::vector<PyObject*> offered = lending.enabled
-                                         ? DeferredRelease::instance().take_all_reusable(&shell)
-                                         : std::vector<PyObject*>();
-    const std::shared_ptr<ReusableOutputs> reuse =
-        structure->offer_outputs_by_position(std::move(offered), elements, shell);
+    const std::shared_ptr<ReusableOutputs> reuse = structure->offer_outputs_by_position(
+        lending.enabled ? DeferredRelease::instance().take_all_reusable()
+                        : std::vector<PyObject*>(),
+        elements);
     auto feed = std::make_shared<RootFeed>(static_cast<int64_t>(elements));
     const Clock::time_point engine_start = Clock::now();
     CopyHandle handle = start_copy(feed, target, options, reuse);
@@ -321,11 +315,8 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
   auto structure = std::make_unique<PyStructure>(data.ptr(), lending);
   // Tensor objects of dropped results, offered as the outputs of the leaves the engine packs:
   // each one it reuses is neither released nor made anew (deferred_release.h).
-  PyObject* shell = nullptr;
-  std::vector<PyObject*> offered =
-      DeferredRelease::instance().take_reusable(structure->lent_leaves(), &shell);
   const std::shared_ptr<ReusableOutputs> reuse =
-      structure->offer_outputs(std::move(offered), shell);
+      structure->offer_outputs(DeferredRelease::instance().take_reusable(structure->lent_leaves()));
   c10::IValue input = structure->take_engine_input();
   times.walk_us = microseconds_since(start_time);
   const Clock::time_point engine_start = Clock::now();

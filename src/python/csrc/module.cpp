@@ -4,7 +4,6 @@
 // GIL: handle.cpp; the walk: py_structure.cpp; the rebuild: py_rebuild.cpp; errors: errors.cpp;
 // dropped results' tensors released in a later get(): deferred_release.cpp.
 #include <pybind11/pybind11.h>
-#include <torch/csrc/autograd/python_variable.h>
 
 #include <memory>
 #include <vector>
@@ -67,27 +66,6 @@ PYBIND11_MODULE(_C, m) {
       py::arg("enabled"),
       "Turns on or off the reuse of dropped results' tensor objects as new outputs; returns the "
       "previous setting.");
-  m.def(
-      "_set_container_reuse",
-      [](bool enabled) { return DeferredRelease::instance().set_container_reuse_enabled(enabled); },
-      py::arg("enabled"),
-      "For benchmarks and tests: whether kept results hold their containers, for a later copy of "
-      "the same shape to take them back as its result (on by default; off drops those held); "
-      "returns the previous setting.");
-  m.def(
-      "_keep_result",
-      [](const py::handle& root, const py::list& tensors) {
-        mtc::python::NewTensors kept;
-        for (size_t leaf = 0; leaf < tensors.size(); ++leaf) {
-          const py::handle tensor = tensors[leaf];
-          kept.add(tensor.ptr(), static_cast<int64_t>(THPVariable_Unpack(tensor.ptr()).nbytes()),
-                   leaf);
-        }
-        DeferredRelease::instance().keep(kept, root.ptr());
-      },
-      py::arg("root"), py::arg("tensors"),
-      "For tests of the containers' reuse on machines without a GPU: keeps `root` as a copy to a "
-      "GPU keeps its result, `tensors` being its tensor objects by leaf in pre-order.");
   m.def("_set_walk_split", &mtc::set_walk_split, py::arg("min_leaves"), py::arg("leaves_per_part"),
         "For benchmarks: the engine's split of a structure among walking threads "
         "(mtc::set_walk_split; defaults 256 and 128), process-wide.");
@@ -97,31 +75,25 @@ PYBIND11_MODULE(_C, m) {
         "first; returns the previous setting.");
   m.def(
       "_take_reusable",
-      [](const py::sequence& wanted, bool with_shell) -> py::object {
+      [](const py::sequence& wanted) {
         std::vector<bool> mask;
         for (const py::handle item : wanted) {
           const int truth = PyObject_IsTrue(item.ptr());
           if (truth < 0) throw py::error_already_set();
           mask.push_back(truth == 1);
         }
-        PyObject* shell = nullptr;
-        std::vector<PyObject*> taken =
-            DeferredRelease::instance().take_reusable(mask, with_shell ? &shell : nullptr);
-        py::object held_shell =
-            shell == nullptr ? py::none() : py::reinterpret_steal<py::object>(shell);
+        std::vector<PyObject*> taken = DeferredRelease::instance().take_reusable(mask);
         py::list out;
         for (PyObject* object : taken) {
           // The list takes over each reference (a null position becomes None).
           out.append(object == nullptr ? py::none() : py::reinterpret_steal<py::object>(object));
         }
-        if (with_shell) return py::make_tuple(out, held_shell);
         return out;
       },
-      py::arg("wanted"), py::arg("with_shell") = false,
+      py::arg("wanted"),
       "For tests of the module's side of the reuse on machines without a GPU: what a copy whose "
       "leaf k is wanted[k] would be offered, as a list by position (None where nothing), taken "
-      "out of what the deferred release keeps; with_shell: (that list, the kept result's "
-      "containers offered with it or None).");
+      "out of what the deferred release keeps.");
   m.def(
       "release_deferred", [] { return DeferredRelease::instance().release_all(); },
       "Releases every kept tensor of earlier results now; returns how many references that was.");
@@ -135,11 +107,10 @@ PYBIND11_MODULE(_C, m) {
         out["results"] = kept.kept_results();
         out["tensors"] = kept.kept_tensors();
         out["bytes"] = kept.kept_bytes();
-        out["containers"] = kept.kept_shells();
         return out;
       },
       "What the deferred release keeps now: enabled, reuse (set_output_reuse), results, tensors, "
-      "bytes, containers (results kept with their containers).");
+      "bytes.");
   m.def("start_copy", &mtc::python::start_binding, py::arg("data"), py::arg("device"),
         py::arg("use_pinned_staging"), py::arg("pack_cpu_tensors"),
         py::arg("min_packed_alignment_bytes"), py::arg("max_packed_chunk_bytes"),

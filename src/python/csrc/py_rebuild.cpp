@@ -193,7 +193,6 @@ bool PyStructure::can_build_ahead() const {
 
 PyObject* PyStructure::build_ahead(NewTensors& created) {
   TORCH_INTERNAL_ASSERT(!tape_.empty() && can_build_ahead(), "mtc: build_ahead() without offers");
-  if (PyObject* result = reuse_shell(created)) return result;
   static const std::vector<uint8_t> kNone;
   return Reader(*this, nullptr, created, kNone).read(/*at_root=*/true);
 }

@@ -35,7 +35,6 @@ PyStructure::~PyStructure() {
 }
 
 void PyStructure::clear() {
-  Py_XDECREF(std::exchange(shell_, nullptr));
   for (const Node& node : tape_) Py_XDECREF(node.object);
   tape_.clear();
   // Noted but not taken in (the walk failed).
@@ -137,9 +136,7 @@ void PyStructure::take_tensor_object(PyObject* object, bool may_lend) {
   tensors_.push_back(c10::MaybeOwnedTraits<at::Tensor>::createBorrow(tensor));
 }
 
-std::shared_ptr<ReusableOutputs> PyStructure::offer_outputs(std::vector<PyObject*> objects,
-                                                            PyObject* shell) {
-  shell_ = shell;  // owned from here on: clear() drops it
+std::shared_ptr<ReusableOutputs> PyStructure::offer_outputs(std::vector<PyObject*> objects) {
   if (objects.empty()) return nullptr;
   std::shared_ptr<ReusableOutputs> reuse;
   try {
@@ -196,8 +193,7 @@ c10::IValue PyStructure::take_engine_input() {
 }
 
 std::shared_ptr<ReusableOutputs> PyStructure::offer_outputs_by_position(
-    std::vector<PyObject*> objects, size_t root_elements, PyObject* shell) {
-  shell_ = shell;  // owned from here on: clear() drops it
+    std::vector<PyObject*> objects, size_t root_elements) {
   if (objects.empty()) return nullptr;
   std::shared_ptr<ReusableOutputs> reuse;
   try {

@@ -27,7 +27,6 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <mtc/copier.h>
-#include <pybind11/pybind11.h>
 #include <torch/csrc/python_headers.h>
 
 #include <cstdint>
@@ -82,12 +81,8 @@ class PyStructure {
   // be: `objects` (owned, by leaf, or null) for the leaves of `root_elements` root elements.
   // The walk drops each offer whose leaf the engine will not pack, and tells the engine where
   // each element's leaves start. Null when `objects` is empty.
-  // `shell` (owned, or null) is the dropped result whose containers hold `objects` at their
-  // leaves (DeferredRelease::take_reusable): build_ahead() makes it the result when it has the
-  // structure's shape.
   std::shared_ptr<ReusableOutputs> offer_outputs_by_position(std::vector<PyObject*> objects,
-                                                             size_t root_elements,
-                                                             PyObject* shell = nullptr);
+                                                             size_t root_elements);
 
   // By tensor leaf: lent to the engine. Those are the leaves it packs, the only ones whose
   // outputs it can make in a reused TensorImpl.
@@ -96,8 +91,7 @@ class PyStructure {
   // null; only for lent leaves) to the engine as those leaves' outputs: what to give start_copy,
   // null when `objects` is empty. The structure owns them from here, whatever fails: the result
   // takes those the engine reused, clear() drops the others. Before take_engine_input().
-  std::shared_ptr<ReusableOutputs> offer_outputs(std::vector<PyObject*> objects,
-                                                 PyObject* shell = nullptr);
+  std::shared_ptr<ReusableOutputs> offer_outputs(std::vector<PyObject*> objects);
   // What the engine copies. Moves the tensors out: call once. Lent tensors stay lent until
   // release_lent().
   c10::IValue take_engine_input();
@@ -115,15 +109,9 @@ class PyStructure {
   // The result with every tensor leaf its offered object (a new reference; `created` gets them),
   // the structure keeping its own references. Only when can_build_ahead(); the GIL must be
   // held. Valid once reused_every_leaf() holds for the copy's ReusableOutputs::reused; otherwise
-  // it is dropped, and rebuild() makes the result from the engine's outputs. The offered shell,
-  // when it has the structure's shape (py_shell.cpp), is that result, its opaque leaves set to
-  // the input's.
+  // it is dropped, and rebuild() makes the result from the engine's outputs.
   PyObject* build_ahead(NewTensors& created);
   bool reused_every_leaf(const std::vector<uint8_t>& reused) const;
-  // Whether the result may be kept with its containers (DeferredRelease::keep's shell): every
-  // container an exact list, tuple or dict and every tensor leaf among the `new_tensors` the
-  // build made. Before clear().
-  bool result_is_shell(size_t new_tensors) const;
   // Drops the references to the input's keys and opaque leaves (and to tensors not yet handed to
   // the engine); the GIL must be held. Lent tensors stay lent.
   void clear();
@@ -144,17 +132,6 @@ class PyStructure {
     bool is_tensor;  // the element is a tensor leaf itself
   };
   class Reader;
-
-  // The offered shell as the result (build_ahead), or null when it does not have the structure's
-  // shape; the shell is the structure's no longer either way. `created` gets its tensor objects.
-  PyObject* reuse_shell(NewTensors& created);
-  // Whether `object`, in the shell, has the shape of the tape's subtree from tape_[next] on
-  // (advancing `next` and `leaf` past it): the same exact containers and sizes, equal keys in the
-  // same order, offered_[leaf] at each tensor leaf, the node's object at each opaque leaf. A list's
-  // or dict's opaque leaf that differs is set to the node's object, the one it held going to
-  // `replaced`; a tuple's must be the node's.
-  bool match_shell(PyObject* object, size_t& next, size_t& leaf,
-                   std::vector<pybind11::object>& replaced);
 
   // The walk (py_walk.cpp). begin_walk() and end_walk() around a whole one: room for the
   // last walk's sizes, then the noted leaves, all taken in, forgotten and this walk's sizes kept.
@@ -206,8 +183,6 @@ class PyStructure {
   // and its leaf's bytes.
   std::vector<PyObject*> offered_;
   std::vector<int64_t> offered_bytes_;
-  PyObject* shell_ = nullptr;  // offered with them (owned), until build_ahead() or clear()
-  bool plain_ = true;          // every container walked an exact list, tuple or dict
 };
 
 }  // namespace mtc::python

@@ -329,7 +329,6 @@ void PyStructure::walk_elements(PyObject* container, Kind kind, PyObject* extra,
     throw PathError("nested deeper than " + std::to_string(kMaxNestingDepth) +
                     " levels (a container that holds itself?)");
   }
-  if (kind != Kind::kList && kind != Kind::kTuple && kind != Kind::kDict) plain_ = false;
   // Held while walked: code run by the walk could drop it from its parent.
   const py::object hold = py::reinterpret_borrow<py::object>(container);
   Py_ssize_t count = 0;

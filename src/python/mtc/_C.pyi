@@ -73,26 +73,16 @@ def _set_streamed_walk(enabled: bool) -> bool:
     copy element by element, the engine starting first (on by default), or walked whole first.
     Returns the previous setting."""
 
-def _set_container_reuse(enabled: bool) -> bool:
-    """For benchmarks and tests: whether kept results hold their containers, for a later copy of
-    the same shape to take them back as its result (on by default; off drops those held). Returns
-    the previous setting."""
-
-def _keep_result(root: Any, tensors: List[Any]) -> None:
-    """For tests without a GPU: keeps ``root`` as a copy to a GPU keeps its result, ``tensors``
-    being its tensor objects by leaf in pre-order."""
-
-def _take_reusable(wanted: Sequence[bool], with_shell: bool = False) -> Any:
+def _take_reusable(wanted: Sequence[bool]) -> List[Optional[Any]]:
     """For tests: the tensor objects a copy whose leaf k is ``wanted[k]`` would be offered, by
-    position (None where nothing), taken out of what the deferred release keeps; with
-    ``with_shell``, that list and the kept result's containers offered with it (or None)."""
+    position (None where nothing), taken out of what the deferred release keeps."""
 
 def release_deferred() -> int:
     """Releases every kept tensor of earlier results now; returns how many references that was."""
 
 def deferred_release_stats() -> Dict[str, Union[bool, int]]:
     """What the deferred release keeps now: ``enabled``, ``reuse`` (``set_output_reuse``),
-    ``results``, ``tensors``, ``bytes``, ``containers`` (results kept with their containers)."""
+    ``results``, ``tensors``, ``bytes``."""
 
 def start_copy(
     data: Any,

@@ -15,13 +15,6 @@ references or attributes of its own, never asked for a gradient, no view of it a
 to the engine, which makes the packed outputs in them: pointed at the new data, with the new
 sizes, version 0. Such an output is the same Python object as a tensor of an earlier result,
 which the program can no longer reach. ``mtc.set_output_reuse(False)`` turns this off.
-
-The containers go the same way. A kept result of exact lists, tuples and dicts, all of whose tensor
-leaves are new, is kept with its root container. Dropping it then frees nothing. When a later copy
-has the same shape (the same containers, sizes and keys in the same order), it takes the dropped
-result whole: the same containers, holding the same tensor objects, which the engine remade.
-Opaque leaves are set to the new input's. This only happens while the program can reach none of
-the dropped result. Anything the program put into a dropped result lives until the next copy.
 """
 
 import atexit
