@@ -88,20 +88,19 @@ py::object AsyncCopyHandle::get() {
   // this copy, the caller would only wait (a caller that finds the copy not started yet runs it
   // itself afterwards, as before). Before any lock is taken: a release may run Python code (weak
   // reference callbacks), which may call get() again.
-  if (!built_) release_dropped();
+  if (!built_) {
+    // The last finished copy's parts first: its engine job may hold tensors of a dropped result
+    // (a copy to the CPU returns some of its inputs), which are then released below.
+    const Clock::time_point start = Clock::now();
+    if (FinishedCopies::instance().tear_down()) times_.teardown_us = microseconds_since(start);
+    release_dropped();
+  }
   if (!built_ && !ahead_ && structure_->can_build_ahead()) {
     // Under the lock that guards the build: Python code the build runs may let another thread
     // into get(), which must not build or clear the structure meanwhile. Only tried (a thread
     // holding the lock may wait for the GIL); without it the result is built after the wait.
     const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
     if (lock.owns_lock() && !built_ && !ahead_) build_ahead();
-  }
-  if (!built_) {
-    // The last finished copy's parts, while the engine's workers make this one. After the build
-    // ahead: torn down first, in a training step they delayed it past the engine's end (the step
-    // no shorter than without the deferral, 1 x H200, 2026-12-04; 10 % shorter after it).
-    const Clock::time_point start = Clock::now();
-    if (FinishedCopies::instance().tear_down()) times_.teardown_us = microseconds_since(start);
   }
   {
     // A copy that is complete already needs no wait: no need to let go of the GIL. Only
