@@ -59,7 +59,6 @@ def test_a_root_tensor_and_unfinished_handles_keep_the_counts():
     for _ in range(20):
         handle = mtc.start_copy({"x": small}, "cuda")
         del handle  # before get(): waits for the device work
-    mtc.release_deferred()  # a handle dropped finished leaves its parts to the next get()
     gc.collect()
     assert counts(small) == before
 
@@ -79,7 +78,7 @@ def test_failed_copies_give_their_inputs_back():
     assert counts(small) == before
 
 
-def test_lent_inputs_live_until_the_handle_is_torn_down():
+def test_lent_inputs_live_until_the_handle_is_dropped():
     batch = {"a": [torch.full((64,), float(i)) for i in range(6)]}
     alive = [weakref.ref(t) for t in batch["a"]]
     handle = mtc.start_copy(batch, "cuda")
@@ -89,8 +88,6 @@ def test_lent_inputs_live_until_the_handle_is_torn_down():
     out = handle.get()
     assert [float(t[0]) for t in out["a"]] == [float(i) for i in range(6)]
     del handle
-    # The finished copy's parts wait for the next get() (tests/python/test_finished_copies.py).
-    mtc.release_deferred()
     gc.collect()
     assert all(ref() is None for ref in alive)
 
@@ -133,7 +130,6 @@ def test_inputs_that_code_run_by_the_walk_drops_are_copied_then_let_go():
     assert [float(t[0]) for t in [out["a"][0], *out["b"]]] == [0.0, 1.0, 2.0, 3.0, 4.0]
     assert out["a"][0].is_cuda and handle.stats()["packed"] == 5
     del handle, out, batch
-    mtc.release_deferred()
     gc.collect()
     assert all(ref() is None for ref in alive)
 

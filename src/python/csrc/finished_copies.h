@@ -9,14 +9,9 @@
 // do.
 //
 // What a program sees: the input tensors of the last copy stay referenced until the next get(),
-// mtc.release_deferred() or the interpreter's exit; so does the device memory of the outputs
-// whose tensor objects that copy reused (deferred_release.h). Only copies of at most
-// DeferredRelease::kMaxResultBytes are kept: larger inputs are memory a program expects back.
-// Nor are copies that returned a leaf as it is (every copy to the CPU of CPU tensors): the job
-// holds that leaf, which is the result's, and would keep the result alive after its drop. An
-// unfinished or failed copy's handle is torn down where it is dropped, as before. On by default;
-// mtc.set_deferred_release(False) (or MTC_DEFER_RELEASE=0) turns it off with the deferred release
-// of results. The GIL guards everything here.
+// mtc.release_deferred() or the interpreter's exit (the packed ones only, the engine's small
+// leaves). An unfinished or failed copy's handle is torn down where it is dropped, as before. The
+// GIL guards everything here.
 #pragma once
 
 #include <mtc/copier.h>
@@ -54,7 +49,7 @@ class FinishedCopies {
     std::shared_ptr<ReusableOutputs> reuse;
     std::unique_ptr<PyStructure> structure;
   };
-  bool enabled_ = true;
+  bool enabled_ = false;
   std::optional<Parts> kept_;
 };
 

@@ -65,11 +65,7 @@ AsyncCopyHandle::~AsyncCopyHandle() {
     py::gil_scoped_release release;
     handle_ = CopyHandle();
   } else if (!failed && FinishedCopies::instance().enabled()) {
-    // A leaf returned as it is would be both the result's and the kept job's: the result would
-    // outlive its drop.
-    const CopyStats stats = handle_.stats();
-    if (stats.reused == 0 && stats.bytes <= DeferredRelease::kMaxResultBytes)
-      FinishedCopies::instance().keep(std::move(structure_), std::move(reuse_), std::move(handle_));
+    FinishedCopies::instance().keep(std::move(structure_), std::move(reuse_), std::move(handle_));
   }
 }
 
@@ -88,19 +84,18 @@ py::object AsyncCopyHandle::get() {
   // this copy, the caller would only wait (a caller that finds the copy not started yet runs it
   // itself afterwards, as before). Before any lock is taken: a release may run Python code (weak
   // reference callbacks), which may call get() again.
-  if (!built_) {
-    // The last finished copy's parts first: its engine job may hold tensors of a dropped result
-    // (a copy to the CPU returns some of its inputs), which are then released below.
-    const Clock::time_point start = Clock::now();
-    if (FinishedCopies::instance().tear_down()) times_.teardown_us = microseconds_since(start);
-    release_dropped();
-  }
+  if (!built_) release_dropped();
   if (!built_ && !ahead_ && structure_->can_build_ahead()) {
     // Under the lock that guards the build: Python code the build runs may let another thread
     // into get(), which must not build or clear the structure meanwhile. Only tried (a thread
     // holding the lock may wait for the GIL); without it the result is built after the wait.
     const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
     if (lock.owns_lock() && !built_ && !ahead_) build_ahead();
+  }
+  if (!built_) {
+    // The last finished copy's parts, while the engine's workers make this one.
+    const Clock::time_point start = Clock::now();
+    if (FinishedCopies::instance().tear_down()) times_.teardown_us = microseconds_since(start);
   }
   {
     // A copy that is complete already needs no wait: no need to let go of the GIL. Only

@@ -57,13 +57,10 @@ PYBIND11_MODULE(_C, m) {
   using mtc::python::DeferredRelease;
   m.def(
       "set_deferred_release",
-      [](bool enabled) {
-        mtc::python::FinishedCopies::instance().set_enabled(enabled);
-        return DeferredRelease::instance().set_enabled(enabled);
-      },
+      [](bool enabled) { return DeferredRelease::instance().set_enabled(enabled); },
       py::arg("enabled"),
-      "Turns the deferred release of dropped results' tensors, and of dropped handles' inputs, on "
-      "or off (off releases what is kept); returns the previous setting.");
+      "Turns the deferred release of dropped results' tensors on or off (off releases what is "
+      "kept); returns the previous setting.");
   m.def(
       "set_output_reuse",
       [](bool enabled) { return DeferredRelease::instance().set_reuse_enabled(enabled); },

@@ -56,8 +56,8 @@ class AsyncCopyHandle:
         """
 
 def set_deferred_release(enabled: bool) -> bool:
-    """Turns the deferred release of dropped results' tensors, and of dropped handles' inputs, on
-    or off; off releases what is kept. Returns the previous setting."""
+    """Turns the deferred release of dropped results' tensors on or off; off releases what is
+    kept. Returns the previous setting."""
 
 def set_output_reuse(enabled: bool) -> bool:
     """Turns on or off the reuse of dropped results' tensor objects as the outputs of new copies.

@@ -15,11 +15,6 @@ references or attributes of its own, never asked for a gradient, no view of it a
 to the engine, which makes the packed outputs in them: pointed at the new data, with the new
 sizes, version 0. Such an output is the same Python object as a tensor of an earlier result,
 which the program can no longer reach. ``mtc.set_output_reuse(False)`` turns this off.
-
-A dropped handle goes the same way: the parts of a finished copy of at most 16 MiB (the engine's
-job, its hold on the input's tensors) are torn down in the next ``get()``, while the engine's
-workers make that copy, not where the program drops the handle. The last copy's input tensors
-then stay referenced until that ``get()``. ``set_deferred_release(False)`` turns both off.
 """
 
 import atexit
