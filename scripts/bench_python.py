@@ -244,8 +244,7 @@ def parse_args(argv):
                         "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
                         "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
                         "engine's walk split among up to three times as many threads), mtc_narrow (among half as many), "
-                        "mtc_again (mtc itself once more: an A/A pair, the bench's own spread), mtc_teardown "
-                        "(mtc leaving a dropped handle's parts to the next get())")
+                        "mtc_again (mtc itself once more: an A/A pair, the bench's own spread)")
     parser.add_argument("--fixed-order", action="store_true",
                         help="run the methods in the order given in every run instead of starting each run one "
                         "method further on (to see what a method's place in the order does)")

@@ -52,7 +52,7 @@ def test_stats_give_the_module_own_parts():
     handle.get()
     parts = handle.stats()["module"]
     assert set(parts) == {"walk_us", "engine_start_us", "result_wait_us", "build_us", "complete_wait_us",
-                          "release_us", "released_tensors", "teardown_us"}
+                          "release_us", "released_tensors"}
     assert all(us >= 0 for us in parts.values())
     # Half a million leaves take more than a microsecond to walk and to put back together.
     assert parts["walk_us"] > 1 and parts["build_us"] > 1

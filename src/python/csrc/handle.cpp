@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "deferred_release.h"
-#include "finished_copies.h"
 
 namespace py = pybind11;
 
@@ -51,21 +50,16 @@ AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure,
 // Dropping an unfinished handle waits for the copy's device work (the engine's rule), without
 // the GIL: other Python threads go on meanwhile. The engine then destroys the copy on this
 // thread, and the input tensors it drops take the GIL back for their Python objects.
-// A finished copy's parts are torn down in the next get() (finished_copies.h).
 AsyncCopyHandle::~AsyncCopyHandle() {
   bool done = true;
-  bool failed = false;
   try {
     done = handle_.ready();
   } catch (const std::exception&) {
     // A failed copy: the engine's own destructor still waits for what it had submitted.
-    failed = true;
   }
   if (!done) {
     py::gil_scoped_release release;
     handle_ = CopyHandle();
-  } else if (!failed && FinishedCopies::instance().enabled()) {
-    FinishedCopies::instance().keep(std::move(structure_), std::move(reuse_), std::move(handle_));
   }
 }
 
@@ -91,11 +85,6 @@ py::object AsyncCopyHandle::get() {
     // holding the lock may wait for the GIL); without it the result is built after the wait.
     const std::unique_lock<std::mutex> lock(get_mutex_, std::try_to_lock);
     if (lock.owns_lock() && !built_ && !ahead_) build_ahead();
-  }
-  if (!built_) {
-    // The last finished copy's parts, while the engine's workers make this one.
-    const Clock::time_point start = Clock::now();
-    if (FinishedCopies::instance().tear_down()) times_.teardown_us = microseconds_since(start);
   }
   {
     // A copy that is complete already needs no wait: no need to let go of the GIL. Only
@@ -190,7 +179,6 @@ py::dict AsyncCopyHandle::stats() const {
   module["complete_wait_us"] = times_.complete_wait_us;
   module["release_us"] = times_.release_us;
   module["released_tensors"] = times_.released_tensors;
-  module["teardown_us"] = times_.teardown_us;
   out["module"] = module;
   return out;
 }

@@ -24,7 +24,6 @@ struct ModuleTimes {
   double complete_wait_us = 0;   // get(): waiting for the device to finish, after the build
   double release_us = 0;         // get(): dropped earlier results' tensors released (deferred)
   int64_t released_tensors = 0;  // how many tensor references that dropped
-  double teardown_us = 0;        // get(): the last finished copy torn down (finished_copies.h)
 };
 
 class AsyncCopyHandle {

@@ -11,7 +11,6 @@
 #include "arguments.h"
 #include "deferred_release.h"
 #include "errors.h"
-#include "finished_copies.h"
 #include "handle.h"
 
 namespace py = pybind11;
@@ -96,20 +95,8 @@ PYBIND11_MODULE(_C, m) {
       "leaf k is wanted[k] would be offered, as a list by position (None where nothing), taken "
       "out of what the deferred release keeps.");
   m.def(
-      "release_deferred",
-      [] {
-        mtc::python::FinishedCopies::instance().tear_down();
-        return DeferredRelease::instance().release_all();
-      },
-      "Releases every kept tensor of earlier results now, and the last finished copy's inputs; "
-      "returns how many references to kept tensors that was.");
-  m.def(
-      "_set_deferred_teardown",
-      [](bool enabled) { return mtc::python::FinishedCopies::instance().set_enabled(enabled); },
-      py::arg("enabled"),
-      "For benchmarks and tests: whether a finished copy's handle, when dropped, leaves its "
-      "parts to the next get() to tear down (finished_copies.h); off tears down what is kept. "
-      "Returns the previous setting.");
+      "release_deferred", [] { return DeferredRelease::instance().release_all(); },
+      "Releases every kept tensor of earlier results now; returns how many references that was.");
   m.def(
       "deferred_release_stats",
       [] {

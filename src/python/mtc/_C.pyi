@@ -73,11 +73,6 @@ def _set_streamed_walk(enabled: bool) -> bool:
     copy element by element, the engine starting first (on by default), or walked whole first.
     Returns the previous setting."""
 
-def _set_deferred_teardown(enabled: bool) -> bool:
-    """For benchmarks and tests: whether a finished copy's handle, when dropped, leaves its parts
-    (its engine job, its input taken apart) to the next ``get()`` to tear down; off tears down what
-    is kept. Returns the previous setting."""
-
 def _take_reusable(wanted: Sequence[bool]) -> List[Optional[Any]]:
     """For tests: the tensor objects a copy whose leaf k is ``wanted[k]`` would be offered, by
     position (None where nothing), taken out of what the deferred release keeps."""
