@@ -14,7 +14,7 @@
 # no perf) with scripts/bench_python_overhead.py on the GPU (without torch's yardstick beside the
 # calls, which would crowd the main thread's samples), back to back and as a training step's
 # (a 2 ms sleep, 8 batches in turn), into a fifth file, profile-python.md: the samples with mtc::
-# on their stack, and those in the GIL's functions, in every thread. MTC_PROFILE_RAW=1 also keeps
+# on their stack, those in the GIL's functions, and those in a handle's drop, in every thread. MTC_PROFILE_RAW=1 also keeps
 # both raw profiles (profile-python-*.raw.gz, two more files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -98,7 +98,8 @@ if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
     [[ "${MTC_PROFILE_RAW:-0}" == 1 ]] && raw=(--raw "$out/profile-python-${name// /-}.raw.gz")
     # shellcheck disable=SC2086
     MTC_PYTHON=python3 bash scripts/profile.sh "$out/profile-python.md" "${raw[@]}" \
-      --title "mtc from Python on the GPU, $name" --focus 'mtc::' --focus "$gil" -- \
+      --title "mtc from Python on the GPU, $name" --focus 'mtc::' --focus "$gil" \
+      --focus 'AsyncCopyHandle::~AsyncCopyHandle' -- \
       python3 scripts/bench_python_overhead.py --device cuda --yardstick 0 ${pattern#*|} || status=1
   done
 fi
