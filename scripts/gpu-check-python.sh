@@ -14,8 +14,8 @@
 # no perf) with scripts/bench_python_overhead.py on the GPU (without torch's yardstick beside the
 # calls, which would crowd the main thread's samples), back to back and as a training step's
 # (a 2 ms sleep, 8 batches in turn), into a fifth file, profile-python.md: the samples with mtc::
-# on their stack, those in the GIL's functions, and those in a handle's drop, in every thread. MTC_PROFILE_RAW=1 also keeps
-# both raw profiles (profile-python-*.raw.gz, two more files).
+# on their stack, those in the GIL's functions, and those in a handle's drop, in every thread.
+# MTC_PROFILE_RAW=1 also keeps both raw profiles (profile-python-*.raw.gz, two more files).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: scripts/gpu-check-python.sh OUT_DIR [BENCH_PYTHON ARGS...]}"
