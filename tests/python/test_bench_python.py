@@ -61,7 +61,8 @@ def test_original_is_timed_interleaved_beside_mtc(tmp_path):
             assert set(phases) == {"start_copy", "get", "drop_handle", "synchronize", "rest"}
             assert row["start_median_s"] == phases["start_copy"] > 0
     assert "step original, the timed calls' phases (medians): start_copy " in result.stdout
-    assert "protocol: mtc " in result.stdout and "faster than the original package" in result.stdout
+    # Faster or slower: the stand-in is mtc itself.
+    assert "protocol: mtc " in result.stdout and "than the original package (medians" in result.stdout
 
 
 def test_comparisons_are_the_ratio_of_medians_and_of_each_runs_means():
@@ -75,9 +76,20 @@ def test_comparisons_are_the_ratio_of_medians_and_of_each_runs_means():
                        row("step", "mtc", 500e-6, [500e-6])]}
     lines = bench_python.comparisons(report)
     assert lines == ["protocol: mtc 8.0x faster than the original package (medians 200.0 us and 1.60 ms); "
-                     "run by run 6.0-8.0x over 2 runs",
+                     "run by run 6.0-8.0x over 2 runs (median 7.0x, mtc faster in 2)",
                      "protocol: mtc 1.25x faster than without its deferred release (medians 200.0 us and "
-                     "250.0 us); run by run 1.00-1.20x over 2 runs"]
+                     "250.0 us); run by run 1.00-1.20x over 2 runs (median 1.10x, mtc faster in 1)"]
+
+
+def test_a_slower_mtc_is_called_slower_and_the_runs_it_won_are_counted():
+    def row(method, median, run_means):
+        return {"pattern": "step", "method": method, "time": {"median_s": median, "run_means_s": run_means}}
+
+    report = {"rows": [row("mtc", 300e-6, [300e-6, 310e-6, 290e-6]),
+                       row("mtc_again", 280e-6, [270e-6, 320e-6, 270e-6])]}
+    assert bench_python.comparisons(report) == [
+        "step: mtc 1.07x slower than itself run again (an A/A pair) (medians 300.0 us and 280.0 us); "
+        "run by run 0.90-1.03x over 3 runs (median 0.93x, mtc faster in 1)"]
 
 
 def test_each_run_starts_one_method_further_on():
@@ -142,7 +154,7 @@ def test_mtc_is_timed_with_and_without_its_deferred_release(tmp_path):
     rows = json.loads(report.read_text())["rows"]
     methods = {(row["pattern"], row["method"]) for row in rows}
     assert {("protocol", "mtc_nodefer"), ("step", "mtc_nodefer")} <= methods
-    assert "faster than without its deferred release" in result.stdout
+    assert "than without its deferred release (medians" in result.stdout
     # Where mtc's time went, for both: the module's parts and the engine's, and the collector's.
     parts = {(row["pattern"], row["method"]): row["parts_us"] for row in rows if "parts_us" in row}
     assert set(parts) == {(p, m) for p in ("protocol", "step") for m in ("mtc", "mtc_nodefer")}
