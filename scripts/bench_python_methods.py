@@ -102,8 +102,7 @@ def timed_start_copy(module, device, settings=None):
 MTC_SETTINGS = {"mtc": (True, True, True, 128), "mtc_nodefer": (False, False, True, 128),
                 "mtc_noreuse": (True, False, True, 128), "mtc_nostream": (True, True, False, 128),
                 "mtc_wide": (True, True, True, 40), "mtc_narrow": (True, True, True, 256),
-                "mtc_again": (True, True, True, 128), "mtc_parts2": (True, True, True, 128, 2),
-                "mtc_parts4": (True, True, True, 128, 4)}
+                "mtc_again": (True, True, True, 128)}
 
 
 def apply_settings(module, settings):
@@ -111,7 +110,6 @@ def apply_settings(module, settings):
     module.set_output_reuse(settings[1])
     module._C._set_streamed_walk(settings[2])
     module._C._set_walk_split(256, settings[3])
-    module._C._set_feed_parts(settings[4] if len(settings) > 4 else 1)
 
 
 def methods(device, original=None):

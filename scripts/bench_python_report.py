@@ -56,9 +56,7 @@ COMPARED = {"original": "than the original package", "mtc_nodefer": "than withou
             "mtc_nostream": "than with the structure walked whole before the engine starts",
             "mtc_wide": "than with the engine's walk split among up to three times as many threads",
             "mtc_narrow": "than with the engine's walk split among half as many threads",
-            "mtc_again": "than itself run again (an A/A pair)",
-            "mtc_parts2": "than with each root element fed to the engine in two parts",
-            "mtc_parts4": "than with each root element fed to the engine in four parts"}
+            "mtc_again": "than itself run again (an A/A pair)"}
 
 
 def comparisons(report):

@@ -242,7 +242,6 @@ void AsyncCopyHandle::release_dropped() {
 namespace {
 
 std::atomic<bool> streamed_walk{true};
-std::atomic<int64_t> feed_parts{1};
 
 // The root of a streamed walk: a copy of `data`'s own (code run by the walk cannot change its
 // size), or null when `data` is not a list, tuple or dict of at least two elements, or the copy
@@ -274,12 +273,6 @@ Py_ssize_t root_size(PyObject* root) {
 
 bool set_streamed_walk(bool enabled) { return streamed_walk.exchange(enabled); }
 
-int64_t set_feed_parts(int64_t parts) {
-  if (parts < 1 || parts > 64)
-    throw py::value_error("mtc: feed parts must be 1 to 64, got " + std::to_string(parts));
-  return feed_parts.exchange(parts);
-}
-
 std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& target,
                                        const CopyOptions& options) {
   ModuleTimes times;
@@ -291,19 +284,18 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
     // its workers walk the first elements while this thread walks the others.
     auto structure = std::make_unique<PyStructure>(lending);
     const auto elements = static_cast<size_t>(root_size(root.ptr()));
-    const auto parts = static_cast<size_t>(feed_parts.load(std::memory_order_relaxed));
     // Offered by position before the walk, which then drops those the engine will not pack
     // (none is packed without lending: nothing is offered then).
     const std::shared_ptr<ReusableOutputs> reuse = structure->offer_outputs_by_position(
         lending.enabled ? DeferredRelease::instance().take_all_reusable()
                         : std::vector<PyObject*>(),
-        elements * parts);
-    auto feed = std::make_shared<RootFeed>(static_cast<int64_t>(elements * parts));
+        elements);
+    auto feed = std::make_shared<RootFeed>(static_cast<int64_t>(elements));
     const Clock::time_point engine_start = Clock::now();
     CopyHandle handle = start_copy(feed, target, options, reuse);
     times.engine_start_us = microseconds_since(engine_start);
     try {
-      structure->walk_into(root.ptr(), *feed, reuse.get(), parts);
+      structure->walk_into(root.ptr(), *feed, reuse.get());
     } catch (...) {
       // The copy fails without its elements (the walk abandoned the feed); its handle goes
       // first, without the GIL (see ~AsyncCopyHandle), and then the structure takes its lent

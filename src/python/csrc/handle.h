@@ -86,8 +86,5 @@ std::unique_ptr<AsyncCopyHandle> start(pybind11::handle data, const c10::Device&
 // Turns that streamed walk on (the default) or off, for every later copy; returns the previous
 // setting. Off, the whole structure is walked before the engine starts.
 bool set_streamed_walk(bool enabled);
-// For benchmarks: how many entries of the engine's copy each root element of a streamed walk
-// becomes (PyStructure::walk_into; default 1), at least 1; returns the previous setting.
-int64_t set_feed_parts(int64_t parts);
 
 }  // namespace mtc::python

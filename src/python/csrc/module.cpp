@@ -69,10 +69,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_walk_split", &mtc::set_walk_split, py::arg("min_leaves"), py::arg("leaves_per_part"),
         "For benchmarks: the engine's split of a structure among walking threads "
         "(mtc::set_walk_split; defaults 256 and 128), process-wide.");
-  m.def("_set_feed_parts", &mtc::python::set_feed_parts, py::arg("parts"),
-        "For benchmarks: how many entries of the engine's copy each root element of a streamed "
-        "walk becomes (1 to 64, default 1), so that the engine's threads share large elements; "
-        "returns the previous setting.");
   m.def("_set_streamed_walk", &mtc::python::set_streamed_walk, py::arg("enabled"),
         "For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's "
         "copy element by element, the engine starting first (on by default), or walked whole "

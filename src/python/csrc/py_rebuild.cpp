@@ -26,7 +26,6 @@ class PyStructure::Reader {
          const std::vector<uint8_t>& reused)
       : tape_(structure.tape_),
         root_is_container_(structure.root_is_container_),
-        parts_(structure.parts_),
         ahead_(output == nullptr),
         created_(created),
         offered_(structure.offered_),
@@ -130,24 +129,17 @@ class PyStructure::Reader {
     Py_INCREF(object);
     return object;
   }
-  // The next element of a container; a root element's tensors are in its own entries (parts_ of
-  // them, read one after another).
+  // The next element of a container; a root element's tensors are in its own entry.
   PyObject* element(bool at_root, Py_ssize_t index) {
     if (at_root && root_is_container_ && !ahead_) {
-      part_ = static_cast<size_t>(index) * parts_;
-      parts_end_ = part_ + parts_;
-      load_part();
+      entry_ = roots_.extract(static_cast<size_t>(index));
+      in_entry_ = 0;
+      if (entry_.isList()) {
+        entry_tensors_ = entry_.toListRef();
+        for (size_t i = 0; i < std::min(kAhead, entry_tensors_.size()); ++i) ask_for_header(i);
+      }
     }
     return read(false);
-  }
-  void load_part() {
-    entry_ = roots_.extract(part_);
-    in_entry_ = 0;
-    entry_tensors_ = {};
-    if (entry_.isList()) {
-      entry_tensors_ = entry_.toListRef();
-      for (size_t i = 0; i < std::min(kAhead, entry_tensors_.size()); ++i) ask_for_header(i);
-    }
   }
   // The engine's workers made the output tensors: their headers are in other cores' caches, or
   // after a gap in memory. Wrapping one writes its header (the Python object's slot, the count),
@@ -162,11 +154,6 @@ class PyStructure::Reader {
   }
   at::Tensor next_tensor() {
     if (entry_.isTensor()) return std::move(entry_).toTensor();
-    // A root element's next part once this one is read (a part may hold no tensor: None).
-    while (in_entry_ == entry_tensors_.size() && part_ + 1 < parts_end_) {
-      ++part_;
-      load_part();
-    }
     if (in_entry_ + kAhead < entry_tensors_.size()) ask_for_header(in_entry_ + kAhead);
     // The list's elements are ours alone (the engine handed the structure over) and not const
     // objects: moved out in place, without c10::List::extract's checks and write-back, once per
@@ -175,17 +162,14 @@ class PyStructure::Reader {
   }
 
   const std::vector<Node>& tape_;
-  c10::impl::GenericList roots_{c10::AnyType::get()};  // the engine's entries, parts_ by element
-  c10::IValue entry_;                                  // the current root element's current part
+  c10::impl::GenericList roots_{c10::AnyType::get()};  // the engine's entries, by root element
+  c10::IValue entry_;                                  // the current root element's entry
   c10::ArrayRef<c10::IValue> entry_tensors_;  // its tensors, when several (entry_ owns them)
   size_t in_entry_ = 0;
   size_t next_ = 0;
   size_t leaf_ = 0;  // tensor leaves read so far
   bool root_is_container_;
-  size_t parts_;          // entries per root element
-  size_t part_ = 0;       // the entry in entry_
-  size_t parts_end_ = 0;  // the current root element's last entry, plus one
-  bool ahead_;            // no output: every tensor leaf is its offered object
+  bool ahead_;  // no output: every tensor leaf is its offered object
   NewTensors& created_;
   std::vector<PyObject*>& offered_;
   const std::vector<int64_t>& offered_bytes_;

@@ -216,25 +216,9 @@ std::shared_ptr<ReusableOutputs> PyStructure::offer_outputs_by_position(
   return reuse;
 }
 
-void PyStructure::add_root_element(size_t first_tensor, bool is_tensor) {
-  const size_t end = leaf_objects_.size();
-  const size_t count = end - first_tensor;
-  for (size_t p = 0; p < parts_; ++p) {
-    // A tensor element is its first part alone; a container's tensors are shared out in order.
-    if (is_tensor) {
-      roots_.push_back(p == 0 ? RootElement{first_tensor, end, true}
-                              : RootElement{end, end, false});
-    } else {
-      roots_.push_back(
-          {first_tensor + count * p / parts_, first_tensor + count * (p + 1) / parts_, false});
-    }
-    if (feed_ != nullptr) put_root_entry();
-  }
-}
-
-// Written before the entry is put: the engine reads an entry's offers and first leaf only once
-// the feed says it has arrived.
-void PyStructure::put_root_entry() {
+// Written before the element is put: the engine reads an element's offers and first leaf only
+// once the feed says it has arrived.
+void PyStructure::put_root_element() {
   take_tensor_leaves();
   const RootElement& root = roots_.back();
   // Checked before the entry takes the tensors: one it held, lent, must never be destroyed.

@@ -76,10 +76,7 @@ class PyStructure {
   // others are walked. `reuse` (may be null) is offer_outputs_by_position()'s. On an error
   // (pybind11::value_error as in the constructor, or Python's), the feed is abandoned, and the
   // caller destroys the copy's handle before this structure. The GIL must be held.
-  // `parts` (at least 1): how many entries each root element's tensors go into, evenly split in
-  // pre-order, so that the engine's threads can share a large element; the feed and `reuse`
-  // count entries (root elements times parts).
-  void walk_into(PyObject* root, RootFeed& feed, ReusableOutputs* reuse, size_t parts = 1);
+  void walk_into(PyObject* root, RootFeed& feed, ReusableOutputs* reuse);
   // offer_outputs() before a streamed walk, which offers by position whatever the leaves will
   // be: `objects` (owned, by leaf, or null) for the leaves of `root_elements` root elements.
   // The walk drops each offer whose leaf the engine will not pack, and tells the engine where
@@ -128,7 +125,7 @@ class PyStructure {
     Py_ssize_t size;   // elements of a container (a mapping's entries)
     PyObject* object;  // an opaque leaf, a mapping's key or a container's extra (owned), or null
   };
-  // One engine entry's share of the tensors: a root element's, or a part of them.
+  // One root element's share of the tensors, for the engine's input.
   struct RootElement {
     size_t first_tensor;
     size_t end_tensor;
@@ -156,11 +153,8 @@ class PyStructure {
   // The noted tensor leaves not yet taken into tensors_, in pre-order, each lent when the rule
   // allows.
   void take_tensor_leaves();
-  // The root element just walked, its tensors from `first_tensor` on: its entries into roots_
-  // (parts_ of them), and in a streamed walk into the feed.
-  void add_root_element(size_t first_tensor, bool is_tensor);
-  // In a streamed walk: the entry just added (roots_.back()) into the feed.
-  void put_root_entry();
+  // In a streamed walk: the root element just walked (roots_.back()) into the feed.
+  void put_root_element();
   // The engine's entry for `root`: its tensors (moved out of tensors_) as a tensor list, the
   // tensor itself, or None.
   c10::IValue entry_of(const RootElement& root);
@@ -179,10 +173,7 @@ class PyStructure {
   RootFeed* feed_ = nullptr;               // during a streamed walk
   ReusableOutputs* feed_reuse_ = nullptr;  // its offers
   std::vector<at::Tensor> tensors_;
-  // The engine's entries: parts_ per root element, in order; empty when the root is not a
-  // container.
-  std::vector<RootElement> roots_;
-  size_t parts_ = 1;
+  std::vector<RootElement> roots_;  // empty when the root is not a container
   bool root_is_container_ = false;
   LendingRule lending_;
   std::vector<bool> lent_;               // by tensor, in pre-order: lent to the engine

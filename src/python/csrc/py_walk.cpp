@@ -170,9 +170,8 @@ PyStructure::PyStructure(PyObject* data, const LendingRule& lending) : lending_(
   }
 }
 
-void PyStructure::walk_into(PyObject* root, RootFeed& feed, ReusableOutputs* reuse, size_t parts) {
+void PyStructure::walk_into(PyObject* root, RootFeed& feed, ReusableOutputs* reuse) {
   root_is_container_ = true;
-  parts_ = std::max<size_t>(parts, 1);
   engine_input_ = feed.root();  // where release_lent() finds the lent tensors
   feed_ = &feed;
   feed_reuse_ = reuse;
@@ -343,7 +342,11 @@ void PyStructure::walk_elements(PyObject* container, Kind kind, PyObject* extra,
           (key != nullptr ? "[" + key_text(key) + "]" : "[" + std::to_string(count) + "]") + e.path;
       throw;
     }
-    if (depth == 0) add_root_element(first_tensor, tape_[first_node].kind == Kind::kTensor);
+    if (depth == 0) {
+      roots_.push_back(
+          {first_tensor, leaf_objects_.size(), tape_[first_node].kind == Kind::kTensor});
+      if (feed_ != nullptr) put_root_element();
+    }
     ++count;
   };
   switch (kind) {

@@ -68,11 +68,6 @@ def _set_walk_split(min_leaves: int, leaves_per_part: int) -> None:
     structure of at least ``min_leaves`` leaves is walked by several threads, one per
     ``leaves_per_part`` leaves at most; defaults 256 and 128)."""
 
-def _set_feed_parts(parts: int) -> int:
-    """For benchmarks: how many entries of the engine's copy each root element of a streamed walk
-    becomes (1 to 64, default 1), so that the engine's threads share large elements. Returns the
-    previous setting."""
-
 def _set_streamed_walk(enabled: bool) -> bool:
     """For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's
     copy element by element, the engine starting first (on by default), or walked whole first.
