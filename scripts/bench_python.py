@@ -20,10 +20,9 @@ without its deferred release of dropped results, mtc_noreuse mtc without its reu
 results' tensor objects as new outputs (mtc.set_output_reuse), mtc_nostream mtc with the whole
 structure walked before the engine starts (not element by element into the running copy), mtc_wide
 and mtc_narrow mtc with the engine's walk split among up to three times as many threads and half as
-many, mtc_countstorage mtc with a reused tensor object's previous storage let go by counting on it
-(not moved into the copy), mtc_again mtc a second time (an A/A pair). For each mtc method, 200 more
-calls per pattern, untimed, say where its time goes (the medians of handle.stats()'s parts and of
-the drops that follow a call).
+many, mtc_again mtc a second time (an A/A pair). For each mtc method, 200 more calls per pattern,
+untimed, say where its time goes (the medians of handle.stats()'s parts and of the drops that
+follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
 (start_copy(data, device).get()), in the same process, interleaved with the others: build it
@@ -246,7 +245,6 @@ def parse_args(argv):
                         "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
                         "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
                         "engine's walk split among up to three times as many threads), mtc_narrow (among half as many), "
-                        "mtc_countstorage (reused tensor objects' previous storages counted, not moved), "
                         "mtc_again (mtc itself once more: an A/A pair, the bench's own spread)")
     parser.add_argument("--fixed-order", action="store_true",
                         help="run the methods in the order given in every run instead of starting each run one "

@@ -93,22 +93,16 @@ def timed_start_copy(module, device, settings=None):
 
 
 # The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
-# streamed walk, the engine's leaves per walking thread, reused objects' previous storages moved).
-# mtc_nodefer releases the dropped results' tensors where the program drops them, which leaves
-# nothing to reuse; mtc_wide splits the engine's walk among up to three times as many threads (as
-# many as the pool has: MTC_WORKER_THREADS), mtc_narrow among half as many (fewer chunks, so fewer
-# DMAs to queue after the last element);
-# mtc_countstorage lets a reused tensor object's previous storage go by counting on it (a copy kept
-# per run of leaves that shared it, then the object's own reference released) instead of moving it;
+# streamed walk, the engine's leaves per walking thread). mtc_nodefer releases the dropped results'
+# tensors where the program drops them, which leaves nothing to reuse; mtc_wide splits the engine's
+# walk among up to three times as many threads (as many as the pool has: MTC_WORKER_THREADS),
+# mtc_narrow among half as many (fewer chunks, so fewer DMAs to queue after the last element);
 # mtc_again is mtc itself a second time: an A/A pair says how far two methods that are the same
 # come apart.
-MTC_SETTINGS = {"mtc": (True, True, True, 128, True),
-                "mtc_nodefer": (False, False, True, 128, True),
-                "mtc_noreuse": (True, False, True, 128, True),
-                "mtc_nostream": (True, True, False, 128, True),
-                "mtc_wide": (True, True, True, 40, True), "mtc_narrow": (True, True, True, 256, True),
-                "mtc_countstorage": (True, True, True, 128, False),
-                "mtc_again": (True, True, True, 128, True)}
+MTC_SETTINGS = {"mtc": (True, True, True, 128), "mtc_nodefer": (False, False, True, 128),
+                "mtc_noreuse": (True, False, True, 128), "mtc_nostream": (True, True, False, 128),
+                "mtc_wide": (True, True, True, 40), "mtc_narrow": (True, True, True, 256),
+                "mtc_again": (True, True, True, 128)}
 
 
 def apply_settings(module, settings):
@@ -116,7 +110,6 @@ def apply_settings(module, settings):
     module.set_output_reuse(settings[1])
     module._C._set_streamed_walk(settings[2])
     module._C._set_walk_split(256, settings[3])
-    module._C._set_reused_outputs_move_storages(settings[4])
 
 
 def methods(device, original=None):

@@ -56,7 +56,6 @@ COMPARED = {"original": "than the original package", "mtc_nodefer": "than withou
             "mtc_nostream": "than with the structure walked whole before the engine starts",
             "mtc_wide": "than with the engine's walk split among up to three times as many threads",
             "mtc_narrow": "than with the engine's walk split among half as many threads",
-            "mtc_countstorage": "than with reused tensor objects' previous storages counted",
             "mtc_again": "than itself run again (an A/A pair)"}
 
 

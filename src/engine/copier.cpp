@@ -12,7 +12,6 @@
 #include "detail/copy_job.h"
 #include "detail/host_block_cache.h"
 #include "detail/impl_pool.h"
-#include "detail/outputs.h"
 #include "detail/pinned_pool_set.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
@@ -282,8 +281,6 @@ void set_walk_split(int64_t min_leaves, int64_t leaves_per_part) {
                     min_leaves, " and ", leaves_per_part);
   detail::set_parallel_walk(min_leaves, leaves_per_part);
 }
-
-bool set_reused_outputs_move_storages(bool on) { return detail::set_reuse_moves_storages(on); }
 
 PinnedPoolStats pinned_pool_stats() { return detail::PinnedPoolSet::instance().stats(); }
 

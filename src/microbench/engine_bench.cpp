@@ -149,9 +149,6 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 536870912: a split walk queues its helpers only after its first element, as if its pool
   // remembered no earlier split (copy_job.h, set_early_split).
   mtc::detail::set_early_split(!(state.range(1) & 536870912));
-  // Bit 67108864 (with 16777216): the reused outputs' previous storages counted, not moved out
-  // (mtc::set_reused_outputs_move_storages); put back at the end.
-  const bool moves_setting = mtc::set_reused_outputs_move_storages(!(state.range(1) & 67108864));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -160,22 +157,18 @@ void BM_EngineCopy(benchmark::State& state) {
   // copy starts, and the tensors the engine took put back into the new result after get(), as
   // the caller must; a tensor it did not take dies inside the copy, as a freed result's would.
   // The storages the reused outputs left die with the handle, after the clock (bit 256 frees the
-  // previous result's inside it): a bias in this case's favour. The handle's drop is timed apart,
-  // its median the counter drop_us.
-  std::vector<double> drops;
+  // previous result's inside it): a bias in this case's favour.
   auto copy_offering_previous = [&](const c10::IValue& data, Clock::time_point t0) {
     mtc::microbench::OfferedOutputs offered = mtc::microbench::offer_outputs(std::move(previous));
     if (offered.tensors.empty()) offered.reuse.reset();  // the first copy: nothing to offer
-    std::optional<mtc::CopyHandle> handle = mtc::start_copy(data, target, options, offered.reuse);
+    mtc::CopyHandle handle = mtc::start_copy(data, target, options, offered.reuse);
     const auto t1 = Clock::now();
-    c10::IValue out = handle->get();
+    c10::IValue out = handle.get();
     if (offered.reuse) mtc::microbench::place_reused(out, offered);
     offered.tensors.clear();
     const auto t2 = Clock::now();
     previous = std::move(out);
-    stats.add(handle->stats(), std::chrono::duration<double>(t1 - t0).count());
-    handle.reset();
-    drops.push_back(std::chrono::duration<double>(Clock::now() - t2).count());
+    stats.add(handle.stats(), std::chrono::duration<double>(t1 - t0).count());
     return std::chrono::duration<double>(t2 - t0).count();
   };
   // One copy as a training loop makes it; returns its time and adds its steps to `stats`.
@@ -201,7 +194,6 @@ void BM_EngineCopy(benchmark::State& state) {
   if (idle_gap) {
     for (int i = 0; i < 10; ++i) copy();
     stats = mtc::microbench::StatsSum();
-    drops.clear();
   }
   const mtc::detail::WorkerPool& pool = mtc::detail::worker_pool_for(target);
   const int64_t early_wakes = pool.anticipated_wakes();
@@ -214,14 +206,12 @@ void BM_EngineCopy(benchmark::State& state) {
                                   static_cast<double>(std::max<int64_t>(state.iterations(), 1));
   stats.report(state);
   report_median(state, seconds);
-  if (!drops.empty()) state.counters["drop_us"] = mtc::microbench::median_of(drops) * 1e6;
   mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
   mtc::detail::WorkerPoolSet::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);
   mtc::detail::WorkerPoolSet::instance().set_anticipate(true);
   mtc::detail::version_pool::set_enabled(true);
   mtc::detail::key_interner::set_enabled(true);
   mtc::detail::dict_stash::set_enabled(stash_setting);
-  mtc::set_reused_outputs_move_storages(moves_setting);
   mtc::detail::driver_warmup::set_enabled(warmup_setting);
   mtc::detail::prefetch::set_enabled(true);
   mtc::detail::WorkerPool::set_warm_worker_first(true);
@@ -240,9 +230,8 @@ void BM_EngineCopy(benchmark::State& state) {
 // 2026-11-29), 1048576 none made ahead, 2097152 a current stream from torch's pool, 4194304 no
 // driver warm-up ahead of a copy, 8388608 no prefetching in the walk and the fill, 16777216 with
 // 256: the previous result's tensors offered to the copy as its outputs (ReusableOutputs),
-// 33554432 the warmed worker gets no first claim on the copy's job, 67108864 with 16777216: the
-// reused outputs' previous storages counted instead of moved, 536870912 helpers queued only after
-// the first element}. 399 =
+// 33554432 the warmed worker gets no first claim on the copy's job, 536870912 helpers queued only
+// after the first element}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -252,7 +241,6 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 71});
   b->Args({1, 391});
   b->Args({1, 16777607});  // 391 with the previous result's tensors offered as the outputs
-  b->Args({1, 83886471});  // the same with their previous storages counted, not moved
   b->Args({1, 23})->Args({8, 23})->Args({1, 39});
   b->Args({1, 6})->Args({1, 5})->Args({1, 3});
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
@@ -281,8 +269,6 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                262543, 263567, 1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031,
                // 399 and 1423 with the previous result's tensors offered as the outputs
                16777615, 16778639,
-               // the same with the reused outputs' previous storages counted, not moved
-               83886479, 83887503,
                // 399 and 1423 without the warmed worker's first claim on the job
                33554831, 33555855,
                // 399 and 1423 with helpers queued only after the first element

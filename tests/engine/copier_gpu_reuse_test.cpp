@@ -12,7 +12,6 @@
 #include <functional>
 #include <limits>
 #include <memory>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -89,15 +88,6 @@ void expect_outputs(const c10::IValue& result, const c10::IValue& input,
   }
 }
 
-// mtc::set_reused_outputs_move_storages(`moves`) for its lifetime, then as it was.
-struct MovesStorages {
-  explicit MovesStorages(bool moves) : previous(mtc::set_reused_outputs_move_storages(moves)) {}
-  ~MovesStorages() { mtc::set_reused_outputs_move_storages(previous); }
-  MovesStorages(const MovesStorages&) = delete;
-  MovesStorages& operator=(const MovesStorages&) = delete;
-  const bool previous;
-};
-
 int64_t count_reused(const ReusableOutputs& reuse) {
   int64_t n = 0;
   for (const uint8_t r : reuse.reused) n += r;
@@ -105,13 +95,9 @@ int64_t count_reused(const ReusableOutputs& reuse) {
 }
 
 // Split in parts (512 leaves) and not (24): the leaves are matched across root elements either
-// way; the second copy has other values and other sizes than the first. Previous storages moved
-// out of the outputs or counted.
+// way; the second copy has other values and other sizes than the first.
 TEST_F(GpuTest, PackedOutputsAreMadeInOfferedOutputs) {
-  for (const auto& [elements, per_element, moves] :
-       {std::tuple{16, 32, true}, std::tuple{4, 6, true}, std::tuple{16, 32, false}}) {
-    SCOPED_TRACE(moves ? "storages moved" : "storages counted");
-    const MovesStorages setting(moves);
+  for (const auto& [elements, per_element] : {std::pair{16, 32}, std::pair{4, 6}}) {
     std::vector<at::Tensor> offered = outputs_of(batch(elements, per_element));
     const c10::impl::GenericList input = batch(elements, per_element, /*grow=*/2);
     std::shared_ptr<ReusableOutputs> reuse;
@@ -131,7 +117,7 @@ TEST_F(GpuTest, PackedOutputsAreMadeInOfferedOutputs) {
 
 // The storage a reused output leaves lives until the copy's handle is dropped, on the thread that
 // drops it: never freed on a worker, whatever memory a program may have given it.
-void storages_die_with_the_handle() {
+TEST_F(GpuTest, StoragesLeftByReusedOutputsDieWithTheHandle) {
   std::vector<at::Tensor> offered = outputs_of(batch(16, 32));
   std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> old;
   for (const at::Tensor& t : offered)
@@ -147,15 +133,6 @@ void storages_die_with_the_handle() {
   for (const auto& storage : old) EXPECT_FALSE(storage.expired());
   handle.reset();
   for (const auto& storage : old) EXPECT_TRUE(storage.expired());
-}
-
-// The same whether previous storages are moved out of the outputs or counted.
-TEST_F(GpuTest, StoragesLeftByReusedOutputsDieWithTheHandle) {
-  for (const bool moves : {true, false}) {
-    SCOPED_TRACE(moves ? "storages moved" : "storages counted");
-    const MovesStorages setting(moves);
-    storages_die_with_the_handle();
-  }
 }
 
 // Offered TensorImpls that must not change (another reference, a view alive, autograd, another

@@ -4,10 +4,8 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/core/TensorImpl.h>
 
-#include <atomic>
 #include <numeric>
 #include <typeinfo>
-#include <utility>
 
 #include "detail/host_block_cache.h"
 #include "detail/impl_pool.h"
@@ -65,14 +63,6 @@ class OutputImpl final : public c10::TensorImpl {
                             impl_pool::shard_of(this, sizeof(OutputImpl)));
   }
 
-  // Points this output at `storage`, returning its previous storage with the reference it held:
-  // nothing is counted on the previous one.
-  c10::Storage exchange_storage(const c10::Storage& storage) {
-    c10::Storage previous = std::exchange(storage_, storage);
-    device_opt_ = storage_.device();
-    return previous;
-  }
-
   static void* operator new(size_t bytes) { return impl_pool::allocate(bytes); }
   static void operator delete(void* block, size_t bytes) noexcept {
     impl_pool::release(block, bytes);
@@ -81,8 +71,6 @@ class OutputImpl final : public c10::TensorImpl {
 
 // impl_pool's blocks have operator new's default alignment (its header keeps it).
 static_assert(alignof(OutputImpl) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
-
-std::atomic<bool> moves_storages{true};
 
 c10::intrusive_ptr<OutputImpl> make_output_impl(const c10::Storage& storage,
                                                 caffe2::TypeMeta dtype) {
@@ -96,8 +84,6 @@ c10::intrusive_ptr<OutputImpl> make_output_impl(const c10::Storage& storage,
 }
 
 }  // namespace
-
-bool set_reuse_moves_storages(bool on) { return moves_storages.exchange(on); }
 
 c10::Storage make_storage(c10::DataPtr data, int64_t bytes) {
   return c10::Storage(c10::Storage::use_byte_size_t(), static_cast<size_t>(bytes), std::move(data),
@@ -160,21 +146,12 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
   // A view the program made of the old output shares its counter: resetting it would change
   // that view's version.
   if (!inference && !impl.version_counter().unique()) return false;
-  if (moves_storages.load(std::memory_order_relaxed)) {
-    // The previous storage's reference passes to `released` uncounted: its outputs, dropped
-    // together, now belong to elements that other threads may be walking at this moment, and a
-    // count on its one line would bounce between their cores.
-    released.emplace_back();  // may throw: nothing has changed yet
-    released.back() = static_cast<OutputImpl&>(impl).exchange_storage(storage);
-  } else {
-    // Kept once per run of leaves on one storage (consecutive outputs of a result share a
-    // chunk): `old` dying here is then never the last reference, the one in `released` outlives
-    // it.
-    c10::Storage old = impl.storage();
-    if (released.empty() || released.back().unsafeGetStorageImpl() != old.unsafeGetStorageImpl())
-      released.push_back(old);  // may throw: nothing has changed yet
-    impl.set_storage_keep_dtype(storage);
-  }
+  // Kept once per run of leaves on one storage (consecutive outputs of a result share a chunk):
+  // `old` dying here is then never the last reference, the one kept in `released` outlives it.
+  c10::Storage old = impl.storage();
+  if (released.empty() || released.back().unsafeGetStorageImpl() != old.unsafeGetStorageImpl())
+    released.push_back(old);  // may throw: nothing has changed yet
+  impl.set_storage_keep_dtype(storage);
   const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
   if (like.is_contiguous()) {
     impl.set_sizes_contiguous(like.sizes());

@@ -45,14 +45,10 @@ at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at:
 // Makes `impl`, an output offered for reuse (mtc::ReusableOutputs), what make_view would make
 // for `like` on `storage` (on `target`), when it qualifies as that header says; returns whether
 // it did. Leaves a TensorImpl that does not qualify untouched. Its previous storage goes to
-// `released` (its reference moved there, or a copy once per run of leaves that shared it, as
-// mtc::set_reused_outputs_move_storages says), so that it is freed where the job is, on the
-// caller's thread, and never on a worker: its memory may be anything the program set.
+// `released` (once per run of leaves that shared it), so that it is freed where the job is, on
+// the caller's thread, and never on a worker: its memory may be anything the program set.
 bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t byte_offset,
                    const at::Tensor& like, c10::Device target, std::vector<c10::Storage>& released);
-
-// mtc::set_reused_outputs_move_storages; returns the previous setting.
-bool set_reuse_moves_storages(bool on);
 
 // Gives `out` the conjugate and negative bits of `like`: outputs copy raw bytes, so a lazily
 // conjugated (or negated) input must come out flagged the same way to mean the same values.

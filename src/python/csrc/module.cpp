@@ -69,11 +69,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("_set_walk_split", &mtc::set_walk_split, py::arg("min_leaves"), py::arg("leaves_per_part"),
         "For benchmarks: the engine's split of a structure among walking threads "
         "(mtc::set_walk_split; defaults 256 and 128), process-wide.");
-  m.def("_set_reused_outputs_move_storages", &mtc::set_reused_outputs_move_storages,
-        py::arg("enabled"),
-        "For benchmarks: whether a reused tensor object's previous storage is moved into the copy "
-        "(on by default) or counted (mtc::set_reused_outputs_move_storages), process-wide; "
-        "returns the previous setting.");
   m.def("_set_streamed_walk", &mtc::python::set_streamed_walk, py::arg("enabled"),
         "For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's "
         "copy element by element, the engine starting first (on by default), or walked whole "

@@ -68,10 +68,6 @@ def _set_walk_split(min_leaves: int, leaves_per_part: int) -> None:
     structure of at least ``min_leaves`` leaves is walked by several threads, one per
     ``leaves_per_part`` leaves at most; defaults 256 and 128)."""
 
-def _set_reused_outputs_move_storages(enabled: bool) -> bool:
-    """For benchmarks: whether a reused tensor object's previous storage is moved into the copy
-    (on by default) or counted, process-wide. Returns the previous setting."""
-
 def _set_streamed_walk(enabled: bool) -> bool:
     """For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's
     copy element by element, the engine starting first (on by default), or walked whole first.

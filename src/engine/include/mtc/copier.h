@@ -243,14 +243,6 @@ CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
 // c10::ValueError unless both are >= 1.
 void set_walk_split(int64_t min_leaves, int64_t leaves_per_part);
 
-// How a reused output (ReusableOutputs) lets go of its previous storage, process-wide, for
-// benchmarks that compare the two in one process: moved out, its reference passing uncounted to
-// the copy, which drops it with the job (the default, true); or counted, as a copy of the storage
-// kept once per run of leaves that shared it and a release of the output's own reference. Several
-// walking threads count on one previous storage at once when the elements its outputs held are
-// now walked by different threads. Returns the previous setting.
-bool set_reused_outputs_move_storages(bool on);
-
 // The pools of pinned (page-locked) host memory that stage copies, one per CUDA device: a copy
 // to a GPU or from it stages in that GPU's pool, so GPUs copying at once do not share one. Each
 // grows with its device's demand and, once a repeated workload has run a copy or two, holds
