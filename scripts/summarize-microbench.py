@@ -31,6 +31,9 @@ def main(path):
     # Outputs made in offered TensorImpls, per copy: a column only where some case offered them.
     if any("recycled" in b for b in medians.values()):
         steps.append("recycled")
+    # The handle's drop after such a copy (its reused outputs' previous storages die there).
+    if any("drop_us" in b for b in medians.values()):
+        steps.append("drop_us")
     print("| benchmark | time (us) | " + " | ".join(steps) + " |")
     print("|---" * (2 + len(steps)) + "|")
     for name, b in medians.items():
