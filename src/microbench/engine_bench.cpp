@@ -171,8 +171,9 @@ void BM_EngineCopy(benchmark::State& state) {
     const auto t2 = Clock::now();
     previous = std::move(out);
     stats.add(handle->stats(), std::chrono::duration<double>(t1 - t0).count());
+    const auto t3 = Clock::now();
     handle.reset();
-    drops.push_back(std::chrono::duration<double>(Clock::now() - t2).count());
+    drops.push_back(std::chrono::duration<double>(Clock::now() - t3).count());
     return std::chrono::duration<double>(t2 - t0).count();
   };
   // One copy as a training loop makes it; returns its time and adds its steps to `stats`.
