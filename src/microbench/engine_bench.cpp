@@ -22,7 +22,6 @@
 #include "detail/driver_warmup.h"
 #include "detail/key_interner.h"
 #include "detail/prefetch.h"
-#include "detail/routes.h"
 #include "detail/version_pool.h"
 #include "detail/worker_pool.h"
 #include "detail/worker_pool_set.h"
@@ -150,9 +149,6 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 536870912: a split walk queues its helpers only after its first element, as if its pool
   // remembered no earlier split (copy_job.h, set_early_split).
   mtc::detail::set_early_split(!(state.range(1) & 536870912));
-  // Bit 67108864: a split walk's own thread gives every walking thread's chunks their device
-  // memory as it queues them, instead of each thread its own (routes.h).
-  mtc::detail::set_stagers_attach_device_memory(!(state.range(1) & 67108864));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -227,7 +223,6 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::prefetch::set_enabled(true);
   mtc::detail::WorkerPool::set_warm_worker_first(true);
   mtc::detail::set_early_split(true);
-  mtc::detail::set_stagers_attach_device_memory(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -242,9 +237,8 @@ void BM_EngineCopy(benchmark::State& state) {
 // 2026-11-29), 1048576 none made ahead, 2097152 a current stream from torch's pool, 4194304 no
 // driver warm-up ahead of a copy, 8388608 no prefetching in the walk and the fill, 16777216 with
 // 256: the previous result's tensors offered to the copy as its outputs (ReusableOutputs),
-// 33554432 the warmed worker gets no first claim on the copy's job, 67108864 the walk's own thread
-// gives every walking thread's chunks their device memory, 536870912 helpers queued only after the
-// first element}. 399 =
+// 33554432 the warmed worker gets no first claim on the copy's job, 536870912 helpers queued only
+// after the first element}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -266,7 +260,6 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 2097159});    // hot on a stream from torch's pool
   b->Args({1, 8388615});    // hot without prefetching
   b->Args({1, 536870919});  // hot with helpers queued only after the first element
-  b->Args({1, 67108871});   // hot with the walk's thread attaching device memory
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -286,9 +279,7 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                // 399 and 1423 without the warmed worker's first claim on the job
                33554831, 33555855,
                // 399 and 1423 with helpers queued only after the first element
-               536871311, 536872335,
-               // 399, 1423 and their offered outputs, the walk's thread attaching device memory
-               67109263, 67110287, 83886479, 83887503});
+               536871311, 536872335});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(

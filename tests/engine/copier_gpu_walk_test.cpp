@@ -15,7 +15,6 @@
 #include <string>
 #include <vector>
 
-#include "detail/routes.h"
 #include "detail/worker_pool_set.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
@@ -90,15 +89,11 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
     const std::vector<at::Tensor> leaves = tensors_of(root);
     ASSERT_GE(leaves.size(), 1024u);
     // A chunk alignment above the allocator's own moves each thread's views along with its
-    // chunk's memory when the chunk gets it: on the thread that staged it, or (set off) on the
-    // walk's own thread as it queues every thread's chunks.
+    // chunk's memory when the chunk is queued.
     for (const int64_t alignment : {int64_t{16}, int64_t{4096}}) {
       for (const bool background : {true, false}) {
-        const bool stagers_attach = background;
-        mtc::detail::set_stagers_attach_device_memory(stagers_attach);
-        SCOPED_TRACE(::testing::Message()
-                     << root.tagKind() << ", background " << background << ", alignment "
-                     << alignment << ", stagers attach " << stagers_attach);
+        SCOPED_TRACE(::testing::Message() << root.tagKind() << ", background " << background
+                                          << ", alignment " << alignment);
         CopyOptions options;
         options.use_background_thread = background;
         options.min_packed_alignment_bytes = alignment;
@@ -142,7 +137,6 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
                   (s.traverse_us + s.submit_us) * static_cast<double>(s.walk_threads + 1));
       }
     }
-    mtc::detail::set_stagers_attach_device_memory(true);
   }
   // Helpers join as they wake up: not every copy is split, but over six copies of over 1,024
   // leaves some are.

@@ -244,8 +244,6 @@ void CopyJob::walk() {
       if (pack_submitted_in_walk() && !tickets->stop.load(std::memory_order_relaxed)) {
         if (options_.use_pinned_staging) {
           stage_packed_host_to_device(w.context, w.router->packed());
-          if (stagers_attach_device_memory())
-            attach_packed_device_memory(w.context, w.router->packed());
           w.staged.store(true, std::memory_order_release);
         } else {
           submit_packed_host_to_device(w.context, w.router->packed());

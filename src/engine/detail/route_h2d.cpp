@@ -3,8 +3,6 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 
-#include <atomic>
-
 #include "detail/cuda_check.h"
 #include "detail/outputs.h"
 #include "detail/pinned_pool_set.h"
@@ -40,12 +38,9 @@ void stage_packed(RouteContext& ctx, PackedChunks& packed) {
   packed.staged = host;
 }
 
-std::atomic<bool> stagers_attach{true};
-
-// Gives each chunk its device memory, on the stream the allocation is associated with (the
-// captured one, current here). Chunks whose alignment the allocator's own does not cover move
-// their views along by the shift, a multiple of 16 (both alignments are), so of every element size.
-void attach_device_memory(RouteContext& ctx, PackedChunks& packed) {
+// Gives each staged chunk its device memory and queues one DMA per chunk.
+void queue_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream) {
+  const std::byte* host = packed.staged;
   const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
   const int64_t slack = chunk_slack(alignment, kDeviceAllocAlignment);
   for (size_t c = 0; c < packed.chunks.size(); ++c) {
@@ -58,8 +53,16 @@ void attach_device_memory(RouteContext& ctx, PackedChunks& packed) {
           static_cast<size_t>(chunk.bytes + slack));
     }
     const int64_t shift = alignment_shift(data.get(), alignment);
-    chunk.device = static_cast<std::byte*>(data.get()) + shift;
+    {
+      MTC_RANGE(submit, "submit");
+      const AddElapsed timed(ctx.stats.driver_us);
+      MTC_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::byte*>(data.get()) + shift,
+                                     host + chunk.staging, static_cast<size_t>(chunk.bytes),
+                                     cudaMemcpyHostToDevice, stream));
+    }
     if (shift != 0) {
+      // Only for alignments the allocator's own does not cover: move the chunk's views along.
+      // shift is a multiple of 16 (both alignments are), so of every element size.
       const size_t last =
           c + 1 < packed.chunks.size() ? packed.chunks[c + 1].first_item : packed.views.size();
       for (size_t k = chunk.first_item; k < last; ++k) {
@@ -70,21 +73,6 @@ void attach_device_memory(RouteContext& ctx, PackedChunks& packed) {
     }
     chunk.storage.set_data_ptr_noswap(std::move(data));
     chunk.storage.set_nbytes(static_cast<size_t>(chunk.bytes + slack));
-  }
-  packed.attached = true;
-}
-
-// Queues one DMA per staged chunk, giving the chunks their device memory first unless the thread
-// that staged them did.
-void queue_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream) {
-  if (!packed.attached) attach_device_memory(ctx, packed);
-  const std::byte* host = packed.staged;
-  for (const PackedChunks::Chunk& chunk : packed.chunks) {
-    MTC_RANGE(submit, "submit");
-    const AddElapsed timed(ctx.stats.driver_us);
-    MTC_CUDA_CHECK(cudaMemcpyAsync(chunk.device, host + chunk.staging,
-                                   static_cast<size_t>(chunk.bytes), cudaMemcpyHostToDevice,
-                                   stream));
   }
   ctx.stats.packed += static_cast<int64_t>(packed.views.size());
   ctx.stats.chunks += static_cast<int64_t>(packed.chunks.size());
@@ -130,16 +118,6 @@ void single_host_to_device(RouteContext& ctx, int64_t leaf, std::vector<HostToDe
 void stage_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
   if (!packed.chunks.empty() && packed.staged == nullptr) stage_packed(ctx, packed);
 }
-
-void attach_packed_device_memory(RouteContext& ctx, PackedChunks& packed) {
-  if (packed.chunks.empty() || packed.attached) return;
-  c10::cuda::CUDAStreamGuard guard(ctx.streams.of(ctx.target.index()));
-  attach_device_memory(ctx, packed);
-}
-
-void set_stagers_attach_device_memory(bool on) { stagers_attach.store(on); }
-
-bool stagers_attach_device_memory() { return stagers_attach.load(std::memory_order_relaxed); }
 
 void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
   if (packed.chunks.empty()) return;

@@ -82,13 +82,11 @@ struct PackedChunks {
                             // offsets are from here too; the submission lays chunks out anew)
     size_t first_item = 0;  // its items are [first_item, next chunk's first_item)
     c10::DeviceIndex source = -1;  // GPU->CPU: the device every item is on
-    std::byte* device = nullptr;   // CPU->GPU: where the chunk's DMA lands, once attached
   };
   std::vector<Chunk> chunks;
   std::vector<StagingCopy> copies;      // by item: source, staging offset, bytes
   std::vector<c10::TensorImpl*> views;  // by item: the output (owned by the new structure)
   const std::byte* staged = nullptr;    // CPU->GPU: the filled staging, once staged
-  bool attached = false;                // CPU->GPU: the chunks have their device memory
 
   // Staging bytes for all chunks, each starting at a multiple of kStagingAlignment.
   int64_t staging_bytes() const;
@@ -111,12 +109,6 @@ inline constexpr int64_t kStagingAlignment = 256;
 // legacy default stream, which torch programs copy on by default (tried, 2026-12-02).
 void stage_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
-// Gives staged chunks their device memory (on the captured stream) on the calling thread, so that
-// the thread that queues them all has only the DMAs left to queue. A split walk's threads do this
-// each for their own chunks, unless set off (benchmarks that compare: BM_EngineCopy bit 67108864).
-void attach_packed_device_memory(RouteContext& ctx, PackedChunks& packed);
-void set_stagers_attach_device_memory(bool on);
-bool stagers_attach_device_memory();
 void submit_packed_host_to_device(RouteContext& ctx, PackedChunks& packed);
 
 // CPU sources (pageable or pinned) to the CUDA target: the chunks packed during the walk that
