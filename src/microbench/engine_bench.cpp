@@ -92,6 +92,8 @@ void BM_EngineCopy(benchmark::State& state) {
   options.pack_cpu_tensors = state.range(1) & 1;
   options.use_pinned_staging = state.range(1) & 2;
   options.use_background_thread = state.range(1) & 4;
+  // Bit 67108864: GPU->CPU outputs in pinned memory, the DMA landing in them.
+  options.pinned_host_outputs = state.range(1) & 67108864;
   // Bit 8: leave the engine idle for 5 ms before each copy, so its workers have gone to sleep
   // (a training step's one copy), instead of back-to-back copies that find them spinning; with
   // bit 1024 the caller spends the gap busy over 32 MiB (a forward pass) instead of sleeping.
@@ -237,8 +239,8 @@ void BM_EngineCopy(benchmark::State& state) {
 // 2026-11-29), 1048576 none made ahead, 2097152 a current stream from torch's pool, 4194304 no
 // driver warm-up ahead of a copy, 8388608 no prefetching in the walk and the fill, 16777216 with
 // 256: the previous result's tensors offered to the copy as its outputs (ReusableOutputs),
-// 33554432 the warmed worker gets no first claim on the copy's job, 536870912 helpers queued only
-// after the first element}. 399 =
+// 33554432 the warmed worker gets no first claim on the copy's job, 67108864 GPU->CPU outputs
+// pinned (pinned_host_outputs), 536870912 helpers queued only after the first element}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -288,7 +290,9 @@ void d2h_gap_args(benchmark::internal::Benchmark* b) {
           // 399 and 1423 without the warmed worker's first claim on the job
           33554831, 33555855,
           // 399 and 1423 with helpers queued only after the first element
-          536871311, 536872335});
+          536871311, 536872335,
+          // 399 and 1423 with pinned outputs
+          67109263, 67110287});
 }
 
 }  // namespace
@@ -307,6 +311,7 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 2097159})    // on a stream from torch's pool
     ->Args({1, 8388615})    // without prefetching
     ->Args({1, 536870919})  // helpers queued only after the first element
+    ->Args({1, 67108871})   // pinned outputs
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

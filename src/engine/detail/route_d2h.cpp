@@ -1,4 +1,5 @@
 #include <ATen/EmptyTensor.h>
+#include <ATen/core/CachingHostAllocator.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -23,39 +24,42 @@ namespace mtc::detail {
 namespace {
 
 // Gathers `items` on device `source` into `gathered` and brings those `bytes` to `host`, which
-// lies in `host_memory`. Through pinned staging, whose block also carries the descriptors for
-// the gather to read (the copy holds the block until its event), and a host copy once the DMA
-// has landed; without it, straight into the pageable memory, which the runtime does
-// synchronously.
+// lies in `host_memory`. Pinned host memory (pinned_host_outputs) takes the DMA itself. Otherwise
+// through pinned staging and a host copy once the DMA has landed; without pinned staging,
+// straight into the pageable memory, which the runtime does synchronously. Pinned staging also
+// carries the descriptors for the gather to read (the copy holds the block until its event).
 void gather_to_host(RouteContext& ctx, c10::DeviceIndex source, cudaStream_t stream,
                     const std::vector<GatherItem>& items, std::byte* gathered, std::byte* host,
-                    int64_t bytes, const c10::Storage& host_memory) {
+                    int64_t bytes, const c10::Storage& host_memory, bool host_pinned) {
   if (ctx.options.use_pinned_staging) {
     const auto descriptor_bytes =
         round_up(static_cast<int64_t>(items.size() * sizeof(GatherItem)), kStagingAlignment);
     PinnedBlock block;
     {
       const AddElapsed timed(ctx.stats.allocate_us);
-      block = PinnedPoolSet::instance().for_device(source).acquire(descriptor_bytes + bytes);
+      block = PinnedPoolSet::instance().for_device(source).acquire(descriptor_bytes +
+                                                                   (host_pinned ? 0 : bytes));
     }
     ctx.completion.hold(block);
     ctx.stats.pinned_bytes += block.bytes;
     auto* descriptors = reinterpret_cast<GatherItem*>(block.data);
     std::copy(items.begin(), items.end(), descriptors);
-    std::byte* staging = block.data + descriptor_bytes;
+    std::byte* landing = host_pinned ? host : block.data + descriptor_bytes;
     {
       const AddElapsed timed(ctx.stats.driver_us);
       launch_gather_pinned(descriptors, items.size(), gathered, stream);
-      MTC_CUDA_CHECK(cudaMemcpyAsync(staging, gathered, static_cast<size_t>(bytes),
+      MTC_CUDA_CHECK(cudaMemcpyAsync(landing, gathered, static_cast<size_t>(bytes),
                                      cudaMemcpyDeviceToHost, stream));
     }
-    ctx.completion.copy_after(host, staging, bytes);
+    if (!host_pinned) ctx.completion.copy_after(host, landing, bytes);
     ctx.completion.hold(host_memory);
   } else {
     launch_gather(items.data(), items.size(), gathered, stream);
-    // Into pageable memory the copy is synchronous: it returns once the bytes are there.
+    // Into pageable memory the copy is synchronous: it returns once the bytes are there. Into
+    // pinned memory it is not, and the copy holds the memory until its event.
     MTC_CUDA_CHECK(cudaMemcpyAsync(host, gathered, static_cast<size_t>(bytes),
                                    cudaMemcpyDeviceToHost, stream));
+    if (host_pinned) ctx.completion.hold(host_memory);
   }
 }
 
@@ -96,16 +100,19 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
     // Freed as soon as the DMA is queued: it is used on this stream only, and the caching
     // allocator reuses it in stream order.
     device_buffer = c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(bytes));
-    host_block =
-        make_storage(HostBlockCache::instance().allocate(static_cast<size_t>(bytes + alignment)),
-                     bytes + alignment);
+    const auto host_bytes = static_cast<size_t>(bytes + alignment);
+    host_block = make_storage(ctx.options.pinned_host_outputs
+                                  ? at::getHostAllocator(at::kCUDA)->allocate(host_bytes)
+                                  : HostBlockCache::instance().allocate(host_bytes),
+                              bytes + alignment);
   }
   auto* host = static_cast<std::byte*>(host_block.mutable_data());
   host += alignment_shift(host, alignment);
   {
     MTC_RANGE(submit, "submit");
     gather_to_host(ctx, source, stream.stream(), gather,
-                   static_cast<std::byte*>(device_buffer.get()), host, bytes, host_block);
+                   static_cast<std::byte*>(device_buffer.get()), host, bytes, host_block,
+                   ctx.options.pinned_host_outputs);
   }
   for (size_t c = first; c < end; ++c) {
     PackedChunks::Chunk& chunk = packed.chunks[c];
@@ -159,7 +166,7 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
                           static_cast<uint64_t>(item.offset), static_cast<uint64_t>(item.bytes)});
       }
       gather_to_host(ctx, source, stream, gather, static_cast<std::byte*>(device_buffer.get()),
-                     host + shift, chunk.bytes, host_buffer.storage());
+                     host + shift, chunk.bytes, host_buffer.storage(), /*host_pinned=*/false);
     }
     const int32_t storage = ctx.add_storage(host_buffer.storage());
     const int64_t base = static_cast<int64_t>(host_buffer.storage_offset()) + shift;

@@ -47,9 +47,10 @@ struct CopyOptions {
   // make it current, as torch.cuda.set_device does; otherwise its copies back share the
   // workers of device 0).
   bool use_background_thread = true;
-  // GPU->CPU: tensors that are not packed are copied straight into pinned (page-locked) output
-  // tensors from torch's pinned-memory cache, with no host copy after the DMA. The outputs are
-  // then pinned; they hold page-locked memory for as long as they live.
+  // GPU->CPU: the outputs land in pinned (page-locked) memory from torch's pinned-memory cache,
+  // with no host copy after the DMA: each tensor that is not packed in a pinned tensor of its
+  // own, packed ones in one pinned block per chunk run (they are its views). The outputs then
+  // hold page-locked memory for as long as they live.
   bool pinned_host_outputs = false;
 };
 
