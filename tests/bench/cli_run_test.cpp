@@ -119,6 +119,8 @@ TEST_F(CliRun, ListShowsStrategiesAndShippedConfigs) {
   const Ran r = run({"list"});
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("engine_no_thread"), std::string::npos);
+  // The columns are as wide as their longest entry: the longest name is still followed by a space.
+  EXPECT_NE(r.out.find("engine_pinned_out d2h "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("streampetr.json"), std::string::npos) << r.out;
 }
 

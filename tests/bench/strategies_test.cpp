@@ -122,7 +122,7 @@ TEST(Registry, MakesEveryCatalogStrategy) {
   }
 }
 
-TEST(Registry, EngineVariantsTurnOneOptionOff) {
+TEST(Registry, EngineVariantsChangeOneOption) {
   mtc::CopyOptions base;
   base.max_packed_chunk_bytes = 8192;
   const auto options_of = [&base](std::string_view name) {
@@ -133,6 +133,8 @@ TEST(Registry, EngineVariantsTurnOneOptionOff) {
   EXPECT_EQ(options_of("engine_no_pack").max_packed_chunk_bytes, 8192);
   EXPECT_FALSE(options_of("engine_no_pinned").use_pinned_staging);
   EXPECT_FALSE(options_of("engine_no_thread").use_background_thread);
+  EXPECT_TRUE(options_of("engine_pinned_out").pinned_host_outputs);
+  EXPECT_FALSE(options_of("engine").pinned_host_outputs);
   EXPECT_TRUE(options_of("engine").use_background_thread);
   EngineOverrides overrides;
   overrides.max_chunk_bytes = 4096;
@@ -151,6 +153,9 @@ TEST(Catalog, WhatAppliesWhere) {
   EXPECT_NE(unsupported_reason(*find_strategy("pin_to_nb"), Direction::kD2H, true), "");
   EXPECT_NE(unsupported_reason(*find_strategy("memcpy_batch"), Direction::kH2H, true), "");
   EXPECT_EQ(unsupported_reason(*find_strategy("engine_no_thread"), Direction::kH2H, false), "");
+  EXPECT_NE(unsupported_reason(*find_strategy("engine_pinned_out"), Direction::kH2D, true), "")
+      << "its option changes only GPU->CPU copies";
+  EXPECT_EQ(unsupported_reason(*find_strategy("engine_pinned_out"), Direction::kD2H, true), "");
 }
 
 class HostToHost : public testing::TestWithParam<std::string> {};
@@ -364,7 +369,7 @@ INSTANTIATE_TEST_SUITE_P(
     AllStrategies, OnGpu,
     testing::Combine(testing::Values("to", "to_nb", "pin_to_nb", "transfer_stream", "memcpy_batch",
                                      "engine", "engine_no_pack", "engine_no_pinned",
-                                     "engine_no_thread"),
+                                     "engine_no_thread", "engine_pinned_out"),
                      testing::Values(Direction::kH2D, Direction::kD2H, Direction::kD2D)),
     [](const auto& test) {
       return std::get<0>(test.param) + "_" + std::string(to_string(std::get<1>(test.param)));

@@ -102,6 +102,13 @@ def test_pinned_host_outputs():
     assert all(t.is_pinned() for t in out)
     plain = mtc.start_copy(data, "cpu", pack_cpu_tensors=False).get()
     assert not any(t.is_pinned() for t in plain)
+    # Packed: the small tensors are views of one pinned block the DMA landed in.
+    handle = mtc.start_copy(data, "cpu", pinned_host_outputs=True)
+    out = handle.get()
+    assert_copied(out, data, "cpu")
+    assert handle.stats()["packed"] >= 1
+    assert all(t.is_pinned() for t in out)
+    assert not any(t.is_pinned() for t in mtc.start_copy(data, "cpu").get())
 
 
 def test_pack_cpu_tensors_off_copies_each_tensor_alone():

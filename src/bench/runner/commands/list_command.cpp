@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -35,8 +36,16 @@ std::string config_blurb(const std::string& path) {
 int list_command(const ListOptions& options, std::ostream& out) {
   if (options.strategies) {
     out << "Strategies (speedups are against `to`):\n";
+    // Columns as wide as their longest entry, and a space.
+    size_t name_width = 0;
+    size_t directions_width = 0;
     for (const StrategyInfo& info : strategy_catalog()) {
-      out << fmt::format("  {:<17}{:<16}{}\n", info.name, directions_text(info), info.summary);
+      name_width = std::max(name_width, info.name.size() + 1);
+      directions_width = std::max(directions_width, directions_text(info).size() + 1);
+    }
+    for (const StrategyInfo& info : strategy_catalog()) {
+      out << fmt::format("  {:<{}}{:<{}}{}\n", info.name, name_width, directions_text(info),
+                         directions_width, info.summary);
     }
   }
   if (options.configs) {

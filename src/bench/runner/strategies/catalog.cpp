@@ -20,8 +20,8 @@ std::unique_ptr<Strategy> make(const StrategySetup& /*setup*/) {
   return std::make_unique<S>();
 }
 
-// The engine with the base options changed by `Edit`: one optimization off, so that the table
-// shows what each one buys.
+// The engine with the base options changed by `Edit`: one optimization off, or one option on, so
+// that the table shows what each one buys.
 template <void (*Edit)(mtc::CopyOptions&)>
 std::unique_ptr<Strategy> make_engine(const StrategySetup& setup) {
   mtc::CopyOptions options = setup.engine_base;
@@ -33,6 +33,7 @@ void as_given(mtc::CopyOptions& /*options*/) {}
 void no_pack(mtc::CopyOptions& options) { options.pack_cpu_tensors = false; }
 void no_pinned(mtc::CopyOptions& options) { options.use_pinned_staging = false; }
 void no_thread(mtc::CopyOptions& options) { options.use_background_thread = false; }
+void pinned_out(mtc::CopyOptions& options) { options.pinned_host_outputs = true; }
 
 const std::vector<StrategyInfo>& catalog() {
   static const std::vector<StrategyInfo> strategies{
@@ -83,6 +84,12 @@ const std::vector<StrategyInfo>& catalog() {
        false,
        {D::kH2D, D::kD2H, D::kD2D, D::kH2H},
        make_engine<no_thread>},
+      {"engine_pinned_out",
+       "the engine with pinned outputs (pinned_host_outputs): the DMA lands in them, no host "
+       "copy after it",
+       true,
+       {D::kD2H},
+       make_engine<pinned_out>},
   };
   return strategies;
 }
