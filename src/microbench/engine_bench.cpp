@@ -22,7 +22,6 @@
 #include "detail/driver_warmup.h"
 #include "detail/key_interner.h"
 #include "detail/prefetch.h"
-#include "detail/staging.h"
 #include "detail/version_pool.h"
 #include "detail/worker_pool.h"
 #include "detail/worker_pool_set.h"
@@ -95,10 +94,6 @@ void BM_EngineCopy(benchmark::State& state) {
   options.use_background_thread = state.range(1) & 4;
   // Bit 67108864: GPU->CPU outputs in pinned memory, the DMA landing in them.
   options.pinned_host_outputs = state.range(1) & 67108864;
-  // Bit 134217728: the host copy after a GPU->CPU DMA split only from 1 MiB (before 2026-12-04).
-  mtc::detail::set_parallel_host_copy_bytes(state.range(1) & 134217728
-                                                ? mtc::detail::kParallelFillBytes
-                                                : mtc::detail::kDefaultParallelHostCopyBytes);
   // Bit 8: leave the engine idle for 5 ms before each copy, so its workers have gone to sleep
   // (a training step's one copy), instead of back-to-back copies that find them spinning; with
   // bit 1024 the caller spends the gap busy over 32 MiB (a forward pass) instead of sleeping.
@@ -230,7 +225,6 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::prefetch::set_enabled(true);
   mtc::detail::WorkerPool::set_warm_worker_first(true);
   mtc::detail::set_early_split(true);
-  mtc::detail::set_parallel_host_copy_bytes(mtc::detail::kDefaultParallelHostCopyBytes);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -246,8 +240,7 @@ void BM_EngineCopy(benchmark::State& state) {
 // driver warm-up ahead of a copy, 8388608 no prefetching in the walk and the fill, 16777216 with
 // 256: the previous result's tensors offered to the copy as its outputs (ReusableOutputs),
 // 33554432 the warmed worker gets no first claim on the copy's job, 67108864 GPU->CPU outputs
-// pinned (pinned_host_outputs), 134217728 the host copy after a GPU->CPU DMA on one thread below
-// 1 MiB, 536870912 helpers queued only after the first element}. 399 =
+// pinned (pinned_host_outputs), 536870912 helpers queued only after the first element}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -299,9 +292,7 @@ void d2h_gap_args(benchmark::internal::Benchmark* b) {
           // 399 and 1423 with helpers queued only after the first element
           536871311, 536872335,
           // 399 and 1423 with pinned outputs
-          67109263, 67110287,
-          // 399 and 1423 with the host copy after the DMA on one thread
-          134218127, 134219151});
+          67109263, 67110287});
 }
 
 }  // namespace
@@ -321,7 +312,6 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 8388615})    // without prefetching
     ->Args({1, 536870919})  // helpers queued only after the first element
     ->Args({1, 67108871})   // pinned outputs
-    ->Args({1, 134217735})  // the host copy after the DMA on one thread
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

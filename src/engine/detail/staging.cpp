@@ -1,7 +1,6 @@
 #include "detail/staging.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 #include "detail/cuda_check.h"
@@ -13,30 +12,15 @@
 
 namespace mtc::detail {
 
-namespace {
-std::atomic<int64_t> g_parallel_host_copy_bytes{kDefaultParallelHostCopyBytes};
-}  // namespace
-
-void set_parallel_host_copy_bytes(int64_t bytes) {
-  g_parallel_host_copy_bytes.store(std::max<int64_t>(bytes, 1));
-}
-
-int64_t parallel_host_copy_bytes() {
-  return g_parallel_host_copy_bytes.load(std::memory_order_relaxed);
-}
-
 void run_host_copies(std::span<const HostCopy> copies) {
   int64_t total = 0;
   for (const HostCopy& c : copies) total += c.bytes;
   WorkerPool& pool = current_worker_pool();
-  if (total < parallel_host_copy_bytes() || pool.size() == 0) {
+  if (total < kParallelFillBytes || pool.size() == 0) {
     for (const HostCopy& c : copies) std::memcpy(c.dst, c.src, static_cast<size_t>(c.bytes));
     return;
   }
-  const int64_t part_bytes =
-      total >= kParallelFillBytes ? kParallelFillBytes / 4 : kMinHostCopyPart;
-  const int64_t parts =
-      std::min<int64_t>(pool.size() + 1, std::max<int64_t>(total / part_bytes, 1));
+  const int64_t parts = std::min<int64_t>(pool.size() + 1, total / (kParallelFillBytes / 4));
   const int64_t step = (total + parts - 1) / parts;
   // Part p copies bytes [p * step, (p + 1) * step) of the copies laid end to end.
   pool.parallel_for(parts, [&](int64_t p) {

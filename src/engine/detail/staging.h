@@ -22,20 +22,9 @@ namespace mtc::detail {
 // Below this many bytes a fill runs on one thread: waking helpers costs more than it saves.
 inline constexpr int64_t kParallelFillBytes = 1 << 20;
 
-// Runs the copies, split by bytes across the worker pool when they add up to
-// parallel_host_copy_bytes() or more (a part may cover the end of one copy and the start of the
-// next; parts of at least a quarter of kParallelFillBytes for copies of that size and more, of at
-// least kMinHostCopyPart below).
+// Runs the copies, split by bytes across the worker pool when they add up to kParallelFillBytes
+// or more (a part may cover the end of one copy and the start of the next).
 void run_host_copies(std::span<const HostCopy> copies);
-
-// The host copies that follow a GPU->CPU DMA (pinned staging into pageable outputs) are split from
-// this many bytes: after a training step's gap, the copy of the reference batch's 150 KiB was
-// 8-26 us on the thread that waits in get(), while the workers that walked the copy still spin.
-inline constexpr int64_t kDefaultParallelHostCopyBytes = 64 << 10;
-inline constexpr int64_t kMinHostCopyPart = 16 << 10;
-// Process-wide, for benchmarks that compare (BM_EngineCopy bit 134217728: kParallelFillBytes).
-void set_parallel_host_copy_bytes(int64_t bytes);
-int64_t parallel_host_copy_bytes();
 
 // One host copy into a staging buffer.
 struct StagingCopy {
