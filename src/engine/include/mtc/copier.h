@@ -49,8 +49,9 @@ struct CopyOptions {
   bool use_background_thread = true;
   // GPU->CPU: the outputs land in pinned (page-locked) memory from torch's pinned-memory cache,
   // with no host copy after the DMA: each tensor that is not packed in a pinned tensor of its
-  // own, packed ones in one pinned block per chunk run (they are its views). The outputs then
-  // hold page-locked memory for as long as they live.
+  // own, those the walk packs in one pinned block per chunk run (they are its views). The
+  // tensors of a second source device, packed after the walk, still come back pageable. The
+  // pinned outputs hold page-locked memory for as long as they live.
   bool pinned_host_outputs = false;
 };
 
