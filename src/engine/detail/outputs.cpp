@@ -4,6 +4,7 @@
 #include <c10/core/InferenceMode.h>
 #include <c10/core/TensorImpl.h>
 
+#include <atomic>
 #include <numeric>
 #include <typeinfo>
 
@@ -13,6 +14,8 @@
 
 namespace mtc::detail {
 namespace {
+
+std::atomic<bool> copied_shape{true};
 
 // The key set TensorImpl's own constructor gives a tensor of `backend` outside InferenceMode (the
 // autograd keys with the backend's) or inside it (an inference tensor's), read from a tensor made
@@ -61,6 +64,21 @@ class OutputImpl final : public c10::TensorImpl {
   ~OutputImpl() override {
     version_pool::give_back(std::move(version_counter_),
                             impl_pool::shard_of(this, sizeof(OutputImpl)));
+  }
+
+  // The shape of `like`, a contiguous tensor: its sizes and strides, element count and memory
+  // format flags copied as they are, where set_sizes_contiguous() would compute each again from
+  // the sizes. The strides are `like`'s own, as `.to()` keeps them (a dimension of size 1 may
+  // have any stride).
+  void set_shape_of_contiguous(c10::TensorImpl& like) {
+    sizes_and_strides_ = like.sizes_and_strides();
+    numel_ = like.numel();
+    is_contiguous_ = true;
+    is_channels_last_contiguous_ = like.is_contiguous(at::MemoryFormat::ChannelsLast);
+    is_channels_last_3d_contiguous_ = like.is_contiguous(at::MemoryFormat::ChannelsLast3d);
+    is_channels_last_ = like.is_strides_like_channels_last();
+    is_channels_last_3d_ = like.is_strides_like_channels_last_3d();
+    is_non_overlapping_and_dense_ = like.is_non_overlapping_and_dense();
   }
 
   static void* operator new(size_t bytes) { return impl_pool::allocate(bytes); }
@@ -113,8 +131,11 @@ at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at:
   auto impl = make_output_impl(storage, like.dtype());
   const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
   if (like.is_contiguous()) {
-    // Cheaper than set_sizes_and_strides: no strides to copy and check.
-    impl->set_sizes_contiguous(like.sizes());
+    if (copied_shape.load(std::memory_order_relaxed)) {
+      impl->set_shape_of_contiguous(*like.unsafeGetTensorImpl());
+    } else {
+      impl->set_sizes_contiguous(like.sizes());
+    }
     impl->set_storage_offset(storage_offset);
   } else {
     impl->set_sizes_and_strides(like.sizes(), like.strides(), storage_offset);
@@ -154,7 +175,11 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
   impl.set_storage_keep_dtype(storage);
   const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
   if (like.is_contiguous()) {
-    impl.set_sizes_contiguous(like.sizes());
+    if (copied_shape.load(std::memory_order_relaxed)) {
+      static_cast<OutputImpl&>(impl).set_shape_of_contiguous(*like.unsafeGetTensorImpl());
+    } else {
+      impl.set_sizes_contiguous(like.sizes());
+    }
     impl.set_storage_offset(storage_offset);
   } else {
     impl.set_sizes_and_strides(like.sizes(), like.strides(), storage_offset);
@@ -165,6 +190,8 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
   impl._set_neg(like.is_neg());
   return true;
 }
+
+void set_copied_shape(bool on) { copied_shape.store(on, std::memory_order_relaxed); }
 
 void copy_math_bits(const at::Tensor& like, at::Tensor& out) {
   if (like.is_conj()) out._set_conj(true);

@@ -50,6 +50,11 @@ at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at:
 bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t byte_offset,
                    const at::Tensor& like, c10::Device target, std::vector<c10::Storage>& released);
 
+// An output of a contiguous input takes the input's sizes, strides, element count and memory
+// format flags as they are (on by default), instead of computing them again from its sizes with
+// canonical strides: for benchmarks that compare the two in one process.
+void set_copied_shape(bool on);
+
 // Gives `out` the conjugate and negative bits of `like`: outputs copy raw bytes, so a lazily
 // conjugated (or negated) input must come out flagged the same way to mean the same values.
 void copy_math_bits(const at::Tensor& like, at::Tensor& out);
