@@ -7,9 +7,11 @@
 #include <atomic>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "detail/copy_job.h"
+#include "detail/device_block_stash.h"
 #include "detail/host_block_cache.h"
 #include "detail/impl_pool.h"
 #include "detail/pinned_pool_set.h"
@@ -153,12 +155,16 @@ namespace {
 void queue_job(detail::WorkerPool& pool, std::shared_ptr<detail::TaskGate> gate, bool starts_copy) {
   pool.submit(
       [&pool, gate] {
-        const std::shared_ptr<detail::CopyJob> claimed = gate->take();
+        std::shared_ptr<detail::CopyJob> claimed = gate->take();
         if (!claimed) return;
         if (claimed->fed_by_this_thread()) {
           queue_job(pool, gate, /*starts_copy=*/false);
-        } else {
-          claimed->run_if_unclaimed();
+        } else if (claimed->run_if_unclaimed()) {
+          // The next copy's device memory, made here once the result is out: the job is let go
+          // first, so that it ends where it would have without this.
+          const std::optional<c10::cuda::CUDAStream> stream = claimed->stream_to_stash_for();
+          claimed.reset();
+          if (stream) detail::device_block_stash::refill(*stream);
         }
       },
       starts_copy);

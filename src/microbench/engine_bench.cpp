@@ -18,9 +18,11 @@
 
 #include "bench_support.h"
 #include "detail/copy_job.h"
+#include "detail/device_block_stash.h"
 #include "detail/dict_stash.h"
 #include "detail/driver_warmup.h"
 #include "detail/key_interner.h"
+#include "detail/outputs.h"
 #include "detail/prefetch.h"
 #include "detail/version_pool.h"
 #include "detail/worker_pool.h"
@@ -148,6 +150,11 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 33554432: the worker that warmed the driver gets no first claim on the copy's job
   // (WorkerPool::set_warm_worker_first).
   mtc::detail::WorkerPool::set_warm_worker_first(!(state.range(1) & 33554432));
+  // Bit 134217728: outputs' shapes computed from their sizes, not copied from their inputs
+  // (outputs.h, set_copied_shape).
+  mtc::detail::set_copied_shape(!(state.range(1) & 134217728));
+  // Bit 268435456: no device memory made after a copy for the next one (device_block_stash.h).
+  mtc::detail::device_block_stash::set_enabled(!(state.range(1) & 268435456));
   // Bit 536870912: a split walk queues its helpers only after its first element, as if its pool
   // remembered no earlier split (copy_job.h, set_early_split).
   mtc::detail::set_early_split(!(state.range(1) & 536870912));
@@ -225,6 +232,8 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::prefetch::set_enabled(true);
   mtc::detail::WorkerPool::set_warm_worker_first(true);
   mtc::detail::set_early_split(true);
+  mtc::detail::set_copied_shape(true);
+  mtc::detail::device_block_stash::set_enabled(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -240,7 +249,9 @@ void BM_EngineCopy(benchmark::State& state) {
 // driver warm-up ahead of a copy, 8388608 no prefetching in the walk and the fill, 16777216 with
 // 256: the previous result's tensors offered to the copy as its outputs (ReusableOutputs),
 // 33554432 the warmed worker gets no first claim on the copy's job, 67108864 GPU->CPU outputs
-// pinned (pinned_host_outputs), 536870912 helpers queued only after the first element}. 399 =
+// pinned (pinned_host_outputs), 134217728 outputs' shapes computed, not copied, 268435456 no
+// device memory made ahead for the next copy, 536870912 helpers queued only after the first
+// element}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -262,6 +273,8 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 2097159});    // hot on a stream from torch's pool
   b->Args({1, 8388615});    // hot without prefetching
   b->Args({1, 536870919});  // hot with helpers queued only after the first element
+  b->Args({1, 134217735});  // hot with outputs' shapes computed
+  b->Args({1, 268435463});  // hot without device memory made ahead
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -281,7 +294,11 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                // 399 and 1423 without the warmed worker's first claim on the job
                33554831, 33555855,
                // 399 and 1423 with helpers queued only after the first element
-               536871311, 536872335});
+               536871311, 536872335,
+               // 399 and 1423 with outputs' shapes computed
+               134218127, 134219151,
+               // 399 and 1423 without device memory made ahead
+               268435855, 268436879});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(
@@ -292,7 +309,9 @@ void d2h_gap_args(benchmark::internal::Benchmark* b) {
           // 399 and 1423 with helpers queued only after the first element
           536871311, 536872335,
           // 399 and 1423 with pinned outputs
-          67109263, 67110287});
+          67109263, 67110287,
+          // 399 and 1423 with outputs' shapes computed
+          134218127, 134219151});
 }
 
 }  // namespace
@@ -312,6 +331,7 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 8388615})    // without prefetching
     ->Args({1, 536870919})  // helpers queued only after the first element
     ->Args({1, 67108871})   // pinned outputs
+    ->Args({1, 134217735})  // outputs' shapes computed
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

@@ -178,6 +178,11 @@ void CopyJob::run() noexcept {
   state_.notify_all();
 }
 
+std::optional<c10::cuda::CUDAStream> CopyJob::stream_to_stash_for() const {
+  if (!target_.is_cuda() || state_.load(std::memory_order_acquire) != kSubmitted) return {};
+  return streams_.of(target_.index());
+}
+
 void CopyJob::sync_streams_noexcept() noexcept {
   for (const auto& s : streams_.all()) {
     // A device's default stream is the null handle, which means the current device's: switch.

@@ -93,9 +93,16 @@ class CopyJob {
 
   // Walks, stages, submits and builds the outputs, unless another thread already claimed the
   // job. Never throws: a failure is kept for get().
-  void run_if_unclaimed() noexcept {
-    if (!claimed_.exchange(true, std::memory_order_acq_rel)) run();
+  // Returns whether this call ran the job.
+  bool run_if_unclaimed() noexcept {
+    if (claimed_.exchange(true, std::memory_order_acq_rel)) return false;
+    run();
+    return true;
   }
+  // After run_if_unclaimed() ran the job on this thread: the stream whose device blocks
+  // (device_block_stash.h) a worker should make for the next copy, if the job was a successful
+  // copy to a GPU.
+  std::optional<c10::cuda::CUDAStream> stream_to_stash_for() const;
 
   // Whether the calling thread still has to put elements of the job's root (mtc::RootFeed).
   bool fed_by_this_thread() const { return feed_ && feed_->fed_by_this_thread(); }

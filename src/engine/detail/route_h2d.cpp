@@ -4,6 +4,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "detail/cuda_check.h"
+#include "detail/device_block_stash.h"
 #include "detail/outputs.h"
 #include "detail/pinned_pool_set.h"
 #include "detail/pinned_upload.h"
@@ -39,7 +40,7 @@ void stage_packed(RouteContext& ctx, PackedChunks& packed) {
 }
 
 // Gives each staged chunk its device memory and queues one DMA per chunk.
-void queue_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream) {
+void queue_packed(RouteContext& ctx, PackedChunks& packed, const c10::cuda::CUDAStream& stream) {
   const std::byte* host = packed.staged;
   const int64_t alignment = chunk_base_alignment(ctx.options.min_packed_alignment_bytes);
   const int64_t slack = chunk_slack(alignment, kDeviceAllocAlignment);
@@ -49,8 +50,9 @@ void queue_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream) 
     {
       MTC_RANGE(allocate, "allocate");
       const AddElapsed timed(ctx.stats.allocate_us);
-      data = c10::cuda::CUDACachingAllocator::get()->allocate(
-          static_cast<size_t>(chunk.bytes + slack));
+      const auto bytes = static_cast<size_t>(chunk.bytes + slack);
+      data = device_block_stash::take(stream, bytes);
+      if (!data) data = c10::cuda::CUDACachingAllocator::get()->allocate(bytes);
     }
     const int64_t shift = alignment_shift(data.get(), alignment);
     {
@@ -58,7 +60,7 @@ void queue_packed(RouteContext& ctx, PackedChunks& packed, cudaStream_t stream) 
       const AddElapsed timed(ctx.stats.driver_us);
       MTC_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::byte*>(data.get()) + shift,
                                      host + chunk.staging, static_cast<size_t>(chunk.bytes),
-                                     cudaMemcpyHostToDevice, stream));
+                                     cudaMemcpyHostToDevice, stream.stream()));
     }
     if (shift != 0) {
       // Only for alignments the allocator's own does not cover: move the chunk's views along.
@@ -124,7 +126,7 @@ void queue_packed_host_to_device(RouteContext& ctx, PackedChunks& packed) {
   TORCH_INTERNAL_ASSERT(packed.staged != nullptr, "queue_packed_host_to_device: not staged");
   const c10::cuda::CUDAStream stream = ctx.streams.of(ctx.target.index());
   c10::cuda::CUDAStreamGuard guard(stream);
-  queue_packed(ctx, packed, stream.stream());
+  queue_packed(ctx, packed, stream);
   packed = PackedChunks();
 }
 
