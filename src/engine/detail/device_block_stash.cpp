@@ -128,6 +128,15 @@ size_t kept_blocks(c10::DeviceIndex device) {
   return stash->blocks.size();
 }
 
+int64_t kept_bytes(c10::DeviceIndex device) {
+  DeviceStash* stash = stash_of(device);
+  if (stash == nullptr) return 0;
+  const std::lock_guard<std::mutex> lock(stash->mutex);
+  int64_t bytes = 0;
+  for (const Kept& kept : stash->blocks) bytes += static_cast<int64_t>(kept.bytes);
+  return bytes;
+}
+
 void set_enabled(bool on) {
   stash_on.store(on, std::memory_order_relaxed);
   if (on) return;

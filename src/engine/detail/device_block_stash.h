@@ -31,6 +31,7 @@
 #include <c10/cuda/CUDAStream.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace mtc::detail::device_block_stash {
 
@@ -49,8 +50,9 @@ c10::DataPtr take(const c10::cuda::CUDAStream& stream, size_t bytes);
 // stash.
 void refill(const c10::cuda::CUDAStream& stream) noexcept;
 
-// Blocks `device` keeps (for tests).
+// Blocks `device` keeps, and their bytes (for tests and the memory-steadiness run).
 size_t kept_blocks(c10::DeviceIndex device);
+int64_t kept_bytes(c10::DeviceIndex device);
 
 // Process-wide, on by default.
 void set_enabled(bool on);
