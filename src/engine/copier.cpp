@@ -159,9 +159,10 @@ void queue_job(detail::WorkerPool& pool, std::shared_ptr<detail::TaskGate> gate,
         if (!claimed) return;
         if (claimed->fed_by_this_thread()) {
           queue_job(pool, gate, /*starts_copy=*/false);
-        } else if (claimed->run_if_unclaimed()) {
-          // The next copy's device memory, made here once the result is out: the job is let go
-          // first, so that it ends where it would have without this.
+        } else if (claimed->run_if_unclaimed() && detail::WorkerPool::on_worker_thread()) {
+          // The next copy's device memory, made here once the result is out, by a worker only (a
+          // caller waiting for its own copy may run this task): the job is let go first, so that
+          // it ends where it would have without this.
           const std::optional<c10::cuda::CUDAStream> stream = claimed->stream_to_stash_for();
           claimed.reset();
           if (stream) detail::device_block_stash::refill(*stream);

@@ -46,9 +46,15 @@ c10::IValue copied_by_a_worker(const c10::IValue& batch, const CopyOptions& opti
   return handle.get();
 }
 
-// Puts the stash's setting back after a test, and lets a refill drop what a test left.
+// Each test starts with nothing kept (what earlier tests left is let go) and ends with the stash
+// on.
 class DeviceBlockStashGpuTest : public GpuTest {
  protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    stash::set_enabled(false);
+    stash::set_enabled(true);
+  }
   void TearDown() override {
     stash::set_enabled(true);
     GpuTest::TearDown();
@@ -62,11 +68,14 @@ TEST_F(DeviceBlockStashGpuTest, CopiesTakeTheBlocksTheLastOneLeftAndStayCorrect)
   const c10::IValue first = reference_batch();
   expect_structure_copy(copied_by_a_worker(first, options), first, kCuda0);
   ASSERT_TRUE(kept_becomes(true)) << "no block kept after a copy to the GPU";
-  // Each later copy may land in blocks the previous one left: the values must be the inputs'.
+  // Each later copy lands in blocks the previous one left: the values must be the inputs'.
+  const uint64_t taken_before = stash::taken_total();
   for (int i = 0; i < 6; ++i) {
     const c10::IValue batch = reference_batch();
     expect_structure_copy(copied_by_a_worker(batch, options), batch, kCuda0);
+    ASSERT_TRUE(kept_becomes(true)) << "copy " << i << " left no block for the next";
   }
+  EXPECT_GE(stash::taken_total() - taken_before, 6u) << "the copies did not take the kept blocks";
   EXPECT_LE(stash::kept_blocks(0), stash::kMaxBlocks);
 }
 
@@ -82,9 +91,17 @@ TEST_F(DeviceBlockStashGpuTest, BlocksOfAnotherStreamAreNotTaken) {
   ASSERT_TRUE(taken) << "a kept block of the copy's stream was not given";
   EXPECT_EQ(taken.device(), kCuda0);
   // A copy on the other stream is correct, and what it leaves is for that stream.
-  const c10::cuda::CUDAStreamGuard guard(other);
-  expect_structure_copy(start_copy(batch, kCuda0, CopyOptions()).get(), batch, kCuda0);
-  other.synchronize();
+  {
+    const c10::cuda::CUDAStreamGuard guard(other);
+    expect_structure_copy(copied_by_a_worker(batch), batch, kCuda0);
+    other.synchronize();
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  c10::DataPtr for_other;
+  while (!(for_other = stash::take(other, 1024)) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(for_other) << "the copy on the other stream left no block for it";
+  EXPECT_FALSE(stash::take(current, 1024)) << "blocks of the other stream given for the default";
 }
 
 TEST_F(DeviceBlockStashGpuTest, NothingIsKeptWhileOff) {
@@ -104,8 +121,6 @@ TEST_F(DeviceBlockStashGpuTest, NothingIsKeptWhileOff) {
 // A copy whose job the caller runs (no background thread) leaves nothing: the caller's time is
 // the copy's.
 TEST_F(DeviceBlockStashGpuTest, ACallerThatRunsItsCopyMakesNoBlocks) {
-  stash::set_enabled(false);  // lets go of what earlier copies left
-  stash::set_enabled(true);
   const c10::IValue batch = reference_batch();
   CopyOptions options;
   options.use_background_thread = false;

@@ -101,8 +101,8 @@ TEST(OutputShape, AReusedOutputTakesTheNewInputsShapeWhole) {
     // The offered output had another shape, with every flag of its own: none may survive.
     const at::Tensor old_like =
         at::zeros({2, 3, 4, 5}, at::kFloat).contiguous(at::MemoryFormat::ChannelsLast);
-    at::Tensor out = make_view(cpu_storage(1024), 0, old_like);
-    at::Tensor offered = make_view(cpu_storage(1024), 0, at::zeros({5, 7}, at::kFloat));
+    at::Tensor offered = make_view(cpu_storage(1024), 0, old_like);
+    ASSERT_TRUE(offered.is_contiguous(at::MemoryFormat::ChannelsLast));
     const at::Tensor like = contiguous_input(shape);
     std::vector<c10::Storage> released;
     ASSERT_TRUE(

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstdlib>
 #include <iterator>
 #include <mutex>
 #include <optional>
@@ -20,6 +21,7 @@ namespace mtc::detail::device_block_stash {
 namespace {
 
 std::atomic<bool> stash_on{true};
+std::atomic<uint64_t> blocks_taken{0};
 
 struct Kept {
   c10::DataPtr data;
@@ -67,7 +69,10 @@ c10::DataPtr take(const c10::cuda::CUDAStream& stream, size_t bytes) {
   DeviceStash* stash = stash_of(stream.device_index());
   if (stash == nullptr || !stash_on.load(std::memory_order_relaxed)) return {};
   const std::lock_guard<std::mutex> lock(stash->mutex);
-  if (stash->requests.size() < kMaxBlocks) stash->requests.push_back(bytes);
+  // The latest requests: those of the copies just made, not of older ones on other streams or run
+  // by their callers.
+  if (stash->requests.size() == kMaxBlocks) stash->requests.erase(stash->requests.begin());
+  stash->requests.push_back(bytes);
   if (stash->stream != stream.unwrap()) return {};
   auto best = stash->blocks.end();
   for (auto it = stash->blocks.begin(); it != stash->blocks.end(); ++it) {
@@ -76,12 +81,18 @@ c10::DataPtr take(const c10::cuda::CUDAStream& stream, size_t bytes) {
   if (best == stash->blocks.end()) return {};
   c10::DataPtr data = std::move(best->data);
   stash->blocks.erase(best);
+  blocks_taken.fetch_add(1, std::memory_order_relaxed);
   return data;
 }
 
 void refill(const c10::cuda::CUDAStream& stream) noexcept {
   DeviceStash* stash = stash_of(stream.device_index());
   if (stash == nullptr) return;
+  // Once per process: the CUDA runtime may be unloading at exit, where a refill would only fail.
+  // What is kept then stays (freeing it could outlive torch's allocator).
+  static const bool off_at_exit =
+      std::atexit([] { stash_on.store(false, std::memory_order_relaxed); }) == 0;
+  (void)off_at_exit;
   std::vector<Kept> replaced;  // freed after the lock is let go
   try {
     std::vector<size_t> requests;
@@ -150,5 +161,7 @@ void set_enabled(bool on) {
 }
 
 bool enabled() { return stash_on.load(std::memory_order_relaxed); }
+
+uint64_t taken_total() { return blocks_taken.load(std::memory_order_relaxed); }
 
 }  // namespace mtc::detail::device_block_stash

@@ -15,9 +15,12 @@
 // first copy, another stream, larger chunks) allocates as before. Copies whose job the caller
 // ran itself leave the stash alone: the caller's time is the copy's.
 //
-// No allocation happens outside a copy's job: a worker allocating at another time could fall into
-// another thread's CUDA graph capture, which a device allocation invalidates. Nothing is kept for
-// a stream that is capturing.
+// The blocks are made right after a copy, never at another time (the early wake of a forecast
+// copy, driver_warmup.h): a device allocation can invalidate another thread's CUDA graph capture
+// in its global mode. This still leaves a window the copy's own allocations on the workers
+// already had: a program that starts such a capture as soon as get() returns may find a refill
+// under way (an allocation that needs a new segment of the caching allocator is what it forbids).
+// Nothing is kept for a stream that is capturing.
 //
 // What a device keeps is at most kMaxBlocks blocks of at most kMaxBlockBytes, held until a later
 // refill replaces them or the stash is turned off: torch counts them as allocated.
@@ -54,7 +57,10 @@ void refill(const c10::cuda::CUDAStream& stream) noexcept;
 size_t kept_blocks(c10::DeviceIndex device);
 int64_t kept_bytes(c10::DeviceIndex device);
 
-// Process-wide, on by default.
+// Blocks handed out by take() since the process started (for tests).
+uint64_t taken_total();
+
+// Process-wide, on by default; off at exit (what is kept then stays).
 void set_enabled(bool on);
 bool enabled();
 

@@ -90,6 +90,15 @@ class OutputImpl final : public c10::TensorImpl {
 // impl_pool's blocks have operator new's default alignment (its header keeps it).
 static_assert(alignof(OutputImpl) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
 
+// Whether an output may take `like`'s shape as it is (set_shape_of_contiguous): its fields hold
+// the shape only when no subclass policy (symbolic shapes, a Python subclass's own sizes) stands
+// in for them.
+bool shape_can_be_copied(const at::Tensor& like) {
+  if (!copied_shape.load(std::memory_order_relaxed)) return false;
+  const c10::TensorImpl& impl = *like.unsafeGetTensorImpl();
+  return !impl.has_symbolic_sizes_strides() && !impl.key_set().has(c10::DispatchKey::Python);
+}
+
 c10::intrusive_ptr<OutputImpl> make_output_impl(const c10::Storage& storage,
                                                 caffe2::TypeMeta dtype) {
   const c10::DispatchKey backend = storage.device_type() == c10::DeviceType::CUDA
@@ -131,7 +140,7 @@ at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at:
   auto impl = make_output_impl(storage, like.dtype());
   const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
   if (like.is_contiguous()) {
-    if (copied_shape.load(std::memory_order_relaxed)) {
+    if (shape_can_be_copied(like)) {
       impl->set_shape_of_contiguous(*like.unsafeGetTensorImpl());
     } else {
       impl->set_sizes_contiguous(like.sizes());
@@ -175,7 +184,7 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
   impl.set_storage_keep_dtype(storage);
   const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
   if (like.is_contiguous()) {
-    if (copied_shape.load(std::memory_order_relaxed)) {
+    if (shape_can_be_copied(like)) {
       static_cast<OutputImpl&>(impl).set_shape_of_contiguous(*like.unsafeGetTensorImpl());
     } else {
       impl.set_sizes_contiguous(like.sizes());

@@ -125,7 +125,14 @@ bool WorkerPool::try_pop(Task& task) {
   return true;
 }
 
+namespace {
+thread_local bool t_worker = false;
+}  // namespace
+
+bool WorkerPool::on_worker_thread() { return t_worker; }
+
 void WorkerPool::run_worker(int index) {
+  t_worker = true;
   const std::string name = "mtc-worker-" + std::to_string(index);
   nvtx::name_current_thread(name.c_str());
   const PoolScope scope(*this);  // the helpers of the work it runs come from this pool too

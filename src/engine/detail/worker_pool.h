@@ -90,6 +90,9 @@ class WorkerPool {
   // to it for up to kWarmHeadStart. Process-wide, for benchmarks that compare.
   static void set_warm_worker_first(bool on);
   static bool warm_worker_first();
+  // Whether the calling thread is a worker of some pool (a caller that helps with pool work while
+  // it waits is not).
+  static bool on_worker_thread();
   static constexpr std::chrono::microseconds kWarmHeadStart{3};
 
   // Runs fn(i) for i in [0, parts): the calling thread takes parts too, idle workers help.
