@@ -12,8 +12,8 @@
 // it stands for, on the copy's stream (the stream an allocation is tied to), and keeps them for
 // the device. The next copy to that device on the same stream takes the smallest kept block
 // that fits each chunk instead of asking the allocator. A copy that finds nothing to take (a
-// first copy, another stream, larger chunks) allocates as before. Copies whose job the caller
-// ran itself leave the stash alone: the caller's time is the copy's.
+// first copy, another stream, larger chunks) allocates as before. A copy whose job its caller
+// ran itself takes kept blocks but makes none: the caller's time is the copy's.
 //
 // The blocks are made right after a copy, never at another time (the early wake of a forecast
 // copy, driver_warmup.h): a device allocation can invalidate another thread's CUDA graph capture
