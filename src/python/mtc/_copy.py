@@ -59,8 +59,9 @@ def start_copy(
         max_packed_chunk_bytes: payload limit of one chunk; must be > 0.
         use_background_thread: walk, stage and submit on the engine's worker threads; when
             False, this call does that work itself (with the GIL released) before it returns.
-        pinned_host_outputs: GPU to CPU: tensors that are not packed land in pinned
-            (page-locked) output tensors, with no host copy after the DMA.
+        pinned_host_outputs: GPU to CPU: outputs land in pinned (page-locked) memory that
+            the DMA writes, with no host copy after it (packed tensors of a second source GPU
+            excepted: they stay pageable).
 
     Raises:
         ValueError: a device that does not exist or cannot be parsed, a CUDA device without
