@@ -99,6 +99,22 @@ bool shape_can_be_copied(const at::Tensor& like) {
   return !impl.has_symbolic_sizes_strides() && !impl.key_set().has(c10::DispatchKey::Python);
 }
 
+// Gives `impl` the sizes and strides of `like`, starting `byte_offset` bytes into its storage: for
+// a new output and for a reused one alike.
+void set_shape_like(OutputImpl& impl, const at::Tensor& like, int64_t byte_offset) {
+  const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
+  if (like.is_contiguous()) {
+    if (shape_can_be_copied(like)) {
+      impl.set_shape_of_contiguous(*like.unsafeGetTensorImpl());
+    } else {
+      impl.set_sizes_contiguous(like.sizes());
+    }
+    impl.set_storage_offset(storage_offset);
+  } else {
+    impl.set_sizes_and_strides(like.sizes(), like.strides(), storage_offset);
+  }
+}
+
 c10::intrusive_ptr<OutputImpl> make_output_impl(const c10::Storage& storage,
                                                 caffe2::TypeMeta dtype) {
   const c10::DispatchKey backend = storage.device_type() == c10::DeviceType::CUDA
@@ -138,17 +154,7 @@ c10::Storage make_alias_storage(const c10::Storage& storage) {
 
 at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at::Tensor& like) {
   auto impl = make_output_impl(storage, like.dtype());
-  const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
-  if (like.is_contiguous()) {
-    if (shape_can_be_copied(like)) {
-      impl->set_shape_of_contiguous(*like.unsafeGetTensorImpl());
-    } else {
-      impl->set_sizes_contiguous(like.sizes());
-    }
-    impl->set_storage_offset(storage_offset);
-  } else {
-    impl->set_sizes_and_strides(like.sizes(), like.strides(), storage_offset);
-  }
+  set_shape_like(*impl, like, byte_offset);
   at::Tensor out(std::move(impl));
   copy_math_bits(like, out);
   return out;
@@ -182,17 +188,7 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
   if (released.empty() || released.back().unsafeGetStorageImpl() != old.unsafeGetStorageImpl())
     released.push_back(old);  // may throw: nothing has changed yet
   impl.set_storage_keep_dtype(storage);
-  const int64_t storage_offset = byte_offset / static_cast<int64_t>(like.element_size());
-  if (like.is_contiguous()) {
-    if (shape_can_be_copied(like)) {
-      static_cast<OutputImpl&>(impl).set_shape_of_contiguous(*like.unsafeGetTensorImpl());
-    } else {
-      impl.set_sizes_contiguous(like.sizes());
-    }
-    impl.set_storage_offset(storage_offset);
-  } else {
-    impl.set_sizes_and_strides(like.sizes(), like.strides(), storage_offset);
-  }
+  set_shape_like(static_cast<OutputImpl&>(impl), like, byte_offset);
   if (!inference && impl.version_counter().current_version() != 0)
     c10::VariableVersion(impl.version_counter()).set_version(0);
   impl._set_conj(like.is_conj());
