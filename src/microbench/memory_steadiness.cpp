@@ -5,14 +5,14 @@
 // memory allocated and reserved (the CUDA caching allocator) and the process's resident memory
 // (/proc/self/statm). Levelled off means the second half of the run added nothing: no pinned or
 // device memory, no pinned allocation, and at most 16 MiB of resident memory (malloc's arenas
-// may still settle). Device memory allocated is counted beyond the blocks of the result held at
-// that moment: a CPU->GPU result lands in one to five chunks, as many as threads walked it, and
-// each chunk is rounded up to the caching allocator's 512 bytes, so the same batch's result can
-// take 512 bytes more or less from one copy to the next without anything leaking. Nor is the device
-// memory the engine keeps for the next copy's chunks counted there (device_block_stash.h: a worker
-// replaces it after each copy, whose chunks differ in size with the split): each reading waits
-// 5 ms for that worker (the kept bytes are printed; the engine bounds them). The program exits 1
-// otherwise, 2 for bad arguments, and 0 without a GPU (saying it skipped).
+// may still settle). Device memory allocated is read with no result held: the copy's result before
+// each reading is dropped first (the next copy then has none to free). Counting the blocks of a
+// held result instead fell short by an amount that changed from copy to copy: a CPU->GPU result's
+// chunks differ in size with the walk's split, and a chunk placed in a block kept for it sits in
+// a larger block than its storage says. Nor is the device memory the engine keeps for the next
+// copy's chunks counted (device_block_stash.h: a worker replaces it after each copy): each reading
+// waits 5 ms for that worker (the kept bytes are printed; the engine bounds them). The program
+// exits 1 otherwise, 2 for bad arguments, and 0 without a GPU (saying it skipped).
 //
 //   mtc_memory_steadiness [COPIES [EVERY [h2d|d2h]]]    (defaults: 100000 10000 h2d)
 #include <ATen/Context.h>
@@ -23,7 +23,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -43,7 +42,6 @@ struct Reading {
   double seconds = 0;
   mtc::PinnedPoolStats pinned;
   int64_t device_allocated = 0;
-  int64_t device_held = 0;  // of device_allocated, the blocks of the result held
   int64_t device_kept = 0;  // of device_allocated, the blocks kept for the next copy
   int64_t device_reserved = 0;
   int64_t resident = 0;
@@ -59,43 +57,16 @@ int64_t resident_bytes() {
   return static_cast<int64_t>(resident) * sysconf(_SC_PAGESIZE);
 }
 
-// The caching allocator's blocks behind the CUDA tensors of `v`: each storage once, its size
-// rounded up to the allocator's 512 bytes (the engine's results are well under its 1 MiB limit
-// of small blocks).
-int64_t device_blocks_of(const c10::IValue& v, std::set<const void*>& seen) {
-  constexpr int64_t kBlock = 512;
-  if (v.isTensor()) {
-    // Each storage once (packed outputs share a chunk's); an undefined tensor holds none.
-    const at::Tensor& t = v.toTensor();
-    if (!t.defined() || !t.has_storage()) return 0;
-    const c10::Storage& storage = t.storage();
-    if (!storage.device().is_cuda() || !seen.insert(storage.unsafeGetStorageImpl()).second)
-      return 0;
-    return (static_cast<int64_t>(storage.nbytes()) + kBlock - 1) / kBlock * kBlock;
-  }
-  int64_t bytes = 0;
-  if (v.isList()) {
-    for (const auto& item : v.toListRef()) bytes += device_blocks_of(item, seen);
-  } else if (v.isGenericDict()) {
-    for (const auto& e : v.toGenericDict()) bytes += device_blocks_of(e.value(), seen);
-  } else if (v.isTuple()) {
-    for (const auto& item : v.toTupleRef().elements()) bytes += device_blocks_of(item, seen);
-  }
-  return bytes;
-}
-
-Reading read(int64_t copies, double seconds, const c10::IValue& held) {
+Reading read(int64_t copies, double seconds) {
   using c10::CachingDeviceAllocator::StatType;
   // The worker that ran the last copy's job is still replacing the blocks kept for the next.
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
   const auto device = c10::cuda::CUDACachingAllocator::getDeviceStats(0);
   const auto all = static_cast<size_t>(StatType::AGGREGATE);
-  std::set<const void*> seen;
   return {copies,
           seconds,
           mtc::pinned_pool_stats(),
           device.allocated_bytes[all].current,
-          device_blocks_of(held, seen),
           mtc::detail::device_block_stash::kept_bytes(0),
           device.reserved_bytes[all].current,
           resident_bytes()};
@@ -148,7 +119,7 @@ int main(int argc, char** argv) {
   auto seconds = [&start] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  std::vector<Reading> readings{read(0, 0, c10::IValue())};
+  std::vector<Reading> readings{read(0, 0)};
   print_row(readings.back());
   Reading half;
   c10::IValue previous;
@@ -156,11 +127,15 @@ int main(int argc, char** argv) {
     mtc::CopyHandle handle = mtc::start_copy(batches[static_cast<size_t>(n % kRotation)], target);
     previous = c10::IValue();  // the last step's batch is dropped while this one is copied
     previous = handle.get();
-    if (n % every == 0 || n == copies) {
-      readings.push_back(read(n, seconds(), previous));
-      print_row(readings.back());
+    const bool row = n % every == 0 || n == copies;
+    if (!row && n != copies / 2) continue;
+    previous = c10::IValue();  // read with no result held (above)
+    const Reading reading = read(n, seconds());
+    if (n == copies / 2) half = reading;
+    if (row) {
+      readings.push_back(reading);
+      print_row(reading);
     }
-    if (n == copies / 2) half = read(n, seconds(), previous);
   }
   const Reading& end = readings.back();
   std::printf("\n%.0f copies/s\n", static_cast<double>(copies) / end.seconds);
@@ -174,9 +149,7 @@ int main(int argc, char** argv) {
       {"pinned allocations", end.pinned.slab_allocations - half.pinned.slab_allocations, 0},
       {"device memory reserved", end.device_reserved - half.device_reserved, 0},
       {"device memory allocated",
-       (end.device_allocated - end.device_held - end.device_kept) -
-           (half.device_allocated - half.device_held - half.device_kept),
-       0},
+       (end.device_allocated - end.device_kept) - (half.device_allocated - half.device_kept), 0},
       {"resident memory", end.resident - half.resident, kResidentSlackBytes},
   };
   bool levelled = true;
@@ -188,9 +161,8 @@ int main(int argc, char** argv) {
                 ok ? "ok" : "GREW");
   }
   std::printf(
-      "(device memory allocated is counted without the result held: %lld bytes of blocks "
-      "at the half, %lld at the end; nor the blocks kept for the next copy: %lld and %lld)\n",
-      static_cast<long long>(half.device_held), static_cast<long long>(end.device_held),
+      "(device memory allocated is read with no result held, and counted without the blocks "
+      "kept for the next copy: %lld bytes at the half, %lld at the end)\n",
       static_cast<long long>(half.device_kept), static_cast<long long>(end.device_kept));
   std::printf("levelled off: %s\n", levelled ? "yes" : "no");
   return levelled ? 0 : 1;
