@@ -5,14 +5,15 @@
 // memory allocated and reserved (the CUDA caching allocator) and the process's resident memory
 // (/proc/self/statm). Levelled off means the second half of the run added nothing: no pinned or
 // device memory, no pinned allocation, and at most 16 MiB of resident memory (malloc's arenas
-// may still settle). Device memory allocated is read with no result held: the copy's result before
-// each reading is dropped first (the next copy then has none to free). Counting the blocks of a
-// held result instead fell short by an amount that changed from copy to copy: a CPU->GPU result's
-// chunks differ in size with the walk's split, and a chunk placed in a block kept for it sits in
-// a larger block than its storage says. Nor is the device memory the engine keeps for the next
-// copy's chunks counted (device_block_stash.h: a worker replaces it after each copy): each reading
-// waits 5 ms for that worker (the kept bytes are printed; the engine bounds them). The program
-// exits 1 otherwise, 2 for bad arguments, and 0 without a GPU (saying it skipped).
+// may still settle). Device memory allocated is read with no result held: the copy's result (and
+// its handle) before each reading is dropped first (the next copy then has none to free). Counting
+// the blocks of a held result instead fell short by an amount that changed from copy to copy: a
+// CPU->GPU result's chunks differ in size with the walk's split, and a chunk placed in a block
+// kept for it sits in a larger block than its storage says. Nor is the device memory the engine
+// keeps for the next copy's chunks counted (device_block_stash.h: a worker replaces it after each
+// copy): each reading waits 5 ms for that worker (the kept bytes are printed; the engine bounds
+// them). The program exits 1 otherwise, 2 for bad arguments, and 0 without a GPU (saying it
+// skipped).
 //
 //   mtc_memory_steadiness [COPIES [EVERY [h2d|d2h]]]    (defaults: 100000 10000 h2d)
 #include <ATen/Context.h>
@@ -124,9 +125,12 @@ int main(int argc, char** argv) {
   Reading half;
   c10::IValue previous;
   for (int64_t n = 1; n <= copies; ++n) {
-    mtc::CopyHandle handle = mtc::start_copy(batches[static_cast<size_t>(n % kRotation)], target);
-    previous = c10::IValue();  // the last step's batch is dropped while this one is copied
-    previous = handle.get();
+    {
+      // The handle dies before a reading: its copy's job holds the chunks its result lies in.
+      mtc::CopyHandle handle = mtc::start_copy(batches[static_cast<size_t>(n % kRotation)], target);
+      previous = c10::IValue();  // the last step's batch is dropped while this one is copied
+      previous = handle.get();
+    }
     const bool row = n % every == 0 || n == copies;
     if (!row && n != copies / 2) continue;
     previous = c10::IValue();  // read with no result held (above)
