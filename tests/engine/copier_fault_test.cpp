@@ -142,7 +142,8 @@ class ScopedMemoryFraction {
 // absorbs (the pinned pool falls back when merging its slabs fails) must give a correct result.
 // The fault tests count the device memory a failed copy leaves and the allocator's calls: device
 // memory made ahead for the next copy (device_block_stash.h) would be counted too, so they run
-// without it.
+// without it (a copy that took kept blocks and fails has its own sweep, in
+// device_block_stash_gpu_test.cpp).
 class CopierFaultGpuTest : public GpuTest {
  protected:
   void SetUp() override {

@@ -1,15 +1,20 @@
 // Device memory made after one copy for the next one's packed chunks (detail/device_block_stash.h):
 // kept for the copy's stream only, taken by the next copy there, correct values either way, none
-// kept while off. Every GPU test skips (with the reason shown) without a CUDA device.
+// kept while off, given back by a copy that took it and failed. Every GPU test skips (with the
+// reason shown) without a CUDA device.
 #include <ATen/ops/empty.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstddef>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
+#include "detail/cuda_fault.h"
 #include "detail/device_block_stash.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
@@ -19,6 +24,7 @@ namespace {
 namespace stash = mtc::detail::device_block_stash;
 using mtc::CopyOptions;
 using mtc::start_copy;
+using mtc::detail::CudaFaultInjection;
 using mtc::test::expect_structure_copy;
 using mtc::test::GpuTest;
 using mtc::test::kCuda0;
@@ -127,6 +133,69 @@ TEST_F(DeviceBlockStashGpuTest, ACallerThatRunsItsCopyMakesNoBlocks) {
   expect_structure_copy(start_copy(batch, kCuda0, options).get(), batch, kCuda0);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(stash::kept_blocks(0), 0u);
+}
+
+// What the caching allocator has allocated on cuda:0 beyond the blocks kept for the next copy.
+int64_t allocated_beyond_kept() {
+  using c10::CachingDeviceAllocator::StatType;
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(0)
+             .allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)]
+             .current -
+         stash::kept_bytes(0);
+}
+
+// Each checked CUDA call of a copy that starts with blocks kept for it fails in turn
+// (cuda_fault.h): the failure comes out of get() naming the call, the device memory the copy held
+// goes back, the blocks it took included, and the copies after it are correct. The fault sweep of
+// copier_fault_test.cpp runs with the stash off (it counts all device memory a failed copy
+// leaves); this one counts what is allocated beyond the kept blocks. With
+// PYTORCH_NO_CUDA_MEMORY_CACHING (compute-sanitizer's memcheck run) torch counts no allocations:
+// the failures are still made and checked, the memory is not.
+TEST_F(DeviceBlockStashGpuTest, FaultInACopyThatTookKeptBlocksSurfacesAndFreesThem) {
+  constexpr int64_t kMaxCalls = 200;
+  const bool memory_counted = std::getenv("PYTORCH_NO_CUDA_MEMORY_CACHING") == nullptr;
+  const c10::IValue batch = reference_batch();
+  int64_t failed_after_taking = 0;
+  int64_t call = 1;
+  for (; call <= kMaxCalls; ++call) {
+    // A copy that succeeds leaves blocks for the faulty one; its worker's refill is over before
+    // the memory is read.
+    expect_structure_copy(copied_by_a_worker(batch), batch, kCuda0);
+    ASSERT_TRUE(kept_becomes(true))
+        << "no block kept before the copy whose call " << call << " fails";
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    const int64_t before = allocated_beyond_kept();
+    const uint64_t taken_before = stash::taken_total();
+    CudaFaultInjection::arm(call, cudaErrorInvalidValue);
+    bool threw = false;
+    try {
+      const c10::IValue out = copied_by_a_worker(batch);
+      if (!CudaFaultInjection::disarm()) break;   // the copy made fewer calls: all covered
+      expect_structure_copy(out, batch, kCuda0);  // a failure the engine absorbed
+    } catch (const c10::Error& e) {
+      threw = true;
+      const std::string message = e.what_without_backtrace();
+      EXPECT_TRUE(CudaFaultInjection::disarm()) << "failed without the fault: " << message;
+      EXPECT_NE(message.find("cudaErrorInvalidValue"), std::string::npos) << message;
+      EXPECT_NE(message.find("mtc: cuda"), std::string::npos) << message;
+      if (stash::taken_total() > taken_before) ++failed_after_taking;
+    }
+    if (threw && memory_counted) {
+      // A worker may hold the failed job for a moment after its handle is gone.
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+      while (allocated_beyond_kept() != before && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      EXPECT_EQ(allocated_beyond_kept(), before)
+          << "device memory still held after the copy whose call " << call << " failed";
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  CudaFaultInjection::disarm();
+  EXPECT_LT(call, kMaxCalls) << "a copy kept making CUDA calls";
+  EXPECT_GT(failed_after_taking, 0) << "no copy that failed had taken a kept block";
+  const c10::IValue after = reference_batch();
+  expect_structure_copy(copied_by_a_worker(after), after, kCuda0);
 }
 
 }  // namespace
