@@ -40,6 +40,7 @@ using mtc::CopyHandle;
 using mtc::CopyOptions;
 using mtc::start_copy;
 using mtc::detail::CudaFaultInjection;
+using mtc::test::device_allocated;
 using mtc::test::expect_structure_copy;
 using mtc::test::GpuTest;
 using mtc::test::kCpu;
@@ -56,13 +57,6 @@ using mtc::test::Watchdog;
 constexpr auto kCopyDeadline = std::chrono::seconds(120);
 
 std::string message_of(const c10::Error& e) { return e.what_without_backtrace(); }
-
-int64_t device_allocated(c10::DeviceIndex device) {
-  using c10::CachingDeviceAllocator::StatType;
-  return c10::cuda::CUDACachingAllocator::getDeviceStats(device)
-      .allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)]
-      .current;
-}
 
 int64_t device_reserved(c10::DeviceIndex device) {
   using c10::CachingDeviceAllocator::StatType;

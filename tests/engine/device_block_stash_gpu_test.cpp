@@ -3,7 +3,6 @@
 // kept while off, given back by a copy that took it and failed. Every GPU test skips (with the
 // reason shown) without a CUDA device.
 #include <ATen/ops/empty.h>
-#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #include <gtest/gtest.h>
@@ -25,6 +24,7 @@ namespace stash = mtc::detail::device_block_stash;
 using mtc::CopyOptions;
 using mtc::start_copy;
 using mtc::detail::CudaFaultInjection;
+using mtc::test::device_allocated;
 using mtc::test::expect_structure_copy;
 using mtc::test::GpuTest;
 using mtc::test::kCuda0;
@@ -136,13 +136,7 @@ TEST_F(DeviceBlockStashGpuTest, ACallerThatRunsItsCopyMakesNoBlocks) {
 }
 
 // What the caching allocator has allocated on cuda:0 beyond the blocks kept for the next copy.
-int64_t allocated_beyond_kept() {
-  using c10::CachingDeviceAllocator::StatType;
-  return c10::cuda::CUDACachingAllocator::getDeviceStats(0)
-             .allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)]
-             .current -
-         stash::kept_bytes(0);
-}
+int64_t allocated_beyond_kept() { return device_allocated(0) - stash::kept_bytes(0); }
 
 // Each checked CUDA call of a copy that starts with blocks kept for it fails in turn
 // (cuda_fault.h): the failure comes out of get() naming the call, the device memory the copy held

@@ -8,6 +8,7 @@
 #include <ATen/ops/imag.h>
 #include <ATen/ops/randint.h>
 #include <ATen/ops/randn.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 
 #include <array>
 #include <cstdint>
@@ -273,5 +274,12 @@ int64_t expect_storages_back_to_back(const std::vector<at::Tensor>& outs, int64_
 }
 
 int64_t pinned_in_use() { return mtc::pinned_pool_stats().in_use_bytes; }
+
+int64_t device_allocated(c10::DeviceIndex device) {
+  using c10::CachingDeviceAllocator::StatType;
+  return c10::cuda::CUDACachingAllocator::getDeviceStats(device)
+      .allocated_bytes[static_cast<size_t>(StatType::AGGREGATE)]
+      .current;
+}
 
 }  // namespace mtc::test

@@ -71,6 +71,8 @@ c10::impl::GenericList math_bit_views(const c10::Device& device);
 int64_t expect_storages_back_to_back(const std::vector<at::Tensor>& outs, int64_t alignment);
 // Pinned staging held by copies in flight (the process-wide pool).
 int64_t pinned_in_use();
+// Device memory torch's caching allocator has allocated on `device` (its aggregate statistic).
+int64_t device_allocated(c10::DeviceIndex device);
 
 // Sets the pinned pool's process-wide limit for one test and puts the previous one back.
 class ScopedPoolLimit {
