@@ -104,6 +104,36 @@ TEST_F(MultiGpuTest, SourcesOnSeveralDevices) {
   }
 }
 
+// GPU->CPU from two source GPUs: the walk packs the first one's small tensors, the route the
+// second one's after it. With pinned_host_outputs both land in pinned memory, pageable without;
+// every output bitwise what .to() gives.
+TEST_F(MultiGpuTest, PinnedHostOutputsHoldForEverySourceGpu) {
+  c10::impl::GenericList batch(c10::AnyType::get());
+  batch.push_back(reference_batch(kCuda0));
+  batch.push_back(reference_batch(kCuda1));
+  const std::vector<at::Tensor> inputs = tensors_of(batch);
+  for (const bool pinned_outputs : {true, false}) {
+    for (const bool staging : {true, false}) {
+      SCOPED_TRACE(::testing::Message()
+                   << "pinned outputs " << pinned_outputs << " staging " << staging);
+      CopyOptions options;
+      options.pinned_host_outputs = pinned_outputs;
+      options.use_pinned_staging = staging;
+      CopyHandle h = start_copy(batch, kCpu, options);
+      const c10::IValue out = h.get();
+      expect_structure_copy(out, batch, kCpu);
+      const std::vector<at::Tensor> outputs = tensors_of(out);
+      ASSERT_EQ(outputs.size(), inputs.size());
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        EXPECT_EQ(outputs[i].is_pinned(), pinned_outputs)
+            << "leaf " << i << " from " << inputs[i].device();
+        EXPECT_TRUE(bytes_of(outputs[i]) == bytes_of(inputs[i].cpu())) << "leaf " << i;
+      }
+      EXPECT_EQ(h.stats().packed, 2 * 528);
+    }
+  }
+}
+
 TEST_F(MultiGpuTest, EachGpuStagesInItsOwnPinnedPool) {
   mtc::release_idle_pinned_memory();
   mtc::reset_pinned_pool_peaks();

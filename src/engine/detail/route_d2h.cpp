@@ -28,9 +28,12 @@ namespace {
 // through pinned staging and a host copy once the DMA has landed; without pinned staging,
 // straight into the pageable memory, which the runtime does synchronously. Pinned staging also
 // carries the descriptors for the gather to read (the copy holds the block until its event).
+// The copy holds `host_memory` from before the DMA is queued: a failure to hold it must not free
+// memory a queued DMA or host copy writes (pinned memory goes straight back to torch's cache).
 void gather_to_host(RouteContext& ctx, c10::DeviceIndex source, cudaStream_t stream,
                     const std::vector<GatherItem>& items, std::byte* gathered, std::byte* host,
                     int64_t bytes, const c10::Storage& host_memory, bool host_pinned) {
+  if (ctx.options.use_pinned_staging || host_pinned) ctx.completion.hold(host_memory);
   if (ctx.options.use_pinned_staging) {
     const auto descriptor_bytes =
         round_up(static_cast<int64_t>(items.size() * sizeof(GatherItem)), kStagingAlignment);
@@ -52,14 +55,12 @@ void gather_to_host(RouteContext& ctx, c10::DeviceIndex source, cudaStream_t str
                                      cudaMemcpyDeviceToHost, stream));
     }
     if (!host_pinned) ctx.completion.copy_after(host, landing, bytes);
-    ctx.completion.hold(host_memory);
   } else {
     launch_gather(items.data(), items.size(), gathered, stream);
     // Into pageable memory the copy is synchronous: it returns once the bytes are there. Into
-    // pinned memory it is not, and the copy holds the memory until its event.
+    // pinned memory it is not, and the copy holds the memory (above) until its event.
     MTC_CUDA_CHECK(cudaMemcpyAsync(host, gathered, static_cast<size_t>(bytes),
                                    cudaMemcpyDeviceToHost, stream));
-    if (host_pinned) ctx.completion.hold(host_memory);
   }
 }
 
@@ -127,11 +128,16 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
 }
 
 // Small device tensors are gathered on the device into one buffer per chunk, which then
-// crosses PCIe in one DMA and lands in a pageable chunk the outputs are views of. Only for the
-// leaves the walk did not pack: a second source device's.
+// crosses PCIe in one DMA and lands in a host chunk the outputs are views of: pinned with
+// pinned_host_outputs (the DMA lands in it), pageable otherwise, as the walk's chunks are. Only
+// for the leaves the walk did not pack: a second source device's.
 void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& candidates,
                          std::vector<int64_t>& singles, c10::DeviceIndex source,
                          cudaStream_t stream) {
+  const bool pinned_output = ctx.options.pinned_host_outputs;
+  c10::Allocator* const host_allocator =
+      pinned_output ? static_cast<c10::Allocator*>(at::getHostAllocator(at::kCUDA))
+                    : &HostBlockCache::instance();
   PackPlan plan;
   {
     MTC_RANGE(plan_range, "plan");
@@ -151,9 +157,9 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
       // allocator reuses it in stream order.
       device_buffer =
           c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(chunk.bytes));
-      host_buffer = at::detail::empty_generic(
-          {chunk.bytes + alignment}, &HostBlockCache::instance(),
-          c10::DispatchKeySet(c10::DispatchKey::CPU), at::kByte, std::nullopt);
+      host_buffer = at::detail::empty_generic({chunk.bytes + alignment}, host_allocator,
+                                              c10::DispatchKeySet(c10::DispatchKey::CPU), at::kByte,
+                                              std::nullopt);
     }
     auto* host = static_cast<std::byte*>(host_buffer.data_ptr());
     const int64_t shift = alignment_shift(host, alignment);
@@ -166,7 +172,7 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
                           static_cast<uint64_t>(item.offset), static_cast<uint64_t>(item.bytes)});
       }
       gather_to_host(ctx, source, stream, gather, static_cast<std::byte*>(device_buffer.get()),
-                     host + shift, chunk.bytes, host_buffer.storage(), /*host_pinned=*/false);
+                     host + shift, chunk.bytes, host_buffer.storage(), pinned_output);
     }
     const int32_t storage = ctx.add_storage(host_buffer.storage());
     const int64_t base = static_cast<int64_t>(host_buffer.storage_offset()) + shift;

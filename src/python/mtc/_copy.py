@@ -60,8 +60,7 @@ def start_copy(
         use_background_thread: walk, stage and submit on the engine's worker threads; when
             False, this call does that work itself (with the GIL released) before it returns.
         pinned_host_outputs: GPU to CPU: outputs land in pinned (page-locked) memory that
-            the DMA writes, with no host copy after it (packed tensors of a second source GPU
-            excepted: they stay pageable).
+            the DMA writes, with no host copy after it.
 
     Raises:
         ValueError: a device that does not exist or cannot be parsed, a CUDA device without

@@ -49,9 +49,9 @@ struct CopyOptions {
   bool use_background_thread = true;
   // GPU->CPU: the outputs land in pinned (page-locked) memory from torch's pinned-memory cache,
   // with no host copy after the DMA: each tensor that is not packed in a pinned tensor of its
-  // own, those the walk packs in one pinned block per chunk run (they are its views). The
-  // tensors of a second source device, packed after the walk, still come back pageable. The
-  // pinned outputs hold page-locked memory for as long as they live.
+  // own, packed ones as views of one pinned block per chunk run (a second source device's, packed
+  // after the walk, one per chunk). The pinned outputs hold page-locked memory for as long as
+  // they live.
   bool pinned_host_outputs = false;
 };
 
