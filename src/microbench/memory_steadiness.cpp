@@ -68,7 +68,7 @@ Reading read(int64_t copies, double seconds) {
           seconds,
           mtc::pinned_pool_stats(),
           device.allocated_bytes[all].current,
-          mtc::detail::device_block_stash::kept_bytes(0),
+          mtc::detail::device_block_stash::kept(0).bytes,
           device.reserved_bytes[all].current,
           resident_bytes()};
 }

@@ -34,7 +34,7 @@ using mtc::test::reference_batch;
 // or none (false); returns whether it did.
 bool kept_becomes(bool some, c10::DeviceIndex device = 0) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-  while ((stash::kept_blocks(device) > 0) != some) {
+  while ((stash::kept(device).blocks > 0) != some) {
     if (std::chrono::steady_clock::now() > deadline) return false;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
@@ -82,7 +82,7 @@ TEST_F(DeviceBlockStashGpuTest, CopiesTakeTheBlocksTheLastOneLeftAndStayCorrect)
     ASSERT_TRUE(kept_becomes(true)) << "copy " << i << " left no block for the next";
   }
   EXPECT_GE(stash::taken_total() - taken_before, 6u) << "the copies did not take the kept blocks";
-  EXPECT_LE(stash::kept_blocks(0), stash::kMaxBlocks);
+  EXPECT_LE(stash::kept(0).blocks, stash::kMaxBlocks);
 }
 
 TEST_F(DeviceBlockStashGpuTest, BlocksOfAnotherStreamAreNotTaken) {
@@ -118,10 +118,10 @@ TEST_F(DeviceBlockStashGpuTest, NothingIsKeptWhileOff) {
   stash::set_enabled(false);
   EXPECT_FALSE(stash::take(c10::cuda::getCurrentCUDAStream(0), 1024));
   // Turning it off let the kept blocks go; copies made while off keep none.
-  EXPECT_EQ(stash::kept_blocks(0), 0u);
+  EXPECT_EQ(stash::kept(0).blocks, 0u);
   expect_structure_copy(copied_by_a_worker(batch), batch, kCuda0);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(stash::kept_blocks(0), 0u);
+  EXPECT_EQ(stash::kept(0).blocks, 0u);
 }
 
 // A copy whose job the caller runs (no background thread) leaves nothing: the caller's time is
@@ -132,11 +132,11 @@ TEST_F(DeviceBlockStashGpuTest, ACallerThatRunsItsCopyMakesNoBlocks) {
   options.use_background_thread = false;
   expect_structure_copy(start_copy(batch, kCuda0, options).get(), batch, kCuda0);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  EXPECT_EQ(stash::kept_blocks(0), 0u);
+  EXPECT_EQ(stash::kept(0).blocks, 0u);
 }
 
 // What the caching allocator has allocated on cuda:0 beyond the blocks kept for the next copy.
-int64_t allocated_beyond_kept() { return device_allocated(0) - stash::kept_bytes(0); }
+int64_t allocated_beyond_kept() { return device_allocated(0) - stash::kept(0).bytes; }
 
 // Each checked CUDA call of a copy that starts with blocks kept for it fails in turn
 // (cuda_fault.h): the failure comes out of get() naming the call, the device memory the copy held

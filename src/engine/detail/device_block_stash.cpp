@@ -23,7 +23,7 @@ namespace {
 std::atomic<bool> stash_on{true};
 std::atomic<uint64_t> blocks_taken{0};
 
-struct Kept {
+struct KeptBlock {
   c10::DataPtr data;
   size_t bytes;
 };
@@ -32,7 +32,7 @@ struct Kept {
 struct DeviceStash {
   std::mutex mutex;
   std::optional<c10::Stream> stream;
-  std::vector<Kept> blocks;
+  std::vector<KeptBlock> blocks;
   std::vector<size_t> requests;
 };
 
@@ -93,30 +93,29 @@ void refill(const c10::cuda::CUDAStream& stream) noexcept {
   static const bool off_at_exit =
       std::atexit([] { stash_on.store(false, std::memory_order_relaxed); }) == 0;
   (void)off_at_exit;
-  std::vector<Kept> replaced;  // freed after the lock is let go
+  std::vector<KeptBlock> replaced;  // freed after the lock is let go
   try {
-    std::vector<size_t> requests;
+    std::vector<size_t> sizes;  // the requests, then the blocks' sizes for them
     {
       const std::lock_guard<std::mutex> lock(stash->mutex);
-      requests.swap(stash->requests);
+      sizes.swap(stash->requests);
       if (!stash_on.load(std::memory_order_relaxed)) {
         replaced.swap(stash->blocks);
         stash->stream.reset();
         return;
       }
     }
-    std::erase_if(requests, [](size_t bytes) { return block_bytes(bytes) > kMaxBlockBytes; });
-    if (requests.empty()) return;
+    std::ranges::transform(sizes, sizes.begin(), block_bytes);
+    std::erase_if(sizes, [](size_t bytes) { return bytes > kMaxBlockBytes; });
+    if (sizes.empty()) return;
     // Allocated outside the lock (a copy may take a block meanwhile), on the copy's stream; the
     // guard also makes a legacy default stream's null handle mean its own device's.
     const c10::cuda::CUDAStreamGuard guard(stream);
     if (capturing(stream.stream())) return;
-    std::vector<Kept> fresh;
-    fresh.reserve(requests.size());
-    for (const size_t request : requests) {
-      const size_t bytes = block_bytes(request);
+    std::vector<KeptBlock> fresh;
+    fresh.reserve(sizes.size());
+    for (const size_t bytes : sizes)
       fresh.push_back({c10::cuda::CUDACachingAllocator::get()->allocate(bytes), bytes});
-    }
     const std::lock_guard<std::mutex> lock(stash->mutex);
     replaced.swap(stash->blocks);
     if (!stash_on.load(std::memory_order_relaxed)) {
@@ -132,27 +131,20 @@ void refill(const c10::cuda::CUDAStream& stream) noexcept {
   }
 }
 
-size_t kept_blocks(c10::DeviceIndex device) {
+KeptMemory kept(c10::DeviceIndex device) {
   DeviceStash* stash = stash_of(device);
-  if (stash == nullptr) return 0;
+  if (stash == nullptr) return {};
   const std::lock_guard<std::mutex> lock(stash->mutex);
-  return stash->blocks.size();
-}
-
-int64_t kept_bytes(c10::DeviceIndex device) {
-  DeviceStash* stash = stash_of(device);
-  if (stash == nullptr) return 0;
-  const std::lock_guard<std::mutex> lock(stash->mutex);
-  int64_t bytes = 0;
-  for (const Kept& kept : stash->blocks) bytes += static_cast<int64_t>(kept.bytes);
-  return bytes;
+  KeptMemory memory{stash->blocks.size(), 0};
+  for (const KeptBlock& block : stash->blocks) memory.bytes += static_cast<int64_t>(block.bytes);
+  return memory;
 }
 
 void set_enabled(bool on) {
   stash_on.store(on, std::memory_order_relaxed);
   if (on) return;
   for (DeviceStash& stash : stashes()) {
-    std::vector<Kept> kept;  // freed after the lock is let go
+    std::vector<KeptBlock> kept;  // freed after the lock is let go
     const std::lock_guard<std::mutex> lock(stash.mutex);
     kept.swap(stash.blocks);
     stash.stream.reset();

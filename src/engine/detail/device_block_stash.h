@@ -53,9 +53,12 @@ c10::DataPtr take(const c10::cuda::CUDAStream& stream, size_t bytes);
 // stash.
 void refill(const c10::cuda::CUDAStream& stream) noexcept;
 
-// Blocks `device` keeps, and their bytes (for tests and the memory-steadiness run).
-size_t kept_blocks(c10::DeviceIndex device);
-int64_t kept_bytes(c10::DeviceIndex device);
+// What `device` keeps (for tests and the memory-steadiness run), read at one time.
+struct KeptMemory {
+  size_t blocks = 0;
+  int64_t bytes = 0;
+};
+KeptMemory kept(c10::DeviceIndex device);
 
 // Blocks handed out by take() since the process started (for tests).
 uint64_t taken_total();
