@@ -1,10 +1,13 @@
 // Device memory made after one copy for the next one's packed chunks (detail/device_block_stash.h):
 // kept for the copy's stream only, taken by the next copy there, correct values either way, none
-// kept while off, given back by a copy that took it and failed. Every GPU test skips (with the
-// reason shown) without a CUDA device.
+// kept while off, made without breaking another thread's graph capture, given back by a copy that
+// took it and failed. Every GPU test skips (with the reason shown) without a CUDA device.
 #include <ATen/ops/empty.h>
+#include <ATen/ops/ones.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -133,6 +136,38 @@ TEST_F(DeviceBlockStashGpuTest, ACallerThatRunsItsCopyMakesNoBlocks) {
   expect_structure_copy(start_copy(batch, kCuda0, options).get(), batch, kCuda0);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   EXPECT_EQ(stash::kept(0).blocks, 0u);
+}
+
+// A refill runs after get() may have returned, when the program may begin a CUDA graph capture on
+// another thread in global mode (torch.cuda.graph's default). Its allocations, which here need new
+// segments from the driver, must leave that capture valid.
+TEST_F(DeviceBlockStashGpuTest, ARefillLeavesAnotherThreadsCaptureValid) {
+  // Copies on the default stream and on one of torch's pool streams.
+  for (const c10::cuda::CUDAStream& copy_stream :
+       {c10::cuda::getCurrentCUDAStream(0), c10::cuda::getStreamFromPool(false, 0)}) {
+    SCOPED_TRACE(copy_stream.id() == 0 ? "default stream" : "pool stream");
+    stash::set_enabled(false);
+    stash::set_enabled(true);
+    // Requests noted as a copy's chunks would note them (nothing is kept, so none is given),
+    // more than one segment of the allocator's small blocks holds.
+    for (int i = 0; i < 8; ++i) EXPECT_FALSE(stash::take(copy_stream, size_t{512} << 10));
+    at::Tensor captured = at::ones({256}, at::TensorOptions().device(kCuda0));
+    c10::cuda::CUDACachingAllocator::emptyCache();
+    const c10::cuda::CUDAStream capture_stream = c10::cuda::getStreamFromPool(false, 0);
+    ASSERT_EQ(cudaStreamBeginCapture(capture_stream.stream(), cudaStreamCaptureModeGlobal),
+              cudaSuccess);
+    {
+      const c10::cuda::CUDAStreamGuard guard(capture_stream);
+      captured.add_(1);
+    }
+    std::thread([&] { stash::refill(copy_stream); }).join();
+    cudaGraph_t graph = nullptr;
+    const cudaError_t ended = cudaStreamEndCapture(capture_stream.stream(), &graph);
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    (void)cudaGetLastError();
+    EXPECT_EQ(ended, cudaSuccess) << "the capture ended with " << cudaGetErrorString(ended);
+    EXPECT_EQ(stash::kept(0).blocks, 8u) << "the refill did not keep a block for each request";
+  }
 }
 
 // What the caching allocator has allocated on cuda:0 beyond the blocks kept for the next copy.

@@ -1,6 +1,7 @@
 #include "detail/device_block_stash.h"
 
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAGraphsC10Utils.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <cuda_runtime_api.h>
 
@@ -111,6 +112,11 @@ void refill(const c10::cuda::CUDAStream& stream) noexcept {
     // Allocated outside the lock (a copy may take a block meanwhile), on the copy's stream; the
     // guard also makes a legacy default stream's null handle mean its own device's.
     const c10::cuda::CUDAStreamGuard guard(stream);
+    // In thread-local capture mode: this runs after get() may have returned, and a capture the
+    // program began then in global mode (torch.cuda.graph's default) on another thread would be
+    // invalidated by an allocation that takes new memory from the driver. This thread captures
+    // nothing, and the blocks are no part of any capture.
+    const c10::cuda::CUDAStreamCaptureModeGuard capture_mode(cudaStreamCaptureModeThreadLocal);
     if (capturing(stream.stream())) return;
     std::vector<KeptBlock> fresh;
     fresh.reserve(sizes.size());

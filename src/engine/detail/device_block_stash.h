@@ -16,11 +16,11 @@
 // ran itself takes kept blocks but makes none: the caller's time is the copy's.
 //
 // The blocks are made right after a copy, never at another time (the early wake of a forecast
-// copy, driver_warmup.h): a device allocation can invalidate another thread's CUDA graph capture
-// in its global mode. This still leaves a window the copy's own allocations on the workers
-// already had: a program that starts such a capture as soon as get() returns may find a refill
-// under way (an allocation that needs a new segment of the caching allocator is what it forbids).
-// Nothing is kept for a stream that is capturing.
+// copy, driver_warmup.h). A program may begin a CUDA graph capture in global mode on another
+// thread as soon as get() returns, while a refill is under way: an allocation that takes a new
+// segment from the driver would invalidate it, so the refill allocates in thread-local capture
+// mode, which leaves other threads' captures alone. Nothing is kept for a stream that is
+// capturing.
 //
 // What a device keeps is at most kMaxBlocks blocks of at most kMaxBlockBytes, held until a later
 // refill replaces them or the stash is turned off: torch counts them as allocated.
