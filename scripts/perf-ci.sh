@@ -50,6 +50,7 @@
 #   MTC_PERF_CANDIDATE_BUILD  an existing build folder of the working tree to reuse as the
 #                       candidate's (only when CANDIDATE_REF is not given)
 #   MTC_CMAKE_ARGS      extra CMake configure options for every build
+#   MTC_WERROR          passed to every build as scripts/build.sh passes it (CI sets it)
 #   MTC_JOBS            build parallelism (default: all cores)
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
@@ -118,10 +119,13 @@ build() {
   # when a CMake file changed.
   configured "$dir" && configure=0
   if [[ "$configure" == 1 ]]; then
+    # MTC_WERROR as scripts/build.sh passes it: with the same compiler flags, ccache serves the
+    # sources this tree's build compiled (CI sets it; without it every file compiled again).
     # shellcheck disable=SC2086
     cmake -S "$src" -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE="${MTC_BUILD_TYPE:-Release}" \
       -DCMAKE_PREFIX_PATH="$MTC_TORCH_PREFIX" -DMTC_BUILD_TESTS=OFF -DMTC_BUILD_MICROBENCH=OFF \
-      ${MTC_CMAKE_ARGS:-} > "$work/logs/$name.configure.log" 2>&1 ||
+      ${MTC_WERROR:+-DMTC_WERROR="$MTC_WERROR"} ${MTC_CMAKE_ARGS:-} \
+      > "$work/logs/$name.configure.log" 2>&1 ||
       { tail -20 "$work/logs/$name.configure.log" >&2; return 3; }
   fi
   cmake --build "$dir" -j "${MTC_JOBS:-$(nproc)}" --target mtc-bench "${@:5}" > "$work/logs/$name.build.log" 2>&1 ||
