@@ -31,11 +31,14 @@ package").
 
     python scripts/bench_python.py [--config configs/streampetr.json] [--original] [--md OUT.md] [--json OUT.json]
 
+It says on stderr when each run of every method is done. Report paths are checked before anything
+is measured (a folder, a missing folder, the config itself, --md and --json the same file: exit 2)
+and written whole or not at all.
+
 Exit codes: 0 ok; 2 bad arguments or config, or a report that cannot be written; 3 --original
 but the original package cannot be imported; 4 a method's output differs from its input.
 """
 
-import argparse
 import gc
 import json
 import os
@@ -49,6 +52,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from copy_check import difference  # noqa: E402
+from bench_python_cli import check_outputs, parse_args, parse_overrides, write_whole  # noqa: E402
 from bench_python_report import comparisons, fmt_time, markdown  # noqa: E402,F401 (comparisons: tests)
 from spec_batch import SpecBatch, SpecError  # noqa: E402
 from bench_python_methods import (  # noqa: E402,F401 (Phases: tests)
@@ -116,9 +120,9 @@ def run_order(names, run):
     return names[shift:] + names[:shift]
 
 
-def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True):
+def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True, progress=None):
     """Times each of `copies` per call, their runs interleaved, in run_order unless not `rotate`;
-    returns {name: (summary, Phases)}."""
+    returns {name: (summary, Phases)}. `progress(run)` is called after each run (from 1)."""
     for copy in copies.values():
         for i in range(warmup):
             copy(batches[i % len(batches)], None)
@@ -131,6 +135,8 @@ def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True):
             run = one_run(copies[name], batches, device, pattern, iters, phases[name])
             samples[name] += run
             run_means[name].append(statistics.fmean(run))
+        if progress:
+            progress(r + 1)
     return {name: (summarize(samples[name], run_means[name]), phases[name]) for name in copies}
 
 
@@ -232,40 +238,11 @@ def environment(device):
     }
 
 
-def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--config", default=str(Path(__file__).resolve().parent.parent / "configs/streampetr.json"))
-    parser.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE", help="a config parameter")
-    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    parser.add_argument("--warmup", type=int, default=20)
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--iters", type=int, default=50)
-    parser.add_argument("--methods", default="to,to_nb,mtc",
-                        help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
-                        "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
-                        "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
-                        "engine's walk split among up to three times as many threads), mtc_narrow (among half as many), "
-                        "mtc_again (mtc itself once more: an A/A pair, the bench's own spread)")
-    parser.add_argument("--fixed-order", action="store_true",
-                        help="run the methods in the order given in every run instead of starting each run one "
-                        "method further on (to see what a method's place in the order does)")
-    parser.add_argument("--original", action="store_true",
-                        help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
-    parser.add_argument("--md", type=Path)
-    parser.add_argument("--json", type=Path)
-    args = parser.parse_args(argv)
-    if min(args.runs, args.iters) < 1 or args.warmup < 0:
-        parser.error("--runs and --iters must be >= 1, --warmup >= 0")
-    return args
-
-
 def main(argv=None):
-    args = parse_args(argv)
+    args = parse_args(argv, __doc__.split("\n\n")[0])
     try:
-        overrides = {}
-        for item in args.set:
-            name, _, value = item.partition("=")
-            overrides[name] = json.loads(value)
+        check_outputs(args)
+        overrides = parse_overrides(args.set)
         batches = [SpecBatch(args.config, overrides).build() for _ in range(ROTATION)]
     except (SpecError, OSError, ValueError) as error:
         print(f"bench_python.py: {error}", file=sys.stderr)
@@ -320,8 +297,14 @@ def main(argv=None):
                           f"{why}", file=sys.stderr)
                     break
             del out
+        started = time.monotonic()
+
+        def progress(run):
+            print(f"bench_python.py: {pattern}: run {run}/{args.runs} of every method done "
+                  f"({time.monotonic() - started:.0f} s)", file=sys.stderr, flush=True)
+
         results = measure({name: available[name] for name in chosen}, batches, args.device, pattern,
-                          args.warmup, args.runs, args.iters, rotate=not args.fixed_order)
+                          args.warmup, args.runs, args.iters, rotate=not args.fixed_order, progress=progress)
         for name in chosen:
             summary, phases = results[name]
             medians = phases.medians_s()
@@ -337,10 +320,8 @@ def main(argv=None):
     table = markdown(report)
     print(table)
     try:
-        if args.md:
-            args.md.write_text(table)
-        if args.json:
-            args.json.write_text(json.dumps(report, indent=2) + "\n")
+        write_whole([(path, text) for path, text in ((args.md, table), (args.json, json.dumps(report, indent=2) + "\n"))
+                     if path])
     except OSError as error:
         print(f"bench_python.py: cannot write the report: {error}", file=sys.stderr)
         return 2

@@ -26,7 +26,12 @@ class SpecError(ValueError):
 class SpecBatch:
     def __init__(self, path, overrides=None):
         self.path = Path(path)
-        config = json.loads(self.path.read_text())
+        try:
+            config = json.loads(self.path.read_text())
+        except json.JSONDecodeError as error:
+            raise SpecError(f"{self.path}: not JSON: {error}") from None
+        if not isinstance(config, dict):
+            raise SpecError(f"{self.path}: not a JSON object")
         if "structure" not in config:
             raise SpecError(f"{self.path}: no 'structure' (a config with 'input' is not supported here)")
         self.params = dict(config.get("params", {}))

@@ -175,3 +175,55 @@ def test_both_patterns_free_the_previous_output_inside_the_timed_region():
     for pattern in ("protocol", "step"):
         summary, _ = bench_python.measure(copies, batches, "cpu", pattern, warmup=0, runs=1, iters=4)["slow"]
         assert summary["median_s"] >= 0.02, pattern
+
+
+@pytest.mark.parametrize("paths, message", [
+    (lambda tmp, config: ["--json", str(tmp)], "--json {tmp}: a folder"),
+    (lambda tmp, config: ["--md", str(tmp / "missing" / "r.md")], "no folder {tmp}/missing to write it in"),
+    (lambda tmp, config: ["--json", str(config)], "the config itself"),
+    (lambda tmp, config: ["--md", str(tmp / "r"), "--json", str(tmp / "r")], "--md and --json: the same file"),
+])
+def test_a_report_path_that_cannot_be_written_exits_2_before_anything_is_measured(tmp_path, paths, message):
+    config = tmp_path / "config.json"
+    config.write_text(Path(bench_python.__file__).resolve().parents[1].joinpath("configs/streampetr.json").read_text())
+    result = run(["--config", str(config), *paths(tmp_path, config)])
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and message.format(tmp=tmp_path) in result.stderr, result.stderr
+    assert "run 1/2" not in result.stderr and result.stdout == ""
+    assert json.loads(config.read_text())["structure"], "the config was overwritten"
+
+
+@pytest.mark.parametrize("item, message", [
+    ("samples", "--set samples: not PARAM=VALUE"),
+    ("=4", "--set =4: not PARAM=VALUE"),
+    ("samples=four", "--set samples=four: the value is not JSON"),
+    ("nope=4", "no parameter 'nope' to set"),
+])
+def test_a_set_that_is_not_a_config_param_in_json_exits_2_naming_it(item, message):
+    result = run(["--set", item])
+    assert result.returncode == 2 and result.stderr.count("\n") == 1 and message in result.stderr, result.stderr
+
+
+def test_a_config_that_is_not_json_exits_2_naming_the_file(tmp_path):
+    config = tmp_path / "broken.json"
+    config.write_text("{")
+    result = run(["--config", str(config)])
+    assert result.returncode == 2 and f"{config}: not JSON" in result.stderr, result.stderr
+
+
+def test_reports_are_written_whole_or_leave_the_old_ones(tmp_path):
+    old = tmp_path / "report.md"
+    old.write_text("old")
+    with pytest.raises(OSError):
+        bench_python.write_whole([(old, "new"), (tmp_path / "missing" / "report.json", "{}")])
+    assert old.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]
+    bench_python.write_whole([(old, "new"), (tmp_path / "report.json", "{}")])
+    assert old.read_text() == "new" and (tmp_path / "report.json").read_text() == "{}"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.md"]
+
+
+def test_each_run_of_every_method_is_reported_done():
+    seen = []
+    copies = {"a": lambda batch, phases: batch, "b": lambda batch, phases: batch}
+    bench_python.measure(copies, [[torch.zeros(1)]], "cpu", "protocol", 0, 3, 1, progress=seen.append)
+    assert seen == [1, 2, 3]
