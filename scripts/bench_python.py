@@ -52,7 +52,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from copy_check import difference  # noqa: E402
-from bench_python_cli import check_outputs, parse_args, parse_overrides, write_whole  # noqa: E402
+from report_files import write_whole  # noqa: E402
+from bench_python_cli import check_outputs, parse_args, parse_overrides  # noqa: E402
 from bench_python_report import comparisons, fmt_time, markdown  # noqa: E402,F401 (comparisons: tests)
 from spec_batch import SpecBatch, SpecError  # noqa: E402
 from bench_python_methods import (  # noqa: E402,F401 (Phases: tests)

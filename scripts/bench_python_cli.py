@@ -1,9 +1,7 @@
-"""bench_python.py's command line: its options, and its report paths checked before a run of minutes
-and written whole or not at all."""
+"""bench_python.py's command line: its options, and its report paths checked before a run of minutes."""
 
 import argparse
 import json
-import os
 from pathlib import Path
 
 import torch
@@ -69,20 +67,3 @@ def check_outputs(args):
             raise ValueError(f"{option} {path}: the config itself")
     if len(outputs) == 2 and outputs[0][1].resolve() == outputs[1][1].resolve():
         raise ValueError(f"--md and --json: the same file {args.md}")
-
-
-def write_whole(reports):
-    """Writes each (path, text) to a temporary file beside it, then puts them in place: each path holds
-    its old contents or the whole new text, never a cut-off one, and an error while writing leaves
-    every path as it was. No temporary file stays."""
-    written = []
-    try:
-        for path, text in reports:
-            temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            written.append((temporary, path))
-            temporary.write_text(text)
-        for temporary, path in written:
-            os.replace(temporary, path)
-    finally:
-        for temporary, _ in written:
-            temporary.unlink(missing_ok=True)

@@ -24,6 +24,7 @@ import statistics
 import sys
 
 from gbench_units import case_medians
+from report_files import write_whole
 
 
 def units(case):
@@ -73,10 +74,9 @@ def main(argv):
         form = "{:.1f}" if unit else "{:.3f}x"
         cells = [", ".join(form.format(v) for v in r[side + unit]) for side in ("without", "with")]
         lines.append(f"| {r['case']} | {cells[0]} | {cells[1]} | {r['ratio']:.3f} | {r['reading']} |")
-    with open(out_md, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(out_json, "w") as f:
-        json.dump({"setting": setting, "processes_per_side": len(files) // 2, "cases": rows}, f, indent=1)
+    write_whole([(out_md, "\n".join(lines) + "\n"),
+                 (out_json, json.dumps({"setting": setting, "processes_per_side": len(files) // 2,
+                                        "cases": rows}, indent=1))])
     print("\n".join(lines))
     return 0
 

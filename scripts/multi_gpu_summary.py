@@ -24,6 +24,10 @@ import json
 import statistics
 import sys
 from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report_files import write_whole  # noqa: E402
 
 
 def ok_results(report, strategy):
@@ -201,8 +205,7 @@ def main():
                   spread_lines(spreads(labelled, args.strategy, args.baseline, rows)))
     sys.stdout.write(text)
     if args.md:
-        with open(args.md, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_whole([(args.md, text)])
     return 0
 
 

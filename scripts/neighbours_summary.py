@@ -22,6 +22,7 @@ import sys
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from gbench_units import case_medians  # noqa: E402
+from report_files import write_whole  # noqa: E402
 
 
 def cpu_shares(path):
@@ -83,8 +84,7 @@ def main(argv):
         print("neighbours_summary.py: no 'none' kind: the ratios need the runs alone", file=sys.stderr)
     runs, threads, out_md, out_json, kinds = pathlib.Path(argv[1]), argv[2], argv[3], argv[4], argv[5:]
     text, table = summarize(runs, threads, kinds)
-    pathlib.Path(out_md).write_text(text)
-    pathlib.Path(out_json).write_text(json.dumps(table, indent=1) + "\n")
+    write_whole([(out_md, text), (out_json, json.dumps(table, indent=1) + "\n")])
     sys.stdout.write(text)
     return 0
 

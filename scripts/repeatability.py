@@ -15,6 +15,10 @@ import argparse
 import json
 import statistics
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from report_files import write_whole  # noqa: E402
 
 
 def cases(report):
@@ -82,8 +86,7 @@ def main():
     text = "\n".join(lines) + "\n"
     sys.stdout.write(text)
     if args.md:
-        with open(args.md, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_whole([(args.md, text)])
     return 0
 
 

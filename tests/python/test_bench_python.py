@@ -15,6 +15,7 @@ import torch
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_python.py"
 sys.path.insert(0, str(SCRIPT.parent))
 import bench_python  # noqa: E402
+import report_files  # noqa: E402
 QUICK = ["--device", "cpu", "--warmup", "1", "--runs", "2", "--iters", "2"]
 
 
@@ -215,9 +216,9 @@ def test_reports_are_written_whole_or_leave_the_old_ones(tmp_path):
     old = tmp_path / "report.md"
     old.write_text("old")
     with pytest.raises(OSError):
-        bench_python.write_whole([(old, "new"), (tmp_path / "missing" / "report.json", "{}")])
+        report_files.write_whole([(old, "new"), (tmp_path / "missing" / "report.json", "{}")])
     assert old.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["report.md"]
-    bench_python.write_whole([(old, "new"), (tmp_path / "report.json", "{}")])
+    report_files.write_whole([(old, "new"), (tmp_path / "report.json", "{}")])
     assert old.read_text() == "new" and (tmp_path / "report.json").read_text() == "{}"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "report.md"]
 
