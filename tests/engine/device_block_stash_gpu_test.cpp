@@ -55,14 +55,19 @@ c10::IValue copied_by_a_worker(const c10::IValue& batch, const CopyOptions& opti
   return handle.get();
 }
 
+// Lets go of what is kept and of the requests noted so far, and leaves the stash on.
+void start_empty() {
+  stash::set_enabled(false);
+  stash::set_enabled(true);
+}
+
 // Each test starts with nothing kept (what earlier tests left is let go) and ends with the stash
 // on.
 class DeviceBlockStashGpuTest : public GpuTest {
  protected:
   void SetUp() override {
     GpuTest::SetUp();
-    stash::set_enabled(false);
-    stash::set_enabled(true);
+    start_empty();
   }
   void TearDown() override {
     stash::set_enabled(true);
@@ -146,8 +151,7 @@ TEST_F(DeviceBlockStashGpuTest, ARefillLeavesAnotherThreadsCaptureValid) {
   for (const c10::cuda::CUDAStream& copy_stream :
        {c10::cuda::getCurrentCUDAStream(0), c10::cuda::getStreamFromPool(false, 0)}) {
     SCOPED_TRACE(copy_stream.id() == 0 ? "default stream" : "pool stream");
-    stash::set_enabled(false);
-    stash::set_enabled(true);
+    start_empty();
     // Requests noted as a copy's chunks would note them (nothing is kept, so none is given),
     // more than one segment of the allocator's small blocks holds.
     for (int i = 0; i < 8; ++i) EXPECT_FALSE(stash::take(copy_stream, size_t{512} << 10));

@@ -23,6 +23,13 @@
 namespace mtc::detail {
 namespace {
 
+// Where a packed GPU->CPU chunk's host memory comes from: torch's pinned-memory cache with
+// pinned_host_outputs (the DMA lands in it), the engine's pageable block cache otherwise.
+c10::Allocator* packed_host_allocator(const CopyOptions& options) {
+  if (options.pinned_host_outputs) return at::getHostAllocator(at::kCUDA);
+  return &HostBlockCache::instance();
+}
+
 // Gathers `items` on device `source` into `gathered` and brings those `bytes` to `host`, which
 // lies in `host_memory`. Pinned host memory (pinned_host_outputs) takes the DMA itself. Otherwise
 // through pinned staging and a host copy once the DMA has landed; without pinned staging,
@@ -102,10 +109,8 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
     // allocator reuses it in stream order.
     device_buffer = c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(bytes));
     const auto host_bytes = static_cast<size_t>(bytes + alignment);
-    host_block = make_storage(ctx.options.pinned_host_outputs
-                                  ? at::getHostAllocator(at::kCUDA)->allocate(host_bytes)
-                                  : HostBlockCache::instance().allocate(host_bytes),
-                              bytes + alignment);
+    host_block =
+        make_storage(packed_host_allocator(ctx.options)->allocate(host_bytes), bytes + alignment);
   }
   auto* host = static_cast<std::byte*>(host_block.mutable_data());
   host += alignment_shift(host, alignment);
@@ -134,10 +139,7 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
 void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& candidates,
                          std::vector<int64_t>& singles, c10::DeviceIndex source,
                          cudaStream_t stream) {
-  const bool pinned_output = ctx.options.pinned_host_outputs;
-  c10::Allocator* const host_allocator =
-      pinned_output ? static_cast<c10::Allocator*>(at::getHostAllocator(at::kCUDA))
-                    : &HostBlockCache::instance();
+  c10::Allocator* const host_allocator = packed_host_allocator(ctx.options);
   PackPlan plan;
   {
     MTC_RANGE(plan_range, "plan");
@@ -172,7 +174,8 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
                           static_cast<uint64_t>(item.offset), static_cast<uint64_t>(item.bytes)});
       }
       gather_to_host(ctx, source, stream, gather, static_cast<std::byte*>(device_buffer.get()),
-                     host + shift, chunk.bytes, host_buffer.storage(), pinned_output);
+                     host + shift, chunk.bytes, host_buffer.storage(),
+                     ctx.options.pinned_host_outputs);
     }
     const int32_t storage = ctx.add_storage(host_buffer.storage());
     const int64_t base = static_cast<int64_t>(host_buffer.storage_offset()) + shift;
