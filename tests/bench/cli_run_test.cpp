@@ -1,6 +1,7 @@
 // The whole program through run_cli, as CI runs it on a machine without a GPU.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -106,6 +107,17 @@ TEST_F(CliRun, ConfigErrorsExitTwo) {
   EXPECT_NE(broken.err.find("broken.json"), std::string::npos) << broken.err;
   EXPECT_EQ(run({"--config", path("small.json"), "--set", "nosuchparam=3"}).code, 2);
   EXPECT_EQ(run({"--config", path("small.json"), "--json", path("no/such/dir/r.json")}).code, 2);
+}
+
+// A GPU direction asked for on a machine without a GPU ends the run before it starts, with one
+// line and no report, instead of measuring CPU->CPU copies under the name of the run.
+TEST_F(CliRun, AGpuDirectionWithoutAGpuExitsTwo) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "this machine has a GPU";
+  const Ran r = run({"--config", path("small.json"), "--quiet", "--direction", "h2d", "--json",
+                     path("gpu.json")});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--direction h2d: needs a CUDA device"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(path("gpu.json")));
 }
 
 TEST_F(CliRun, Validate) {

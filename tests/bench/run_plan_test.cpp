@@ -183,12 +183,34 @@ TEST(RunPlan, CommandLineWins) {
 }
 
 TEST(RunPlan, WithoutAGpuOnlyHostToHost) {
-  RunOptions o;
-  o.directions = std::vector<Direction>{Direction::kH2D};
-  o.devices = std::vector<int>{3};
-  const RunPlan plan = make_run_plan(config_with(""), o, 0);
+  // The config's directions (h2d, d2h) and "--direction all" fall back to what the machine has.
+  const RunPlan plan = make_run_plan(config_with(""), RunOptions{}, 0);
   EXPECT_EQ(plan.directions, std::vector<Direction>{Direction::kH2H});
   EXPECT_TRUE(plan.devices.empty());
+  RunOptions all;
+  all.directions = all_directions();
+  EXPECT_EQ(make_run_plan(config_with(""), all, 0).directions,
+            std::vector<Direction>{Direction::kH2H});
+}
+
+TEST(RunPlan, WithoutAGpuAGpuDirectionOrDeviceAskedForIsAUsageError) {
+  RunOptions h2d;
+  h2d.directions = std::vector<Direction>{Direction::kH2H, Direction::kH2D};
+  try {
+    make_run_plan(config_with(""), h2d, 0);
+    ADD_FAILURE() << "h2d ran without a GPU";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(),
+                 "--direction h2d: needs a CUDA device, and this machine has none (h2h runs "
+                 "without one)");
+  }
+  RunOptions devices;
+  devices.directions = std::vector<Direction>{Direction::kH2H};
+  devices.devices = std::vector<int>{3};
+  EXPECT_THROW(make_run_plan(config_with(""), devices, 0), UsageError);
+  RunOptions h2h;
+  h2h.directions = std::vector<Direction>{Direction::kH2H};
+  EXPECT_EQ(make_run_plan(config_with(""), h2h, 0).directions, h2h.directions);
 }
 
 TEST(RunPlan, MissingGpuIsAUsageError) {

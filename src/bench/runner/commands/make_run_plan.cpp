@@ -31,6 +31,25 @@ std::vector<Pattern> with_gaps(const std::vector<Pattern>& patterns, const std::
   return out;
 }
 
+// Without a GPU a run measures h2h only: the default does so with a note on stderr, so that the
+// plain command runs anywhere. A GPU direction or a GPU named on the command line is refused
+// instead: a CI job that asked for h2d on a runner without a GPU would otherwise measure CPU->CPU
+// copies and pass. `--direction all` asks for what the machine has.
+void refuse_gpu_requests(const RunOptions& options) {
+  if (options.directions && *options.directions != all_directions()) {
+    for (Direction d : *options.directions) {
+      if (d == Direction::kH2H) continue;
+      throw UsageError(fmt::format(
+          "--direction {}: needs a CUDA device, and this machine has none (h2h runs without one)",
+          to_string(d)));
+    }
+  }
+  if (options.devices && !options.devices->empty()) {
+    throw UsageError(fmt::format("--devices {}: this machine has no CUDA device",
+                                 fmt::join(*options.devices, ",")));
+  }
+}
+
 }  // namespace
 
 RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_device_count) {
@@ -39,6 +58,7 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
   plan.profile = options.profile;
 
   if (cuda_device_count == 0) {
+    refuse_gpu_requests(options);
     plan.directions = {Direction::kH2H};
   } else if (options.directions) {
     plan.directions = *options.directions;
