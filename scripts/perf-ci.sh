@@ -26,8 +26,8 @@
 #
 # Writes to the output folder: the reports (in-process/, or baseline/ and candidate/),
 # summary.md (also appended to $GITHUB_STEP_SUMMARY when set) and compare.json, and exits with
-# compare's code (0 pass, 1 a case matched the fail-on rule, 2 bad input) or 3 when a build or a
-# run failed.
+# compare's code (0 pass, 1 a case matched the fail-on rule, 2 bad input, or no GPU outside smoke
+# mode) or 3 when a build or a run failed.
 #
 # Environment:
 #   MTC_PERF_MODE       in-process (default) or processes
@@ -77,6 +77,13 @@ fail_on="${MTC_PERF_FAIL_ON:-slower}"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ci: MTC_PERF_ROUNDS must be a positive integer" >&2; exit 2; }
 [[ "$processes" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ci: MTC_PERF_PROCESSES must be a positive integer" >&2; exit 2; }
 [[ "$round_cpus" =~ ^[0-9]+$ ]] || { echo "perf-ci: MTC_PERF_ROUND_CPUS must be a non-negative integer" >&2; exit 2; }
+
+# The real job measures GPU copies: on a runner without a GPU it stops here, before minutes of
+# builds (the cases name their directions too, so mtc-bench would refuse them with exit 2).
+if [[ "$smoke" != 1 ]] && ! compgen -G '/dev/nvidia[0-9]*' > /dev/null; then
+  echo "perf-ci: no GPU on this machine (no /dev/nvidia<N>); MTC_PERF_SMOKE=1 runs the CPU smoke job" >&2
+  exit 2
+fi
 
 # The shipped CI cases (configs/ci/cases): one mtc-bench run per line, per round and side.
 cases_file="$repo/configs/ci/$([[ "$smoke" == 1 ]] && echo smoke-cases || echo cases)"

@@ -74,6 +74,14 @@ echo "=== the CI performance job in smoke mode: HEAD against this tree, h2h, bot
 perf="$MTC_BUILD_DIR/perf-ci"
 base=HEAD
 git rev-parse --quiet --verify HEAD > /dev/null 2>&1 || base=.
+# Outside smoke mode, a machine without a GPU ends the job at once: it must not judge CPU copies.
+if ! compgen -G '/dev/nvidia[0-9]*' > /dev/null; then
+  rc=0
+  MTC_PERF_WORK="$perf" bash scripts/perf-ci.sh "$base" 2> "$perf.no-gpu.err" || rc=$?
+  grep -q "no GPU on this machine" "$perf.no-gpu.err" && (( rc == 2 )) ||
+    { echo "perf-ci without a GPU: expected exit 2 and its message, got $rc:"; cat "$perf.no-gpu.err"; exit 1; }
+  echo "perf-ci outside smoke mode without a GPU: exit 2 before any build, as it should"
+fi
 for mode in in-process processes; do
   start=$(date +%s)
   MTC_PERF_MODE=$mode MTC_PERF_SMOKE=1 MTC_PERF_FAIL_ON=none MTC_PERF_CANDIDATE_BUILD="$MTC_BUILD_DIR" \
