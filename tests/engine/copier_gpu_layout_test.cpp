@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
@@ -35,12 +36,16 @@ using mtc::test::tensors_of;
 // ---------------------------------------------------------------------------------------------
 // Layouts and alignment
 
+// Alignments beyond a page make the GPU->CPU chunk's host block, asked for unpadded first, come
+// again with room to shift (pageable and pinned alike).
 TEST_F(GpuTest, PackedOutputsAreAlignedAsPromised) {
-  for (const int64_t alignment : {1, 2, 16, 64, 256, 512, 1024, 4096}) {
-    for (const c10::Device& source : {kCpu, kCuda0}) {
+  for (const int64_t alignment : {1, 2, 16, 64, 256, 512, 1024, 4096, 65536}) {
+    // CPU->GPU, then GPU->CPU with pageable outputs and with pinned ones.
+    for (const auto& [source, pinned] :
+         {std::pair{kCpu, false}, std::pair{kCuda0, false}, std::pair{kCuda0, true}}) {
       const c10::Device target = source.is_cpu() ? kCuda0 : kCpu;
-      SCOPED_TRACE(::testing::Message()
-                   << source << " -> " << target << ", alignment " << alignment);
+      SCOPED_TRACE(::testing::Message() << source << " -> " << target << ", alignment " << alignment
+                                        << (pinned ? ", pinned outputs" : ""));
       c10::impl::GenericList list(c10::AnyType::get());
       int64_t count = 1;
       for (int round = 0; round < 2; ++round)
@@ -48,9 +53,11 @@ TEST_F(GpuTest, PackedOutputsAreAlignedAsPromised) {
           list.push_back(random_tensor(dtype, {count++ % 9 + 1}, source));
       CopyOptions options;
       options.min_packed_alignment_bytes = alignment;
+      options.pinned_host_outputs = pinned;
       CopyHandle h = start_copy(list, target, options);
       const c10::IValue out = h.get();
       expect_structure_copy(out, list, target);
+      for (const at::Tensor& t : tensors_of(out)) EXPECT_EQ(t.is_pinned(), pinned);
       EXPECT_EQ(h.stats().packed, static_cast<int64_t>(list.size()));
       EXPECT_EQ(h.stats().chunks, 1);
       for (const at::Tensor& t : tensors_of(out)) {

@@ -20,7 +20,9 @@
 // thread as soon as get() returns, while a refill is under way: an allocation that takes a new
 // segment from the driver would invalidate it, so the refill allocates in thread-local capture
 // mode, which leaves other threads' captures alone. Nothing is kept for a stream that is
-// capturing.
+// capturing. The copy's own allocations on the workers, before get() returns, are still made in
+// the mode of the program's threads: a capture begun in global mode on another thread while a
+// copy is in flight can be invalidated by them, as by any thread's allocation, torch's included.
 //
 // What a device keeps is at most kMaxBlocks blocks of at most kMaxBlockBytes, held until a later
 // refill replaces them or the stash is turned off: torch counts them as allocated.

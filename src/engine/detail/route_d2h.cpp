@@ -30,6 +30,27 @@ c10::Allocator* packed_host_allocator(const CopyOptions& options) {
   return &HostBlockCache::instance();
 }
 
+// Host memory for a packed chunk of `bytes` whose start must be a multiple of `alignment`, and in
+// `shift` where in it the chunk starts. Asked for as `bytes` first, as the allocators' blocks are
+// normally aligned enough (pages, 64 bytes); again with `alignment` more only when that one was
+// not. Asking for the padding at once costs far more than it adds where a request is rounded up:
+// torch's pinned cache rounds to a power of two, so a full 4 MiB chunk would take 8 MiB. The
+// storage is resizable with its allocator, as a tensor's made by that allocator would be.
+c10::Storage allocate_packed_host(const CopyOptions& options, int64_t bytes, int64_t alignment,
+                                  int64_t& shift) {
+  c10::Allocator* const allocator = packed_host_allocator(options);
+  auto size = static_cast<size_t>(bytes);
+  c10::DataPtr block = allocator->allocate(size);
+  shift = alignment_shift(block.get(), alignment);
+  if (shift != 0) {
+    size += static_cast<size_t>(alignment);
+    block = allocator->allocate(size);  // the first block goes back
+    shift = alignment_shift(block.get(), alignment);
+  }
+  return c10::Storage(c10::Storage::use_byte_size_t(), size, std::move(block), allocator,
+                      /*resizable=*/true);
+}
+
 // Gathers `items` on device `source` into `gathered` and brings those `bytes` to `host`, which
 // lies in `host_memory`. Pinned host memory (pinned_host_outputs) takes the DMA itself. Otherwise
 // through pinned staging and a host copy once the DMA has landed; without pinned staging,
@@ -102,18 +123,16 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
   }
   c10::DataPtr device_buffer;
   c10::Storage host_block;
+  int64_t shift = 0;
   {
     MTC_RANGE(allocate, "allocate");
     const AddElapsed timed(ctx.stats.allocate_us);
     // Freed as soon as the DMA is queued: it is used on this stream only, and the caching
     // allocator reuses it in stream order.
     device_buffer = c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(bytes));
-    const auto host_bytes = static_cast<size_t>(bytes + alignment);
-    host_block =
-        make_storage(packed_host_allocator(ctx.options)->allocate(host_bytes), bytes + alignment);
+    host_block = allocate_packed_host(ctx.options, bytes, alignment, shift);
   }
-  auto* host = static_cast<std::byte*>(host_block.mutable_data());
-  host += alignment_shift(host, alignment);
+  auto* host = static_cast<std::byte*>(host_block.mutable_data()) + shift;
   {
     MTC_RANGE(submit, "submit");
     gather_to_host(ctx, source, stream.stream(), gather,
@@ -139,7 +158,6 @@ void submit_run(RouteContext& ctx, PackedChunks& packed, size_t first, size_t en
 void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& candidates,
                          std::vector<int64_t>& singles, c10::DeviceIndex source,
                          cudaStream_t stream) {
-  c10::Allocator* const host_allocator = packed_host_allocator(ctx.options);
   PackPlan plan;
   {
     MTC_RANGE(plan_range, "plan");
@@ -152,19 +170,17 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
   for (size_t c = 0; c < plan.chunks.size(); ++c) {
     const PackChunk& chunk = plan.chunks[c];
     c10::DataPtr device_buffer;
-    at::Tensor host_buffer;
+    c10::Storage host_block;
+    int64_t shift = 0;
     {
       MTC_RANGE(allocate, "allocate");
       // Freed as soon as the DMA is queued: it is used on this stream only, and the caching
       // allocator reuses it in stream order.
       device_buffer =
           c10::cuda::CUDACachingAllocator::get()->allocate(static_cast<size_t>(chunk.bytes));
-      host_buffer = at::detail::empty_generic({chunk.bytes + alignment}, host_allocator,
-                                              c10::DispatchKeySet(c10::DispatchKey::CPU), at::kByte,
-                                              std::nullopt);
+      host_block = allocate_packed_host(ctx.options, chunk.bytes, alignment, shift);
     }
-    auto* host = static_cast<std::byte*>(host_buffer.data_ptr());
-    const int64_t shift = alignment_shift(host, alignment);
+    auto* host = static_cast<std::byte*>(host_block.mutable_data());
     {
       MTC_RANGE(submit, "submit");
       gather.clear();
@@ -174,11 +190,10 @@ void pack_device_to_host(RouteContext& ctx, const std::vector<PackCandidate>& ca
                           static_cast<uint64_t>(item.offset), static_cast<uint64_t>(item.bytes)});
       }
       gather_to_host(ctx, source, stream, gather, static_cast<std::byte*>(device_buffer.get()),
-                     host + shift, chunk.bytes, host_buffer.storage(),
-                     ctx.options.pinned_host_outputs);
+                     host + shift, chunk.bytes, host_block, ctx.options.pinned_host_outputs);
     }
-    const int32_t storage = ctx.add_storage(host_buffer.storage());
-    const int64_t base = static_cast<int64_t>(host_buffer.storage_offset()) + shift;
+    const int32_t storage = ctx.add_storage(host_block);
+    const int64_t base = shift;
     for (int64_t k = chunk.first_item; k < chunk.first_item + chunk.item_count; ++k) {
       const PackItem& item = plan.items[k];
       ctx.views[item.leaf] = {storage, base + item.offset};
