@@ -87,10 +87,18 @@ std::string read_text(const std::string& path) {
   return text.str();
 }
 
-// Starts mtc-bench with `args` after the program's name, its output in `dir`, and sends SIGINT
-// half a second after its handler is in place; the wait status, or nullopt when it did not stop
-// within 60 s.
-std::optional<int> interrupted_run(const std::vector<std::string>& args, const TempDir& dir) {
+// A config whose run would measure for minutes with the rounds the tests ask for.
+void write_long_config(const TempDir& dir) {
+  std::ofstream(dir / "long.json") << R"({
+    "name": "long", "seed": 1,
+    "structure": {"list": {"repeat": 8, "item": {"tensor": {"dtype": "float32", "shape": [16]}}}}})";
+}
+
+// Starts mtc-bench with `args` after the program's name, its output in `dir`, and sends `signal`
+// `times` times back to back half a second after its handler is in place; the wait status, or
+// nullopt when it did not stop within 60 s.
+std::optional<int> interrupted_run(const std::vector<std::string>& args, const TempDir& dir,
+                                   int signal = SIGINT, int times = 1) {
   std::vector<std::string> argv{MTC_BENCH_EXE};
   argv.insert(argv.end(), args.begin(), args.end());
   const pid_t pid = spawn(argv, dir / "out.txt", dir / "err.txt");
@@ -103,16 +111,19 @@ std::optional<int> interrupted_run(const std::vector<std::string>& args, const T
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // into the measuring, usually
-  EXPECT_EQ(kill(pid, SIGINT), 0);
+  for (int i = 0; i < times; ++i) {
+    // A few milliseconds apart, so that the handler has seen the first (a pending signal sent
+    // again is delivered once).
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    EXPECT_EQ(kill(pid, signal), 0);
+  }
   return wait_for(pid, std::chrono::seconds(60));
 }
 
 TEST(Interrupt, SigintStopsTheRunAndWritesWholeReportsMarkedInterrupted) {
   const TempDir dir;
   // Without the signal this run would measure for minutes: each case's round lasts 30 s.
-  std::ofstream(dir / "long.json") << R"({
-    "name": "long", "seed": 1,
-    "structure": {"list": {"repeat": 8, "item": {"tensor": {"dtype": "float32", "shape": [16]}}}}})";
+  write_long_config(dir);
   const std::optional<int> status = interrupted_run(
       {"--config",   dir / "long.json", "--quiet", "--direction",  "h2h",          "--strategy",
        "to,engine",  "--warmup",        "1",       "--round-time", "30",           "--min-time",
@@ -140,6 +151,31 @@ TEST(Interrupt, SigintStopsTheRunAndWritesWholeReportsMarkedInterrupted) {
   // The reports were renamed into place: no temporary file is left beside them.
   EXPECT_EQ(files_in(dir.path()),
             (std::set<std::string>{"long.json", "r.json", "r.md", "out.txt", "err.txt"}));
+}
+
+// `timeout` signals its command and then the command's process group: the same request twice,
+// microseconds apart. The run still ends as after one, with its reports (it died of the second
+// before, writing nothing).
+TEST(Interrupt, ASignalDeliveredTwiceAtOnceIsOneRequest) {
+  for (const int signal : {SIGINT, SIGTERM}) {
+    SCOPED_TRACE(signal == SIGINT ? "SIGINT" : "SIGTERM");
+    const TempDir dir;
+    write_long_config(dir);
+    const std::optional<int> status =
+        interrupted_run({"--config", dir / "long.json", "--quiet", "--direction", "h2h",
+                         "--strategy", "to", "--round-time", "30", "--min-time", "120", "--timeout",
+                         "120", "--processes", "1", "--json", dir / "r.json"},
+                        dir, signal, 2);
+    ASSERT_TRUE(status) << "mtc-bench did not stop within 60 s of the signals";
+    ASSERT_TRUE(WIFEXITED(*status)) << "ended by signal " << WTERMSIG(*status) << '\n'
+                                    << read_text(dir / "err.txt");
+    EXPECT_EQ(WEXITSTATUS(*status), static_cast<int>(ExitCode::kInterrupted));
+    const nlohmann::json doc = nlohmann::json::parse(std::ifstream(dir / "r.json"));
+    EXPECT_EQ(doc["interrupted"], true);
+    for (const auto& result : doc["runs"][0]["results"]) {
+      EXPECT_EQ(result["stop_reason"], "interrupted") << result.dump();
+    }
+  }
 }
 
 // The warm-up stops at the signal as the measuring does: a million copies of 20,000 tensors (the
@@ -172,9 +208,7 @@ TEST(Interrupt, SigintStopsTheWarmUp) {
 // interrupted and exits with 130.
 TEST(Interrupt, SigintDuringSeveralProcessesStillWritesAWholeReport) {
   const TempDir dir;
-  std::ofstream(dir / "long.json") << R"({
-    "name": "long", "seed": 1,
-    "structure": {"list": {"repeat": 8, "item": {"tensor": {"dtype": "float32", "shape": [16]}}}}})";
+  write_long_config(dir);
   const pid_t pid = spawn({MTC_BENCH_EXE, "--config", dir / "long.json", "--quiet", "--direction",
                            "h2h", "--strategy", "to,engine", "--round-time", "30", "--min-time",
                            "120", "--timeout", "120", "--processes", "3", "--json", dir / "r.json"},

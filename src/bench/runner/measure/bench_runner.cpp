@@ -176,9 +176,11 @@ void measure_block(Block& block, const CaseSettings& settings, int process, Prog
                     salt);
       progress.end_case();
     }
-    if (interrupted()) break;  // a started round completes, so every case has samples; no new one
     verdict = settings.fixed_samples > 0 ? StopReason::kFixedCount
                                          : block_verdict(block, settings.stopping);
+    // A started round completes, so every case has samples; no new one starts. A case whose
+    // rule was met by that round says so; the others were cut short.
+    if (interrupted() && verdict == StopReason::kNone) verdict = StopReason::kInterrupted;
   }
   if (verdict == StopReason::kNone) verdict = StopReason::kMaxRounds;
   for (const auto& group : block.groups) {

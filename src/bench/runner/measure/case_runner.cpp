@@ -138,7 +138,7 @@ CaseRunner::Sample CaseRunner::take_sample(int64_t index, double overlap_s) {
   const auto t0 = SteadyClock::now();
   strategy_->start(input);
   const auto t1 = SteadyClock::now();
-  const double spun = overlap_s > 0.0 ? spin_for(overlap_s) : 0.0;
+  const double spun = overlap_s > 0.0 ? spin_for(overlap_s, interrupted) : 0.0;
   // A training step drops its previous batch on the caller's thread once the next copy is under
   // way, before it waits for it (`handle = start(next); batch = {}; batch = handle.get()`): the
   // release overlaps what the copy does on other threads and on the device. For a strategy that

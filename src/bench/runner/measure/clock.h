@@ -21,11 +21,12 @@ inline double process_cpu_seconds() {
 }
 
 // Simulated caller work for overlap mode: keeps this thread busy (as real work would) for
-// `seconds`; returns how long it actually ran.
-inline double spin_for(double seconds) {
+// `seconds`, or until `stop()` (when given) says so; returns how long it actually ran.
+inline double spin_for(double seconds, bool (*stop)() = nullptr) {
   const auto start = SteadyClock::now();
   auto now = start;
-  while (seconds_between(start, now) < seconds) now = SteadyClock::now();
+  while (seconds_between(start, now) < seconds && (stop == nullptr || !stop()))
+    now = SteadyClock::now();
   return seconds_between(start, now);
 }
 

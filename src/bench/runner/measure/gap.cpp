@@ -1,16 +1,21 @@
 #include "runner/measure/gap.h"
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <thread>
 
 #include "runner/measure/clock.h"
+#include "runner/measure/interrupt.h"
 
 namespace mtc::bench {
 namespace {
 
 constexpr int64_t kLine = 64;             // one write per cache line
 constexpr int64_t kBetweenChecks = 4096;  // bytes touched between two looks at the clock
+// A long sleeping gap is slept in slices this long, so that Ctrl-C ends it (a step's gap of a few
+// milliseconds is one sleep, as before).
+constexpr double kLongestSleepSlice = 0.1;
 
 // The thread's busy-gap buffer and where its next pass goes on, so that passes sweep all of it.
 struct TouchBuffer {
@@ -48,7 +53,10 @@ Gap::Gap(GapMode mode, int64_t touch_bytes)
 
 int64_t Gap::pass(double seconds) const {
   if (mode_ == GapMode::kSleep) {
-    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    for (double left = seconds; left > 0.0 && !interrupted(); left -= kLongestSleepSlice) {
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(std::min(left, kLongestSleepSlice)));
+    }
     return 0;
   }
   TouchBuffer& buffer = thread_buffer(touch_bytes_);
@@ -65,7 +73,7 @@ int64_t Gap::pass(double seconds) const {
       if (buffer.next >= touch_bytes_) buffer.next = 0;
     }
     touched += kBetweenChecks;
-  } while (SteadyClock::now() < deadline);
+  } while (SteadyClock::now() < deadline && !interrupted());
   return touched;
 }
 

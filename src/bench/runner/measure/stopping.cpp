@@ -16,6 +16,8 @@ std::string_view to_string(StopReason reason) {
       return "max_samples";
     case StopReason::kFixedCount:
       return "fixed_count";
+    case StopReason::kInterrupted:
+      return "interrupted";
   }
   return "none";
 }

@@ -34,7 +34,16 @@ struct StoppingParams {
   int64_t max_samples = 1'000'000;                     // a memory guard for sub-microsecond cases
 };
 
-enum class StopReason { kNone, kNoiseTarget, kMaxRounds, kTimeout, kMaxSamples, kFixedCount };
+// kInterrupted: SIGINT or SIGTERM ended the rounds before a rule did.
+enum class StopReason {
+  kNone,
+  kNoiseTarget,
+  kMaxRounds,
+  kTimeout,
+  kMaxSamples,
+  kFixedCount,
+  kInterrupted
+};
 
 std::string_view to_string(StopReason reason);
 
