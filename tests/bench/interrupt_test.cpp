@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -231,6 +232,68 @@ TEST(Interrupt, SigintDuringSeveralProcessesStillWritesAWholeReport) {
   const nlohmann::json doc = nlohmann::json::parse(std::ifstream(dir / "r.json"));
   EXPECT_EQ(doc["interrupted"], true);
   EXPECT_LE(doc["runs"].size(), 1u);
+}
+
+// The processes whose parent is `parent` (from /proc/PID/stat: the field after the state).
+std::vector<pid_t> children_of(pid_t parent) {
+  std::vector<pid_t> children;
+  for (const std::string& name : files_in("/proc")) {
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = read_text("/proc/" + name + "/stat");
+    const size_t name_end = stat.rfind(')');  // the command's name may hold spaces
+    if (name_end == std::string::npos) continue;
+    std::istringstream rest(stat.substr(name_end + 1));
+    std::string state;
+    pid_t ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) children.push_back(std::stoi(name));
+  }
+  return children;
+}
+
+// Whether `pid` runs (a zombie, which nobody reaped yet, does not).
+bool running(pid_t pid) {
+  const std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const size_t name_end = stat.rfind(')');
+  return name_end != std::string::npos && name_end + 2 < stat.size() && stat[name_end + 2] != 'Z';
+}
+
+// A parent killed outright (SIGKILL; it cannot pass anything on) takes its measuring child with
+// it: the child went on measuring for the rest of its rounds before, beside whatever ran next.
+TEST(Interrupt, AChildEndsWhenItsParentIsKilled) {
+  const TempDir dir;
+  write_long_config(dir);
+  // The parent's temporary folder (its children's reports) stays behind it: in `dir`, not /tmp.
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string saved_tmpdir = tmpdir != nullptr ? tmpdir : "";
+  setenv("TMPDIR", dir.path().c_str(), 1);
+  const pid_t pid = spawn({MTC_BENCH_EXE, "--config", dir / "long.json", "--quiet", "--direction",
+                           "h2h", "--strategy", "to", "--round-time", "30", "--min-time", "120",
+                           "--timeout", "120", "--processes", "3", "--json", dir / "r.json"},
+                          dir / "out.txt", dir / "err.txt");
+  if (tmpdir != nullptr) {
+    setenv("TMPDIR", saved_tmpdir.c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
+  ASSERT_GT(pid, 0) << "cannot start " << MTC_BENCH_EXE;
+  const auto start = Clock::now();
+  std::vector<pid_t> children;
+  while (children.empty() && Clock::now() - start < std::chrono::seconds(60)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    children = children_of(pid);
+  }
+  ASSERT_EQ(children.size(), 1u) << "no child process appeared";
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the child is measuring
+  ASSERT_EQ(kill(pid, SIGKILL), 0);
+  wait_for(pid, std::chrono::seconds(10));
+  // The child is this test's no longer (it was reparented): its state says whether it ended.
+  const auto killed = Clock::now();
+  while (running(children.front()) && Clock::now() - killed < std::chrono::seconds(10)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  const bool still_running = running(children.front());
+  if (still_running) kill(children.front(), SIGKILL);
+  EXPECT_FALSE(still_running) << "the child went on measuring after its parent was killed";
 }
 
 }  // namespace

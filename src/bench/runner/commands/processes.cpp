@@ -5,11 +5,14 @@
 #include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
+#include <string_view>
 
 #include "errors.h"
 #include "report/report_reader.h"
@@ -24,6 +27,9 @@ namespace mtc::bench {
 namespace {
 
 using json = nlohmann::json;
+
+// The parent's process id, in each child's environment: a child whose parent is gone ends.
+constexpr const char* kParentPidVariable = "MTC_BENCH_PARENT_PID";
 
 // Not std::filesystem::remove_all: libtorch exports its own copy of it, built for another
 // standard library ABI, and the dynamic linker may bind this call to that one.
@@ -43,9 +49,17 @@ int run_child(const std::vector<std::string>& arguments, const std::string& stdo
   // The children's tables would repeat the merged one: they go to a file.
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, stdout_path.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> environment{fmt::format("{}={}", kParentPidVariable, getpid())};
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    if (!std::string_view(*entry).starts_with(std::string(kParentPidVariable) + "="))
+      environment.emplace_back(*entry);
+  }
+  std::vector<char*> envp;
+  for (std::string& entry : environment) envp.push_back(entry.data());
+  envp.push_back(nullptr);
   pid_t pid = 0;
-  const int spawned =
-      posix_spawn(&pid, executable_for_children().c_str(), &actions, nullptr, argv.data(), environ);
+  const int spawned = posix_spawn(&pid, executable_for_children().c_str(), &actions, nullptr,
+                                  argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
   if (spawned != 0)
     throw std::runtime_error(fmt::format("--processes: cannot start a child: error {}", spawned));
@@ -252,6 +266,16 @@ Report merge_process_reports(const std::vector<Report>& reports, bool keep_raw) 
   }
   merged.exit_code = exit_code_for(merged);
   return merged;
+}
+
+void end_with_parent() {
+  const char* parent = std::getenv(kParentPidVariable);
+  if (parent == nullptr) return;
+  // The kernel kills this process when the parent's thread that started it ends, whatever ends
+  // it (SIGKILL included); a parent already gone before the request took effect is caught by
+  // comparing the ids.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (std::to_string(getppid()) != parent) _exit(static_cast<int>(ExitCode::kInterrupted));
 }
 
 Report run_child_processes(const CommandLine& command_line, int count, std::ostream& err) {

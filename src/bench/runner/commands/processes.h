@@ -24,6 +24,11 @@ const std::string& executable_for_children();
 // one cannot be started or writes no report.
 Report run_child_processes(const CommandLine& command_line, int count, std::ostream& err);
 
+// In a child (started by run_child_processes): the process ends as soon as its parent does, so
+// that a parent killed outright (SIGKILL, a second Ctrl-C) leaves no child measuring beside
+// whatever runs next. Does nothing in a process that is not such a child.
+void end_with_parent();
+
 // The arguments of child `index`: the parent's without the output and process options, plus
 // what a child needs. Exposed for tests.
 std::vector<std::string> child_arguments(const std::vector<std::string>& parent, int index,

@@ -151,6 +151,7 @@ nlohmann::json engine_revisions(const LoadedEngines& engines) {
 int run_command(const CommandLine& command_line, std::ostream& out, std::ostream& err) {
   const RunOptions& options = command_line.run;
   install_interrupt_handlers();
+  if (options.child_index >= 0) end_with_parent();
   const std::string config_path = resolve_config_path(options.config_path, config_search_dirs());
   MultiplexReporter outputs = run_outputs(options, config_path, out);
 
