@@ -213,6 +213,30 @@ TEST(RunPlan, WithoutAGpuAGpuDirectionOrDeviceAskedForIsAUsageError) {
   EXPECT_EQ(make_run_plan(config_with(""), h2h, 0).directions, h2h.directions);
 }
 
+// Every row "skipped" would pass a job that measured nothing.
+TEST(RunPlan, NoStrategyThatCanRunIsAUsageError) {
+  RunOptions gpu_only;
+  gpu_only.strategies = std::vector<std::string>{"memcpy_batch"};
+  try {
+    make_run_plan(config_with(""), gpu_only, 0);
+    ADD_FAILURE() << "a run of nothing was planned";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("nothing to measure"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("memcpy_batch h2h: needs a CUDA device"),
+              std::string::npos)
+        << e.what();
+  }
+  // One strategy that can run is enough; the others are listed as skipped.
+  RunOptions mixed;
+  mixed.strategies = std::vector<std::string>{"memcpy_batch", "to"};
+  EXPECT_EQ(make_run_plan(config_with(""), mixed, 0).strategies.size(), 2u);
+  // Not only without a GPU: a strategy that pins host sources cannot copy GPU->CPU.
+  RunOptions wrong_direction;
+  wrong_direction.strategies = std::vector<std::string>{"pin_to_nb"};
+  wrong_direction.directions = std::vector<Direction>{Direction::kD2H};
+  EXPECT_THROW(make_run_plan(config_with(""), wrong_direction, 1), UsageError);
+}
+
 TEST(RunPlan, MissingGpuIsAUsageError) {
   RunOptions o;
   o.devices = std::vector<int>{0, 1};

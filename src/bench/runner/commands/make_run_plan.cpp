@@ -50,6 +50,23 @@ void refuse_gpu_requests(const RunOptions& options) {
   }
 }
 
+// A run in which no strategy can copy in any direction would pass having measured nothing (every
+// row "skipped"), as a CI job asking for GPU strategies on a runner without a GPU would.
+void refuse_an_empty_run(const RunPlan& plan) {
+  std::string why;
+  for (const std::string& name : plan.strategies) {
+    for (Direction direction : plan.directions) {
+      const std::string reason =
+          unsupported_reason(*find_strategy(name), direction, plan.cuda_device_count > 0);
+      if (reason.empty()) return;
+      if (why.empty()) why = fmt::format("{} {}: {}", name, to_string(direction), reason);
+    }
+  }
+  if (why.empty()) return;  // nothing asked for: the strategies' own check speaks
+  throw UsageError(fmt::format(
+      "nothing to measure: no strategy asked for can copy in any direction of the run ({})", why));
+}
+
 }  // namespace
 
 RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_device_count) {
@@ -97,6 +114,7 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
     }
   }
   plan.engine_libraries = options.engine_libraries;
+  refuse_an_empty_run(plan);
 
   if (cuda_device_count > 0) {
     plan.devices = options.devices.value_or(config.bench.devices);
