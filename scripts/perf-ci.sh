@@ -43,7 +43,7 @@
 #   MTC_PERF_OUT        output folder (default .perf-ci/out)
 #   MTC_PERF_WORK       worktrees and build folders (default .perf-ci)
 #   MTC_PERF_JOB        the job's name (default perf-<UTC time>-<pid>)
-#   MTC_PERF_FAIL_ON    slower (default), faster, any or none
+#   MTC_PERF_FAIL_ON    slower (default; none in smoke mode), faster, any or none
 #   MTC_PERF_COMPARE_ARGS  more compare options, e.g. "--threshold 3"
 #   MTC_PERF_BENCH_ARGS    more mtc-bench options for every run
 #   MTC_PERF_SMOKE=1    CPU smoke mode: the h2h direction, 3 rounds (for CI without a GPU)
@@ -73,7 +73,10 @@ round_cpus="${MTC_PERF_ROUND_CPUS:-$(( $(nproc) > 4 ? 4 : 0 ))}"
 work="$(mkdir -p "${MTC_PERF_WORK:-.perf-ci}" && cd "${MTC_PERF_WORK:-.perf-ci}" && pwd)"
 out="${MTC_PERF_OUT:-$work/out}"
 job="${MTC_PERF_JOB:-perf-$(date -u +%Y%m%dT%H%M%SZ)-$$}"
-fail_on="${MTC_PERF_FAIL_ON:-slower}"
+# A smoke job checks that the job runs end to end: 3 rounds of CPU copies on a shared runner cannot
+# judge a change (docs/ci.md: with the same build on both sides, 2 of 40 such jobs called a case
+# SLOWER), so its verdicts are shown, not enforced, unless MTC_PERF_FAIL_ON asks.
+fail_on="${MTC_PERF_FAIL_ON:-$([[ "$smoke" == 1 ]] && echo none || echo slower)}"
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ci: MTC_PERF_ROUNDS must be a positive integer" >&2; exit 2; }
 [[ "$processes" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ci: MTC_PERF_PROCESSES must be a positive integer" >&2; exit 2; }
 [[ "$round_cpus" =~ ^[0-9]+$ ]] || { echo "perf-ci: MTC_PERF_ROUND_CPUS must be a non-negative integer" >&2; exit 2; }
