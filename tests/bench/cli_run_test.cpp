@@ -125,6 +125,12 @@ TEST_F(CliRun, Validate) {
   EXPECT_EQ(ok.code, 0) << ok.err;
   EXPECT_NE(ok.out.find("ok: "), std::string::npos);
   EXPECT_EQ(run({"validate", path("small.json"), path("broken.json")}).code, 2);
+  // `validate configs/*.json` meets the configs' schema, which is no config: skipped, not failed.
+  std::ofstream(path("spec.schema.json"))
+      << R"({"$id": "https://mtc-bench.invalid/configs/spec.schema.json", "type": "object"})";
+  const Ran with_schema = run({"validate", path("small.json"), path("spec.schema.json")});
+  EXPECT_EQ(with_schema.code, 0) << with_schema.err;
+  EXPECT_NE(with_schema.out.find("skipped: "), std::string::npos) << with_schema.out;
 }
 
 TEST_F(CliRun, ListShowsStrategiesAndShippedConfigs) {

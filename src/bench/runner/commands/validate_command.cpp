@@ -1,6 +1,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "errors.h"
 #include "runner/cli/config_paths.h"
 #include "runner/commands/build_limits.h"
@@ -11,6 +14,17 @@
 #include "workload/workload.h"
 
 namespace mtc::bench {
+namespace {
+
+// The configs' JSON Schema lives beside them (configs/spec.schema.json), so `validate
+// configs/*.json` meets it: it is told apart by its own `$id` and skipped, not failed.
+bool is_the_config_schema(const std::string& path) {
+  std::ifstream file(path);
+  const nlohmann::json doc = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  return doc.is_object() && doc.value("$id", std::string()).ends_with("/configs/spec.schema.json");
+}
+
+}  // namespace
 
 int validate_command(const ValidateOptions& options, std::ostream& out, std::ostream& err) {
   const auto dirs = config_search_dirs();
@@ -18,6 +32,10 @@ int validate_command(const ValidateOptions& options, std::ostream& out, std::ost
   int failures = 0;
   for (const std::string& arg : options.config_paths) {
     const std::string path = resolve_config_path(arg, dirs);
+    if (is_the_config_schema(path)) {
+      out << fmt::format("skipped: {}: the configs' JSON Schema, not a config\n", path);
+      continue;
+    }
     try {
       const Config config = load_config(path, options.sets);
       out << fmt::format("ok: {} ({}): seed {}, directions {}\n", path, config.name, config.seed,
