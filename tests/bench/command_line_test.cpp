@@ -255,6 +255,10 @@ TEST(CommandLine, ValuesOutsideTheConfigsBoundsAreOneLineErrors) {
       {{"--gap-touch-bytes", "32"}, "--gap-touch-bytes 32: must be 64 to 16GiB"},
       // The engine's own limit (mtc::kMaxPackedAlignmentBytes): exit 3 at run time before.
       {{"--engine-alignment", "2GiB"}, "--engine-alignment 2GiB: must be 1 to 1GiB"},
+      // The shared byte-count parser knows no option: its errors are given the option's name.
+      {{"--gap-touch-bytes", "0"}, "--gap-touch-bytes 0: byte count out of range"},
+      {{"--engine-max-chunk", "0"}, "--engine-max-chunk 0: byte count out of range"},
+      {{"--engine-alignment", "1.5KiB"}, "--engine-alignment 1.5KiB: expected a whole number"},
   };
   for (const auto& [extra, expected] : bad) {
     std::vector<std::string> args{"--config", "x.json"};

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <set>
 
+#include "number_text.h"
+
 namespace mtc::bench {
 namespace {
 
@@ -18,16 +20,6 @@ std::string three_digits(double value) {
 std::string format_rate(double value) {
   if (value <= 0.0) return "-";
   return value >= 1.0 ? three_digits(value) : fmt::format("{:.3f}", value);
-}
-
-std::string with_thousands(int64_t value) {
-  std::string digits = std::to_string(value < 0 ? -value : value);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return value < 0 ? "-" + out : out;
 }
 
 std::string verified_cell(const Entry& e) {
@@ -70,8 +62,8 @@ std::string format_speedup(const RatioEstimate& speedup) {
 }
 
 std::string workload_line(const RunSection& run) {
-  return fmt::format("{} tensors, {} bytes ({:.1f} KiB)", with_thousands(run.tensors),
-                     with_thousands(run.bytes), static_cast<double>(run.bytes) / 1024.0);
+  return fmt::format("{} tensors, {} bytes ({})", with_commas(run.tensors), with_commas(run.bytes),
+                     human_bytes(run.bytes));
 }
 
 std::string environment_line(const nlohmann::json& context) {

@@ -8,6 +8,7 @@
 #include <array>
 
 #include "mtc/copier.h"
+#include "number_text.h"
 #include "workload/detail/json_checks.h"
 #include "workload/detail/tensor_spec.h"
 
@@ -35,23 +36,6 @@ constexpr std::array<BucketEdges, 9> kBuckets{{
     {kMiB + 1, 16 * kMiB, "1-16 MiB"},
     {16 * kMiB + 1, -1, "> 16 MiB"},
 }};
-
-std::string with_commas(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n);
-  std::string out;
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
-    out += digits[i];
-  }
-  return n < 0 ? "-" + out : out;
-}
-
-std::string human_bytes(int64_t n) {
-  if (n < kKiB) return fmt::format("{} B", n);
-  if (n < kMiB) return fmt::format("{:.1f} KiB", static_cast<double>(n) / kKiB);
-  if (n < 1024 * kMiB) return fmt::format("{:.1f} MiB", static_cast<double>(n) / kMiB);
-  return fmt::format("{:.2f} GiB", static_cast<double>(n) / (1024.0 * kMiB));
-}
 
 std::string memory_kind(const at::Tensor& tensor) {
   if (tensor.is_cuda()) return fmt::format("cuda:{}", tensor.device().index());

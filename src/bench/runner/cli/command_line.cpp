@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 
 #include "errors.h"
 #include "mtc_git_revision.h"  // generated at build time: MTC_GIT_REVISION
@@ -28,9 +29,12 @@ constexpr const char* kDescription =
     "time the start call kept the caller, the GPU span (CUDA events) and the process CPU time.";
 
 std::string footer_text() {
+  // The names' column is as wide as the longest name and a space.
+  size_t width = 0;
+  for (const StrategyInfo& info : strategy_catalog()) width = std::max(width, info.name.size());
   std::string strategies;
   for (const StrategyInfo& info : strategy_catalog()) {
-    strategies += fmt::format("  {:<17}{}\n", info.name, info.summary);
+    strategies += fmt::format("  {:<{}}{}\n", info.name, width + 1, info.summary);
   }
   return fmt::format(
       "Directions (--direction):\n"

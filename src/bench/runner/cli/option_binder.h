@@ -14,9 +14,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "errors.h"
 #include "runner/cli/parse.h"
 #include "workload/bench_settings.h"
 
@@ -33,8 +35,16 @@ class OptionBinder {
                    const std::string& help) {
     auto text = std::make_shared<Text>();
     CLI::Option* option = app_.add_option(names, *text, help);
-    finishers_.push_back([option, text, &field, convert = std::move(convert)] {
-      if (option->count() > 0) field = convert(*text);
+    const std::string name = names.substr(names.rfind(',') + 1);  // the long name, as given
+    finishers_.push_back([option, text, &field, name, convert = std::move(convert)] {
+      if (option->count() == 0) return;
+      try {
+        field = convert(*text);
+      } catch (const UsageError& e) {
+        // The shared parsers (parse_bytes: "0: byte count out of range") do not know the option.
+        if (std::string_view(e.what()).starts_with("--")) throw;
+        throw UsageError(name + " " + e.what());
+      }
     });
     return option;
   }

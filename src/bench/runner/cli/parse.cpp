@@ -137,6 +137,10 @@ int64_t parse_bytes(std::string_view text) {
     throw UsageError(fmt::format("{}: expected a byte count such as 4096, 64KiB or 32MiB", text));
   }
   const std::string unit = trim(std::string_view(t).substr(digits));
+  if (unit.starts_with('.') || unit.starts_with(',')) {
+    throw UsageError(
+        fmt::format("{}: expected a whole number of bytes or units (1536KiB, not 1.5MiB)", text));
+  }
   static const std::vector<std::pair<std::string, int64_t>> units{
       {"", 1},      {"B", 1},        {"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30},
       {"KB", 1000}, {"MB", 1000000}, {"GB", 1000000000}};
