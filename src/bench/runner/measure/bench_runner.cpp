@@ -167,7 +167,8 @@ void measure_block(Block& block, const CaseSettings& settings, int process, Prog
     for (size_t index : order) {
       const Unit& unit = units[index];
       if (!unit.a->runnable() && (unit.b == nullptr || !unit.b->runnable())) continue;
-      progress.begin_case(fmt::format("{} round {} {}{}", what, round + 1, unit.a->label,
+      progress.begin_case(fmt::format("{} round {}/{} {}{}", what, round + 1, max_rounds,
+                                      unit.a->label,
                                       unit.b != nullptr ? " with " + unit.b->strategy : ""));
       const std::string refused =
           confinement.confine(settings.order_seed, static_cast<uint64_t>(round), salt * 64 + index);

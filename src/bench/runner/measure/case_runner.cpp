@@ -224,10 +224,23 @@ bool CaseRunner::take_round_sample(const CaseSettings& settings,
   return round_done_;
 }
 
+// The bar: how far the case is towards its last possible round (the rounds done and this one's
+// share of its loop time), so it moves in every round and is full at --max-rounds; the noise
+// target may end the case before. The noise is unknown ("--") until a round has judged it.
 void CaseRunner::report_progress(const CaseSettings& settings, Progress& progress) const {
-  progress.update(
-      round_start_.samples + round_samples_, round_start_.noise,
-      std::min(1.0, (round_start_.loop_time_s + round_loop_s_) / settings.stopping.timeout_s));
+  const double this_round =
+      settings.fixed_samples > 0
+          ? static_cast<double>(round_samples_) / static_cast<double>(settings.fixed_samples)
+          : round_loop_s_ / std::max(settings.stopping.round_time_s, 1e-9);
+  const double rounds =
+      settings.fixed_samples > 0
+          ? 1.0
+          : static_cast<double>(std::max<int64_t>(settings.stopping.max_rounds, 1));
+  const double fraction =
+      (static_cast<double>(round_start_.rounds) + std::min(1.0, this_round)) / rounds;
+  progress.update(round_start_.samples + round_samples_,
+                  round_start_.rounds > 0 && round_start_.noise < 1.0 ? round_start_.noise : -1.0,
+                  std::min(1.0, fraction));
 }
 
 void CaseRunner::end_round() {

@@ -23,7 +23,7 @@ class Progress {
   // The case being measured: "[3/18] h2d cuda:0 engine".
   void begin_case(std::string label);
   // noise: negative until the stopping rule has evaluated it; fraction: how far the case is
-  // towards its timeout (0..1).
+  // towards its last possible round (0..1).
   void update(int64_t samples, double noise, double fraction);
   // Clears the line.
   void end_case();
