@@ -53,7 +53,16 @@ nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devi
           << "'s local CPUs are unknown; not pinned\n";
       return nullptr;
     }
-    cpus = *locality.local_cpus;
+    // Only those this process may use (a container's share of a socket, say).
+    const std::vector<int> allowed = process_affinity();
+    for (int c : *locality.local_cpus) {
+      if (std::binary_search(allowed.begin(), allowed.end(), c)) cpus.push_back(c);
+    }
+    if (cpus.empty()) {
+      err << "mtc-bench: warning: --pin-cpu auto: this process may use none of GPU " << device
+          << "'s local CPUs; not pinned\n";
+      return nullptr;
+    }
   } else {
     cpus = parse_cpu_list(request);
   }
