@@ -120,6 +120,15 @@ TEST_F(CliRun, AGpuDirectionWithoutAGpuExitsTwo) {
   EXPECT_FALSE(std::filesystem::exists(path("gpu.json")));
 }
 
+// CPUs the process may not use were dropped by the kernel while the report named them.
+TEST_F(CliRun, PinningToCpusTheProcessMayNotUseExitsTwo) {
+  const Ran r = run({"--config", path("small.json"), "--quiet", "--pin-cpu", "0,1000"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--pin-cpu 0,1000: CPU 1000 not available to this process"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST_F(CliRun, Validate) {
   const Ran ok = run({"validate", path("small.json")});
   EXPECT_EQ(ok.code, 0) << ok.err;

@@ -65,6 +65,20 @@ nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devi
     }
   } else {
     cpus = parse_cpu_list(request);
+    // The kernel binds to the CPUs of the list the process may use and drops the others without
+    // a word: the report would name CPUs nothing ran on. (Read before anything confines it.)
+    const std::vector<int> allowed = process_affinity();
+    std::vector<int> outside;
+    for (int c : cpus) {
+      if (!std::binary_search(allowed.begin(), allowed.end(), c)) outside.push_back(c);
+    }
+    if (!allowed.empty() && !outside.empty()) {
+      throw UsageError(
+          fmt::format("--pin-cpu {}: CPU{} {} not available to this process (it may "
+                      "use {})",
+                      request, outside.size() == 1 ? "" : "s", cpu_list_to_text(outside),
+                      cpu_list_to_text(allowed)));
+    }
   }
   if (const std::string error = pin_process_to(cpus); !error.empty()) {
     throw UsageError("--pin-cpu " + request + ": " + error);

@@ -91,18 +91,6 @@ std::string pin_process_to(const std::vector<int>& cpus) {
     if (c < 0 || c >= CPU_SETSIZE) return fmt::format("CPU {} is out of range", c);
     CPU_SET(c, &set);
   }
-  // The kernel binds to the CPUs of the list that the process may use and drops the others
-  // without a word: the report would name CPUs nothing ran on.
-  const std::vector<int> allowed = process_affinity();
-  std::vector<int> outside;
-  for (int c : cpus) {
-    if (!std::binary_search(allowed.begin(), allowed.end(), c)) outside.push_back(c);
-  }
-  if (!allowed.empty() && !outside.empty()) {
-    return fmt::format("CPU{} {} not available to this process (it may use {})",
-                       outside.size() == 1 ? "" : "s", cpu_list_to_text(outside),
-                       cpu_list_to_text(allowed));
-  }
   // Threads started before this call (CUDA's, torch's) keep their own mask: set each one.
   DIR* tasks = opendir("/proc/self/task");
   if (tasks == nullptr) return "cannot list /proc/self/task";
