@@ -282,6 +282,13 @@ TEST(CommandLine, ASettingGivenTwoWaysIsRefused) {
        "--sweep samples and --set samples=2: both set samples; give one of them"},
       {{"--sweep", "/seed=1,2", "--seed", "3"}, "--seed and --sweep /seed: both set /seed"},
       {{"--set", "/seed=1", "--seed", "3"}, "--seed and --set /seed=1: both set /seed"},
+      // An option wins at every point: the points' labels would lie.
+      {{"--sweep", "/bench/warmup=1,2", "--warmup", "3"},
+       "--sweep /bench/warmup and --warmup: the option sets /bench/warmup at every point"},
+      {{"--sweep", "/bench/max_rounds=5,9", "--quick"},
+       "--sweep /bench/max_rounds and --quick: the option sets /bench/max_rounds"},
+      {{"--sweep", "/directions=[\"h2d\"],[\"d2h\"]", "--direction", "h2h"},
+       "--sweep /directions and --direction"},
   };
   for (const auto& [extra, expected] : bad) {
     std::vector<std::string> args{"--config", "x.json"};
