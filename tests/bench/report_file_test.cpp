@@ -2,6 +2,7 @@
 #include "report/report_file.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -56,6 +57,20 @@ TEST(ReportFile, WithoutCommitTheDestinationStaysAsItWasAndTheTemporaryGoes) {
   { const ReportFile abandoned("--json", dir / "kept.md"); }
   { const ReportFile never("--json", dir / "new.md"); }
   EXPECT_EQ(read_text(dir / "kept.md"), "previous report");
+  EXPECT_EQ(entries_in(dir.path()), 1);
+}
+
+// A run killed outright (SIGKILL) ends while its report files wait for commit(): where the
+// folder takes an unnamed file, nothing of theirs is in it until then.
+TEST(ReportFile, NothingIsInTheFolderBeforeCommitWhereItTakesAnUnnamedFile) {
+  const TempDir dir;
+  const int probe = ::open(dir.path().c_str(), O_TMPFILE | O_WRONLY, 0600);
+  if (probe < 0) GTEST_SKIP() << "this file system makes no unnamed files (O_TMPFILE)";
+  ::close(probe);
+  ReportFile file("--json", dir / "r.json");
+  EXPECT_EQ(entries_in(dir.path()), 0);
+  file.commit("{}\n");
+  EXPECT_EQ(read_text(dir / "r.json"), "{}\n");
   EXPECT_EQ(entries_in(dir.path()), 1);
 }
 

@@ -60,8 +60,24 @@ ReportFile::ReportFile(std::string option, std::string path)
   if (::access(path_.c_str(), F_OK) == 0 && ::access(path_.c_str(), W_OK) != 0) {
     throw refuse(error_text(errno));
   }
-  // Hidden, next to the destination (rename() is atomic only within one file system), unique to
-  // this process and object. Mode 0666 less the umask, as the file itself would get.
+  // Where the file system allows it, an unnamed file in the folder (O_TMPFILE) proves now that
+  // a file can be made there, and leaves nothing behind a run killed outright (SIGKILL, a second
+  // Ctrl-C); the named temporary file is made only in commit(). Elsewhere it is made now.
+  const int unnamed = ::open(folder_of(path_).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+  if (unnamed >= 0) {
+    ::close(unnamed);
+    checked_only_ = true;
+    return;
+  }
+  if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) throw refuse(error_text(errno));
+  open_temp_file();
+  if (fd_ < 0) throw refuse(error_text(errno));
+}
+
+// Hidden, next to the destination (rename() is atomic only within one file system), unique to
+// this process and object. Mode 0666 less the umask, as the file itself would get. Leaves fd_
+// negative and errno set when no file could be made.
+void ReportFile::open_temp_file() {
   static std::atomic<int> counter{0};
   const std::string stem = fmt::format("{}/.{}.", folder_of(path_), name_of(path_));
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
@@ -69,7 +85,6 @@ ReportFile::ReportFile(std::string option, std::string path)
     fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd_ < 0 && errno != EEXIST) break;
   }
-  if (fd_ < 0) throw refuse(error_text(errno));
 }
 
 ReportFile::~ReportFile() {
@@ -80,6 +95,13 @@ ReportFile::~ReportFile() {
 }
 
 void ReportFile::commit(const std::string& text) {
+  if (std::exchange(checked_only_, false)) {
+    open_temp_file();
+    if (fd_ < 0) {
+      throw std::runtime_error(
+          fmt::format("writing {} failed (open): {}", path_, error_text(errno)));
+    }
+  }
   if (fd_ < 0) return;
   const int fd = std::exchange(fd_, -1);  // from here on this function closes it
   auto fail = [&](const char* step, bool still_open) {

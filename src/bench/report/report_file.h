@@ -9,8 +9,10 @@ namespace mtc::bench {
 
 class ReportFile {
  public:
-  // Creates the temporary file now, so a path that cannot take a report fails (UsageError naming
-  // `option` and the path) before anything is measured: a missing or read-only folder, a
+  // Makes sure now that a temporary file can be made beside the path (where the file system
+  // allows, with an unnamed file that leaves nothing behind; elsewhere by making it now), so a
+  // path that cannot take a report fails (UsageError naming `option` and the path) before
+  // anything is measured: a missing or read-only folder, a
   // read-only file, and anything at the path that is not a regular file (a folder, a symbolic
   // link, a named pipe, a device, a socket), which the rename would replace. An empty path means
   // no file: commit() does nothing.
@@ -28,8 +30,11 @@ class ReportFile {
  private:
   std::string option_;
   std::string path_;
+  void open_temp_file();
+
   std::string temp_path_;
   int fd_ = -1;
+  bool checked_only_ = false;  // the folder took an unnamed file; the temporary one is made later
 };
 
 }  // namespace mtc::bench
