@@ -60,6 +60,15 @@ ReportFile::ReportFile(std::string option, std::string path)
   if (::access(path_.c_str(), F_OK) == 0 && ::access(path_.c_str(), W_OK) != 0) {
     throw refuse(error_text(errno));
   }
+  // access() lets root write anywhere (a CI container's usual user): a file or folder whose mode
+  // gives nobody write permission was made read-only on purpose, and is refused for root too.
+  for (const std::string& place : {path_, folder_of(path_)}) {
+    struct stat info {};
+    if (::stat(place.c_str(), &info) == 0 && (info.st_mode & 0222) == 0) {
+      throw refuse(fmt::format("{} is read-only (mode {:o})", place == path_ ? "it" : "its folder",
+                               info.st_mode & 07777));
+    }
+  }
   // Where the file system allows it, an unnamed file in the folder (O_TMPFILE) proves now that
   // a file can be made there, and leaves nothing behind a run killed outright (SIGKILL, a second
   // Ctrl-C); the named temporary file is made only in commit(). Elsewhere it is made now.
