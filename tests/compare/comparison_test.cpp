@@ -118,6 +118,38 @@ TEST(Comparison, UnmatchedAndSkippedCasesAreListed) {
                         "candidate: streampetr hot h2d memcpy_batch: no match in the baseline"}));
 }
 
+// A candidate whose engine failed verification where the baseline measured it has no speed to
+// judge; it is worse than any slowdown and fails the comparison (it passed as "not compared").
+// A failure on the baseline side, or of a case the baseline did not measure, is only listed.
+TEST(Comparison, ACandidateThatBrokeACaseTheBaselineMeasuredFails) {
+  TempDir dir;
+  const auto broke_engine_hot = [](nlohmann::json& d) {
+    for (auto& result : d["runs"][0]["results"]) {
+      if (result["strategy"] == "engine" && result["pattern"] == "hot" &&
+          result["direction"] == "h2d") {
+        result["status"] = "verification_failed";
+        result["reason"] = "output differs at leaf 3";
+      }
+    }
+  };
+  const std::string broken = edited(dir, "broken.json", "base.json", broke_engine_hot);
+  const Comparison c = run(data("base.json"), broken);
+  const auto it = std::find_if(c.unmatched.begin(), c.unmatched.end(),
+                               [](const Unmatched& u) { return u.broken; });
+  ASSERT_NE(it, c.unmatched.end()) << "the broken case is not marked";
+  EXPECT_EQ(it->side, "candidate");
+  EXPECT_EQ(case_label(it->key), "streampetr hot h2d engine");
+  EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 1);
+  EXPECT_EQ(exit_code_for(c, FailOn::kAny), 1);
+  EXPECT_EQ(exit_code_for(c, FailOn::kNone), 0);
+  EXPECT_EQ(exit_code_for(c, FailOn::kFaster), 0);
+  // The same failure on the baseline's side is listed, not held against the candidate.
+  const Comparison reversed = run(broken, data("base.json"));
+  EXPECT_TRUE(std::none_of(reversed.unmatched.begin(), reversed.unmatched.end(),
+                           [](const Unmatched& u) { return u.broken; }));
+  EXPECT_EQ(exit_code_for(reversed, FailOn::kSlower), 0);
+}
+
 TEST(Comparison, ADifferentWorkloadDoesNotMatch) {
   TempDir dir;
   const std::string other = edited(dir, "other.json", "base.json", [](auto& d) {

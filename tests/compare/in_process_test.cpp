@@ -176,6 +176,21 @@ TEST(InProcess, ListsWhatCannotBePaired) {
   EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 2);
 }
 
+// The candidate build failing in a run where the baseline's measured: counted against it.
+TEST(InProcess, ACandidateThatFailedWhereTheBaselineRanFails) {
+  CaseRecord failed = record("engine@cand", "hot", {});
+  failed.status = "failed";
+  failed.reason = "CUDA error: an illegal memory access was encountered";
+  const Comparison c =
+      compare_in_process({report({record("engine@base", "hot", kHost), failed})}, {});
+  ASSERT_EQ(c.unmatched.size(), 1u);
+  EXPECT_TRUE(c.unmatched[0].broken);
+  EXPECT_EQ(c.unmatched[0].side, "candidate");
+  EXPECT_EQ(c.unmatched[0].key.strategy, "engine@cand");
+  EXPECT_EQ(exit_code_for(c, FailOn::kSlower), 1);
+  EXPECT_EQ(exit_code_for(c, FailOn::kNone), 2);  // nothing was compared
+}
+
 TEST(InProcess, RefusesReportsWithoutPairsAndCasesTwice) {
   EXPECT_THROW(compare_in_process({report({record("engine", "hot", kHost)})}, {}), UsageError);
   EXPECT_THROW(

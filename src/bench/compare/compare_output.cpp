@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
@@ -69,15 +70,19 @@ std::string detectable_text(const Comparison& comparison) {
 std::string summary_line(const Comparison& comparison, FailOn fail_on, int exit_code) {
   const auto n = counts(comparison);
   auto count = [&](Verdict v) { return n.contains(v) ? n.at(v) : 0; };
+  const auto broken = std::count_if(comparison.unmatched.begin(), comparison.unmatched.end(),
+                                    [](const Unmatched& u) { return u.broken; });
   return fmt::format(
-      "{} SLOWER, {} FASTER, {} UNSURE, {} SAME; {} unmatched{}; fail on {}: exit {}",
+      "{} SLOWER, {} FASTER, {} UNSURE, {} SAME; {} unmatched{}{}; fail on {}: exit {}",
       count(Verdict::kSlower), count(Verdict::kFaster), count(Verdict::kUnsure),
-      count(Verdict::kSame), comparison.unmatched.size(), detectable_text(comparison),
-      to_string(fail_on), exit_code);
+      count(Verdict::kSame), comparison.unmatched.size(),
+      broken > 0 ? fmt::format(", {} BROKEN on the candidate", broken) : "",
+      detectable_text(comparison), to_string(fail_on), exit_code);
 }
 
 std::string unmatched_label(const Unmatched& u) {
-  return fmt::format("{} ({}{}): {}", case_label(u.key), u.key.device_model,
+  return fmt::format("{}{} ({}{}): {}", u.broken ? "BROKEN (the baseline measured it) " : "",
+                     case_label(u.key), u.key.device_model,
                      u.key.workload_hash.empty() ? "" : ", workload " + u.key.workload_hash,
                      u.reason);
 }
@@ -219,6 +224,7 @@ json comparison_json(const Comparison& comparison, FailOn fail_on, int exit_code
     json j = key_json(u.key);
     j["side"] = u.side;
     j["reason"] = u.reason;
+    j["broken"] = u.broken;
     unmatched.push_back(std::move(j));
   }
   json thresholds = json::object();

@@ -53,7 +53,7 @@ Groups group_cases(const std::vector<ReportCases>& reports, const char* side, bo
               .insert(
                   fmt::format("{}|{}|{}|{}", side, case_label(c.key), c.key.device_model, reason))
               .second) {
-        unmatched.push_back({c.key, side, reason});
+        unmatched.push_back({c.key, side, reason, failed_status(c.status)});
       }
     }
   }
@@ -282,6 +282,12 @@ Comparison compare_reports(const std::vector<ReportCases>& baseline,
       group_cases(candidate, "candidate", options.ignore_device, out.unmatched, listed);
   list_one_sided(base, cand, "baseline", "candidate", out.unmatched);
   list_one_sided(cand, base, "candidate", "baseline", out.unmatched);
+  // A failure counts against the candidate where the baseline measured the case; a failure on
+  // the baseline side, or of a case the baseline did not measure, is only listed.
+  for (Unmatched& u : out.unmatched) {
+    u.broken = u.broken && u.side == "candidate" &&
+               base.by_key.contains(match_key(u.key, options.ignore_device));
+  }
 
   int64_t differently = 0;  // case results whose sides measured the pattern differently
   for (const CaseKey& key : base.order) {
@@ -341,6 +347,10 @@ bool fails_on(Verdict verdict, FailOn fail_on) {
 }
 
 int exit_code_for(const Comparison& comparison, FailOn fail_on) {
+  const bool judges_slowdowns = fail_on == FailOn::kSlower || fail_on == FailOn::kAny;
+  for (const Unmatched& u : comparison.unmatched) {
+    if (u.broken && judges_slowdowns) return static_cast<int>(ExitCode::kRegression);
+  }
   if (comparison.cases.empty()) return static_cast<int>(ExitCode::kUsage);
   for (const CaseResult& c : comparison.cases) {
     if (fails_on(c.verdict, fail_on)) return static_cast<int>(ExitCode::kRegression);

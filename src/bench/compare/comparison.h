@@ -36,7 +36,16 @@ struct Unmatched {
   CaseKey key;
   std::string side;    // "baseline" or "candidate"
   std::string reason;  // "no match in candidate", "skipped: needs two GPUs", ...
+  // The candidate failed (at run time, or its output failed verification) a case the baseline
+  // measured: no speed to judge, and worse than any slowdown. Fails the comparison unless
+  // --fail-on is none or faster.
+  bool broken = false;
 };
+
+// Whether a case of this status failed where it ran (not skipped, not measured).
+inline bool failed_status(const std::string& status) {
+  return status == "failed" || status == "verification_failed";
+}
 
 struct Comparison {
   Method method = Method::kUnpaired;

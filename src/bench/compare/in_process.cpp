@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "errors.h"
 #include "stats/summary.h"
@@ -41,7 +42,9 @@ void collect_pairs(const ReportCases& report, int64_t report_index,
                    std::map<CaseKey, PairedRounds>& pairs, std::vector<CaseKey>& order,
                    std::vector<Unmatched>& unmatched) {
   std::map<CaseKey, const CaseRecord*> by_key;
+  std::set<CaseKey> failed;  // the candidate build failing where the baseline ran is a finding
   for (const CaseRecord& c : report.cases) {
+    if (failed_status(c.status)) failed.insert(c.key);
     if (c.status != "ok") continue;
     if (!by_key.emplace(c.key, &c).second) {
       throw UsageError(
@@ -59,6 +62,19 @@ void collect_pairs(const ReportCases& report, int64_t report_index,
       if (partner != by_key.end()) break;
     }
     if (partner == by_key.end()) {
+      // The candidate build failed the case: listed as its own, and counted against it.
+      const auto failed_partner =
+          std::find_if(partners.begin(), partners.end(), [&](const std::string& name) {
+            cand_key.strategy = name;
+            return failed.contains(cand_key);
+          });
+      if (failed_partner != partners.end()) {
+        cand_key.strategy = *failed_partner;
+        unmatched.push_back({cand_key, "candidate",
+                             fmt::format("failed where `{}` ran in the same run", key.strategy),
+                             true});
+        continue;
+      }
       unmatched.push_back({key, "baseline",
                            fmt::format("no successful `{}` or `{}` in the same run to pair with",
                                        partners[0], partners[1])});
