@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 
 #include "errors.h"
 #include "report/json_node.h"
@@ -150,6 +152,14 @@ void collect_json_files(const std::string& folder, std::vector<std::string>& fil
   }
 }
 
+// Whether the file is `compare`'s own JSON output (it carries compare_version), which a CI job
+// may well write into the folder of the reports it compared.
+bool is_comparison_output(const std::string& path) {
+  std::ifstream file(path);
+  const nlohmann::json doc = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+  return doc.is_object() && doc.contains("compare_version");
+}
+
 }  // namespace
 
 std::string case_label(const CaseKey& key) {
@@ -197,7 +207,14 @@ std::vector<ReportCases> read_reports(const std::string& file_or_folder) {
   collect_json_files(file_or_folder, files);
   if (files.empty()) throw ConfigError(file_or_folder, "", "the folder holds no .json report");
   std::vector<ReportCases> reports;
-  for (const std::string& file : files) reports.push_back(read_report_cases(file));
+  for (const std::string& file : files) {
+    try {
+      reports.push_back(read_report_cases(file));
+    } catch (const ConfigError&) {
+      if (!is_comparison_output(file)) throw;  // a comparison in the folder is no report
+    }
+  }
+  if (reports.empty()) throw ConfigError(file_or_folder, "", "the folder holds no .json report");
   return reports;
 }
 
