@@ -230,6 +230,21 @@ TEST(Reporters, MultiplexDrivesEachReporterThroughTheLifecycleInOrder) {
                                              "b run streampetr", "a end", "b end"}));
 }
 
+// An output that fails at the end (its folder went away) takes none of the others with it: they
+// are written, and the failure comes out after them.
+TEST(Reporters, MultiplexEndsEveryReporterWhenOneFails) {
+  class Failing final : public Reporter {
+   public:
+    void end(const Report& /*report*/) override { throw std::runtime_error("rename failed"); }
+  };
+  std::vector<std::string> calls;
+  MultiplexReporter outputs;
+  outputs.add(std::make_unique<Failing>());
+  outputs.add(std::make_unique<Recorder>("b", calls));
+  EXPECT_THROW(write_report(outputs, sample_report()), std::runtime_error);
+  EXPECT_EQ(calls, (std::vector<std::string>{"b begin", "b run streampetr", "b end"}));
+}
+
 TEST(ConsoleReporter, PrintsEachPartWhenItIsKnown) {
   Report report = sample_report();
   report.profile = true;

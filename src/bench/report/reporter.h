@@ -8,6 +8,7 @@
 // lifecycle (compare/compare_output.h).
 #pragma once
 
+#include <exception>
 #include <memory>
 #include <ostream>
 #include <utility>
@@ -41,8 +42,18 @@ class BasicMultiplexReporter final : public BasicReporter<Context, Section, Whol
   void run(const Section& section) override {
     for (const auto& reporter : reporters_) reporter->run(section);
   }
+  // Every output is ended even when one fails (a report file whose folder went away): the
+  // others are still written, and the first failure is thrown after them.
   void end(const Whole& whole) override {
-    for (const auto& reporter : reporters_) reporter->end(whole);
+    std::exception_ptr first_failure;
+    for (const auto& reporter : reporters_) {
+      try {
+        reporter->end(whole);
+      } catch (...) {
+        if (!first_failure) first_failure = std::current_exception();
+      }
+    }
+    if (first_failure) std::rethrow_exception(first_failure);
   }
 
  private:
