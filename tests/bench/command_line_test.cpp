@@ -221,6 +221,12 @@ TEST(CommandLine, UsageErrorsExitTwo) {
       {"--config", "x.json", "--processes", "65"},
       {"--config", "x.json", "--pattern", "warm"},
       {"--config", "x.json", "--processes", "2", "--profile"},
+      // An empty value reads as "not given" (an unset variable): no report, and no word.
+      {"--config", "x.json", "--json", ""},
+      {"--config", "x.json", "--md", ""},
+      {"--config", "x.json", "--pin-cpu", ""},
+      {"compare", "a.json", "b.json", "--json", ""},
+      {"compare", "a.json", "b.json", "--threshold", ""},
       {"validate"},
   };
   for (const auto& args : bad) {

@@ -1,5 +1,7 @@
 #include "runner/cli/compare_subcommand.h"
 
+#include "runner/cli/option_binder.h"
+
 namespace mtc::bench {
 
 CLI::App* add_compare_subcommand(CLI::App& app, CompareArguments& arguments) {
@@ -29,7 +31,8 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareArguments& arguments) {
           "--threshold", arguments.threshold,
           "Change (percent) below which a case is SAME, for every metric (default 5; against a "
           "stored baseline 30 for speedup and 55 for over_memcpy_batch; 2 in-process)")
-      ->type_name("PERCENT");
+      ->type_name("PERCENT")
+      ->check(kNotEmpty);
   compare
       ->add_option("--threshold-metric", arguments.metric_thresholds,
                    "Per-metric thresholds, e.g. wall=5,speedup=10,over_memcpy_batch=50 (wins over "
@@ -47,9 +50,11 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareArguments& arguments) {
   compare->add_flag("--ignore-device", arguments.options.ignore_device,
                     "Compare reports from different GPU models");
   compare->add_option("--md", arguments.options.md_path, "Write the markdown summary here")
-      ->type_name("PATH");
+      ->type_name("PATH")
+      ->check(kNotEmpty);
   compare->add_option("--json", arguments.options.json_path, "Write the comparison as JSON here")
-      ->type_name("PATH");
+      ->type_name("PATH")
+      ->check(kNotEmpty);
   return compare;
 }
 

@@ -24,6 +24,14 @@
 
 namespace mtc::bench {
 
+// For options whose empty value would read as "not given": `--json "$REPORT"` with REPORT unset
+// wrote no report and said nothing.
+inline const CLI::Validator kNotEmpty(
+    [](const std::string& value) {
+      return value.empty() ? std::string("an empty value (an unset variable?)") : std::string();
+    },
+    "");
+
 class OptionBinder {
  public:
   explicit OptionBinder(CLI::App& app) : app_(app) {}

@@ -39,7 +39,8 @@ std::vector<SweepAxis> parse_sweeps(const Texts& items) {
 }
 
 std::string checked_pin_cpu(const std::string& request) {
-  if (!request.empty() && request != "auto") parse_cpu_list(request);
+  if (request.empty()) throw UsageError("--pin-cpu: an empty value (an unset variable?)");
+  if (request != "auto") parse_cpu_list(request);
   return request;
 }
 
@@ -153,9 +154,11 @@ void add_output_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
   const std::string group = "Output";
   binder.parent_only(app.add_option("--json", run.json_path, "Write the JSON report here"))
       ->type_name("PATH")
+      ->check(kNotEmpty)
       ->group(group);
   binder.parent_only(app.add_option("--md", run.md_path, "Write the markdown summary here"))
       ->type_name("PATH")
+      ->check(kNotEmpty)
       ->group(group);
   binder
       .parent_only(
