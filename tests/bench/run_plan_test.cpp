@@ -237,6 +237,16 @@ TEST(RunPlan, NoStrategyThatCanRunIsAUsageError) {
   EXPECT_THROW(make_run_plan(config_with(""), wrong_direction, 1), UsageError);
 }
 
+TEST(RunPlan, GpuToGpuAskedForOnOneGpuIsAUsageError) {
+  RunOptions d2d;
+  d2d.directions = std::vector<Direction>{Direction::kH2D, Direction::kD2D};
+  EXPECT_THROW(make_run_plan(config_with(""), d2d, 1), UsageError);
+  EXPECT_EQ(make_run_plan(config_with(""), d2d, 2).directions, *d2d.directions);
+  RunOptions all;
+  all.directions = all_directions();
+  EXPECT_EQ(make_run_plan(config_with(""), all, 1).directions, all_directions());  // d2d skipped
+}
+
 TEST(RunPlan, MissingGpuIsAUsageError) {
   RunOptions o;
   o.devices = std::vector<int>{0, 1};

@@ -79,6 +79,13 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
     plan.directions = {Direction::kH2H};
   } else if (options.directions) {
     plan.directions = *options.directions;
+    // Named outright on one GPU, d2d would be skipped and the run pass having measured nothing
+    // of it (the config's directions and "all" still skip it with a note).
+    const bool d2d = std::find(plan.directions.begin(), plan.directions.end(), Direction::kD2D) !=
+                     plan.directions.end();
+    if (d2d && cuda_device_count < 2 && *options.directions != all_directions()) {
+      throw UsageError("--direction d2d: needs two GPUs, and this machine has one");
+    }
   } else {
     for (const std::string& name : config.directions) {
       const auto d = parse_direction(name);
