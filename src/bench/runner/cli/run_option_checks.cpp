@@ -1,7 +1,5 @@
 // The checks of a parsed command line that no single option can make: settings given two ways,
 // options that do not mix, something to run.
-#include "runner/cli/run_options.h"
-
 #include <fmt/format.h>
 
 #include <string>
@@ -10,6 +8,7 @@
 
 #include "errors.h"
 #include "runner/cli/parse.h"
+#include "runner/cli/run_options.h"
 
 namespace mtc::bench {
 namespace {
@@ -36,41 +35,34 @@ void check_set_once(const RunOptions& run) {
 // it also gives would label points with values none of them ran with (--sweep /bench/warmup=1,2
 // --warmup 3 ran warmup 3 twice). --quick sets the rounds' limits, the samples and the warm-up.
 void check_sweeps_against_options(const RunOptions& run) {
-  const bool q = run.quick;
+  // The option that gives the setting, or null; `quick`: --quick gives it too.
+  const auto by = [&](bool given, const char* option, bool quick = false) -> const char* {
+    if (given) return option;
+    if (quick && run.quick) return "--quick";
+    return nullptr;
+  };
   const std::vector<std::pair<std::string, const char*>> given_by_option{
-      {"/directions", run.directions ? "--direction" : nullptr},
-      {"/bench/devices", run.devices ? "--devices" : nullptr},
-      {"/bench/strategies", run.strategies ? "--strategy" : nullptr},
-      {"/bench/warmup", run.warmup ? "--warmup"
-                        : q        ? "--quick"
-                                   : nullptr},
-      {"/bench/min_samples", run.min_samples ? "--min-samples"
-                             : q             ? "--quick"
-                                             : nullptr},
-      {"/bench/min_time_s", run.min_time_s ? "--min-time"
-                            : q            ? "--quick"
-                                           : nullptr},
-      {"/bench/noise_target", run.noise_target ? "--noise-target" : nullptr},
-      {"/bench/timeout_s", run.timeout_s ? "--timeout" : nullptr},
-      {"/bench/overlap_us", run.overlap_us ? "--overlap-us" : nullptr},
-      {"/bench/patterns", run.patterns ? "--pattern" : nullptr},
-      {"/bench/inputs", run.inputs ? "--inputs" : nullptr},
-      {"/bench/gap_us", run.gap_us ? "--gap-us" : nullptr},
-      {"/bench/gap_mode", run.gap_mode ? "--gap-mode" : nullptr},
-      {"/bench/gap_touch_bytes", run.gap_touch_bytes ? "--gap-touch-bytes" : nullptr},
-      {"/bench/min_rounds", run.min_rounds ? "--min-rounds"
-                            : q            ? "--quick"
-                                           : nullptr},
-      {"/bench/max_rounds", run.max_rounds ? "--max-rounds"
-                            : q            ? "--quick"
-                                           : nullptr},
-      {"/bench/round_time_s", run.round_time_s ? "--round-time"
-                              : q              ? "--quick"
-                                               : nullptr},
-      {"/bench/processes", run.processes ? "--processes"
-                           : q           ? "--quick"
-                           : run.profile ? "--profile"
-                                         : nullptr},
+      {"/directions", by(run.directions.has_value(), "--direction")},
+      {"/bench/devices", by(run.devices.has_value(), "--devices")},
+      {"/bench/strategies", by(run.strategies.has_value(), "--strategy")},
+      {"/bench/warmup", by(run.warmup.has_value(), "--warmup", true)},
+      {"/bench/min_samples", by(run.min_samples.has_value(), "--min-samples", true)},
+      {"/bench/min_time_s", by(run.min_time_s.has_value(), "--min-time", true)},
+      {"/bench/noise_target", by(run.noise_target.has_value(), "--noise-target")},
+      {"/bench/timeout_s", by(run.timeout_s.has_value(), "--timeout")},
+      {"/bench/overlap_us", by(run.overlap_us.has_value(), "--overlap-us")},
+      {"/bench/patterns", by(run.patterns.has_value(), "--pattern")},
+      {"/bench/inputs", by(run.inputs.has_value(), "--inputs")},
+      {"/bench/gap_us", by(run.gap_us.has_value(), "--gap-us")},
+      {"/bench/gap_mode", by(run.gap_mode.has_value(), "--gap-mode")},
+      {"/bench/gap_touch_bytes", by(run.gap_touch_bytes.has_value(), "--gap-touch-bytes")},
+      {"/bench/min_rounds", by(run.min_rounds.has_value(), "--min-rounds", true)},
+      {"/bench/max_rounds", by(run.max_rounds.has_value(), "--max-rounds", true)},
+      {"/bench/round_time_s", by(run.round_time_s.has_value(), "--round-time", true)},
+      // --profile measures in one process as --quick does.
+      {"/bench/processes", run.profile && !run.processes && !run.quick
+                               ? "--profile"
+                               : by(run.processes.has_value(), "--processes", true)},
   };
   for (const SweepAxis& axis : run.sweeps) {
     for (const auto& [pointer, option] : given_by_option) {
