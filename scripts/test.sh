@@ -77,7 +77,8 @@ git rev-parse --quiet --verify HEAD > /dev/null 2>&1 || base=.
 # Outside smoke mode, a machine without a GPU ends the job at once: it must not judge CPU copies.
 if ! compgen -G '/dev/nvidia[0-9]*' > /dev/null; then
   rc=0
-  MTC_PERF_WORK="$perf" bash scripts/perf-ci.sh "$base" 2> "$perf.no-gpu.err" || rc=$?
+  env -u MTC_PERF_SMOKE -u MTC_PERF_MODE MTC_PERF_WORK="$perf" bash scripts/perf-ci.sh "$base" \
+    2> "$perf.no-gpu.err" || rc=$?
   grep -q "no GPU on this machine" "$perf.no-gpu.err" && (( rc == 2 )) ||
     { echo "perf-ci without a GPU: expected exit 2 and its message, got $rc:"; cat "$perf.no-gpu.err"; exit 1; }
   echo "perf-ci outside smoke mode without a GPU: exit 2 before any build, as it should"

@@ -98,15 +98,21 @@ TEST(ReportFile, BadPathsFailBeforeAnythingIsWritten) {
   std::ofstream(dir / "read-only.json") << "keep";
   chmod((dir / "read-only.json").c_str(), 0444);
   EXPECT_THROW(ReportFile("--json", dir / "read-only.json"), UsageError);
-  const std::string locked = dir.make_dir("locked");
-  chmod(locked.c_str(), 0555);
-  try {
-    const ReportFile file("--json", locked + "/r.json");
-    FAIL() << "a read-only folder was accepted";
-  } catch (const UsageError& e) {
-    EXPECT_NE(std::string(e.what()).find("read-only"), std::string::npos) << e.what();
+  if (geteuid() != 0) {  // root may write in any folder, and its own are often 0550
+    const std::string locked = dir.make_dir("locked");
+    chmod(locked.c_str(), 0555);
+    EXPECT_THROW(ReportFile("--json", locked + "/r.json"), UsageError);
   }
-  chmod(locked.c_str(), 0755);  // so that the folder can be removed
+}
+
+// A destination whose name is near the file system's limit (255 bytes) is a valid path: its
+// temporary file's name must fit as well, or the report would be lost at the end of the run.
+TEST(ReportFile, ALongNameStillGetsItsTemporaryFile) {
+  const TempDir dir;
+  const std::string name = std::string(250, 'r') + ".json";
+  ReportFile file("--json", dir / name);
+  ASSERT_NO_THROW(file.commit("{}\n"));
+  EXPECT_EQ(read_text(dir / name), "{}\n");
 }
 
 // Whatever is at the path and is not a regular file stays as it is: the rename would have put a

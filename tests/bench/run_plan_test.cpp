@@ -191,6 +191,11 @@ TEST(RunPlan, WithoutAGpuOnlyHostToHost) {
   all.directions = all_directions();
   EXPECT_EQ(make_run_plan(config_with(""), all, 0).directions,
             std::vector<Direction>{Direction::kH2H});
+  // "h2h,all" lists the directions in another order: still all.
+  all.directions =
+      std::vector<Direction>{Direction::kH2H, Direction::kH2D, Direction::kD2H, Direction::kD2D};
+  EXPECT_EQ(make_run_plan(config_with(""), all, 0).directions,
+            std::vector<Direction>{Direction::kH2H});
 }
 
 TEST(RunPlan, WithoutAGpuAGpuDirectionOrDeviceAskedForIsAUsageError) {

@@ -148,6 +148,20 @@ TEST(Comparison, ACandidateThatBrokeACaseTheBaselineMeasuredFails) {
   EXPECT_TRUE(std::none_of(reversed.unmatched.begin(), reversed.unmatched.end(),
                            [](const Unmatched& u) { return u.broken; }));
   EXPECT_EQ(exit_code_for(reversed, FailOn::kSlower), 0);
+  // Nor is a failure both sides had: rounds of an A/B job, each side failing the case in one.
+  for (const std::string side : {"baseline", "candidate"}) {
+    dir.make_dir(side);
+    for (int r = 0; r < 6; ++r) {
+      const std::string round = "/round-" + std::to_string(r) + ".json";
+      const bool fails = (side == "baseline" && r == 0) || (side == "candidate" && r == 1);
+      edited(
+          dir, side + round, "ab/" + side + round,
+          fails ? std::function<void(nlohmann::json&)>(broke_engine_hot) : [](auto&) {});
+    }
+  }
+  const Comparison shared = run(dir / "baseline", dir / "candidate");
+  EXPECT_TRUE(std::none_of(shared.unmatched.begin(), shared.unmatched.end(),
+                           [](const Unmatched& u) { return u.broken; }));
 }
 
 TEST(Comparison, ADifferentWorkloadDoesNotMatch) {

@@ -282,11 +282,18 @@ Comparison compare_reports(const std::vector<ReportCases>& baseline,
       group_cases(candidate, "candidate", options.ignore_device, out.unmatched, listed);
   list_one_sided(base, cand, "baseline", "candidate", out.unmatched);
   list_one_sided(cand, base, "candidate", "baseline", out.unmatched);
-  // A failure counts against the candidate where the baseline measured the case; a failure on
-  // the baseline side, or of a case the baseline did not measure, is only listed.
+  // A failure counts against the candidate where the baseline measured the case and never
+  // failed it itself; a failure on the baseline side, or of a case the baseline did not
+  // measure, is only listed.
+  std::set<CaseKey> failed_on_baseline;
+  for (const Unmatched& u : out.unmatched) {
+    if (u.broken && u.side == "baseline")
+      failed_on_baseline.insert(match_key(u.key, options.ignore_device));
+  }
   for (Unmatched& u : out.unmatched) {
-    u.broken = u.broken && u.side == "candidate" &&
-               base.by_key.contains(match_key(u.key, options.ignore_device));
+    const CaseKey key = match_key(u.key, options.ignore_device);
+    u.broken = u.broken && u.side == "candidate" && base.by_key.contains(key) &&
+               !failed_on_baseline.contains(key);
   }
 
   int64_t differently = 0;  // case results whose sides measured the pattern differently

@@ -22,11 +22,6 @@ std::string folder_of(const std::string& path) {
   return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-std::string name_of(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 std::string error_text(int error) { return std::strerror(error); }
 
 // Why the entry at `path` must not be replaced, or empty when there is none or it is a regular
@@ -60,14 +55,12 @@ ReportFile::ReportFile(std::string option, std::string path)
   if (::access(path_.c_str(), F_OK) == 0 && ::access(path_.c_str(), W_OK) != 0) {
     throw refuse(error_text(errno));
   }
-  // access() lets root write anywhere (a CI container's usual user): a file or folder whose mode
-  // gives nobody write permission was made read-only on purpose, and is refused for root too.
-  for (const std::string& place : {path_, folder_of(path_)}) {
-    struct stat info {};
-    if (::stat(place.c_str(), &info) == 0 && (info.st_mode & 0222) == 0) {
-      throw refuse(fmt::format("{} is read-only (mode {:o})", place == path_ ? "it" : "its folder",
-                               info.st_mode & 07777));
-    }
+  // access() lets root write anywhere (a CI container's usual user): a file whose mode gives
+  // nobody write permission was made read-only on purpose, and is refused for root too. Not a
+  // folder: root's own are often 0550 or 0555 (/root, / on some systems) and meant to be written.
+  struct stat info {};
+  if (::stat(path_.c_str(), &info) == 0 && (info.st_mode & 0222) == 0) {
+    throw refuse(fmt::format("it is read-only (mode {:o})", info.st_mode & 07777));
   }
   // Where the file system allows it, an unnamed file in the folder (O_TMPFILE) proves now that
   // a file can be made there, and leaves nothing behind a run killed outright (SIGKILL, a second
@@ -84,11 +77,13 @@ ReportFile::ReportFile(std::string option, std::string path)
 }
 
 // Hidden, next to the destination (rename() is atomic only within one file system), unique to
-// this process and object. Mode 0666 less the umask, as the file itself would get. Leaves fd_
-// negative and errno set when no file could be made.
+// this process and object, and short whatever the destination's name (a name near the file
+// system's limit would leave no room for a suffix, and fail only at the end). Mode 0666 less the
+// umask, as the file itself would get. Leaves fd_ negative and errno set when no file could be
+// made.
 void ReportFile::open_temp_file() {
   static std::atomic<int> counter{0};
-  const std::string stem = fmt::format("{}/.{}.", folder_of(path_), name_of(path_));
+  const std::string stem = folder_of(path_) + "/.mtc-bench-";
   for (int attempt = 0; attempt < 100 && fd_ < 0; ++attempt) {
     temp_path_ = fmt::format("{}{}-{}.tmp", stem, ::getpid(), counter.fetch_add(1));
     fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);

@@ -31,12 +31,21 @@ std::vector<Pattern> with_gaps(const std::vector<Pattern>& patterns, const std::
   return out;
 }
 
+// "--direction all" (in any order, with any repeats: the parser expands it) asks for what the
+// machine has: every direction named is then not a demand.
+bool asks_for_all(const std::vector<Direction>& directions) {
+  for (Direction d : all_directions()) {
+    if (std::find(directions.begin(), directions.end(), d) == directions.end()) return false;
+  }
+  return true;
+}
+
 // Without a GPU a run measures h2h only: the default does so with a note on stderr, so that the
 // plain command runs anywhere. A GPU direction or a GPU named on the command line is refused
 // instead: a CI job that asked for h2d on a runner without a GPU would otherwise measure CPU->CPU
 // copies and pass. `--direction all` asks for what the machine has.
 void refuse_gpu_requests(const RunOptions& options) {
-  if (options.directions && *options.directions != all_directions()) {
+  if (options.directions && !asks_for_all(*options.directions)) {
     for (Direction d : *options.directions) {
       if (d == Direction::kH2H) continue;
       throw UsageError(fmt::format(
@@ -83,7 +92,7 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
     // of it (the config's directions and "all" still skip it with a note).
     const bool d2d = std::find(plan.directions.begin(), plan.directions.end(), Direction::kD2D) !=
                      plan.directions.end();
-    if (d2d && cuda_device_count < 2 && *options.directions != all_directions()) {
+    if (d2d && cuda_device_count < 2 && !asks_for_all(*options.directions)) {
       throw UsageError("--direction d2d: needs two GPUs, and this machine has one");
     }
   } else {
