@@ -63,13 +63,13 @@ void collect_pairs(const ReportCases& report, int64_t report_index,
     }
     if (partner == by_key.end()) {
       // The candidate build failed the case: listed as its own, and counted against it.
-      const auto failed_partner =
-          std::find_if(partners.begin(), partners.end(), [&](const std::string& name) {
-            cand_key.strategy = name;
-            return failed.contains(cand_key);
-          });
-      if (failed_partner != partners.end()) {
-        cand_key.strategy = *failed_partner;
+      bool candidate_failed = false;
+      for (const std::string& name : partners) {
+        cand_key.strategy = name;
+        candidate_failed = failed.contains(cand_key);
+        if (candidate_failed) break;
+      }
+      if (candidate_failed) {
         unmatched.push_back({cand_key, "candidate",
                              fmt::format("failed where `{}` ran in the same run", key.strategy),
                              true});

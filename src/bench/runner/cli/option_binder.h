@@ -32,6 +32,11 @@ inline const CLI::Validator kNotEmpty(
     },
     "");
 
+// The long name of an option declared as "-s,--long" (or "--long"), as its errors name it.
+inline std::string long_name(const std::string& names) {
+  return names.substr(names.rfind(',') + 1);
+}
+
 class OptionBinder {
  public:
   explicit OptionBinder(CLI::App& app) : app_(app) {}
@@ -43,7 +48,7 @@ class OptionBinder {
                    const std::string& help) {
     auto text = std::make_shared<Text>();
     CLI::Option* option = app_.add_option(names, *text, help);
-    const std::string name = names.substr(names.rfind(',') + 1);  // the long name, as given
+    const std::string name = long_name(names);
     finishers_.push_back([option, text, &field, name, convert = std::move(convert)] {
       if (option->count() == 0) return;
       try {
@@ -69,7 +74,7 @@ class OptionBinder {
   template <typename T>
   CLI::Option* add_within(const std::string& names, std::optional<T>& field,
                           const SettingBounds<T>& bounds, const std::string& help) {
-    const std::string option = names.substr(names.rfind(',') + 1);  // the long name, as given
+    const std::string option = long_name(names);
     return add<T>(
         names, field,
         [option, bounds](const T& value) { return checked_within(option, value, bounds); }, help);

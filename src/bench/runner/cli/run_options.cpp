@@ -39,7 +39,6 @@ std::vector<SweepAxis> parse_sweeps(const Texts& items) {
 }
 
 std::string checked_pin_cpu(const std::string& request) {
-  if (request.empty()) throw UsageError("--pin-cpu: an empty value (an unset variable?)");
   if (request != "auto") parse_cpu_list(request);
   return request;
 }
@@ -279,6 +278,7 @@ void add_round_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
                         "Bind the process to CPUs: auto (the first GPU's local CPUs) or a list "
                         "such as 0-7,16")
       ->type_name("auto|LIST")
+      ->check(kNotEmpty)
       ->group(group);
   binder
       .add_within("--round-cpus", run.round_cpus, kRoundCpusBounds,

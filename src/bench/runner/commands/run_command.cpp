@@ -39,6 +39,10 @@ nlohmann::json sweep_point_json(const std::vector<std::string>& point) {
 nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devices,
                         const nlohmann::json& gpus, std::ostream& err) {
   if (request.empty()) return nullptr;
+  // The CPUs this process may use, read before anything confines it: the kernel binds to those
+  // of a list and drops the others without a word, and the report would name them.
+  const std::vector<int> allowed = process_affinity();
+  const auto may_use = [&](int c) { return std::binary_search(allowed.begin(), allowed.end(), c); };
   std::vector<int> cpus;
   if (request == "auto") {
     const int device = devices.empty() ? -1 : devices.front();
@@ -54,9 +58,8 @@ nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devi
       return nullptr;
     }
     // Only those this process may use (a container's share of a socket, say).
-    const std::vector<int> allowed = process_affinity();
     for (int c : *locality.local_cpus) {
-      if (std::binary_search(allowed.begin(), allowed.end(), c)) cpus.push_back(c);
+      if (may_use(c)) cpus.push_back(c);
     }
     if (cpus.empty()) {
       err << "mtc-bench: warning: --pin-cpu auto: this process may use none of GPU " << device
@@ -65,12 +68,9 @@ nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devi
     }
   } else {
     cpus = parse_cpu_list(request);
-    // The kernel binds to the CPUs of the list the process may use and drops the others without
-    // a word: the report would name CPUs nothing ran on. (Read before anything confines it.)
-    const std::vector<int> allowed = process_affinity();
     std::vector<int> outside;
     for (int c : cpus) {
-      if (!std::binary_search(allowed.begin(), allowed.end(), c)) outside.push_back(c);
+      if (!may_use(c)) outside.push_back(c);
     }
     if (!allowed.empty() && !outside.empty()) {
       throw UsageError(
