@@ -1,7 +1,13 @@
 #include "runner/commands/processes.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cstdlib>
+#include <fstream>
 #include <functional>
 
 #include "report/report_reader.h"
@@ -142,6 +148,50 @@ TEST(Processes, AFailureInOneProcessFailsTheCase) {
   EXPECT_EQ(engine.reason, "process 1: out of memory");
   EXPECT_EQ(merged.exit_code, 3);
   EXPECT_TRUE(merged.runs[0].entries[0].raw_samples.is_object());
+}
+
+// A process id that no process has: a child's, once it has ended and been waited for.
+pid_t a_dead_pid() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return child;
+}
+
+bool exists(const std::string& path) {
+  struct stat info {};
+  return ::lstat(path.c_str(), &info) == 0;
+}
+
+TEST(Processes, AKilledParentsFolderIsRemovedByTheNextParentAndNothingElse) {
+  std::string base = ::testing::TempDir() + "mtc-abandoned-XXXXXX";
+  ASSERT_NE(mkdtemp(base.data()), nullptr);
+  const std::string prefix = base + "/" + kProcessFolderPrefix;
+  const pid_t dead = a_dead_pid();
+  const std::string abandoned = fmt::format("{}{}-abc123", prefix, dead);
+  const std::string alive = fmt::format("{}{}-abc123", prefix, getpid());
+  const std::string old_form = prefix + "Xy12ab";
+  const std::string not_a_folder = fmt::format("{}{}-def456", prefix, dead);
+  for (const std::string& folder : {abandoned, alive, old_form}) {
+    ASSERT_EQ(mkdir(folder.c_str(), 0700), 0) << folder;
+    std::ofstream(folder + "/process-0.json") << "{}";
+  }
+  std::ofstream(not_a_folder) << "a file";
+
+  EXPECT_EQ(remove_abandoned_process_folders(base), 1);
+  EXPECT_FALSE(exists(abandoned)) << "its parent is gone";
+  EXPECT_TRUE(exists(alive + "/process-0.json")) << "its parent runs";
+  EXPECT_TRUE(exists(old_form)) << "no parent named";
+  EXPECT_TRUE(exists(not_a_folder)) << "not a folder";
+  EXPECT_EQ(remove_abandoned_process_folders(base + "/missing"), 0);
+
+  for (const std::string& folder : {alive, old_form}) {
+    std::remove((folder + "/process-0.json").c_str());
+    rmdir(folder.c_str());
+  }
+  std::remove(not_a_folder.c_str());
+  rmdir(base.c_str());
 }
 
 }  // namespace

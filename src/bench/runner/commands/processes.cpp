@@ -1,5 +1,6 @@
 #include "runner/commands/processes.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <ftw.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -278,10 +280,41 @@ void end_with_parent() {
   if (std::to_string(getppid()) != parent) _exit(static_cast<int>(ExitCode::kInterrupted));
 }
 
+int remove_abandoned_process_folders(const std::string& tmp) {
+  DIR* dir = opendir(tmp.c_str());
+  if (dir == nullptr) return 0;
+  int removed = 0;
+  const std::string prefix = kProcessFolderPrefix;
+  while (const dirent* entry = readdir(dir)) {
+    const std::string_view name = entry->d_name;
+    if (!name.starts_with(prefix)) continue;
+    // PID-XXXXXX: the parent that made it, then mkdtemp's six characters.
+    const std::string_view rest = name.substr(prefix.size());
+    const size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string_view::npos || rest.size() != dash + 7) continue;
+    const std::string pid_text(rest.substr(0, dash));
+    if (pid_text.find_first_not_of("0123456789") != std::string::npos || pid_text.size() > 9)
+      continue;
+    const auto pid = static_cast<pid_t>(std::stol(pid_text));
+    // Alive (or another user's process, whose existence kill() reports as EPERM): left alone.
+    if (pid <= 0 || kill(pid, 0) == 0 || errno != ESRCH) continue;
+    const std::string path = tmp + "/" + std::string(name);
+    struct stat info {};
+    if (::lstat(path.c_str(), &info) != 0 || !S_ISDIR(info.st_mode) || info.st_uid != geteuid())
+      continue;
+    remove_folder(path);
+    ++removed;
+  }
+  closedir(dir);
+  return removed;
+}
+
 Report run_child_processes(const CommandLine& command_line, int count, std::ostream& err) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string folder =
-      std::string(tmp != nullptr && *tmp != '\0' ? tmp : "/tmp") + "/mtc-bench-processes-XXXXXX";
+  const char* tmp_variable = std::getenv("TMPDIR");
+  const std::string tmp = tmp_variable != nullptr && *tmp_variable != '\0' ? tmp_variable : "/tmp";
+  // A parent killed outright (SIGKILL) could not remove its folder; its children died with it.
+  remove_abandoned_process_folders(tmp);
+  std::string folder = fmt::format("{}/{}{}-XXXXXX", tmp, kProcessFolderPrefix, getpid());
   if (mkdtemp(folder.data()) == nullptr)
     throw std::runtime_error("--processes: cannot create a temporary folder");
   std::vector<Report> reports;

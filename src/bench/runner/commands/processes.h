@@ -24,6 +24,13 @@ const std::string& executable_for_children();
 // one cannot be started or writes no report.
 Report run_child_processes(const CommandLine& command_line, int count, std::ostream& err);
 
+// The children's reports go to a folder TMPDIR/mtc-bench-processes-PID-XXXXXX, PID the parent's,
+// removed when the parent ends. Removes the folders of that form in `tmp` that belong to this
+// user and whose parent no longer runs (one killed outright); returns how many. Run by every
+// --processes parent before it makes its own folder.
+inline constexpr const char* kProcessFolderPrefix = "mtc-bench-processes-";
+int remove_abandoned_process_folders(const std::string& tmp);
+
 // In a child (started by run_child_processes): the process ends as soon as its parent does, so
 // that a parent killed outright (SIGKILL, a second Ctrl-C) leaves no child measuring beside
 // whatever runs next. Does nothing in a process that is not such a child.
