@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cli_runner.h"
+#include "runner/commands/processes.h"
 #include "runner/env/environment.h"
 #include "temp_dir.h"
 
@@ -127,6 +128,21 @@ TEST_F(CliRun, PinningToCpusTheProcessMayNotUseExitsTwo) {
   EXPECT_NE(r.err.find("--pin-cpu 0,1000: CPU 1000 not available to this process"),
             std::string::npos)
       << r.err;
+}
+
+// With --processes the parent checks the list before any child starts: each child refused it
+// before, and the parent added "process 0 rejected its input" after the child's own line.
+TEST_F(CliRun, PinningToCpusTheProcessMayNotUseIsRefusedByTheParentOfProcesses) {
+  set_executable_for_children(MTC_BENCH_EXE);
+  const Ran r =
+      run({"--config", path("small.json"), "--quiet", "--processes", "2", "--pin-cpu", "0,1000"});
+  set_executable_for_children("");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--pin-cpu 0,1000: CPU 1000 not available to this process"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("process 0"), std::string::npos) << "no child should have started:\n"
+                                                        << r.err;
 }
 
 TEST_F(CliRun, Validate) {

@@ -34,6 +34,25 @@ nlohmann::json sweep_point_json(const std::vector<std::string>& point) {
   return j;
 }
 
+// The CPUs of a --pin-cpu list; a UsageError when this process may not use some of them
+// (`allowed`, its affinity; empty when unknown). The parent of --processes checks there, before
+// any child starts, as each child would.
+std::vector<int> listed_pin_cpus(const std::string& request, const std::vector<int>& allowed) {
+  std::vector<int> cpus = parse_cpu_list(request);
+  std::vector<int> outside;
+  for (int c : cpus) {
+    if (!std::binary_search(allowed.begin(), allowed.end(), c)) outside.push_back(c);
+  }
+  if (!allowed.empty() && !outside.empty()) {
+    throw UsageError(
+        fmt::format("--pin-cpu {}: CPU{} {} not available to this process (it may "
+                    "use {})",
+                    request, outside.size() == 1 ? "" : "s", cpu_list_to_text(outside),
+                    cpu_list_to_text(allowed)));
+  }
+  return cpus;
+}
+
 // --pin-cpu: "auto" binds to the first GPU's local CPUs (from sysfs), a list binds to it.
 // Returns the CPUs bound to, or null when not asked or not possible (said on `err`).
 nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devices,
@@ -67,18 +86,7 @@ nlohmann::json pin_cpus(const std::string& request, const std::vector<int>& devi
       return nullptr;
     }
   } else {
-    cpus = parse_cpu_list(request);
-    std::vector<int> outside;
-    for (int c : cpus) {
-      if (!may_use(c)) outside.push_back(c);
-    }
-    if (!allowed.empty() && !outside.empty()) {
-      throw UsageError(
-          fmt::format("--pin-cpu {}: CPU{} {} not available to this process (it may "
-                      "use {})",
-                      request, outside.size() == 1 ? "" : "s", cpu_list_to_text(outside),
-                      cpu_list_to_text(allowed)));
-    }
+    cpus = listed_pin_cpus(request, allowed);
   }
   if (const std::string error = pin_process_to(cpus); !error.empty()) {
     throw UsageError("--pin-cpu " + request + ": " + error);
@@ -220,6 +228,8 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   // --processes loads them too, for that check.
   const LoadedEngines engines = load_engines(options.engine_libraries);
   if (plans.front().processes > 1 && options.child_index < 0) {
+    if (!options.pin_cpu.empty() && options.pin_cpu != "auto")
+      listed_pin_cpus(options.pin_cpu, process_affinity());
     return run_in_processes(command_line, plans.front().processes, outputs, err);
   }
   if (cuda_devices == 0) err << "no CUDA device: running the h2h (CPU->CPU) direction only\n";
