@@ -101,6 +101,16 @@ TEST_F(CliRun, SweepsRunOncePerPoint) {
   EXPECT_EQ(doc["runs"][1]["workload"]["tensors"], 6);
 }
 
+// Refused in the words of --sweep: the message named `--set 'nope=1'`, an option never given.
+TEST_F(CliRun, ASweepOfAnUndeclaredParameterIsRefusedAsASweep) {
+  const Ran r = run({"--config", path("small.json"), "--quiet", "--sweep", "nope=1,2"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--sweep nope: unknown parameter 'nope'; declared in \"params\": samples"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("--set"), std::string::npos) << r.err;
+}
+
 TEST_F(CliRun, ConfigErrorsExitTwo) {
   EXPECT_EQ(run({"--config", path("missing.json")}).code, 2);
   const Ran broken = run({"--config", path("broken.json")});

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <mtc/nvtx.h>
 
 #include <algorithm>
@@ -32,6 +33,22 @@ nlohmann::json sweep_point_json(const std::vector<std::string>& point) {
     j[a.name] = a.value;
   }
   return j;
+}
+
+// A --sweep of a parameter the config does not declare, refused in the words of --sweep: each
+// point's value reaches the config as a --set, whose error named an option never given.
+void check_swept_parameters(const std::vector<SweepAxis>& sweeps, const Config& base) {
+  const nlohmann::json params = base.given.value("params", nlohmann::json::object());
+  for (const SweepAxis& axis : sweeps) {
+    if (axis.name.starts_with('/') || (params.is_object() && params.contains(axis.name))) continue;
+    std::vector<std::string> declared;
+    if (params.is_object()) {
+      for (const auto& [name, unused] : params.items()) declared.push_back(name);
+    }
+    throw UsageError(fmt::format(
+        "--sweep {}: unknown parameter '{}'; declared in \"params\": {}", axis.name, axis.name,
+        declared.empty() ? "none" : fmt::format("{}", fmt::join(declared, ", "))));
+  }
 }
 
 // The CPUs of a --pin-cpu list; a UsageError when this process may not use some of them
@@ -188,6 +205,8 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
 
   // Every config (one per sweep point) is loaded before anything is measured, so a bad value
   // at the last point fails in a second, not after the other points ran.
+  if (!options.sweeps.empty() && options.input_path.empty())
+    check_swept_parameters(options.sweeps, load_config(config_path, options.sets));
   const std::vector<std::vector<std::string>> points = expand_sweeps(options.sweeps);
   std::vector<Config> configs;
   for (const std::vector<std::string>& point : points) {
