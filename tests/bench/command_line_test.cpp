@@ -257,7 +257,13 @@ TEST(CommandLine, ValuesOutsideTheConfigsBoundsAreOneLineErrors) {
       {{"--round-cpus", "5000"}, "--round-cpus 5000: must be from 0 to 4096"},
       {{"--seed", "18446744073709551616"}, "--seed 18446744073709551616: expected a whole number"},
       {{"--seed", "-1"}, "--seed -1: expected a whole number"},
-      {{"--warmup", "many"}, "--warmup"},
+      {{"--warmup", "many"}, "--warmup many: expected a whole number from 0 to 1000000"},
+      // Read by CLI11 before: clamped to 2^63 - 1 in the message, and refused in its own words.
+      {{"--warmup", "99999999999999999999"},
+       "--warmup 99999999999999999999: must be from 0 to 1000000"},
+      {{"--warmup", "nan"}, "--warmup nan: expected a whole number from 0 to 1000000"},
+      {{"--max-rounds", "2.5"}, "--max-rounds 2.5: expected a whole number"},
+      {{"--round-time", "1e400"}, "--round-time 1e400: must be from 0 to 86400"},
       {{"--gap-touch-bytes", "32"}, "--gap-touch-bytes 32: must be 64 to 16GiB"},
       // The engine's own limit (mtc::kMaxPackedAlignmentBytes): exit 3 at run time before.
       {{"--engine-alignment", "2GiB"}, "--engine-alignment 2GiB: must be 1 to 1GiB"},
@@ -279,6 +285,11 @@ TEST(CommandLine, ValuesOutsideTheConfigsBoundsAreOneLineErrors) {
   const Parsed p = parse({"--config", "x.json", "--seed", "18446744073709551615"});
   ASSERT_TRUE(p.result.command_line) << p.err;
   EXPECT_EQ(p.result.command_line->run.seed, UINT64_MAX);
+  // Numbers as CLI11 took them: a leading plus, an exponent where a fraction is allowed.
+  const Parsed ok = parse({"--config", "x.json", "--warmup", "+3", "--min-time", "2.5e1"});
+  ASSERT_TRUE(ok.result.command_line) << ok.err;
+  EXPECT_EQ(ok.result.command_line->run.warmup, 3);
+  EXPECT_EQ(ok.result.command_line->run.min_time_s, 25.0);
 }
 
 // --sweep used to win silently over a --set of the same setting, and --seed over both.

@@ -69,15 +69,17 @@ class OptionBinder {
         names, field, [](const T& value) { return value; }, help);
   }
 
-  // `names` fills `field` with the value as CLI11 read it, refused (UsageError naming the option
-  // and the value) outside `bounds`, the config's bounds of the same setting.
+  // `names` fills `field` with the number written, refused (UsageError naming the option and the
+  // text) outside `bounds`, the config's bounds of the same setting. Read by parse_within, not by
+  // CLI11, which clamped a whole number too large for its type and refused "nan" in its words.
   template <typename T>
   CLI::Option* add_within(const std::string& names, std::optional<T>& field,
                           const SettingBounds<T>& bounds, const std::string& help) {
     const std::string option = long_name(names);
-    return add<T>(
+    return add<std::string>(
         names, field,
-        [option, bounds](const T& value) { return checked_within(option, value, bounds); }, help);
+        [option, bounds](const std::string& text) { return parse_within(option, text, bounds); },
+        help);
   }
 
   // Converts and stores what was given, in the order the options were declared; throws

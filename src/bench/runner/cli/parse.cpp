@@ -201,6 +201,41 @@ double checked_within(std::string_view option, double value, const SettingBounds
   return within(option, value, bounds);
 }
 
+namespace {
+
+// The bounds' sentence, for a value that is out of them or no number at all.
+template <typename T>
+std::string bounds_text(const SettingBounds<T>& bounds) {
+  return bounds.above_min ? fmt::format("above {} and at most {}", bounds.min, bounds.max)
+                          : fmt::format("from {} to {}", bounds.min, bounds.max);
+}
+
+template <typename T>
+T parsed_within(std::string_view option, std::string_view text, const SettingBounds<T>& bounds,
+                const char* kind) {
+  std::string t = trim(text);
+  if (t.starts_with('+')) t.erase(0, 1);
+  T value{};
+  const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
+  if (ec == std::errc::result_out_of_range && ptr == t.data() + t.size())
+    throw UsageError(fmt::format("{} {}: must be {}", option, text, bounds_text(bounds)));
+  if (ec != std::errc() || ptr != t.data() + t.size() || t.empty())
+    throw UsageError(fmt::format("{} {}: expected {} {}", option, text, kind, bounds_text(bounds)));
+  return within(option, value, bounds);
+}
+
+}  // namespace
+
+int64_t parse_within(std::string_view option, std::string_view text,
+                     const SettingBounds<int64_t>& bounds) {
+  return parsed_within(option, text, bounds, "a whole number");
+}
+
+double parse_within(std::string_view option, std::string_view text,
+                    const SettingBounds<double>& bounds) {
+  return parsed_within(option, text, bounds, "a number");
+}
+
 uint64_t parse_seed(std::string_view text) {
   uint64_t seed = 0;
   // from_chars takes no sign and fails past 2^64 - 1: "-1" and 2^64 are refused, not wrapped.

@@ -54,6 +54,13 @@ int64_t checked_within(std::string_view option, int64_t value,
                        const SettingBounds<int64_t>& bounds);
 double checked_within(std::string_view option, double value, const SettingBounds<double>& bounds);
 
+// The same from the option's text as written: "--warmup nan: expected a whole number from 0 to
+// 1000000", "--warmup 99999999999999999999: must be from 0 to 1000000" (nothing clamped).
+int64_t parse_within(std::string_view option, std::string_view text,
+                     const SettingBounds<int64_t>& bounds);
+double parse_within(std::string_view option, std::string_view text,
+                    const SettingBounds<double>& bounds);
+
 // --seed: a whole number from 0 to 2^64 - 1, as a config's seed may be; nothing clamped.
 uint64_t parse_seed(std::string_view text);
 
