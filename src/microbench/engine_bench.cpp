@@ -158,6 +158,9 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 536870912: a split walk queues its helpers only after its first element, as if its pool
   // remembered no earlier split (copy_job.h, set_early_split).
   mtc::detail::set_early_split(!(state.range(1) & 536870912));
+  // Bit 1073741824: outputs freed without asking for the next ones' lines (outputs.h,
+  // chain_for_free).
+  mtc::detail::set_free_ahead(!(state.range(1) & 1073741824));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -169,6 +172,10 @@ void BM_EngineCopy(benchmark::State& state) {
   // previous result's inside it): a bias in this case's favour. The handle's drop is timed apart,
   // its median the counter drop_us.
   std::vector<double> drops;
+  // With bit 256 (and not 65536): how long the caller's free of the previous result took, beside
+  // the walk; its median the counter free_us. Ending after the walk, it is the copy's critical
+  // path.
+  std::vector<double> frees;
   auto copy_offering_previous = [&](const c10::IValue& data, Clock::time_point t0) {
     mtc::microbench::OfferedOutputs offered = mtc::microbench::offer_outputs(std::move(previous));
     if (offered.tensors.empty()) offered.reuse.reset();  // the first copy: nothing to offer
@@ -195,7 +202,10 @@ void BM_EngineCopy(benchmark::State& state) {
     if (offer_previous) return copy_offering_previous(data, t0);
     mtc::CopyHandle handle = mtc::start_copy(data, target, options);
     const auto t1 = Clock::now();
-    if (free_previous_in_copy && !free_after_get) previous = c10::IValue();
+    if (free_previous_in_copy && !free_after_get) {
+      previous = c10::IValue();
+      frees.push_back(std::chrono::duration<double>(Clock::now() - t1).count());
+    }
     c10::IValue out = handle.get();
     if (free_previous_in_copy && free_after_get) previous = c10::IValue();
     const auto t2 = Clock::now();
@@ -209,6 +219,7 @@ void BM_EngineCopy(benchmark::State& state) {
     for (int i = 0; i < 10; ++i) copy();
     stats = mtc::microbench::StatsSum();
     drops.clear();
+    frees.clear();
   }
   const mtc::detail::WorkerPool& pool = mtc::detail::worker_pool_for(target);
   const int64_t early_wakes = pool.anticipated_wakes();
@@ -222,6 +233,7 @@ void BM_EngineCopy(benchmark::State& state) {
   stats.report(state);
   report_median(state, seconds);
   if (!drops.empty()) state.counters["drop_us"] = mtc::microbench::median_of(drops) * 1e6;
+  if (!frees.empty()) state.counters["free_us"] = mtc::microbench::median_of(frees) * 1e6;
   mtc::detail::set_parallel_walk(mtc::detail::kDefaultParallelWalkLeaves);
   mtc::detail::WorkerPoolSet::instance().set_spin(mtc::detail::WorkerPool::kDefaultSpin);
   mtc::detail::WorkerPoolSet::instance().set_anticipate(true);
@@ -234,6 +246,7 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::set_early_split(true);
   mtc::detail::set_copied_shape(true);
   mtc::detail::device_block_stash::set_enabled(true);
+  mtc::detail::set_free_ahead(true);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread,
@@ -251,7 +264,7 @@ void BM_EngineCopy(benchmark::State& state) {
 // 33554432 the warmed worker gets no first claim on the copy's job, 67108864 GPU->CPU outputs
 // pinned (pinned_host_outputs), 134217728 outputs' shapes computed, not copied, 268435456 no
 // device memory made ahead for the next copy, 536870912 helpers queued only after the first
-// element}. 399 =
+// element, 1073741824 outputs freed without asking for the next ones' lines}. 399 =
 // 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one
 // dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead;
 // 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies
@@ -260,7 +273,8 @@ void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});
   b->Args({1, 391});
-  b->Args({1, 16777607});  // 391 with the previous result's tensors offered as the outputs
+  b->Args({1, 1073742215});  // 391 with outputs freed without asking for the next ones' lines
+  b->Args({1, 16777607});    // 391 with the previous result's tensors offered as the outputs
   b->Args({1, 23})->Args({8, 23})->Args({1, 39});
   b->Args({1, 6})->Args({1, 5})->Args({1, 3});
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
@@ -298,7 +312,9 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                // 399 and 1423 with outputs' shapes computed
                134218127, 134219151,
                // 399 and 1423 without device memory made ahead
-               268435855, 268436879});
+               268435855, 268436879,
+               // 399 and 1423 with outputs freed without asking for the next ones' lines
+               1073742223, 1073743247});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(
@@ -311,7 +327,9 @@ void d2h_gap_args(benchmark::internal::Benchmark* b) {
           // 399 and 1423 with pinned outputs
           67109263, 67110287,
           // 399 and 1423 with outputs' shapes computed
-          134218127, 134219151});
+          134218127, 134219151,
+          // 399 and 1423 with outputs freed without asking for the next ones' lines
+          1073742223, 1073743247});
 }
 
 }  // namespace

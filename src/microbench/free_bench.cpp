@@ -21,6 +21,7 @@
 #include "bench_support.h"
 #include "detail/key_interner.h"
 #include "detail/leaf_router.h"
+#include "detail/outputs.h"
 #include "detail/structure.h"
 #include "detail/version_pool.h"
 #include "mtc/copier.h"
@@ -82,6 +83,7 @@ enum Parts {
   kContainersNoLeaves,    // kContainersOnly with None where the tensors were: the containers' own
                           // free, without the input tensors' counts (which kContainersOnly's
                           // outputs share with the input)
+  kNoFreeAhead,           // the whole result, its outputs not chained for the free (outputs.h)
 };
 
 // `v` with None in place of every tensor, its lists and dicts holding any value.
@@ -124,6 +126,7 @@ void BM_FreeResult(benchmark::State& state) {
   mtc::detail::version_pool::set_enabled(parts != kNoVersionPool);
   const bool interning_was_on = mtc::detail::key_interner::enabled();
   mtc::detail::key_interner::set_enabled(parts != kSharedKeys && parts != kContainersSharedKeys);
+  mtc::detail::set_free_ahead(parts != kNoFreeAhead);
   for (auto _ : state) {
     c10::IValue result;
     walker.run_and_wait([&] {
@@ -148,6 +151,7 @@ void BM_FreeResult(benchmark::State& state) {
   }
   mtc::detail::version_pool::set_enabled(pool_was_on);
   mtc::detail::key_interner::set_enabled(interning_was_on);
+  mtc::detail::set_free_ahead(true);
 }
 
 // torch's own cost of as many tensors as the engine makes for the reference batch: one
@@ -201,6 +205,6 @@ BENCHMARK(BM_FreeResult)
     ->ArgsProduct({{1},
                    {0, 1},
                    {kNoVersionCounter, kContainersOnly, kNoVersionPool, kSharedKeys,
-                    kContainersSharedKeys, kContainersNoLeaves}})
+                    kContainersSharedKeys, kContainersNoLeaves, kNoFreeAhead}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);

@@ -155,6 +155,10 @@ void CopyJob::place_outputs(size_t begin, size_t end, bool own_storages) {
       storage = &alias;
     }
     *slots[i] = make_view(*storage, v.byte_offset, deferred[i]);
+    // The views this part made, in the structure's order: each asks, when freed, for the lines
+    // of the one kFreeAhead further on (outputs.h).
+    if (i >= begin + kFreeAhead && views_[i - kFreeAhead].storage >= 0)
+      chain_for_free(slots[i - kFreeAhead]->unsafeToTensorImpl(), slots[i]->unsafeToTensorImpl());
   }
 }
 

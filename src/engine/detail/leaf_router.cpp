@@ -147,12 +147,19 @@ at::Tensor LeafRouter::pack(const at::Tensor& t, int64_t bytes, int64_t index) {
       reuse_->reused[static_cast<size_t>(leaf)] = 1;
       ++stats_.recycled;
       packed_.views.push_back(impl);
+      chain_last_view();
       return at::Tensor();
     }
   }
   at::Tensor view = make_view(chunk.storage, place.offset, t);
   packed_.views.push_back(view.unsafeGetTensorImpl());
+  chain_last_view();
   return view;
+}
+
+void LeafRouter::chain_last_view() {
+  const std::vector<c10::TensorImpl*>& views = packed_.views;
+  if (views.size() > kFreeAhead) chain_for_free(views[views.size() - 1 - kFreeAhead], views.back());
 }
 
 }  // namespace mtc::detail

@@ -57,6 +57,9 @@ class LeafRouter {
   at::Tensor pack(const at::Tensor& input, int64_t bytes, int64_t index);
   // Where in ReusableOutputs::by_leaf a TensorImpl is offered for tensor leaf `index`, or -1.
   int64_t offered_leaf(int64_t index) const;
+  // Chains the view packed kFreeAhead views before the last one to it (outputs.h,
+  // chain_for_free): both are in the structure this router's walk is building.
+  void chain_last_view();
   // Whether a GPU tensor bound for the CPU on `device` may join this router's chunks: those of
   // the first device it packs from, which the first call claims.
   bool claim_pack_source(c10::DeviceIndex device) {

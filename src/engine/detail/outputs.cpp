@@ -10,12 +10,14 @@
 
 #include "detail/host_block_cache.h"
 #include "detail/impl_pool.h"
+#include "detail/prefetch.h"
 #include "detail/version_pool.h"
 
 namespace mtc::detail {
 namespace {
 
 std::atomic<bool> copied_shape{true};
+std::atomic<bool> free_ahead{true};
 
 // The key set TensorImpl's own constructor gives a tensor of `backend` outside InferenceMode (the
 // autograd keys with the backend's) or inside it (an inference tensor's), read from a tensor made
@@ -62,6 +64,11 @@ class OutputImpl final : public c10::TensorImpl {
   // which), not to the freeing thread's: a thread that only frees results, or frees those of
   // several GPUs, would otherwise feed a shard whose workers never take from it.
   ~OutputImpl() override {
+    // Asked for before this output's own work: the lines of the output that a free in the
+    // structure's order reaches kFreeAhead outputs later (see chain_for_free). A stale address,
+    // of an output freed out of that order, is only a wasted prefetch: prefetches never fault.
+    if (free_ahead_ != nullptr)
+      prefetch::lines_for_write(free_ahead_, sizeof(OutputImpl), kMaxLines);
     version_pool::give_back(std::move(version_counter_),
                             impl_pool::shard_of(this, sizeof(OutputImpl)));
   }
@@ -85,10 +92,19 @@ class OutputImpl final : public c10::TensorImpl {
   static void operator delete(void* block, size_t bytes) noexcept {
     impl_pool::release(block, bytes);
   }
+
+  // The output a free in the structure's order reaches kFreeAhead outputs after this one.
+  const void* free_ahead_ = nullptr;
+
+ private:
+  // The lines an OutputImpl can span, wherever it starts (it is at most four lines long).
+  static constexpr size_t kMaxLines = 5;
 };
 
 // impl_pool's blocks have operator new's default alignment (its header keeps it).
 static_assert(alignof(OutputImpl) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+// OutputImpl::kMaxLines covers an object of at most four lines.
+static_assert(sizeof(OutputImpl) <= 4 * prefetch::kLine);
 
 // Whether an output may take `like`'s shape as it is (set_shape_of_contiguous): its fields hold
 // the shape only when no subclass policy (symbolic shapes, a Python subclass's own sizes) stands
@@ -197,6 +213,19 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
 }
 
 void set_copied_shape(bool on) { copied_shape.store(on, std::memory_order_relaxed); }
+
+void set_free_ahead(bool on) { free_ahead.store(on, std::memory_order_relaxed); }
+
+void chain_for_free(c10::TensorImpl* earlier, const c10::TensorImpl* later) {
+  if (earlier == nullptr || later == nullptr || !free_ahead.load(std::memory_order_relaxed)) return;
+  if (typeid(*earlier) != typeid(OutputImpl) || typeid(*later) != typeid(OutputImpl)) return;
+  static_cast<OutputImpl*>(earlier)->free_ahead_ = later;
+}
+
+const void* chained_for_free(const c10::TensorImpl& impl) {
+  if (typeid(impl) != typeid(OutputImpl)) return nullptr;
+  return static_cast<const OutputImpl&>(impl).free_ahead_;
+}
 
 void copy_math_bits(const at::Tensor& like, at::Tensor& out) {
   if (like.is_conj()) out._set_conj(true);

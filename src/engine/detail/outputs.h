@@ -55,6 +55,19 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
 // canonical strides: for benchmarks that compare the two in one process.
 void set_copied_shape(bool on);
 
+// A result is usually freed in the order its structure holds its leaves, by another thread than
+// the one that made them (the caller, while the next copy's walk runs), and each output's lines
+// are then in another core's cache or in memory: the free waits for them one output at a time.
+// chain_for_free(earlier, later) has `earlier`'s free ask for `later`'s lines, for two outputs
+// the same walk made kFreeAhead apart in that order, both alive (both held by the structure
+// being built). Outputs that are not the engine's own, or the setting off, are left unchained.
+inline constexpr size_t kFreeAhead = 3;
+void chain_for_free(c10::TensorImpl* earlier, const c10::TensorImpl* later);
+// On by default; off, no output is chained (for benchmarks that compare the two in one process).
+void set_free_ahead(bool on);
+// The output `impl`'s free asks for, or null (tests).
+const void* chained_for_free(const c10::TensorImpl& impl);
+
 // Gives `out` the conjugate and negative bits of `like`: outputs copy raw bytes, so a lazily
 // conjugated (or negated) input must come out flagged the same way to mean the same values.
 void copy_math_bits(const at::Tensor& like, at::Tensor& out);

@@ -36,14 +36,22 @@ inline bool enabled() { return g_enabled.load(std::memory_order_relaxed); }
 
 inline constexpr size_t kLine = 64;
 
-// The cache lines of [p, p + bytes), the first `max_lines` of them.
-inline void lines(const void* p, size_t bytes, size_t max_lines) {
+// The cache lines of [p, p + bytes), the first `max_lines` of them; kForWrite 1 for lines about
+// to be written (an object's reference count, its destructor's fields).
+template <int kForWrite>
+inline void lines_of(const void* p, size_t bytes, size_t max_lines) {
   const auto* first = static_cast<const char*>(p);
   const auto start = reinterpret_cast<uintptr_t>(first) & ~uintptr_t{kLine - 1};
   const uintptr_t end = reinterpret_cast<uintptr_t>(first) + bytes;
   size_t n = 0;
   for (uintptr_t at = start; at < end && n < max_lines; at += kLine, ++n)
-    __builtin_prefetch(reinterpret_cast<const void*>(at));
+    __builtin_prefetch(reinterpret_cast<const void*>(at), kForWrite);
+}
+inline void lines(const void* p, size_t bytes, size_t max_lines) {
+  lines_of<0>(p, bytes, max_lines);
+}
+inline void lines_for_write(const void* p, size_t bytes, size_t max_lines) {
+  lines_of<1>(p, bytes, max_lines);
 }
 
 // A child's header: a tensor's TensorImpl (whole), a container's object (its first two lines:
