@@ -46,9 +46,9 @@ TEST(FreeAhead, AWalkChainsEachPackedOutputToTheOneItsFreeReachesLater) {
   ASSERT_EQ(out.size(), 10u);
   for (size_t i = 0; i < out.size(); ++i) {
     const c10::TensorImpl& impl = *out.get(i).toTensor().unsafeGetTensorImpl();
-    const void* expected =
-        i + kFreeAhead < out.size() ? out.get(i + kFreeAhead).toTensor().unsafeGetTensorImpl()
-                                    : nullptr;
+    const void* expected = i + kFreeAhead < out.size()
+                               ? out.get(i + kFreeAhead).toTensor().unsafeGetTensorImpl()
+                               : nullptr;
     EXPECT_EQ(chained_for_free(impl), expected) << "output " << i;
   }
 }
