@@ -75,6 +75,23 @@ TEST(FreeAhead, TensorsNotMadeByTheEngineAreNeverChained) {
   chain_for_free(nullptr, engine_made.unsafeGetTensorImpl());  // no effect, no crash
 }
 
+// An output taken back for a new result (reuse_as_view) comes unchained, as a new one does: its
+// link named an output of the result it left, which its new structure does not free after it.
+TEST(FreeAhead, AReusedOutputComesUnchained) {
+  const FreeAheadOn restore;
+  set_free_ahead(true);
+  const c10::Storage storage = at::zeros({4096}, at::kByte).storage();
+  const at::Tensor like = at::ones({4}, at::kFloat);
+  at::Tensor earlier = mtc::detail::make_view(storage, 0, like);
+  const at::Tensor later = mtc::detail::make_view(storage, 64, like);
+  chain_for_free(earlier.unsafeGetTensorImpl(), later.unsafeGetTensorImpl());
+  ASSERT_EQ(chained_for_free(*earlier.unsafeGetTensorImpl()), later.unsafeGetTensorImpl());
+  std::vector<c10::Storage> released;
+  ASSERT_TRUE(mtc::detail::reuse_as_view(*earlier.unsafeGetTensorImpl(), storage, 128, like,
+                                         c10::Device(c10::kCPU), released));
+  EXPECT_EQ(chained_for_free(*earlier.unsafeGetTensorImpl()), nullptr);
+}
+
 // Freed in a shuffled order, many outputs die after the output their predecessor points at:
 // their frees then ask for the lines of freed blocks, which must be harmless.
 TEST(FreeAhead, AResultFreedInAnyOrderStaysSound) {

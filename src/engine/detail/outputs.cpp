@@ -209,6 +209,8 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
     c10::VariableVersion(impl.version_counter()).set_version(0);
   impl._set_conj(like.is_conj());
   impl._set_neg(like.is_neg());
+  // Unchained, as make_view makes it: its old link names an output of the result it left.
+  static_cast<OutputImpl&>(impl).free_ahead_ = nullptr;
   return true;
 }
 
