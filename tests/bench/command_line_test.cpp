@@ -263,6 +263,16 @@ TEST(CommandLine, ValuesOutsideTheConfigsBoundsAreOneLineErrors) {
        "--warmup 99999999999999999999: must be from 0 to 1000000"},
       {{"--warmup", "nan"}, "--warmup nan: expected a whole number from 0 to 1000000"},
       {{"--max-rounds", "2.5"}, "--max-rounds 2.5: expected a whole number"},
+      // `--warmup "$N"` with N unset, as the options that take a path say it.
+      {{"--warmup", ""}, "--warmup: an empty value (an unset variable?)"},
+      {{"--gap-us", " "}, "--gap-us: an empty value (an unset variable?)"},
+      {{"--seed", ""}, "--seed: an empty value (an unset variable?)"},
+      {{"--direction", "h2d", "--direction", ""},
+       "--direction: an empty value (an unset variable?)"},
+      {{"--set", ""}, "--set: an empty value (an unset variable?)"},
+      {{"--engine-max-chunk", ""}, "--engine-max-chunk: an empty value (an unset variable?)"},
+      {{"--warmup", "+-3"}, "--warmup +-3: expected a whole number"},
+      {{"--gap-us", "+"}, "--gap-us +: expected a number"},
       {{"--round-time", "1e400"}, "--round-time 1e400: must be from 0 to 86400"},
       {{"--gap-touch-bytes", "32"}, "--gap-touch-bytes 32: must be 64 to 16GiB"},
       // The engine's own limit (mtc::kMaxPackedAlignmentBytes): exit 3 at run time before.

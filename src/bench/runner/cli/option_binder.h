@@ -10,11 +10,13 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -31,6 +33,11 @@ inline const CLI::Validator kNotEmpty(
       return value.empty() ? std::string("an empty value (an unset variable?)") : std::string();
     },
     "");
+
+// Text that says nothing: empty or only blanks, as `--warmup "$N"` gives with N unset.
+inline bool blank(std::string_view text) {
+  return text.find_first_not_of(" \t\n\r") == std::string_view::npos;
+}
 
 // The long name of an option declared as "-s,--long" (or "--long"), as its errors name it.
 inline std::string long_name(const std::string& names) {
@@ -51,6 +58,15 @@ class OptionBinder {
     const std::string name = long_name(names);
     finishers_.push_back([option, text, &field, name, convert = std::move(convert)] {
       if (option->count() == 0) return;
+      // Every option that converts its text says so in the same words as kNotEmpty's.
+      bool empty = false;
+      if constexpr (std::is_same_v<Text, std::string>) {
+        empty = blank(*text);
+      } else if constexpr (std::is_same_v<Text, std::vector<std::string>>) {
+        empty =
+            std::any_of(text->begin(), text->end(), [](const std::string& t) { return blank(t); });
+      }
+      if (empty) throw UsageError(name + ": an empty value (an unset variable?)");
       try {
         field = convert(*text);
       } catch (const UsageError& e) {

@@ -214,7 +214,8 @@ template <typename T>
 T parsed_within(std::string_view option, std::string_view text, const SettingBounds<T>& bounds,
                 const char* kind) {
   std::string t = trim(text);
-  if (t.starts_with('+')) t.erase(0, 1);
+  // A plus as CLI11 took it, but not before a sign: "+-3" is no number.
+  if (t.starts_with('+') && !t.starts_with("+-")) t.erase(0, 1);
   T value{};
   const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
   if (ec == std::errc::result_out_of_range && ptr == t.data() + t.size())
