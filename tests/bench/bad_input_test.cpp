@@ -117,6 +117,32 @@ TEST_F(BadInput, WorkloadsLargerThanTheMachineFailWithoutBuilding) {
   expect_rejected({"--config", huge}, {huge, "/structure/list/item", "the workload needs more"});
 }
 
+// `validate` read each file before the checks a run's --config makes: a named pipe hung it, a
+// folder ended it with exit 3 before the next file was looked at, and a file over the limit was
+// read whole first. Each is now one line of "invalid", and the files after it are still checked.
+// A file is either ok or invalid: "ok" came before the workload's totals were checked.
+TEST_F(BadInput, ValidateChecksEachFileAsARunWouldAndCallsItOkOrInvalid) {
+  const std::string pipe = dir_ / "pipe.json";
+  ASSERT_EQ(mkfifo(pipe.c_str(), 0644), 0);
+  const std::string folder = dir_.make_dir("folder.json");
+  const std::string ok =
+      write("ok.json", config_with(R"({"tensor": {"dtype": "int8", "shape": [2]}})"));
+  const testing_support::Ran r = testing_support::run({"validate", pipe, folder, ok});
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("invalid: " + pipe + ": cannot open: not a regular file"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("invalid: " + folder + ": cannot open: it is a directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("ok: " + ok), std::string::npos) << r.out;
+  const std::string huge = write(
+      "huge.json", config_with(R"({"list": {"repeat": 4096, "item": {"tensor": {"dtype": "float64",
+                                                                 "shape": [1000000000]}}}})"));
+  const testing_support::Ran too_big = testing_support::run({"validate", "--no-build", huge});
+  EXPECT_EQ(too_big.code, 2);
+  EXPECT_EQ(too_big.out.find("ok: "), std::string::npos) << "ok and invalid both:\n" << too_big.out;
+}
+
 TEST_F(BadInput, InputBatchesThatAreNotBatches) {
   expect_rejected({"--input", dir_ / "missing.pt"}, {"missing.pt", "no such file"});
   expect_rejected({"--input", dir_.make_dir("folder.pt")}, {"folder.pt", "is a directory"});

@@ -314,7 +314,7 @@ Config parse_config(const std::string& text, const std::string& file,
   return config;
 }
 
-Config load_config(const std::string& path, const std::vector<std::string>& sets) {
+std::string read_config_text(const std::string& path) {
   const JsonChecks checks(path);
   const uint64_t size = detail::readable_file_size(path);
   if (size > kMaxConfigBytes) {
@@ -325,7 +325,11 @@ Config load_config(const std::string& path, const std::vector<std::string>& sets
   std::ostringstream text;
   text << in.rdbuf();
   if (!in) checks.fail("", "cannot read the config");
-  return parse_config(text.str(), path, sets);
+  return std::move(text).str();
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& sets) {
+  return parse_config(read_config_text(path), path, sets);
 }
 
 Config config_from_saved_batch(const std::string& pt_path, const std::vector<std::string>& sets) {

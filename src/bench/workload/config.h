@@ -39,6 +39,11 @@ struct Config {
 // VALUE is parsed as JSON, falling back to a plain string. Throws ConfigError (exit 2).
 Config load_config(const std::string& path, const std::vector<std::string>& sets = {});
 
+// A config file's text, read whole once it is known to be a readable regular file within the
+// size a config may have (a folder, a named pipe or a huge file is refused before any read).
+// Throws ConfigError (exit 2).
+std::string read_config_text(const std::string& path);
+
 // The same from text already in memory; `file` names it in errors, and relative paths inside
 // (.npy and .pt inputs) are taken relative to its directory.
 Config parse_config(const std::string& text, const std::string& file,
