@@ -146,7 +146,7 @@ TEST(CommandLine, EveryOverride) {
                           "--set",
                           "samples=4",
                           "--set",
-                          "/bench/warmup=1",
+                          "/bench/inputs=3",
                           "--sweep",
                           "repeat=1,2",
                           "--engine-pack",
@@ -175,7 +175,7 @@ TEST(CommandLine, EveryOverride) {
   EXPECT_EQ(o.md_path, "r.md");
   EXPECT_TRUE(o.quiet);
   EXPECT_TRUE(o.raw_samples);
-  EXPECT_EQ(o.sets, (std::vector<std::string>{"samples=4", "/bench/warmup=1"}));
+  EXPECT_EQ(o.sets, (std::vector<std::string>{"samples=4", "/bench/inputs=3"}));
   ASSERT_EQ(o.sweeps.size(), 1u);
   EXPECT_EQ(o.sweeps[0].values, (std::vector<std::string>{"1", "2"}));
   EXPECT_EQ(o.engine.pack, false);
@@ -316,6 +316,12 @@ TEST(CommandLine, ASettingGivenTwoWaysIsRefused) {
        "--sweep /bench/max_rounds and --quick: the option sets /bench/max_rounds"},
       {{"--sweep", "/directions=[\"h2d\"],[\"d2h\"]", "--direction", "h2h"},
        "--sweep /directions and --direction"},
+      // The option won over a --set of the same setting without a word, and the report's
+      // resolved config kept the --set value.
+      {{"--set", "/bench/warmup=7", "--warmup", "1"},
+       "--set /bench/warmup=7 and --warmup: the option sets /bench/warmup too"},
+      {{"--set", "/bench/min_rounds=7", "--quick"},
+       "--set /bench/min_rounds=7 and --quick: the option sets /bench/min_rounds too"},
   };
   for (const auto& [extra, expected] : bad) {
     std::vector<std::string> args{"--config", "x.json"};
@@ -327,6 +333,17 @@ TEST(CommandLine, ASettingGivenTwoWaysIsRefused) {
   EXPECT_TRUE(
       parse({"--config", "x.json", "--set", "samples=2", "--set", "samples=3"}).result.command_line)
       << "a later --set overrides an earlier one, as documented";
+}
+
+// "all" asks for what the machine has; the four directions named one by one ask for each.
+TEST(CommandLine, DirectionAllIsToldApartFromTheFourNamed) {
+  const Parsed all = parse({"--config", "x.json", "--direction", "h2h,all"});
+  ASSERT_TRUE(all.result.command_line) << all.err;
+  EXPECT_TRUE(all.result.command_line->run.all_directions);
+  const Parsed four = parse({"--config", "x.json", "--direction", "h2d,d2h,d2d,h2h"});
+  ASSERT_TRUE(four.result.command_line) << four.err;
+  EXPECT_FALSE(four.result.command_line->run.all_directions);
+  EXPECT_EQ(four.result.command_line->run.directions->size(), 4u);
 }
 
 TEST(CommandLine, List) {

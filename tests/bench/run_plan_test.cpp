@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <optional>
+#include <utility>
+
 #include "errors.h"
 #include "runner/cli/options.h"
 #include "runner/commands/make_run_plan.h"
@@ -116,13 +119,28 @@ TEST(RunPlan, RoundLimitsThatDisagreeAreAUsageError) {
   EXPECT_EQ(message(config_with(""), max_only), "max_rounds (2) is below min_rounds (5)");
   RunOptions quick;
   quick.quick = true;
+  quick.min_rounds = 3;
+  quick.max_rounds = 2;
+  EXPECT_EQ(message(config_with(""), quick), "max_rounds (2) is below min_rounds (3)");
+}
+
+// --quick's 3 rounds are its two limits: one limit given beside it moves the other where they
+// would cross (--quick --min-rounds 5 was refused as "max_rounds (3) is below min_rounds (5)").
+TEST(RunPlan, ALimitBesideQuickMovesTheOther) {
   const int64_t rounds = QuickSettings{}.rounds;
-  quick.min_rounds = rounds + 1;  // above --quick's max
-  EXPECT_EQ(message(config_with(""), quick), "max_rounds (" + std::to_string(rounds) +
-                                                 ") is below min_rounds (" +
-                                                 std::to_string(rounds + 1) + ")");
-  quick.max_rounds = quick.min_rounds;
-  EXPECT_EQ(message(config_with(""), quick), "no error");
+  const auto limits = [](std::optional<int64_t> min, std::optional<int64_t> max) {
+    RunOptions o;
+    o.quick = true;
+    o.min_rounds = min;
+    o.max_rounds = max;
+    const StoppingParams s = make_run_plan(config_with(""), o, 1).settings.stopping;
+    return std::pair<int64_t, int64_t>(s.min_rounds, s.max_rounds);
+  };
+  EXPECT_EQ(limits(std::nullopt, std::nullopt), std::make_pair(rounds, rounds));
+  EXPECT_EQ(limits(rounds + 2, std::nullopt), std::make_pair(rounds + 2, rounds + 2));
+  EXPECT_EQ(limits(std::nullopt, rounds - 1), std::make_pair(rounds - 1, rounds - 1));
+  EXPECT_EQ(limits(1, std::nullopt), std::make_pair(int64_t{1}, rounds));
+  EXPECT_EQ(limits(std::nullopt, rounds + 4), std::make_pair(rounds, rounds + 4));
 }
 
 // --processes 2 --max-rounds 1 measured 2 rounds: every process measures one at least.
@@ -189,6 +207,7 @@ TEST(RunPlan, WithoutAGpuOnlyHostToHost) {
   EXPECT_TRUE(plan.devices.empty());
   RunOptions all;
   all.directions = all_directions();
+  all.all_directions = true;
   EXPECT_EQ(make_run_plan(config_with(""), all, 0).directions,
             std::vector<Direction>{Direction::kH2H});
   // "h2h,all" lists the directions in another order: still all.
@@ -196,6 +215,43 @@ TEST(RunPlan, WithoutAGpuOnlyHostToHost) {
       std::vector<Direction>{Direction::kH2H, Direction::kH2D, Direction::kD2H, Direction::kD2D};
   EXPECT_EQ(make_run_plan(config_with(""), all, 0).directions,
             std::vector<Direction>{Direction::kH2H});
+}
+
+// The four directions named one by one are four demands, not "all": the list passed on a machine
+// without a GPU, measuring h2h only. So did a --set or --sweep point of /directions or
+// /bench/devices, which a CI job writes as surely as --direction.
+TEST(RunPlan, WithoutAGpuEveryGpuRequestOfTheCommandLineIsAUsageError) {
+  RunOptions four;
+  four.directions =
+      std::vector<Direction>{Direction::kH2D, Direction::kD2H, Direction::kD2D, Direction::kH2H};
+  EXPECT_THROW(make_run_plan(config_with(""), four, 0), UsageError);
+  const auto refusal = [](const std::vector<std::string>& sets,
+                          const std::vector<std::string>& point) -> std::string {
+    RunOptions options;
+    options.sets = sets;
+    std::vector<std::string> all_sets = sets;
+    all_sets.insert(all_sets.end(), point.begin(), point.end());
+    const std::string text = R"({"name": "t", "directions": ["h2d"],
+        "structure": {"tensor": {"dtype": "float32", "shape": [4]}}})";
+    try {
+      make_run_plan(parse_config(text, "inline.json", all_sets), options, 0, point);
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(refusal({R"(/directions=["h2h","d2h"])"}, {}),
+            R"(--set /directions=["h2h","d2h"]: d2h needs a CUDA device, and this machine has )"
+            "none (h2h runs without one)");
+  EXPECT_EQ(refusal({}, {R"(/directions=["h2d"])"}),
+            R"(--sweep point /directions=["h2d"]: h2d needs a CUDA device, and this machine has )"
+            "none (h2h runs without one)");
+  EXPECT_EQ(refusal({"/bench/devices=[3]"}, {}),
+            "--set /bench/devices=[3]: this machine has no CUDA device");
+  // h2h asked for, and no GPU named: what the machine can do.
+  EXPECT_EQ(refusal({R"(/directions=["h2h"])", "/bench/devices=[]"}, {}), "");
+  // The config's own directions still fall back to h2h, as without --set.
+  EXPECT_EQ(refusal({"/bench/warmup=1"}, {}), "");
 }
 
 TEST(RunPlan, WithoutAGpuAGpuDirectionOrDeviceAskedForIsAUsageError) {
@@ -249,7 +305,11 @@ TEST(RunPlan, GpuToGpuAskedForOnOneGpuIsAUsageError) {
   EXPECT_EQ(make_run_plan(config_with(""), d2d, 2).directions, *d2d.directions);
   RunOptions all;
   all.directions = all_directions();
+  all.all_directions = true;
   EXPECT_EQ(make_run_plan(config_with(""), all, 1).directions, all_directions());  // d2d skipped
+  // The four named one by one: d2d is a demand like the others.
+  all.all_directions = false;
+  EXPECT_THROW(make_run_plan(config_with(""), all, 1), UsageError);
 }
 
 TEST(RunPlan, MissingGpuIsAUsageError) {

@@ -25,6 +25,9 @@ struct RunOptions {
   std::string input_path;   // --input batch.pt instead of a config
   std::optional<std::vector<int>> devices;
   std::optional<std::vector<Direction>> directions;
+  // `--direction all` (alone or in a list) asks for what the machine has; directions named one by
+  // one, all four included, are each a demand.
+  bool all_directions = false;
   std::optional<std::vector<std::string>> strategies;
   std::optional<int64_t> warmup;
   std::optional<int64_t> min_samples;

@@ -33,8 +33,10 @@ void check_set_once(const RunOptions& run) {
 
 // A command-line option wins over the config at every sweep point, so a --sweep of the setting
 // it also gives would label points with values none of them ran with (--sweep /bench/warmup=1,2
-// --warmup 3 ran warmup 3 twice). --quick sets the rounds' limits, the samples and the warm-up.
-void check_sweeps_against_options(const RunOptions& run) {
+// --warmup 3 ran warmup 3 twice), and a --set of it was dropped without a word while the report's
+// resolved config kept the --set value (--set /bench/min_rounds=7 --quick ran 3 rounds). --quick
+// sets the rounds' limits, the samples and the warm-up.
+void check_sets_and_sweeps_against_options(const RunOptions& run) {
   // The option that gives the setting, or null; `quick`: --quick gives it too.
   const auto by = [&](bool given, const char* option, bool quick = false) -> const char* {
     if (given) return option;
@@ -64,12 +66,24 @@ void check_sweeps_against_options(const RunOptions& run) {
                                ? "--profile"
                                : by(run.processes.has_value(), "--processes", true)},
   };
-  for (const SweepAxis& axis : run.sweeps) {
+  const auto option_giving = [&](const std::string& name) -> const char* {
     for (const auto& [pointer, option] : given_by_option) {
-      if (option == nullptr || axis.name != pointer) continue;
+      if (option != nullptr && name == pointer) return option;
+    }
+    return nullptr;
+  };
+  for (const SweepAxis& axis : run.sweeps) {
+    if (const char* option = option_giving(axis.name)) {
       throw UsageError(
           fmt::format("--sweep {} and {}: the option sets {} at every point; give one of them",
-                      axis.name, option, pointer));
+                      axis.name, option, axis.name));
+    }
+  }
+  for (const std::string& set : run.sets) {
+    const std::string name = parse_assignment(set).name;
+    if (const char* option = option_giving(name)) {
+      throw UsageError(fmt::format("--set {} and {}: the option sets {} too; give one of them", set,
+                                   option, name));
     }
   }
 }
@@ -78,7 +92,7 @@ void check_sweeps_against_options(const RunOptions& run) {
 
 void check_run_options(const RunOptions& run) {
   check_set_once(run);
-  check_sweeps_against_options(run);
+  check_sets_and_sweeps_against_options(run);
   if (run.processes.value_or(1) > 1 && run.profile) {
     throw UsageError("--processes and --profile do not mix: profile one process");
   }

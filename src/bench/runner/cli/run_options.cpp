@@ -89,8 +89,14 @@ void add_selection_options(RunOptions& run, OptionBinder& binder) {
       ->type_name("LIST")
       ->group(group);
   binder
-      .add<Texts>("--direction", run.directions, parse_directions,
-                  "h2d, d2h, d2d, h2h or all (default: the config's directions)")
+      .add<Texts>(
+          "--direction", run.directions,
+          [&run](const Texts& items) {
+            const Texts named = split_list(items);
+            run.all_directions = std::find(named.begin(), named.end(), "all") != named.end();
+            return parse_directions(items);
+          },
+          "h2d, d2h, d2d, h2h or all (default: the config's directions)")
       ->type_name("LIST")
       ->group(group);
   binder

@@ -7,6 +7,7 @@
 
 #include "errors.h"
 #include "runner/cli/options.h"
+#include "runner/cli/parse.h"
 #include "runner/strategies/catalog.h"
 #include "workload/config.h"
 
@@ -31,31 +32,45 @@ std::vector<Pattern> with_gaps(const std::vector<Pattern>& patterns, const std::
   return out;
 }
 
-// "--direction all" (in any order, with any repeats: the parser expands it) asks for what the
-// machine has: every direction named is then not a demand.
-bool asks_for_all(const std::vector<Direction>& directions) {
-  for (Direction d : all_directions()) {
-    if (std::find(directions.begin(), directions.end(), d) == directions.end()) return false;
+// The --set or --sweep point of this run that gives `pointer`, as the option wrote it, or "".
+std::string assignment_of(const RunOptions& options, const std::vector<std::string>& point,
+                          std::string_view pointer) {
+  for (const std::string& set : options.sets) {
+    if (parse_assignment(set).name == pointer) return "--set " + set;
   }
-  return true;
+  for (const std::string& set : point) {
+    if (parse_assignment(set).name == pointer) return "--sweep point " + set;
+  }
+  return "";
 }
 
 // Without a GPU a run measures h2h only: the default does so with a note on stderr, so that the
-// plain command runs anywhere. A GPU direction or a GPU named on the command line is refused
-// instead: a CI job that asked for h2d on a runner without a GPU would otherwise measure CPU->CPU
-// copies and pass. `--direction all` asks for what the machine has.
-void refuse_gpu_requests(const RunOptions& options) {
-  if (options.directions && !asks_for_all(*options.directions)) {
+// plain command runs anywhere. A GPU direction or a GPU named on the command line (an option, a
+// --set or a --sweep point) is refused instead: a CI job that asked for h2d on a runner without a
+// GPU would otherwise measure CPU->CPU copies and pass. `--direction all` asks for what the
+// machine has.
+void refuse_gpu_requests(const Config& config, const RunOptions& options,
+                         const std::vector<std::string>& point) {
+  const std::string no_gpu =
+      "needs a CUDA device, and this machine has none (h2h runs without one)";
+  if (options.directions && !options.all_directions) {
     for (Direction d : *options.directions) {
-      if (d == Direction::kH2H) continue;
-      throw UsageError(fmt::format(
-          "--direction {}: needs a CUDA device, and this machine has none (h2h runs without one)",
-          to_string(d)));
+      if (d != Direction::kH2H)
+        throw UsageError(fmt::format("--direction {}: {}", to_string(d), no_gpu));
     }
   }
   if (options.devices && !options.devices->empty()) {
     throw UsageError(fmt::format("--devices {}: this machine has no CUDA device",
                                  fmt::join(*options.devices, ",")));
+  }
+  if (const std::string set = assignment_of(options, point, "/directions"); !set.empty()) {
+    for (const std::string& name : config.directions) {
+      if (name != "h2h") throw UsageError(fmt::format("{}: {} {}", set, name, no_gpu));
+    }
+  }
+  if (const std::string set = assignment_of(options, point, "/bench/devices");
+      !set.empty() && !config.bench.devices.empty()) {
+    throw UsageError(fmt::format("{}: this machine has no CUDA device", set));
   }
 }
 
@@ -78,13 +93,14 @@ void refuse_an_empty_run(const RunPlan& plan) {
 
 }  // namespace
 
-RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_device_count) {
+RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_device_count,
+                      const std::vector<std::string>& sweep_point) {
   RunPlan plan;
   plan.cuda_device_count = cuda_device_count;
   plan.profile = options.profile;
 
   if (cuda_device_count == 0) {
-    refuse_gpu_requests(options);
+    refuse_gpu_requests(config, options, sweep_point);
     plan.directions = {Direction::kH2H};
   } else if (options.directions) {
     plan.directions = *options.directions;
@@ -92,7 +108,7 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
     // of it (the config's directions and "all" still skip it with a note).
     const bool d2d = std::find(plan.directions.begin(), plan.directions.end(), Direction::kD2D) !=
                      plan.directions.end();
-    if (d2d && cuda_device_count < 2 && !asks_for_all(*options.directions)) {
+    if (d2d && cuda_device_count < 2 && !options.all_directions) {
       throw UsageError("--direction d2d: needs two GPUs, and this machine has one");
     }
   } else {
@@ -168,8 +184,13 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
   if (options.quick) {
     const QuickSettings quick;
     s.warmup = options.warmup.value_or(std::min(s.warmup, quick.max_warmup));
-    s.stopping.min_rounds = options.min_rounds.value_or(quick.rounds);
-    s.stopping.max_rounds = options.max_rounds.value_or(quick.rounds);
+    // A limit given beside --quick moves the other one with it where they would cross: --quick
+    // --min-rounds 5 measures 5 rounds (it was refused as "max_rounds (3) is below min_rounds (5)",
+    // naming neither option).
+    s.stopping.min_rounds = options.min_rounds.value_or(
+        std::min(quick.rounds, options.max_rounds.value_or(quick.rounds)));
+    s.stopping.max_rounds = options.max_rounds.value_or(
+        std::max(quick.rounds, options.min_rounds.value_or(quick.rounds)));
     s.stopping.round_time_s = options.round_time_s.value_or(quick.round_time_s);
     s.stopping.min_samples = options.min_samples.value_or(quick.min_samples);
     s.stopping.min_time_s = options.min_time_s.value_or(quick.min_time_s);

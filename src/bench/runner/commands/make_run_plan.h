@@ -4,6 +4,9 @@
 // (workload/bench_settings.h). Pure (no ATen).
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "runner/measure/run_plan.h"
 
 namespace mtc::bench {
@@ -12,8 +15,11 @@ struct Config;      // workload/config.h
 struct RunOptions;  // runner/cli/options.h
 
 // Throws UsageError (a --devices index this machine lacks, round limits that disagree) or
-// ConfigError (a bad value in the config). Without a GPU the plan is h2h only.
-RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_device_count);
+// ConfigError (a bad value in the config). Without a GPU the plan is h2h only, and a GPU the
+// command line asked for (an option, a --set, or `sweep_point`: the --sweep assignments `config`
+// was loaded with) is refused.
+RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_device_count,
+                      const std::vector<std::string>& sweep_point = {});
 
 // Throws UsageError when the plan's processes outnumber its most rounds: each process measures
 // at least one round, so --processes 2 --max-rounds 1 would measure two. Refused rather than cut

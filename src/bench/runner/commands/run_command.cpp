@@ -225,8 +225,9 @@ int run_command(const CommandLine& command_line, std::ostream& out, std::ostream
   check_outputs_apart(data_inputs, {{"--json", options.json_path}, {"--md", options.md_path}});
   const int cuda_devices = cuda_device_count();
   std::vector<RunPlan> plans;
-  for (const Config& config : configs) {
-    plans.push_back(make_run_plan(config, options, cuda_devices));
+  for (size_t p = 0; p < configs.size(); ++p) {
+    const Config& config = configs[p];
+    plans.push_back(make_run_plan(config, options, cuda_devices, points[p]));
     // Counted, not built: a workload larger than the machine fails here, before any point runs.
     count_workload(config, build_limits(plans.back(), cuda_devices));
   }
