@@ -44,36 +44,13 @@ TEST(CommandLine, ConfigAlone) {
 }
 
 TEST(CommandLine, EveryRoundAndHostOverride) {
-  const Parsed p = parse({"-c",
-                          "x.json",
-                          "--pattern",
-                          "step,step-busy",
-                          "--inputs",
-                          "3",
-                          "--gap-us",
-                          "50",
-                          "--gap-mode",
-                          "busy",
-                          "--gap-touch-bytes",
-                          "4MiB",
-                          "--min-rounds",
-                          "2",
-                          "--max-rounds",
-                          "4",
-                          "--round-time",
-                          "0.01",
-                          "--processes",
-                          "2",
-                          "--pin-cpu",
-                          "0-1",
-                          "--round-cpus",
-                          "1",
-                          "--profile-samples",
-                          "6",
-                          "--ab-label",
-                          "j:base:1",
-                          "--engine-lib",
-                          "base=/lib/a.so"});
+  const Parsed p = parse({"-c",           "x.json",   "--pattern",         "step,step-busy",
+                          "--inputs",     "3",        "--gap-us",          "50",
+                          "--gap-mode",   "busy",     "--gap-touch-bytes", "4MiB",
+                          "--min-rounds", "2",        "--max-rounds",      "4",
+                          "--round-time", "0.01",     "--processes",       "2",
+                          "--pin-cpu",    "0-1",      "--round-cpus",      "1",
+                          "--ab-label",   "j:base:1", "--engine-lib",      "base=/lib/a.so"});
   ASSERT_TRUE(p.result.command_line) << p.err;
   const RunOptions& o = p.result.command_line->run;
   EXPECT_EQ(*o.patterns, (std::vector<Pattern>{Pattern::kStep, Pattern::kStepBusy}));
@@ -87,7 +64,6 @@ TEST(CommandLine, EveryRoundAndHostOverride) {
   EXPECT_EQ(*o.processes, 2);
   EXPECT_EQ(o.pin_cpu, "0-1");
   EXPECT_EQ(*o.round_cpus, 1);
-  EXPECT_EQ(*o.profile_samples, 6);
   EXPECT_EQ(o.ab_label->side, "base");
   EXPECT_EQ(o.engine_libraries.at("base"), "/lib/a.so");
 }
@@ -344,6 +320,30 @@ TEST(CommandLine, DirectionAllIsToldApartFromTheFourNamed) {
   ASSERT_TRUE(four.result.command_line) << four.err;
   EXPECT_FALSE(four.result.command_line->run.all_directions);
   EXPECT_EQ(four.result.command_line->run.directions->size(), 4u);
+}
+
+// --profile measures a fixed count in one round: an option that ends rounds or cases did nothing
+// beside it (--profile --timeout 2 ran past a minute), and --profile-samples nothing without it.
+TEST(CommandLine, OptionsThatWouldDoNothingBesideProfileAreRefused) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad{
+      {{"--profile-samples", "5"},
+       "--profile-samples: counts the samples of --profile; give --profile too"},
+      {{"--profile", "--timeout", "2"},
+       "--profile and --timeout: --profile measures --profile-samples samples per case in one "
+       "round, so --timeout would do nothing"},
+      {{"--profile", "--max-rounds", "9"}, "--profile and --max-rounds:"},
+      {{"--profile", "--noise-target", "1%"}, "--profile and --noise-target:"},
+  };
+  for (const auto& [extra, expected] : bad) {
+    std::vector<std::string> args{"--config", "x.json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Parsed p = parse(args);
+    EXPECT_EQ(p.result.exit_code, 2) << testing::PrintToString(args);
+    EXPECT_NE(p.err.find("mtc-bench: error: " + expected), std::string::npos) << p.err;
+  }
+  const Parsed ok = parse({"--config", "x.json", "--profile", "--profile-samples", "50"});
+  ASSERT_TRUE(ok.result.command_line) << ok.err;
+  EXPECT_EQ(*ok.result.command_line->run.profile_samples, 50);
 }
 
 TEST(CommandLine, List) {

@@ -88,9 +88,38 @@ void check_sets_and_sweeps_against_options(const RunOptions& run) {
   }
 }
 
+// --profile measures a fixed count of samples in one round: the rules that end rounds and cases
+// do not apply, and an option that sets one was accepted and did nothing (--profile --timeout 2
+// ran past a minute).
+void check_profile_options(const RunOptions& run) {
+  if (!run.profile) {
+    if (run.profile_samples) {
+      throw UsageError("--profile-samples: counts the samples of --profile; give --profile too");
+    }
+    return;
+  }
+  const std::vector<std::pair<bool, const char*>> stopping{
+      {run.timeout_s.has_value(), "--timeout"},
+      {run.min_rounds.has_value(), "--min-rounds"},
+      {run.max_rounds.has_value(), "--max-rounds"},
+      {run.round_time_s.has_value(), "--round-time"},
+      {run.min_samples.has_value(), "--min-samples"},
+      {run.min_time_s.has_value(), "--min-time"},
+      {run.noise_target.has_value(), "--noise-target"},
+  };
+  for (const auto& [given, option] : stopping) {
+    if (!given) continue;
+    throw UsageError(fmt::format(
+        "--profile and {}: --profile measures --profile-samples samples per case in one round, "
+        "so {} would do nothing; give one of them",
+        option, option));
+  }
+}
+
 }  // namespace
 
 void check_run_options(const RunOptions& run) {
+  check_profile_options(run);
   check_set_once(run);
   check_sets_and_sweeps_against_options(run);
   if (run.processes.value_or(1) > 1 && run.profile) {
