@@ -27,6 +27,18 @@ Parsed parse(std::vector<std::string> args) {
   return {std::move(result), out.str(), err.str()};
 }
 
+// Each `--config x.json EXTRA...` exits 2 with "mtc-bench: error: " and its expected text.
+void expect_usage_errors(
+    const std::vector<std::pair<std::vector<std::string>, std::string>>& extras_and_errors) {
+  for (const auto& [extra, expected] : extras_and_errors) {
+    std::vector<std::string> args{"--config", "x.json"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const Parsed p = parse(args);
+    EXPECT_EQ(p.result.exit_code, 2) << testing::PrintToString(args);
+    EXPECT_NE(p.err.find("mtc-bench: error: " + expected), std::string::npos) << p.err;
+  }
+}
+
 TEST(CommandLine, ConfigAlone) {
   const Parsed p = parse({"--config", "configs/streampetr.json"});
   ASSERT_TRUE(p.result.command_line);
@@ -299,13 +311,7 @@ TEST(CommandLine, ASettingGivenTwoWaysIsRefused) {
       {{"--set", "/bench/min_rounds=7", "--quick"},
        "--set /bench/min_rounds=7 and --quick: the option sets /bench/min_rounds too"},
   };
-  for (const auto& [extra, expected] : bad) {
-    std::vector<std::string> args{"--config", "x.json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const Parsed p = parse(args);
-    EXPECT_EQ(p.result.exit_code, 2) << testing::PrintToString(args);
-    EXPECT_NE(p.err.find("mtc-bench: error: " + expected), std::string::npos) << p.err;
-  }
+  expect_usage_errors(bad);
   EXPECT_TRUE(
       parse({"--config", "x.json", "--set", "samples=2", "--set", "samples=3"}).result.command_line)
       << "a later --set overrides an earlier one, as documented";
@@ -334,13 +340,7 @@ TEST(CommandLine, OptionsThatWouldDoNothingBesideProfileAreRefused) {
       {{"--profile", "--max-rounds", "9"}, "--profile and --max-rounds:"},
       {{"--profile", "--noise-target", "1%"}, "--profile and --noise-target:"},
   };
-  for (const auto& [extra, expected] : bad) {
-    std::vector<std::string> args{"--config", "x.json"};
-    args.insert(args.end(), extra.begin(), extra.end());
-    const Parsed p = parse(args);
-    EXPECT_EQ(p.result.exit_code, 2) << testing::PrintToString(args);
-    EXPECT_NE(p.err.find("mtc-bench: error: " + expected), std::string::npos) << p.err;
-  }
+  expect_usage_errors(bad);
   const Parsed ok = parse({"--config", "x.json", "--profile", "--profile-samples", "50"});
   ASSERT_TRUE(ok.result.command_line) << ok.err;
   EXPECT_EQ(*ok.result.command_line->run.profile_samples, 50);
