@@ -8,8 +8,10 @@
 #include <ATen/ops/ones.h>
 #include <ATen/ops/zeros.h>
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +19,7 @@
 #include "cpu_test_support.h"
 #include "detail/structure.h"
 #include "mtc/copier.h"
+#include "mtc/stack_room.h"
 
 namespace {
 
@@ -194,6 +197,73 @@ TEST(CopierCpu, DeepNesting) {
     wide.set(29, nest(mtc::detail::kMaxNestingDepth));
     expect_copy_fails(wide, kCpu, options, "nested deeper");
   }
+}
+
+// Runs `job` on a thread of `stack_bytes` of stack, as a Python thread after
+// threading.stack_size() is.
+void on_small_stack(size_t stack_bytes, const std::function<void()>& job) {
+  pthread_attr_t attributes;
+  ASSERT_EQ(pthread_attr_init(&attributes), 0);
+  ASSERT_EQ(pthread_attr_setstacksize(&attributes, stack_bytes), 0);
+  pthread_t thread;
+  auto run = [](void* arg) -> void* {
+    (*static_cast<const std::function<void()>*>(arg))();
+    return nullptr;
+  };
+  ASSERT_EQ(pthread_create(&thread, &attributes, run, const_cast<std::function<void()>*>(&job)), 0);
+  pthread_join(thread, nullptr);
+  pthread_attr_destroy(&attributes);
+}
+
+// The stack left on a new thread of `stack_bytes`: less than that by the thread's static TLS,
+// which glibc puts at the top of its stack (torch's alone takes most of 256 KiB).
+size_t left_on_a_thread_of(size_t stack_bytes) {
+  size_t left = 0;
+  on_small_stack(stack_bytes, [&] { left = mtc::stack_bytes_left(); });
+  return left;
+}
+
+TEST(CopierCpu, TheStackLeftIsKnownOnEveryThread) {
+  EXPECT_GT(mtc::stack_bytes_left(), mtc::kWalkStackReserve);
+  const size_t small = left_on_a_thread_of(size_t{1} << 20);
+  EXPECT_GT(small, 0u);
+  EXPECT_LT(small, size_t{1} << 20);
+  // A quarter of a megabyte more stack is as much more left.
+  const size_t larger = left_on_a_thread_of((size_t{1} << 20) + (size_t{256} << 10));
+  EXPECT_NEAR(static_cast<double>(larger - small), 256.0 * 1024, 8192.0);
+}
+
+// 1,000 levels walked on the caller's thread of a small stack ended the process; the walk now
+// stops where the stack would, with an error, and leaves the thread sound.
+TEST(CopierCpu, NestingDeeperThanTheThreadsStackIsAnError) {
+  c10::IValue deep = at::ones({1});
+  for (int i = 0; i < mtc::detail::kMaxNestingDepth; ++i) {
+    c10::impl::GenericList l(c10::AnyType::get());
+    l.push_back(std::move(deep));
+    deep = l;
+  }
+  CopyOptions on_the_caller;
+  on_the_caller.use_background_thread = false;
+  std::string error;
+  bool shallow_copied = false;
+  // 96 KiB to walk in: the walk's reserve and 32 KiB, less than any 1,000 levels take.
+  const size_t above_the_tls = (size_t{1} << 20) - left_on_a_thread_of(size_t{1} << 20);
+  on_small_stack(above_the_tls + (size_t{96} << 10), [&] {
+    try {
+      start_copy(deep, kCpu, on_the_caller).get();
+    } catch (const c10::Error& e) {
+      error = e.what();
+    }
+    c10::impl::GenericList shallow(c10::AnyType::get());
+    shallow.push_back(at::ones({1}));
+    shallow_copied = start_copy(shallow, kCpu, on_the_caller).get().isList();
+  });
+  EXPECT_NE(error.find("as deep as the stack of the thread that walks it allows"),
+            std::string::npos)
+      << error;
+  EXPECT_TRUE(shallow_copied);
+  // On the engine's own threads, of full-size stacks, the same input is copied.
+  EXPECT_TRUE(start_copy(deep, kCpu).get().isList());
 }
 
 TEST(CopierCpu, OutputContainersAreIndependentOfTheInput) {

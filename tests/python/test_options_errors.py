@@ -2,6 +2,7 @@
 in test_arguments.py."""
 
 import itertools
+import threading
 
 import pytest
 import torch
@@ -116,3 +117,33 @@ def test_engine_messages_carry_no_cpp_backtrace():
         mtc.start_copy([], "cpu", max_packed_chunk_bytes=0)
     assert "Exception raised from" not in str(error.value)
     assert "\n" not in str(error.value)
+
+
+def test_nesting_deeper_than_a_small_threads_stack_is_a_value_error():
+    # 999 levels take about half a megabyte of the walk's stack: on a thread of 256 KiB the walk
+    # overflowed it and ended the interpreter. It now stops while the stack has room for the
+    # error, and the thread goes on copying.
+    deep = torch.ones(1)
+    for _ in range(999):
+        deep = [deep]
+    outcome = {}
+
+    def copy_on_this_thread():
+        try:
+            mtc.start_copy(deep, "cpu").get()
+            outcome["error"] = None
+        except ValueError as error:
+            outcome["error"] = str(error)
+        outcome["after"] = mtc.start_copy([torch.ones(1)], "cpu").get()
+
+    previous = threading.stack_size(256 * 1024)
+    try:
+        thread = threading.Thread(target=copy_on_this_thread)
+        thread.start()
+        thread.join()
+    finally:
+        threading.stack_size(previous)
+    assert outcome["error"] is not None, "999 levels fit a 256 KiB stack: the test needs a deeper one"
+    assert "as deep as this thread's stack allows" in outcome["error"]
+    assert outcome["error"].startswith("mtc.start_copy: data[0][0]")
+    assert_copied(outcome["after"], [torch.ones(1)], torch.device("cpu"))

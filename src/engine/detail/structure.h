@@ -18,6 +18,7 @@
 #include "detail/dict_stash.h"
 #include "detail/key_interner.h"
 #include "detail/prefetch.h"
+#include "mtc/stack_room.h"
 
 namespace mtc::detail {
 
@@ -106,6 +107,7 @@ class StructureCopier {
     }
     if (!is_container(v)) return v;
     check_depth(depth);
+    check_stack(depth);
     DeferredList deferred;
     auto copy_child = [&](const c10::IValue& item, uint32_t position, DeferredList& d) {
       return child(item, depth, position, d);
@@ -129,6 +131,13 @@ class StructureCopier {
   static void check_depth(int depth) {
     TORCH_CHECK(depth <= kMaxNestingDepth, "mtc::start_copy: the input is nested deeper than ",
                 kMaxNestingDepth, " levels (a container that contains itself?)");
+  }
+
+  // A thread of small stack (a caller's, where the walk runs on it) meets its end before level
+  // 1,000 (mtc/stack_room.h).
+  static void check_stack(int depth) {
+    TORCH_CHECK(stack_room_for_a_level(), "mtc::start_copy: the input is nested ", depth,
+                " levels deep, as deep as the stack of the thread that walks it allows");
   }
 
   static void check_size(size_t n) {

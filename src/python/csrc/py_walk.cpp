@@ -1,6 +1,7 @@
 // PyStructure's first half: the walk of the Python structure (the leaves' intake and the engine's
 // input are in py_structure.cpp, the rebuild in py_rebuild.cpp).
 #include <c10/util/Exception.h>
+#include <mtc/stack_room.h>
 #include <pybind11/pybind11.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/tensor_numpy.h>
@@ -328,6 +329,11 @@ void PyStructure::walk_elements(PyObject* container, Kind kind, PyObject* extra,
   if (depth >= kMaxNestingDepth) {
     throw PathError("nested deeper than " + std::to_string(kMaxNestingDepth) +
                     " levels (a container that holds itself?)");
+  }
+  // A thread of small stack (threading.stack_size) meets its end first (mtc/stack_room.h).
+  if (!mtc::stack_room_for_a_level()) {
+    throw PathError("nested " + std::to_string(depth) +
+                    " levels deep, as deep as this thread's stack allows");
   }
   // Held while walked: code run by the walk could drop it from its parent.
   const py::object hold = py::reinterpret_borrow<py::object>(container);

@@ -5,7 +5,8 @@
 //   c10::IValue on_gpu = h.get();
 //
 // The structure may be a tensor, or lists (generic or typed), tuples and dicts (string or
-// integer keys) nested to any depth. Tensor leaves are copied; every other leaf passes
+// integer keys) nested up to 1,000 levels deep, and no deeper than the stack of the thread that
+// walks it allows (mtc/stack_room.h). Tensor leaves are copied; every other leaf passes
 // through unchanged. The result has new containers of the same kinds, in the same order.
 //
 // Contract: the input (containers and tensors) must not be modified (by the host or by queued
