@@ -11,7 +11,8 @@ The layering, bottom first (docs/method.md, "How the benchmark is put together",
   python                the Python module: the public header only
   microbench            the engine's micro-benchmarks: the engine and its internals
   bench                 errors.h and types.h: error kinds and the vocabulary (Direction, Pattern,
-                        the report's schema version and status names), used by every folder below
+                        the report's schema version and status names), and files.h, the checks
+                        of a file before it is read; used by every folder below
   bench/stats           pure statistics
   bench/workload        configs, specs, the workload builder and readers (detail/ counts as it)
   bench/report          the report model, its reporters and its one reader

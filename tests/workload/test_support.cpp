@@ -64,7 +64,7 @@ void hash_value(Fnv& fnv, const c10::IValue& value) {
 }  // namespace
 
 // POSIX, not std::filesystem operations: libtorch.so exports its own copies of those and some
-// crash in a binary linking torch (see src/bench/workload/detail/files.h).
+// crash in a binary linking torch (see src/bench/files.h).
 TempDir::TempDir() {
   const char* tmp = std::getenv("TMPDIR");
   std::string pattern =

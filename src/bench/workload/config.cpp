@@ -9,8 +9,8 @@
 #include <utility>
 #include <vector>
 
+#include "files.h"
 #include "workload/detail/bench_settings_parser.h"
-#include "workload/detail/files.h"
 #include "workload/detail/json_checks.h"
 #include "workload/detail/spec_parser.h"
 #include "workload/detail/tensor_spec_parser.h"
@@ -316,7 +316,7 @@ Config parse_config(const std::string& text, const std::string& file,
 
 std::string read_config_text(const std::string& path) {
   const JsonChecks checks(path);
-  const uint64_t size = detail::readable_file_size(path);
+  const uint64_t size = readable_file_size(path);
   if (size > kMaxConfigBytes) {
     checks.fail(
         "", fmt::format("{} bytes is too large for a config (limit {})", size, kMaxConfigBytes));
@@ -338,7 +338,7 @@ Config config_from_saved_batch(const std::string& pt_path, const std::vector<std
   Json doc = Json::object();
   const std::string stem = fs::path(pt_path).stem().string();
   doc["name"] = stem.empty() ? "batch" : stem;
-  doc["input"] = detail::absolute_path(pt_path);
+  doc["input"] = absolute_path(pt_path);
   Config config = parse_config(doc.dump(), pt_path, sets);
   config.given = nlohmann::json{{"input", pt_path}};
   return config;

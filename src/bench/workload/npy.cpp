@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "errors.h"
-#include "workload/detail/files.h"
+#include "files.h"
 
 namespace mtc::bench {
 namespace {
@@ -162,7 +162,7 @@ using Buffer = std::unique_ptr<char, void (*)(char*)>;
 void free_buffer(char* p) { ::operator delete(p, kBufferAlignment); }
 
 Buffer read_file(const std::string& path, size_t& size) {
-  size = detail::readable_file_size(path);
+  size = readable_file_size(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, "", "cannot open the file");
   Buffer buffer(static_cast<char*>(::operator new(std::max<size_t>(size, 1), kBufferAlignment)),

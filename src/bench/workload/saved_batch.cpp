@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "errors.h"
-#include "workload/detail/files.h"
+#include "files.h"
 
 namespace mtc::bench {
 namespace {
@@ -55,7 +55,7 @@ c10::IValue unpickle_archive(std::vector<char> data) {
 }  // namespace
 
 c10::IValue load_saved_batch(const std::string& path) {
-  detail::readable_file_size(path);
+  readable_file_size(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, "", "cannot open the file");
   std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

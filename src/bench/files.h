@@ -1,4 +1,6 @@
-// File checks shared by the config, .npy and .pt readers.
+// File checks shared by every reader of a named file: the config, .npy and .pt readers and the
+// report reader (which `compare` and the merge of --processes use). Below every component that
+// reads files, so the report reader, which builds without ATen, shares them with the workload's.
 //
 // POSIX calls rather than std::filesystem operations on purpose: libtorch.so exports its own
 // copies of std::filesystem::status, file_size, absolute, remove_all, ... (a statically linked
@@ -9,13 +11,14 @@
 #include <cstdint>
 #include <string>
 
-namespace mtc::bench::detail {
+namespace mtc::bench {
 
 // The size of a regular file that exists and can be opened; throws ConfigError naming `path`
-// ("no such file", "it is a directory", ...) otherwise.
+// ("no such file", "it is a directory", "not a regular file": a named pipe would block its reader,
+// a device may never end) otherwise.
 uint64_t readable_file_size(const std::string& path);
 
 // `path` made absolute against the current directory (no symlink resolution).
 std::string absolute_path(const std::string& path);
 
-}  // namespace mtc::bench::detail
+}  // namespace mtc::bench

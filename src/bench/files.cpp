@@ -1,4 +1,4 @@
-#include "workload/detail/files.h"
+#include "files.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 
 #include "errors.h"
 
-namespace mtc::bench::detail {
+namespace mtc::bench {
 
 uint64_t readable_file_size(const std::string& path) {
   if (path.empty()) throw ConfigError(path, "", "empty file name");
@@ -39,4 +39,4 @@ std::string absolute_path(const std::string& path) {
   return (std::filesystem::path(buffer.data()) / given).lexically_normal().string();
 }
 
-}  // namespace mtc::bench::detail
+}  // namespace mtc::bench
