@@ -2,6 +2,7 @@
 // reports, what is refused, and the interval's coverage on simulated runs whose truth is known.
 #include "compare/in_process.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -206,6 +207,39 @@ TEST(InProcess, GivenThresholdWins) {
   const Comparison c = compare_in_process(
       {report({record("engine", "hot", cand), record("engine@base", "hot", kHost)})}, options);
   EXPECT_EQ(c.cases[0].verdict, Verdict::kSame);
+}
+
+// --baseline-kind stored and a threshold of speedup or over_memcpy_batch were dropped without a
+// word: one report judges the wall time of two builds measured together, nothing else.
+TEST(InProcess, OptionsItCannotHonourAreRefused) {
+  const std::vector<ReportCases> reports = {
+      report({record("engine", "hot", kHost), record("engine@base", "hot", kHost)})};
+  const auto error_of = [&](const CompareOptions& options) {
+    try {
+      compare_in_process(reports, options);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CompareOptions stored;
+  stored.baseline_kind = BaselineKind::kStored;
+  EXPECT_NE(error_of(stored).find("--baseline-kind stored: one report compares two builds "
+                                  "measured together in one run, a fresh baseline"),
+            std::string::npos);
+  for (const Metric metric : {Metric::kSpeedup, Metric::kOverMemcpyBatch}) {
+    CompareOptions other;
+    other.metric_thresholds[metric] = 0.05;
+    EXPECT_NE(error_of(other).find(fmt::format(
+                  "--threshold-metric {}: one report compares two builds on the wall time only",
+                  to_string(metric))),
+              std::string::npos);
+  }
+  // What applies is applied.
+  CompareOptions wall;
+  wall.metric_thresholds[Metric::kWall] = 0.07;
+  wall.baseline_kind = BaselineKind::kFresh;
+  EXPECT_DOUBLE_EQ(compare_in_process(reports, wall).thresholds.at(Metric::kWall), 0.07);
 }
 
 // One simulated in-process job: R rounds of n alternating samples of each build. The host's

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <set>
 
 #include "errors.h"
@@ -110,7 +111,21 @@ std::map<Metric, double> resolve_thresholds(const CompareOptions& options, Basel
   std::map<Metric, double> thresholds;
   std::vector<std::string> parts;
   bool defaulted = false;
-  for (Metric m : judged_metrics(basis)) {
+  const std::vector<Metric> judged = judged_metrics(basis);
+  // A threshold of a metric this basis does not judge is refused where --baseline-kind chose the
+  // basis, and said where the reports did (a job's one command line may serve both kinds).
+  for (const auto& [metric, threshold] : options.metric_thresholds) {
+    if (std::find(judged.begin(), judged.end(), metric) != judged.end()) continue;
+    std::vector<std::string_view> names;
+    for (Metric m : judged) names.push_back(to_string(m));
+    const std::string why = fmt::format(
+        "--threshold-metric {}: not judged against a {} baseline, which is judged on "
+        "{}",
+        to_string(metric), to_string(basis), fmt::join(names, " and "));
+    if (options.baseline_kind != BaselineKind::kAuto) throw UsageError(why);
+    notes.push_back(why + "; it is not used");
+  }
+  for (Metric m : judged) {
     const auto given = options.metric_thresholds.find(m);
     if (given != options.metric_thresholds.end()) {
       thresholds[m] = given->second;

@@ -25,6 +25,24 @@ struct PairedRounds {
   int64_t skipped = 0;             // rounds without samples on a side
 };
 
+// What an in-process comparison cannot honour is refused, not dropped: it judges the wall time
+// alone (a ratio of two builds measured together already), of two builds on one host in one run.
+void check_options(const CompareOptions& options) {
+  if (options.baseline_kind == BaselineKind::kStored) {
+    throw UsageError(
+        "--baseline-kind stored: one report compares two builds measured together in one run, a "
+        "fresh baseline; a stored one is compared with two inputs (compare BASELINE CURRENT)");
+  }
+  for (const auto& [metric, threshold] : options.metric_thresholds) {
+    if (metric != Metric::kWall) {
+      throw UsageError(fmt::format(
+          "--threshold-metric {}: one report compares two builds on the wall time only (the "
+          "ratio of the two, measured together); give wall=PERCENT or --threshold",
+          to_string(metric)));
+    }
+  }
+}
+
 double resolve_threshold(const CompareOptions& options, std::vector<std::string>& notes) {
   const auto given = options.metric_thresholds.find(Metric::kWall);
   const double threshold = given != options.metric_thresholds.end()
@@ -130,6 +148,7 @@ std::vector<std::string> ab_partners(std::string_view baseline_strategy) {
 
 Comparison compare_in_process(const std::vector<ReportCases>& reports,
                               const CompareOptions& options) {
+  check_options(options);
   Comparison out;
   out.method = Method::kInProcess;
   out.basis = BaselineKind::kFresh;

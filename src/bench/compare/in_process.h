@@ -30,7 +30,9 @@ namespace mtc::bench::compare {
 // (results/NOTES.md).
 std::vector<std::string> ab_partners(std::string_view baseline_strategy);
 
-// Throws UsageError when no report holds an A/B pair, or a case appears twice in one report.
+// Throws UsageError when no report holds an A/B pair, a case appears twice in one report, or
+// the options ask for what this comparison does not do (--baseline-kind stored, a threshold of
+// a metric other than the wall time).
 Comparison compare_in_process(const std::vector<ReportCases>& reports,
                               const CompareOptions& options);
 
