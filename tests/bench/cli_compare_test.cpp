@@ -2,6 +2,7 @@
 // tests/compare/data (see tests/compare/make_fixtures.py).
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -61,6 +62,36 @@ TEST(CliCompare, BadInputIsExitTwo) {
   EXPECT_EQ(compare("base.json", "same.json", {"--threshold", "five"}).code, 2);
   EXPECT_EQ(compare("base.json", "same.json", {"--fail-on", "sometimes"}).code, 2);
   EXPECT_EQ(compare("ab/baseline", "ab/baseline").code, 2);
+}
+
+// Each hung (a pipe, a folder linked into itself twice) or was compared as if measured (a
+// damaged report); each is now one line and exit 2. The command line's contradictions too.
+TEST(CliCompare, InputsThatHungOrWereComparedAnywayAreOneLineExitTwo) {
+  TempDir dir;
+  ASSERT_EQ(mkfifo((dir / "pipe.json").c_str(), 0600), 0);
+  const std::string loop = dir.make_dir("loop");
+  std::ofstream(loop + "/a.json") << std::ifstream(data("base.json")).rdbuf();
+  ASSERT_EQ(symlink(loop.c_str(), (loop + "/x").c_str()), 0);
+  ASSERT_EQ(symlink(loop.c_str(), (loop + "/y").c_str()), 0);
+  nlohmann::json damaged = nlohmann::json::parse(std::ifstream(data("base.json")));
+  damaged["runs"][0]["results"][1]["direction"] = "sideways";
+  std::ofstream(dir / "damaged.json") << damaged.dump();
+  const auto one_line = [](const Ran& r, const std::string& says) {
+    EXPECT_EQ(r.code, 2) << r.err;
+    // On the first line: a usage error's second is the --help hint.
+    EXPECT_LT(r.err.find(says), r.err.find('\n')) << r.err;
+  };
+  one_line(testing_support::run({"compare", data("base.json"), dir / "pipe.json"}),
+           "pipe.json: cannot open: not a regular file");
+  one_line(testing_support::run({"compare", data("base.json"), dir / "damaged.json"}),
+           "damaged.json: /runs/0/results/1/direction: expected h2d, d2h, d2d or h2h");
+  one_line(compare("base.json", "same.json",
+                   {"--baseline-kind", "fresh", "--threshold-metric", "over_memcpy_batch=50"}),
+           "--threshold-metric over_memcpy_batch: not judged against a fresh baseline");
+  // The folder walk ends, each report read once: the same as comparing the report itself.
+  const Ran looped = testing_support::run({"compare", data("base.json"), loop});
+  EXPECT_EQ(looped.code, 0) << looped.err;
+  EXPECT_NE(looped.out.find("6 SAME"), std::string::npos) << looped.out;
 }
 
 TEST(CliCompare, WritesMarkdownAndJson) {

@@ -3,6 +3,7 @@
 #include "report/report_reader.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <cmath>
 #include <fstream>
@@ -153,7 +154,12 @@ TEST(ReportReader, FilesThatAreNotReports) {
     }
     return std::string();
   };
-  EXPECT_NE(error(dir / "missing.json").find("cannot open the file"), std::string::npos);
+  EXPECT_NE(error(dir / "missing.json").find("missing.json: cannot open: no such file"),
+            std::string::npos);
+  // Checked as a config is (files.h): a pipe would block the reader until something wrote to it.
+  ASSERT_EQ(mkfifo((dir / "pipe.json").c_str(), 0600), 0);
+  EXPECT_NE(error(dir / "pipe.json").find("pipe.json: cannot open: not a regular file"),
+            std::string::npos);
   std::ofstream(dir / "cut.json") << "{\"schema_version\": 2,";
   EXPECT_NE(error(dir / "cut.json").find("not valid JSON"), std::string::npos);
   std::ofstream(dir / "list.json") << "[1, 2]";

@@ -71,6 +71,7 @@ inline Report sample_report() {
   run.entries.push_back(ok_entry("engine", 1.3e-4));
   Entry skipped;
   skipped.direction = "h2d";
+  skipped.pattern = "hot";  // as the runner writes a skipped case (skipped_entry)
   skipped.strategy = "memcpy_batch";
   skipped.device = 0;
   skipped.status = EntryStatus::kSkipped;

@@ -1,11 +1,18 @@
 #include "compare/report_cases.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cmath>
 #include <fstream>
+#include <functional>
 
+#include "compare/comparison.h"
 #include "errors.h"
 #include "fixtures.h"
+#include "report/report_reader.h"
 
 namespace mtc::bench::compare {
 namespace {
@@ -80,6 +87,128 @@ TEST(ReportCases, AFolderSkipsCompareOutputButNotOtherNonReports) {
   const std::string only = dir.make_dir("only");
   std::ofstream(only + "/compare.json") << R"({"compare_version": 1})";
   EXPECT_NE(error_of(only).find("holds no .json report"), std::string::npos);
+}
+
+// A named pipe blocked the reader forever (it waits for a writer), as a device would never end:
+// given as the report or found in a folder, it is refused before it is opened.
+TEST(ReportCases, APipeIsRefusedUnread) {
+  TempDir dir;
+  ASSERT_EQ(mkfifo((dir / "pipe.json").c_str(), 0600), 0);
+  EXPECT_NE(error_of(dir / "pipe.json").find("pipe.json: cannot open: not a regular file"),
+            std::string::npos)
+      << error_of(dir / "pipe.json");
+  const std::string folder = dir.make_dir("runs");
+  std::ofstream(folder + "/a.json") << std::ifstream(data("base.json")).rdbuf();
+  ASSERT_EQ(mkfifo((folder + "/b.json").c_str(), 0600), 0);
+  EXPECT_NE(error_of(folder).find("b.json: cannot open: not a regular file"), std::string::npos)
+      << error_of(folder);
+}
+
+// Refused from its size alone, before a byte is read (the file is sparse: no disk is used).
+TEST(ReportCases, AReportTooLargeIsRefusedUnread) {
+  TempDir dir;
+  const std::string path = dir / "big.json";
+  const int fd = ::open(path.c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::ftruncate(fd, static_cast<off_t>(kMaxReportBytes + 1)), 0);
+  ::close(fd);
+  EXPECT_NE(error_of(path).find("big.json: 1073741825 bytes is too large for a report (limit "
+                                "1073741824)"),
+            std::string::npos)
+      << error_of(path);
+}
+
+// Two links of a folder to itself made the walk grow as 2^depth (it never ended); one link read
+// each report once per level until the path was too long, then called it a case "in 41
+// reports". Links are followed, each folder and file once; a report linked in from elsewhere is
+// read, once however many links name it.
+TEST(ReportCases, AFolderLinkedIntoItselfIsVisitedOnce) {
+  TempDir dir;
+  const std::string folder = dir.make_dir("runs");
+  std::ofstream(folder + "/a.json") << std::ifstream(data("base.json")).rdbuf();
+  ASSERT_EQ(symlink(folder.c_str(), (folder + "/self").c_str()), 0);
+  ASSERT_EQ(symlink(folder.c_str(), (folder + "/again").c_str()), 0);
+  ASSERT_EQ(symlink((folder + "/a.json").c_str(), (folder + "/latest.json").c_str()), 0);
+  const std::string stored = dir.make_dir("stored");
+  std::ofstream(stored + "/s.json") << std::ifstream(data("base.json")).rdbuf();
+  ASSERT_EQ(symlink(stored.c_str(), (folder + "/baseline").c_str()), 0);
+  const auto reports = read_reports(folder);
+  ASSERT_EQ(reports.size(), 2u);
+  EXPECT_EQ(reports[0].path, folder + "/a.json");
+  EXPECT_EQ(reports[1].path, folder + "/baseline/s.json");
+}
+
+// Each was read and compared before: +inf for a median of 1e308, a verdict from an interval that
+// does not hold its median or from rounds that are not there, "sideways" listed as a case that
+// matches nothing, and a report of no case compared as one "measured on" no device.
+TEST(ReportCases, ADamagedMeasurementIsRefusedWithItsPlace) {
+  TempDir dir;
+  const auto refused = [&](const std::function<void(nlohmann::json&)>& edit) {
+    return error_of(edited(dir, "r.json", "base.json", edit));
+  };
+  const auto engine = [](nlohmann::json& d) -> nlohmann::json& {
+    return d["runs"][0]["results"][1];
+  };
+  EXPECT_NE(refused([&](auto& d) {
+              engine(d)["wall_s"]["median"] = 1e308;
+            }).find("r.json: /runs/0/results/1/wall_s/median: 1e+308 must be from 1e-12 to 1e+09"),
+            std::string::npos);
+  EXPECT_NE(refused([&](auto& d) { engine(d)["interval_s"]["low"] = 3e-4; })
+                .find("/runs/0/results/1/interval_s/low: 0.0003 is above the estimate it bounds, "
+                      "0.00025"),
+            std::string::npos);
+  EXPECT_NE(refused([&](auto& d) {
+              engine(d)["interval_s"]["high"] = 2e-4;
+            }).find("/runs/0/results/1/interval_s/high: 0.0002 is below the estimate it bounds"),
+            std::string::npos);
+  EXPECT_NE(refused([&](auto& d) {
+              engine(d)["speedup_vs_to"]["high"] = 2.0;
+            }).find("/runs/0/results/1/speedup_vs_to/high: 2 is below the estimate it bounds"),
+            std::string::npos);
+  EXPECT_NE(refused([&](auto& d) {
+              engine(d)["rounds"]["median_s"][2] = 1e300;
+            }).find("/runs/0/results/1/rounds/median_s/2: 1e+300 must be 0 or from"),
+            std::string::npos);
+  EXPECT_NE(refused([&](auto& d) {
+              engine(d)["rounds"]["count"] = 7;
+            }).find("/runs/0/results/1/rounds/count: 7 rounds, but median_s lists 6"),
+            std::string::npos);
+  EXPECT_NE(refused([&](auto& d) {
+              engine(d)["direction"] = "sideways";
+            }).find("/runs/0/results/1/direction: expected h2d, d2h, d2d or h2h"),
+            std::string::npos);
+  EXPECT_NE(refused([](auto& d) {
+              d["runs"] = nlohmann::json::array();
+            }).find("r.json: /runs: no case, and the run was not interrupted"),
+            std::string::npos);
+  // What the writer leaves at the edges is read: an interval equal to its median (rounds that
+  // agree exactly) and one a last bit off it.
+  EXPECT_EQ(refused([&](auto& d) {
+              engine(d)["interval_s"] = {{"low", 2.5e-4}, {"high", 2.5e-4}, {"level", 0.95}};
+            }),
+            "");
+  EXPECT_EQ(refused([&](auto& d) { engine(d)["interval_s"]["low"] = std::nextafter(2.5e-4, 1.0); }),
+            "");
+}
+
+// A run stopped before it measured anything (--processes, interrupted before any process ended)
+// writes a report of no runs: read, and compared as that, not as a side measured on no device.
+TEST(ReportCases, AReportInterruptedBeforeItMeasuredSaysSo) {
+  TempDir dir;
+  const std::string empty = edited(dir, "empty.json", "base.json", [](auto& d) {
+    d["runs"] = nlohmann::json::array();
+    d["interrupted"] = true;
+  });
+  ASSERT_TRUE(read_report_cases(empty).cases.empty());
+  try {
+    compare_reports(read_reports(empty), read_reports(data("base.json")), CompareOptions{});
+    ADD_FAILURE() << "compared";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("the baseline holds no case to compare: " + empty +
+                                         " was interrupted before it measured anything"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(ReportCases, RefusesOtherSchemaVersions) {

@@ -223,6 +223,22 @@ void list_one_sided(const Groups& mine, const Groups& other, const char* side,
   }
 }
 
+// A side of no case at all (a run interrupted before it measured: report_cases.h refuses any
+// other) has nothing to compare; said as such, not as a side measured on no device.
+void check_some_case(const std::vector<ReportCases>& side, const char* name) {
+  for (const ReportCases& r : side) {
+    if (!r.cases.empty()) return;
+  }
+  throw UsageError(
+      side.size() == 1
+          ? fmt::format("the {} holds no case to compare: {} was interrupted before it measured "
+                        "anything",
+                        name, side.front().path)
+          : fmt::format("the {} holds no case to compare: its {} reports were interrupted "
+                        "before they measured anything",
+                        name, side.size()));
+}
+
 }  // namespace
 
 std::string_view to_string(Method method) {
@@ -253,6 +269,8 @@ Comparison compare_reports(const std::vector<ReportCases>& baseline,
   Comparison out;
   out.baseline_reports = static_cast<int64_t>(baseline.size());
   out.candidate_reports = static_cast<int64_t>(candidate.size());
+  check_some_case(baseline, "baseline");
+  check_some_case(candidate, "candidate");
   check_devices(baseline, candidate, options, out.notes);
   out.ab_job = paired_job(baseline, candidate);
   out.method = out.ab_job.empty() ? Method::kUnpaired : Method::kPaired;

@@ -7,8 +7,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <utility>
 
 #include "errors.h"
 #include "report/json_node.h"
@@ -83,6 +84,34 @@ std::string step_frees_previous_output(const nlohmann::json& settings, const std
   return !date.empty() && date < kFreeMovedAt ? "after_copy" : "";
 }
 
+// The values a measured case can hold, seconds or ratios: from below any clock's tick to past
+// any run's length. A writer never leaves them; outside them a ratio of two overflows (a median of
+// 1e308 compared as +inf) or a quotient of a denormal does.
+constexpr double kMinValue = 1e-12;
+constexpr double kMaxValue = 1e9;
+
+bool in_range(double value) { return value >= kMinValue && value <= kMaxValue; }
+
+// An estimate and its interval as a report gives them: the interval holds the estimate. The
+// writer takes a case's interval around the pooled median of its rounds (stats/rounds.h),
+// computed apart from wall_s.median, so the two may differ in the last bit: a billionth of slack.
+void check_estimate(const Estimate& e, const JsonNode& context, const std::string& value_at,
+                    const std::string& interval_at) {
+  constexpr double kSlack = 1e-9;
+  const auto fail = [&](const std::string& at, const std::string& message) {
+    throw ConfigError(context.file(), at, message);
+  };
+  if (!in_range(e.value))
+    fail(value_at, fmt::format("{:g} must be from {:g} to {:g}", e.value, kMinValue, kMaxValue));
+  if (!(e.low >= 0.0)) fail(interval_at + "/low", fmt::format("{:g} must be >= 0", e.low));
+  if (e.low > e.value * (1.0 + kSlack))
+    fail(interval_at + "/low",
+         fmt::format("{:g} is above the estimate it bounds, {:g}", e.low, e.value));
+  if (e.high && *e.high < e.value * (1.0 - kSlack))
+    fail(interval_at + "/high",
+         fmt::format("{:g} is below the estimate it bounds, {:g}", *e.high, e.value));
+}
+
 // `at` is the JSON pointer of the case in its report, for errors.
 CaseRecord case_record(const Entry& e, const RunSection& run, const JsonNode& context,
                        const std::string& at) {
@@ -106,14 +135,19 @@ CaseRecord case_record(const Entry& e, const RunSection& run, const JsonNode& co
   c.wall = Estimate{e.wall.median, interval.low,
                     std::isfinite(interval.high) ? std::optional(interval.high) : std::nullopt,
                     interval.level, e.rounds.rounds};
-  if (!(c.wall.value > 0.0)) {
-    throw ConfigError(context.file(), at + "/wall_s/median", "must be > 0");
-  }
+  check_estimate(c.wall, context, at + "/wall_s/median", at + "/interval_s");
   if (e.speedup) {
     c.speedup = Estimate{e.speedup->estimate, e.speedup->low.value_or(0.0), e.speedup->high,
                          e.speedup->level, e.speedup->pairs};
-    if (!(c.speedup->value > 0.0)) {
-      throw ConfigError(context.file(), at + "/speedup_vs_to/estimate", "must be > 0");
+    check_estimate(*c.speedup, context, at + "/speedup_vs_to/estimate", at + "/speedup_vs_to");
+  }
+  // 0 is a round without samples (the reader allows it; pairing skips it).
+  for (size_t i = 0; i < e.rounds.medians.size(); ++i) {
+    const double median = e.rounds.medians[i];
+    if (median != 0.0 && !in_range(median)) {
+      throw ConfigError(
+          context.file(), fmt::format("{}/rounds/median_s/{}", at, i),
+          fmt::format("{:g} must be 0 or from {:g} to {:g}", median, kMinValue, kMaxValue));
     }
   }
   c.round_medians = e.rounds.medians;
@@ -125,14 +159,17 @@ CaseRecord case_record(const Entry& e, const RunSection& run, const JsonNode& co
   return c;
 }
 
-bool is_directory(const std::string& path) {
-  struct stat info {};
-  return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
-}
+// A file or folder by device and inode: what a link leads to, whatever the path that reached it.
+using FileId = std::pair<dev_t, ino_t>;
 
+// Symbolic links are followed (a folder of reports may link in a stored baseline kept
+// elsewhere), but each folder and each file is visited once, whichever link reaches it first in
+// name order: a folder linked into itself would otherwise be walked again at every level (its
+// paths growing as 2^depth with two such links) and one report read under many names.
 // POSIX rather than std::filesystem: libtorch.so, linked into the same program, exports
 // copies of some std::filesystem functions that misbehave.
-void collect_json_files(const std::string& folder, std::vector<std::string>& files) {
+void collect_json_files(const std::string& folder, std::set<FileId>& visited,
+                        std::vector<std::string>& files) {
   DIR* dir = opendir(folder.c_str());
   if (dir == nullptr) throw ConfigError(folder, "", "cannot open the folder");
   std::vector<std::string> names;
@@ -144,19 +181,23 @@ void collect_json_files(const std::string& folder, std::vector<std::string>& fil
   std::sort(names.begin(), names.end());
   for (const std::string& name : names) {
     const std::string path = folder + "/" + name;
-    if (is_directory(path)) {
-      collect_json_files(path, files);
-    } else if (name.size() > 5 && name.ends_with(".json")) {
+    struct stat info {};
+    const bool exists = stat(path.c_str(), &info) == 0;
+    const bool folder_entry = exists && S_ISDIR(info.st_mode);
+    if (!folder_entry && !name.ends_with(".json")) continue;
+    // A .json that is no file (a broken link, a pipe) is listed, and refused when read.
+    if (exists && !visited.insert({info.st_dev, info.st_ino}).second) continue;
+    if (folder_entry) {
+      collect_json_files(path, visited, files);
+    } else if (name.size() > 5) {
       files.push_back(path);
     }
   }
 }
 
-// Whether the file is `compare`'s own JSON output (it carries compare_version), which a CI job
-// may well write into the folder of the reports it compared.
-bool is_comparison_output(const std::string& path) {
-  std::ifstream file(path);
-  const nlohmann::json doc = nlohmann::json::parse(file, nullptr, /*allow_exceptions=*/false);
+// Whether the document is `compare`'s own JSON output (it carries compare_version), which a CI
+// job may well write into the folder of the reports it compared.
+bool is_comparison_output(const nlohmann::json& doc) {
   return doc.is_object() && doc.contains("compare_version");
 }
 
@@ -180,6 +221,16 @@ ReportCases report_cases(const Report& report, const std::string& path) {
   out.host = report.context.value("host", std::string());
   out.day = utf8_prefix(report.context.value("date", std::string()), 10);
   out.interrupted = report.interrupted;
+  // A run measures or skips every case it plans before its report is written; only a run
+  // stopped before its first case (--processes, interrupted before a process measured) writes
+  // none, and says it was interrupted.
+  const bool no_case = std::all_of(report.runs.begin(), report.runs.end(),
+                                   [](const RunSection& run) { return run.entries.empty(); });
+  if (no_case && !report.interrupted) {
+    throw ConfigError(path, "/runs",
+                      "no case, and the run was not interrupted: a report lists every case of "
+                      "its run");
+  }
   const JsonNode context(report.context, "/context", path);
   for (size_t i = 0; i < report.runs.size(); ++i) {
     const RunSection& run = report.runs[i];
@@ -204,15 +255,14 @@ std::vector<ReportCases> read_reports(const std::string& file_or_folder) {
   }
   if (!S_ISDIR(info.st_mode)) return {read_report_cases(file_or_folder)};
   std::vector<std::string> files;
-  collect_json_files(file_or_folder, files);
+  std::set<FileId> visited{{info.st_dev, info.st_ino}};
+  collect_json_files(file_or_folder, visited, files);
   if (files.empty()) throw ConfigError(file_or_folder, "", "the folder holds no .json report");
   std::vector<ReportCases> reports;
   for (const std::string& file : files) {
-    try {
-      reports.push_back(read_report_cases(file));
-    } catch (const ConfigError&) {
-      if (!is_comparison_output(file)) throw;  // a comparison in the folder is no report
-    }
+    const nlohmann::json doc = read_report_document(file);
+    if (is_comparison_output(doc)) continue;  // a comparison in the folder is no report
+    reports.push_back(report_cases(read_report(doc, file), file));
   }
   if (reports.empty()) throw ConfigError(file_or_folder, "", "the folder holds no .json report");
   return reports;

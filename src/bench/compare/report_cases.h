@@ -83,8 +83,10 @@ ReportCases report_cases(const Report& report, const std::string& path);
 // version 2) and picks its cases.
 ReportCases read_report_cases(const std::string& path);
 
-// A report file, or every *.json file under a folder (recursively, in name order). Throws
-// ConfigError when the path does not exist or a folder holds no report.
+// A report file, or every *.json file under a folder (recursively, in name order; links are
+// followed, each folder and file read once however many links lead to it). Throws ConfigError
+// when the path does not exist, a folder holds no report, or a file is no report (compare's own
+// --json output in a folder is skipped).
 std::vector<ReportCases> read_reports(const std::string& file_or_folder);
 
 }  // namespace mtc::bench::compare

@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "errors.h"
+#include "files.h"
 #include "report/json_node.h"
 
 namespace mtc::bench {
@@ -51,6 +52,11 @@ void read_rounds(const JsonNode& node, RoundsSummary& r) {
       medians.size() != processes.size()) {
     node.fail("median_s and process must be arrays of one length");
   }
+  // The writer counts the rounds it lists (stats/rounds.h): another count is a damaged report,
+  // whose intervals were computed from rounds that are not there.
+  if (r.rounds < 0 || static_cast<uint64_t>(r.rounds) != medians.size()) {
+    node["count"].fail(fmt::format("{} rounds, but median_s lists {}", r.rounds, medians.size()));
+  }
   for (size_t i = 0; i < medians.size(); ++i) {
     // 0 is a round without samples (the in-process pairing skips it).
     const JsonNode median = medians.at(i);
@@ -61,6 +67,9 @@ void read_rounds(const JsonNode& node, RoundsSummary& r) {
     r.process.push_back(processes.at(i).small_integer());
   }
   if (const auto samples = node.find("samples")) {
+    if (samples->size() != medians.size())
+      samples->fail(
+          fmt::format("{} values, but median_s lists {} rounds", samples->size(), medians.size()));
     for (size_t i = 0; i < samples->size(); ++i) r.samples.push_back(samples->at(i).integer());
   }
 }
@@ -152,9 +161,15 @@ void read_measured(const JsonNode& node, bool ok, Entry& e) {
 Entry read_entry(const JsonNode& node) {
   Entry e;
   e.device = node["device"].small_integer();
-  e.direction = node["direction"].string();
+  // Names the writer takes from types.h: any other is a damaged report, not a case of its own
+  // that matches nothing.
+  const JsonNode direction = node["direction"];
+  e.direction = direction.string();
+  if (!parse_direction(e.direction)) direction.fail("expected h2d, d2h, d2d or h2h");
   e.strategy = node["strategy"].string();
-  e.pattern = node["pattern"].string();
+  const JsonNode pattern = node["pattern"];
+  e.pattern = pattern.string();
+  if (!parse_pattern(e.pattern)) pattern.fail("expected hot, step or step-busy");
   const JsonNode status = node["status"];
   const auto parsed = parse_entry_status(status.string());
   if (!parsed) status.fail("expected ok, skipped, failed or verification_failed");
@@ -255,8 +270,14 @@ Report read_report(const json& doc, const std::string& file) {
   return report;
 }
 
-Report read_report(const std::string& path) {
-  std::ifstream in(path);
+json read_report_document(const std::string& path) {
+  const uint64_t size = readable_file_size(path);
+  if (size > kMaxReportBytes) {
+    throw ConfigError(
+        path, "",
+        fmt::format("{} bytes is too large for a report (limit {})", size, kMaxReportBytes));
+  }
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, "", "cannot open the file");
   // Copying and writing a parsed document recurse once per level (reading it does not): a report
   // nests a config (at most 256 levels, workload/config.cpp) inside a few levels of its own.
@@ -278,7 +299,11 @@ Report read_report(const std::string& path) {
     // while parsing (found by fuzzing; it ended the program).
     throw ConfigError(path, "", fmt::format("not valid JSON ({})", e.what()));
   }
-  return read_report(doc, path);
+  return doc;
+}
+
+Report read_report(const std::string& path) {
+  return read_report(read_report_document(path), path);
 }
 
 }  // namespace mtc::bench

@@ -15,6 +15,7 @@
 // high edge as +inf), which the JSON reporter writes back as null.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -22,8 +23,19 @@
 
 namespace mtc::bench {
 
-// Reads the report at `path`. Throws ConfigError (errors.h) when it cannot be opened, is not
-// JSON, or is not a report this reader understands.
+// The largest report read. A report with --raw-samples holds every sample (up to a million a
+// case, each a few numbers of up to 25 bytes), so reports run far past a config's 16 MiB; past
+// this a file is refused before any of it is read, as a config over its limit is.
+inline constexpr uint64_t kMaxReportBytes = uint64_t{1} << 30;
+
+// The JSON document at `path`, not yet read as a report. Throws ConfigError when it is not a
+// regular file (a named pipe would block, a device never end), is larger than kMaxReportBytes,
+// nests deeper than a report can, or is not JSON.
+nlohmann::json read_report_document(const std::string& path);
+
+// Reads the report at `path`: read_report_document, then the document as a report. Throws
+// ConfigError (errors.h) when it cannot be opened, is not JSON, or is not a report this reader
+// understands.
 Report read_report(const std::string& path);
 
 // The same for a document already parsed; `file` names it in errors.
