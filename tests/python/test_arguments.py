@@ -154,6 +154,31 @@ def test_a_flag_of_another_kind_is_a_one_line_type_error_naming_it(option, value
     assert "\n" not in str(error.value)
 
 
+def test_numpy_bools_are_flags_as_numpy_integers_are():
+    np = pytest.importorskip("numpy")
+    # A mask's element is a numpy.bool_; numpy.int64(1) was taken and numpy.True_ refused.
+    assert options_of(use_pinned_staging=np.True_)["use_pinned_staging"] is True
+    assert options_of(use_pinned_staging=np.False_)["use_pinned_staging"] is False
+    assert options_of(pack_cpu_tensors=np.int64(1))["pack_cpu_tensors"] is True
+
+
+@pytest.mark.parametrize("switch", ["set_deferred_release", "set_output_reuse"])
+def test_the_module_switches_take_what_the_flags_take(switch):
+    set_switch = getattr(mtc, switch)
+    previous = set_switch(True)
+    try:
+        # pybind11's bool took None (as False), 0.0 and 2 without a word.
+        for value in [None, 0.0, 2, "no"]:
+            with pytest.raises(TypeError, match=f"mtc.{switch}: enabled must be a bool") as error:
+                set_switch(value)
+            assert "\n" not in str(error.value)
+            assert set_switch(True) is True, "a refused value changed the setting"
+        assert set_switch(0) is True
+        assert set_switch(1) is False
+    finally:
+        set_switch(previous)
+
+
 def test_options_are_keyword_only_and_unknown_ones_refused():
     with pytest.raises(TypeError):
         mtc.start_copy([], "cpu", True)

@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace py = pybind11;
 
@@ -54,12 +56,24 @@ int64_t index_value(PyObject* object, const char* option) {
   return value;
 }
 
-bool flag(py::handle value, const char* option) {
-  if (value.ptr() == Py_True) return true;
-  if (value.ptr() == Py_False) return false;
+}  // namespace
+
+std::optional<bool> as_flag(py::handle value) {
+  PyObject* object = value.ptr();
+  if (object == Py_True) return true;
+  if (object == Py_False) return false;
+  // numpy's bool scalar (numpy.bool_, named numpy.bool since numpy 2), as a mask's element gives
+  // it; told by its type's name, so that numpy need not be imported.
+  const std::string_view type_name = Py_TYPE(object)->tp_name;
+  if (type_name == "numpy.bool_" || type_name == "numpy.bool") {
+    const int truth = PyObject_IsTrue(object);
+    if (truth >= 0) return truth == 1;
+    PyErr_Clear();
+    return std::nullopt;
+  }
   // Not truthiness: 'no' would be True. An integer 0 or 1 is what a C-minded caller passes.
-  if (PyIndex_Check(value.ptr()) && !PyFloat_Check(value.ptr())) {
-    PyObject* index = PyNumber_Index(value.ptr());
+  if (PyIndex_Check(object) && !PyFloat_Check(object)) {
+    PyObject* index = PyNumber_Index(object);
     if (index != nullptr) {
       int overflow = 0;
       const long long number = PyLong_AsLongLongAndOverflow(index, &overflow);
@@ -69,6 +83,13 @@ bool flag(py::handle value, const char* option) {
       PyErr_Clear();
     }
   }
+  return std::nullopt;
+}
+
+namespace {
+
+bool flag(py::handle value, const char* option) {
+  if (const std::optional<bool> on = as_flag(value)) return *on;
   wrong_type(option, "a bool (or the integer 0 or 1)", value);
 }
 
@@ -165,6 +186,12 @@ CopyOptions coerce_options(const OptionArguments& arguments) {
   options.use_background_thread = flag(arguments.use_background_thread, "use_background_thread");
   options.pinned_host_outputs = flag(arguments.pinned_host_outputs, "pinned_host_outputs");
   return options;
+}
+
+bool switch_flag(py::handle value, const char* function) {
+  if (const std::optional<bool> on = as_flag(value)) return *on;
+  throw py::type_error(std::string("mtc.") + function +
+                       ": enabled must be a bool (or the integer 0 or 1), got " + describe(value));
 }
 
 }  // namespace mtc::python

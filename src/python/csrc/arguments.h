@@ -3,13 +3,16 @@
 // Coercion follows what the original package accepted, minus its silent surprises: a device is
 // whatever torch.device() accepts (a torch.device, a str, bytes, an int index); integers go
 // through operator.index, and a float with an integral value is taken as that integer; a flag
-// is a bool or the integer 0 or 1. Anything else is a one-line TypeError naming the option
-// (pybind11's own conversion errors list every overload, which says nothing useful here).
+// is a bool (Python's or numpy's) or the integer 0 or 1. Anything else is a one-line TypeError
+// naming the option (pybind11's own conversion errors list every overload, which says nothing
+// useful here).
 #pragma once
 
 #include <c10/core/Device.h>
 #include <mtc/copier.h>
 #include <pybind11/pybind11.h>
+
+#include <optional>
 
 namespace mtc::python {
 
@@ -30,5 +33,13 @@ struct OptionArguments {
 // Throws pybind11::type_error (wrong type) or pybind11::value_error (an integer out of int64's
 // range) naming the option.
 CopyOptions coerce_options(const OptionArguments& arguments);
+
+// A flag's value: a bool, numpy's bool or the integer 0 or 1; nullopt for anything else (None,
+// 0.0, 'no', 2).
+std::optional<bool> as_flag(pybind11::handle value);
+// The argument of a module's switch (set_deferred_release, set_output_reuse) as a flag, as
+// start_copy's flags are read; pybind11's bool took None, 0.5 and 2. Throws pybind11::type_error
+// naming `function` for anything else.
+bool switch_flag(pybind11::handle value, const char* function);
 
 }  // namespace mtc::python

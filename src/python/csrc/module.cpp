@@ -56,13 +56,19 @@ PYBIND11_MODULE(_C, m) {
   using mtc::python::DeferredRelease;
   m.def(
       "set_deferred_release",
-      [](bool enabled) { return DeferredRelease::instance().set_enabled(enabled); },
+      [](py::handle enabled) {
+        return DeferredRelease::instance().set_enabled(
+            mtc::python::switch_flag(enabled, "set_deferred_release"));
+      },
       py::arg("enabled"),
       "Turns the deferred release of dropped results' tensors on or off (off releases what is "
       "kept); returns the previous setting.");
   m.def(
       "set_output_reuse",
-      [](bool enabled) { return DeferredRelease::instance().set_reuse_enabled(enabled); },
+      [](py::handle enabled) {
+        return DeferredRelease::instance().set_reuse_enabled(
+            mtc::python::switch_flag(enabled, "set_output_reuse"));
+      },
       py::arg("enabled"),
       "Turns on or off the reuse of dropped results' tensor objects as new outputs; returns the "
       "previous setting.");
