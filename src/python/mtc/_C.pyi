@@ -24,8 +24,9 @@ class AsyncCopyHandle:
         The GIL is released while waiting. Raises the copy's error if it failed, on every
         call: ``RuntimeError`` with the engine's message (a tensor that cannot be copied, such
         as a sparse one or one on a device other than cpu and cuda, is named by its number in
-        pre-order: "tensor leaf K of root element E"), ``torch.OutOfMemoryError`` when memory
-        ran out. A later call returns the same object.
+        pre-order: "tensor leaf K", counted over the whole structure, or "tensor leaf K of root
+        element E", counted within that element, where the walk was split among threads),
+        ``torch.OutOfMemoryError`` when memory ran out. A later call returns the same object.
         """
 
     def options(self) -> Dict[str, Union[str, bool, int]]:
