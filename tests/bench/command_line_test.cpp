@@ -213,6 +213,13 @@ TEST(CommandLine, UsageErrorsExitTwo) {
       {"--config", "x.json", "--json", ""},
       {"--config", "x.json", "--md", ""},
       {"--config", "x.json", "--pin-cpu", ""},
+      {"--config", ""},
+      {"--input", ""},
+      // Not standard output, as other tools read it: a file named "-" was written.
+      {"--config", "x.json", "--json", "-"},
+      {"compare", "a.json", "b.json", "--md", "-"},
+      // CLI11's own words named no choice.
+      {"--config", "x.json", "--engine-pack", "maybe"},
       {"compare", "a.json", "b.json", "--json", ""},
       {"compare", "a.json", "b.json", "--threshold", ""},
       {"validate"},

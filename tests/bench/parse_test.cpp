@@ -32,6 +32,29 @@ TEST(Parse, Sweep) {
   EXPECT_THROW(parse_sweep("samples="), UsageError);
 }
 
+// A value of a list or an object is swept whole: the split was at every comma, so
+// '/directions=["h2h"],["h2d","h2h"]' gave a value `["h2d"` (a config error about a string).
+TEST(Parse, SweepValuesAreSplitOutsideJsonsBracketsAndStrings) {
+  EXPECT_EQ(parse_sweep(R"(/directions=["h2h"], ["h2d","h2h"])").values,
+            (std::vector<std::string>{R"(["h2h"])", R"(["h2d","h2h"])"}));
+  EXPECT_EQ(parse_sweep(R"(/x={"a": [1, 2], "b": 3},"c,d","e\",f",4)").values,
+            (std::vector<std::string>{R"({"a": [1, 2], "b": 3})", R"("c,d")", R"("e\",f")", "4"}));
+  EXPECT_THROW(parse_sweep("/x=[1,2],"), UsageError);  // an empty last value
+}
+
+TEST(Parse, OnOff) {
+  for (const char* on : {"on", "ON", "true", "yes", "1", "enable", " on "})
+    EXPECT_TRUE(parse_on_off("--engine-pack", on)) << on;
+  for (const char* off : {"off", "False", "no", "0", "disable"})
+    EXPECT_FALSE(parse_on_off("--engine-pack", off)) << off;
+  try {
+    parse_on_off("--engine-pack", "maybe");
+    ADD_FAILURE() << "maybe taken";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "--engine-pack maybe: expected on or off");
+  }
+}
+
 TEST(Parse, ExpandSweepsIsTheCartesianProduct) {
   const auto points = expand_sweeps({parse_sweep("a=1,2"), parse_sweep("b=x,y,z")});
   ASSERT_EQ(points.size(), 6u);

@@ -51,10 +51,10 @@ CLI::App* add_compare_subcommand(CLI::App& app, CompareArguments& arguments) {
                     "Compare reports from different GPU models");
   compare->add_option("--md", arguments.options.md_path, "Write the markdown summary here")
       ->type_name("PATH")
-      ->check(kNotEmpty);
+      ->check(kReportPath);
   compare->add_option("--json", arguments.options.json_path, "Write the comparison as JSON here")
       ->type_name("PATH")
-      ->check(kNotEmpty);
+      ->check(kReportPath);
   return compare;
 }
 

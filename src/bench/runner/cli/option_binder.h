@@ -34,6 +34,20 @@ inline const CLI::Validator kNotEmpty(
     },
     "");
 
+// For the paths of reports: not empty (kNotEmpty), and not "-", which other tools read as
+// standard output and this one wrote as a file named "-".
+inline const CLI::Validator kReportPath(
+    [](const std::string& value) {
+      if (value.empty()) return std::string("an empty value (an unset variable?)");
+      if (value == "-") {
+        return std::string(
+            "reports are not written to standard output; give a file (./- if "
+            "that is its name)");
+      }
+      return std::string();
+    },
+    "");
+
 // Text that says nothing: empty or only blanks, as `--warmup "$N"` gives with N unset.
 inline bool blank(std::string_view text) {
   return text.find_first_not_of(" \t\n\r") == std::string_view::npos;

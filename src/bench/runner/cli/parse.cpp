@@ -56,12 +56,45 @@ Assignment parse_assignment(std::string_view text) {
   return a;
 }
 
+namespace {
+
+// "1,[2,3],{\"a\": 4},\"x,y\"" -> 1 | [2,3] | {"a": 4} | "x,y": split at the commas outside
+// JSON's brackets, braces and strings, so that a value of a list can be swept (--sweep
+// '/directions=["h2h"],["h2d","h2h"]' was cut inside the second list).
+std::vector<std::string> split_json_values(std::string_view text) {
+  std::vector<std::string> parts;
+  int depth = 0;
+  bool in_string = false;
+  size_t start = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    if (i < text.size()) {
+      const char c = text[i];
+      if (in_string) {
+        if (c == '\\')
+          ++i;  // the escaped character cannot end the string
+        else if (c == '"')
+          in_string = false;
+        continue;
+      }
+      if (c == '"') in_string = true;
+      if (c == '[' || c == '{') ++depth;
+      if ((c == ']' || c == '}') && depth > 0) --depth;
+      if (c != ',' || depth > 0) continue;
+    }
+    parts.push_back(trim(text.substr(start, i - start)));
+    start = i + 1;
+  }
+  return parts;
+}
+
+}  // namespace
+
 SweepAxis parse_sweep(std::string_view text) {
   const auto eq = text.find('=');
   if (eq == std::string_view::npos) {
     throw UsageError(fmt::format("--sweep {}: expected NAME=V1,V2,...", text));
   }
-  SweepAxis axis{trim(text.substr(0, eq)), split_list({std::string(text.substr(eq + 1))})};
+  SweepAxis axis{trim(text.substr(0, eq)), split_json_values(text.substr(eq + 1))};
   if (axis.name.empty()) throw UsageError(fmt::format("--sweep {}: empty NAME", text));
   for (const std::string& v : axis.values) {
     if (v.empty()) throw UsageError(fmt::format("--sweep {}: empty value", text));
@@ -235,6 +268,19 @@ int64_t parse_within(std::string_view option, std::string_view text,
 double parse_within(std::string_view option, std::string_view text,
                     const SettingBounds<double>& bounds) {
   return parsed_within(option, text, bounds, "a number");
+}
+
+bool parse_on_off(std::string_view option, std::string_view text) {
+  std::string t = trim(text);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  // The words CLI11 took for a bool, which these options were read as before.
+  for (const char* on : {"on", "true", "yes", "1", "enable"}) {
+    if (t == on) return true;
+  }
+  for (const char* off : {"off", "false", "no", "0", "disable"}) {
+    if (t == off) return false;
+  }
+  throw UsageError(fmt::format("{} {}: expected on or off", option, text));
 }
 
 uint64_t parse_seed(std::string_view text) {

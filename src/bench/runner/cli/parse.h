@@ -64,6 +64,10 @@ double parse_within(std::string_view option, std::string_view text,
 // --seed: a whole number from 0 to 2^64 - 1, as a config's seed may be; nothing clamped.
 uint64_t parse_seed(std::string_view text);
 
+// on/off (true/false, yes/no, 1/0, enable/disable, any case) for `option`; UsageError "OPTION
+// TEXT: expected on or off" for anything else.
+bool parse_on_off(std::string_view option, std::string_view text);
+
 // Checks strategy names against the catalog; throws naming the unknown one and the known ones.
 std::vector<std::string> parse_strategies(const std::vector<std::string>& items);
 

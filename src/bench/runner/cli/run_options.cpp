@@ -60,9 +60,11 @@ void add_input_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
   app.add_option("-c,--config", run.config_path,
                  "Benchmark config (JSON): a file, or the name of a shipped one (see `list`)")
       ->type_name("FILE")
+      ->check(kNotEmpty)
       ->group(group);
   app.add_option("--input", run.input_path, "Benchmark a saved batch (.pt) instead of a config")
       ->type_name("FILE")
+      ->check(kNotEmpty)
       ->group(group);
   binder
       .add<Texts>("--set", run.sets, checked_sets,
@@ -159,11 +161,11 @@ void add_output_options(CLI::App& app, RunOptions& run, OptionBinder& binder) {
   const std::string group = "Output";
   binder.parent_only(app.add_option("--json", run.json_path, "Write the JSON report here"))
       ->type_name("PATH")
-      ->check(kNotEmpty)
+      ->check(kReportPath)
       ->group(group);
   binder.parent_only(app.add_option("--md", run.md_path, "Write the markdown summary here"))
       ->type_name("PATH")
-      ->check(kNotEmpty)
+      ->check(kReportPath)
       ->group(group);
   binder
       .parent_only(
@@ -178,14 +180,18 @@ void add_engine_options(RunOptions& run, OptionBinder& binder) {
   const EngineOverrides defaults = engine_defaults();
   EngineOverrides& engine = run.engine;
   binder
-      .add("--engine-pinned-staging", engine.pinned_staging,
-           "Stage CPU sources through pooled pinned memory (default " +
-               on_off(*defaults.pinned_staging) + ")")
+      .add<std::string>(
+          "--engine-pinned-staging", engine.pinned_staging,
+          [](const std::string& text) { return parse_on_off("--engine-pinned-staging", text); },
+          "Stage CPU sources through pooled pinned memory (default " +
+              on_off(*defaults.pinned_staging) + ")")
       ->type_name("on|off")
       ->group(group);
   binder
-      .add("--engine-pack", engine.pack,
-           "Pack small CPU tensors into chunks (default " + on_off(*defaults.pack) + ")")
+      .add<std::string>(
+          "--engine-pack", engine.pack,
+          [](const std::string& text) { return parse_on_off("--engine-pack", text); },
+          "Pack small CPU tensors into chunks (default " + on_off(*defaults.pack) + ")")
       ->type_name("on|off")
       ->group(group);
   binder
@@ -202,9 +208,11 @@ void add_engine_options(RunOptions& run, OptionBinder& binder) {
       ->type_name("BYTES")
       ->group(group);
   binder
-      .add("--engine-background-thread", engine.background_thread,
-           "Plan, stage and submit on the worker pool (default " +
-               on_off(*defaults.background_thread) + ")")
+      .add<std::string>(
+          "--engine-background-thread", engine.background_thread,
+          [](const std::string& text) { return parse_on_off("--engine-background-thread", text); },
+          "Plan, stage and submit on the worker pool (default " +
+              on_off(*defaults.background_thread) + ")")
       ->type_name("on|off")
       ->group(group);
   binder
