@@ -81,8 +81,9 @@ TEST(CliCompare, InputsThatHungOrWereComparedAnywayAreOneLineExitTwo) {
     // On the first line: a usage error's second is the --help hint.
     EXPECT_LT(r.err.find(says), r.err.find('\n')) << r.err;
   };
+  // A report's fault is a report error: "config error" sent users looking for a config.
   one_line(testing_support::run({"compare", data("base.json"), dir / "pipe.json"}),
-           "pipe.json: cannot open: not a regular file");
+           "mtc-bench: report error: " + (dir / "pipe.json") + ": cannot open: not a regular file");
   one_line(testing_support::run({"compare", data("base.json"), dir / "damaged.json"}),
            "damaged.json: /runs/0/results/1/direction: expected h2d, d2h, d2d or h2h");
   one_line(compare("base.json", "same.json",

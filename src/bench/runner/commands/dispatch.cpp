@@ -30,7 +30,9 @@ int run_cli(int argc, const char* const* argv, std::ostream& out, std::ostream& 
     err << "mtc-bench: error: " << e.what() << "\nRun with --help for more information.\n";
     return code(ExitCode::kUsage);
   } catch (const ConfigError& e) {
-    err << "mtc-bench: config error: " << e.what() << '\n';
+    // compare's inputs are reports: "config error" sent its users to look for a config.
+    err << "mtc-bench: " << (cl.command == Command::kCompare ? "report error: " : "config error: ")
+        << e.what() << '\n';
     return code(ExitCode::kUsage);
   } catch (const VerificationError& e) {
     err << "mtc-bench: verification failed: " << e.what() << '\n';
