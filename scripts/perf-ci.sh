@@ -80,6 +80,12 @@ fail_on="${MTC_PERF_FAIL_ON:-$([[ "$smoke" == 1 ]] && echo none || echo slower)}
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ci: MTC_PERF_ROUNDS must be a positive integer" >&2; exit 2; }
 [[ "$processes" =~ ^[1-9][0-9]*$ ]] || { echo "perf-ci: MTC_PERF_PROCESSES must be a positive integer" >&2; exit 2; }
 [[ "$round_cpus" =~ ^[0-9]+$ ]] || { echo "perf-ci: MTC_PERF_ROUND_CPUS must be a non-negative integer" >&2; exit 2; }
+# Checked here, not by the first mtc-bench run minutes of builds later (there a bad round time
+# failed the run, exit 3, "a build or run failed"; a bad fail-on only the last compare).
+[[ "$round_time" =~ ^([0-9]+([.][0-9]*)?|[.][0-9]+)$ ]] && awk -v t="$round_time" 'BEGIN { exit !(t > 0 && t <= 86400) }' ||
+  { echo "perf-ci: MTC_PERF_ROUND_TIME must be seconds above 0 and at most 86400, not '$round_time'" >&2; exit 2; }
+[[ "$fail_on" =~ ^(slower|faster|any|none)$ ]] ||
+  { echo "perf-ci: MTC_PERF_FAIL_ON must be slower, faster, any or none, not '$fail_on'" >&2; exit 2; }
 
 # The real job measures GPU copies: on a runner without a GPU it stops here, before minutes of
 # builds (the cases name their directions too, so mtc-bench would refuse them with exit 2).

@@ -35,6 +35,9 @@ for script in scripts/*.sh tests/scripts/*.sh .ci/run; do bash -n "$script"; don
 echo "=== scripts/run-gtest-suite.sh (the GPU host's test stage) on stand-in test binaries"
 bash tests/scripts/run_gtest_suite_test.sh
 
+echo "=== scripts/perf-ci.sh refuses bad settings before it builds"
+bash tests/scripts/perf_ci_settings_test.sh
+
 echo "=== scripts/multi_gpu_summary.py on synthetic reports"
 "$MTC_PYTHON" tests/scripts/multi_gpu_summary_test.py
 
