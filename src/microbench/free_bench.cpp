@@ -47,9 +47,17 @@ class OtherThread {
   }
 
   void run_and_wait(std::function<void()> job) {
-    std::unique_lock<std::mutex> lock(mutex_);
+    start(std::move(job));
+    wait();
+  }
+  // Hands `job` over and returns at once; wait() returns once it is done.
+  void start(std::function<void()> job) {
+    const std::lock_guard<std::mutex> lock(mutex_);
     job_ = std::move(job);
     wake_.notify_all();
+  }
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
     wake_.wait(lock, [this] { return !job_; });
   }
 
@@ -154,6 +162,50 @@ void BM_FreeResult(benchmark::State& state) {
   mtc::detail::set_free_ahead(true);
 }
 
+// The step's critical path on the CPU side: the caller frees the previous result while a walk
+// builds the next one on another thread (argument 1 = 1), or after that walk has ended (0: the
+// free alone, as BM_FreeResult/N/0/0). On the GPU host the caller's free took 188-221 us beside
+// the walk against 71 us alone (results/notes/2026-12-05-morning.md); this tells, where it runs,
+// how much of that the walk's company costs the free and the free's costs the walk. Argument 0:
+// batch multiplier. Argument 2: what the results are made of (Parts: kWhole, kContainersOnly or
+// kContainersNoLeaves). Counters: free_us and walk_us, medians; the iteration's time is the
+// later of the two ends.
+void BM_FreeBesideWalk(benchmark::State& state) {
+  const bool beside = state.range(1) == 1;
+  const auto parts = static_cast<Parts>(state.range(2));
+  const c10::IValue batch = mtc::microbench::make_reference_batch(static_cast<int>(state.range(0)));
+  const c10::IValue data = parts == kContainersNoLeaves ? without_tensors(batch) : batch;
+  const c10::Device target = parts == kWhole ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  const mtc::CopyOptions options;
+  OtherThread walker;
+  std::vector<double> frees, walks;
+  c10::IValue previous;
+  auto build = [&](c10::IValue& into) {
+    const auto t0 = Clock::now();
+    mtc::CopyStats stats;
+    mtc::detail::LeafRouter router(target, options, stats);
+    mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(data, into);
+    walks.push_back(mtc::microbench::seconds_since(t0));
+  };
+  walker.run_and_wait([&] { build(previous); });
+  walks.clear();
+  for (auto _ : state) {
+    c10::IValue next;
+    const auto t0 = Clock::now();
+    walker.start([&] { build(next); });
+    if (!beside) walker.wait();
+    const auto f0 = Clock::now();
+    previous = c10::IValue();
+    frees.push_back(mtc::microbench::seconds_since(f0));
+    walker.wait();
+    state.SetIterationTime(mtc::microbench::seconds_since(t0));
+    previous = std::move(next);
+  }
+  walker.run_and_wait([&] { previous = c10::IValue(); });
+  state.counters["free_us"] = mtc::microbench::median_of(frees) * 1e6;
+  state.counters["walk_us"] = mtc::microbench::median_of(walks) * 1e6;
+}
+
 // torch's own cost of as many tensors as the engine makes for the reference batch: one
 // split_with_sizes of a byte buffer (on the GPU when there is one) into a view per tensor, made
 // on a thread of its own, then freed there (argument 1) or by the caller (0). Counters: make_us
@@ -199,6 +251,10 @@ void BM_TorchViews(benchmark::State& state) {
 
 }  // namespace
 
+BENCHMARK(BM_FreeBesideWalk)
+    ->ArgsProduct({{1}, {0, 1}, {kWhole, kContainersOnly, kContainersNoLeaves}})
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchViews)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FreeResult)
     ->ArgsProduct({{1, 8}, {0, 1}, {kWhole}})
