@@ -248,6 +248,8 @@ TEST(CommandLine, ValuesOutsideTheConfigsBoundsAreOneLineErrors) {
       {{"--warmup", "-1"}, "--warmup -1: must be from 0 to 1000000"},
       {{"--min-samples", "0"}, "--min-samples 0: must be from 1 to 10000000"},
       {{"--noise-target", "3"}, "--noise-target 3: must be from 0 to 1"},
+      // As written, not as read: "--noise-target 2" named a value nobody gave.
+      {{"--noise-target", "200%"}, "--noise-target 200%: must be from 0 to 1"},
       {{"--profile-samples", "0"}, "--profile-samples 0: must be from 1 to 10000000"},
       {{"--round-cpus", "5000"}, "--round-cpus 5000: must be from 0 to 4096"},
       {{"--seed", "18446744073709551616"}, "--seed 18446744073709551616: expected a whole number"},

@@ -214,12 +214,15 @@ double parse_fraction(std::string_view text) {
 
 namespace {
 
+// The message quotes `written` where given: the value as the user wrote it (200%, not 2).
 template <typename T>
-T within(std::string_view option, T value, const SettingBounds<T>& bounds) {
+T within(std::string_view option, T value, const SettingBounds<T>& bounds,
+         std::string_view written = {}) {
   if (bounds.contains(value)) return value;
+  const std::string shown = written.empty() ? fmt::format("{}", value) : std::string(written);
   throw UsageError(bounds.above_min ? fmt::format("{} {}: must be above {} and at most {}", option,
-                                                  value, bounds.min, bounds.max)
-                                    : fmt::format("{} {}: must be from {} to {}", option, value,
+                                                  shown, bounds.min, bounds.max)
+                                    : fmt::format("{} {}: must be from {} to {}", option, shown,
                                                   bounds.min, bounds.max));
 }
 
@@ -230,8 +233,9 @@ int64_t checked_within(std::string_view option, int64_t value,
   return within(option, value, bounds);
 }
 
-double checked_within(std::string_view option, double value, const SettingBounds<double>& bounds) {
-  return within(option, value, bounds);
+double checked_within(std::string_view option, double value, const SettingBounds<double>& bounds,
+                      std::string_view written) {
+  return within(option, value, bounds, written);
 }
 
 namespace {

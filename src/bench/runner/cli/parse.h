@@ -52,7 +52,9 @@ double parse_fraction(std::string_view text);
 // holds it; else UsageError "--timeout nan: must be above 0 and at most 86400". NaN is refused.
 int64_t checked_within(std::string_view option, int64_t value,
                        const SettingBounds<int64_t>& bounds);
-double checked_within(std::string_view option, double value, const SettingBounds<double>& bounds);
+// `written`: the text the value was read from, quoted in the error (--noise-target 200%).
+double checked_within(std::string_view option, double value, const SettingBounds<double>& bounds,
+                      std::string_view written = {});
 
 // The same from the option's text as written: "--warmup nan: expected a whole number from 0 to
 // 1000000", "--warmup 99999999999999999999: must be from 0 to 1000000" (nothing clamped).

@@ -128,7 +128,7 @@ void add_measurement_options(CLI::App& app, RunOptions& run, OptionBinder& binde
       .add<std::string>(
           "--noise-target", run.noise_target,
           [](const std::string& text) {
-            return checked_within("--noise-target", parse_fraction(text), kNoiseTargetBounds);
+            return checked_within("--noise-target", parse_fraction(text), kNoiseTargetBounds, text);
           },
           "Stop once the median's relative noise is under this, as 0.01 or 1% " +
               config_default("noise_target", defaults.noise_target))
