@@ -28,6 +28,16 @@ uint64_t readable_file_size(const std::string& path) {
   return static_cast<uint64_t>(info.st_size);
 }
 
+uint64_t readable_file_size(const std::string& path, uint64_t max_bytes, std::string_view what) {
+  const uint64_t size = readable_file_size(path);
+  if (size > max_bytes) {
+    throw ConfigError(path, "",
+                      std::to_string(size) + " bytes is too large for a " + std::string(what) +
+                          " (limit " + std::to_string(max_bytes) + ")");
+  }
+  return size;
+}
+
 std::string absolute_path(const std::string& path) {
   const std::filesystem::path given(path);
   if (given.is_absolute()) return given.lexically_normal().string();

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace mtc::bench {
 
@@ -17,6 +18,10 @@ namespace mtc::bench {
 // ("no such file", "it is a directory", "not a regular file": a named pipe would block its reader,
 // a device may never end) otherwise.
 uint64_t readable_file_size(const std::string& path);
+
+// The same, refused as "N bytes is too large for a WHAT (limit MAX)" past `max_bytes`, before
+// anything of the file is read: the config's and the report's limits.
+uint64_t readable_file_size(const std::string& path, uint64_t max_bytes, std::string_view what);
 
 // `path` made absolute against the current directory (no symlink resolution).
 std::string absolute_path(const std::string& path);

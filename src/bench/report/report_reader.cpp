@@ -271,12 +271,7 @@ Report read_report(const json& doc, const std::string& file) {
 }
 
 json read_report_document(const std::string& path) {
-  const uint64_t size = readable_file_size(path);
-  if (size > kMaxReportBytes) {
-    throw ConfigError(
-        path, "",
-        fmt::format("{} bytes is too large for a report (limit {})", size, kMaxReportBytes));
-  }
+  readable_file_size(path, kMaxReportBytes, "report");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError(path, "", "cannot open the file");
   // Copying and writing a parsed document recurse once per level (reading it does not): a report

@@ -316,11 +316,7 @@ Config parse_config(const std::string& text, const std::string& file,
 
 std::string read_config_text(const std::string& path) {
   const JsonChecks checks(path);
-  const uint64_t size = readable_file_size(path);
-  if (size > kMaxConfigBytes) {
-    checks.fail(
-        "", fmt::format("{} bytes is too large for a config (limit {})", size, kMaxConfigBytes));
-  }
+  readable_file_size(path, kMaxConfigBytes, "config");
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
