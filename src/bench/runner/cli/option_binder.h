@@ -26,11 +26,14 @@
 
 namespace mtc::bench {
 
-// For options whose empty value would read as "not given": `--json "$REPORT"` with REPORT unset
-// wrote no report and said nothing.
+// How every option refuses an empty value: `--json "$REPORT"` with REPORT unset wrote no report
+// and said nothing, `--warmup "$N"` said "expected a whole number".
+inline constexpr const char* kEmptyValue = "an empty value (an unset variable?)";
+
+// For options whose empty value would read as "not given".
 inline const CLI::Validator kNotEmpty(
     [](const std::string& value) {
-      return value.empty() ? std::string("an empty value (an unset variable?)") : std::string();
+      return value.empty() ? std::string(kEmptyValue) : std::string();
     },
     "");
 
@@ -38,7 +41,7 @@ inline const CLI::Validator kNotEmpty(
 // standard output and this one wrote as a file named "-".
 inline const CLI::Validator kReportPath(
     [](const std::string& value) {
-      if (value.empty()) return std::string("an empty value (an unset variable?)");
+      if (value.empty()) return std::string(kEmptyValue);
       if (value == "-") {
         return std::string(
             "reports are not written to standard output; give a file (./- if "
@@ -72,7 +75,7 @@ class OptionBinder {
     const std::string name = long_name(names);
     finishers_.push_back([option, text, &field, name, convert = std::move(convert)] {
       if (option->count() == 0) return;
-      // Every option that converts its text says so in the same words as kNotEmpty's.
+      // Every option that converts its text refuses an empty one as kNotEmpty does.
       bool empty = false;
       if constexpr (std::is_same_v<Text, std::string>) {
         empty = blank(*text);
@@ -80,7 +83,7 @@ class OptionBinder {
         empty =
             std::any_of(text->begin(), text->end(), [](const std::string& t) { return blank(t); });
       }
-      if (empty) throw UsageError(name + ": an empty value (an unset variable?)");
+      if (empty) throw UsageError(name + ": " + kEmptyValue);
       try {
         field = convert(*text);
       } catch (const UsageError& e) {
@@ -110,6 +113,17 @@ class OptionBinder {
         names, field,
         [option, bounds](const std::string& text) { return parse_within(option, text, bounds); },
         help);
+  }
+
+  // `names` fills `field` with on or off as written (parse_on_off: true/false, yes/no, ... too),
+  // refused naming the option otherwise.
+  CLI::Option* add_on_off(const std::string& names, std::optional<bool>& field,
+                          const std::string& help) {
+    const std::string option = long_name(names);
+    return add<std::string>(
+               names, field,
+               [option](const std::string& text) { return parse_on_off(option, text); }, help)
+        ->type_name("on|off");
   }
 
   // Converts and stores what was given, in the order the options were declared; throws

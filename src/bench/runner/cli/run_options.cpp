@@ -180,19 +180,13 @@ void add_engine_options(RunOptions& run, OptionBinder& binder) {
   const EngineOverrides defaults = engine_defaults();
   EngineOverrides& engine = run.engine;
   binder
-      .add<std::string>(
-          "--engine-pinned-staging", engine.pinned_staging,
-          [](const std::string& text) { return parse_on_off("--engine-pinned-staging", text); },
-          "Stage CPU sources through pooled pinned memory (default " +
-              on_off(*defaults.pinned_staging) + ")")
-      ->type_name("on|off")
+      .add_on_off("--engine-pinned-staging", engine.pinned_staging,
+                  "Stage CPU sources through pooled pinned memory (default " +
+                      on_off(*defaults.pinned_staging) + ")")
       ->group(group);
   binder
-      .add<std::string>(
-          "--engine-pack", engine.pack,
-          [](const std::string& text) { return parse_on_off("--engine-pack", text); },
-          "Pack small CPU tensors into chunks (default " + on_off(*defaults.pack) + ")")
-      ->type_name("on|off")
+      .add_on_off("--engine-pack", engine.pack,
+                  "Pack small CPU tensors into chunks (default " + on_off(*defaults.pack) + ")")
       ->group(group);
   binder
       .add<std::string>("--engine-alignment", engine.alignment_bytes,
@@ -208,12 +202,9 @@ void add_engine_options(RunOptions& run, OptionBinder& binder) {
       ->type_name("BYTES")
       ->group(group);
   binder
-      .add<std::string>(
-          "--engine-background-thread", engine.background_thread,
-          [](const std::string& text) { return parse_on_off("--engine-background-thread", text); },
-          "Plan, stage and submit on the worker pool (default " +
-              on_off(*defaults.background_thread) + ")")
-      ->type_name("on|off")
+      .add_on_off("--engine-background-thread", engine.background_thread,
+                  "Plan, stage and submit on the worker pool (default " +
+                      on_off(*defaults.background_thread) + ")")
       ->group(group);
   binder
       .add<Texts>("--engine-lib", run.engine_libraries, parse_engine_libraries,
