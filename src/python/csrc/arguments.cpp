@@ -56,8 +56,11 @@ int64_t index_value(PyObject* object, const char* option) {
   return value;
 }
 
-}  // namespace
+// What a flag may be, as its errors say.
+constexpr const char* kFlagKinds = "a bool (or the integer 0 or 1)";
 
+// A flag's value: a bool, numpy's bool or the integer 0 or 1; nullopt for anything else (None,
+// 0.0, 'no', 2).
 std::optional<bool> as_flag(py::handle value) {
   PyObject* object = value.ptr();
   if (object == Py_True) return true;
@@ -86,11 +89,9 @@ std::optional<bool> as_flag(py::handle value) {
   return std::nullopt;
 }
 
-namespace {
-
 bool flag(py::handle value, const char* option) {
   if (const std::optional<bool> on = as_flag(value)) return *on;
-  wrong_type(option, "a bool (or the integer 0 or 1)", value);
+  wrong_type(option, kFlagKinds, value);
 }
 
 int64_t integer(py::handle value, const char* option) {
@@ -190,8 +191,8 @@ CopyOptions coerce_options(const OptionArguments& arguments) {
 
 bool switch_flag(py::handle value, const char* function) {
   if (const std::optional<bool> on = as_flag(value)) return *on;
-  throw py::type_error(std::string("mtc.") + function +
-                       ": enabled must be a bool (or the integer 0 or 1), got " + describe(value));
+  throw py::type_error(std::string("mtc.") + function + ": enabled must be " + kFlagKinds +
+                       ", got " + describe(value));
 }
 
 }  // namespace mtc::python

@@ -12,8 +12,6 @@
 #include <mtc/copier.h>
 #include <pybind11/pybind11.h>
 
-#include <optional>
-
 namespace mtc::python {
 
 // Throws pybind11::type_error for a type torch.device() refuses and pybind11::value_error for a
@@ -34,9 +32,6 @@ struct OptionArguments {
 // range) naming the option.
 CopyOptions coerce_options(const OptionArguments& arguments);
 
-// A flag's value: a bool, numpy's bool or the integer 0 or 1; nullopt for anything else (None,
-// 0.0, 'no', 2).
-std::optional<bool> as_flag(pybind11::handle value);
 // The argument of a module's switch (set_deferred_release, set_output_reuse) as a flag, as
 // start_copy's flags are read; pybind11's bool took None, 0.5 and 2. Throws pybind11::type_error
 // naming `function` for anything else.
