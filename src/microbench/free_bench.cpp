@@ -117,18 +117,37 @@ c10::IValue without_tensors(const c10::IValue& v) {
   return v;
 }
 
+// What a result of `parts` is walked from, and to which target: the reference batch (None in place
+// of its tensors for kContainersNoLeaves) to the GPU, or to the CPU for the containers-only parts
+// (new containers around the input's own tensors).
+struct ResultSource {
+  c10::IValue data;
+  c10::Device target;
+};
+
+ResultSource result_source(Parts parts, int multiplier) {
+  const c10::IValue batch = mtc::microbench::make_reference_batch(multiplier);
+  const bool containers_only =
+      parts == kContainersOnly || parts == kContainersSharedKeys || parts == kContainersNoLeaves;
+  return {parts == kContainersNoLeaves ? without_tensors(batch) : batch,
+          containers_only ? c10::Device(c10::kCPU) : c10::Device(c10::kCUDA, 0)};
+}
+
+// The engine's walk of `source` into `result`, as a pool worker runs it (no CUDA call is made).
+void walk_result(const ResultSource& source, c10::IValue& result) {
+  const mtc::CopyOptions options;
+  mtc::CopyStats stats;
+  mtc::detail::LeafRouter router(source.target, options, stats);
+  mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(source.data, result);
+}
+
 // Argument 0: batch multiplier (1: 528 tensors, 145 containers). Argument 1: 0 the result is
 // freed by another thread than the one that built it (a training loop), 1 by the same thread.
 // Argument 2: Parts.
 void BM_FreeResult(benchmark::State& state) {
   const bool same_thread = state.range(1) == 1;
   const auto parts = static_cast<Parts>(state.range(2));
-  const c10::IValue batch = mtc::microbench::make_reference_batch(static_cast<int>(state.range(0)));
-  const c10::IValue data = parts == kContainersNoLeaves ? without_tensors(batch) : batch;
-  const bool containers_only =
-      parts == kContainersOnly || parts == kContainersSharedKeys || parts == kContainersNoLeaves;
-  const c10::Device target = containers_only ? c10::Device(c10::kCPU) : c10::Device(c10::kCUDA, 0);
-  const mtc::CopyOptions options;
+  const ResultSource source = result_source(parts, static_cast<int>(state.range(0)));
   OtherThread walker;
   const bool pool_was_on = mtc::detail::version_pool::enabled();
   mtc::detail::version_pool::set_enabled(parts != kNoVersionPool);
@@ -140,9 +159,7 @@ void BM_FreeResult(benchmark::State& state) {
     walker.run_and_wait([&] {
       std::optional<c10::InferenceMode> no_version_counters;
       if (parts == kNoVersionCounter) no_version_counters.emplace(true);
-      mtc::CopyStats stats;
-      mtc::detail::LeafRouter router(target, options, stats);
-      mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(data, result);
+      walk_result(source, result);
     });
     double seconds = 0;
     auto free_result = [&] {
@@ -173,18 +190,13 @@ void BM_FreeResult(benchmark::State& state) {
 void BM_FreeBesideWalk(benchmark::State& state) {
   const bool beside = state.range(1) == 1;
   const auto parts = static_cast<Parts>(state.range(2));
-  const c10::IValue batch = mtc::microbench::make_reference_batch(static_cast<int>(state.range(0)));
-  const c10::IValue data = parts == kContainersNoLeaves ? without_tensors(batch) : batch;
-  const c10::Device target = parts == kWhole ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
-  const mtc::CopyOptions options;
+  const ResultSource source = result_source(parts, static_cast<int>(state.range(0)));
   OtherThread walker;
   std::vector<double> frees, walks;
   c10::IValue previous;
   auto build = [&](c10::IValue& into) {
     const auto t0 = Clock::now();
-    mtc::CopyStats stats;
-    mtc::detail::LeafRouter router(target, options, stats);
-    mtc::detail::StructureCopier<mtc::detail::LeafRouter>(router).copy(data, into);
+    walk_result(source, into);
     walks.push_back(mtc::microbench::seconds_since(t0));
   };
   walker.run_and_wait([&] { build(previous); });
