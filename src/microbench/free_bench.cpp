@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench_support.h"
+#include "detail/dict_stash.h"
 #include "detail/key_interner.h"
 #include "detail/leaf_router.h"
 #include "detail/outputs.h"
@@ -180,17 +181,23 @@ void BM_FreeResult(benchmark::State& state) {
 }
 
 // The step's critical path on the CPU side: the caller frees the previous result while a walk
-// builds the next one on another thread (argument 1 = 1), or after that walk has ended (0: the
-// free alone, as BM_FreeResult/N/0/0). On the GPU host the caller's free took 188-221 us beside
+// builds the next one on another thread. On the GPU host the caller's free took 188-221 us beside
 // the walk against 71 us alone (results/notes/2026-12-05-morning.md); this tells, where it runs,
-// how much of that the walk's company costs the free and the free's costs the walk. Argument 0:
-// batch multiplier. Argument 2: what the results are made of (Parts: kWhole, kContainersOnly or
-// kContainersNoLeaves). Counters: free_us and walk_us, medians; the iteration's time is the
-// later of the two ends.
+// how much of that the walk's company costs the free and the free's costs the walk.
+// Argument 0: 0 the walking thread makes its dicts on the spot (copies back to back), 1 it tops
+// up its dict stash between walks, as a worker does in a step's gap (dict_stash.h).
+// Argument 1 (Company): the free after the walk has ended (alone), beside the walk, or beside a
+// thread that only spins for as long as a walk (the machine's share of the slowdown: two busy
+// cores, not what the two threads touch). Argument 2: what the results are made of (Parts:
+// kWhole, kContainersOnly or kContainersNoLeaves). Counters: free_us and walk_us, medians; the
+// iteration's time is the later of the two ends (with the spinning company, the free's end).
+enum Company { kAlone = 0, kBesideWalk, kBesideSpin };
+
 void BM_FreeBesideWalk(benchmark::State& state) {
-  const bool beside = state.range(1) == 1;
+  const bool stash_refilled = state.range(0) == 1;
+  const auto company = static_cast<Company>(state.range(1));
   const auto parts = static_cast<Parts>(state.range(2));
-  const ResultSource source = result_source(parts, static_cast<int>(state.range(0)));
+  const ResultSource source = result_source(parts, 1);
   OtherThread walker;
   std::vector<double> frees, walks;
   c10::IValue previous;
@@ -199,13 +206,30 @@ void BM_FreeBesideWalk(benchmark::State& state) {
     walk_result(source, into);
     walks.push_back(mtc::microbench::seconds_since(t0));
   };
+  auto refill = [&] {
+    if (stash_refilled)
+      walker.run_and_wait([] { mtc::detail::dict_stash::refill([] { return false; }); });
+  };
+  // As long as the walk alone took, once one has been timed.
+  auto spin = [&] {
+    const double seconds = walks.empty() ? 100e-6 : walks.back();
+    const auto t0 = Clock::now();
+    while (mtc::microbench::seconds_since(t0) < seconds) {
+    }
+  };
   walker.run_and_wait([&] { build(previous); });
   walks.clear();
   for (auto _ : state) {
     c10::IValue next;
+    refill();
+    if (company == kBesideSpin) walker.run_and_wait([&] { build(next); });
     const auto t0 = Clock::now();
-    walker.start([&] { build(next); });
-    if (!beside) walker.wait();
+    if (company == kBesideSpin) {
+      walker.start(spin);
+    } else {
+      walker.start([&] { build(next); });
+    }
+    if (company == kAlone) walker.wait();
     const auto f0 = Clock::now();
     previous = c10::IValue();
     frees.push_back(mtc::microbench::seconds_since(f0));
@@ -264,7 +288,9 @@ void BM_TorchViews(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_FreeBesideWalk)
-    ->ArgsProduct({{1}, {0, 1}, {kWhole, kContainersOnly, kContainersNoLeaves}})
+    ->ArgsProduct({{0, 1},
+                   {kAlone, kBesideWalk, kBesideSpin},
+                   {kWhole, kContainersOnly, kContainersNoLeaves}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchViews)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
