@@ -134,8 +134,34 @@ ResultSource result_source(Parts parts, int multiplier) {
           containers_only ? c10::Device(c10::kCPU) : c10::Device(c10::kCUDA, 0)};
 }
 
-// The engine's walk of `source` into `result`, as a pool worker runs it (no CUDA call is made).
-void walk_result(const ResultSource& source, c10::IValue& result) {
+// The engine's switches that `parts` turns off, for as long as it lives (all back on after).
+class PartsSwitches {
+ public:
+  explicit PartsSwitches(Parts parts)
+      : pool_was_on_(mtc::detail::version_pool::enabled()),
+        interning_was_on_(mtc::detail::key_interner::enabled()) {
+    mtc::detail::version_pool::set_enabled(parts != kNoVersionPool);
+    mtc::detail::key_interner::set_enabled(parts != kSharedKeys && parts != kContainersSharedKeys);
+    mtc::detail::set_free_ahead(parts != kNoFreeAhead);
+  }
+  PartsSwitches(const PartsSwitches&) = delete;
+  PartsSwitches& operator=(const PartsSwitches&) = delete;
+  ~PartsSwitches() {
+    mtc::detail::version_pool::set_enabled(pool_was_on_);
+    mtc::detail::key_interner::set_enabled(interning_was_on_);
+    mtc::detail::set_free_ahead(true);
+  }
+
+ private:
+  bool pool_was_on_;
+  bool interning_was_on_;
+};
+
+// The engine's walk of `source` into `result`, as a pool worker runs it (no CUDA call is made);
+// kNoVersionCounter's walk runs in InferenceMode.
+void walk_result(const ResultSource& source, Parts parts, c10::IValue& result) {
+  std::optional<c10::InferenceMode> no_version_counters;
+  if (parts == kNoVersionCounter) no_version_counters.emplace(true);
   const mtc::CopyOptions options;
   mtc::CopyStats stats;
   mtc::detail::LeafRouter router(source.target, options, stats);
@@ -150,18 +176,10 @@ void BM_FreeResult(benchmark::State& state) {
   const auto parts = static_cast<Parts>(state.range(2));
   const ResultSource source = result_source(parts, static_cast<int>(state.range(0)));
   OtherThread walker;
-  const bool pool_was_on = mtc::detail::version_pool::enabled();
-  mtc::detail::version_pool::set_enabled(parts != kNoVersionPool);
-  const bool interning_was_on = mtc::detail::key_interner::enabled();
-  mtc::detail::key_interner::set_enabled(parts != kSharedKeys && parts != kContainersSharedKeys);
-  mtc::detail::set_free_ahead(parts != kNoFreeAhead);
+  const PartsSwitches switches(parts);
   for (auto _ : state) {
     c10::IValue result;
-    walker.run_and_wait([&] {
-      std::optional<c10::InferenceMode> no_version_counters;
-      if (parts == kNoVersionCounter) no_version_counters.emplace(true);
-      walk_result(source, result);
-    });
+    walker.run_and_wait([&] { walk_result(source, parts, result); });
     double seconds = 0;
     auto free_result = [&] {
       const auto t0 = Clock::now();
@@ -175,9 +193,6 @@ void BM_FreeResult(benchmark::State& state) {
     }
     state.SetIterationTime(seconds);
   }
-  mtc::detail::version_pool::set_enabled(pool_was_on);
-  mtc::detail::key_interner::set_enabled(interning_was_on);
-  mtc::detail::set_free_ahead(true);
 }
 
 // The step's critical path on the CPU side: the caller frees the previous result while a walk
@@ -188,9 +203,9 @@ void BM_FreeResult(benchmark::State& state) {
 // up its dict stash between walks, as a worker does in a step's gap (dict_stash.h).
 // Argument 1 (Company): the free after the walk has ended (alone), beside the walk, or beside a
 // thread that only spins for as long as a walk (the machine's share of the slowdown: two busy
-// cores, not what the two threads touch). Argument 2: what the results are made of (Parts:
-// kWhole, kContainersOnly or kContainersNoLeaves). Counters: free_us and walk_us, medians; the
-// iteration's time is the later of the two ends (with the spinning company, the free's end).
+// cores, not what the two threads touch). Argument 2: what the results are made of and which of
+// the engine's switches are off (Parts). Counters: free_us and walk_us, medians; the iteration's
+// time is the later of the two ends (with the spinning company, the free's end).
 enum Company { kAlone = 0, kBesideWalk, kBesideSpin };
 
 void BM_FreeBesideWalk(benchmark::State& state) {
@@ -199,11 +214,12 @@ void BM_FreeBesideWalk(benchmark::State& state) {
   const auto parts = static_cast<Parts>(state.range(2));
   const ResultSource source = result_source(parts, 1);
   OtherThread walker;
+  const PartsSwitches switches(parts);
   std::vector<double> frees, walks;
   c10::IValue previous;
   auto build = [&](c10::IValue& into) {
     const auto t0 = Clock::now();
-    walk_result(source, into);
+    walk_result(source, parts, into);
     walks.push_back(mtc::microbench::seconds_since(t0));
   };
   auto refill = [&] {
@@ -291,6 +307,9 @@ BENCHMARK(BM_FreeBesideWalk)
     ->ArgsProduct({{0, 1},
                    {kAlone, kBesideWalk, kBesideSpin},
                    {kWhole, kContainersOnly, kContainersNoLeaves}})
+    ->ArgsProduct({{1},
+                   {kAlone, kBesideWalk},
+                   {kNoVersionCounter, kNoVersionPool, kSharedKeys, kNoFreeAhead}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchViews)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
