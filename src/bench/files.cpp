@@ -3,9 +3,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 #include "errors.h"
@@ -36,6 +39,25 @@ uint64_t readable_file_size(const std::string& path, uint64_t max_bytes, std::st
                           " (limit " + std::to_string(max_bytes) + ")");
   }
   return size;
+}
+
+std::string read_text_file(const std::string& path, uint64_t max_bytes, std::string_view what) {
+  readable_file_size(path, max_bytes, what);
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream text;
+  if (in) text << in.rdbuf();
+  if (!in) throw ConfigError(path, "", "cannot read the " + std::string(what));
+  std::string whole = std::move(text).str();
+  if (const size_t nul = whole.find('\0'); nul != std::string::npos) {
+    const auto line_start = whole.rfind('\n', nul);
+    const size_t line =
+        1 + static_cast<size_t>(std::count(whole.begin(), whole.begin() + nul, '\n'));
+    const size_t column = line_start == std::string::npos ? nul + 1 : nul - line_start;
+    throw ConfigError(path, "",
+                      "a NUL byte at line " + std::to_string(line) + ", column " +
+                          std::to_string(column) + ": not a text file");
+  }
+  return whole;
 }
 
 std::string absolute_path(const std::string& path) {

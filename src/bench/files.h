@@ -23,6 +23,11 @@ uint64_t readable_file_size(const std::string& path);
 // anything of the file is read: the config's and the report's limits.
 uint64_t readable_file_size(const std::string& path, uint64_t max_bytes, std::string_view what);
 
+// The whole text of `path`, checked as readable_file_size(path, max_bytes, what) checks it first.
+// A NUL byte is refused, naming its line and column ("not a text file"): JSON readers stop at
+// one and called a file with one "unexpected end of input" at that place, as if it were cut short.
+std::string read_text_file(const std::string& path, uint64_t max_bytes, std::string_view what);
+
 // `path` made absolute against the current directory (no symlink resolution).
 std::string absolute_path(const std::string& path);
 

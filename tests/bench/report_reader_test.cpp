@@ -162,6 +162,9 @@ TEST(ReportReader, FilesThatAreNotReports) {
             std::string::npos);
   std::ofstream(dir / "cut.json") << "{\"schema_version\": 2,";
   EXPECT_NE(error(dir / "cut.json").find("not valid JSON"), std::string::npos);
+  std::ofstream(dir / "nul.json") << std::string("{\"schema_version\": \0}", 21);
+  EXPECT_NE(error(dir / "nul.json").find("nul.json: a NUL byte at line 1, column 20"),
+            std::string::npos);
   std::ofstream(dir / "list.json") << "[1, 2]";
   EXPECT_NE(error(dir / "list.json").find("expected a JSON object"), std::string::npos);
   std::ofstream(dir / "r.json") << report_to_json(full_report()).dump();

@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <fstream>
 #include <limits>
 
 #include "errors.h"
@@ -271,9 +270,7 @@ Report read_report(const json& doc, const std::string& file) {
 }
 
 json read_report_document(const std::string& path) {
-  readable_file_size(path, kMaxReportBytes, "report");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(path, "", "cannot open the file");
+  const std::string text = read_text_file(path, kMaxReportBytes, "report");
   // Copying and writing a parsed document recurse once per level (reading it does not): a report
   // nests a config (at most 256 levels, workload/config.cpp) inside a few levels of its own.
   constexpr int kMaxDepth = 512;
@@ -288,7 +285,7 @@ json read_report_document(const std::string& path) {
   };
   json doc;
   try {
-    doc = json::parse(in, limit_depth);
+    doc = json::parse(text, limit_depth);
   } catch (const json::exception& e) {
     // Not only parse errors: a number beyond a double's range (1e999) is an out_of_range thrown
     // while parsing (found by fuzzing; it ended the program).

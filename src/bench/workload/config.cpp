@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -315,13 +313,7 @@ Config parse_config(const std::string& text, const std::string& file,
 }
 
 std::string read_config_text(const std::string& path) {
-  const JsonChecks checks(path);
-  readable_file_size(path, kMaxConfigBytes, "config");
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) checks.fail("", "cannot read the config");
-  return std::move(text).str();
+  return read_text_file(path, kMaxConfigBytes, "config");
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& sets) {
