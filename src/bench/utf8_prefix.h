@@ -4,14 +4,15 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace mtc::bench {
 
 // The first `bytes` bytes of `text`, moved back to the start of a UTF-8 character.
-inline std::string utf8_prefix(const std::string& text, size_t bytes) {
-  if (text.size() <= bytes) return text;
+inline std::string utf8_prefix(std::string_view text, size_t bytes) {
+  if (text.size() <= bytes) return std::string(text);
   while (bytes > 0 && (static_cast<unsigned char>(text[bytes]) & 0xC0) == 0x80) --bytes;
-  return text.substr(0, bytes);
+  return std::string(text.substr(0, bytes));
 }
 
 }  // namespace mtc::bench

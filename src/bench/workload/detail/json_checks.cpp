@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "errors.h"
-#include "utf8_prefix.h"
+#include "shown.h"
 
 namespace mtc::bench::detail {
 
@@ -51,10 +51,7 @@ std::string type_name(const Json& value) {
 }
 
 std::string brief(const Json& value) {
-  constexpr size_t kMax = 60;
-  std::string text = value.dump(-1, ' ', false, Json::error_handler_t::replace);
-  if (text.size() > kMax) text = utf8_prefix(text, kMax - 3) + "...";
-  return text;
+  return shown(value.dump(-1, ' ', false, Json::error_handler_t::replace));
 }
 
 namespace {
@@ -123,7 +120,7 @@ void JsonChecks::allow_keys(const Json& object, const std::string& path,
     if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
     const std::string guess = closest_name(key, allowed);
     fail(child_path(path, key),
-         fmt::format("unknown key '{}'{}; allowed here: {}", key,
+         fmt::format("unknown key '{}'{}; allowed here: {}", shown(key),
                      guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess),
                      join(allowed)));
   }

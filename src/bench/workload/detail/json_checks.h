@@ -20,7 +20,7 @@ std::string child_path(const std::string& parent, size_t index);
 
 // "an integer", "a string", ... for messages.
 std::string type_name(const Json& value);
-// The value as JSON text, shortened for messages.
+// The value as JSON text, cut for messages as shown() cuts text (shown.h).
 std::string brief(const Json& value);
 // The candidate closest to `given` by edit distance when it is plausibly a typo, else "".
 std::string closest_name(const std::string& given, const std::vector<std::string>& candidates);

@@ -1,0 +1,28 @@
+// User-written text as an error message quotes it: whole when short, else its start and its
+// length. A 5,000-byte --set value made a 15 KB error line (the value quoted three times), which
+// buries the reason; the start is what tells the user which value it was.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include "utf8_prefix.h"
+
+namespace mtc::bench {
+
+// What a value, a name or a JSON key shows of itself.
+inline constexpr size_t kShownBytes = 60;
+// What a file path or a JSON pointer shows: more, as it is a place the user goes to, and its
+// tail (a file's name, a pointer's last key) is what tells it from its neighbours. Still
+// bounded, so a pasted blob given as a path keeps the message short.
+inline constexpr size_t kShownPathBytes = 200;
+
+// `text` as is when at most `limit` bytes; else its first `limit` bytes, cut back to a whole
+// UTF-8 character, then "... (N bytes)". Short text prints exactly as it did before the limit.
+inline std::string shown(std::string_view text, size_t limit = kShownBytes) {
+  if (text.size() <= limit) return std::string(text);
+  return utf8_prefix(text, limit) + "... (" + std::to_string(text.size()) + " bytes)";
+}
+
+}  // namespace mtc::bench
