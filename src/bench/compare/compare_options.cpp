@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "shown.h"
 
 namespace mtc::bench::compare {
 
@@ -42,14 +43,14 @@ FailOn parse_fail_on(const std::string& text) {
   for (FailOn f : {FailOn::kSlower, FailOn::kFaster, FailOn::kAny, FailOn::kNone}) {
     if (text == to_string(f)) return f;
   }
-  throw UsageError(fmt::format("--fail-on {}: expected slower, faster, any or none", text));
+  throw UsageError(fmt::format("--fail-on {}: expected slower, faster, any or none", shown(text)));
 }
 
 BaselineKind parse_baseline_kind(const std::string& text) {
   for (BaselineKind k : {BaselineKind::kAuto, BaselineKind::kFresh, BaselineKind::kStored}) {
     if (text == to_string(k)) return k;
   }
-  throw UsageError(fmt::format("--baseline-kind {}: expected auto, fresh or stored", text));
+  throw UsageError(fmt::format("--baseline-kind {}: expected auto, fresh or stored", shown(text)));
 }
 
 double parse_threshold_percent(const std::string& text) {
@@ -63,10 +64,11 @@ double parse_threshold_percent(const std::string& text) {
     used = 0;
   }
   if (used == 0 || used != number.size() || !std::isfinite(value)) {
-    throw UsageError(fmt::format("threshold {}: expected a percentage such as 5 or 5%", text));
+    throw UsageError(
+        fmt::format("threshold {}: expected a percentage such as 5 or 5%", shown(text)));
   }
   if (!(value > 0.0 && value < 1000.0)) {
-    throw UsageError(fmt::format("threshold {}: must be above 0 % and below 1000 %", text));
+    throw UsageError(fmt::format("threshold {}: must be above 0 % and below 1000 %", shown(text)));
   }
   return value / 100.0;
 }
@@ -81,7 +83,7 @@ std::map<Metric, double> parse_metric_thresholds(const std::string& text) {
     const size_t equals = item.find('=');
     if (equals == std::string::npos) {
       throw UsageError(fmt::format(
-          "--threshold-metric {}: expected METRIC=PERCENT, e.g. wall=5,speedup=10", item));
+          "--threshold-metric {}: expected METRIC=PERCENT, e.g. wall=5,speedup=10", shown(item)));
     }
     const std::string name = item.substr(0, equals);
     std::optional<Metric> metric;
@@ -91,11 +93,11 @@ std::map<Metric, double> parse_metric_thresholds(const std::string& text) {
     if (!metric) {
       std::vector<std::string_view> known;
       for (Metric m : kAllMetrics) known.push_back(to_string(m));
-      throw UsageError(fmt::format("--threshold-metric: unknown metric {} (known: {})", name,
+      throw UsageError(fmt::format("--threshold-metric: unknown metric {} (known: {})", shown(name),
                                    fmt::join(known, ", ")));
     }
     if (thresholds.contains(*metric))
-      throw UsageError(fmt::format("--threshold-metric: {} given twice", name));
+      throw UsageError(fmt::format("--threshold-metric: {} given twice", shown(name)));
     thresholds[*metric] = parse_threshold_percent(item.substr(equals + 1));
     if (comma == std::string::npos) break;
     start = comma + 1;

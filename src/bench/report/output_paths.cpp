@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "errors.h"
+#include "shown.h"
 
 namespace mtc::bench {
 
@@ -37,8 +38,9 @@ void check_outputs_apart(const std::vector<NamedPath>& inputs,
     for (size_t i = 0; i < seen.size(); ++i) {
       if (!(seen[i].second == identity)) continue;
       const NamedPath& other = *seen[i].first;
-      throw UsageError(fmt::format("{} {}: the same file as {} {}: {}", output.option, output.path,
-                                   other.option, other.path,
+      throw UsageError(fmt::format("{} {}: the same file as {} {}: {}", output.option,
+                                   shown(output.path, kShownPathBytes), other.option,
+                                   shown(other.path, kShownPathBytes),
                                    i < input_count ? "writing it would destroy what is read"
                                                    : "one output would replace the other"));
     }

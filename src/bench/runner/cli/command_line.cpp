@@ -12,6 +12,7 @@
 #include "runner/cli/parse.h"
 #include "runner/cli/run_options.h"
 #include "runner/strategies/catalog.h"
+#include "shown.h"
 
 #ifndef MTC_VERSION
 #define MTC_VERSION "unknown"
@@ -80,9 +81,14 @@ ParseResult parse_command_line(int argc, const char* const* argv, std::ostream& 
   app.footer(footer_text());
   app.set_version_flag("--version", "mtc-bench " MTC_VERSION " (git " MTC_GIT_REVISION ")");
   app.require_subcommand(0, 1);
-  // CLI11's own errors (an unknown option, a value that is not a number) begin as ours do.
+  // CLI11's own errors (an unknown option, a value that is not a number) begin as ours do. They
+  // quote the text at fault whole, in CLI11's words: their first line is cut as a path is
+  // (shown.h), the count after the cut then being the line's, and the --help hint kept.
   app.failure_message([](const CLI::App* parsed, const CLI::Error& e) {
-    return "mtc-bench: error: " + CLI::FailureMessage::simple(parsed, e);
+    const std::string message = CLI::FailureMessage::simple(parsed, e);
+    const size_t end = std::min(message.find('\n'), message.size());
+    return "mtc-bench: error: " + shown(std::string_view(message).substr(0, end), kShownPathBytes) +
+           message.substr(end);
   });
   OptionBinder binder(app);
   add_run_options(app, cl.run, binder);

@@ -13,6 +13,7 @@
 #include "errors.h"
 #include "runner/env/host_state.h"
 #include "runner/strategies/catalog.h"
+#include "shown.h"
 
 namespace mtc::bench {
 namespace {
@@ -49,10 +50,10 @@ std::vector<std::string> split_list(const std::vector<std::string>& items) {
 Assignment parse_assignment(std::string_view text) {
   const auto eq = text.find('=');
   if (eq == std::string_view::npos) {
-    throw UsageError(fmt::format("--set {}: expected NAME=VALUE", text));
+    throw UsageError(fmt::format("--set {}: expected NAME=VALUE", shown(text)));
   }
   Assignment a{trim(text.substr(0, eq)), trim(text.substr(eq + 1))};
-  if (a.name.empty()) throw UsageError(fmt::format("--set {}: empty NAME", text));
+  if (a.name.empty()) throw UsageError(fmt::format("--set {}: empty NAME", shown(text)));
   return a;
 }
 
@@ -92,12 +93,12 @@ std::vector<std::string> split_json_values(std::string_view text) {
 SweepAxis parse_sweep(std::string_view text) {
   const auto eq = text.find('=');
   if (eq == std::string_view::npos) {
-    throw UsageError(fmt::format("--sweep {}: expected NAME=V1,V2,...", text));
+    throw UsageError(fmt::format("--sweep {}: expected NAME=V1,V2,...", shown(text)));
   }
   SweepAxis axis{trim(text.substr(0, eq)), split_json_values(text.substr(eq + 1))};
-  if (axis.name.empty()) throw UsageError(fmt::format("--sweep {}: empty NAME", text));
+  if (axis.name.empty()) throw UsageError(fmt::format("--sweep {}: empty NAME", shown(text)));
   for (const std::string& v : axis.values) {
-    if (v.empty()) throw UsageError(fmt::format("--sweep {}: empty value", text));
+    if (v.empty()) throw UsageError(fmt::format("--sweep {}: empty value", shown(text)));
   }
   return axis;
 }
@@ -106,7 +107,7 @@ std::vector<std::vector<std::string>> expand_sweeps(const std::vector<SweepAxis>
   std::set<std::string> names;
   for (const SweepAxis& axis : axes) {
     if (!names.insert(axis.name).second) {
-      throw UsageError(fmt::format("--sweep: '{}' is swept twice", axis.name));
+      throw UsageError(fmt::format("--sweep: '{}' is swept twice", shown(axis.name)));
     }
   }
   std::vector<std::vector<std::string>> points{{}};
@@ -136,7 +137,8 @@ std::vector<Direction> parse_directions(const std::vector<std::string>& items) {
     }
     const auto d = parse_direction(item);
     if (!d) {
-      throw UsageError(fmt::format("--direction {}: expected h2d, d2h, d2d, h2h or all", item));
+      throw UsageError(
+          fmt::format("--direction {}: expected h2d, d2h, d2d, h2h or all", shown(item)));
     }
     if (std::find(directions.begin(), directions.end(), *d) == directions.end())
       directions.push_back(*d);
@@ -150,7 +152,7 @@ std::vector<int> parse_devices(const std::vector<std::string>& items) {
   for (const std::string& item : split_list(items)) {
     int index = -1;
     if (!parse_number(item, index) || index < 0) {
-      throw UsageError(fmt::format("--devices {}: expected GPU indices such as 0,1", item));
+      throw UsageError(fmt::format("--devices {}: expected GPU indices such as 0,1", shown(item)));
     }
     if (std::find(devices.begin(), devices.end(), index) != devices.end()) {
       throw UsageError(fmt::format("--devices: GPU {} given twice", index));
@@ -167,12 +169,13 @@ int64_t parse_bytes(std::string_view text) {
   while (digits < t.size() && std::isdigit(static_cast<unsigned char>(t[digits]))) ++digits;
   int64_t number = 0;
   if (digits == 0 || !parse_number(std::string_view(t).substr(0, digits), number)) {
-    throw UsageError(fmt::format("{}: expected a byte count such as 4096, 64KiB or 32MiB", text));
+    throw UsageError(
+        fmt::format("{}: expected a byte count such as 4096, 64KiB or 32MiB", shown(text)));
   }
   const std::string unit = trim(std::string_view(t).substr(digits));
   if (unit.starts_with('.') || unit.starts_with(',')) {
-    throw UsageError(
-        fmt::format("{}: expected a whole number of bytes or units (1536KiB, not 1.5MiB)", text));
+    throw UsageError(fmt::format(
+        "{}: expected a whole number of bytes or units (1536KiB, not 1.5MiB)", shown(text)));
   }
   static const std::vector<std::pair<std::string, int64_t>> units{
       {"", 1},      {"B", 1},        {"KiB", 1LL << 10}, {"MiB", 1LL << 20}, {"GiB", 1LL << 30},
@@ -180,12 +183,13 @@ int64_t parse_bytes(std::string_view text) {
   for (const auto& [name, scale] : units) {
     if (unit == name) {
       if (number <= 0 || number > INT64_MAX / scale) {
-        throw UsageError(fmt::format("{}: byte count out of range", text));
+        throw UsageError(fmt::format("{}: byte count out of range", shown(text)));
       }
       return number * scale;
     }
   }
-  throw UsageError(fmt::format("{}: unknown unit '{}' (B, KiB, MiB, GiB, KB, MB, GB)", text, unit));
+  throw UsageError(fmt::format("{}: unknown unit '{}' (B, KiB, MiB, GiB, KB, MB, GB)", shown(text),
+                               shown(unit)));
 }
 
 std::string bytes_text(int64_t bytes) {
@@ -207,7 +211,7 @@ double parse_fraction(std::string_view text) {
     value = std::stod(t, &used);
     if (used != t.size()) throw std::invalid_argument(t);
   } catch (const std::exception&) {
-    throw UsageError(fmt::format("{}: expected a fraction such as 0.005 or 0.5%", text));
+    throw UsageError(fmt::format("{}: expected a fraction such as 0.005 or 0.5%", shown(text)));
   }
   return percent ? value / 100.0 : value;
 }
@@ -219,10 +223,10 @@ template <typename T>
 T within(std::string_view option, T value, const SettingBounds<T>& bounds,
          std::string_view written = {}) {
   if (bounds.contains(value)) return value;
-  const std::string shown = written.empty() ? fmt::format("{}", value) : std::string(written);
+  const std::string given = written.empty() ? fmt::format("{}", value) : shown(written);
   throw UsageError(bounds.above_min ? fmt::format("{} {}: must be above {} and at most {}", option,
-                                                  shown, bounds.min, bounds.max)
-                                    : fmt::format("{} {}: must be from {} to {}", option, shown,
+                                                  given, bounds.min, bounds.max)
+                                    : fmt::format("{} {}: must be from {} to {}", option, given,
                                                   bounds.min, bounds.max));
 }
 
@@ -256,9 +260,10 @@ T parsed_within(std::string_view option, std::string_view text, const SettingBou
   T value{};
   const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), value);
   if (ec == std::errc::result_out_of_range && ptr == t.data() + t.size())
-    throw UsageError(fmt::format("{} {}: must be {}", option, text, bounds_text(bounds)));
+    throw UsageError(fmt::format("{} {}: must be {}", option, shown(text), bounds_text(bounds)));
   if (ec != std::errc() || ptr != t.data() + t.size() || t.empty())
-    throw UsageError(fmt::format("{} {}: expected {} {}", option, text, kind, bounds_text(bounds)));
+    throw UsageError(
+        fmt::format("{} {}: expected {} {}", option, shown(text), kind, bounds_text(bounds)));
   return within(option, value, bounds);
 }
 
@@ -284,7 +289,7 @@ bool parse_on_off(std::string_view option, std::string_view text) {
   for (const char* off : {"off", "false", "no", "0", "disable"}) {
     if (t == off) return false;
   }
-  throw UsageError(fmt::format("{} {}: expected on or off", option, text));
+  throw UsageError(fmt::format("{} {}: expected on or off", option, shown(text)));
 }
 
 uint64_t parse_seed(std::string_view text) {
@@ -292,7 +297,7 @@ uint64_t parse_seed(std::string_view text) {
   // from_chars takes no sign and fails past 2^64 - 1: "-1" and 2^64 are refused, not wrapped.
   if (!parse_number(trim(text), seed)) {
     throw UsageError(
-        fmt::format("--seed {}: expected a whole number from 0 to {}", text, UINT64_MAX));
+        fmt::format("--seed {}: expected a whole number from 0 to {}", shown(text), UINT64_MAX));
   }
   return seed;
 }
@@ -302,8 +307,8 @@ std::vector<Pattern> parse_patterns(const std::vector<std::string>& items) {
   for (const std::string& item : split_list(items)) {
     const auto p = parse_pattern(item);
     if (!p)
-      throw UsageError(
-          fmt::format("--pattern {}: expected hot, step or step-busy (a list: hot,step)", item));
+      throw UsageError(fmt::format(
+          "--pattern {}: expected hot, step or step-busy (a list: hot,step)", shown(item)));
     if (std::find(patterns.begin(), patterns.end(), *p) == patterns.end()) patterns.push_back(*p);
   }
   if (patterns.empty()) throw UsageError("--pattern: no pattern given");
@@ -312,13 +317,13 @@ std::vector<Pattern> parse_patterns(const std::vector<std::string>& items) {
 
 std::string parse_gap_mode_choice(const std::string& text) {
   if (text == "sleep" || text == "busy" || text == "both") return text;
-  throw UsageError(fmt::format("--gap-mode {}: expected sleep, busy or both", text));
+  throw UsageError(fmt::format("--gap-mode {}: expected sleep, busy or both", shown(text)));
 }
 
 AbLabel parse_ab_label(std::string_view text) {
   const auto bad = [&](std::string_view why) {
     return UsageError(fmt::format(
-        "--ab-label {}: {} (expected JOB:SIDE:ROUND, e.g. pr-7:baseline:0)", text, why));
+        "--ab-label {}: {} (expected JOB:SIDE:ROUND, e.g. pr-7:baseline:0)", shown(text), why));
   };
   const size_t first = text.find(':');
   const size_t second = first == std::string_view::npos ? first : text.find(':', first + 1);
@@ -337,18 +342,21 @@ AbLabel parse_ab_label(std::string_view text) {
 
 std::map<std::string, std::string> parse_engine_libraries(const std::vector<std::string>& items) {
   std::map<std::string, std::string> libraries;
+  // An item holds a path, so it is shown as paths are (kShownPathBytes).
   for (const std::string& item : items) {
     const size_t eq = item.find('=');
     const std::string label = item.substr(0, eq);
     if (eq == std::string::npos || eq + 1 == item.size()) {
-      throw UsageError(fmt::format("--engine-lib {}: expected LABEL=PATH", item));
+      throw UsageError(
+          fmt::format("--engine-lib {}: expected LABEL=PATH", shown(item, kShownPathBytes)));
     }
     if (!split_loaded_variant("engine@" + label)) {
-      throw UsageError(
-          fmt::format("--engine-lib {}: the label must be letters, digits, _ or -", item));
+      throw UsageError(fmt::format("--engine-lib {}: the label must be letters, digits, _ or -",
+                                   shown(item, kShownPathBytes)));
     }
     if (!libraries.emplace(label, item.substr(eq + 1)).second) {
-      throw UsageError(fmt::format("--engine-lib {}: the label {} is given twice", item, label));
+      throw UsageError(fmt::format("--engine-lib {}: the label {} is given twice",
+                                   shown(item, kShownPathBytes), shown(label)));
     }
   }
   return libraries;
@@ -357,7 +365,8 @@ std::map<std::string, std::string> parse_engine_libraries(const std::vector<std:
 std::vector<int> parse_cpu_list(std::string_view text) {
   const auto cpus = cpu_list_from_text(text);
   if (!cpus)
-    throw UsageError(fmt::format("CPU list {}: expected numbers and ranges such as 0-7,16", text));
+    throw UsageError(
+        fmt::format("CPU list {}: expected numbers and ranges such as 0-7,16", shown(text)));
   return *cpus;
 }
 
@@ -369,7 +378,7 @@ std::vector<std::string> parse_strategies(const std::vector<std::string>& items)
       throw UsageError(fmt::format(
           "--strategy {}: unknown strategy (known: {}; and an engine variant with a build "
           "loaded by --engine-lib, as engine@LABEL)",
-          item, fmt::join(strategy_names(), ", ")));
+          shown(item), fmt::join(strategy_names(), ", ")));
     }
     if (std::find(names.begin(), names.end(), item) == names.end()) names.push_back(item);
   }

@@ -9,6 +9,7 @@
 #include "errors.h"
 #include "runner/cli/parse.h"
 #include "runner/cli/run_options.h"
+#include "shown.h"
 
 namespace mtc::bench {
 namespace {
@@ -16,17 +17,18 @@ namespace {
 // Each setting is given once: a --sweep axis put after the --set values (and --seed after
 // both) used to win silently over the value the user also wrote.
 void check_set_once(const RunOptions& run) {
-  std::vector<std::pair<std::string, std::string>> given;  // the setting, the option as written
+  std::vector<std::pair<std::string, std::string>> given;  // the setting, the option as shown
   for (const std::string& set : run.sets)
-    given.emplace_back(parse_assignment(set).name, "--set " + set);
-  for (const SweepAxis& axis : run.sweeps) given.emplace_back(axis.name, "--sweep " + axis.name);
+    given.emplace_back(parse_assignment(set).name, "--set " + shown(set));
+  for (const SweepAxis& axis : run.sweeps)
+    given.emplace_back(axis.name, "--sweep " + shown(axis.name));
   if (run.seed) given.emplace_back("/seed", "--seed");
   for (size_t i = 0; i < given.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       // Two --set of one name stay allowed: the later one is an override written on purpose.
       if (given[j].first != given[i].first || given[i].second.starts_with("--set ")) continue;
       throw UsageError(fmt::format("{} and {}: both set {}; give one of them", given[i].second,
-                                   given[j].second, given[i].first));
+                                   given[j].second, shown(given[i].first)));
     }
   }
 }
@@ -76,14 +78,14 @@ void check_sets_and_sweeps_against_options(const RunOptions& run) {
     if (const char* option = option_giving(axis.name)) {
       throw UsageError(
           fmt::format("--sweep {} and {}: the option sets {} at every point; give one of them",
-                      axis.name, option, axis.name));
+                      shown(axis.name), option, shown(axis.name)));
     }
   }
   for (const std::string& set : run.sets) {
     const std::string name = parse_assignment(set).name;
     if (const char* option = option_giving(name)) {
-      throw UsageError(fmt::format("--set {} and {}: the option sets {} too; give one of them", set,
-                                   option, name));
+      throw UsageError(fmt::format("--set {} and {}: the option sets {} too; give one of them",
+                                   shown(set), option, shown(name)));
     }
   }
 }

@@ -10,6 +10,7 @@
 #include "runner/cli/parse.h"
 #include "runner/measure/run_plan.h"
 #include "runner/strategies/engine_overrides.h"
+#include "shown.h"
 #include "workload/bench_settings.h"
 
 namespace mtc::bench {
@@ -48,8 +49,8 @@ auto checked_bytes(const char* option, SettingBounds<int64_t> bounds) {
   return [option, bounds](const std::string& text) {
     const int64_t bytes = parse_bytes(text);
     if (!bounds.contains(bytes)) {
-      throw UsageError(fmt::format("{} {}: must be {} to {}", option, text, bytes_text(bounds.min),
-                                   bytes_text(bounds.max)));
+      throw UsageError(fmt::format("{} {}: must be {} to {}", option, shown(text),
+                                   bytes_text(bounds.min), bytes_text(bounds.max)));
     }
     return bytes;
   };

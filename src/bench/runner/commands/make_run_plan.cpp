@@ -9,6 +9,7 @@
 #include "runner/cli/options.h"
 #include "runner/cli/parse.h"
 #include "runner/strategies/catalog.h"
+#include "shown.h"
 #include "workload/config.h"
 
 namespace mtc::bench {
@@ -32,14 +33,14 @@ std::vector<Pattern> with_gaps(const std::vector<Pattern>& patterns, const std::
   return out;
 }
 
-// The --set or --sweep point of this run that gives `pointer`, as the option wrote it, or "".
+// The --set or --sweep point of this run that gives `pointer`, as an error shows it, or "".
 std::string assignment_of(const RunOptions& options, const std::vector<std::string>& point,
                           std::string_view pointer) {
   for (const std::string& set : options.sets) {
-    if (parse_assignment(set).name == pointer) return "--set " + set;
+    if (parse_assignment(set).name == pointer) return "--set " + shown(set);
   }
   for (const std::string& set : point) {
-    if (parse_assignment(set).name == pointer) return "--sweep point " + set;
+    if (parse_assignment(set).name == pointer) return "--sweep point " + shown(set);
   }
   return "";
 }
@@ -114,7 +115,7 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
   } else {
     for (const std::string& name : config.directions) {
       const auto d = parse_direction(name);
-      if (!d) throw ConfigError(config.file, "/directions", "unknown direction " + name);
+      if (!d) throw ConfigError(config.file, "/directions", "unknown direction " + shown(name));
       plan.directions.push_back(*d);
     }
     if (plan.directions.empty()) plan.directions = {Direction::kH2D};
@@ -123,9 +124,9 @@ RunPlan make_run_plan(const Config& config, const RunOptions& options, int cuda_
   const std::vector<std::string> wanted = options.strategies.value_or(config.bench.strategies);
   for (const std::string& name : wanted) {
     if (find_strategy(name) == nullptr) {
-      throw ConfigError(
-          config.file, "/bench/strategies",
-          fmt::format("unknown strategy {} (known: {})", name, fmt::join(strategy_names(), ", ")));
+      throw ConfigError(config.file, "/bench/strategies",
+                        fmt::format("unknown strategy {} (known: {})", shown(name),
+                                    fmt::join(strategy_names(), ", ")));
     }
   }
   // Catalog order whatever order was asked for, so tables of different runs line up and the
