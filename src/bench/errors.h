@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "shown.h"
+
 namespace mtc::bench {
 
 // Documented in docs/cli.md; scripts and CI rely on these values.
@@ -28,10 +30,12 @@ class ConfigError : public std::runtime_error {
   const std::string& json_path() const { return json_path_; }
 
  private:
+  // The file and the pointer are shown as paths are (shown.h); file() and json_path() keep them
+  // whole.
   static std::string format(const std::string& file, const std::string& path,
                             const std::string& message) {
-    std::string out = file.empty() ? std::string("<config>") : file;
-    if (!path.empty()) out += ": " + path;
+    std::string out = file.empty() ? std::string("<config>") : shown(file, kShownPathBytes);
+    if (!path.empty()) out += ": " + shown(path, kShownPathBytes);
     return out + ": " + message;
   }
   std::string file_;

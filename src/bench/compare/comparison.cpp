@@ -10,6 +10,7 @@
 
 #include "compare/basis.h"
 #include "errors.h"
+#include "shown.h"
 #include "stats/summary.h"
 
 namespace mtc::bench::compare {
@@ -120,7 +121,8 @@ std::optional<CaseResult> paired_result(const Records& base, const Records& cand
       if (mine != nullptr) {
         throw UsageError(fmt::format("{} appears twice in round {} of the {}: {} and {}", label,
                                      f.report->ab->round, side == &base ? "baseline" : "candidate",
-                                     mine->file, f.record->file));
+                                     shown(mine->file, kShownPathBytes),
+                                     shown(f.record->file, kShownPathBytes)));
       }
       mine = f.record;
     }
@@ -160,8 +162,9 @@ std::optional<CaseResult> unpaired_result(const Records& base, const Records& ca
       throw UsageError(fmt::format(
           "{} appears in {} reports of the {} ({} and {}): outside one A/B job, give one "
           "report per case and side",
-          label, side->size(), side == &base ? "baseline" : "candidate", side->front().record->file,
-          side->back().record->file));
+          label, side->size(), side == &base ? "baseline" : "candidate",
+          shown(side->front().record->file, kShownPathBytes),
+          shown(side->back().record->file, kShownPathBytes)));
     }
   }
   const auto b = metric_estimate(base.front(), metric, base_side, ignore_device);
@@ -233,7 +236,7 @@ void check_some_case(const std::vector<ReportCases>& side, const char* name) {
       side.size() == 1
           ? fmt::format("the {} holds no case to compare: {} was interrupted before it measured "
                         "anything",
-                        name, side.front().path)
+                        name, shown(side.front().path, kShownPathBytes))
           : fmt::format("the {} holds no case to compare: its {} reports were interrupted "
                         "before they measured anything",
                         name, side.size()));

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "errors.h"
+#include "shown.h"
 #include "stats/summary.h"
 
 namespace mtc::bench::compare {
@@ -65,8 +66,8 @@ void collect_pairs(const ReportCases& report, int64_t report_index,
     if (failed_status(c.status)) failed.insert(c.key);
     if (c.status != "ok") continue;
     if (!by_key.emplace(c.key, &c).second) {
-      throw UsageError(
-          fmt::format("{}: {} appears twice in one report", report.path, case_label(c.key)));
+      throw UsageError(fmt::format("{}: {} appears twice in one report",
+                                   shown(report.path, kShownPathBytes), case_label(c.key)));
     }
   }
   for (const auto& [key, base] : by_key) {
@@ -207,7 +208,7 @@ Comparison compare_in_process(const std::vector<ReportCases>& reports,
         fmt::format("{}: no A/B pair to compare: measure VARIANT@base with VARIANT@cand (or "
                     "VARIANT) in one run (mtc-bench --engine-lib base=PATH --engine-lib cand=PATH "
                     "--strategy engine@cand,engine@base)",
-                    options.baseline));
+                    shown(options.baseline, kShownPathBytes)));
   }
   return out;
 }

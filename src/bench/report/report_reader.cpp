@@ -7,6 +7,7 @@
 #include "errors.h"
 #include "files.h"
 #include "report/json_node.h"
+#include "shown.h"
 
 namespace mtc::bench {
 namespace {
@@ -288,8 +289,10 @@ json read_report_document(const std::string& path) {
     doc = json::parse(text, limit_depth);
   } catch (const json::exception& e) {
     // Not only parse errors: a number beyond a double's range (1e999) is an out_of_range thrown
-    // while parsing (found by fuzzing; it ended the program).
-    throw ConfigError(path, "", fmt::format("not valid JSON ({})", e.what()));
+    // while parsing (found by fuzzing; it ended the program). nlohmann quotes what it last read,
+    // an unclosed string's whole rest of the file: the message is cut as a path is (shown.h).
+    throw ConfigError(path, "",
+                      fmt::format("not valid JSON ({})", shown(e.what(), kShownPathBytes)));
   }
   return doc;
 }

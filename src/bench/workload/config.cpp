@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "files.h"
+#include "shown.h"
 #include "workload/detail/bench_settings_parser.h"
 #include "workload/detail/json_checks.h"
 #include "workload/detail/spec_parser.h"
@@ -84,7 +85,9 @@ Json parse_json(const JsonChecks& checks, const std::string& text) {
         message.rfind("[json.", 0) == 0 && bracket != std::string::npos) {
       message = message.substr(bracket + 2);
     }
-    checks.fail("", "invalid JSON: " + message);
+    // nlohmann quotes what it last read, an unclosed string's whole rest of the file: the message
+    // is cut as a path is (shown.h).
+    checks.fail("", "invalid JSON: " + shown(message, kShownPathBytes));
   }
 }
 
@@ -132,7 +135,7 @@ void check_pointer_indexes(const JsonChecks& checks, const Json& doc,
     const size_t size = node->size();
     if (token.size() > 18 || std::stoull(token) > size) {
       checks.fail(pointer, fmt::format("--set '{}': index {} is past the end of an array of {}",
-                                       set, token, size));
+                                       shown(set), shown(token), size));
     }
     const size_t index = std::stoull(token);
     if (index == size) return;  // the end: a new element
@@ -146,7 +149,7 @@ void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
     checks.fail("",
                 fmt::format("--set '{}': expected NAME=VALUE (a parameter name or a JSON pointer "
                             "such as /bench/warmup)",
-                            set));
+                            shown(set)));
   }
   const std::string name = set.substr(0, eq);
   if (name[0] == '/') {
@@ -160,8 +163,9 @@ void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
       check_pointer_indexes(checks, doc, tokens, name, set);
       doc[pointer] = std::move(value);
     } catch (const Json::exception& e) {
-      checks.fail(name,
-                  fmt::format("--set '{}': cannot set this JSON pointer ({})", set, e.what()));
+      // nlohmann's message quotes the pointer's text too: shown as a path, its reason first.
+      checks.fail(name, fmt::format("--set '{}': cannot set this JSON pointer ({})", shown(set),
+                                    shown(e.what(), kShownPathBytes)));
     }
     return;
   }
@@ -172,10 +176,11 @@ void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
       for (const auto& [key, unused] : doc["params"].items()) declared.push_back(key);
     }
     const std::string guess = detail::closest_name(name, declared);
-    checks.fail(path,
-                fmt::format("--set '{}': unknown parameter '{}'{}; declared in \"params\": {}", set,
-                            name, guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess),
-                            declared.empty() ? "none" : detail::join(declared)));
+    checks.fail(
+        path,
+        fmt::format("--set '{}': unknown parameter '{}'{}; declared in \"params\": {}", shown(set),
+                    shown(name), guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess),
+                    declared.empty() ? "none" : detail::join(declared)));
   }
   doc["params"][name] = parse_set_value(checks, set.substr(eq + 1), path, 2);
 }
@@ -202,13 +207,13 @@ void substitute_params(const JsonChecks& checks, Json& value, const std::string&
     const std::string name = checks.get_string(value["param"], child_path(path, "param"));
     if (!params.contains(name)) {
       checks.fail(child_path(path, "param"),
-                  fmt::format("unknown parameter '{}': declare it in \"params\"", name));
+                  fmt::format("unknown parameter '{}': declare it in \"params\"", shown(name)));
     }
     const auto levels_above = static_cast<int>(std::count(path.begin(), path.end(), '/'));
     if (levels_above + json_depth(params[name]) > kMaxJsonDepth) {
       checks.fail(path, fmt::format("JSON nested deeper than {} levels once parameter '{}' is "
                                     "put here",
-                                    kMaxJsonDepth, name));
+                                    kMaxJsonDepth, shown(name)));
     }
     value = params[name];
     return;
@@ -230,11 +235,11 @@ std::vector<std::string> parse_directions(const JsonChecks& checks, const Json& 
     const std::string path = child_path("/directions", i);
     const std::string direction = checks.get_string(value[i], path);
     if (!std::count(direction_names().begin(), direction_names().end(), direction)) {
-      checks.fail(path, fmt::format("unknown direction '{}'; expected one of {}", direction,
+      checks.fail(path, fmt::format("unknown direction '{}'; expected one of {}", shown(direction),
                                     detail::join(direction_names())));
     }
     if (std::count(out.begin(), out.end(), direction))
-      checks.fail(path, fmt::format("duplicate direction '{}'", direction));
+      checks.fail(path, fmt::format("duplicate direction '{}'", shown(direction)));
     out.push_back(direction);
   }
   return out;
@@ -274,8 +279,9 @@ Config parse_config(const std::string& text, const std::string& file,
     params = doc["params"];
     for (const auto& [name, unused] : params.items()) {
       if (!detail::is_symbol_name(name)) {
-        checks.fail(child_path("/params", name),
-                    fmt::format("'{}' is not a parameter name ([A-Za-z_][A-Za-z0-9_]*)", name));
+        checks.fail(
+            child_path("/params", name),
+            fmt::format("'{}' is not a parameter name ([A-Za-z_][A-Za-z0-9_]*)", shown(name)));
       }
     }
   }

@@ -15,6 +15,7 @@
 
 #include "errors.h"
 #include "files.h"
+#include "shown.h"
 
 namespace mtc::bench {
 namespace {
@@ -78,7 +79,7 @@ class HeaderParser {
         header.shape = tuple();
         has_shape = true;
       } else {
-        fail(fmt::format("unexpected header key '{}'", key));
+        fail(fmt::format("unexpected header key '{}'", shown(key)));
       }
       if (!peek('}')) expect(',');
     }

@@ -13,6 +13,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "shown.h"
 #include "workload/detail/fill.h"
 #include "workload/detail/json_checks.h"
 #include "workload/detail/spec.h"
@@ -307,7 +308,7 @@ class WorkloadBuilder {
         for (auto it = symbols_.rbegin(); it != symbols_.rend(); ++it) {
           if (it->first == count.symbol) return it->second;
         }
-        checks_.fail(count.path, fmt::format("unknown symbol '{}'", count.symbol));
+        checks_.fail(count.path, fmt::format("unknown symbol '{}'", shown(count.symbol)));
       case CountDist::Kind::kUniform:
         return uniform_int(structure_rng_, count.lo, count.hi);
       case CountDist::Kind::kChoice:

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "shown.h"
+
 namespace mtc::bench::detail {
 namespace {
 
@@ -26,7 +28,8 @@ void reject_duplicates(const JsonChecks& checks, const std::vector<T>& items,
   for (size_t i = 0; i < items.size(); ++i) {
     if (std::find(items.begin(), items.begin() + static_cast<std::ptrdiff_t>(i), items[i]) !=
         items.begin() + static_cast<std::ptrdiff_t>(i)) {
-      checks.fail(child_path(path, i), fmt::format("duplicate entry {}", items[i]));
+      checks.fail(child_path(path, i),
+                  fmt::format("duplicate entry {}", shown(fmt::format("{}", items[i]))));
     }
   }
 }
@@ -46,7 +49,7 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
       if (settings.patterns.back() != "hot" && settings.patterns.back() != "step" &&
           settings.patterns.back() != "step-busy") {
         checks.fail(item_path, fmt::format("unknown pattern {} (known: hot, step, step-busy)",
-                                           settings.patterns.back()));
+                                           shown(settings.patterns.back())));
       }
     }
     reject_duplicates(checks, settings.patterns, at("patterns"));
@@ -62,8 +65,8 @@ void parse_round_settings(const JsonChecks& checks, const Json& value, const std
     settings.gap_mode = checks.get_string(value["gap_mode"], at("gap_mode"));
     if (settings.gap_mode != "sleep" && settings.gap_mode != "busy" &&
         settings.gap_mode != "both") {
-      checks.fail(at("gap_mode"),
-                  fmt::format("unknown gap mode {} (known: sleep, busy, both)", settings.gap_mode));
+      checks.fail(at("gap_mode"), fmt::format("unknown gap mode {} (known: sleep, busy, both)",
+                                              shown(settings.gap_mode)));
     }
   }
   if (value.contains("gap_touch_bytes")) {

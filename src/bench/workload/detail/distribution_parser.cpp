@@ -6,6 +6,8 @@
 #include <limits>
 #include <utility>
 
+#include "shown.h"
+
 namespace mtc::bench::detail {
 namespace {
 
@@ -107,8 +109,8 @@ CountDist parse_count(const JsonChecks& checks, const Json& value, const std::st
     dist.kind = CountDist::Kind::kSymbol;
     dist.symbol = value.get<std::string>();
     if (!is_symbol_name(dist.symbol)) {
-      checks.fail(path,
-                  fmt::format("'{}' is not a symbol name ([A-Za-z_][A-Za-z0-9_]*)", dist.symbol));
+      checks.fail(path, fmt::format("'{}' is not a symbol name ([A-Za-z_][A-Za-z0-9_]*)",
+                                    shown(dist.symbol)));
     }
     return dist;
   }

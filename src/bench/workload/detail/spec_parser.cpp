@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "errors.h"
+#include "shown.h"
 #include "workload/detail/tensor_spec_parser.h"
 #include "workload/npy.h"
 #include "workload/saved_batch.h"
@@ -190,16 +191,17 @@ class SpecCompiler {
       for (const auto& [name, values] : each.items()) {
         const std::string values_path = child_path(for_path, name);
         if (!is_symbol_name(name)) {
-          checks_.fail(values_path,
-                       fmt::format("'{}' is not a symbol name ([A-Za-z_][A-Za-z0-9_]*)", name));
+          checks_.fail(
+              values_path,
+              fmt::format("'{}' is not a symbol name ([A-Za-z_][A-Za-z0-9_]*)", shown(name)));
         }
         checks_.expect_array(values, values_path);
         if (!seq.each.empty() && values.size() != seq.each.front().second.size()) {
-          checks_.fail(
-              values_path,
-              fmt::format("{} values, but '{}' has {}: every symbol of \"for\" "
-                          "needs one value per item",
-                          values.size(), seq.each.front().first, seq.each.front().second.size()));
+          checks_.fail(values_path,
+                       fmt::format("{} values, but '{}' has {}: every symbol of \"for\" "
+                                   "needs one value per item",
+                                   values.size(), shown(seq.each.front().first),
+                                   seq.each.front().second.size()));
         }
         std::vector<CountDist> counts;
         for (size_t i = 0; i < values.size(); ++i) {
@@ -298,8 +300,8 @@ class SpecCompiler {
     for (const auto& [name, count] : bindings.items()) {
       const std::string binding_path = child_path(let_path, name);
       if (!is_symbol_name(name)) {
-        checks_.fail(binding_path,
-                     fmt::format("'{}' is not a symbol name ([A-Za-z_][A-Za-z0-9_]*)", name));
+        checks_.fail(binding_path, fmt::format("'{}' is not a symbol name ([A-Za-z_][A-Za-z0-9_]*)",
+                                               shown(name)));
       }
       let_node.bindings.emplace_back(name, parse_count(checks_, count, binding_path));
       // A binding may use the ones before it in the same "let".
@@ -324,7 +326,7 @@ class SpecCompiler {
       }
       const std::string guess = closest_name(name, names);
       checks_.fail(body_path,
-                   fmt::format("unknown definition '{}'{}; defined in \"defs\": {}", name,
+                   fmt::format("unknown definition '{}'{}; defined in \"defs\": {}", shown(name),
                                guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess),
                                names.empty() ? "none" : join(names)));
     }
@@ -339,8 +341,9 @@ class SpecCompiler {
       std::vector<std::string> chain(std::find(in_progress_.begin(), in_progress_.end(), name),
                                      in_progress_.end());
       chain.push_back(name);
-      checks_.fail(use_path,
-                   fmt::format("definition '{}' refers to itself ({})", name, join(chain, " -> ")));
+      // The chain is a path through the definitions: shown as paths are.
+      checks_.fail(use_path, fmt::format("definition '{}' refers to itself ({})", shown(name),
+                                         shown(join(chain, " -> "), kShownPathBytes)));
     }
     in_progress_.push_back(name);
     NodePtr node = compile((*defs_)[name], child_path("/defs", name), depth + 1);
@@ -380,7 +383,7 @@ std::shared_ptr<const WorkloadSpec> compile_spec(const JsonChecks& checks, const
         use,
         fmt::format("unknown symbol '{}': bind it with {{\"let\": {{\"{}\": ...}}, \"in\": ...}} "
                     "or a list's \"for\" in an enclosing node",
-                    name, name));
+                    shown(name), shown(name)));
   }
   // Definitions used inside definitions nest deeper than any one of them; the builder recurses
   // that deep, so the expanded depth is bounded too.

@@ -8,6 +8,8 @@
 #include <limits>
 #include <utility>
 
+#include "shown.h"
+
 namespace mtc::bench::detail {
 namespace {
 
@@ -94,7 +96,7 @@ Memory parse_memory(const JsonChecks& checks, const Json& value, const std::stri
   }
   checks.fail(path, fmt::format("unknown memory kind '{}'; expected pageable, pinned or cuda:N "
                                 "(N a device index, e.g. cuda:0)",
-                                text));
+                                shown(text)));
 }
 
 Layout parse_layout(const JsonChecks& checks, const Json& value, const std::string& path,
@@ -105,7 +107,7 @@ Layout parse_layout(const JsonChecks& checks, const Json& value, const std::stri
       checks.fail(path, fmt::format("unknown layout '{}'; expected \"contiguous\", "
                                     "{{\"transpose\": [d0, d1]}} or {{\"slice\": {{\"dim\": d, "
                                     "\"step\": s}}}}",
-                                    value.get<std::string>()));
+                                    shown(value.get<std::string>())));
     }
     return layout;
   }
@@ -154,7 +156,7 @@ TensorSpec parse_tensor(const JsonChecks& checks, const Json& value, const std::
   if (!dtype) {
     const std::string guess = closest_name(dtype_text, dtype_names());
     checks.fail(dtype_path,
-                fmt::format("unknown dtype '{}'{}; supported: {}", dtype_text,
+                fmt::format("unknown dtype '{}'{}; supported: {}", shown(dtype_text),
                             guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess),
                             join(dtype_names())));
   }
