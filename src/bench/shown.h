@@ -18,11 +18,39 @@ inline constexpr size_t kShownBytes = 60;
 // bounded, so a pasted blob given as a path keeps the message short.
 inline constexpr size_t kShownPathBytes = 200;
 
+// `text` with its control characters written as escapes (\n, \r, \t, \xNN): a newline in a value
+// (`--direction "$(cat file)"`) split the one-line error in two, the second line looking like
+// another message.
+inline std::string without_control_characters(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte != 0x7f) {
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else {
+      constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[byte >> 4];
+      out += kHex[byte & 0xf];
+    }
+  }
+  return out;
+}
+
 // `text` as is when at most `limit` bytes; else its first `limit` bytes, cut back to a whole
-// UTF-8 character, then "... (N bytes)". Short text prints exactly as it did before the limit.
+// UTF-8 character, then "... (N bytes)". Short text prints exactly as it did before the limit,
+// unless it holds a control character, which is escaped (without_control_characters).
 inline std::string shown(std::string_view text, size_t limit = kShownBytes) {
-  if (text.size() <= limit) return std::string(text);
-  return utf8_prefix(text, limit) + "... (" + std::to_string(text.size()) + " bytes)";
+  if (text.size() <= limit) return without_control_characters(text);
+  return without_control_characters(utf8_prefix(text, limit)) + "... (" +
+         std::to_string(text.size()) + " bytes)";
 }
 
 }  // namespace mtc::bench

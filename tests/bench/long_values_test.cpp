@@ -50,6 +50,19 @@ TEST(Shown, ShortTextIsAsIsAndLongTextItsStartAndLength) {
   EXPECT_EQ(shown(accented), accented.substr(0, 59) + "... (81 bytes)");
 }
 
+// A control character in a value would split the one-line error: each is written as an escape.
+TEST(Shown, ControlCharactersAreEscaped) {
+  EXPECT_EQ(shown("h2d\nrm\r\tx"), "h2d\\nrm\\r\\tx");
+  EXPECT_EQ(shown(std::string("a\0b\x1b\x7f", 5)), "a\\x00b\\x1b\\x7f");
+  EXPECT_EQ(shown(std::string(kShownBytes, '\n') + "x"), [] {
+    std::string escaped;
+    for (size_t i = 0; i < kShownBytes; ++i) escaped += "\\n";
+    return escaped;
+  }() + "... (" + std::to_string(kShownBytes + 1) + " bytes)");
+  const std::string line = first_error_line({"--direction", "h2d\nrm -rf"});
+  EXPECT_NE(line.find("--direction h2d\\nrm -rf: expected"), std::string::npos) << line;
+}
+
 // Each parser's message names the option (or the text, for the shared parsers, whose caller adds
 // the option) and the reason, in one line of under 300 bytes.
 TEST(LongValues, EachParserQuotesTheStartAndTheLength) {
