@@ -204,8 +204,9 @@ void BM_FreeResult(benchmark::State& state) {
 // Argument 1 (Company): the free after the walk has ended (alone), beside the walk, or beside a
 // thread that only spins for as long as a walk (the machine's share of the slowdown: two busy
 // cores, not what the two threads touch). Argument 2: what the results are made of and which of
-// the engine's switches are off (Parts). Counters: free_us and walk_us, medians; the iteration's
-// time is the later of the two ends (with the spinning company, the free's end).
+// the engine's switches are off (Parts). Counters: free_us and walk_us, medians (with the
+// spinning company, walk_us is the walk run alone just before); the iteration's time is the later
+// of the two ends, the free's and its company's.
 enum Company { kAlone = 0, kBesideWalk, kBesideSpin };
 
 void BM_FreeBesideWalk(benchmark::State& state) {
