@@ -157,6 +157,9 @@ void WorkerPool::run_worker(int index) {
     const auto task_queued = [this] {
       return pending_.load(std::memory_order_acquire) != 0 || stopping_.load();
     };
+    // A switch for benchmarks, off by default (dict_stash.h): output dicts made as soon as the
+    // worker is idle, between copies back to back too, as well as after the spin below.
+    if (dict_stash::refill_at_once()) dict_stash::refill(task_queued);
     const auto deadline = std::max(
         early.spin_until,
         Clock::now() + std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed)));
