@@ -34,8 +34,8 @@ class ConfigError : public std::runtime_error {
   // whole.
   static std::string format(const std::string& file, const std::string& path,
                             const std::string& message) {
-    std::string out = file.empty() ? std::string("<config>") : shown(file, kShownPathBytes);
-    if (!path.empty()) out += ": " + shown(path, kShownPathBytes);
+    std::string out = file.empty() ? std::string("<config>") : shown_path(file);
+    if (!path.empty()) out += ": " + shown_path(path);
     return out + ": " + message;
   }
   std::string file_;

@@ -53,4 +53,8 @@ inline std::string shown(std::string_view text, size_t limit = kShownBytes) {
          std::to_string(text.size()) + " bytes)";
 }
 
+// A file path, a JSON pointer or text that names a place (a JSON parser's message): shown with
+// kShownPathBytes.
+inline std::string shown_path(std::string_view text) { return shown(text, kShownPathBytes); }
+
 }  // namespace mtc::bench

@@ -44,6 +44,7 @@ TEST(Shown, ShortTextIsAsIsAndLongTextItsStartAndLength) {
             std::string(kShownBytes, 'a') + "... (" + std::to_string(kShownBytes + 1) + " bytes)");
   EXPECT_EQ(shown(kLong), std::string(kShownBytes, 'x') + "... (5000 bytes)");
   EXPECT_EQ(shown(kLong, kShownPathBytes), std::string(kShownPathBytes, 'x') + "... (5000 bytes)");
+  EXPECT_EQ(shown_path(kLong), shown(kLong, kShownPathBytes));
   // "é" is two bytes: the 60th byte is the first half of one, which is left out whole.
   std::string accented = "x";
   for (int i = 0; i < 40; ++i) accented += "\u00e9";

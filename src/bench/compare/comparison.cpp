@@ -121,8 +121,7 @@ std::optional<CaseResult> paired_result(const Records& base, const Records& cand
       if (mine != nullptr) {
         throw UsageError(fmt::format("{} appears twice in round {} of the {}: {} and {}", label,
                                      f.report->ab->round, side == &base ? "baseline" : "candidate",
-                                     shown(mine->file, kShownPathBytes),
-                                     shown(f.record->file, kShownPathBytes)));
+                                     shown_path(mine->file), shown_path(f.record->file)));
       }
       mine = f.record;
     }
@@ -163,8 +162,7 @@ std::optional<CaseResult> unpaired_result(const Records& base, const Records& ca
           "{} appears in {} reports of the {} ({} and {}): outside one A/B job, give one "
           "report per case and side",
           label, side->size(), side == &base ? "baseline" : "candidate",
-          shown(side->front().record->file, kShownPathBytes),
-          shown(side->back().record->file, kShownPathBytes)));
+          shown_path(side->front().record->file), shown_path(side->back().record->file)));
     }
   }
   const auto b = metric_estimate(base.front(), metric, base_side, ignore_device);
@@ -236,7 +234,7 @@ void check_some_case(const std::vector<ReportCases>& side, const char* name) {
       side.size() == 1
           ? fmt::format("the {} holds no case to compare: {} was interrupted before it measured "
                         "anything",
-                        name, shown(side.front().path, kShownPathBytes))
+                        name, shown_path(side.front().path))
           : fmt::format("the {} holds no case to compare: its {} reports were interrupted "
                         "before they measured anything",
                         name, side.size()));

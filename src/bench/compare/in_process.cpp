@@ -66,8 +66,8 @@ void collect_pairs(const ReportCases& report, int64_t report_index,
     if (failed_status(c.status)) failed.insert(c.key);
     if (c.status != "ok") continue;
     if (!by_key.emplace(c.key, &c).second) {
-      throw UsageError(fmt::format("{}: {} appears twice in one report",
-                                   shown(report.path, kShownPathBytes), case_label(c.key)));
+      throw UsageError(fmt::format("{}: {} appears twice in one report", shown_path(report.path),
+                                   case_label(c.key)));
     }
   }
   for (const auto& [key, base] : by_key) {
@@ -208,7 +208,7 @@ Comparison compare_in_process(const std::vector<ReportCases>& reports,
         fmt::format("{}: no A/B pair to compare: measure VARIANT@base with VARIANT@cand (or "
                     "VARIANT) in one run (mtc-bench --engine-lib base=PATH --engine-lib cand=PATH "
                     "--strategy engine@cand,engine@base)",
-                    shown(options.baseline, kShownPathBytes)));
+                    shown_path(options.baseline)));
   }
   return out;
 }

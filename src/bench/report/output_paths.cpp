@@ -39,8 +39,7 @@ void check_outputs_apart(const std::vector<NamedPath>& inputs,
       if (!(seen[i].second == identity)) continue;
       const NamedPath& other = *seen[i].first;
       throw UsageError(fmt::format("{} {}: the same file as {} {}: {}", output.option,
-                                   shown(output.path, kShownPathBytes), other.option,
-                                   shown(other.path, kShownPathBytes),
+                                   shown_path(output.path), other.option, shown_path(other.path),
                                    i < input_count ? "writing it would destroy what is read"
                                                    : "one output would replace the other"));
     }

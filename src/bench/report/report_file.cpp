@@ -49,8 +49,7 @@ ReportFile::ReportFile(std::string option, std::string path)
     : option_(std::move(option)), path_(std::move(path)) {
   if (path_.empty()) return;
   const auto refuse = [&](const std::string& why) {
-    return UsageError(
-        fmt::format("{} {}: cannot write it: {}", option_, shown(path_, kShownPathBytes), why));
+    return UsageError(fmt::format("{} {}: cannot write it: {}", option_, shown_path(path_), why));
   };
   if (const std::string why = not_replaceable(path_); !why.empty()) throw refuse(why);
   // rename() would replace a read-only file; a file made read-only is one not to overwrite.

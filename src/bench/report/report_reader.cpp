@@ -291,8 +291,7 @@ json read_report_document(const std::string& path) {
     // Not only parse errors: a number beyond a double's range (1e999) is an out_of_range thrown
     // while parsing (found by fuzzing; it ended the program). nlohmann quotes what it last read,
     // an unclosed string's whole rest of the file: the message is cut as a path is (shown.h).
-    throw ConfigError(path, "",
-                      fmt::format("not valid JSON ({})", shown(e.what(), kShownPathBytes)));
+    throw ConfigError(path, "", fmt::format("not valid JSON ({})", shown_path(e.what())));
   }
   return doc;
 }

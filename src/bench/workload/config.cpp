@@ -87,7 +87,7 @@ Json parse_json(const JsonChecks& checks, const std::string& text) {
     }
     // nlohmann quotes what it last read, an unclosed string's whole rest of the file: the message
     // is cut as a path is (shown.h).
-    checks.fail("", "invalid JSON: " + shown(message, kShownPathBytes));
+    checks.fail("", "invalid JSON: " + shown_path(message));
   }
 }
 
@@ -165,7 +165,7 @@ void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
     } catch (const Json::exception& e) {
       // nlohmann's message quotes the pointer's text too: shown as a path, its reason first.
       checks.fail(name, fmt::format("--set '{}': cannot set this JSON pointer ({})", shown(set),
-                                    shown(e.what(), kShownPathBytes)));
+                                    shown_path(e.what())));
     }
     return;
   }

@@ -87,7 +87,7 @@ ParseResult parse_command_line(int argc, const char* const* argv, std::ostream& 
   app.failure_message([](const CLI::App* parsed, const CLI::Error& e) {
     const std::string message = CLI::FailureMessage::simple(parsed, e);
     const size_t end = std::min(message.find('\n'), message.size());
-    return "mtc-bench: error: " + shown(std::string_view(message).substr(0, end), kShownPathBytes) +
+    return "mtc-bench: error: " + shown_path(std::string_view(message).substr(0, end)) +
            message.substr(end);
   });
   OptionBinder binder(app);

@@ -342,21 +342,20 @@ AbLabel parse_ab_label(std::string_view text) {
 
 std::map<std::string, std::string> parse_engine_libraries(const std::vector<std::string>& items) {
   std::map<std::string, std::string> libraries;
-  // An item holds a path, so it is shown as paths are (kShownPathBytes).
+  // An item holds a path, so it is shown as paths are (shown_path).
   for (const std::string& item : items) {
     const size_t eq = item.find('=');
     const std::string label = item.substr(0, eq);
     if (eq == std::string::npos || eq + 1 == item.size()) {
-      throw UsageError(
-          fmt::format("--engine-lib {}: expected LABEL=PATH", shown(item, kShownPathBytes)));
+      throw UsageError(fmt::format("--engine-lib {}: expected LABEL=PATH", shown_path(item)));
     }
     if (!split_loaded_variant("engine@" + label)) {
       throw UsageError(fmt::format("--engine-lib {}: the label must be letters, digits, _ or -",
-                                   shown(item, kShownPathBytes)));
+                                   shown_path(item)));
     }
     if (!libraries.emplace(label, item.substr(eq + 1)).second) {
-      throw UsageError(fmt::format("--engine-lib {}: the label {} is given twice",
-                                   shown(item, kShownPathBytes), shown(label)));
+      throw UsageError(fmt::format("--engine-lib {}: the label {} is given twice", shown_path(item),
+                                   shown(label)));
     }
   }
   return libraries;

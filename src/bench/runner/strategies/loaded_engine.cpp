@@ -28,8 +28,7 @@ void check(int rc, const ErrorText& error) {
 
 LoadedEngine::LoadedEngine(std::string label, std::string path)
     : label_(std::move(label)), path_(std::move(path)) {
-  const std::string what =
-      fmt::format("--engine-lib {}={}", shown(label_), shown(path_, kShownPathBytes));
+  const std::string what = fmt::format("--engine-lib {}={}", shown(label_), shown_path(path_));
   // RTLD_LOCAL: its symbols resolve nothing else; RTLD_NODELETE: never unloaded, since its
   // threads and pinned memory outlive any handle the runner holds.
   void* library = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
@@ -38,8 +37,7 @@ LoadedEngine::LoadedEngine(std::string label, std::string path)
     std::string why = error != nullptr ? error : "unknown error";
     // The loader's message starts with the path as given: cut as `what` cuts it, so that the
     // reason after it stays in view.
-    if (why.starts_with(path_ + ":"))
-      why = shown(path_, kShownPathBytes) + why.substr(path_.size());
+    if (why.starts_with(path_ + ":")) why = shown_path(path_) + why.substr(path_.size());
     throw UsageError(fmt::format("{}: cannot load it: {}", what, why));
   }
   void* entry = dlsym(library, MTC_ENGINE_PLUGIN_ENTRY);
@@ -137,7 +135,7 @@ LoadedEngines load_engines(const std::map<std::string, std::string>& libraries) 
         throw UsageError(
             fmt::format("--engine-lib {}={}: the same file as --engine-lib {}: one library is one "
                         "build with one state; load a copy of it under another name",
-                        shown(label), shown(path, kShownPathBytes), shown(seen_label)));
+                        shown(label), shown_path(path), shown(seen_label)));
       }
     }
     files.emplace_back(std::move(file), label);

@@ -343,7 +343,7 @@ class SpecCompiler {
       chain.push_back(name);
       // The chain is a path through the definitions: shown as paths are.
       checks_.fail(use_path, fmt::format("definition '{}' refers to itself ({})", shown(name),
-                                         shown(join(chain, " -> "), kShownPathBytes)));
+                                         shown_path(join(chain, " -> "))));
     }
     in_progress_.push_back(name);
     NodePtr node = compile((*defs_)[name], child_path("/defs", name), depth + 1);
