@@ -235,20 +235,6 @@ TEST(DictStash, AnIdleWorkerMakesWhatItsTaskTook) {
   EXPECT_EQ(spares_once_six_or_late(pool), 6u);
 }
 
-// Asked to refill at once (BM_EngineCopy bit 524288), a worker still spinning for the next task
-// makes the dicts its task took.
-TEST(DictStash, AtOnceASpinningWorkerMakesWhatItsTaskTook) {
-  const StashSetting on(true);
-  struct AtOnce {
-    AtOnce() { dict_stash::set_refill_at_once(true); }
-    ~AtOnce() { dict_stash::set_refill_at_once(false); }
-  } at_once;
-  WorkerPool pool(1, std::chrono::seconds(5), /*anticipate=*/false);
-  take_six_on(pool);
-  EXPECT_EQ(spares_once_six_or_late(pool), 6u);
-  pool.set_spin(std::chrono::microseconds(0));
-}
-
 // Copies through the engine with the stash on, walked in parts by the pool's workers (300
 // leaves): dicts made ahead are handed out, every result is its input's structure and values,
 // and no two results share a dict.

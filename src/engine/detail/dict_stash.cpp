@@ -15,8 +15,6 @@ ProcessSwitch stash_on;  // MTC_DICT_STASH
 
 bool on() { return stash_on.on(); }
 
-std::atomic<bool> at_once{false};  // refill_at_once(): a benchmark's switch
-
 c10::impl::GenericDict make(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
                             size_t entries) {
   c10::impl::GenericDict dict(key_type, value_type);
@@ -144,10 +142,6 @@ void set_enabled(bool enable) { stash_on.set(enable); }
 void enable_from_environment(bool enable) { stash_on.set_from_environment(enable); }
 
 bool enabled() { return on(); }
-
-void set_refill_at_once(bool on) { at_once.store(on, std::memory_order_relaxed); }
-
-bool refill_at_once() { return at_once.load(std::memory_order_relaxed); }
 
 size_t thread_spares() {
   size_t spares = 0;

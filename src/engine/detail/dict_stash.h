@@ -12,10 +12,12 @@
 // empty dicts of the shapes (element types, entries) its walks took, to as many of each as they
 // took since its last complete refill, one at a time, and stops as soon as a task is queued. So a
 // training loop's step, whose gap outlasts the spin, finds its dicts made; copies that come back
-// to back keep the workers spinning and are not touched (refilling as soon as a worker found no
-// task, between such copies too, gained nothing measurable on an H200 host and was removed:
-// results/NOTES.md, 2026-11-29). The walk then takes a made dict instead of allocating one. A
-// thread that never refills (a caller that walks part of its own copy) makes its dicts on the spot.
+// to back keep the workers spinning and are not touched. Refilling as soon as a worker found no
+// task, between such copies too, gained nothing measurable on an H200 host and was removed
+// (results/NOTES.md, 2026-11-29); tried again with the previous result freed inside the copy, it
+// gained nothing there either and made steps 8-28 % slower on an H100 host (2026-12-05). The
+// walk then takes a made dict instead of allocating one. A thread that never refills (a caller
+// that walks part of its own copy) makes its dicts on the spot.
 //
 // On by default: on an H200 host it made whole copies 4.7-11 % faster in three in-process A/B
 // jobs, steps and alternating copies alike (results/NOTES.md, 2026-11-29). MTC_DICT_STASH=0 turns
@@ -60,13 +62,6 @@ void set_enabled(bool on);
 // The environment's setting, unless set_enabled() came first.
 void enable_from_environment(bool on);
 bool enabled();
-
-// Off (the default): a worker refills only when its spin ends without a task. On: also as soon
-// as it finds no task, so that copies back to back find dicts made between them (for benchmarks
-// that compare the two, BM_EngineCopy bit 524288: measured with the previous result freed
-// after the clock until 2026-11-29, when it gained nothing, and not yet with it freed inside).
-void set_refill_at_once(bool on);
-bool refill_at_once();
 
 // Dicts the calling thread keeps made (tests).
 size_t thread_spares();

@@ -157,9 +157,6 @@ void WorkerPool::run_worker(int index) {
     const auto task_queued = [this] {
       return pending_.load(std::memory_order_acquire) != 0 || stopping_.load();
     };
-    // A switch for benchmarks, off by default (dict_stash.h): output dicts made as soon as the
-    // worker is idle, between copies back to back too, as well as after the spin below.
-    if (dict_stash::refill_at_once()) dict_stash::refill(task_queued);
     const auto deadline = std::max(
         early.spin_until,
         Clock::now() + std::chrono::microseconds(spin_us_.load(std::memory_order_relaxed)));
@@ -184,7 +181,7 @@ void WorkerPool::run_worker(int index) {
       // The spin ended without a task: before sleeping, the output dicts this thread's next walk
       // will want (dict_stash.h), until a task comes. Only here: copies that come back to back
       // keep the workers spinning, and never wait behind this (making them as soon as a worker
-      // found no task was measured, and gained nothing: results/NOTES.md, 2026-11-29). Still
+      // found no task was measured twice: no gain, and slower steps; dict_stash.h). Still
       // counted as spinning: a task queued meanwhile is taken after at most one dict, without
       // waking a sleeper.
       dict_stash::refill(task_queued);
