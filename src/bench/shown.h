@@ -57,4 +57,25 @@ inline std::string shown(std::string_view text, size_t limit = kShownBytes) {
 // kShownPathBytes.
 inline std::string shown_path(std::string_view text) { return shown(text, kShownPathBytes); }
 
+// How many items of a list an error message names: a config declaring 10,000 parameters, or
+// reports from as many hosts, made a message of every name, the reason lost at its end.
+inline constexpr size_t kShownItems = 10;
+
+// The items of `items` (strings, or anything std::string_view takes) joined by `separator`, each
+// shown(): at most kShownItems, then "... (N in all)".
+template <typename Range>
+std::string shown_list(const Range& items, std::string_view separator = ", ") {
+  std::string out;
+  size_t count = 0;
+  for (const auto& item : items) {
+    if (count < kShownItems) {
+      if (count > 0) out += separator;
+      out += shown(std::string_view(item));
+    }
+    ++count;
+  }
+  if (count > kShownItems) out += "... (" + std::to_string(count) + " in all)";
+  return out;
+}
+
 }  // namespace mtc::bench

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -62,6 +63,19 @@ TEST(Shown, ControlCharactersAreEscaped) {
   }() + "... (" + std::to_string(kShownBytes + 1) + " bytes)");
   const std::string line = first_error_line({"--direction", "h2d\nrm -rf"});
   EXPECT_NE(line.find("--direction h2d\\nrm -rf: expected"), std::string::npos) << line;
+}
+
+// A list is named by its first kShownItems items, each shown(), and its length.
+TEST(Shown, AListNamesItsFirstItemsAndItsLength) {
+  EXPECT_EQ(shown_list(std::vector<std::string>{}), "");
+  EXPECT_EQ(shown_list(std::vector<std::string>{"a", "b", "c"}), "a, b, c");
+  EXPECT_EQ(shown_list(std::vector<std::string>{"a", "b"}, " vs "), "a vs b");
+  std::vector<std::string> many;
+  for (int i = 0; i < 12; ++i) many.push_back(std::to_string(i));
+  EXPECT_EQ(shown_list(many), "0, 1, 2, 3, 4, 5, 6, 7, 8, 9... (12 in all)");
+  many.resize(kShownItems);
+  EXPECT_EQ(shown_list(many).find("in all"), std::string::npos);
+  EXPECT_EQ(shown_list(std::vector<std::string>{"a\nb", kLong}), "a\\nb, " + shown(kLong));
 }
 
 // Each parser's message names the option (or the text, for the shared parsers, whose caller adds
@@ -175,6 +189,42 @@ TEST_F(LongValuesOnTheCommandLine, AConfigErrorDoesNotGrowWithTheValue) {
   const std::string key = first_error_line({"--config", config_, "--set", "/nope" + kLong + "=3"});
   EXPECT_NE(key.find("unknown key 'nopexxx"), std::string::npos) << key;
   EXPECT_EQ(key.find(std::string(kShownPathBytes + 1, 'x')), std::string::npos) << key;
+}
+
+// A config that declares thousands of names: an error lists ten of them and their number, where
+// it listed all 5,000 (a 40 KB line).
+TEST_F(LongValuesOnTheCommandLine, ManyDeclaredNamesAreNotAllListed) {
+  const std::string file = dir_ / "many.json";
+  {
+    std::ofstream out(file);
+    out << R"({"name": "t", "params": {)";
+    for (int i = 0; i < 5000; ++i) out << (i ? ", " : "") << "\"p" << i << "\": 1";
+    out << R"(}, "defs": {)";
+    for (int i = 0; i < 5000; ++i)
+      out << (i ? ", " : "") << "\"d" << i << R"(": {"tensor": {"dtype": "int8", "shape": [1]}})";
+    out << R"(}, "structure": {"list": [{"ref": "d0"}]}})";
+  }
+  const std::vector<std::vector<std::string>> commands{
+      {"--config", file, "--set", "nope=1"},
+      {"--config", file, "--sweep", "nope=1,2"},
+  };
+  for (const std::vector<std::string>& args : commands) {
+    const std::string line = first_error_line(args);
+    EXPECT_NE(line.find("unknown parameter 'nope'"), std::string::npos) << line;
+    EXPECT_NE(line.find("p0, p1, "), std::string::npos) << line;
+    EXPECT_NE(line.find("... (5000 in all)"), std::string::npos) << line;
+    EXPECT_LT(line.size(), 400u) << line.substr(0, 400);
+  }
+  std::ofstream(dir_ / "ref.json") << [&] {
+    std::ifstream in(file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    text.replace(text.rfind("\"d0\""), 4, "\"nope\"");
+    return text;
+  }();
+  const std::string line = first_error_line({"--config", dir_ / "ref.json"});
+  EXPECT_NE(line.find("unknown definition 'nope'"), std::string::npos) << line;
+  EXPECT_NE(line.find("... (5000 in all)"), std::string::npos) << line;
+  EXPECT_LT(line.size(), 400u) << line.substr(0, 400);
 }
 
 // A path is shown up to kShownPathBytes: its tail tells it from its neighbours.

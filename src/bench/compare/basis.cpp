@@ -7,6 +7,7 @@
 #include <set>
 
 #include "errors.h"
+#include "shown.h"
 
 namespace mtc::bench::compare {
 namespace {
@@ -41,7 +42,7 @@ void check_devices(const std::vector<ReportCases>& baseline,
   const auto cand = device_models(candidate);
   if (base == cand) return;
   const std::string what = fmt::format("the baseline was measured on {} and the candidate on {}",
-                                       fmt::join(base, ", "), fmt::join(cand, ", "));
+                                       shown_list(base), shown_list(cand));
   if (!options.ignore_device) {
     throw UsageError(
         what + ": times do not carry between devices (give --ignore-device to compare anyway)");
@@ -67,11 +68,11 @@ std::string paired_job(const std::vector<ReportCases>& baseline,
   if (base_sides.size() != 1 || cand_sides.size() != 1) {
     throw UsageError(
         fmt::format("A/B job {}: each input must hold one side (baseline has {}; candidate has {})",
-                    job, fmt::join(base_sides, ", "), fmt::join(cand_sides, ", ")));
+                    shown(job), shown_list(base_sides), shown_list(cand_sides)));
   }
   if (base_sides == cand_sides) {
-    throw UsageError(
-        fmt::format("A/B job {}: both inputs are its `{}` side", job, *base_sides.begin()));
+    throw UsageError(fmt::format("A/B job {}: both inputs are its `{}` side", shown(job),
+                                 shown(*base_sides.begin())));
   }
   return job;
 }
@@ -88,12 +89,10 @@ BaselineKind resolve_basis(const CompareOptions& options, bool paired,
   const auto base_days = collect(baseline, &ReportCases::day);
   const auto cand_days = collect(candidate, &ReportCases::day);
   if (base_hosts != cand_hosts) {
-    differ.push_back(
-        fmt::format("hosts {} vs {}", fmt::join(base_hosts, ", "), fmt::join(cand_hosts, ", ")));
+    differ.push_back(fmt::format("hosts {} vs {}", shown_list(base_hosts), shown_list(cand_hosts)));
   }
   if (base_days != cand_days) {
-    differ.push_back(
-        fmt::format("days {} vs {}", fmt::join(base_days, ", "), fmt::join(cand_days, ", ")));
+    differ.push_back(fmt::format("days {} vs {}", shown_list(base_days), shown_list(cand_days)));
   }
   if (differ.empty()) return BaselineKind::kFresh;
   notes.push_back(

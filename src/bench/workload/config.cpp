@@ -176,11 +176,11 @@ void apply_set(const JsonChecks& checks, Json& doc, const std::string& set) {
       for (const auto& [key, unused] : doc["params"].items()) declared.push_back(key);
     }
     const std::string guess = detail::closest_name(name, declared);
-    checks.fail(
-        path,
-        fmt::format("--set '{}': unknown parameter '{}'{}; declared in \"params\": {}", shown(set),
-                    shown(name), guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess),
-                    declared.empty() ? "none" : detail::join(declared)));
+    checks.fail(path,
+                fmt::format("--set '{}': unknown parameter '{}'{}; declared in \"params\": {}",
+                            shown(set), shown(name),
+                            guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", shown(guess)),
+                            declared.empty() ? "none" : shown_list(declared)));
   }
   doc["params"][name] = parse_set_value(checks, set.substr(eq + 1), path, 2);
 }

@@ -20,6 +20,7 @@
 #include "runner/measure/interrupt.h"
 #include "runner/strategies/engine.h"
 #include "runner/strategies/structure.h"
+#include "shown.h"
 #include "workload/summary.h"
 #include "workload/workload.h"
 
@@ -45,9 +46,9 @@ void check_swept_parameters(const std::vector<SweepAxis>& sweeps, const Config& 
     if (params.is_object()) {
       for (const auto& [name, unused] : params.items()) declared.push_back(name);
     }
-    throw UsageError(fmt::format(
-        "--sweep {}: unknown parameter '{}'; declared in \"params\": {}", axis.name, axis.name,
-        declared.empty() ? "none" : fmt::format("{}", fmt::join(declared, ", "))));
+    throw UsageError(fmt::format("--sweep {}: unknown parameter '{}'; declared in \"params\": {}",
+                                 axis.name, axis.name,
+                                 declared.empty() ? "none" : shown_list(declared)));
   }
 }
 

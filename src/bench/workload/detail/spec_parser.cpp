@@ -325,10 +325,11 @@ class SpecCompiler {
         for (const auto& [def_name, unused] : defs_->items()) names.push_back(def_name);
       }
       const std::string guess = closest_name(name, names);
-      checks_.fail(body_path,
-                   fmt::format("unknown definition '{}'{}; defined in \"defs\": {}", shown(name),
-                               guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", guess),
-                               names.empty() ? "none" : join(names)));
+      checks_.fail(
+          body_path,
+          fmt::format("unknown definition '{}'{}; defined in \"defs\": {}", shown(name),
+                      guess.empty() ? "" : fmt::format(" (did you mean '{}'?)", shown(guess)),
+                      names.empty() ? "none" : shown_list(names)));
     }
     return compile_def(name, body_path, depth);
   }
