@@ -23,6 +23,7 @@
 #include "detail/key_interner.h"
 #include "detail/leaf_router.h"
 #include "detail/outputs.h"
+#include "detail/prefetch.h"
 #include "detail/structure.h"
 #include "detail/version_pool.h"
 #include "mtc/copier.h"
@@ -93,7 +94,25 @@ enum Parts {
                           // free, without the input tensors' counts (which kContainersOnly's
                           // outputs share with the input)
   kNoFreeAhead,           // the whole result, its outputs not chained for the free (outputs.h)
+  kDemoted,               // the whole result, its outputs' lines demoted to the shared cache
+                          // as the walk finishes them (prefetch.h, g_demote)
+  kPulled,                // the whole result, its tensors' lines asked for by the freeing thread
+                          // once the walk is done (as a get() could while it waits), untimed
 };
+
+// Asks for the lines of every tensor's TensorImpl in `v`, for writing: they come to the calling
+// thread's caches from wherever the walk left them.
+void pull_tensor_lines(const c10::IValue& v) {
+  if (v.isTensor()) {
+    mtc::detail::prefetch::lines_for_write(v.unsafeToTensorImpl(), sizeof(c10::TensorImpl), 4);
+  } else if (v.isList()) {
+    for (const c10::IValue& item : v.toListRef()) pull_tensor_lines(item);
+  } else if (v.isTuple()) {
+    for (const c10::IValue& item : v.toTupleRef().elements()) pull_tensor_lines(item);
+  } else if (v.isGenericDict()) {
+    for (const auto& entry : v.toGenericDict()) pull_tensor_lines(entry.value());
+  }
+}
 
 // `v` with None in place of every tensor, its lists and dicts holding any value.
 c10::IValue without_tensors(const c10::IValue& v) {
@@ -143,6 +162,7 @@ class PartsSwitches {
     mtc::detail::version_pool::set_enabled(parts != kNoVersionPool);
     mtc::detail::key_interner::set_enabled(parts != kSharedKeys && parts != kContainersSharedKeys);
     mtc::detail::set_free_ahead(parts != kNoFreeAhead);
+    mtc::detail::prefetch::set_demote(parts == kDemoted);
   }
   PartsSwitches(const PartsSwitches&) = delete;
   PartsSwitches& operator=(const PartsSwitches&) = delete;
@@ -150,6 +170,7 @@ class PartsSwitches {
     mtc::detail::version_pool::set_enabled(pool_was_on_);
     mtc::detail::key_interner::set_enabled(interning_was_on_);
     mtc::detail::set_free_ahead(true);
+    mtc::detail::prefetch::set_demote(false);
   }
 
  private:
@@ -253,6 +274,7 @@ void BM_FreeBesideWalk(benchmark::State& state) {
     walker.wait();
     state.SetIterationTime(mtc::microbench::seconds_since(t0));
     previous = std::move(next);
+    if (parts == kPulled) pull_tensor_lines(previous);
   }
   walker.run_and_wait([&] { previous = c10::IValue(); });
   state.counters["free_us"] = mtc::microbench::median_of(frees) * 1e6;
@@ -310,7 +332,9 @@ BENCHMARK(BM_FreeBesideWalk)
                    {kWhole, kContainersOnly, kContainersNoLeaves}})
     ->ArgsProduct({{1},
                    {kAlone, kBesideWalk},
-                   {kNoVersionCounter, kNoVersionPool, kSharedKeys, kNoFreeAhead}})
+                   {kNoVersionCounter, kNoVersionPool, kSharedKeys, kNoFreeAhead, kDemoted,
+                    kPulled}})
+    ->ArgsProduct({{0}, {kAlone, kBesideWalk}, {kDemoted}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchViews)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);
