@@ -104,7 +104,7 @@ enum Parts {
 // thread's caches from wherever the walk left them.
 void pull_tensor_lines(const c10::IValue& v) {
   if (v.isTensor()) {
-    mtc::detail::prefetch::lines_for_write(v.unsafeToTensorImpl(), sizeof(c10::TensorImpl), 4);
+    mtc::detail::prefetch::lines_for_write(v.unsafeToTensorImpl(), sizeof(c10::TensorImpl), 8);
   } else if (v.isList()) {
     for (const c10::IValue& item : v.toListRef()) pull_tensor_lines(item);
   } else if (v.isTuple()) {

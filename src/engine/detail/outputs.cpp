@@ -96,7 +96,6 @@ class OutputImpl final : public c10::TensorImpl {
   // The output a free in the structure's order reaches kFreeAhead outputs after this one.
   const void* free_ahead_ = nullptr;
 
- private:
   // The lines an OutputImpl can span, wherever it starts (it is at most four lines long).
   static constexpr size_t kMaxLines = 5;
 };
@@ -225,7 +224,8 @@ void chain_for_free(c10::TensorImpl* earlier, const c10::TensorImpl* later) {
     static_cast<OutputImpl*>(earlier)->free_ahead_ = later;
   // `earlier` is finished (the walk writes an output last here): off to the shared cache, where
   // the thread that frees it finds it (prefetch.h, g_demote).
-  if (prefetch::demote_enabled()) prefetch::demote_lines(earlier, sizeof(OutputImpl), 4);
+  if (prefetch::demote_enabled())
+    prefetch::demote_lines(earlier, sizeof(OutputImpl), OutputImpl::kMaxLines);
 }
 
 const void* chained_for_free(const c10::TensorImpl& impl) {

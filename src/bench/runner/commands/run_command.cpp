@@ -47,7 +47,7 @@ void check_swept_parameters(const std::vector<SweepAxis>& sweeps, const Config& 
       for (const auto& [name, unused] : params.items()) declared.push_back(name);
     }
     throw UsageError(fmt::format("--sweep {}: unknown parameter '{}'; declared in \"params\": {}",
-                                 axis.name, axis.name,
+                                 shown(axis.name), shown(axis.name),
                                  declared.empty() ? "none" : shown_list(declared)));
   }
 }
