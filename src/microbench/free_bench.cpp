@@ -94,8 +94,6 @@ enum Parts {
                           // free, without the input tensors' counts (which kContainersOnly's
                           // outputs share with the input)
   kNoFreeAhead,           // the whole result, its outputs not chained for the free (outputs.h)
-  kDemoted,               // the whole result, its outputs' lines demoted to the shared cache
-                          // as the walk finishes them (prefetch.h, g_demote)
   kPulled,                // the whole result, its tensors' lines asked for by the freeing thread
                           // once the walk is done (as a get() could while it waits), untimed
 };
@@ -162,7 +160,6 @@ class PartsSwitches {
     mtc::detail::version_pool::set_enabled(parts != kNoVersionPool);
     mtc::detail::key_interner::set_enabled(parts != kSharedKeys && parts != kContainersSharedKeys);
     mtc::detail::set_free_ahead(parts != kNoFreeAhead);
-    mtc::detail::prefetch::set_demote(parts == kDemoted);
   }
   PartsSwitches(const PartsSwitches&) = delete;
   PartsSwitches& operator=(const PartsSwitches&) = delete;
@@ -170,7 +167,6 @@ class PartsSwitches {
     mtc::detail::version_pool::set_enabled(pool_was_on_);
     mtc::detail::key_interner::set_enabled(interning_was_on_);
     mtc::detail::set_free_ahead(true);
-    mtc::detail::prefetch::set_demote(false);
   }
 
  private:
@@ -332,9 +328,7 @@ BENCHMARK(BM_FreeBesideWalk)
                    {kWhole, kContainersOnly, kContainersNoLeaves}})
     ->ArgsProduct({{1},
                    {kAlone, kBesideWalk},
-                   {kNoVersionCounter, kNoVersionPool, kSharedKeys, kNoFreeAhead, kDemoted,
-                    kPulled}})
-    ->ArgsProduct({{0}, {kAlone, kBesideWalk}, {kDemoted}})
+                   {kNoVersionCounter, kNoVersionPool, kSharedKeys, kNoFreeAhead, kPulled}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchViews)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);

@@ -62,32 +62,6 @@ TEST(FreeAhead, TurnedOffNothingIsChained) {
     EXPECT_EQ(chained_for_free(*v.toTensor().unsafeGetTensorImpl()), nullptr);
 }
 
-// Demoting finished outputs (prefetch::set_demote) is a hint to the caches: the walk chains and
-// the result reads the same with it on, on any x86 processor (a no-op where CLDEMOTE is missing).
-TEST(FreeAhead, DemotedOutputsAreChainedAndReadTheSame) {
-  const FreeAheadOn restore;
-  struct DemoteOff {
-    ~DemoteOff() { mtc::detail::prefetch::set_demote(false); }
-  } demote_off;
-  mtc::detail::prefetch::set_demote(true);
-  const Routed r(list_of(10), kGpu);
-  const c10::List<c10::IValue> out = r.out.toList();
-  ASSERT_EQ(out.size(), 10u);
-  for (size_t i = 0; i < out.size(); ++i) {
-    const at::Tensor t = out.get(i).toTensor();
-    EXPECT_EQ(t.numel(), static_cast<int64_t>(i + 1));
-    const void* expected = i + kFreeAhead < out.size()
-                               ? out.get(i + kFreeAhead).toTensor().unsafeGetTensorImpl()
-                               : nullptr;
-    EXPECT_EQ(chained_for_free(*t.unsafeGetTensorImpl()), expected) << "output " << i;
-  }
-  // With the free's chain off, nothing is chained; the outputs are demoted all the same.
-  set_free_ahead(false);
-  const Routed unchained(list_of(6), kGpu);
-  for (const c10::IValue& v : unchained.out.toList().vec())
-    EXPECT_EQ(chained_for_free(*v.toTensor().unsafeGetTensorImpl()), nullptr);
-}
-
 TEST(FreeAhead, TensorsNotMadeByTheEngineAreNeverChained) {
   const FreeAheadOn restore;
   set_free_ahead(true);

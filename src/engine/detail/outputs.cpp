@@ -96,6 +96,7 @@ class OutputImpl final : public c10::TensorImpl {
   // The output a free in the structure's order reaches kFreeAhead outputs after this one.
   const void* free_ahead_ = nullptr;
 
+ private:
   // The lines an OutputImpl can span, wherever it starts (it is at most four lines long).
   static constexpr size_t kMaxLines = 5;
 };
@@ -218,14 +219,9 @@ void set_copied_shape(bool on) { copied_shape.store(on, std::memory_order_relaxe
 void set_free_ahead(bool on) { free_ahead.store(on, std::memory_order_relaxed); }
 
 void chain_for_free(c10::TensorImpl* earlier, const c10::TensorImpl* later) {
-  if (earlier == nullptr || typeid(*earlier) != typeid(OutputImpl)) return;
-  if (later != nullptr && typeid(*later) == typeid(OutputImpl) &&
-      free_ahead.load(std::memory_order_relaxed))
-    static_cast<OutputImpl*>(earlier)->free_ahead_ = later;
-  // `earlier` is finished (the walk writes an output last here): off to the shared cache, where
-  // the thread that frees it finds it (prefetch.h, g_demote).
-  if (prefetch::demote_enabled())
-    prefetch::demote_lines(earlier, sizeof(OutputImpl), OutputImpl::kMaxLines);
+  if (earlier == nullptr || later == nullptr || !free_ahead.load(std::memory_order_relaxed)) return;
+  if (typeid(*earlier) != typeid(OutputImpl) || typeid(*later) != typeid(OutputImpl)) return;
+  static_cast<OutputImpl*>(earlier)->free_ahead_ = later;
 }
 
 const void* chained_for_free(const c10::TensorImpl& impl) {

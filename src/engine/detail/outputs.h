@@ -61,7 +61,6 @@ void set_copied_shape(bool on);
 // chain_for_free(earlier, later) has `earlier`'s free ask for `later`'s lines, for two outputs
 // the same walk made kFreeAhead apart in that order, both alive (both held by the structure
 // being built). Outputs that are not the engine's own, or the setting off, are left unchained.
-// With prefetch::set_demote(true), `earlier`'s lines are also demoted to the shared cache.
 inline constexpr size_t kFreeAhead = 3;
 void chain_for_free(c10::TensorImpl* earlier, const c10::TensorImpl* later);
 // On by default; off, no output is chained (for benchmarks that compare the two in one process).

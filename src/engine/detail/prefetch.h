@@ -54,33 +54,6 @@ inline void lines_for_write(const void* p, size_t bytes, size_t max_lines) {
   lines_of<1>(p, bytes, max_lines);
 }
 
-// Outputs made on a worker are read and freed later by another thread, the caller's. After a
-// step's gap their lines may still sit in the worker's own caches, so that the caller's free
-// beside the next walk asks that busy core for each of them: a guess at why the free took 1.8x
-// its time alone beside a walk on the GPU host (results/NOTES.md, 2026-12-05, afternoon; on the
-// CPU machine, lines pulled to the freeing thread first changed nothing). CLDEMOTE moves a line
-// from this core's private caches toward the shared cache, where another core reads it without
-// asking this one; processors without it run it as a no-op. Off by default until measured on the
-// GPU host (BM_EngineCopy bit 524288, BM_FreeBesideWalk's kDemoted).
-inline std::atomic<bool> g_demote{false};
-inline void set_demote(bool on) { g_demote.store(on, std::memory_order_relaxed); }
-inline bool demote_enabled() { return g_demote.load(std::memory_order_relaxed); }
-
-// Demotes the first `max_lines` cache lines of [p, p + bytes) (see g_demote).
-inline void demote_lines(const void* p, size_t bytes, size_t max_lines) {
-#if defined(__x86_64__)
-  const auto start = reinterpret_cast<uintptr_t>(p) & ~uintptr_t{kLine - 1};
-  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
-  size_t n = 0;
-  for (uintptr_t at = start; at < end && n < max_lines; at += kLine, ++n)
-    asm volatile("cldemote %0" : : "m"(*reinterpret_cast<const char*>(at)));
-#else
-  (void)p;
-  (void)bytes;
-  (void)max_lines;
-#endif
-}
-
 // A child's header: a tensor's TensorImpl (whole), a container's object (its first two lines:
 // its count and its elements' or table's address). Reads only the IValue itself.
 inline void header(const c10::IValue& v) {
