@@ -66,6 +66,9 @@ AsyncCopyHandle::~AsyncCopyHandle() {
 // The result is built while the device still writes the new tensors: the engine hands them
 // over once they exist, and only then is completion awaited.
 py::object AsyncCopyHandle::get() {
+  if (cleared_)
+    throw std::runtime_error(
+        "mtc: this handle was cleared by the garbage collector, which found it unreachable");
   if (result_) return result_;
   raise_if_build_failed();
   // On the thread that builds the result, from Python code the build runs: waiting for the lock
@@ -145,6 +148,30 @@ void AsyncCopyHandle::raise_if_build_failed() const {
   if (!build_error_) return;
   PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(build_error_.ptr())), build_error_.ptr());
   throw py::error_already_set();
+}
+
+int AsyncCopyHandle::traverse(visitproc visit, void* arg) const {
+  if (structure_) {
+    if (const int stop = structure_->traverse(visit, arg)) return stop;
+  }
+  Py_VISIT(ahead_.ptr());
+  Py_VISIT(built_.ptr());
+  Py_VISIT(result_.ptr());
+  Py_VISIT(build_error_.ptr());
+  // Not ahead_created_'s tensor objects: they are offered ones (PyStructure::traverse says why).
+  return 0;
+}
+
+// Each reference leaves its member before it is dropped: dropping one may run Python code,
+// which must find the handle as traverse() would. A handle whose result is being built is
+// reachable from that call, so the collector never gets here then; the check only makes sure.
+void AsyncCopyHandle::clear() {
+  if (building_.load() != std::thread::id()) return;
+  cleared_ = true;
+  ahead_created_.reset();  // unique_ptr::reset lets go of the pointer before deleting
+  const py::object dropped[] = {std::move(ahead_), std::move(built_), std::move(result_),
+                                std::move(build_error_)};
+  if (structure_) structure_->drop_tape();
 }
 
 py::dict AsyncCopyHandle::stats() const {

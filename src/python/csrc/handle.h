@@ -44,6 +44,13 @@ class AsyncCopyHandle {
   // The target and the CopyOptions this copy was given, after coercion: what reached the engine.
   pybind11::dict options() const;
 
+  // For the garbage collector (module.cpp's type setup): an opaque leaf, a key or the result can
+  // refer back to the handle. traverse() visits the Python objects the handle holds that could
+  // (PyStructure::traverse); clear() drops those while the copy runs, for a handle that only a
+  // cycle of garbage reaches; get() then raises. The GIL must be held.
+  int traverse(visitproc visit, void* arg) const;
+  void clear();
+
  private:
   void build(c10::IValue output);
   // build(), remembering its error: the engine's output is gone with it, so a later get() raises
@@ -76,6 +83,7 @@ class AsyncCopyHandle {
   // The thread building the result, while it does (Python code that the build runs, a named
   // tuple's constructor or a key's __hash__, could call get() on this handle from it).
   std::atomic<std::thread::id> building_{};
+  bool cleared_ = false;  // by the garbage collector; the GIL guards it
 };
 
 // Walks `data` and starts the engine's copy; an invalid argument is the engine's ValueError.

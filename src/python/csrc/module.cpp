@@ -29,6 +29,33 @@ std::unique_ptr<AsyncCopyHandle> start_binding(
   return start(data, target, options);
 }
 
+// The handle's type takes part in the garbage collector's cycle search: an opaque leaf, a key or
+// the result can refer back to the handle (`box.handle = mtc.start_copy([t, box], dev)`), and a
+// cycle through a type the collector cannot see is never freed. pybind11 tracks each instance
+// as it is allocated, before its handle exists: is_holder_constructed() tells. The type is final:
+// a Python subclass's first instance would be tracked before pybind11 had laid it out. No cast
+// that could throw: these run inside the collector.
+AsyncCopyHandle* handle_of(PyObject* self) {
+  if (!py::detail::is_holder_constructed(self)) return nullptr;
+  return reinterpret_cast<py::detail::instance*>(self)
+      ->get_value_and_holder()
+      .value_ptr<AsyncCopyHandle>();
+}
+
+void collected_type(PyHeapTypeObject* heap_type) {
+  PyTypeObject* type = &heap_type->ht_type;
+  type->tp_flags |= Py_TPFLAGS_HAVE_GC;
+  type->tp_traverse = [](PyObject* self, visitproc visit, void* arg) {
+    Py_VISIT(Py_TYPE(self));  // a heap type's instances hold a reference to it
+    const AsyncCopyHandle* handle = handle_of(self);
+    return handle != nullptr ? handle->traverse(visit, arg) : 0;
+  };
+  type->tp_clear = [](PyObject* self) {
+    if (AsyncCopyHandle* handle = handle_of(self)) handle->clear();
+    return 0;
+  };
+}
+
 }  // namespace
 }  // namespace mtc::python
 
@@ -40,7 +67,8 @@ PYBIND11_MODULE(_C, m) {
 
   py::class_<AsyncCopyHandle>(m, "AsyncCopyHandle",
                               "The pending result of start_copy(). Dropping an unfinished handle "
-                              "waits for its device work.")
+                              "waits for its device work.",
+                              py::is_final(), py::custom_type_setup(mtc::python::collected_type))
       .def(
           "ready", &AsyncCopyHandle::ready,
           "True once every copy has completed; never blocks. Raises the copy's error if it failed.")

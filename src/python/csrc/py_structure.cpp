@@ -34,18 +34,22 @@ PyStructure::~PyStructure() {
   release_lent();
 }
 
+// Each vector of references leaves the structure before the first one is dropped: dropping one
+// may run Python code (a __del__, the garbage collector), which must find only the references
+// still held (traverse()).
+void PyStructure::drop_tape() {
+  for (const Node& node : std::exchange(tape_, {})) Py_XDECREF(node.object);
+}
+
 void PyStructure::clear() {
-  for (const Node& node : tape_) Py_XDECREF(node.object);
-  tape_.clear();
+  drop_tape();
   // Noted but not taken in (the walk failed).
-  for (PyObject* object : leaf_objects_) Py_XDECREF(object);
-  leaf_objects_.clear();
+  for (PyObject* object : std::exchange(leaf_objects_, {})) Py_XDECREF(object);
   array_tensors_.clear();
   leaves_taken_ = 0;
   arrays_taken_ = 0;
   // Offered but not reused (the result took the others), or the copy failed.
-  for (PyObject* object : offered_) Py_XDECREF(object);
-  offered_.clear();
+  for (PyObject* object : std::exchange(offered_, {})) Py_XDECREF(object);
   offered_bytes_.clear();
   // Not handed to the engine (the walk failed): its lent tensors are the walk's alone.
   forget_lent_tensors();
@@ -85,10 +89,14 @@ void PyStructure::release_lent() {
     }
   }
   engine_input_ = c10::IValue();
-  for (PyObject* object : lent_objects_) Py_DECREF(object);
-  lent_objects_.clear();
   lent_.clear();
   roots_.clear();
+  for (PyObject* object : std::exchange(lent_objects_, {})) Py_DECREF(object);
+}
+
+int PyStructure::traverse(visitproc visit, void* arg) const {
+  for (const Node& node : tape_) Py_VISIT(node.object);
+  return 0;
 }
 
 void PyStructure::take_tensor_leaves() {

@@ -115,9 +115,20 @@ class PyStructure {
   // Drops the references to the input's keys and opaque leaves (and to tensors not yet handed to
   // the engine); the GIL must be held. Lent tensors stay lent.
   void clear();
+  // Drops only the references to the input's keys, containers' extras and opaque leaves: what
+  // the garbage collector may take from a handle while its copy runs (the engine never reads
+  // them; offered objects, which it may be writing, stay). No result can be built after it.
+  void drop_tape();
   // Takes the lent tensors back from the engine's input and drops their Python objects. Only
   // once the engine is done with its input (its handle destroyed); the GIL must be held.
   void release_lent();
+  // Visits the tape's objects (keys, containers' extras, opaque leaves) for the garbage collector
+  // of its handle: any of them can refer back to the handle. Not the offered and lent tensor
+  // objects: the engine may be using their tensors, and a tensor the collector found unreachable
+  // would have its tensor cleared under the engine's workers. Unvisited, they count as held from
+  // outside, so a cycle through a lent tensor's own attributes is not freed. Only once the walk
+  // is over (its noted leaves are in no other vector then). The GIL must be held.
+  int traverse(visitproc visit, void* arg) const;
 
  private:
   struct Node {

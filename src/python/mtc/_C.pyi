@@ -1,14 +1,16 @@
 """Types and documentation of mtc._C, the binding of the mtc copier engine."""
 
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Optional, Sequence, Union, final
 
 __version__: str
 
+@final
 class AsyncCopyHandle:
     """The pending result of :func:`start_copy`.
 
     Dropping a handle whose copy has not completed waits for the copy's device work (with the
-    GIL released), so no buffer still in flight is freed.
+    GIL released), so no buffer still in flight is freed. A handle in a reference cycle (an
+    opaque leaf or the result referring back to it) is freed by the garbage collector.
     """
 
     def ready(self) -> bool:
