@@ -104,7 +104,7 @@ def test_a_cycle_freed_while_its_copy_runs_waits_for_it_and_later_copies_are_rig
 
 
 def copy_in_cycles_to_the_gpu(in_flight):
-    device = torch.device("cuda")
+    device = torch.device("cuda:0")
     batch = {f"k{i}": [torch.full((3,), float(i)), torch.arange(i + 1)] for i in range(64)}
     refs = []
     for _ in range(10):
@@ -143,7 +143,7 @@ def test_a_cycle_freed_while_the_engine_reads_tensors_only_it_holds():
         del box, tensors
         gc.collect()
         out = mtc.start_copy(expected, "cuda").get()
-        assert_copied(out, expected, torch.device("cuda"))
+        assert_copied(out, expected, torch.device("cuda:0"))
     assert all(r() is None for r in refs)
 
 
