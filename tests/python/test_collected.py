@@ -10,7 +10,6 @@ import functools
 import gc
 import weakref
 
-import pytest
 import torch
 
 import mtc
@@ -18,31 +17,13 @@ from support import assert_copied, gpu_mark
 
 
 class Box:
-    """An opaque leaf: the walk keeps it as it is, the result holds the same object."""
-
-
-class Key:
-    """A dict key that can hold a reference (a string cannot)."""
-
-    def __hash__(self):
-        return 7
-
-    def __eq__(self, other):
-        return self is other
+    """An opaque leaf, or a dict key, that can hold a reference (a string cannot): the walk keeps it
+    as it is, the result holds the same object."""
 
 
 def collected(ref):
-    gc.collect()
+    gc.collect()  # collects whether or not automatic collection is enabled
     return ref() is None
-
-
-@pytest.fixture(autouse=True)
-def collector_on():
-    was_enabled = gc.isenabled()
-    gc.enable()
-    yield
-    if not was_enabled:
-        gc.disable()
 
 
 def test_a_handle_is_tracked_and_its_referents_are_what_it_holds():
@@ -75,7 +56,7 @@ def test_a_cycle_through_the_result_is_freed_after_get():
 
 
 def test_a_cycle_through_a_dict_key_is_freed():
-    key = Key()
+    key = Box()
     key.handle = mtc.start_copy({key: torch.ones(2), "b": torch.zeros(1)}, "cpu")
     ref = weakref.ref(key)
     del key
