@@ -47,8 +47,10 @@
 #   compares them) and run-1.md beside the first (a run to commit as a report needs both).
 # "ab" runs N jobs of the in-process A/B (scripts/perf-trust.sh over scripts/perf-ci.sh): this
 #   tree's engine as the baseline library against this tree's mtc-bench (an A/A job), or against
-#   the mtc-bench of CANDIDATE_DIR (a copy of the tree with a change to measure). Files:
-#   build.log, trust.md, trust.json. MTC_PERF_* settings pass through (e.g. MTC_PERF_COMPARE_ARGS).
+#   the mtc-bench of CANDIDATE_DIR (a copy of the tree with a change to measure). MTC_AB_BASE=DIR
+#   makes the source folder DIR the baseline instead of this tree (this tree with a change is then
+#   the candidate). Files: build.log, trust.md, trust.json. MTC_PERF_* settings pass through (e.g.
+#   MTC_PERF_COMPARE_ARGS).
 # "microbench" builds the engine's tests and mtc_engine_bench only, runs the engine's tests, then
 #   the micro-benchmarks matching FILTER (a Google Benchmark regex), five repetitions each
 #   (MTC_MICROBENCH_REPETITIONS, 1 to 99, for a question five cannot answer) in
@@ -194,8 +196,10 @@ if [[ "$mode" == ab ]]; then
   candidate=("${@:4}")
   # This build is the candidate unless another tree is given (perf-ci builds that one).
   (( ${#candidate[@]} )) || export MTC_PERF_CANDIDATE_BUILD="$MTC_BUILD_DIR"
-  step "in-process A/B: $count jobs, baseline this tree${candidate:+, candidate ${candidate[*]}}"
-  MTC_PERF_WORK="${MTC_PERF_WORK:-/tmp/perf-ci}" bash scripts/perf-trust.sh "$count" "$out" . "${candidate[@]}" ||
+  base="${MTC_AB_BASE:-.}"
+  [[ -d "$base" ]] || { echo "ab: MTC_AB_BASE is not a folder: $base" >&2; exit 2; }
+  step "in-process A/B: $count jobs, baseline ${MTC_AB_BASE:-this tree}, candidate ${candidate[*]:-this tree}"
+  MTC_PERF_WORK="${MTC_PERF_WORK:-/tmp/perf-ci}" bash scripts/perf-trust.sh "$count" "$out" "$base" "${candidate[@]}" ||
     status=1
   step "done (status $status)"
   exit $status
