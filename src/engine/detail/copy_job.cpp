@@ -12,6 +12,7 @@
 
 #include "detail/cuda_check.h"
 #include "detail/driver_warmup.h"
+#include "detail/key_interner.h"
 #include "detail/outputs.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
@@ -43,7 +44,9 @@ CopyJob::CopyJob(c10::IValue input, c10::Device target, const CopyOptions& optio
       pool_(pool),
       reuse_(std::move(reuse)),
       feed_(std::move(feed)),
-      router_(target, options_, stats_, reuse_.get()) {}
+      router_(target, options_, stats_, reuse_.get()) {
+  key_interner::next_generation();
+}
 
 CopyJob::~CopyJob() { wait_noexcept(); }
 
