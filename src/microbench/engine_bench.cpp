@@ -137,8 +137,6 @@ void BM_EngineCopy(benchmark::State& state) {
   const bool stash_setting = mtc::detail::dict_stash::enabled();
   if (state.range(1) & 262144) mtc::detail::dict_stash::set_enabled(true);
   if (state.range(1) & 1048576) mtc::detail::dict_stash::set_enabled(false);
-  // Bit 524288: output dicts' keys of one generation in every copy (key_interner.h).
-  mtc::detail::key_interner::set_alternating(!(state.range(1) & 524288));
   // Bit 2097152: the caller's current stream is one of torch's pool, not the default (legacy)
   // stream, which the driver orders against every other blocking stream of the device.
   std::optional<c10::cuda::CUDAStreamGuard> stream_guard;
@@ -242,7 +240,6 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::version_pool::set_enabled(true);
   mtc::detail::key_interner::set_enabled(true);
   mtc::detail::dict_stash::set_enabled(stash_setting);
-  mtc::detail::key_interner::set_alternating(true);
   mtc::detail::driver_warmup::set_enabled(warmup_setting);
   mtc::detail::prefetch::set_enabled(true);
   mtc::detail::WorkerPool::set_warm_worker_first(true);
@@ -260,9 +257,8 @@ void BM_EngineCopy(benchmark::State& state) {
 // leaves, 32768 the caller spins through the gap, 65536 with 256: freed after get() instead,
 // 131072 output dicts share the input's keys, 262144 output dicts made ahead (in the notes of
 // 2026-11-29 and before, cases without this bit had none; now they follow MTC_DICT_STASH, on by
-// default), 524288 output dicts' keys of one generation in every copy (key_interner.h; until
-// 2026-12-05 outputs' lines demoted to the shared cache, and the dict stash's at-once refill
-// before: each measured without a gain and removed), 1048576 none
+// default), 524288 unused (outputs' lines demoted to the shared cache until 2026-12-05, and the
+// dict stash's at-once refill before: each measured without a gain and removed), 1048576 none
 // made ahead, 2097152 a current stream from torch's pool, 4194304 no driver warm-up ahead of a
 // copy, 8388608 no prefetching in the walk and the fill, 16777216 with 256: the previous result's
 // tensors offered to the copy as its outputs (ReusableOutputs), 33554432 the warmed worker gets no
@@ -279,7 +275,6 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 391});
   b->Args({1, 1073742215});  // 391 with outputs freed without asking for the next ones' lines
   b->Args({1, 16777607});    // 391 with the previous result's tensors offered as the outputs
-  b->Args({1, 524679});      // 391 with the keys of one generation
   b->Args({1, 23})->Args({8, 23})->Args({1, 39});
   b->Args({1, 6})->Args({1, 5})->Args({1, 3});
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
@@ -289,7 +284,6 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 131079});     // hot with the input's keys in the output dicts
   b->Args({1, 262151});     // hot with output dicts made ahead
   b->Args({1, 1048583});    // hot without output dicts made ahead
-  b->Args({1, 524295});     // hot with the keys of one generation
   b->Args({1, 2097159});    // hot on a stream from torch's pool
   b->Args({1, 8388615});    // hot without prefetching
   b->Args({1, 536870919});  // hot with helpers queued only after the first element
@@ -320,9 +314,7 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                // 399 and 1423 without device memory made ahead
                268435855, 268436879,
                // 399 and 1423 with outputs freed without asking for the next ones' lines
-               1073742223, 1073743247,
-               // 399 and 1423 with the keys of one generation
-               524687, 525711});
+               1073742223, 1073743247});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(
@@ -337,9 +329,7 @@ void d2h_gap_args(benchmark::internal::Benchmark* b) {
           // 399 and 1423 with outputs' shapes computed
           134218127, 134219151,
           // 399 and 1423 with outputs freed without asking for the next ones' lines
-          1073742223, 1073743247,
-          // 399 and 1423 with the keys of one generation
-          524687, 525711});
+          1073742223, 1073743247});
 }
 
 }  // namespace
@@ -351,9 +341,7 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 7})
     ->Args({1, 262151})   // hot with output dicts made ahead
     ->Args({1, 1048583})  // hot without output dicts made ahead
-    ->Args({1, 524295})   // hot with the keys of one generation
     ->Args({1, 391})      // the previous result freed inside the copy, beside the walk
-    ->Args({1, 524679})   // 391 with the keys of one generation
     ->Args({1, 4103})
     ->Args({8, 7})
     ->Args({8, 4103})

@@ -96,8 +96,6 @@ enum Parts {
   kNoFreeAhead,           // the whole result, its outputs not chained for the free (outputs.h)
   kPulled,                // the whole result, its tensors' lines asked for by the freeing thread
                           // once the walk is done (as a get() could while it waits), untimed
-  kOneGeneration,         // the whole result, its keys of one generation in every walk (as
-                          // before key_interner.h's two)
 };
 
 // Asks for the lines of every tensor's TensorImpl in `v`, for writing: they come to the calling
@@ -162,7 +160,6 @@ class PartsSwitches {
     mtc::detail::version_pool::set_enabled(parts != kNoVersionPool);
     mtc::detail::key_interner::set_enabled(parts != kSharedKeys && parts != kContainersSharedKeys);
     mtc::detail::set_free_ahead(parts != kNoFreeAhead);
-    mtc::detail::key_interner::set_alternating(parts != kOneGeneration);
   }
   PartsSwitches(const PartsSwitches&) = delete;
   PartsSwitches& operator=(const PartsSwitches&) = delete;
@@ -170,7 +167,6 @@ class PartsSwitches {
     mtc::detail::version_pool::set_enabled(pool_was_on_);
     mtc::detail::key_interner::set_enabled(interning_was_on_);
     mtc::detail::set_free_ahead(true);
-    mtc::detail::key_interner::set_alternating(true);
   }
 
  private:
@@ -179,10 +175,8 @@ class PartsSwitches {
 };
 
 // The engine's walk of `source` into `result`, as a pool worker runs it (no CUDA call is made);
-// kNoVersionCounter's walk runs in InferenceMode. Each walk stands for a copy: it starts the
-// next generation of keys, as a copy's start does (key_interner.h).
+// kNoVersionCounter's walk runs in InferenceMode.
 void walk_result(const ResultSource& source, Parts parts, c10::IValue& result) {
-  mtc::detail::key_interner::next_generation();
   std::optional<c10::InferenceMode> no_version_counters;
   if (parts == kNoVersionCounter) no_version_counters.emplace(true);
   const mtc::CopyOptions options;
@@ -334,9 +328,7 @@ BENCHMARK(BM_FreeBesideWalk)
                    {kWhole, kContainersOnly, kContainersNoLeaves}})
     ->ArgsProduct({{1},
                    {kAlone, kBesideWalk},
-                   {kNoVersionCounter, kNoVersionPool, kSharedKeys, kNoFreeAhead, kPulled,
-                    kOneGeneration}})
-    ->ArgsProduct({{0}, {kAlone, kBesideWalk}, {kOneGeneration}})
+                   {kNoVersionCounter, kNoVersionPool, kSharedKeys, kNoFreeAhead, kPulled}})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_TorchViews)->Arg(0)->Arg(1)->UseManualTime()->Unit(benchmark::kMicrosecond);

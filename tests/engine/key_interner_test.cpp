@@ -72,30 +72,6 @@ TEST(KeyInterner, OutputKeysEqualTheInputsButAreTheThreadsOwn) {
   walker.join();
 }
 
-// Each copy's start moves to the other generation of strings: two copies in a row hold different
-// key objects, every other copy the same; with the generations off, every copy the same.
-TEST(KeyInterner, CopiesInARowTakeTheTwoGenerationsInTurn) {
-  ASSERT_TRUE(key_interner::alternating());
-  std::thread walker([] {
-    const c10::IValue input = dict_of({"boxes", "labels"});
-    const auto first = key_objects(copy_of(input));
-    key_interner::next_generation();
-    const auto second = key_objects(copy_of(input));
-    key_interner::next_generation();
-    const auto third = key_objects(copy_of(input));
-    for (size_t i = 0; i < first.size(); ++i) EXPECT_NE(second[i], first[i]);
-    EXPECT_EQ(third, first);
-    // Two generations of two texts: the table counts the texts.
-    EXPECT_EQ(key_interner::thread_strings(), 2u);
-    key_interner::set_alternating(false);
-    const auto one = key_objects(copy_of(input));
-    key_interner::next_generation();
-    EXPECT_EQ(key_objects(copy_of(input)), one);
-    key_interner::set_alternating(true);
-  });
-  walker.join();
-}
-
 TEST(KeyInterner, AStringLivesWhileAnOutputHoldsItAfterItsThreadExited) {
   c10::IValue kept;
   c10::weak_intrusive_ptr<c10::ivalue::ConstantString> weak(

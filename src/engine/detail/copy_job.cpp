@@ -12,7 +12,6 @@
 
 #include "detail/cuda_check.h"
 #include "detail/driver_warmup.h"
-#include "detail/key_interner.h"
 #include "detail/outputs.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
@@ -44,9 +43,7 @@ CopyJob::CopyJob(c10::IValue input, c10::Device target, const CopyOptions& optio
       pool_(pool),
       reuse_(std::move(reuse)),
       feed_(std::move(feed)),
-      router_(target, options_, stats_, reuse_.get()) {
-  key_interner::next_generation();
-}
+      router_(target, options_, stats_, reuse_.get()) {}
 
 CopyJob::~CopyJob() { wait_noexcept(); }
 

@@ -14,14 +14,6 @@
 // Counts stay exact: the thread's table holds one reference to each string and the unspent
 // advance; at the thread's exit it lets go of both, so a string lives as long as an output dict
 // that holds it.
-//
-// Two generations of strings, alternating from one copy to the next (next_generation(), at each
-// copy's start): the caller frees the previous result while the workers walk the next one, and
-// with one string per text, each key the walk looked up or inserted read the line whose count
-// the free was changing beside it. On the 2-core CPU machine the freeing thread's time in those
-// counts grew from 5 to 65 us a free beside the walk (results/NOTES.md, 2026-12-05, afternoon).
-// With two, a result's keys are another generation than the walk's beside its free. The table
-// keeps each key's text itself, so a lookup reads no string's object.
 #pragma once
 
 #include <ATen/core/ivalue.h>
@@ -31,9 +23,9 @@
 
 namespace mtc::detail::key_interner {
 
-// Distinct key texts one thread keeps (a string of each generation), the first met; keys beyond
-// them are shared with the input as before (a structure whose keys change every copy fills the
-// table once, then costs a lookup per key; the table's strings stay until the thread exits).
+// Distinct strings one thread keeps, the first met; keys beyond them are shared with the input as
+// before (a structure whose keys change every copy fills the table once, then costs a lookup per
+// key; the table's strings stay until the thread exits).
 inline constexpr size_t kMaxStrings = 256;
 // Longer keys are shared with the input: they are rare as dict keys, and each kept one is memory.
 inline constexpr size_t kMaxKeyBytes = 64;
@@ -51,16 +43,7 @@ c10::IValue output_key(const c10::IValue& key);
 void set_enabled(bool on);
 bool enabled();
 
-// The next copy's keys come from the other generation of strings. Called once per copy, as it
-// starts (CopyJob), by the thread that starts it.
-void next_generation();
-
-// On by default; off, every copy takes the same generation's strings, as before the
-// generations (for benchmarks that compare the two in one process: BM_EngineCopy bit 524288).
-void set_alternating(bool on);
-bool alternating();
-
-// How many distinct key texts the calling thread keeps (tests).
+// How many distinct strings the calling thread keeps (tests).
 size_t thread_strings();
 
 }  // namespace mtc::detail::key_interner
