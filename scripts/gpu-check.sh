@@ -109,6 +109,12 @@ if [[ "$mode" == microbench ]]; then
   }
 fi
 
+if [[ "$mode" == ab && -n "${MTC_AB_BASE:-}" ]]; then
+  # Checked before the build, as above; the candidate is then this tree, not another folder.
+  [[ -d "$MTC_AB_BASE" ]] || { echo "ab: MTC_AB_BASE is not a folder: $MTC_AB_BASE" >&2; exit 2; }
+  (( $# <= 3 )) || { echo "ab: with MTC_AB_BASE the candidate is this tree; give no CANDIDATE_DIR" >&2; exit 2; }
+fi
+
 # A typo in the mode costs no GPU time (it would run the full check).
 modes="full quick bench engine multi lockstep python reliability sanitize repeat ab microbench envab topology neighbours profile nsys"
 [[ " $modes " == *" $mode "* ]] || { echo "scripts/gpu-check.sh: unknown mode '$mode' (modes: $modes)" >&2; exit 2; }
@@ -197,7 +203,6 @@ if [[ "$mode" == ab ]]; then
   # This build is the candidate unless another tree is given (perf-ci builds that one).
   (( ${#candidate[@]} )) || export MTC_PERF_CANDIDATE_BUILD="$MTC_BUILD_DIR"
   base="${MTC_AB_BASE:-.}"
-  [[ -d "$base" ]] || { echo "ab: MTC_AB_BASE is not a folder: $base" >&2; exit 2; }
   step "in-process A/B: $count jobs, baseline ${MTC_AB_BASE:-this tree}, candidate ${candidate[*]:-this tree}"
   MTC_PERF_WORK="${MTC_PERF_WORK:-/tmp/perf-ci}" bash scripts/perf-trust.sh "$count" "$out" "$base" "${candidate[@]}" ||
     status=1
