@@ -116,7 +116,7 @@ if [[ "$mode" == reliability ]]; then
   step "faults and unsupported inputs"
   run_logged "$out/faults.log" "$limit" "$tests" \
     --gtest_filter='*Fault*:*UnsupportedInput*:*ErrorPropagation*:*HandleLifetime*:*PinnedPoolGpu*'
-  grep -E "^\[  (PASSED|FAILED) |tests ran|CUDA calls failed|found the pool full|watchdog" "$out/faults.log" | head -40
+  grep -E "^\[  (PASSED|FAILED) |tests ran|CUDA calls failed|polls failed|found the pool full|watchdog" "$out/faults.log" | head -40
 
   for direction in h2d d2h; do
     step "memory steadiness, 100,000 copies $direction"

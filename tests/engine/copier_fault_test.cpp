@@ -1,7 +1,8 @@
 // Faults in the middle of copies on a GPU. Whatever fails, get() must say so with a clear
 // error, everything the copy held (pinned staging, device memory) must be released, and the
 // next copy must work:
-//  - each CUDA call of a copy failing in turn (injected, cuda_fault.h), on every route;
+//  - each CUDA call of a copy failing in turn (injected, cuda_fault.h), on every route, and
+//    each of its first polls;
 //  - the device running out of memory for a structure larger than it can hold (the caching
 //    allocator's memory fraction makes the device small, so nothing large is allocated);
 //  - the pinned pool exhausted by copies in flight together, under a limit;
@@ -130,10 +131,6 @@ class ScopedMemoryFraction {
   double previous_;
 };
 
-// Every CUDA call a copy makes fails in turn (the 1st in one copy, the 2nd in the next, ... until
-// a copy makes fewer calls than the count): each failure must come out of get() naming the call,
-// with nothing left held, and the engine must copy correctly afterwards. A failure the engine
-// absorbs (the pinned pool falls back when merging its slabs fails) must give a correct result.
 // The fault tests count the device memory a failed copy leaves and the allocator's calls: device
 // memory made ahead for the next copy (device_block_stash.h) would be counted too, so they run
 // without it (a copy that took kept blocks and fails has its own sweep, in
@@ -150,12 +147,54 @@ class CopierFaultGpuTest : public GpuTest {
   }
 };
 
-TEST_F(CopierFaultGpuTest, FaultInjectedCudaErrorAtEachCallSurfacesFromGet) {
-  constexpr int64_t kMaxCalls = 2000;
-  Watchdog watchdog(std::chrono::seconds(600), "the injected-fault sweep");
+// What one sweep of injected faults found: failures that came out of get() and failures the
+// engine absorbed with a correct result.
+struct SweepTally {
+  int64_t surfaced = 0;
+  int64_t absorbed = 0;
+};
+
+// Fails the 1st, 2nd, ... checked call that `arm` counts, one copy each, until a copy makes fewer
+// such calls or `max_faults` is reached (returned as the count reached): each failure must
+// come out of get() naming the call, with nothing left held.
+int64_t sweep_faults(void (*arm)(int64_t, cudaError_t), int64_t max_faults,
+                     const c10::IValue& input, const c10::Device& target,
+                     const CopyOptions& options, SweepTally& tally) {
+  const HeldMemory before;  // the caller synchronized the device first
+  int64_t nth = 1;
+  for (; nth <= max_faults; ++nth) {
+    arm(nth, cudaErrorInvalidValue);
+    bool threw = false;
+    {
+      CopyHandle h = start_copy(input, target, options);
+      try {
+        const c10::IValue out = h.get();
+        if (!CudaFaultInjection::disarm()) break;  // the copy made fewer calls: all covered
+        expect_structure_copy(out, input, target);
+        ++tally.absorbed;
+      } catch (const c10::Error& e) {
+        threw = true;
+        const std::string message = message_of(e);
+        EXPECT_TRUE(CudaFaultInjection::disarm()) << "failed without the fault: " << message;
+        EXPECT_NE(message.find("cudaErrorInvalidValue"), std::string::npos) << message;
+        EXPECT_NE(message.find("mtc: cuda"), std::string::npos)
+            << "the error does not name the CUDA call: " << message;
+        ++tally.surfaced;
+      }
+    }
+    if (threw) before.expect_unchanged("a copy whose CUDA call " + std::to_string(nth) + " failed");
+    if (::testing::Test::HasFailure()) break;
+  }
+  CudaFaultInjection::disarm();
+  return nth;
+}
+
+// Every route with the mixed batch, which takes every path (packed, one by one, the pipelined
+// large tensors, views), and the reference batch, which is walked in parts; on a worker and on
+// the caller. After each sweep the same copy must work.
+template <typename Sweep>
+void for_each_copy(Sweep&& sweep) {
   for (const Route& route : routes()) {
-    // The mixed batch takes every path (packed, one by one, the pipelined large tensors, views);
-    // the reference batch is walked in parts.
     for (const bool mixed : {true, false}) {
       const c10::IValue input =
           mixed ? mtc::test::mixed_batch(route.source) : reference_batch(route.source);
@@ -167,44 +206,52 @@ TEST_F(CopierFaultGpuTest, FaultInjectedCudaErrorAtEachCallSurfacesFromGet) {
         options.use_background_thread = background;
         options.pinned_host_outputs = route.pinned_host_outputs;
         ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-        const HeldMemory before;
-        int64_t surfaced = 0;
-        int64_t absorbed = 0;
-        int64_t call = 1;
-        for (; call <= kMaxCalls; ++call) {
-          CudaFaultInjection::arm(call, cudaErrorInvalidValue);
-          bool threw = false;
-          {
-            CopyHandle h = start_copy(input, route.target, options);
-            try {
-              const c10::IValue out = h.get();
-              if (!CudaFaultInjection::disarm()) break;  // the copy made fewer calls: all covered
-              expect_structure_copy(out, input, route.target);
-              ++absorbed;
-            } catch (const c10::Error& e) {
-              threw = true;
-              const std::string message = message_of(e);
-              EXPECT_TRUE(CudaFaultInjection::disarm()) << "failed without the fault: " << message;
-              EXPECT_NE(message.find("cudaErrorInvalidValue"), std::string::npos) << message;
-              EXPECT_NE(message.find("mtc: cuda"), std::string::npos)
-                  << "the error does not name the CUDA call: " << message;
-              ++surfaced;
-            }
-          }
-          if (threw)
-            before.expect_unchanged("a copy whose CUDA call " + std::to_string(call) + " failed");
-          if (::testing::Test::HasFailure()) return;
-        }
-        CudaFaultInjection::disarm();
-        EXPECT_LT(call, kMaxCalls) << "a copy kept making CUDA calls";
-        EXPECT_GT(surfaced, 0) << "no injected failure reached get()";
+        sweep(what, input, route.target, options);
+        if (::testing::Test::HasFailure()) return;
         CopyHandle after = start_copy(input, route.target, options);
         expect_structure_copy(after.get(), input, route.target);
-        std::cout << "[          ] " << what << ": " << call - 1 << " CUDA calls failed in turn, "
-                  << surfaced << " failures from get(), " << absorbed << " absorbed\n";
       }
     }
   }
+}
+
+// Every CUDA call a copy makes but its polls fails in turn (the 1st in one copy, the 2nd in the
+// next, ... until a copy makes fewer calls than the count): a copy makes as many such calls in
+// every run. A failure the engine absorbs (the pinned pool falls back when merging its slabs
+// fails) must give a correct result.
+TEST_F(CopierFaultGpuTest, FaultInjectedCudaErrorAtEachCallSurfacesFromGet) {
+  constexpr int64_t kMaxCalls = 2000;
+  Watchdog watchdog(std::chrono::seconds(600), "the injected-fault sweep");
+  for_each_copy([&](const std::string& what, const c10::IValue& input, const c10::Device& target,
+                    const CopyOptions& options) {
+    SweepTally tally;
+    const int64_t reached =
+        sweep_faults(&CudaFaultInjection::arm, kMaxCalls, input, target, options, tally);
+    EXPECT_LT(reached, kMaxCalls) << "a copy kept making CUDA calls";
+    EXPECT_GT(tally.surfaced, 0) << "no injected failure reached get()";
+    std::cout << "[          ] " << what << ": " << reached - 1 << " CUDA calls failed in turn, "
+              << tally.surfaced << " failures from get(), " << tally.absorbed << " absorbed\n";
+  });
+}
+
+// The polls (event queries repeated while the device works) fail in turn, the first kMaxPolls of
+// each copy: how many a copy makes depends on how fast its DMAs drain, so only the first ones
+// are made in every run. Each failure comes out of get(); the mixed batch's pipelined upload
+// polls in every copy, so some must.
+TEST_F(CopierFaultGpuTest, FaultInjectedCudaErrorAtEachPollSurfacesFromGet) {
+  constexpr int64_t kMaxPolls = 12;
+  Watchdog watchdog(std::chrono::seconds(600), "the injected-poll sweep");
+  int64_t surfaced = 0;
+  for_each_copy([&](const std::string& what, const c10::IValue& input, const c10::Device& target,
+                    const CopyOptions& options) {
+    SweepTally tally;
+    const int64_t reached =
+        sweep_faults(&CudaFaultInjection::arm_poll, kMaxPolls, input, target, options, tally);
+    EXPECT_EQ(tally.absorbed, 0) << "a failed poll gave a result";
+    surfaced += tally.surfaced;
+    std::cout << "[          ] " << what << ": " << reached - 1 << " polls failed in turn\n";
+  });
+  EXPECT_GT(surfaced, 0) << "no copy polled: the sweep tested nothing";
 }
 
 // A structure whose total does not fit the device: the caching allocator's memory fraction

@@ -49,10 +49,10 @@ TEST(CudaFaultInjection, TheArmedCallFailsOnceWithoutBeingMade) {
 // An event query's failure names the call too (the fault fires before any runtime call, so no
 // GPU is needed); the GPU fault sweeps look for "mtc: cuda" in every error.
 TEST(CudaFaultInjection, AFailedEventQueryNamesTheCall) {
-  CudaFaultInjection::arm(1, cudaErrorInvalidValue);
+  CudaFaultInjection::arm_poll(1, cudaErrorInvalidValue);
   bool done = true;
   try {
-    MTC_CUDA_CHECK(cuda_event_query(nullptr, done));
+    MTC_CUDA_POLL(cuda_event_query(nullptr, done));
     ADD_FAILURE() << "the armed query did not fail";
   } catch (const c10::Error& e) {
     const std::string what = e.what_without_backtrace();
@@ -61,6 +61,39 @@ TEST(CudaFaultInjection, AFailedEventQueryNamesTheCall) {
         << what;
   }
   EXPECT_TRUE(CudaFaultInjection::disarm());
+}
+
+// Polls and the other calls are counted apart: a copy makes as many of the others in every run,
+// however many times it polls meanwhile. Each round makes a poll and a call; returns the round
+// whose checked call of the kind `polls` failed (0: none did), while the other kind never fails.
+int round_that_fails(bool polls) {
+  int failed_at = 0;
+  for (int round = 1; round <= 4; ++round) {
+    try {
+      MTC_CUDA_POLL(counted_call());
+    } catch (const c10::Error&) {
+      if (!polls) ADD_FAILURE() << "a poll took the call's fault";
+      failed_at = round;
+    }
+    try {
+      MTC_CUDA_CHECK(counted_call());
+    } catch (const c10::Error&) {
+      if (polls) ADD_FAILURE() << "a call took the poll's fault";
+      failed_at = round;
+    }
+  }
+  return failed_at;
+}
+
+TEST(CudaFaultInjection, PollsAndOtherCallsAreCountedApart) {
+  calls_made = 0;
+  CudaFaultInjection::arm(2, cudaErrorInvalidValue);
+  EXPECT_EQ(round_that_fails(/*polls=*/false), 2);
+  EXPECT_TRUE(CudaFaultInjection::disarm());
+  CudaFaultInjection::arm_poll(3, cudaErrorInvalidValue);
+  EXPECT_EQ(round_that_fails(/*polls=*/true), 3);
+  EXPECT_TRUE(CudaFaultInjection::disarm());
+  EXPECT_EQ(calls_made.load(), 14) << "the two failing checks were made anyway";
 }
 
 TEST(CudaFaultInjection, DisarmedBeforeItsTurnNothingFails) {

@@ -58,7 +58,7 @@ bool Completion::query() {
   if (finished_) return true;
   for (const Event& e : events_) {
     bool done = false;
-    MTC_CUDA_CHECK(cuda_event_query(e.event, done));
+    MTC_CUDA_POLL(cuda_event_query(e.event, done));
     if (!done) return false;
   }
   finish();

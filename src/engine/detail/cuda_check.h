@@ -17,7 +17,7 @@ inline void clear_cuda_error(cudaError_t status) noexcept {
   if (status != cudaSuccess) (void)cudaGetLastError();
 }
 
-// cudaEventQuery for MTC_CUDA_CHECK, whose error then names the call: "not ready" is no failure
+// cudaEventQuery for MTC_CUDA_POLL, whose error then names the call: "not ready" is no failure
 // (`done` false, nothing left pending); `done` is true once the event has completed.
 inline cudaError_t cuda_event_query(cudaEvent_t event, bool& done) noexcept {
   const cudaError_t status = cudaEventQuery(event);
@@ -30,15 +30,20 @@ inline cudaError_t cuda_event_query(cudaEvent_t event, bool& done) noexcept {
 
 }  // namespace mtc::detail
 
-// An injected fault made no call, so it leaves nothing pending to clear.
-#define MTC_CUDA_CHECK(expr)                                      \
+// An injected fault made no call, so it leaves nothing pending to clear. `fires` is
+// CudaFaultInjection's counter the call belongs to (cuda_fault.h), `text` the call as written.
+#define MTC_CUDA_CHECK_COUNTED(fires, expr, text)                 \
   do {                                                            \
     cudaError_t mtc_status_ = cudaSuccess;                        \
     if (!::mtc::detail::CudaFaultInjection::fires(mtc_status_)) { \
       mtc_status_ = (expr);                                       \
       ::mtc::detail::clear_cuda_error(mtc_status_);               \
     }                                                             \
-    TORCH_CHECK(mtc_status_ == cudaSuccess, "mtc: ", #expr,       \
+    TORCH_CHECK(mtc_status_ == cudaSuccess, "mtc: ", text,        \
                 " failed: ", cudaGetErrorName(mtc_status_), ": ", \
                 cudaGetErrorString(mtc_status_));                 \
   } while (false)
+
+#define MTC_CUDA_CHECK(expr) MTC_CUDA_CHECK_COUNTED(fires, expr, #expr)
+// A query repeated until the device is done: counted apart from the other calls.
+#define MTC_CUDA_POLL(expr) MTC_CUDA_CHECK_COUNTED(fires_poll, expr, #expr)

@@ -2,22 +2,21 @@
 
 namespace mtc::detail {
 
-std::atomic<int64_t> CudaFaultInjection::countdown_{0};
-std::atomic<int> CudaFaultInjection::error_{cudaSuccess};
-std::atomic<bool> CudaFaultInjection::fired_{false};
+CudaFaultInjection::Countdown CudaFaultInjection::calls_;
+CudaFaultInjection::Countdown CudaFaultInjection::polls_;
 
-void CudaFaultInjection::arm(int64_t nth, cudaError_t error) {
+void CudaFaultInjection::Countdown::arm(int64_t nth, cudaError_t error) {
   fired_.store(false);
   error_.store(error);
   countdown_.store(nth > 0 ? nth : 0);
 }
 
-bool CudaFaultInjection::disarm() {
+bool CudaFaultInjection::Countdown::disarm() {
   countdown_.store(0);
   return fired_.exchange(false);
 }
 
-bool CudaFaultInjection::take(cudaError_t& status) {
+bool CudaFaultInjection::Countdown::take(cudaError_t& status) {
   // Several threads may check calls at once: exactly one of them takes the last step.
   int64_t left = countdown_.load();
   while (left > 0) {

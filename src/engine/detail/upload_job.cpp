@@ -266,7 +266,7 @@ class Upload {
       queue_dma(queued_++);
     for (int64_t freed = freed_.load(std::memory_order_relaxed); freed < queued_; ++freed) {
       bool done = false;
-      MTC_CUDA_CHECK(cuda_event_query(events_[slot_of(freed)], done));
+      MTC_CUDA_POLL(cuda_event_query(events_[slot_of(freed)], done));
       if (!done) break;
       freed_.store(freed + 1, std::memory_order_release);
     }
