@@ -31,6 +31,7 @@
 
 #include "detail/cuda_fault.h"
 #include "detail/device_block_stash.h"
+#include "detail/pinned_upload.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
 #include "watchdog.h"
@@ -236,11 +237,17 @@ TEST_F(CopierFaultGpuTest, FaultInjectedCudaErrorAtEachCallSurfacesFromGet) {
 
 // The polls (event queries repeated while the device works) fail in turn, the first kMaxPolls of
 // each copy: how many a copy makes depends on how fast its DMAs drain, so only the first ones
-// are made in every run. Each failure comes out of get(); the mixed batch's pipelined upload
-// polls in every copy, so some must.
+// are made in every run. Each failure comes out of get(). The pinned upload of the mixed batch's
+// large pageable tensors polls when one thread queues its DMAs, which the default gives only
+// where the upload's crew joins (pinned_upload.h): one queuer is asked for, so that some copy
+// polls on any host.
 TEST_F(CopierFaultGpuTest, FaultInjectedCudaErrorAtEachPollSurfacesFromGet) {
   constexpr int64_t kMaxPolls = 12;
   Watchdog watchdog(std::chrono::seconds(600), "the injected-poll sweep");
+  struct OneQueuer {
+    OneQueuer() { mtc::detail::set_upload_queuing(mtc::detail::UploadQueuing::kOneQueuer); }
+    ~OneQueuer() { mtc::detail::set_upload_queuing(mtc::detail::UploadQueuing::kAuto); }
+  } one_queuer;
   int64_t surfaced = 0;
   for_each_copy([&](const std::string& what, const c10::IValue& input, const c10::Device& target,
                     const CopyOptions& options) {
