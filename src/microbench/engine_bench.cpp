@@ -257,19 +257,19 @@ void BM_EngineCopy(benchmark::State& state) {
 // caller spins through the gap, 65536 with 256: freed after get() instead, 131072 output dicts
 // share the input's keys, 262144 output dicts made ahead (in the notes of 2026-11-29 and before,
 // cases without this bit had none; now they follow MTC_DICT_STASH, on by default), 524288 unused
-// (output dicts' keys of one generation, against two, late on 2026-12-05, reverted until the
-// in-process A/B judges them; outputs' lines demoted to the shared cache, and the dict stash's
-// at-once refill before: each measured without a gain and removed), 1048576 none made ahead,
-// 2097152 a current stream from torch's pool, 4194304 no driver warm-up ahead of a copy, 8388608 no
-// prefetching in the walk and the fill, 16777216 with 256: the previous result's tensors offered to
-// the copy as its outputs (ReusableOutputs), 33554432 the warmed worker gets no first claim on the
-// copy's job, 67108864 GPU->CPU outputs pinned (pinned_host_outputs), 134217728 outputs' shapes
-// computed, not copied, 268435456 no device memory made ahead for the next copy, 536870912 helpers
-// queued only after the first element, 1073741824 outputs freed without asking for the next ones'
-// lines}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the
-// last one dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without
-// waking ahead; 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap run
-// until their copies took 0.3 s.
+// (output dicts' keys of one generation, against two, late on 2026-12-05: the in-process A/B of
+// 2026-12-06 saw no whole copy gain, not kept; outputs' lines demoted to the shared cache, and the
+// dict stash's at-once refill before: each measured without a gain and removed), 1048576 none made
+// ahead, 2097152 a current stream from torch's pool, 4194304 no driver warm-up ahead of a copy,
+// 8388608 no prefetching in the walk and the fill, 16777216 with 256: the previous result's tensors
+// offered to the copy as its outputs (ReusableOutputs), 33554432 the warmed worker gets no first
+// claim on the copy's job, 67108864 GPU->CPU outputs pinned (pinned_host_outputs), 134217728
+// outputs' shapes computed, not copied, 268435456 no device memory made ahead for the next copy,
+// 536870912 helpers queued only after the first element, 1073741824 outputs freed without asking
+// for the next ones' lines}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after
+// an idle gap, the last one dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935
+// those without waking ahead; 2447, 2959, 3471 and 3983 the four with the short gap. Cases without
+// a gap run until their copies took 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});
