@@ -21,16 +21,7 @@ import pathlib
 import statistics
 import sys
 
-# Student t quantiles at 0.975 by degrees of freedom; beyond the table the normal's.
-T975 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
-        10: 2.23, 11: 2.20, 12: 2.18, 15: 2.13, 20: 2.09, 30: 2.04, 60: 2.00}
-
-
-def t975(df):
-    for k in sorted(T975):
-        if df <= k:
-            return T975[k]
-    return 1.96
+from paired_verdict import t975
 
 
 def clustered(logs, processes):

@@ -29,14 +29,19 @@ follow a call).
 from its source into this Python environment first (docs/python.md, "Timing the original
 package").
 
-    python scripts/bench_python.py [--config configs/streampetr.json] [--original] [--md OUT.md] [--json OUT.json]
+--baseline PACKAGE adds a build of mtc from another tree, installed under the name PACKAGE
+(scripts/install_module_as.py), timed as mtc is, in the same process, interleaved: an A/B of the
+module, whose verdict (paired_verdict.py) the report gives per pattern beside mtc_again's A/A.
+
+    python scripts/bench_python.py [--config configs/streampetr.json] [--original] [--baseline PACKAGE] [--md OUT.md] [--json OUT.json]
 
 It says on stderr when each run of every method is done. Report paths are checked before anything
 is measured (a folder, a missing folder, the config itself, --md and --json the same file: exit 2)
 and written whole or not at all.
 
 Exit codes: 0 ok; 2 bad arguments or config, or a report that cannot be written; 3 --original
-but the original package cannot be imported; 4 a method's output differs from its input.
+or --baseline, but its package cannot be imported (or is no other build of mtc); 4 a method's
+output differs from its input.
 """
 
 import gc
@@ -54,10 +59,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from copy_check import difference  # noqa: E402
 from report_files import write_whole  # noqa: E402
 from bench_python_cli import check_outputs, parse_args, parse_overrides  # noqa: E402
-from bench_python_report import comparisons, fmt_time, markdown  # noqa: E402,F401 (comparisons: tests)
+from bench_python_report import comparisons, fmt_time, markdown, verdicts  # noqa: E402,F401 (comparisons: tests)
 from spec_batch import SpecBatch, SpecError  # noqa: E402
 from bench_python_methods import (  # noqa: E402,F401 (Phases: tests)
-    MTC_SETTINGS, ORIGINAL_MODULE, OriginalMissing, Phases, apply_settings, import_original, methods)
+    MTC_SETTINGS, ORIGINAL_MODULE, BaselineMissing, OriginalMissing, Phases, apply_settings, import_baseline,
+    import_original, methods)
 
 ROTATION = 8
 IDLE_GAP_S = 0.002
@@ -260,11 +266,13 @@ def main(argv=None):
             leaves.append(x)
     try:
         original = import_original() if args.original else None
-    except OriginalMissing as error:
+        baseline = import_baseline(args.baseline) if args.baseline else None
+    except (OriginalMissing, BaselineMissing) as error:
         print(f"bench_python.py: {error}", file=sys.stderr)
         return 3
-    available = methods(args.device, original)
-    chosen = args.methods.split(",") + (["original"] if original is not None else [])
+    available = methods(args.device, original, baseline)
+    chosen = (args.methods.split(",") + (["original"] if original is not None else [])
+              + (["baseline"] if baseline is not None else []))
     if "to" not in chosen or any(m not in available for m in chosen):
         print(f"bench_python.py: --methods: a list of {', '.join(available)} that includes 'to'", file=sys.stderr)
         return 2
@@ -278,6 +286,7 @@ def main(argv=None):
                      "rotation": ROTATION, "idle_gap_s": IDLE_GAP_S, "interleaved": True,
                      "order": "fixed" if args.fixed_order else "rotated",
                      "parts_calls": PARTS_CALLS,
+                     "baseline": {"package": args.baseline, "file": baseline.__file__} if baseline else None,
                      # Reports written before this key existed dropped it before the clock.
                      "protocol_frees_previous_output_inside": True},
         "rows": [],
@@ -318,6 +327,7 @@ def main(argv=None):
                 report["rows"][-1]["parts_us"] = mtc_parts(MTC_SETTINGS[name], batches, args.device, pattern)
             print(f"{pattern:8} {name:8} median {fmt_time(summary['median_s'])}", file=sys.stderr)
         report["synchronize_yardstick_us"][pattern] = synchronize_yardstick(args.device, pattern)
+    report["verdicts"] = verdicts(report)
     table = markdown(report)
     print(table)
     try:

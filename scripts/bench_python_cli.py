@@ -32,11 +32,17 @@ def parse_args(argv, description):
                         "method further on (to see what a method's place in the order does)")
     parser.add_argument("--original", action="store_true",
                         help=f"also time the original package ({ORIGINAL_MODULE}), interleaved")
+    parser.add_argument("--baseline", metavar="PACKAGE",
+                        help="also time PACKAGE, a build of mtc from another tree installed under that name "
+                        "(scripts/install_module_as.py), interleaved with mtc and with its settings; the report "
+                        "judges mtc against it run by run (SAME, FASTER, SLOWER or UNSURE)")
     parser.add_argument("--md", type=Path, help="also write the Markdown table (printed either way) here")
     parser.add_argument("--json", type=Path, help="write the report as JSON here")
     args = parser.parse_args(argv)
     if min(args.runs, args.iters) < 1 or args.warmup < 0:
         parser.error("--runs and --iters must be >= 1, --warmup >= 0")
+    if args.baseline is not None and "mtc" not in args.methods.split(","):
+        parser.error("--baseline: mtc must be among --methods (it is judged against the baseline)")
     return args
 
 

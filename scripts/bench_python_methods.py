@@ -1,5 +1,5 @@
 """The methods scripts/bench_python.py times: per-tensor .to() (with and without non_blocking),
-the mtc variants (MTC_SETTINGS) and the original package, each a function of (data, phases) that
+the mtc variants (MTC_SETTINGS), the original package and a baseline build of mtc, each a function of (data, phases) that
 returns the copied batch; and Phases, where the timed calls of a start_copy method went."""
 
 import statistics
@@ -41,6 +41,36 @@ def import_original():
     if not callable(getattr(module, "start_copy", None)):
         raise OriginalMissing(f"--original: {ORIGINAL_MODULE} has no start_copy(); this script calls "
                               "start_copy(data, device).get()")
+    return module
+
+
+class BaselineMissing(Exception):
+    """--baseline NAME, but NAME cannot be used as a build of mtc here."""
+
+
+def import_baseline(name):
+    """The package NAME, a build of mtc from another tree installed under that name
+    (scripts/install_module_as.py), or BaselineMissing saying why not and what to do."""
+    import importlib
+
+    try:
+        module = importlib.import_module(name)
+    except ImportError as error:
+        raise BaselineMissing(
+            f"--baseline {name}: cannot import it ({error}); install another tree's module under that "
+            "name first (scripts/install_module_as.py SRC OUT NAME) and put OUT on PYTHONPATH") from error
+    missing = [attr for attr in ("start_copy", "set_deferred_release", "set_output_reuse")
+               if not callable(getattr(module, attr, None))]
+    extension = getattr(module, "_C", None)
+    if missing or extension is None or not callable(getattr(extension, "_set_walk_split", None)):
+        raise BaselineMissing(f"--baseline {name}: not a build of mtc (it lacks "
+                              f"{', '.join(missing) or '_C._set_walk_split'})")
+    import mtc
+
+    if extension is mtc._C:
+        raise BaselineMissing(f"--baseline {name}: it imports mtc's own extension, so it would time mtc "
+                              "against itself (a tree from before 2026-12-06, whose package imports mtc._C by "
+                              "that name)")
     return module
 
 
@@ -112,7 +142,7 @@ def apply_settings(module, settings):
     module._C._set_walk_split(256, settings[3])
 
 
-def methods(device, original=None):
+def methods(device, original=None, baseline=None):
     import mtc
 
     available = {
@@ -122,4 +152,7 @@ def methods(device, original=None):
     }
     if original is not None:
         available["original"] = timed_start_copy(original, device)
+    if baseline is not None:
+        # With mtc's own settings, set before each call as mtc's are.
+        available["baseline"] = timed_start_copy(baseline, device, MTC_SETTINGS["mtc"])
     return available

@@ -1,8 +1,11 @@
 """The report of scripts/bench_python.py: its Markdown table and the lines below it (how many
-times faster mtc is than the methods it is compared with, the timed calls' phases, the closing
+times faster mtc is than the methods it is compared with, its verdict against a baseline build
+and against itself, the timed calls' phases, the closing
 synchronize's yardstick, the parts of the untimed calls), from the report's dict (its JSON)."""
 
 import statistics
+
+from paired_verdict import paired_verdict
 
 
 def fmt_time(seconds):
@@ -34,6 +37,7 @@ def markdown(report):
             f"| {base['time']['median_s'] / t['median_s']:.1f}x | {'yes' if row['verified'] else 'NO'} |"
         )
     lines += [f"\n{line}" for line in comparisons(report)]
+    lines += [f"\n{line}" for line in verdict_lines(report)]
     lines += [f"\n{line}" for line in phases_lines(report)]
     lines += [f"\n{line}" for line in yardstick_lines(report)]
     lines += [f"\n{line}" for line in parts_lines(report)]
@@ -56,7 +60,12 @@ COMPARED = {"original": "than the original package", "mtc_nodefer": "than withou
             "mtc_nostream": "than with the structure walked whole before the engine starts",
             "mtc_wide": "than with the engine's walk split among up to three times as many threads",
             "mtc_narrow": "than with the engine's walk split among half as many threads",
-            "mtc_again": "than itself run again (an A/A pair)"}
+            "mtc_again": "than itself run again (an A/A pair)",
+            "baseline": "than the baseline build (--baseline)"}
+
+# The methods mtc is judged against run by run (paired_verdict.py): the baseline build, and mtc
+# itself (the A/A pair, which should come out SAME).
+JUDGED = {"baseline": "the baseline build", "mtc_again": "itself run again (A/A)"}
 
 
 def comparisons(report):
@@ -82,6 +91,31 @@ def comparisons(report):
                        f"{min(per_run):.{digits}f}-{max(per_run):.{digits}f}x over {len(per_run)} runs "
                        f"(median {statistics.median(per_run):.{digits}f}x, mtc faster in "
                        f"{sum(r > 1 for r in per_run)})")
+    return out
+
+
+def verdicts(report):
+    """Per pattern, mtc judged against each method of JUDGED that ran: {pattern, against, ratio,
+    low, high, runs, verdict}, the ratio as the other's time over mtc's (above 1 mtc is faster)."""
+    out = []
+    for against in JUDGED:
+        for pattern in dict.fromkeys(r["pattern"] for r in report["rows"]):
+            rows = {r["method"]: r["time"] for r in report["rows"] if r["pattern"] == pattern}
+            if against in rows and "mtc" in rows:
+                out.append({"pattern": pattern, "against": against,
+                            **paired_verdict(rows[against]["run_means_s"], rows["mtc"]["run_means_s"])})
+    return out
+
+
+def verdict_lines(report):
+    """verdicts() as sentences: the change, its 95 % interval and the verdict."""
+    out = []
+    for v in verdicts(report):
+        interval = (f"95 % interval {v['low']:.3f}-{v['high']:.3f}" if v["low"] is not None
+                    else "too few runs for an interval")
+        out.append(f"{v['pattern']}: mtc against {JUDGED[v['against']]}: {v['ratio']:.3f}x "
+                   f"(its time over mtc's, geometric mean of {v['runs']} paired runs; {interval}; "
+                   f"2 % threshold): {v['verdict']}")
     return out
 
 

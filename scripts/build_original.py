@@ -17,11 +17,12 @@ says why: the GPU host's compiler would otherwise link a static copy of its own)
 Exit codes: 0 built and importable; 1 the build or the import failed; 2 bad arguments.
 """
 
-import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from python_on_path import run_with_path  # noqa: E402
 
 PACKAGE = Path("accvlab/multi_tensor_copier")
 MODULE = "accvlab.multi_tensor_copier"
@@ -72,13 +73,10 @@ def main(argv):
     except (SystemExit, Exception) as error:  # setuptools reports a failed compile as SystemExit
         return fail(f"the build failed: {error}", 1)
     # As the package itself does, torch first: the extension links torch's libraries.
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(out), os.environ.get("PYTHONPATH")])))
-    check = subprocess.run([sys.executable, "-c", f"import torch, {MODULE} as m; print(m.__file__)"],
-                           env=env, cwd="/", capture_output=True, text=True)
-    if check.returncode != 0:
-        last = (check.stderr.strip().splitlines() or ["no message"])[-1]
+    ok, printed, last = run_with_path(out, f"import torch, {MODULE} as m; print(m.__file__)")
+    if not ok:
         return fail(f"built, but {MODULE} does not import: {last}", 1)
-    print(f"built {MODULE} into {out} ({check.stdout.strip()}); put {out} on PYTHONPATH")
+    print(f"built {MODULE} into {out} ({printed}); put {out} on PYTHONPATH")
     return 0
 
 

@@ -10,6 +10,9 @@
 # The original package is timed beside mtc (bench_python.py --original) when its source folder
 # was put at .carry/original/multi_tensor_copier (a copy of that folder of its repository; it is
 # built with scripts/build_original.py, its log appended to python-build.log).
+# With MTC_AB_BASE=DIR (a source tree, e.g. `git archive` of the commit before a change), DIR's
+# module is built and installed as mtc_base (scripts/install_module_as.py) and timed beside this
+# tree's, interleaved in one process (bench_python.py --baseline): an A/B of the module.
 # With MTC_PYTHON_PROFILE=1, the module's calls are then profiled (scripts/profile.sh; the host has
 # no perf) with scripts/bench_python_overhead.py on the GPU (without torch's yardstick beside the
 # calls, which would crowd the main thread's samples), back to back and as a training step's
@@ -84,8 +87,23 @@ else
   echo "no $original_src: the original package is not timed"
 fi
 
-step "bench_python.py ${original_args[*]} ${bench_args[*]}"
-python3 scripts/bench_python.py "${original_args[@]}" "${bench_args[@]}" --md "$out/bench_python.md" --json "$out/bench_python.json" || status=1
+baseline_args=()
+if [[ -n "${MTC_AB_BASE:-}" ]]; then
+  step "build the baseline module from $MTC_AB_BASE" | tee -a "$out/python-build.log"
+  if python3 scripts/install_module_as.py "$MTC_AB_BASE" /tmp/mtc-baseline mtc_base >> "$out/python-build.log" 2>&1; then
+    export PYTHONPATH="/tmp/mtc-baseline${PYTHONPATH:+:$PYTHONPATH}"
+    baseline_args=(--baseline mtc_base)
+    tail -1 "$out/python-build.log"
+  else
+    echo "the baseline module did not build or import (python-build.log): no A/B"
+    tail -3 "$out/python-build.log"
+    status=1
+  fi
+fi
+
+step "bench_python.py ${original_args[*]} ${baseline_args[*]} ${bench_args[*]}"
+python3 scripts/bench_python.py "${original_args[@]}" "${baseline_args[@]}" "${bench_args[@]}" \
+  --md "$out/bench_python.md" --json "$out/bench_python.json" || status=1
 if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
   : > "$out/profile-python.md"
   # Where a thread takes or lets go of the GIL (exported, so named on a stripped python3): who

@@ -66,10 +66,12 @@
 #   the check (exit 1) with a message.
 # "python" installs the Python module into python3's environment (pip install
 #   --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
-#   included) and scripts/bench_python.py, with the arguments after "python" (e.g. --methods). "reliability" runs the engine's differential test at
-#   10,000 GPU cases, the soak, the fault tests and the memory-steadiness run; "sanitize" runs the
-#   engine's GPU tests under compute-sanitizer (memcheck, racecheck, synccheck): both are
-#   scripts/gpu-check-reliability.sh, whose header says what each runs and writes.
+#   included) and scripts/bench_python.py, with the arguments after "python" (e.g. --methods);
+#   MTC_AB_BASE=DIR times DIR's module beside this tree's in one process (--baseline).
+# "reliability" runs the engine's differential test at 10,000 GPU cases, the soak, the fault
+#   tests and the memory-steadiness run; "sanitize" runs the engine's GPU tests under
+#   compute-sanitizer (memcheck, racecheck, synccheck): both are scripts/gpu-check-reliability.sh,
+#   whose header says what each runs and writes.
 # "topology" builds nothing of the project: it compiles scripts/host_topology_probe.c and writes
 #   topology.txt, the CPUs as the VM reports them and as the probe finds them (a cache line's
 #   round trip between every pair of CPUs, cache latency from each), in about a minute on 64 CPUs.
@@ -109,10 +111,11 @@ if [[ "$mode" == microbench ]]; then
   }
 fi
 
-if [[ "$mode" == ab && -n "${MTC_AB_BASE:-}" ]]; then
+if [[ ( "$mode" == ab || "$mode" == python ) && -n "${MTC_AB_BASE:-}" ]]; then
   # Checked before the build, as above; the candidate is then this tree, not another folder.
-  [[ -d "$MTC_AB_BASE" ]] || { echo "ab: MTC_AB_BASE is not a folder: $MTC_AB_BASE" >&2; exit 2; }
-  (( $# <= 3 )) || { echo "ab: with MTC_AB_BASE the candidate is this tree; give no CANDIDATE_DIR" >&2; exit 2; }
+  [[ -d "$MTC_AB_BASE" ]] || { echo "$mode: MTC_AB_BASE is not a folder: $MTC_AB_BASE" >&2; exit 2; }
+  [[ "$mode" == python ]] || (( $# <= 3 )) ||
+    { echo "ab: with MTC_AB_BASE the candidate is this tree; give no CANDIDATE_DIR" >&2; exit 2; }
 fi
 
 # A typo in the mode costs no GPU time (it would run the full check).

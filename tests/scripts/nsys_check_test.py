@@ -97,15 +97,20 @@ def check_the_check(tmp):
 
 
 def check_the_refusals(tmp):
-    """gpu-check.sh refuses an unknown mode and an nsys mode without filters or with more than
-    five before it builds anything."""
+    """gpu-check.sh refuses an unknown mode, an nsys mode without filters or with more than five,
+    and an A/B baseline (MTC_AB_BASE) that is not a folder, before it builds anything."""
     out = pathlib.Path(tmp) / "out"
-    for args in (["typo"], ["nsys"], ["nsys"] + [f"F{k}" for k in range(6)]):
+    no_base = {"MTC_AB_BASE": str(pathlib.Path(tmp) / "no-such-tree")}
+    for env, args, said in (({}, ["typo"], "unknown mode"), ({}, ["nsys"], "at most five"),
+                            ({}, ["nsys"] + [f"F{k}" for k in range(6)], "at most five"),
+                            (no_base, ["python"], "MTC_AB_BASE is not a folder"),
+                            (no_base, ["ab", "1"], "MTC_AB_BASE is not a folder")):
         done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu-check.sh"), str(out), *args],
-                              capture_output=True, text=True, cwd=ROOT)
+                              capture_output=True, text=True, cwd=ROOT, env=dict(os.environ, **env))
         assert done.returncode == 2, f"{args}: rc {done.returncode}\n{done.stdout}{done.stderr}"
-        assert "unknown mode" in done.stderr or "at most five" in done.stderr, done.stderr
-        assert not (out / "build.log").exists(), f"{args}: it started a build"
+        assert said in done.stderr, done.stderr
+        assert not (out / "build.log").exists() and not (out / "python-build.log").exists(), \
+            f"{args}: it started a build"
 
 
 def check_the_summary(tmp):

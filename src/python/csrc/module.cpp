@@ -65,10 +65,14 @@ PYBIND11_MODULE(_C, m) {
   m.attr("__version__") = MTC_VERSION;
   py::register_local_exception_translator(mtc::python::translate_engine_error);
 
+  // Local to this module: two builds of it in one process (an A/B of the module, each build
+  // under its own package name) would otherwise register one C++ type twice, which pybind11
+  // refuses at the second import.
   py::class_<AsyncCopyHandle>(m, "AsyncCopyHandle",
                               "The pending result of start_copy(). Dropping an unfinished handle "
                               "waits for its device work.",
-                              py::is_final(), py::custom_type_setup(mtc::python::collected_type))
+                              py::is_final(), py::module_local(),
+                              py::custom_type_setup(mtc::python::collected_type))
       .def(
           "ready", &AsyncCopyHandle::ready,
           "True once every copy has completed; never blocks. Raises the copy's error if it failed.")

@@ -15,9 +15,11 @@ the objects of such tensors may come back as the tensors of a later copy (``set_
 # torch first: it loads libtorch and torch's Python bindings, which mtc._C is linked against.
 import torch  # noqa: F401
 
-from mtc._C import AsyncCopyHandle, __version__
-from mtc._copy import DeviceLike, start_copy
-from mtc._deferred import deferred_release_stats, release_deferred, set_deferred_release, set_output_reuse
+# Relative: a build of the package copied under another name (a baseline for an A/B in one process,
+# scripts/install_module_as.py) must import its own extension, not this one's.
+from ._C import AsyncCopyHandle, __version__
+from ._copy import DeviceLike, start_copy
+from ._deferred import deferred_release_stats, release_deferred, set_deferred_release, set_output_reuse
 
 __all__ = [
     "AsyncCopyHandle",

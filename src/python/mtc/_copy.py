@@ -10,8 +10,8 @@ from typing import Any, Union
 
 import torch
 
-from mtc import _C
-from mtc._C import AsyncCopyHandle
+from . import _C
+from ._C import AsyncCopyHandle
 
 # What torch.device() accepts with one argument.
 DeviceLike = Union[torch.device, str, bytes, int]

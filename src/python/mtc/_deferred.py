@@ -20,7 +20,7 @@ which the program can no longer reach. ``mtc.set_output_reuse(False)`` turns thi
 import atexit
 import os
 
-from mtc import _C
+from . import _C
 
 ENVIRONMENT_VARIABLE = "MTC_DEFER_RELEASE"
 

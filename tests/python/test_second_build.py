@@ -1,0 +1,105 @@
+"""Two builds of the module in one process, the baseline of an A/B of the module: the installed
+package copied under another name imports its own extension beside mtc, and both copy;
+scripts/install_module_as.py builds a tree's module under a name of its own, or says why not;
+bench_python.py --baseline times such a build beside mtc and judges mtc against it (CPU target,
+a few calls)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import mtc
+
+ROOT = Path(__file__).resolve().parents[2]
+INSTALL = ROOT / "scripts" / "install_module_as.py"
+BENCH = ROOT / "scripts" / "bench_python.py"
+QUICK = ["--device", "cpu", "--warmup", "1", "--runs", "3", "--iters", "2"]
+
+
+def second_copy(folder, name="mtc_second"):
+    """The installed package, copied under `name` into `folder` (a second extension file)."""
+    shutil.copytree(Path(mtc.__file__).parent, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def python(code, folder):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=300, env=env, cwd="/")
+
+
+def test_a_copy_under_another_name_imports_its_own_extension_beside_mtc(tmp_path):
+    result = python("""
+        import sys
+        import torch
+        import mtc_second
+        assert "mtc" not in sys.modules, "the copy imported mtc's package"
+        import mtc
+        assert mtc_second._C is not mtc._C and mtc_second._C.__file__ != mtc._C.__file__
+        data = {"a": [torch.arange(4.0), torch.ones(2, 3)], "b": (torch.zeros(5, dtype=torch.int64), "x")}
+        first, second = mtc.start_copy(data, "cpu"), mtc_second.start_copy(data, "cpu")
+        assert type(first) is not type(second)
+        for out in (first.get(), second.get()):
+            assert torch.equal(out["a"][1], data["a"][1]) and out["b"][1] == "x"
+        print("ok")
+    """, second_copy(tmp_path))
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+def run_install(*args):
+    return subprocess.run([sys.executable, str(INSTALL), *map(str, args)], capture_output=True, text=True,
+                          timeout=1200)
+
+
+def test_install_refuses_a_folder_that_is_not_a_tree_and_the_name_mtc(tmp_path):
+    result = run_install(tmp_path, tmp_path / "out", "mtc_base")
+    assert result.returncode == 2 and "not a source tree of this project" in result.stderr
+    for name in ("mtc", "not-a-name"):
+        result = run_install(ROOT, tmp_path / "out", name)
+        assert result.returncode == 2 and f"got '{name}'" in result.stderr
+    result = run_install(ROOT, tmp_path)
+    assert result.returncode == 2 and "usage:" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_install_builds_this_tree_under_another_name_that_imports_beside_mtc(tmp_path):
+    result = run_install(ROOT, tmp_path / "out", "mtc_base")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "installed" in result.stdout and (tmp_path / "out" / "mtc_base" / "__init__.py").is_file()
+    check = python("import mtc, mtc_base; print(mtc_base._C.__file__)", tmp_path / "out")
+    assert check.returncode == 0 and str(tmp_path / "out" / "mtc_base") in check.stdout, check.stderr
+
+
+def run_bench(args, folder):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, str(BENCH), *QUICK, *args], capture_output=True, text=True,
+                          timeout=300, env=env)
+
+
+def test_bench_python_judges_mtc_against_a_baseline_build(tmp_path):
+    report = tmp_path / "report.json"
+    result = run_bench(["--methods", "to,mtc,mtc_again", "--baseline", "mtc_second", "--json", str(report)],
+                       second_copy(tmp_path))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(report.read_text())
+    assert doc["settings"]["baseline"]["package"] == "mtc_second"
+    assert {r["method"] for r in doc["rows"]} == {"to", "mtc", "mtc_again", "baseline"}
+    judged = {(v["pattern"], v["against"]): v for v in doc["verdicts"]}
+    assert set(judged) == {(p, a) for p in ("protocol", "step") for a in ("baseline", "mtc_again")}
+    for v in judged.values():
+        assert v["runs"] == 3 and v["low"] <= v["ratio"] <= v["high"]
+        assert v["verdict"] in ("SAME", "FASTER", "SLOWER", "UNSURE")
+    assert "mtc against the baseline build:" in result.stdout and "95 % interval" in result.stdout
+
+
+def test_bench_python_refuses_a_baseline_it_cannot_use(tmp_path):
+    missing = run_bench(["--baseline", "no_such_package"], tmp_path)
+    assert missing.returncode == 3 and "scripts/install_module_as.py" in missing.stderr, missing.stderr
+    itself = run_bench(["--baseline", "mtc"], tmp_path)
+    assert itself.returncode == 3 and "mtc's own extension" in itself.stderr, itself.stderr
+    without_mtc = run_bench(["--methods", "to", "--baseline", "mtc_second"], second_copy(tmp_path))
+    assert without_mtc.returncode == 2 and "mtc must be among --methods" in without_mtc.stderr
