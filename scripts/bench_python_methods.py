@@ -1,6 +1,7 @@
 """The methods scripts/bench_python.py times: per-tensor .to() (with and without non_blocking),
-the mtc variants (MTC_SETTINGS), the original package and a baseline build of mtc, each a function of (data, phases) that
-returns the copied batch; and Phases, where the timed calls of a start_copy method went."""
+the mtc variants (MTC_SETTINGS), the original package and a baseline build of mtc, each a
+function of (data, phases) that returns the copied batch; and Phases, where the timed calls of a
+start_copy method went."""
 
 import statistics
 import time

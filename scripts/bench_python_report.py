@@ -1,7 +1,7 @@
 """The report of scripts/bench_python.py: its Markdown table and the lines below it (how many
 times faster mtc is than the methods it is compared with, its verdict against a baseline build
-and against itself, the timed calls' phases, the closing
-synchronize's yardstick, the parts of the untimed calls), from the report's dict (its JSON)."""
+and against itself, the timed calls' phases, the closing synchronize's yardstick, the parts of
+the untimed calls), from the report's dict (its JSON)."""
 
 import statistics
 
