@@ -31,7 +31,8 @@ package").
 
 --baseline PACKAGE adds a build of mtc from another tree, installed under the name PACKAGE
 (scripts/install_module_as.py), timed as mtc is, in the same process, interleaved: an A/B of the
-module, whose verdict (paired_verdict.py) the report gives per pattern beside mtc_again's A/A.
+module. Its verdict, and mtc_again's (an A/A pair), come from a pass that times each against mtc
+call by call (paired_runs; paired_verdict.py).
 
     python scripts/bench_python.py [--config configs/streampetr.json] [--original] [--baseline PACKAGE] [--md OUT.md] [--json OUT.json]
 
@@ -46,6 +47,7 @@ output differs from its input.
 
 import gc
 import json
+import math
 import os
 import platform
 import statistics
@@ -59,7 +61,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from copy_check import difference  # noqa: E402
 from report_files import write_whole  # noqa: E402
 from bench_python_cli import check_outputs, parse_args, parse_overrides  # noqa: E402
-from bench_python_report import comparisons, fmt_time, markdown, verdicts  # noqa: E402,F401 (comparisons: tests)
+from bench_python_report import JUDGED, comparisons, fmt_time, markdown, verdicts  # noqa: E402,F401 (comparisons: tests)
 from spec_batch import SpecBatch, SpecError  # noqa: E402
 from bench_python_methods import (  # noqa: E402,F401 (Phases: tests)
     MTC_SETTINGS, ORIGINAL_MODULE, BaselineMissing, OriginalMissing, Phases, apply_settings, import_baseline,
@@ -145,6 +147,39 @@ def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True, 
         if progress:
             progress(r + 1)
     return {name: (summarize(samples[name], run_means[name]), phases[name]) for name in copies}
+
+
+def paired_runs(candidate, other, batches, device, pattern, runs, iters):
+    """An A/B call by call: in each of `runs` runs, `iters` steps each time one call of
+    `candidate` and one of `other`, which of the two goes first alternating from step to step and
+    run to run, so that each side follows itself as often as the other (run by run in blocks, the
+    side that came second after its twin was up to 16 % faster: 1 x NVIDIA H100, 2026-12-06). In a
+    step each call has its own idle gap before it. Each side's previous output dies inside its next
+    call. A run's ratio is the median, over pairs of consecutive steps (one with each order: what
+    going first or second does cancels within a pair), of the pair's mean log ratio (other's time
+    over candidate's). Returns each run's log ratio and both sides' run means (s)."""
+    out = {"run_log_ratios": [], "candidate_run_means_s": [], "other_run_means_s": []}
+    for r in range(runs):
+        previous = [None, None]  # each side's last output
+        times = [[], []]
+        for i in range(iters):
+            batch = batch_of(batches, pattern, i)
+            for side in ((0, 1) if (i + r) % 2 == 0 else (1, 0)):
+                if pattern == "step":
+                    time.sleep(IDLE_GAP_S)
+                t0 = time.perf_counter_ns()
+                if pattern == "step":
+                    previous[side] = None  # as one_run: dies inside the step
+                previous[side] = (candidate, other)[side](batch, None)
+                synchronize(device)
+                times[side].append(time.perf_counter_ns() - t0)
+        del previous
+        logs = [math.log(o / c) for c, o in zip(*times)]
+        pairs = [(logs[k] + logs[k + 1]) / 2 for k in range(0, len(logs) - 1, 2)] or logs
+        out["run_log_ratios"].append(statistics.median(pairs))
+        out["candidate_run_means_s"].append(statistics.fmean(times[0]) * 1e-9)
+        out["other_run_means_s"].append(statistics.fmean(times[1]) * 1e-9)
+    return out
 
 
 # The engine's own step timings in handle.stats(), beside the module's parts (stats()["module"]).
@@ -290,6 +325,8 @@ def main(argv=None):
                      # Reports written before this key existed dropped it before the clock.
                      "protocol_frees_previous_output_inside": True},
         "rows": [],
+        # The A/B call by call of mtc against each JUDGED method that ran (paired_runs).
+        "paired": [],
         "synchronize_yardstick_us": {},
     }
     for pattern in ("protocol", "step"):
@@ -326,6 +363,9 @@ def main(argv=None):
             if name in MTC_SETTINGS:
                 report["rows"][-1]["parts_us"] = mtc_parts(MTC_SETTINGS[name], batches, args.device, pattern)
             print(f"{pattern:8} {name:8} median {fmt_time(summary['median_s'])}", file=sys.stderr)
+        for against in (name for name in JUDGED if name in chosen and "mtc" in chosen):
+            report["paired"].append({"pattern": pattern, "against": against, **paired_runs(
+                available["mtc"], available[against], batches, args.device, pattern, args.runs, args.iters)})
         report["synchronize_yardstick_us"][pattern] = synchronize_yardstick(args.device, pattern)
     report["verdicts"] = verdicts(report)
     table = markdown(report)

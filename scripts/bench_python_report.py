@@ -5,7 +5,7 @@ the untimed calls), from the report's dict (its JSON)."""
 
 import statistics
 
-from paired_verdict import paired_verdict
+from paired_verdict import verdict_of_logs
 
 
 def fmt_time(seconds):
@@ -63,8 +63,8 @@ COMPARED = {"original": "than the original package", "mtc_nodefer": "than withou
             "mtc_again": "than itself run again (an A/A pair)",
             "baseline": "than the baseline build (--baseline)"}
 
-# The methods mtc is judged against run by run (paired_verdict.py): the baseline build, and mtc
-# itself (the A/A pair, which should come out SAME).
+# The methods mtc is judged against call by call (bench_python.paired_runs, paired_verdict.py):
+# the baseline build, and mtc itself (the A/A pair, which should come out SAME).
 JUDGED = {"baseline": "the baseline build", "mtc_again": "itself run again (A/A)"}
 
 
@@ -95,16 +95,11 @@ def comparisons(report):
 
 
 def verdicts(report):
-    """Per pattern, mtc judged against each method of JUDGED that ran: {pattern, against, ratio,
-    low, high, runs, verdict}, the ratio as the other's time over mtc's (above 1 mtc is faster)."""
-    out = []
-    for against in JUDGED:
-        for pattern in dict.fromkeys(r["pattern"] for r in report["rows"]):
-            rows = {r["method"]: r["time"] for r in report["rows"] if r["pattern"] == pattern}
-            if against in rows and "mtc" in rows:
-                out.append({"pattern": pattern, "against": against,
-                            **paired_verdict(rows[against]["run_means_s"], rows["mtc"]["run_means_s"])})
-    return out
+    """Per pattern, mtc judged against each method of JUDGED from the A/B call by call
+    (report["paired"]): {pattern, against, ratio, low, high, runs, verdict}, the ratio as the
+    other's time over mtc's (above 1 mtc is faster)."""
+    return [{"pattern": p["pattern"], "against": p["against"], **verdict_of_logs(p["run_log_ratios"])}
+            for p in report.get("paired", [])]
 
 
 def verdict_lines(report):
@@ -113,9 +108,9 @@ def verdict_lines(report):
     for v in verdicts(report):
         interval = (f"95 % interval {v['low']:.3f}-{v['high']:.3f}" if v["low"] is not None
                     else "too few runs for an interval")
-        out.append(f"{v['pattern']}: mtc against {JUDGED[v['against']]}: {v['ratio']:.3f}x "
-                   f"(its time over mtc's, geometric mean of {v['runs']} paired runs; {interval}; "
-                   f"2 % threshold): {v['verdict']}")
+        out.append(f"{v['pattern']}: mtc against {JUDGED[v['against']]}, call by call: {v['ratio']:.3f}x "
+                   f"(its time over mtc's: the geometric mean over {v['runs']} runs of each run's median ratio "
+                   f"over pairs of steps; {interval}; 2 % threshold): {v['verdict']}")
     return out
 
 

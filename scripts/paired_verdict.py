@@ -43,7 +43,14 @@ def paired_verdict(baseline_times, candidate_times, threshold=0.02):
     when fewer than MIN_RUNS runs back them, and the verdict is then UNSURE."""
     if len(baseline_times) != len(candidate_times) or not baseline_times:
         raise ValueError("paired_verdict: the two sides need as many runs, at least one")
-    logs = [math.log(b / c) for b, c in zip(baseline_times, candidate_times)]
+    return verdict_of_logs([math.log(b / c) for b, c in zip(baseline_times, candidate_times)], threshold)
+
+
+def verdict_of_logs(logs, threshold=0.02):
+    """paired_verdict() from each run's log ratio (baseline over candidate) as measured, e.g. the
+    median of a run's per-step log ratios."""
+    if not logs:
+        raise ValueError("verdict_of_logs: no runs")
     mean = statistics.fmean(logs)
     out = {"ratio": math.exp(mean), "low": None, "high": None, "runs": len(logs), "verdict": "UNSURE"}
     if len(logs) < MIN_RUNS:

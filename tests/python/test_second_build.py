@@ -5,11 +5,13 @@ bench_python.py --baseline times such a build beside mtc and judges mtc against 
 a few calls)."""
 
 import json
+import math
 import os
 import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import mtc
@@ -93,7 +95,33 @@ def test_bench_python_judges_mtc_against_a_baseline_build(tmp_path):
     for v in judged.values():
         assert v["runs"] == 3 and v["low"] <= v["ratio"] <= v["high"]
         assert v["verdict"] in ("SAME", "FASTER", "SLOWER", "UNSURE")
-    assert "mtc against the baseline build:" in result.stdout and "95 % interval" in result.stdout
+    assert "mtc against the baseline build, call by call:" in result.stdout and "95 % interval" in result.stdout
+    paired = {(p["pattern"], p["against"]): p for p in doc["paired"]}
+    assert set(paired) == set(judged) and all(len(p["run_log_ratios"]) == 3 for p in paired.values())
+
+
+def sleeper(name, last, warm_s, cold_s):
+    """A stand-in copy that takes warm_s after a call of its own and cold_s after another's: the
+    state one method leaves for the next, which made a twin that ran second faster."""
+    def copy(data, phases):
+        time.sleep(warm_s if last[0] == name else cold_s)
+        last[0] = name
+        return data
+    return copy
+
+
+def test_paired_runs_cancel_what_the_previous_call_leaves_and_keep_a_real_difference():
+    sys.path.insert(0, str(BENCH.parent))
+    import bench_python
+
+    last = [None]
+    twins = bench_python.paired_runs(sleeper("a", last, 0.004, 0.006), sleeper("b", last, 0.004, 0.006),
+                                     [[1]], "cpu", "protocol", runs=3, iters=10)
+    # Taken apart by who went first, the twins' steps differ by 50 %; paired, they cancel.
+    assert all(abs(r) < 0.1 for r in twins["run_log_ratios"]), twins
+    slower = bench_python.paired_runs(sleeper("a", last, 0.004, 0.004), sleeper("b", last, 0.008, 0.008),
+                                      [[1]], "cpu", "protocol", runs=3, iters=10)
+    assert all(abs(r - math.log(2)) < 0.2 for r in slower["run_log_ratios"]), slower
 
 
 def test_bench_python_refuses_a_baseline_it_cannot_use(tmp_path):
