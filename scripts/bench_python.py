@@ -95,28 +95,32 @@ def batch_of(batches, pattern, i):
     return batches[i % len(batches)] if pattern == "step" else batches[0]
 
 
+def timed_call(copy, batch, held, device, pattern, phases):
+    """One call of `copy` on `batch` as `pattern` makes it, its output put in held[0] (the only
+    reference the loop keeps to it); returns the call's time and its closing synchronize's (ns)."""
+    if pattern == "step":
+        time.sleep(IDLE_GAP_S)
+    t0 = time.perf_counter_ns()
+    if pattern == "step":
+        held[0] = None  # the previous step's output dies inside the step
+    # Back to back, as in the original package's evaluation (`_ = handle.get()`): the previous
+    # call's output dies when the new one replaces it, inside the timed region.
+    held[0] = copy(batch, phases)
+    t1 = time.perf_counter_ns()
+    synchronize(device)
+    t2 = time.perf_counter_ns()
+    return t2 - t0, t2 - t1
+
+
 def one_run(copy, batches, device, pattern, iters, phases):
     """One run of `iters` timed calls; returns their times in ns."""
     run = []
-    out = None
+    held = [None]
     for i in range(iters):
-        batch = batch_of(batches, pattern, i)
-        if pattern == "step":
-            time.sleep(IDLE_GAP_S)
-            t0 = time.perf_counter_ns()
-            out = None  # the previous step's output dies inside the step
-            out = copy(batch, phases)
-        else:
-            t0 = time.perf_counter_ns()
-            # As in the original package's evaluation (`_ = handle.get()`): the previous call's
-            # output dies when the new one replaces it, inside the timed region.
-            out = copy(batch, phases)
-        t1 = time.perf_counter_ns()
-        synchronize(device)
-        t2 = time.perf_counter_ns()
-        run.append(t2 - t0)
-        phases.close_call(run[-1], t2 - t1)
-    del out
+        total, synchronized = timed_call(copy, batch_of(batches, pattern, i), held, device, pattern, phases)
+        run.append(total)
+        phases.close_call(total, synchronized)
+    del held
     return run
 
 
@@ -154,26 +158,20 @@ def paired_runs(candidate, other, batches, device, pattern, runs, iters):
     `candidate` and one of `other`, which of the two goes first alternating from step to step and
     run to run, so that each side follows itself as often as the other (run by run in blocks, the
     side that came second after its twin was up to 16 % faster: 1 x NVIDIA H100, 2026-12-06). In a
-    step each call has its own idle gap before it. Each side's previous output dies inside its next
-    call. A run's ratio is the median, over pairs of consecutive steps (one with each order: what
+    step each call has its own idle gap before it (timed_call). Each side's previous output dies
+    inside its next call. A run's ratio is the median, over pairs of consecutive steps (one with each order: what
     going first or second does cancels within a pair), of the pair's mean log ratio (other's time
     over candidate's). Returns each run's log ratio and both sides' run means (s)."""
     out = {"run_log_ratios": [], "candidate_run_means_s": [], "other_run_means_s": []}
     for r in range(runs):
-        previous = [None, None]  # each side's last output
+        held = [[None], [None]]  # each side's last output
         times = [[], []]
         for i in range(iters):
             batch = batch_of(batches, pattern, i)
             for side in ((0, 1) if (i + r) % 2 == 0 else (1, 0)):
-                if pattern == "step":
-                    time.sleep(IDLE_GAP_S)
-                t0 = time.perf_counter_ns()
-                if pattern == "step":
-                    previous[side] = None  # as one_run: dies inside the step
-                previous[side] = (candidate, other)[side](batch, None)
-                synchronize(device)
-                times[side].append(time.perf_counter_ns() - t0)
-        del previous
+                total, _ = timed_call((candidate, other)[side], batch, held[side], device, pattern, None)
+                times[side].append(total)
+        del held
         logs = [math.log(o / c) for c, o in zip(*times)]
         pairs = [(logs[k] + logs[k + 1]) / 2 for k in range(0, len(logs) - 1, 2)] or logs
         out["run_log_ratios"].append(statistics.median(pairs))

@@ -60,12 +60,14 @@ def import_baseline(name):
         raise BaselineMissing(
             f"--baseline {name}: cannot import it ({error}); install another tree's module under that "
             "name first (scripts/install_module_as.py SRC OUT NAME) and put OUT on PYTHONPATH") from error
+    # What timed_start_copy and apply_settings call.
+    extension = getattr(module, "_C", None)
     missing = [attr for attr in ("start_copy", "set_deferred_release", "set_output_reuse")
                if not callable(getattr(module, attr, None))]
-    extension = getattr(module, "_C", None)
-    if missing or extension is None or not callable(getattr(extension, "_set_walk_split", None)):
-        raise BaselineMissing(f"--baseline {name}: not a build of mtc (it lacks "
-                              f"{', '.join(missing) or '_C._set_walk_split'})")
+    missing += [f"_C.{attr}" for attr in ("_set_streamed_walk", "_set_walk_split")
+                if not callable(getattr(extension, attr, None))]
+    if missing:
+        raise BaselineMissing(f"--baseline {name}: not a build of mtc (it lacks {', '.join(missing)})")
     import mtc
 
     if extension is mtc._C:

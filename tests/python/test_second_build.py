@@ -28,10 +28,14 @@ def second_copy(folder, name="mtc_second"):
     return folder
 
 
+def with_path(folder):
+    """This process's environment with `folder` first on PYTHONPATH."""
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
+
+
 def python(code, folder):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
-                          timeout=300, env=env, cwd="/")
+                          timeout=300, env=with_path(folder), cwd="/")
 
 
 def test_a_copy_under_another_name_imports_its_own_extension_beside_mtc(tmp_path):
@@ -77,9 +81,8 @@ def test_install_builds_this_tree_under_another_name_that_imports_beside_mtc(tmp
 
 
 def run_bench(args, folder):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(folder), os.environ.get("PYTHONPATH")])))
     return subprocess.run([sys.executable, str(BENCH), *QUICK, *args], capture_output=True, text=True,
-                          timeout=300, env=env)
+                          timeout=300, env=with_path(folder))
 
 
 def test_bench_python_judges_mtc_against_a_baseline_build(tmp_path):
