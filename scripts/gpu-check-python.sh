@@ -10,6 +10,8 @@
 # The original package is timed beside mtc (bench_python.py --original) when its source folder
 # was put at .carry/original/multi_tensor_copier (a copy of that folder of its repository; it is
 # built with scripts/build_original.py, its log appended to python-build.log).
+# MTC_PYTHON_TESTS=0 leaves the tests out (an A/B or a profile of a tree whose tests passed on
+# this kind of host already: about 4 of the call's minutes); the last line then says so.
 # With MTC_AB_BASE=DIR (a source tree, e.g. `git archive` of the commit before a change), DIR's
 # module is built and installed as mtc_base (scripts/install_module_as.py) and timed beside this
 # tree's, interleaved in one process (bench_python.py --baseline): an A/B of the module.
@@ -62,11 +64,19 @@ step() { echo "=== $* ($(date -u +%T))"; }
 tail -4 "$out/python-build.log"
 
 step "pytest tests/python" | tee "$out/pytest.log"
-if python3 -c "import pytest" 2>/dev/null; then
+ran=()  # what ran, for the last line
+if [[ "${MTC_PYTHON_TESTS:-1}" == 0 ]]; then
+  echo "not run: MTC_PYTHON_TESTS=0" | tee -a "$out/pytest.log"
+  ran+=("pytest NOT RUN (MTC_PYTHON_TESTS=0)")
+elif python3 -c "import pytest" 2>/dev/null; then
   python3 -m pytest -v -rs -p no:cacheprovider tests/python >> "$out/pytest.log" 2>&1 || status=1
   tail -25 "$out/pytest.log"
+  # pytest's own last line, e.g. "==== 357 passed, 2 skipped, 1 warning in 230.26s ====".
+  counts="$(tail -1 "$out/pytest.log" | sed -E 's/^=+ //; s/ in [0-9.]+s.*$//')"
+  ran+=("pytest ${counts:-(no summary line: see pytest.log)}")
 else
   echo "pytest is not installed and .carry/wheels has no wheel of it: tests not run" | tee -a "$out/pytest.log"
+  ran+=("pytest NOT RUN (not installed)")
   status=1
 fi
 
@@ -102,8 +112,13 @@ if [[ -n "${MTC_AB_BASE:-}" ]]; then
 fi
 
 step "bench_python.py ${original_args[*]} ${baseline_args[*]} ${bench_args[*]}"
-python3 scripts/bench_python.py "${original_args[@]}" "${baseline_args[@]}" "${bench_args[@]}" \
-  --md "$out/bench_python.md" --json "$out/bench_python.json" || status=1
+if python3 scripts/bench_python.py "${original_args[@]}" "${baseline_args[@]}" "${bench_args[@]}" \
+    --md "$out/bench_python.md" --json "$out/bench_python.json"; then
+  ran+=("bench_python${original_args:+ with the original}${baseline_args:+ with the baseline build}")
+else
+  ran+=("bench_python FAILED")
+  status=1
+fi
 if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
   : > "$out/profile-python.md"
   # Where a thread takes or lets go of the GIL (exported, so named on a stripped python3): who
@@ -122,4 +137,6 @@ if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
   done
 fi
 step "done (status $status)"
+# The last line says what ran.
+(IFS=";"; echo "python: ${ran[*]}" | sed 's/;/; /g')
 exit $status

@@ -59,11 +59,8 @@
 #   benchmarks that measure it).
 # "envab" builds and tests as "microbench" does, then runs the micro-benchmarks matching FILTER
 #   in PAIRS pairs of processes (default 4, at most 6), without and then with the environment
-#   setting NAME=VALUE, three repetitions each in random interleaving, and compares the two sides
-#   process by process (scripts/microbench_env_ab.py): env_ab.md, env_ab.json. For settings a
-#   process reads once at its start (GLIBC_TUNABLES, MTC_WORKER_THREADS), which no benchmark can
-#   switch inside one process. The processes share 6 minutes; one that runs past its share ends
-#   the check (exit 1) with a message.
+#   setting NAME=VALUE, and compares the two sides process by process
+#   (scripts/gpu-check-envab.sh says how): env_ab.md, env_ab.json.
 # "python" installs the Python module into python3's environment (pip install
 #   --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
 #   included) and scripts/bench_python.py, with the arguments after "python" (e.g. --methods);
@@ -323,32 +320,7 @@ fi
 
 if [[ "$mode" == envab ]]; then
   step "micro-benchmarks matching $env_filter: $pairs processes without and $pairs with $setting, in turn"
-  runs="$(mktemp -d)"
-  files=()
-  # The processes share 6 minutes, so that a filter matching cases too long for them ends the
-  # check with a message inside a GPU host's 10-minute call (the build and tests take ~2) instead
-  # of past it.
-  limit=$(( 360 / (2 * pairs) ))
-  for i in $(seq 1 "$pairs"); do
-    for side in without with; do
-      files+=("$runs/$side-$i.json")
-      with=()
-      [[ "$side" == with ]] && with=("$setting")
-      timeout "$limit" env "${with[@]}" "$MTC_BUILD_DIR/mtc_engine_bench" --benchmark_repetitions=3 \
-        --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
-        --benchmark_filter="$env_filter" --benchmark_out="${files[-1]}" --benchmark_out_format=json \
-        > /dev/null 2>&1
-      rc=$?
-      if (( rc == 124 )); then
-        echo "envab: a process ran past its $limit s (6 minutes over $(( 2 * pairs ))); match fewer or shorter cases"
-      elif (( rc != 0 )); then
-        echo "envab: mtc_engine_bench exited $rc ($side $setting, process pair $i)"
-      fi
-      (( rc == 0 )) || { status=1; break 2; }
-    done
-  done
-  (( status == 0 )) && { "$MTC_PYTHON" scripts/microbench_env_ab.py "$setting" "$out/env_ab.md" \
-    "$out/env_ab.json" "${files[@]}" || status=1; }
+  bash scripts/gpu-check-envab.sh "$out" "$MTC_BUILD_DIR" "$setting" "$env_filter" "$pairs" || status=1
   finish
 fi
 

@@ -2,11 +2,13 @@
 """scripts/microbench_env_ab.py on synthetic benchmark files whose truth is known: a case that is
 lower with the setting in every process, one that is higher, one whose sides overlap, and a case
 present on one side only (left out), and a several-GPU case whose per-GPU ratios (with every GPU
-over alone) are known.
+over alone) are known. Then scripts/gpu-check-envab.sh, which runs the processes, over a stand-in
+mtc_engine_bench whose case is lower with the setting, and one that fails with it.
 
     python3 tests/scripts/microbench_env_ab_test.py
 """
 import json
+import os
 import pathlib
 import subprocess
 import sys
@@ -14,6 +16,21 @@ import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "microbench_env_ab.py"
+RUNNER = ROOT / "scripts" / "gpu-check-envab.sh"
+
+# A stand-in for mtc_engine_bench: writes its --benchmark_out with one case, 100 us without the
+# setting MTC_STANDIN_SETTING and 80 us with it, or exits 3 with it when it is "fail".
+STAND_IN = """#!/usr/bin/env python3
+import json, os, sys
+out = next(a.split("=", 1)[1] for a in sys.argv if a.startswith("--benchmark_out="))
+setting = os.environ.get("MTC_STANDIN_SETTING")
+if setting == "fail":
+    sys.exit(3)
+us = 80.0 if setting else 100.0
+rows = [{"name": "case", "run_name": "case", "run_type": "iteration", "repetition_index": k,
+         "real_time": us, "time_unit": "us", "median_us": us + k} for k in range(3)]
+json.dump({"context": {}, "benchmarks": rows}, open(out, "w"))
+"""
 
 
 def bench_file(path, medians):
@@ -86,7 +103,31 @@ def main():
         missing = subprocess.run([sys.executable, str(SCRIPT), "X=1", str(md), str(out), str(files[0]),
                                   str(tmp / "nowhere.json")], capture_output=True, text=True)
         assert missing.returncode == 2 and "cannot read" in missing.stderr, missing
+        runner_checks(tmp)
     print("microbench_env_ab: ok")
+
+
+def runner_checks(tmp):
+    build = tmp / "build"
+    build.mkdir()
+    stand_in = build / "mtc_engine_bench"
+    stand_in.write_text(STAND_IN)
+    stand_in.chmod(0o755)
+    out = tmp / "runner-out"
+    out.mkdir()
+
+    def run(setting):
+        return subprocess.run(["bash", str(RUNNER), str(out), str(build), setting, "case", "3"],
+                              capture_output=True, text=True, env={**os.environ, "MTC_PYTHON": sys.executable})
+
+    done = run("MTC_STANDIN_SETTING=1")
+    assert done.returncode == 0, done
+    rows = {r["case"]: r for r in json.loads((out / "env_ab.json").read_text())["cases"]}
+    assert rows["case"]["without_us"] == [101.0] * 3 and rows["case"]["with_us"] == [81.0] * 3, rows
+    assert rows["case"]["reading"].startswith("lower in every process"), rows
+    failed = run("MTC_STANDIN_SETTING=fail")
+    assert failed.returncode == 1, failed
+    assert "mtc_engine_bench exited 3 (with MTC_STANDIN_SETTING=fail, process pair 1)" in failed.stdout, failed
 
 
 if __name__ == "__main__":

@@ -8,11 +8,9 @@
 #include <set>
 #include <vector>
 
-#include "errors.h"
 #include "shown.h"
+#include "workload/detail/loaded_node_parser.h"
 #include "workload/detail/tensor_spec_parser.h"
-#include "workload/npy.h"
-#include "workload/saved_batch.h"
 
 namespace mtc::bench::detail {
 namespace {
@@ -75,34 +73,7 @@ class SpecCompiler {
 
   NodePtr loaded(const Json& body, const std::string& path, const std::string& body_path,
                  bool npy) {
-    LoadedNode loaded_node;
-    std::string file_path = body_path;
-    if (body.is_object()) {
-      checks_.allow_keys(body, body_path, {"file", "memory"});
-      checks_.require_key(body, body_path, "file");
-      file_path = child_path(body_path, "file");
-      loaded_node.file = checks_.get_string(body["file"], file_path);
-      if (body.contains("memory")) {
-        loaded_node.memory = parse_memory(checks_, body["memory"], child_path(body_path, "memory"));
-      }
-    } else if (body.is_string()) {
-      loaded_node.file = body.get<std::string>();
-    } else {
-      checks_.fail(body_path,
-                   fmt::format("expected a file name or {{\"file\": ..., \"memory\": ...}}; got {}",
-                               type_name(body)));
-    }
-    if (loaded_node.file.empty()) checks_.fail(file_path, "empty file name");
-    fs::path file(loaded_node.file);
-    if (file.is_relative()) file = base_dir_ / file;
-    loaded_node.file = file.lexically_normal().string();
-    // The reader names the data file; the config file and JSON path are added here.
-    try {
-      loaded_node.value =
-          npy ? c10::IValue(load_npy(loaded_node.file)) : load_saved_batch(loaded_node.file);
-    } catch (const ConfigError& e) {
-      checks_.fail(file_path, e.what());
-    }
+    LoadedNode loaded_node = parse_loaded(checks_, body, body_path, npy, base_dir_);
     if (std::find(files_.begin(), files_.end(), loaded_node.file) == files_.end())
       files_.push_back(loaded_node.file);
     auto node = make_node(path);
