@@ -5,7 +5,7 @@ the untimed calls), from the report's dict (its JSON)."""
 
 import statistics
 
-from paired_verdict import verdict_of_logs
+from paired_verdict import unsure_reading, verdict_of_logs
 
 
 def fmt_time(seconds):
@@ -96,10 +96,13 @@ def comparisons(report):
 
 def verdicts(report):
     """Per pattern, mtc judged against each method of JUDGED from the A/B call by call
-    (report["paired"]): {pattern, against, ratio, low, high, runs, verdict}, the ratio as the
+    (report["paired"]): {pattern, against, ratio, low, high, runs, verdict, reading}, the ratio as the
     other's time over mtc's (above 1 mtc is faster)."""
-    return [{"pattern": p["pattern"], "against": p["against"], **verdict_of_logs(p["run_log_ratios"])}
-            for p in report.get("paired", [])]
+    out = [{"pattern": p["pattern"], "against": p["against"], **verdict_of_logs(p["run_log_ratios"])}
+           for p in report.get("paired", [])]
+    for v in out:
+        v["reading"] = unsure_reading(v)  # what an UNSURE one still says; "" for the others
+    return out
 
 
 def verdict_lines(report):
@@ -110,7 +113,8 @@ def verdict_lines(report):
                     else "too few runs for an interval")
         out.append(f"{v['pattern']}: mtc against {JUDGED[v['against']]}, call by call: {v['ratio']:.3f}x "
                    f"(its time over mtc's: the geometric mean over {v['runs']} runs of each run's median ratio "
-                   f"over pairs of steps; {interval}; 2 % threshold): {v['verdict']}")
+                   f"over pairs of steps; {interval}; 2 % threshold): {v['verdict']}"
+                   + (f" ({v['reading']})" if v["reading"] else ""))
     return out
 
 

@@ -65,3 +65,21 @@ def verdict_of_logs(logs, threshold=0.02):
     elif mean + half < -edge:
         out["verdict"] = "SLOWER"
     return out
+
+
+def unsure_reading(v):
+    """What an UNSURE verdict from paired_verdict() still says, in words, or "" for another
+    verdict: on which side of 1 the interval lies. It names no count of runs that would settle
+    it: worked out from the runs at hand, whose mean and spread are uncertain themselves, such a
+    count fell short on synthetic runs (a true 5 % gain in 6 % noise, 6 runs UNSURE but faster:
+    the 9 runs it named, drawn afresh, called FASTER in 33 of 200 trials; results/NOTES.md,
+    2026-12-06)."""
+    if v["verdict"] != "UNSURE":
+        return ""
+    if v["low"] is None:
+        return f"fewer than {MIN_RUNS} runs: no interval"
+    if v["low"] > 1:
+        return "faster, but whether by more than the threshold needs more runs"
+    if v["high"] < 1:
+        return "slower, but whether by more than the threshold needs more runs"
+    return "the interval holds 1 and an edge: more runs, or a quieter host"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))
-from paired_verdict import paired_verdict, t975  # noqa: E402
+from paired_verdict import paired_verdict, t975, unsure_reading  # noqa: E402
 
 
 def paired_runs(rng, runs, true_ratio, noise, drift=0.3):
@@ -78,3 +78,18 @@ def test_t_quantiles_fall_with_the_degrees_of_freedom_towards_the_normal():
     assert all(a >= b for a, b in zip(values, values[1:]))
     with pytest.raises(ValueError):
         t975(0)
+
+
+def test_an_unsure_verdict_says_on_which_side_of_1_it_lies():
+    # The module's A/B of 2026-12-06 (1 x H100), a build 12 us slower as the baseline: 1.053x,
+    # 1.017-1.091 over 20 runs, faster but UNSURE at 2 %.
+    faster = {"ratio": 1.053, "low": 1.017, "high": 1.091, "runs": 20, "verdict": "UNSURE"}
+    assert unsure_reading(faster).startswith("faster, but"), unsure_reading(faster)
+    slower = {"ratio": 0.95, "low": 0.90, "high": 0.99, "runs": 5, "verdict": "UNSURE"}
+    assert unsure_reading(slower).startswith("slower, but"), unsure_reading(slower)
+    either = {"ratio": 1.005, "low": 0.97, "high": 1.04, "runs": 10, "verdict": "UNSURE"}
+    assert unsure_reading(either).startswith("the interval holds 1"), unsure_reading(either)
+    few = {"ratio": 2.0, "low": None, "high": None, "runs": 2, "verdict": "UNSURE"}
+    assert unsure_reading(few).startswith("fewer than 3 runs"), unsure_reading(few)
+    assert unsure_reading({"ratio": 1.1, "low": 1.05, "high": 1.15, "runs": 5, "verdict": "FASTER"}) == ""
+
