@@ -32,7 +32,7 @@ package").
 --baseline PACKAGE adds a build of mtc from another tree, installed under the name PACKAGE
 (scripts/install_module_as.py), timed as mtc is, in the same process, interleaved: an A/B of the
 module. Its verdict, and mtc_again's (an A/A pair), come from a pass that times each against mtc
-call by call (paired_runs; paired_verdict.py).
+in alternating turns (paired_runs; paired_verdict.py).
 
     python scripts/bench_python.py [--config configs/streampetr.json] [--original] [--baseline PACKAGE] [--md OUT.md] [--json OUT.json]
 
@@ -153,24 +153,38 @@ def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True, 
     return {name: (summarize(samples[name], run_means[name]), phases[name]) for name in copies}
 
 
+# The A/B's bursts by pattern: (calls of a side right after the other side's, untimed; calls
+# timed). Back to back, each side's engine must copy back to back, as the pattern says: call by
+# call, each engine lay idle through the other's call (~200 us, about its workers' spin before they
+# sleep), and a build 12 us slower came out 31 us slower over 40 runs, 11-14 us over 10 and 20
+# (1 x NVIDIA H100, 2026-12-06). The untimed calls let the side's workers and caches take up the
+# copy again. In a step each call has its own idle gap before it: one call a burst.
+BURSTS = {"protocol": (2, 4), "step": (0, 1)}
+
+
 def paired_runs(candidate, other, batches, device, pattern, runs, iters):
-    """An A/B call by call: in each of `runs` runs, `iters` steps each time one call of
-    `candidate` and one of `other`, which of the two goes first alternating from step to step and
-    run to run, so that each side follows itself as often as the other (run by run in blocks, the
-    side that came second after its twin was up to 16 % faster: 1 x NVIDIA H100, 2026-12-06). In a
-    step each call has its own idle gap before it (timed_call). Each side's previous output dies
-    inside its next call. A run's ratio is the median, over pairs of consecutive steps (one with each order: what
-    going first or second does cancels within a pair), of the pair's mean log ratio (other's time
-    over candidate's). Returns each run's log ratio and both sides' run means (s)."""
-    out = {"run_log_ratios": [], "candidate_run_means_s": [], "other_run_means_s": []}
+    """An A/B in bursts (BURSTS): in each of `runs` runs, about `iters` timed calls of each side
+    in steps of one burst of `candidate` and one of `other`, which of the two goes first
+    alternating from step to step and run to run, so that each side follows itself as often as the
+    other (run by run in blocks, the side that came second after its twin was up to 16 % faster:
+    1 x NVIDIA H100, 2026-12-06). Each side's previous output dies inside its next call. A burst's
+    time is the mean of its timed calls; a run's ratio is the median, over pairs of consecutive
+    steps (one with each order: what going first or second does cancels within a pair), of the
+    pair's mean log ratio (other's time over candidate's). Returns the bursts' calls, each run's
+    log ratio and both sides' run means (s)."""
+    untimed, timed = BURSTS[pattern]
+    steps = max(2, iters // timed)
+    out = {"untimed_calls": untimed, "timed_calls": timed, "run_log_ratios": [], "candidate_run_means_s": [],
+           "other_run_means_s": []}
     for r in range(runs):
         held = [[None], [None]]  # each side's last output
         times = [[], []]
-        for i in range(iters):
+        for i in range(steps):
             batch = batch_of(batches, pattern, i)
             for side in ((0, 1) if (i + r) % 2 == 0 else (1, 0)):
-                total, _ = timed_call((candidate, other)[side], batch, held[side], device, pattern, None)
-                times[side].append(total)
+                burst = [timed_call((candidate, other)[side], batch, held[side], device, pattern, None)[0]
+                         for _ in range(untimed + timed)]
+                times[side].append(statistics.fmean(burst[untimed:]))
         del held
         logs = [math.log(o / c) for c, o in zip(*times)]
         pairs = [(logs[k] + logs[k + 1]) / 2 for k in range(0, len(logs) - 1, 2)] or logs
@@ -323,7 +337,7 @@ def main(argv=None):
                      # Reports written before this key existed dropped it before the clock.
                      "protocol_frees_previous_output_inside": True},
         "rows": [],
-        # The A/B call by call of mtc against each JUDGED method that ran (paired_runs).
+        # The A/B in alternating turns of mtc against each JUDGED method that ran (paired_runs).
         "paired": [],
         "synchronize_yardstick_us": {},
     }

@@ -63,7 +63,7 @@ COMPARED = {"original": "than the original package", "mtc_nodefer": "than withou
             "mtc_again": "than itself run again (an A/A pair)",
             "baseline": "than the baseline build (--baseline)"}
 
-# The methods mtc is judged against call by call (bench_python.paired_runs, paired_verdict.py):
+# The methods mtc is judged against in alternating turns (bench_python.paired_runs, paired_verdict.py):
 # the baseline build, and mtc itself (the A/A pair, which should come out SAME).
 JUDGED = {"baseline": "the baseline build", "mtc_again": "itself run again (A/A)"}
 
@@ -95,10 +95,12 @@ def comparisons(report):
 
 
 def verdicts(report):
-    """Per pattern, mtc judged against each method of JUDGED from the A/B call by call
-    (report["paired"]): {pattern, against, ratio, low, high, runs, verdict, reading}, the ratio as the
-    other's time over mtc's (above 1 mtc is faster)."""
-    out = [{"pattern": p["pattern"], "against": p["against"], **verdict_of_logs(p["run_log_ratios"])}
+    """Per pattern, mtc judged against each method of JUDGED from the A/B in alternating turns
+    (report["paired"]): {pattern, against, untimed_calls, timed_calls, ratio, low, high, runs, verdict,
+    reading}, the ratio as the other's time over mtc's (above 1 mtc is faster)."""
+    # A turn's calls: one, timed, in reports from before the bursts.
+    out = [{"pattern": p["pattern"], "against": p["against"], "untimed_calls": p.get("untimed_calls", 0),
+            "timed_calls": p.get("timed_calls", 1), **verdict_of_logs(p["run_log_ratios"])}
            for p in report.get("paired", [])]
     for v in out:
         v["reading"] = unsure_reading(v)  # what an UNSURE one still says; "" for the others
@@ -111,9 +113,12 @@ def verdict_lines(report):
     for v in verdicts(report):
         interval = (f"95 % interval {v['low']:.3f}-{v['high']:.3f}" if v["low"] is not None
                     else "too few runs for an interval")
-        out.append(f"{v['pattern']}: mtc against {JUDGED[v['against']]}, call by call: {v['ratio']:.3f}x "
+        untimed, timed = v["untimed_calls"], v["timed_calls"]
+        turn = "call by call" if timed == 1 and untimed == 0 else \
+            f"in turns of {timed} timed calls after {untimed} untimed"
+        out.append(f"{v['pattern']}: mtc against {JUDGED[v['against']]}, {turn}: {v['ratio']:.3f}x "
                    f"(its time over mtc's: the geometric mean over {v['runs']} runs of each run's median ratio "
-                   f"over pairs of steps; {interval}; 2 % threshold): {v['verdict']}"
+                   f"over pairs of turns; {interval}; 2 % threshold): {v['verdict']}"
                    + (f" ({v['reading']})" if v["reading"] else ""))
     return out
 

@@ -98,7 +98,8 @@ def test_bench_python_judges_mtc_against_a_baseline_build(tmp_path):
     for v in judged.values():
         assert v["runs"] == 3 and v["low"] <= v["ratio"] <= v["high"]
         assert v["verdict"] in ("SAME", "FASTER", "SLOWER", "UNSURE")
-    assert "mtc against the baseline build, call by call:" in result.stdout and "95 % interval" in result.stdout
+    assert "protocol: mtc against the baseline build, in turns of 4 timed calls after 2 untimed:" in result.stdout
+    assert "step: mtc against the baseline build, call by call:" in result.stdout and "95 % interval" in result.stdout
     paired = {(p["pattern"], p["against"]): p for p in doc["paired"]}
     assert set(paired) == set(judged) and all(len(p["run_log_ratios"]) == 3 for p in paired.values())
 
@@ -125,6 +126,24 @@ def test_paired_runs_cancel_what_the_previous_call_leaves_and_keep_a_real_differ
     slower = bench_python.paired_runs(sleeper("a", last, 0.004, 0.004), sleeper("b", last, 0.008, 0.008),
                                       [[1]], "cpu", "protocol", runs=3, iters=10)
     assert all(abs(r - math.log(2)) < 0.2 for r in slower["run_log_ratios"]), slower
+
+
+def test_back_to_back_each_side_is_timed_after_calls_of_its_own():
+    # Back to back, an engine must copy back to back: a side is timed only after untimed calls of
+    # its own in the same turn, so that a stand-in slower after the other side's call is timed warm
+    # only (call by call, every call of either side would have come after the other's).
+    sys.path.insert(0, str(BENCH.parent))
+    import bench_python
+
+    last = [None]
+    runs = bench_python.paired_runs(sleeper("a", last, 0.002, 0.010), sleeper("b", last, 0.002, 0.010),
+                                    [[1]], "cpu", "protocol", runs=3, iters=8)
+    assert (runs["untimed_calls"], runs["timed_calls"]) == bench_python.BURSTS["protocol"] == (2, 4)
+    # Sleeps overshoot a little; a cold call among the timed ones would add 2 ms to a 2 ms mean.
+    for means in (runs["candidate_run_means_s"], runs["other_run_means_s"]):
+        assert all(0.002 <= m < 0.0035 for m in means), runs
+    # In a step each call has its own gap: one call a turn, none untimed.
+    assert bench_python.BURSTS["step"] == (0, 1)
 
 
 def test_bench_python_refuses_a_baseline_it_cannot_use(tmp_path):
