@@ -133,7 +133,9 @@ if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
     MTC_PYTHON=python3 bash scripts/profile.sh "$out/profile-python.md" "${raw[@]}" \
       --title "mtc from Python on the GPU, $name" --focus 'mtc::' --focus "$gil" \
       --focus 'AsyncCopyHandle::~AsyncCopyHandle' -- \
-      python3 scripts/bench_python_overhead.py --device cuda --yardstick 0 ${pattern#*|} || status=1
+      python3 scripts/bench_python_overhead.py --device cuda --yardstick 0 ${pattern#*|} ||
+      { status=1; ran+=("profile, $name, FAILED"); continue; }
+    ran+=("profile, $name")
   done
 fi
 step "done (status $status)"
