@@ -153,27 +153,27 @@ def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True, 
     return {name: (summarize(samples[name], run_means[name]), phases[name]) for name in copies}
 
 
-# The A/B's bursts by pattern: (calls of a side right after the other side's, untimed; calls
+# The A/B's turns by pattern: (calls of a side right after the other side's, untimed; calls
 # timed). Back to back, each side's engine must copy back to back, as the pattern says: call by
 # call, each engine lay idle through the other's call (~200 us, about its workers' spin before they
 # sleep), and a build 12 us slower came out 31 us slower over 40 runs, 11-14 us over 10 and 20
 # (1 x NVIDIA H100, 2026-12-06; why is not known). The untimed calls let the side's workers and
 # caches take up the copy again. In a step each call has its own idle gap before it: one call a
-# burst.
-BURSTS = {"protocol": (2, 4), "step": (0, 1)}
+# turn.
+TURNS = {"protocol": (2, 4), "step": (0, 1)}
 
 
 def paired_runs(candidate, other, batches, device, pattern, runs, iters):
-    """An A/B in bursts (BURSTS): in each of `runs` runs, about `iters` timed calls of each side
-    in steps of one burst of `candidate` and one of `other`, which of the two goes first
+    """An A/B in turns (TURNS): in each of `runs` runs, about `iters` timed calls of each side
+    in steps of one turn of `candidate` and one of `other`, which of the two goes first
     alternating from step to step and run to run, so that each side follows itself as often as the
     other (run by run in blocks, the side that came second after its twin was up to 16 % faster:
-    1 x NVIDIA H100, 2026-12-06). Each side's previous output dies inside its next call. A burst's
+    1 x NVIDIA H100, 2026-12-06). Each side's previous output dies inside its next call. A turn's
     time is the mean of its timed calls; a run's ratio is the median, over pairs of consecutive
     steps (one with each order: what going first or second does cancels within a pair), of the
-    pair's mean log ratio (other's time over candidate's). Returns the bursts' calls, each run's
+    pair's mean log ratio (other's time over candidate's). Returns the turns' calls, each run's
     log ratio and both sides' run means (s)."""
-    untimed, timed = BURSTS[pattern]
+    untimed, timed = TURNS[pattern]
     steps = max(2, iters // timed)
     out = {"untimed_calls": untimed, "timed_calls": timed, "run_log_ratios": [], "candidate_run_means_s": [],
            "other_run_means_s": []}
@@ -183,9 +183,9 @@ def paired_runs(candidate, other, batches, device, pattern, runs, iters):
         for i in range(steps):
             batch = batch_of(batches, pattern, i)
             for side in ((0, 1) if (i + r) % 2 == 0 else (1, 0)):
-                burst = [timed_call((candidate, other)[side], batch, held[side], device, pattern, None)[0]
-                         for _ in range(untimed + timed)]
-                times[side].append(statistics.fmean(burst[untimed:]))
+                turn = [timed_call((candidate, other)[side], batch, held[side], device, pattern, None)[0]
+                        for _ in range(untimed + timed)]
+                times[side].append(statistics.fmean(turn[untimed:]))
         del held
         logs = [math.log(o / c) for c, o in zip(*times)]
         pairs = [(logs[k] + logs[k + 1]) / 2 for k in range(0, len(logs) - 1, 2)] or logs

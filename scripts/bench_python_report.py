@@ -98,7 +98,7 @@ def verdicts(report):
     """Per pattern, mtc judged against each method of JUDGED from the A/B in alternating turns
     (report["paired"]): {pattern, against, untimed_calls, timed_calls, ratio, low, high, runs, verdict,
     reading}, the ratio as the other's time over mtc's (above 1 mtc is faster)."""
-    # A turn's calls: one, timed, in reports from before the bursts.
+    # A turn's calls: one, timed, in reports from before the turns.
     out = [{"pattern": p["pattern"], "against": p["against"], "untimed_calls": p.get("untimed_calls", 0),
             "timed_calls": p.get("timed_calls", 1), **verdict_of_logs(p["run_log_ratios"])}
            for p in report.get("paired", [])]

@@ -138,12 +138,12 @@ def test_back_to_back_each_side_is_timed_after_calls_of_its_own():
     last = [None]
     runs = bench_python.paired_runs(sleeper("a", last, 0.002, 0.010), sleeper("b", last, 0.002, 0.010),
                                     [[1]], "cpu", "protocol", runs=3, iters=8)
-    assert (runs["untimed_calls"], runs["timed_calls"]) == bench_python.BURSTS["protocol"] == (2, 4)
+    assert (runs["untimed_calls"], runs["timed_calls"]) == bench_python.TURNS["protocol"] == (2, 4)
     # Sleeps overshoot a little; a cold call among the timed ones would add 2 ms to a 2 ms mean.
     for means in (runs["candidate_run_means_s"], runs["other_run_means_s"]):
         assert all(0.002 <= m < 0.0035 for m in means), runs
     # In a step each call has its own gap: one call a turn, none untimed.
-    assert bench_python.BURSTS["step"] == (0, 1)
+    assert bench_python.TURNS["step"] == (0, 1)
 
 
 def test_bench_python_refuses_a_baseline_it_cannot_use(tmp_path):
