@@ -63,6 +63,7 @@ from report_files import write_whole  # noqa: E402
 from bench_python_cli import check_outputs, parse_args, parse_overrides  # noqa: E402
 from bench_python_report import JUDGED, comparisons, fmt_time, markdown, verdicts  # noqa: E402,F401 (comparisons: tests)
 from spec_batch import SpecBatch, SpecError  # noqa: E402
+import process_cpus  # noqa: E402
 from bench_python_methods import (  # noqa: E402,F401 (Phases: tests)
     MTC_SETTINGS, ORIGINAL_MODULE, BaselineMissing, OriginalMissing, Phases, apply_settings, import_baseline,
     import_original, methods)
@@ -163,7 +164,7 @@ def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True, 
 TURNS = {"protocol": (2, 4), "step": (0, 1)}
 
 
-def paired_runs(candidate, other, batches, device, pattern, runs, iters):
+def paired_runs(candidate, other, batches, device, pattern, runs, iters, cpus=0):
     """An A/B in turns (TURNS): in each of `runs` runs, about `iters` timed calls of each side
     in steps of one turn of `candidate` and one of `other`, which of the two goes first
     alternating from step to step and run to run, so that each side follows itself as often as the
@@ -171,13 +172,20 @@ def paired_runs(candidate, other, batches, device, pattern, runs, iters):
     1 x NVIDIA H100, 2026-12-06). Each side's previous output dies inside its next call. A turn's
     time is the mean of its timed calls; a run's ratio is the median, over pairs of consecutive
     steps (one with each order: what going first or second does cancels within a pair), of the
-    pair's mean log ratio (other's time over candidate's). Returns the turns' calls, each run's
-    log ratio and both sides' run means (s)."""
+    pair's mean log ratio (other's time over candidate's). With `cpus`, each run confines the
+    process to that many CPUs drawn for it (process_cpus): unconfined, an A/A pair's ratio drifted
+    by up to 10 % within a process and 5 of 8 processes called a side SLOWER or UNSURE with a
+    side's edge (1 x NVIDIA H100, 2026-12-06). Returns the turns' calls, the CPUs of each run,
+    each run's log ratio and both sides' run means (s)."""
     untimed, timed = TURNS[pattern]
     steps = max(2, iters // timed)
-    out = {"untimed_calls": untimed, "timed_calls": timed, "run_log_ratios": [], "candidate_run_means_s": [],
-           "other_run_means_s": []}
+    out = {"untimed_calls": untimed, "timed_calls": timed, "run_cpus": [], "run_log_ratios": [],
+           "candidate_run_means_s": [], "other_run_means_s": []}
+    allowed = process_cpus.allowed_cpus()
     for r in range(runs):
+        if cpus:
+            out["run_cpus"].append(process_cpus.draw(allowed, cpus, pattern, r))
+            process_cpus.confine(out["run_cpus"][-1])
         held = [[None], [None]]  # each side's last output
         times = [[], []]
         for i in range(steps):
@@ -192,6 +200,8 @@ def paired_runs(candidate, other, batches, device, pattern, runs, iters):
         out["run_log_ratios"].append(statistics.median(pairs))
         out["candidate_run_means_s"].append(statistics.fmean(times[0]) * 1e-9)
         out["other_run_means_s"].append(statistics.fmean(times[1]) * 1e-9)
+    if cpus:
+        process_cpus.confine(allowed)
     return out
 
 
@@ -324,6 +334,7 @@ def main(argv=None):
     if "to" not in chosen or any(m not in available for m in chosen):
         print(f"bench_python.py: --methods: a list of {', '.join(available)} that includes 'to'", file=sys.stderr)
         return 2
+    ab_cpus = process_cpus.usable_count(args.ab_cpus, process_cpus.allowed_cpus())
     report = {
         "environment": environment(args.device),
         "config": os.path.relpath(args.config),
@@ -333,7 +344,7 @@ def main(argv=None):
         "settings": {"warmup": args.warmup, "runs": args.runs, "iters": args.iters,
                      "rotation": ROTATION, "idle_gap_s": IDLE_GAP_S, "interleaved": True,
                      "order": "fixed" if args.fixed_order else "rotated",
-                     "parts_calls": PARTS_CALLS,
+                     "parts_calls": PARTS_CALLS, "ab_cpus": ab_cpus,
                      "baseline": {"package": args.baseline, "file": baseline.__file__} if baseline else None,
                      # Reports written before this key existed dropped it before the clock.
                      "protocol_frees_previous_output_inside": True},
@@ -365,6 +376,11 @@ def main(argv=None):
 
         results = measure({name: available[name] for name in chosen}, batches, args.device, pattern,
                           args.warmup, args.runs, args.iters, rotate=not args.fixed_order, progress=progress)
+        # Before mtc_parts, whose calls are mtc's alone: both sides come to the A/B from the same runs.
+        for against in (name for name in JUDGED if name in chosen and "mtc" in chosen):
+            report["paired"].append({"pattern": pattern, "against": against, **paired_runs(
+                available["mtc"], available[against], batches, args.device, pattern, args.runs, args.iters,
+                ab_cpus)})
         for name in chosen:
             summary, phases = results[name]
             medians = phases.medians_s()
@@ -376,9 +392,6 @@ def main(argv=None):
             if name in MTC_SETTINGS:
                 report["rows"][-1]["parts_us"] = mtc_parts(MTC_SETTINGS[name], batches, args.device, pattern)
             print(f"{pattern:8} {name:8} median {fmt_time(summary['median_s'])}", file=sys.stderr)
-        for against in (name for name in JUDGED if name in chosen and "mtc" in chosen):
-            report["paired"].append({"pattern": pattern, "against": against, **paired_runs(
-                available["mtc"], available[against], batches, args.device, pattern, args.runs, args.iters)})
         report["synchronize_yardstick_us"][pattern] = synchronize_yardstick(args.device, pattern)
     report["verdicts"] = verdicts(report)
     table = markdown(report)

@@ -36,11 +36,15 @@ def parse_args(argv, description):
                         help="also time PACKAGE, a build of mtc from another tree installed under that name "
                         "(scripts/install_module_as.py), interleaved with mtc and with its settings; the report "
                         "judges mtc against it run by run (SAME, FASTER, SLOWER or UNSURE)")
+    parser.add_argument("--ab-cpus", type=int, default=8, metavar="N",
+                        help="confine the whole process to N CPUs drawn anew for each run of the A/B against "
+                        "--baseline or mtc_again, so both sides' threads share those CPUs' speed (default: 8; "
+                        "0, or N at least the CPUs the process may use: not confined)")
     parser.add_argument("--md", type=Path, help="also write the Markdown table (printed either way) here")
     parser.add_argument("--json", type=Path, help="write the report as JSON here")
     args = parser.parse_args(argv)
-    if min(args.runs, args.iters) < 1 or args.warmup < 0:
-        parser.error("--runs and --iters must be >= 1, --warmup >= 0")
+    if min(args.runs, args.iters) < 1 or min(args.warmup, args.ab_cpus) < 0:
+        parser.error("--runs and --iters must be >= 1, --warmup and --ab-cpus >= 0")
     if args.baseline is not None and "mtc" not in args.methods.split(","):
         parser.error("--baseline: mtc must be among --methods (it is judged against the baseline)")
     return args

@@ -110,15 +110,18 @@ def verdicts(report):
 def verdict_lines(report):
     """verdicts() as sentences: the change, its 95 % interval and the verdict."""
     out = []
+    confined = report.get("settings", {}).get("ab_cpus", 0)  # reports before it: not confined
     for v in verdicts(report):
         interval = (f"95 % interval {v['low']:.3f}-{v['high']:.3f}" if v["low"] is not None
                     else "too few runs for an interval")
         untimed, timed = v["untimed_calls"], v["timed_calls"]
-        turn = "call by call" if timed == 1 and untimed == 0 else \
-            f"in turns of {timed} timed calls after {untimed} untimed"
+        by_call = timed == 1 and untimed == 0
+        turn = "call by call" if by_call else f"in turns of {timed} timed calls after {untimed} untimed"
+        if confined:
+            turn += f", each run on {confined} CPU{'s' if confined > 1 else ''} drawn for it"
         out.append(f"{v['pattern']}: mtc against {JUDGED[v['against']]}, {turn}: {v['ratio']:.3f}x "
                    f"(its time over mtc's: the geometric mean over {v['runs']} runs of each run's median ratio "
-                   f"over pairs of turns; {interval}; 2 % threshold): {v['verdict']}"
+                   f"over pairs of {'calls' if by_call else 'turns'}; {interval}; 2 % threshold): {v['verdict']}"
                    + (f" ({v['reading']})" if v["reading"] else ""))
     return out
 

@@ -41,6 +41,17 @@ def check_arguments(src, name):
     return None
 
 
+def built_from_elsewhere(build_dir, src):
+    """Whether `build_dir` holds a CMake cache for a source tree other than `src`."""
+    cache = build_dir / "CMakeCache.txt"
+    if not cache.is_file():
+        return False
+    for line in cache.read_text(errors="replace").splitlines():
+        if line.startswith("CMAKE_HOME_DIRECTORY:"):
+            return Path(line.partition("=")[2]).resolve() != src
+    return False
+
+
 def main(argv):
     if argv in (["-h"], ["--help"]):
         print(__doc__)
@@ -52,7 +63,13 @@ def main(argv):
     if problem:
         return fail(problem, 2)
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, MTC_PYTHON_BUILD_DIR=str(out / f"build-{name}"))
+    build_dir = out / f"build-{name}"
+    if built_from_elsewhere(build_dir, src):
+        # CMake refuses a build folder configured for another source tree: a second A/B on the
+        # same host, against another baseline, would fail there.
+        print(f"install_module_as.py: {build_dir} was built from another tree; starting it afresh")
+        shutil.rmtree(build_dir)
+    env = dict(os.environ, MTC_PYTHON_BUILD_DIR=str(build_dir))
     with tempfile.TemporaryDirectory(dir=out) as staging:
         build = subprocess.run([sys.executable, "-m", "pip", "install", "--no-build-isolation", "--no-deps",
                                 "--disable-pip-version-check", "--target", staging, str(src)], env=env)

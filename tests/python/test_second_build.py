@@ -87,21 +87,29 @@ def run_bench(args, folder):
 
 def test_bench_python_judges_mtc_against_a_baseline_build(tmp_path):
     report = tmp_path / "report.json"
-    result = run_bench(["--methods", "to,mtc,mtc_again", "--baseline", "mtc_second", "--json", str(report)],
-                       second_copy(tmp_path))
+    # Each run of the A/B on one CPU drawn for it, where the process may use more than one.
+    confined = 1 if len(os.sched_getaffinity(0)) > 1 else 0
+    result = run_bench(["--methods", "to,mtc,mtc_again", "--baseline", "mtc_second", "--json", str(report),
+                        "--ab-cpus", "1"], second_copy(tmp_path))
     assert result.returncode == 0, result.stderr
     doc = json.loads(report.read_text())
-    assert doc["settings"]["baseline"]["package"] == "mtc_second"
+    assert doc["settings"]["baseline"]["package"] == "mtc_second" and doc["settings"]["ab_cpus"] == confined
     assert {r["method"] for r in doc["rows"]} == {"to", "mtc", "mtc_again", "baseline"}
     judged = {(v["pattern"], v["against"]): v for v in doc["verdicts"]}
     assert set(judged) == {(p, a) for p in ("protocol", "step") for a in ("baseline", "mtc_again")}
     for v in judged.values():
         assert v["runs"] == 3 and v["low"] <= v["ratio"] <= v["high"]
         assert v["verdict"] in ("SAME", "FASTER", "SLOWER", "UNSURE")
-    assert "protocol: mtc against the baseline build, in turns of 4 timed calls after 2 untimed:" in result.stdout
-    assert "step: mtc against the baseline build, call by call:" in result.stdout and "95 % interval" in result.stdout
+    where = ", each run on 1 CPU drawn for it" if confined else ""
+    assert f"protocol: mtc against the baseline build, in turns of 4 timed calls after 2 untimed{where}:" in result.stdout
+    assert f"step: mtc against the baseline build, call by call{where}:" in result.stdout
+    assert "over pairs of turns" in result.stdout and "over pairs of calls" in result.stdout
     paired = {(p["pattern"], p["against"]): p for p in doc["paired"]}
     assert set(paired) == set(judged) and all(len(p["run_log_ratios"]) == 3 for p in paired.values())
+    allowed = os.sched_getaffinity(0)
+    for p in paired.values():
+        assert len(p["run_cpus"]) == (3 if confined else 0)
+        assert all(len(cpus) == 1 and set(cpus) <= allowed for cpus in p["run_cpus"])
 
 
 def sleeper(name, last, warm_s, cold_s):
@@ -153,3 +161,18 @@ def test_bench_python_refuses_a_baseline_it_cannot_use(tmp_path):
     assert itself.returncode == 3 and "mtc's own extension" in itself.stderr, itself.stderr
     without_mtc = run_bench(["--methods", "to", "--baseline", "mtc_second"], second_copy(tmp_path))
     assert without_mtc.returncode == 2 and "mtc must be among --methods" in without_mtc.stderr
+
+
+def test_install_starts_a_build_folder_afresh_only_when_another_tree_configured_it(tmp_path):
+    sys.path.insert(0, str(INSTALL.parent))
+    try:
+        from install_module_as import built_from_elsewhere
+    finally:
+        sys.path.remove(str(INSTALL.parent))
+    build, tree, other = tmp_path / "build", tmp_path / "tree", tmp_path / "other"
+    assert not built_from_elsewhere(build, tree)  # no folder yet
+    build.mkdir()
+    assert not built_from_elsewhere(build, tree)  # no cache in it
+    (build / "CMakeCache.txt").write_text(f"FOO:BOOL=ON\nCMAKE_HOME_DIRECTORY:INTERNAL={tree}\n")
+    assert not built_from_elsewhere(build, tree.resolve())
+    assert built_from_elsewhere(build, other.resolve())
