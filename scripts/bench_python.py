@@ -174,8 +174,8 @@ def paired_runs(candidate, other, batches, device, pattern, runs, iters, cpus=0)
     steps (one with each order: what going first or second does cancels within a pair), of the
     pair's mean log ratio (other's time over candidate's). With `cpus`, each run confines the
     process to that many CPUs drawn for it (process_cpus): unconfined, an A/A pair's ratio drifted
-    by up to 10 % within a process and 5 of 8 processes called a side SLOWER or UNSURE with a
-    side's edge (1 x NVIDIA H100, 2026-12-06). Returns the turns' calls, the CPUs of each run,
+    by up to 10 % within a process and 3 of 5 processes called one side SLOWER (1 x NVIDIA H100,
+    2026-12-06). Returns the turns' calls, the CPUs of each run,
     each run's log ratio and both sides' run means (s)."""
     untimed, timed = TURNS[pattern]
     steps = max(2, iters // timed)

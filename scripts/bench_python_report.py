@@ -90,7 +90,10 @@ def comparisons(report):
                        f"{fmt_time(mtc['median_s'])} and {fmt_time(theirs['median_s'])}); run by run "
                        f"{min(per_run):.{digits}f}-{max(per_run):.{digits}f}x over {len(per_run)} runs "
                        f"(median {statistics.median(per_run):.{digits}f}x, mtc faster in "
-                       f"{sum(r > 1 for r in per_run)})")
+                       f"{sum(r > 1 for r in per_run)})"
+                       # Blocks favoured the method that followed its twin (docs/python.md): the
+                       # judged pairs' verdicts come from the A/B's turns, in lines of their own.
+                       + ("; in blocks, not the A/B: its verdict is below" if other in JUDGED else ""))
     return out
 
 

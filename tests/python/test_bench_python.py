@@ -90,7 +90,8 @@ def test_a_slower_mtc_is_called_slower_and_the_runs_it_won_are_counted():
                        row("mtc_again", 280e-6, [270e-6, 320e-6, 270e-6])]}
     assert bench_python.comparisons(report) == [
         "step: mtc 1.07x slower than itself run again (an A/A pair) (medians 300.0 us and 280.0 us); "
-        "run by run 0.90-1.03x over 3 runs (median 0.93x, mtc faster in 1)"]
+        "run by run 0.90-1.03x over 3 runs (median 0.93x, mtc faster in 1); in blocks, not the A/B: its verdict is "
+        "below"]
 
 
 def test_each_run_starts_one_method_further_on():
