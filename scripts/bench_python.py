@@ -47,7 +47,6 @@ output differs from its input.
 
 import gc
 import json
-import math
 import os
 import platform
 import statistics
@@ -63,19 +62,12 @@ from report_files import write_whole  # noqa: E402
 from bench_python_cli import check_outputs, parse_args, parse_overrides  # noqa: E402
 from bench_python_report import JUDGED, comparisons, fmt_time, markdown, verdicts  # noqa: E402,F401 (comparisons: tests)
 from spec_batch import SpecBatch, SpecError  # noqa: E402
+from bench_python_calls import IDLE_GAP_S, ROTATION, batch_of, synchronize, timed_call  # noqa: E402
+from bench_python_ab import TURNS, paired_runs  # noqa: E402,F401 (TURNS: tests)
 import process_cpus  # noqa: E402
 from bench_python_methods import (  # noqa: E402,F401 (Phases: tests)
     MTC_SETTINGS, ORIGINAL_MODULE, BaselineMissing, OriginalMissing, Phases, apply_settings, import_baseline,
     import_original, methods)
-
-ROTATION = 8
-IDLE_GAP_S = 0.002
-
-
-def synchronize(device):
-    if torch.device(device).type == "cuda" or torch.cuda.is_available():
-        torch.cuda.synchronize()
-
 
 def summarize(samples_ns, run_means_ns):
     s = sorted(samples_ns)
@@ -89,28 +81,6 @@ def summarize(samples_ns, run_means_ns):
         # Each run's mean, in the order run: a run far off the others is visible here.
         "run_means_s": [m * 1e-9 for m in run_means_ns],
     }
-
-
-def batch_of(batches, pattern, i):
-    """The batch call `i` copies: the next of the rotation in a step, the first back to back."""
-    return batches[i % len(batches)] if pattern == "step" else batches[0]
-
-
-def timed_call(copy, batch, held, device, pattern, phases):
-    """One call of `copy` on `batch` as `pattern` makes it, its output put in held[0] (the only
-    reference the loop keeps to it); returns the call's time and its closing synchronize's (ns)."""
-    if pattern == "step":
-        time.sleep(IDLE_GAP_S)
-    t0 = time.perf_counter_ns()
-    if pattern == "step":
-        held[0] = None  # the previous step's output dies inside the step
-    # Back to back, as in the original package's evaluation (`_ = handle.get()`): the previous
-    # call's output dies when the new one replaces it, inside the timed region.
-    held[0] = copy(batch, phases)
-    t1 = time.perf_counter_ns()
-    synchronize(device)
-    t2 = time.perf_counter_ns()
-    return t2 - t0, t2 - t1
 
 
 def one_run(copy, batches, device, pattern, iters, phases):
@@ -161,50 +131,6 @@ def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True, 
 # (1 x NVIDIA H100, 2026-12-06; why is not known). The untimed calls let the side's workers and
 # caches take up the copy again. In a step each call has its own idle gap before it: one call a
 # turn.
-TURNS = {"protocol": (2, 4), "step": (0, 1)}
-
-
-def paired_runs(candidate, other, batches, device, pattern, runs, iters, cpus=0):
-    """An A/B in turns (TURNS): in each of `runs` runs, about `iters` timed calls of each side
-    in steps of one turn of `candidate` and one of `other`, which of the two goes first
-    alternating from step to step and run to run, so that each side follows itself as often as the
-    other (run by run in blocks, the side that came second after its twin was up to 16 % faster:
-    1 x NVIDIA H100, 2026-12-06). Each side's previous output dies inside its next call. A turn's
-    time is the mean of its timed calls; a run's ratio is the median, over pairs of consecutive
-    steps (one with each order: what going first or second does cancels within a pair), of the
-    pair's mean log ratio (other's time over candidate's). With `cpus`, each run confines the
-    process to that many CPUs drawn for it (process_cpus): unconfined, an A/A pair's ratio drifted
-    by up to 10 % within a process and 3 of 5 processes called one side SLOWER (1 x NVIDIA H100,
-    2026-12-06). Returns the turns' calls, the CPUs of each run,
-    each run's log ratio and both sides' run means (s)."""
-    untimed, timed = TURNS[pattern]
-    steps = max(2, iters // timed)
-    out = {"untimed_calls": untimed, "timed_calls": timed, "run_cpus": [], "run_log_ratios": [],
-           "candidate_run_means_s": [], "other_run_means_s": []}
-    allowed = process_cpus.allowed_cpus()
-    for r in range(runs):
-        if cpus:
-            out["run_cpus"].append(process_cpus.draw(allowed, cpus, pattern, r))
-            process_cpus.confine(out["run_cpus"][-1])
-        held = [[None], [None]]  # each side's last output
-        times = [[], []]
-        for i in range(steps):
-            batch = batch_of(batches, pattern, i)
-            for side in ((0, 1) if (i + r) % 2 == 0 else (1, 0)):
-                turn = [timed_call((candidate, other)[side], batch, held[side], device, pattern, None)[0]
-                        for _ in range(untimed + timed)]
-                times[side].append(statistics.fmean(turn[untimed:]))
-        del held
-        logs = [math.log(o / c) for c, o in zip(*times)]
-        pairs = [(logs[k] + logs[k + 1]) / 2 for k in range(0, len(logs) - 1, 2)] or logs
-        out["run_log_ratios"].append(statistics.median(pairs))
-        out["candidate_run_means_s"].append(statistics.fmean(times[0]) * 1e-9)
-        out["other_run_means_s"].append(statistics.fmean(times[1]) * 1e-9)
-    if cpus:
-        process_cpus.confine(allowed)
-    return out
-
-
 # The engine's own step timings in handle.stats(), beside the module's parts (stats()["module"]).
 ENGINE_PARTS = ("queued_us", "traverse_us", "feed_tail_us", "split_wait_us", "split_queue_us",
                 "submit_us", "allocate_us", "driver_us", "outputs_us", "recycled", "walk_threads",

@@ -14,7 +14,9 @@
 # this kind of host already: about 4 of the call's minutes); the last line then says so.
 # With MTC_AB_BASE=DIR (a source tree, e.g. `git archive` of the commit before a change), DIR's
 # module is built and installed as mtc_base (scripts/install_module_as.py) and timed beside this
-# tree's, interleaved in one process (bench_python.py --baseline): an A/B of the module.
+# tree's, interleaved in one process (bench_python.py --baseline): an A/B of the module, each of
+# its runs with the process confined to 8 CPUs drawn for it (--ab-cpus N among the arguments
+# changes that).
 # With MTC_PYTHON_PROFILE=1, the module's calls are then profiled (scripts/profile.sh; the host has
 # no perf) with scripts/bench_python_overhead.py on the GPU (without torch's yardstick beside the
 # calls, which would crowd the main thread's samples), back to back and as a training step's
