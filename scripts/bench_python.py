@@ -261,6 +261,10 @@ def main(argv=None):
         print(f"bench_python.py: --methods: a list of {', '.join(available)} that includes 'to'", file=sys.stderr)
         return 2
     ab_cpus = process_cpus.usable_count(args.ab_cpus, process_cpus.allowed_cpus())
+    refused = process_cpus.refusal() if ab_cpus else None
+    if refused:
+        print(f"bench_python.py: --ab-cpus {ab_cpus}: {refused}; the A/B runs unconfined", file=sys.stderr)
+        ab_cpus = 0
     report = {
         "environment": environment(args.device),
         "config": os.path.relpath(args.config),
@@ -270,7 +274,7 @@ def main(argv=None):
         "settings": {"warmup": args.warmup, "runs": args.runs, "iters": args.iters,
                      "rotation": ROTATION, "idle_gap_s": IDLE_GAP_S, "interleaved": True,
                      "order": "fixed" if args.fixed_order else "rotated",
-                     "parts_calls": PARTS_CALLS, "ab_cpus": ab_cpus,
+                     "parts_calls": PARTS_CALLS, "ab_cpus": ab_cpus, "ab_cpus_refused": refused,
                      "baseline": {"package": args.baseline, "file": baseline.__file__} if baseline else None,
                      # Reports written before this key existed dropped it before the clock.
                      "protocol_frees_previous_output_inside": True},

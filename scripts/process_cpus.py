@@ -25,6 +25,16 @@ def confine(cpus):
             pass
 
 
+def refusal():
+    """None when this process may set its threads' CPUs (checked by setting each to what it may
+    use already), else why not (a container's seccomp policy, say)."""
+    try:
+        confine(allowed_cpus())
+    except OSError as error:
+        return f"cannot set the threads' CPUs: {error}"
+    return None
+
+
 def draw(allowed, count, seed, run):
     """`count` CPUs of `allowed` for run `run`, drawn without repeats from `seed`: the same draws
     for the same seed, a new one for each run."""

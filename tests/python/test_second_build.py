@@ -94,6 +94,7 @@ def test_bench_python_judges_mtc_against_a_baseline_build(tmp_path):
     assert result.returncode == 0, result.stderr
     doc = json.loads(report.read_text())
     assert doc["settings"]["baseline"]["package"] == "mtc_second" and doc["settings"]["ab_cpus"] == confined
+    assert doc["settings"]["ab_cpus_refused"] is None
     assert {r["method"] for r in doc["rows"]} == {"to", "mtc", "mtc_again", "baseline"}
     judged = {(v["pattern"], v["against"]): v for v in doc["verdicts"]}
     assert set(judged) == {(p, a) for p in ("protocol", "step") for a in ("baseline", "mtc_again")}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """scripts/process_cpus.py: the draws are reproducible, new for each run and without repeats;
 the count falls to 0 where confining would change nothing; confine() reaches threads started
-before it (a plain os.sched_setaffinity(0, ...) reaches the caller's alone) and ones started after.
+before it (a plain os.sched_setaffinity(0, ...) reaches the caller's alone) and ones started after;
+a process that may not set its threads' CPUs is told apart.
 
     python3 tests/scripts/process_cpus_test.py
 """
@@ -62,8 +63,24 @@ def test_confine_reaches_every_thread():
     check(os.sched_getaffinity(0) == set(allowed), "the confinement was not lifted")
 
 
+def test_refusal():
+    check(process_cpus.refusal() is None, "this process may set its own threads' CPUs, yet refused")
+    real = os.sched_setaffinity
+
+    def refuse(pid, cpus):
+        raise PermissionError(1, "Operation not permitted")
+
+    os.sched_setaffinity = refuse
+    try:
+        why = process_cpus.refusal()
+    finally:
+        os.sched_setaffinity = real
+    check(why is not None and "Operation not permitted" in why, f"a refused confinement said {why!r}")
+
+
 if __name__ == "__main__":
     test_draws()
     test_usable_count()
     test_confine_reaches_every_thread()
+    test_refusal()
     print("process_cpus_test: all passed")
