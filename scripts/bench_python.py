@@ -124,13 +124,6 @@ def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True, 
     return {name: (summarize(samples[name], run_means[name]), phases[name]) for name in copies}
 
 
-# The A/B's turns by pattern: (calls of a side right after the other side's, untimed; calls
-# timed). Back to back, each side's engine must copy back to back, as the pattern says: call by
-# call, each engine lay idle through the other's call (~200 us, about its workers' spin before they
-# sleep), and a build 12 us slower came out 31 us slower over 40 runs, 11-14 us over 10 and 20
-# (1 x NVIDIA H100, 2026-12-06; why is not known). The untimed calls let the side's workers and
-# caches take up the copy again. In a step each call has its own idle gap before it: one call a
-# turn.
 # The engine's own step timings in handle.stats(), beside the module's parts (stats()["module"]).
 ENGINE_PARTS = ("queued_us", "traverse_us", "feed_tail_us", "split_wait_us", "split_queue_us",
                 "submit_us", "allocate_us", "driver_us", "outputs_us", "recycled", "walk_threads",
@@ -262,6 +255,7 @@ def main(argv=None):
         return 2
     ab_cpus = process_cpus.usable_count(args.ab_cpus, process_cpus.allowed_cpus())
     refused = process_cpus.refusal() if ab_cpus else None
+    ab_seed = process_cpus.new_seed()
     if refused:
         print(f"bench_python.py: --ab-cpus {ab_cpus}: {refused}; the A/B runs unconfined", file=sys.stderr)
         ab_cpus = 0
@@ -274,7 +268,8 @@ def main(argv=None):
         "settings": {"warmup": args.warmup, "runs": args.runs, "iters": args.iters,
                      "rotation": ROTATION, "idle_gap_s": IDLE_GAP_S, "interleaved": True,
                      "order": "fixed" if args.fixed_order else "rotated",
-                     "parts_calls": PARTS_CALLS, "ab_cpus": ab_cpus, "ab_cpus_refused": refused,
+                     "parts_calls": PARTS_CALLS, "ab_cpus_asked": args.ab_cpus, "ab_cpus": ab_cpus,
+                     "ab_cpus_refused": refused, "ab_cpus_seed": ab_seed,
                      "baseline": {"package": args.baseline, "file": baseline.__file__} if baseline else None,
                      # Reports written before this key existed dropped it before the clock.
                      "protocol_frees_previous_output_inside": True},
@@ -310,7 +305,7 @@ def main(argv=None):
         for against in (name for name in JUDGED if name in chosen and "mtc" in chosen):
             report["paired"].append({"pattern": pattern, "against": against, **paired_runs(
                 available["mtc"], available[against], batches, args.device, pattern, args.runs, args.iters,
-                ab_cpus)})
+                ab_cpus, ab_seed)})
         for name in chosen:
             summary, phases = results[name]
             medians = phases.medians_s()

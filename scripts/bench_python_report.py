@@ -63,7 +63,7 @@ COMPARED = {"original": "than the original package", "mtc_nodefer": "than withou
             "mtc_again": "than itself run again (an A/A pair)",
             "baseline": "than the baseline build (--baseline)"}
 
-# The methods mtc is judged against in alternating turns (bench_python.paired_runs, paired_verdict.py):
+# The methods mtc is judged against in alternating turns (bench_python_ab.paired_runs, paired_verdict.py):
 # the baseline build, and mtc itself (the A/A pair, which should come out SAME).
 JUDGED = {"baseline": "the baseline build", "mtc_again": "itself run again (A/A)"}
 
@@ -99,11 +99,12 @@ def comparisons(report):
 
 def verdicts(report):
     """Per pattern, mtc judged against each method of JUDGED from the A/B in alternating turns
-    (report["paired"]): {pattern, against, untimed_calls, timed_calls, ratio, low, high, runs, verdict,
-    reading}, the ratio as the other's time over mtc's (above 1 mtc is faster)."""
+    (report["paired"]): {pattern, against, untimed_calls, timed_calls, confined_runs, ratio, low, high,
+    runs, verdict, reading}, the ratio as the other's time over mtc's (above 1 mtc is faster)."""
     # A turn's calls: one, timed, in reports from before the turns.
     out = [{"pattern": p["pattern"], "against": p["against"], "untimed_calls": p.get("untimed_calls", 0),
-            "timed_calls": p.get("timed_calls", 1), **verdict_of_logs(p["run_log_ratios"])}
+            "timed_calls": p.get("timed_calls", 1), "confined_runs": len(p.get("run_cpus", [])),
+            **verdict_of_logs(p["run_log_ratios"])}
            for p in report.get("paired", [])]
     for v in out:
         v["reading"] = unsure_reading(v)  # what an UNSURE one still says; "" for the others
@@ -120,8 +121,13 @@ def verdict_lines(report):
         untimed, timed = v["untimed_calls"], v["timed_calls"]
         by_call = timed == 1 and untimed == 0
         turn = "call by call" if by_call else f"in turns of {timed} timed calls after {untimed} untimed"
-        if confined:
-            turn += f", each run on {confined} CPU{'s' if confined > 1 else ''} drawn for it"
+        cpus = f"{confined} CPU{'s' if confined > 1 else ''}"
+        if confined and v["confined_runs"] == v["runs"]:
+            turn += f", each run on {cpus} drawn for it"
+        elif confined and v["confined_runs"]:
+            turn += f", {v['confined_runs']} of its {v['runs']} runs on {cpus} drawn for each (then unconfined)"
+        elif confined:
+            turn += ", unconfined (the confinement failed)"
         out.append(f"{v['pattern']}: mtc against {JUDGED[v['against']]}, {turn}: {v['ratio']:.3f}x "
                    f"(its time over mtc's: the geometric mean over {v['runs']} runs of each run's median ratio "
                    f"over pairs of {'calls' if by_call else 'turns'}; {interval}; 2 % threshold): {v['verdict']}"

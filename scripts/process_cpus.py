@@ -17,12 +17,20 @@ def allowed_cpus():
 def confine(cpus):
     """Every thread of this process (the engine's workers, CUDA's, torch's) on `cpus`; threads
     started later inherit it from the thread that starts them. os.sched_setaffinity(0, ...) would
-    set the calling thread's alone. A thread that ends meanwhile is skipped."""
-    for task in os.listdir("/proc/self/task"):
-        try:
-            os.sched_setaffinity(int(task), cpus)
-        except ProcessLookupError:
-            pass
+    set the calling thread's alone. A thread that ends meanwhile is skipped; one started meanwhile
+    by a thread not yet confined is caught by a second look, until a look finds no new thread.
+    Raises OSError when a thread's CPUs cannot be set."""
+    done = set()
+    while True:
+        tasks = set(os.listdir("/proc/self/task")) - done
+        if not tasks:
+            return
+        for task in tasks:
+            try:
+                os.sched_setaffinity(int(task), cpus)
+            except ProcessLookupError:
+                pass
+        done |= tasks
 
 
 def refusal():
@@ -33,6 +41,11 @@ def refusal():
     except OSError as error:
         return f"cannot set the threads' CPUs: {error}"
     return None
+
+
+def new_seed():
+    """A seed of this process's own, so that processes draw different CPUs for the same run."""
+    return random.SystemRandom().getrandbits(32)
 
 
 def draw(allowed, count, seed, run):

@@ -28,6 +28,7 @@ def test_draws():
     check(len(set(first)) == 4 and set(first) <= set(allowed), f"not 4 distinct allowed CPUs: {first}")
     runs = {tuple(process_cpus.draw(allowed, 4, "protocol", r)) for r in range(20)}
     check(len(runs) > 10, f"20 runs drew only {len(runs)} different sets")
+    check(len({process_cpus.new_seed() for _ in range(10)}) > 1, "ten seeds were all the same")
     seen = {c for r in range(50) for c in process_cpus.draw(allowed, 4, "step", r)}
     check(seen == set(allowed), f"50 runs never drew CPUs {sorted(set(allowed) - seen)}")
 
