@@ -12,9 +12,9 @@ from bench_python_calls import batch_of, timed_call
 # timed). Back to back, each side's engine must copy back to back, as the pattern says: call by
 # call, each engine lay idle through the other's call (~200 us, about its workers' spin before they
 # sleep), and a build 12 us slower came out 31 us slower over 40 runs, 11-14 us over 10 and 20
-# (1 x NVIDIA H100, 2026-12-06, unconfined: see paired_runs' `cpus`). The untimed calls let the side's workers and
-# caches take up the copy again. In a step each call has its own idle gap before it: one call a
-# turn.
+# (1 x NVIDIA H100, 2026-12-06, unconfined: see paired_runs' `cpus`). The untimed calls let the
+# side's workers and caches take up the copy again. In a step each call has its own idle gap
+# before it: one call a turn.
 TURNS = {"protocol": (2, 4), "step": (0, 1)}
 
 
