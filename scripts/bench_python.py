@@ -40,9 +40,10 @@ It says on stderr when each run of every method is done. Report paths are checke
 is measured (a folder, a missing folder, the config itself, --md and --json the same file: exit 2)
 and written whole or not at all.
 
-Exit codes: 0 ok; 2 bad arguments or config, or a report that cannot be written; 3 --original
-or --baseline, but its package cannot be imported (or is no other build of mtc); 4 a method's
-output differs from its input.
+Exit codes: 0 ok; 1 a verdict of the A/B against --baseline matched --fail-on (by default: mtc
+SLOWER than the baseline build); 2 bad arguments or config, or a report that cannot be written; 3
+--original or --baseline, but its package cannot be imported (or is no other build of mtc); 4 a
+method's output differs from its input (wins over 1). The reports are written before exit 1 or 4.
 """
 
 import gc
@@ -60,7 +61,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from copy_check import difference  # noqa: E402
 from report_files import write_whole  # noqa: E402
 from bench_python_cli import check_outputs, parse_args, parse_overrides  # noqa: E402
-from bench_python_report import JUDGED, comparisons, fmt_time, markdown, verdicts  # noqa: E402,F401 (comparisons: tests)
+from bench_python_report import (  # noqa: E402,F401 (comparisons: tests)
+    JUDGED, comparisons, failing_verdicts, fmt_time, markdown, verdicts)
 from spec_batch import SpecBatch, SpecError  # noqa: E402
 from bench_python_calls import IDLE_GAP_S, ROTATION, batch_of, synchronize, timed_call  # noqa: E402
 from bench_python_ab import TURNS, paired_runs  # noqa: E402,F401 (TURNS: tests)
@@ -260,6 +262,9 @@ def main(argv=None):
         print(f"bench_python.py: --ab-cpus {ab_cpus}: {refused}; the A/B runs unconfined", file=sys.stderr)
         ab_cpus = 0
     report = {
+        # 1: the first with a schema (results/bench_python.schema.json); changes only when a field
+        # is renamed, retyped or removed.
+        "schema_version": 1,
         "environment": environment(args.device),
         "config": os.path.relpath(args.config),
         "device": args.device,
@@ -269,7 +274,7 @@ def main(argv=None):
                      "rotation": ROTATION, "idle_gap_s": IDLE_GAP_S, "interleaved": True,
                      "order": "fixed" if args.fixed_order else "rotated",
                      "parts_calls": PARTS_CALLS, "ab_cpus_asked": args.ab_cpus, "ab_cpus": ab_cpus,
-                     "ab_cpus_refused": refused, "ab_cpus_seed": ab_seed,
+                     "ab_cpus_refused": refused, "ab_cpus_seed": ab_seed, "fail_on": args.fail_on,
                      "baseline": {"package": args.baseline, "file": baseline.__file__} if baseline else None,
                      # Reports written before this key existed dropped it before the clock.
                      "protocol_frees_previous_output_inside": True},
@@ -327,7 +332,13 @@ def main(argv=None):
     except OSError as error:
         print(f"bench_python.py: cannot write the report: {error}", file=sys.stderr)
         return 2
-    return 0 if all(r["verified"] for r in report["rows"]) else 4
+    if not all(r["verified"] for r in report["rows"]):
+        return 4
+    failed = failing_verdicts(report["verdicts"], args.fail_on)
+    for v in failed:
+        print(f"bench_python.py: --fail-on {args.fail_on}: {v['pattern']}: mtc {v['verdict']} than the baseline "
+              f"build ({v['ratio']:.3f}x, its time over mtc's)", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

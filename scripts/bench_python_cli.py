@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from bench_python_methods import ORIGINAL_MODULE
+from bench_python_report import FAIL_ON
 
 
 def parse_args(argv, description):
@@ -40,6 +41,10 @@ def parse_args(argv, description):
                         help="confine the whole process to N CPUs drawn anew for each run of the A/B against "
                         "--baseline or mtc_again, so both sides' threads share those CPUs' speed (default: 8; "
                         "0, or N at least the CPUs the process may use: not confined)")
+    parser.add_argument("--fail-on", choices=tuple(FAIL_ON), default="slower",
+                        help="exit 1 when a verdict of the A/B against --baseline is one of these: slower (mtc "
+                        "SLOWER than the baseline build; the default), faster, any, or none; UNSURE and SAME never "
+                        "fail, nor mtc_again's verdicts (a check of the measurement itself)")
     parser.add_argument("--md", type=Path, help="also write the Markdown table (printed either way) here")
     parser.add_argument("--json", type=Path, help="write the report as JSON here")
     args = parser.parse_args(argv)

@@ -97,6 +97,16 @@ def comparisons(report):
     return out
 
 
+# bench_python.py --fail-on: the verdicts of the A/B against the baseline build that make it exit 1.
+FAIL_ON = {"slower": ("SLOWER",), "faster": ("FASTER",), "any": ("SLOWER", "FASTER"), "none": ()}
+
+
+def failing_verdicts(verdicts_of_report, fail_on):
+    """The verdicts against the baseline build (not mtc_again's: the A/A pair checks the
+    measurement, not the change) that --fail-on `fail_on` fails on."""
+    return [v for v in verdicts_of_report if v["against"] == "baseline" and v["verdict"] in FAIL_ON[fail_on]]
+
+
 def verdicts(report):
     """Per pattern, mtc judged against each method of JUDGED from the A/B in alternating turns
     (report["paired"]): {pattern, against, untimed_calls, timed_calls, confined_runs, ratio, low, high,

@@ -1,27 +1,46 @@
 #!/usr/bin/env python3
-"""Validates mtc-bench JSON reports against the shipped JSON Schema.
+"""Validates JSON reports against a shipped JSON Schema: mtc-bench's, or bench_python.py's with --schema.
 
     python3 scripts/check-report.py report.json [more.json ...] [--schema results/report.schema.json]
+    python3 scripts/check-report.py bench_python.json --schema results/bench_python.schema.json
 
 Exit status: 0 when every report is valid, 1 when one is not (or cannot be read), 2 for a usage
 problem (missing jsonschema package, unreadable schema). Besides the schema, NaN and Infinity
-are rejected: the report promises that every number is finite.
+are rejected: mtc-bench's report promises that every number is finite, and in bench_python.py's
+one would stand for a broken measurement.
 """
 import argparse
 import json
 import pathlib
 import sys
 
-DEFAULT_SCHEMA = pathlib.Path(__file__).resolve().parent.parent / "results" / "report.schema.json"
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+DEFAULT_SCHEMA = ROOT / "results" / "report.schema.json"
+BENCH_PYTHON_SCHEMA = ROOT / "results" / "bench_python.schema.json"
 
 
 def reject_constant(name):
-    raise ValueError(f"non-finite number {name} (the report promises finite numbers)")
+    raise ValueError(f"non-finite number {name} (a report holds finite numbers only)")
+
+
+def summary(report):
+    """What a valid report holds, in a few words, for either schema's shape."""
+    if not isinstance(report, dict):  # another --schema's
+        return "valid"
+    words = [f"schema_version {report.get('schema_version')}"]
+    if isinstance(report.get("runs"), list):  # mtc-bench's
+        results = sum(len(run.get("results", [])) for run in report["runs"])
+        words += [f"{len(report['runs'])} run(s)", f"{results} result(s)"]
+    if isinstance(report.get("rows"), list):  # bench_python.py's
+        words += [f"{len(report['rows'])} row(s)", f"{len(report.get('verdicts', []))} verdict(s)"]
+    return ", ".join(words)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("reports", nargs="+", help="report files written by mtc-bench --json")
+    parser.add_argument("reports", nargs="+",
+                        help="report files written by mtc-bench --json (or by scripts/bench_python.py --json, "
+                        f"with --schema {BENCH_PYTHON_SCHEMA.relative_to(ROOT)})")
     parser.add_argument("--schema", default=str(DEFAULT_SCHEMA), help="JSON Schema (default: %(default)s)")
     args = parser.parse_args()
 
@@ -57,9 +76,13 @@ def main():
             print(f"{path}: ... and {len(errors) - 20} more")
         if errors:
             failures += 1
+            # The default schema's errors on a bench_python.py report say every mtc-bench key is missing.
+            default = pathlib.Path(args.schema).resolve() == DEFAULT_SCHEMA
+            if default and isinstance(report, dict) and "rows" in report and "runs" not in report:
+                print(f"{path}: a scripts/bench_python.py report? check it with --schema "
+                      f"{BENCH_PYTHON_SCHEMA.relative_to(ROOT)}")
         else:
-            results = sum(len(run.get("results", [])) for run in report.get("runs", []))
-            print(f"{path}: ok (schema_version {report['schema_version']}, {len(report['runs'])} run(s), {results} result(s))")
+            print(f"{path}: ok ({summary(report)})")
     return 1 if failures else 0
 
 

@@ -114,11 +114,17 @@ if [[ -n "${MTC_AB_BASE:-}" ]]; then
 fi
 
 step "bench_python.py ${original_args[*]} ${baseline_args[*]} ${bench_args[*]}"
-if python3 scripts/bench_python.py "${original_args[@]}" "${baseline_args[@]}" "${bench_args[@]}" \
-    --md "$out/bench_python.md" --json "$out/bench_python.json"; then
+python3 scripts/bench_python.py "${original_args[@]}" "${baseline_args[@]}" "${bench_args[@]}" \
+  --md "$out/bench_python.md" --json "$out/bench_python.json"
+bench_status=$?
+if (( bench_status == 0 )); then
   ran+=("bench_python${original_args:+ with the original}${baseline_args:+ with the baseline build}")
+elif (( bench_status == 1 )); then
+  # --fail-on (SLOWER by default): a finding of the A/B, its reports whole.
+  ran+=("bench_python with the baseline build: a verdict matched --fail-on (exit 1: bench_python.md)")
+  status=1
 else
-  ran+=("bench_python FAILED")
+  ran+=("bench_python FAILED (exit $bench_status)")
   status=1
 fi
 if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
