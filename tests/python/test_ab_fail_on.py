@@ -50,7 +50,7 @@ def test_the_exit_status_follows_the_verdicts_against_the_baseline(stand_in_ab, 
     doc = json.loads(report.read_text())  # written before the exit, whatever it is
     verdicts = {(v["pattern"], v["against"]): v["verdict"] for v in doc["verdicts"]}
     assert verdicts[("step", "baseline")] == "SLOWER" and verdicts[("protocol", "baseline")] == "SAME"
-    assert doc["settings"]["fail_on"] == fail_on
+    assert doc["settings"]["fail_on"] == fail_on and doc["exit_code"] == code
     err = capsys.readouterr().err
     said = "bench_python.py: --fail-on slower: step: mtc SLOWER than the baseline build (0.905x"
     assert (said in err) == (code == 1), err
