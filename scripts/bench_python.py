@@ -34,7 +34,8 @@ package").
 module. Its verdict, and mtc_again's (an A/A pair), come from a pass that times each against mtc
 in alternating turns (paired_runs; paired_verdict.py).
 
-    python scripts/bench_python.py [--config configs/streampetr.json] [--original] [--baseline PACKAGE] [--md OUT.md] [--json OUT.json]
+    python scripts/bench_python.py [--config configs/streampetr.json] [--original] [--baseline PACKAGE]
+        [--fail-on slower|faster|any|none] [--md OUT.md] [--json OUT.json]
 
 It says on stderr when each run of every method is done. Report paths are checked before anything
 is measured (a folder, a missing folder, the config itself, --md and --json the same file: exit 2)

@@ -17,10 +17,14 @@
 # tree's, interleaved in one process (bench_python.py --baseline): an A/B of the module, each of
 # its runs with the process confined to 8 CPUs drawn for it (--ab-cpus N among the arguments
 # changes that).
+# With MTC_ENGINE_STEP=1, mtc_engine_bench is built too and times the C++ engine's step after a
+# sleep and after a busy gap (BM_EngineCopy 399 and 1423, five repetitions) into a fifth file,
+# engine_step.json; scripts/module_vs_engine.py appends the module's step over the engine's, with
+# and without the module's closing synchronize, to bench_python.md.
 # With MTC_PYTHON_PROFILE=1, the module's calls are then profiled (scripts/profile.sh; the host has
 # no perf) with scripts/bench_python_overhead.py on the GPU (without torch's yardstick beside the
 # calls, which would crowd the main thread's samples), back to back and as a training step's
-# (a 2 ms sleep, 8 batches in turn), into a fifth file, profile-python.md: the samples with mtc::
+# (a 2 ms sleep, 8 batches in turn), into another file, profile-python.md: the samples with mtc::
 # on their stack, those in the GIL's functions, and those in a handle's drop, in every thread.
 # MTC_PROFILE_RAW=1 also keeps both raw profiles (profile-python-*.raw.gz, two more files).
 set -uo pipefail
@@ -126,6 +130,21 @@ elif (( bench_status == 1 )); then
 else
   ran+=("bench_python FAILED (exit $bench_status)")
   status=1
+fi
+if [[ "${MTC_ENGINE_STEP:-0}" == 1 ]]; then
+  # The C++ engine's step in the same call, beside the module's (scripts/module_vs_engine.py).
+  step "the engine's step: mtc_engine_bench BM_EngineCopy 399 and 1423" | tee -a "$out/python-build.log"
+  if MTC_TARGETS=mtc_engine_bench MTC_PYTHON=python3 MTC_BUILD_DIR="${MTC_BUILD_DIR:-build-gpu}" \
+      bash scripts/build.sh >> "$out/python-build.log" 2>&1 &&
+    "${MTC_BUILD_DIR:-build-gpu}/mtc_engine_bench" --benchmark_filter='BM_EngineCopy<Direction::kHostToDevice>/1/(399|1423)/' \
+      --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
+      --benchmark_out="$out/engine_step.json" --benchmark_out_format=json > /dev/null 2>&1 &&
+    python3 scripts/module_vs_engine.py "$out/bench_python.json" "$out/engine_step.json" --md "$out/bench_python.md"; then
+    ran+=("the engine's step beside the module's")
+  else
+    ran+=("the engine's step FAILED (python-build.log)")
+    status=1
+  fi
 fi
 if [[ "${MTC_PYTHON_PROFILE:-0}" == 1 ]]; then
   : > "$out/profile-python.md"

@@ -64,7 +64,8 @@
 # "python" installs the Python module into python3's environment (pip install
 #   --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
 #   included) and scripts/bench_python.py, with the arguments after "python" (e.g. --methods);
-#   MTC_AB_BASE=DIR times DIR's module beside this tree's in one process (--baseline).
+#   MTC_AB_BASE=DIR times DIR's module beside this tree's in one process (--baseline);
+#   MTC_ENGINE_STEP=1 also times the C++ engine's step and sets the module's beside it.
 # "reliability" runs the engine's differential test at 10,000 GPU cases, the soak, the fault
 #   tests and the memory-steadiness run; "sanitize" runs the engine's GPU tests under
 #   compute-sanitizer (memcheck, racecheck, synccheck): both are scripts/gpu-check-reliability.sh,

@@ -44,6 +44,9 @@ echo "=== scripts/multi_gpu_summary.py on synthetic reports"
 echo "=== scripts/summarize-microbench.py on a synthetic benchmark file"
 "$MTC_PYTHON" tests/scripts/summarize_microbench_test.py
 
+echo "=== scripts/module_vs_engine.py on synthetic reports"
+"$MTC_PYTHON" tests/scripts/module_vs_engine_test.py
+
 echo "=== scripts/process_cpus.py: a process's threads confined to CPUs drawn per run"
 "$MTC_PYTHON" tests/scripts/process_cpus_test.py
 
