@@ -42,9 +42,11 @@ is measured (a folder, a missing folder, the config itself, --md and --json the 
 and written whole or not at all.
 
 Exit codes: 0 ok; 1 a verdict of the A/B against --baseline matched --fail-on (by default: mtc
-SLOWER than the baseline build); 2 bad arguments or config, or a report that cannot be written; 3
---original or --baseline, but its package cannot be imported (or is no other build of mtc); 4 a
-method's output differs from its input (wins over 1). The reports are written before exit 1 or 4.
+SLOWER than the baseline build); 2 bad arguments or config, or a report that cannot be written
+(wins over 1 and 4); 3 --original or --baseline, but its package cannot be imported (or is no
+other build of mtc); 4 a method's output differs from its input (wins over 1); 5 an unexpected
+error (its traceback on stderr; a copy that raised, say). The reports are written before exit 1 or
+4.
 """
 
 import gc
@@ -256,6 +258,9 @@ def main(argv=None):
     if "to" not in chosen or any(m not in available for m in chosen):
         print(f"bench_python.py: --methods: a list of {', '.join(available)} that includes 'to'", file=sys.stderr)
         return 2
+    if baseline is not None and args.fail_on != "none" and args.runs < 3:
+        print(f"bench_python.py: --runs {args.runs}: fewer than 3 runs give no verdict, so --fail-on "
+              f"{args.fail_on} cannot fail this run", file=sys.stderr)
     ab_cpus = process_cpus.usable_count(args.ab_cpus, process_cpus.allowed_cpus())
     refused = process_cpus.refusal() if ab_cpus else None
     ab_seed = process_cpus.new_seed()
@@ -341,5 +346,12 @@ def main(argv=None):
               f"build ({v['ratio']:.3f}x, its time over mtc's)", file=sys.stderr)
     return report["exit_code"]
 
+
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except Exception:  # noqa: BLE001 (an error nobody foresaw: never exit 1, the --fail-on verdict's code)
+        import traceback
+
+        traceback.print_exc()
+        sys.exit(5)

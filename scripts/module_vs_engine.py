@@ -45,7 +45,10 @@ def module_step_us(report, path):
         if row.get("pattern") == "step" and row.get("method") == "mtc":
             phases = row.get("phases_median_s") or {}
             without = phases.get("without_synchronize")
-            return row["time"]["median_s"] * 1e6, None if without is None else without * 1e6
+            median = (row.get("time") or {}).get("median_s")
+            if not isinstance(median, (int, float)) or median <= 0:
+                raise Unusable(f"{path}: the step row of mtc has no median time")
+            return median * 1e6, None if without is None else without * 1e6
     raise Unusable(f"{path}: no step row of mtc (bench_python.py --methods must include mtc)")
 
 
@@ -64,7 +67,7 @@ def engine_step_us(bench, path):
                 continue
             if entry.get("run_type") == "aggregate" and entry.get("aggregate_name") != "median":
                 continue
-            if "median_us" in entry:
+            if isinstance(entry.get("median_us"), (int, float)) and entry["median_us"] > 0:
                 # An aggregate wins over a single repetition's figure.
                 if case not in found or entry.get("run_type") == "aggregate":
                     found[case] = entry["median_us"]

@@ -65,3 +65,23 @@ def test_the_default_fails_on_a_slower_mtc_only():
     # mtc_again's verdicts judge the measurement, not the change: they never fail the job.
     assert failing == {"slower": [("baseline", "SLOWER")], "faster": [("baseline", "FASTER")],
                        "any": [("baseline", "FASTER"), ("baseline", "SLOWER")], "none": []}
+
+
+def test_a_copy_that_differs_exits_4_even_when_the_ab_fails(stand_in_ab, monkeypatch, tmp_path, capsys):
+    # The copy's check says every output differs: its times mean nothing, whatever the A/B says.
+    monkeypatch.setattr(bench_python, "difference", lambda out, batch, device: "a stand-in difference")
+    report = tmp_path / "report.json"
+    assert bench_python.main([*QUICK, "--baseline", "mtc_base", "--json", str(report)]) == 4
+    doc = json.loads(report.read_text())
+    assert doc["exit_code"] == 4 and not any(row["verified"] for row in doc["rows"])
+    assert {(v["pattern"], v["verdict"]) for v in doc["verdicts"] if v["against"] == "baseline"} == {
+        ("protocol", "SAME"), ("step", "SLOWER")}
+    assert "--fail-on slower: step: mtc SLOWER" in capsys.readouterr().err
+
+
+def test_too_few_runs_for_a_verdict_say_that_the_job_cannot_fail(stand_in_ab, tmp_path, capsys):
+    few = [*QUICK[:5], "2", *QUICK[6:]]
+    assert few[4:6] == ["--runs", "2"]
+    bench_python.main([*few, "--baseline", "mtc_base", "--fail-on", "any", "--json", str(tmp_path / "r.json")])
+    err = capsys.readouterr().err
+    assert "--runs 2: fewer than 3 runs give no verdict, so --fail-on any cannot fail this run" in err, err
