@@ -24,8 +24,11 @@ LOGS = {("step", "baseline"): [-0.10, -0.11, -0.09], ("protocol", "baseline"): [
 def known_runs(candidate, other, batches, device, pattern, runs, iters, cpus=0, seed=0):
     against = "baseline" if other is known_runs.baseline else "mtc_again"
     logs = LOGS.get((pattern, against), [0.0, 0.001, -0.001])
-    return {"untimed_calls": 0, "timed_calls": 1, "run_cpus": [], "run_log_ratios": logs,
-            "candidate_run_means_s": [1e-4] * 3, "other_run_means_s": [1e-4] * 3}
+    out = {"untimed_calls": 0, "timed_calls": 1, "run_cpus": [], "run_log_ratios": logs,
+           "candidate_run_means_s": [1e-4] * 3, "other_run_means_s": [1e-4] * 3}
+    if against == "mtc_again":  # as a process whose confinement failed in its first run reports it
+        out["confine_error"] = "run 1: a stand-in's refusal"
+    return out
 
 
 @pytest.fixture
@@ -51,6 +54,11 @@ def test_the_exit_status_follows_the_verdicts_against_the_baseline(stand_in_ab, 
     verdicts = {(v["pattern"], v["against"]): v["verdict"] for v in doc["verdicts"]}
     assert verdicts[("step", "baseline")] == "SLOWER" and verdicts[("protocol", "baseline")] == "SAME"
     assert doc["settings"]["fail_on"] == fail_on and doc["exit_code"] == code
+    # A report with a baseline and a failed confinement, which the schema's own test does not make.
+    jsonschema = pytest.importorskip("jsonschema", reason="jsonschema is not installed: the schema cannot be checked")
+    schema = json.loads((SCRIPTS.parent / "results" / "bench_python.schema.json").read_text())
+    assert doc["settings"]["baseline"]["package"] == "mtc_base"
+    assert [e.message for e in jsonschema.Draft202012Validator(schema).iter_errors(doc)] == []
     err = capsys.readouterr().err
     said = "bench_python.py: --fail-on slower: step: mtc SLOWER than the baseline build (0.905x"
     assert (said in err) == (code == 1), err
