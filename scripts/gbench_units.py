@@ -14,11 +14,17 @@ def real_time_us(entry):
 
 
 def case_medians(path):
-    """{case: median over the file's repetitions}: a case's "median" aggregate where the file has
-    one (mtc_engine_bench --benchmark_report_aggregates_only), else the median of its repetitions;
-    median_us where a case reports it (whole copies), its time otherwise."""
+    """{case: median over the file's repetitions} of the Google Benchmark JSON file at `path`
+    (medians_of)."""
     with open(path) as f:
-        data = json.load(f)
+        return medians_of(json.load(f))
+
+
+def medians_of(data):
+    """{case: median over the repetitions} of a Google Benchmark JSON document: a case's "median"
+    aggregate where it has one (mtc_engine_bench --benchmark_report_aggregates_only), else the
+    median of its repetitions; median_us where a case reports it (whole copies), its time
+    otherwise. Cases that failed (error_occurred) are left out."""
     aggregated, repetitions = {}, {}
     for b in data["benchmarks"]:
         if b.get("error_occurred"):

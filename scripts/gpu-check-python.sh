@@ -137,10 +137,11 @@ fi
 if [[ "${MTC_ENGINE_STEP:-0}" == 1 ]]; then
   # The C++ engine's step in the same call, beside the module's (scripts/module_vs_engine.py).
   step "the engine's step: mtc_engine_bench BM_EngineCopy 399 and 1423" | tee -a "$out/python-build.log"
+  engine_build="${MTC_BUILD_DIR:-build-gpu}"  # gpu-check.sh's build folder
   # shellcheck disable=SC2086
-  if MTC_TARGETS=mtc_engine_bench MTC_PYTHON=python3 MTC_BUILD_DIR="${MTC_BUILD_DIR:-build-gpu}" MTC_WERROR=ON \
+  if MTC_TARGETS=mtc_engine_bench MTC_PYTHON=python3 MTC_BUILD_DIR="$engine_build" MTC_WERROR=ON \
       bash scripts/build.sh ${MTC_CMAKE_ARGS:-} >> "$out/python-build.log" 2>&1 &&
-    "${MTC_BUILD_DIR:-build-gpu}/mtc_engine_bench" --benchmark_filter='BM_EngineCopy<Direction::kHostToDevice>/1/(399|1423)/' \
+    "$engine_build/mtc_engine_bench" --benchmark_filter='BM_EngineCopy<Direction::kHostToDevice>/1/(399|1423)/' \
       --benchmark_repetitions=5 --benchmark_enable_random_interleaving=true --benchmark_report_aggregates_only=true \
       --benchmark_out="$out/engine_step.json" --benchmark_out_format=json >> "$out/python-build.log" 2>&1 &&
     python3 scripts/module_vs_engine.py "$out/bench_python.json" "$out/engine_step.json" --md "$out/bench_python.md" \

@@ -22,6 +22,9 @@ import json
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gbench_units import medians_of  # noqa: E402
+
 ENGINE_CASES = {"399": "the engine's step after a 5 ms sleep (BM_EngineCopy 399)",
                 "1423": "the engine's step after a 5 ms busy gap (BM_EngineCopy 1423)"}
 PREFIX = "BM_EngineCopy<Direction::kHostToDevice>/1/"
@@ -53,26 +56,15 @@ def module_step_us(report, path):
 
 
 def engine_step_us(bench, path):
-    """{case: median us} of the engine's step cases present, from the medians over repetitions
-    (the `median` aggregate's median_us counter; a single run's own counter without repetitions)."""
-    found = {}
-    errors = set()
-    for entry in bench.get("benchmarks", []):
-        name = entry.get("run_name", entry.get("name", ""))
-        for case in ENGINE_CASES:
-            if not name.startswith(PREFIX + case + "/") and name != PREFIX + case:
-                continue
-            if entry.get("error_occurred"):  # a case that did not run: "no CUDA device"
-                errors.add(entry.get("error_message", "an error"))
-                continue
-            if entry.get("run_type") == "aggregate" and entry.get("aggregate_name") != "median":
-                continue
-            if isinstance(entry.get("median_us"), (int, float)) and entry["median_us"] > 0:
-                # An aggregate wins over a single repetition's figure.
-                if case not in found or entry.get("run_type") == "aggregate":
-                    found[case] = entry["median_us"]
+    """{case: median us} of the engine's step cases present (gbench_units.medians_of); a case's
+    name, as Google Benchmark writes it, goes on after the case (`/iterations:100/manual_time`)."""
+    medians = medians_of(bench) if "benchmarks" in bench else {}
+    found = {case: us for name, us in medians.items() for case in ENGINE_CASES
+             if (name == PREFIX + case or name.startswith(PREFIX + case + "/")) and us > 0}
     if "399" not in found:
-        why = f"it failed: {'; '.join(sorted(errors))}" if errors else "run mtc_engine_bench with that filter"
+        errors = sorted({entry.get("error_message", "an error") for entry in bench.get("benchmarks", [])
+                         if entry.get("error_occurred") and entry.get("name", "").startswith(PREFIX)})
+        why = f"it failed: {'; '.join(errors)}" if errors else "run mtc_engine_bench with that filter"
         raise Unusable(f"{path}: no median of {PREFIX}399 ({why})")
     return found
 
