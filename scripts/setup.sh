@@ -3,7 +3,7 @@
 # the -dev packages (CLI11, nlohmann/json, fmt, GoogleTest, Google Benchmark, ninja), clang
 # with libFuzzer (for scripts/fuzz.sh), clang-format (scripts/format.sh), ccache (repeated builds, see scripts/env.sh) and a Python venv holding libtorch from the `torch`
 # package (CUDA 13 build, matching the toolkit), numpy, jsonschema, and what the Python
-# module's build and tests need (setuptools, pytest).
+# module's build and tests need (setuptools, pytest), and ruff (scripts/lint-python.sh).
 # Idempotent: it skips what is already there. The CUDA toolkit (nvcc) must already be installed.
 set -euo pipefail
 
@@ -50,4 +50,8 @@ fi
 # The Python module's build (setuptools with its own bdist_wheel; torch caps it below 82) and tests.
 "$VENV/bin/python" -c "import pytest, setuptools, sys; sys.exit(tuple(map(int, setuptools.__version__.split('.')[:2])) < (70, 1))" 2>/dev/null ||
   "$VENV/bin/pip" install -q --disable-pip-version-check "setuptools>=70.1,<82" pytest
+# The Python linter, pinned: a new release's new rules must not turn CI red on their own.
+RUFF_VERSION=0.8.6
+[[ "$("$VENV/bin/ruff" --version 2>/dev/null)" == "ruff $RUFF_VERSION" ]] ||
+  "$VENV/bin/pip" install -q --disable-pip-version-check "ruff==$RUFF_VERSION"
 echo "setup: ok (torch $("$VENV/bin/python" -c 'import torch;print(torch.__version__)') in $VENV)" >&2

@@ -121,7 +121,8 @@ def test_inputs_that_code_run_by_the_walk_drops_are_copied_then_let_go():
     alive = [weakref.ref(t) for t in tensors]
     inner = [tensors[0]]
     inner.append(leaf_that_runs(inner.clear))
-    batch = {"leaf": leaf_that_runs(lambda: batch.clear()), "a": inner, "b": tensors[1:]}
+    batch = {}
+    batch.update(leaf=leaf_that_runs(batch.clear), a=inner, b=tensors[1:])
     del tensors, inner
     handle = mtc.start_copy(batch, "cuda")
     gc.collect()

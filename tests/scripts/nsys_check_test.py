@@ -116,8 +116,10 @@ def check_the_refusals(tmp):
 def check_the_summary(tmp):
     tmp = pathlib.Path(tmp)
     write(tmp / "a_cuda_api_sum.csv", "\n".join(CUDA) + "\n")
-    run = lambda *args: subprocess.run([sys.executable, str(SUMMARY), *map(str, args)],
-                                       capture_output=True, text=True)
+
+    def run(*args):
+        return subprocess.run([sys.executable, str(SUMMARY), *map(str, args)], capture_output=True, text=True)
+
     done = run("--copies", 220, tmp / "a_cuda_api_sum.csv")
     assert done.returncode == 0 and "| cudaMemcpyAsync | 440 | 2.00 |" in done.stdout, done.stdout
     done = run(tmp / "a_cuda_api_sum.csv")
