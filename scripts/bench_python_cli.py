@@ -26,7 +26,7 @@ def parse_args(argv, description):
                         help="comma-separated, 'to' included: to, to_nb, mtc, mtc_nodefer (mtc without "
                         "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
                         "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
-                        "engine's walk split among up to three times as many threads), mtc_narrow (among half as many), "
+                        "engine's walk split at one thread per 40 leaves, not 128), mtc_narrow (per 256), "
                         "mtc_again (mtc itself once more: an A/A pair, the bench's own spread)")
     parser.add_argument("--fixed-order", action="store_true",
                         help="run the methods in the order given in every run instead of starting each run one "
@@ -52,6 +52,8 @@ def parse_args(argv, description):
         parser.error("--runs and --iters must be >= 1, --warmup and --ab-cpus >= 0")
     if args.baseline is not None and "mtc" not in args.methods.split(","):
         parser.error("--baseline: mtc must be among --methods (it is judged against the baseline)")
+    if "mtc_again" in args.methods.split(",") and "mtc" not in args.methods.split(","):
+        parser.error("--methods: mtc_again needs mtc beside it (the A/A pair is judged against mtc)")
     return args
 
 

@@ -133,8 +133,9 @@ def timed_start_copy(module, device, settings=None):
 # The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
 # streamed walk, the engine's leaves per walking thread). mtc_nodefer releases the dropped results'
 # tensors where the program drops them, which leaves nothing to reuse; mtc_wide splits the engine's
-# walk among up to three times as many threads (as many as the pool has: MTC_WORKER_THREADS),
-# mtc_narrow among half as many (fewer chunks, so fewer DMAs to queue after the last element);
+# walk at one thread per 40 leaves instead of 128 (at most as many threads as the pool has:
+# MTC_WORKER_THREADS), mtc_narrow at one per 256 (fewer chunks, so fewer DMAs to queue after the
+# last element);
 # mtc_again is mtc itself a second time: an A/A pair says how far two methods that are the same
 # come apart.
 MTC_SETTINGS = {"mtc": (True, True, True, 128), "mtc_nodefer": (False, False, True, 128),

@@ -35,6 +35,7 @@ mkdir -p "$out"
 export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}" MTC_JOBS="${MTC_JOBS:-$(nproc)}"
 export MTC_PYTHON_BUILD_DIR="${MTC_PYTHON_BUILD_DIR:-build-gpu-python}"
 status=0
+installed=1  # 0 once the module's build, install or import fails: nothing then runs against it
 step() { echo "=== $* ($(date -u +%T))"; }
 
 {
@@ -44,14 +45,14 @@ step() { echo "=== $* ($(date -u +%T))"; }
   step "install the module"
   start=$(date +%s)
   if python3 -m pip --version; then
-    python3 -m pip install --no-build-isolation --no-deps --disable-pip-version-check . || status=1
+    python3 -m pip install --no-build-isolation --no-deps --disable-pip-version-check . || installed=0
   else
     echo "no pip in python3's environment: building with CMake onto PYTHONPATH instead"
     cmake -S . -B "$MTC_PYTHON_BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')" \
       -DPython_EXECUTABLE="$(command -v python3)" -DMTC_BUILD_PYTHON=ON -DMTC_BUILD_BENCH=OFF \
       -DMTC_BUILD_TESTS=OFF -DMTC_BUILD_MICROBENCH=OFF &&
-      cmake --build "$MTC_PYTHON_BUILD_DIR" -j "$MTC_JOBS" --target mtc_python || status=1
+      cmake --build "$MTC_PYTHON_BUILD_DIR" -j "$MTC_JOBS" --target mtc_python || installed=0
     export PYTHONPATH="$PWD/$MTC_PYTHON_BUILD_DIR/python${PYTHONPATH:+:$PYTHONPATH}"
   fi
   echo "install took $(( $(date +%s) - start )) s"
@@ -65,9 +66,14 @@ step() { echo "=== $* ($(date -u +%T))"; }
     fi
   done
   # Run from outside the tree, so `import mtc` finds the installed module, not src/python.
-  (cd /tmp && python3 -c 'import mtc; print("mtc", mtc.__version__, "from", mtc.__file__)') || status=1
+  (cd /tmp && python3 -c 'import mtc; print("mtc", mtc.__version__, "from", mtc.__file__)') || installed=0
 } > "$out/python-build.log" 2>&1  # a group, not a subshell: its PYTHONPATH stays
 tail -4 "$out/python-build.log"
+if (( installed == 0 )); then
+  # An older mtc installed earlier would still import: tests and timings would be of it.
+  echo "python: the module did NOT build or install (python-build.log): nothing run"
+  exit 1
+fi
 
 step "pytest tests/python" | tee "$out/pytest.log"
 ran=()  # what ran, for the last line
@@ -118,7 +124,7 @@ if [[ -n "${MTC_AB_BASE:-}" ]]; then
 fi
 
 step "bench_python.py ${original_args[*]} ${baseline_args[*]} ${bench_args[*]}"
-rm -f "$out/bench_python.json"  # so that a verdict is read from this run's report only
+rm -f "$out/bench_python.json" "$out/bench_python.md"  # this run's reports only: a verdict is read from them
 python3 scripts/bench_python.py "${original_args[@]}" "${baseline_args[@]}" "${bench_args[@]}" \
   --md "$out/bench_python.md" --json "$out/bench_python.json"
 bench_status=$?

@@ -32,8 +32,7 @@
 #   an idle gap, fresh batches, the previous result freed inside the copy; both directions), of
 #   the free of a result by another thread than the one that built it and by the same one, of
 #   large pageable tensors by fill threads against one pinned copy, of the mixed batch and of the
-#   pinned pool's footprint over 10,000 copies, then mtc-bench on configs/mixed.json. The
-#   micro-benchmarks run in these two modes only.
+#   pinned pool's footprint over 10,000 copies, then mtc-bench on configs/mixed.json.
 # "multi" (a host with two or more GPUs): the engine's tests (the multi-GPU ones included), then
 #   scripts/gpu-check-multi.sh: every GPU copying at once against one GPU alone, in one process
 #   (a worker pool per GPU; one pool shared by all; workers that spin 2 ms), and one process per
@@ -65,7 +64,8 @@
 #   --no-build-isolation; without pip, a CMake build on PYTHONPATH), runs its tests (GPU ones
 #   included) and scripts/bench_python.py, with the arguments after "python" (e.g. --methods);
 #   MTC_AB_BASE=DIR times DIR's module beside this tree's in one process (--baseline);
-#   MTC_ENGINE_STEP=1 also times the C++ engine's step and sets the module's beside it.
+#   MTC_ENGINE_STEP=1 also times the C++ engine's step and sets the module's beside it;
+#   MTC_PYTHON_TESTS=0 leaves pytest out. A failed install of the module stops it (exit 1).
 # "reliability" runs the engine's differential test at 10,000 GPU cases, the soak, the fault
 #   tests and the memory-steadiness run; "sanitize" runs the engine's GPU tests under
 #   compute-sanitizer (memcheck, racecheck, synccheck): both are scripts/gpu-check-reliability.sh,

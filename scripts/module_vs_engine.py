@@ -14,7 +14,8 @@ synchronize costs 40-55 us with nothing to wait for (bench_python's yardstick), 
 figure never pays: the second ratio sets like beside like. The gaps differ too (bench_python
 sleeps 2 ms, BM_EngineCopy 5 ms); the lines say so.
 
-Exit codes: 0 printed; 2 a report that cannot be read or lacks what the comparison needs.
+Exit codes: 0 printed; 2 a report that cannot be read or lacks what the comparison needs, or an
+--md file that cannot be written.
 """
 
 import argparse
@@ -98,8 +99,12 @@ def main(argv=None):
     text = "\n".join(out) + "\n"
     print(text, end="")
     if args.md:
-        with open(args.md, "a", encoding="utf-8") as f:
-            f.write("\n" + text)
+        try:
+            with open(args.md, "a", encoding="utf-8") as f:
+                f.write("\n" + text)
+        except OSError as error:
+            print(f"module_vs_engine.py: --md {args.md}: {error.strerror or error}", file=sys.stderr)
+            return 2
     return 0
 
 

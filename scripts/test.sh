@@ -47,6 +47,9 @@ echo "=== scripts/summarize-microbench.py on a synthetic benchmark file"
 echo "=== scripts/module_vs_engine.py on synthetic reports"
 "$MTC_PYTHON" tests/scripts/module_vs_engine_test.py
 
+echo "=== the Python module's GPU check (scripts/gpu-check-python.sh) with stand-ins: a failed install"
+"$MTC_PYTHON" tests/scripts/gpu_check_python_test.py
+
 echo "=== scripts/process_cpus.py: a process's threads confined to CPUs drawn per run"
 "$MTC_PYTHON" tests/scripts/process_cpus_test.py
 

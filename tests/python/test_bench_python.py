@@ -31,6 +31,18 @@ def test_original_that_cannot_be_imported_exits_3_saying_so(tmp_path):
     assert "docs/python.md" in result.stderr and result.stdout == ""
 
 
+@pytest.mark.parametrize("methods, said", [
+    ("to,mtc,mtc", "mtc named twice"),
+    ("to,to,mtc", "to named twice"),
+    ("to,mtc_again", "mtc_again needs mtc beside it"),
+])
+def test_methods_that_would_give_rows_no_reader_could_tell_apart_exit_2(tmp_path, methods, said):
+    report = tmp_path / "report.json"
+    result = run(["--methods", methods, "--json", str(report)])
+    assert result.returncode == 2 and said in result.stderr, result.stderr
+    assert not report.exists()
+
+
 def test_original_is_timed_interleaved_beside_mtc(tmp_path):
     # A stand-in with the original's call shape (start_copy(data, device).get()), made of mtc.
     package = tmp_path / "accvlab" / "multi_tensor_copier"

@@ -80,6 +80,11 @@ def main():
         assert done.stderr.count("\n") == 1 and why in done.stderr, done.stderr
         named = paths[0] if "step row" in why else paths[1]
         assert done.stderr.startswith(f"module_vs_engine.py: {named}: "), done.stderr
+    # An --md that cannot be written (a later --md wins): exit 2, one line naming it, no traceback.
+    done, _, _ = run([bench_python(), engine], extra=("--md", "/nonexistent-folder/out.md"))
+    assert done.returncode == 2, done
+    assert done.stderr.startswith("module_vs_engine.py: --md /nonexistent-folder/out.md: ") and \
+        done.stderr.count("\n") == 1, done.stderr
     print("module_vs_engine_test: all passed")
 
 
