@@ -45,15 +45,16 @@ import sys
 
 COVERAGE = re.compile(r"^# cpu_sampler: asked every (\d+) us, ([0-9.]+) s of CPU time sampled$")
 DROPPED = re.compile(r"^# cpu_sampler: \d+ samples, (\d+) dropped")
+CLOCK = re.compile(r"^# cpu_sampler: clock (.+)$")
 
 
 def read_profile(path):
     """(addresses {address: (object, offset, symbol)}, samples [(thread, is_main, [address])],
     coverage): coverage is (the period asked for in us, the CPU seconds sampled, the samples
-    dropped for a full buffer) from the sampler's header, or None for a profile written before the
-    sampler recorded them."""
+    dropped for a full buffer, the sampling clock or None) from the sampler's header, or None for
+    a profile written before the sampler recorded them."""
     addresses, samples = {}, []
-    asked, dropped = None, 0
+    asked, dropped, clock = None, 0, None
     opener = gzip.open if str(path).endswith(".gz") else open  # profile.sh --raw keeps them gzipped
     with opener(path, "rt") as f:
         for number, line in enumerate(f, 1):
@@ -63,6 +64,8 @@ def read_profile(path):
                     dropped = int(match.group(1))
                 if match := COVERAGE.match(line.strip()):
                     asked = int(match.group(1)), float(match.group(2))
+                if match := CLOCK.match(line.strip()):
+                    clock = match.group(1)
                 continue
             try:
                 if parts[0] == "A" and len(parts) == 5:
@@ -74,23 +77,27 @@ def read_profile(path):
             except ValueError:
                 pass
             raise ValueError(f"{path}:{number}: not a cpu_sampler line: {line.strip()[:60]!r}")
-    return addresses, samples, (asked + (dropped,) if asked else None)
+    return addresses, samples, (asked + (dropped, clock) if asked else None)
 
 
 def coverage_line(coverage, count):
     """How often the samples came (the `count` kept and those dropped), against how often they were
-    asked for: the kernel checks the sampler's timer on its tick, so a period shorter than the tick
-    gives fewer samples than asked."""
-    asked_us, cpu_s, dropped = coverage
+    asked for, and by which clock: the kernel checks ITIMER_PROF on its tick, so a period shorter
+    than the tick gives fewer samples than asked; a per-thread perf clock is a high-resolution
+    timer, held back only by the kernel's cap on samples a second and the handler's own time."""
+    asked_us, cpu_s, dropped, clock = coverage
     count += dropped
+    said = f"\nSampling clock: {clock}." if clock else ""
     if count == 0 or cpu_s <= 0:
-        return f"No samples over {cpu_s:.2f} s of CPU time (asked every {asked_us} us)."
+        return f"No samples over {cpu_s:.2f} s of CPU time (asked every {asked_us} us).{said}"
     every_us = cpu_s * 1e6 / count
     line = (f"One sample per {every_us:,.0f} us of the process's CPU time ({cpu_s:.2f} s sampled), "
             f"asked every {asked_us} us")
     if every_us > 1.5 * asked_us:
-        return line + ": fewer than asked (the kernel's tick bounds the sampler's period)."
-    return line + "."
+        why = ("the kernel's cap on samples a second and the handler's own time bound the clock's period"
+               if clock and clock.startswith("perf") else "the kernel's tick bounds the sampler's period")
+        return line + f": fewer than asked ({why}).{said}"
+    return line + "." + said
 
 
 def demangle(names):

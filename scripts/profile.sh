@@ -15,9 +15,12 @@
 # through to the sampler. The kernel checks the sampler's timer on its tick, so the samples come
 # less often than a short MTC_SAMPLE_US asks: one per 4 ms of a single thread's CPU time on the CPU
 # machines (MTC_SAMPLE_US=100), one per 5.6-7.7 ms of the engine's micro-benchmarks' CPU time
-# (several threads) on an H200 host (MTC_SAMPLE_US=250; 2026-12-03). Each summary says how often
-# they came ("One sample per N us of the process's CPU time"). Of the processes the command starts,
-# the one with the most samples is summarized. Exit status: the command's, or 2 for a usage error or
+# (several threads) on an H200 host (MTC_SAMPLE_US=250; 2026-12-03). MTC_SAMPLE_CLOCK=perf
+# samples each thread by a high-resolution clock of its own instead (scripts/cpu_sampler.c): on the
+# 2-core CPU machine, 2,399 samples of a thread's 2.4 s at MTC_SAMPLE_US=1000, against 529 by the
+# tick (2026-12-06). Each summary says how often they came ("One sample per N us of the process's
+# CPU time") and by which clock. Of the processes the command starts, the one with the most
+# samples is summarized. Exit status: the command's, or 2 for a usage error or
 # a sampler that did not build or wrote nothing.
 set -uo pipefail
 usage="usage: scripts/profile.sh OUT_MD [--title TEXT] [--focus REGEX]... [--callers-of REGEX]... [--top N] [--raw FILE.gz] -- COMMAND [ARGS...]"

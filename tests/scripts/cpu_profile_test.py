@@ -11,6 +11,7 @@ table, --callers-of), profile.sh's sections for several --focus and its --raw co
 """
 import gzip
 import math
+import os
 import pathlib
 import re
 import subprocess
@@ -116,17 +117,20 @@ def groups(markdown):
     return found
 
 
-def check_end_to_end(tmp):
-    """scripts/profile.sh on the program: the shares, the threads, the exit status, the output."""
+def check_end_to_end(tmp, clock="itimer"):
+    """scripts/profile.sh on the program: the shares, the threads, the exit status, the output;
+    with MTC_SAMPLE_CLOCK=`clock`."""
     source, program = tmp / "burn.c", tmp / "burn"
-    source.write_text(PROGRAM)
-    subprocess.run(["cc", "-O1", "-rdynamic", "-pthread", f"-DMAIN_CPU_S={MAIN_CPU_S}", "-o", str(program),
-                    str(source)], check=True)
-    out = tmp / "profile.md"
+    if not program.exists():
+        source.write_text(PROGRAM)
+        subprocess.run(["cc", "-O1", "-rdynamic", "-pthread", f"-DMAIN_CPU_S={MAIN_CPU_S}", "-o", str(program),
+                        str(source)], check=True)
+    out = tmp / f"profile-{clock}.md"
     out.write_text("# written before\n")
     # Absolute paths: profile.sh runs from the repository's root.
+    env = dict(os.environ, MTC_SAMPLE_CLOCK=clock, MTC_SAMPLE_US="1000")
     result = subprocess.run(["bash", str(PROFILE), str(out), "--title", "two burners", "--", str(program)],
-                            capture_output=True, text=True, timeout=120)
+                            capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 3, (result.returncode, result.stdout + result.stderr)
     assert "main: exiting with 3" in result.stdout, result.stdout  # the output's last lines
     text = out.read_text()
@@ -155,7 +159,20 @@ def check_end_to_end(tmp):
     other = found["other threads"]
     assert other["samples"] >= 20 and other["self"].get("burn_one", 0) >= 0.95 * other["samples"], text
     assert "burn_three" not in other["self"] and "burn_three" not in other["inclusive"], text
-    return share, n, tolerance
+    clock_line = re.search(r"^Sampling clock: (.+)\.$", text, re.M)
+    assert clock_line, text
+    if clock == "perf" and "refused" not in clock_line[1]:
+        # Each thread on a clock of its own, the worker's set up as it started: about one sample
+        # per ms of each thread's CPU time, where the tick gave a few hundred in all.
+        assert clock_line[1].startswith("perf task-clock per thread"), text
+        assert n >= 0.5 * MAIN_CPU_S * 1000 and other["samples"] >= 0.5 * MAIN_CPU_S * 1000, text
+    elif clock == "perf":
+        # Refused here: sampled by ITIMER_PROF all the same, saying why on the program's stderr.
+        assert clock_line[1].startswith("ITIMER_PROF") and "MTC_SAMPLE_CLOCK=perf: perf_event_open refused" \
+            in result.stdout + result.stderr + text, text
+    else:
+        assert clock_line[1] == "ITIMER_PROF, the process's CPU time", text
+    return share, n, tolerance, clock_line[1]
 
 
 # Synthetic profiles: the sampler's frames (in an object named cpu_sampler) come first, then the
@@ -374,9 +391,12 @@ def main():
         check_static_names(tmp)
         check_focuses_and_raw(tmp)
         check_usage(tmp)
-        share, n, tolerance = check_end_to_end(tmp)
+        share, n, tolerance, _ = check_end_to_end(tmp)
+        perf_share, perf_n, perf_tolerance, perf_clock = check_end_to_end(tmp, "perf")
     print(f"cpu profile: burn_three {100 * share:.1f} % of {n} main-thread samples ({100 * THREE_SHARE:.0f} % "
-          f"+- {100 * tolerance:.1f} %), the summary on synthetic profiles and profile.sh's usage as expected")
+          f"+- {100 * tolerance:.1f} %); by MTC_SAMPLE_CLOCK=perf ({perf_clock}) {100 * perf_share:.1f} % of "
+          f"{perf_n} (+- {100 * perf_tolerance:.1f} %); the summary on synthetic profiles and profile.sh's usage "
+          "as expected")
     return 0
 
 
