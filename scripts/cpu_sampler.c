@@ -10,11 +10,13 @@
  *
  * MTC_SAMPLE_CLOCK=perf samples each thread every MTC_SAMPLE_US of its own CPU time instead, by a
  * software task clock of perf_event_open whose overflow signals that thread: a high-resolution
- * timer, not the tick, so a 2 ms training step gets dozens of samples where ITIMER_PROF gave one
- * per 5.6 ms (H200 host, 2026-12-03). Threads started later (pthread_create, which this library
- * wraps) get a clock of their own as they start. Where the kernel refuses the clock (a
- * perf_event_paranoid above 2, a seccomp policy), it says so on stderr and samples with
- * ITIMER_PROF; a header line names the clock used. At exit, the samples and, for every distinct address in them, its
+ * timer, not the tick: one sample per 53-58 us of CPU time asked every 50 us (H100 host,
+ * 2026-12-06), where ITIMER_PROF gave one per 5.6 ms (H200 host, 2026-12-03). Threads started
+ * later (pthread_create, which this library wraps) get a clock of their own as they start, closed
+ * as they end. Where the kernel refuses the clock (a perf_event_paranoid above 2, a seccomp
+ * policy), it says so on stderr and samples with ITIMER_PROF; a header line names the clock used.
+ *
+ * At exit, the samples and, for every distinct address in them, its
  * object, offset and dynamic symbol (dladdr1; "-" outside every one) are written to the file MTC_SAMPLE_OUT.<pid>
  * (the pid, as a program's children inherit the preload and the variable):
  *
@@ -68,7 +70,8 @@ static double delay_cpu_s;
 static int per_thread_clock;        /* 1: each thread's perf task clock; 0: ITIMER_PROF */
 static atomic_int user_time_only;   /* a thread's clock counts its user time alone */
 static const char* perf_refusal;    /* why perf_event_open was refused, when it was asked for */
-static atomic_int stopped;          /* set as the profile is written: later signals record nothing */
+static atomic_int stopped;          /* set as the profile is written: no sample after it */
+static pthread_key_t thread_clock;  /* a started thread's clock descriptor + 1, closed at its end */
 
 /* The process's CPU seconds so far (async-signal-safe). */
 static double process_cpu_s(void) {
@@ -195,8 +198,8 @@ static void write_profile(void) {
 
 /* This thread's own task clock, its every `asked_period_us` of CPU time a SIGPROF to this thread.
  * Kernel time counts too where the kernel allows it (a thread in the GPU driver's ioctl is busy).
- * Returns 0, or the errno of the refusal. The descriptor stays open for the process's life. */
-static int open_thread_clock(void) {
+ * Returns 0, or the errno of the refusal, and the descriptor in `*descriptor`. */
+static int open_thread_clock(int* descriptor) {
   struct perf_event_attr clock;
   memset(&clock, 0, sizeof clock);
   clock.size = sizeof clock;
@@ -218,7 +221,12 @@ static int open_thread_clock(void) {
     return error;
   }
   if (clock.exclude_kernel) atomic_store(&user_time_only, 1);
+  *descriptor = fd;
   return 0;
+}
+
+static void close_thread_clock(void* descriptor_plus_one) {
+  close((int)((intptr_t)descriptor_plus_one - 1));
 }
 
 struct ThreadStart {
@@ -229,7 +237,9 @@ struct ThreadStart {
 static void* start_sampled_thread(void* opaque) {
   const struct ThreadStart start = *(struct ThreadStart*)opaque;
   free(opaque);
-  open_thread_clock(); /* a refusal here, after the main thread's clock opened, leaves it unsampled */
+  /* A refusal here, after the main thread's clock opened, leaves this thread unsampled. */
+  int fd = -1;
+  if (open_thread_clock(&fd) == 0) pthread_setspecific(thread_clock, (void*)(intptr_t)(fd + 1));
   return start.routine(start.argument);
 }
 
@@ -276,16 +286,21 @@ __attribute__((constructor)) static void start(void) {
   atexit(write_profile);
   const char* clock_text = getenv("MTC_SAMPLE_CLOCK");
   if (clock_text != NULL && strcmp(clock_text, "perf") == 0) {
-    const int refused = open_thread_clock();
+    int fd = -1; /* the main thread's: open for the process's life */
+    int refused = open_thread_clock(&fd);
+    if (refused == 0 && (refused = pthread_key_create(&thread_clock, close_thread_clock)) != 0)
+      close(fd);
     if (refused == 0) {
       per_thread_clock = 1;
       return;
     }
-    fprintf(stderr, "cpu_sampler: MTC_SAMPLE_CLOCK=perf: perf_event_open refused (%s): ITIMER_PROF instead\n",
+    fprintf(stderr,
+            "cpu_sampler: MTC_SAMPLE_CLOCK=perf: perf_event_open refused (%s): ITIMER_PROF instead\n",
             strerror(refused));
     perf_refusal = strerror(refused);
   } else if (clock_text != NULL && clock_text[0] != '\0' && strcmp(clock_text, "itimer") != 0) {
-    fprintf(stderr, "cpu_sampler: MTC_SAMPLE_CLOCK must be perf or itimer, not %s: ITIMER_PROF\n", clock_text);
+    fprintf(stderr, "cpu_sampler: MTC_SAMPLE_CLOCK must be perf or itimer, not %s: ITIMER_PROF\n",
+            clock_text);
   }
   struct itimerval timer;
   timer.it_interval.tv_sec = period_us / 1000000;
