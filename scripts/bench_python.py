@@ -13,14 +13,14 @@ Two patterns, each timed per call with a device synchronize at the end for every
   tensors), after an idle gap of 2 ms, and drops the previous call's output inside the timed
   region, as a training loop replacing its batch does.
 For every mtc method, the baseline build and the original package, the timed calls' phases are
-timed too: start_copy()'s return, get(), the handle's drop, the synchronize and the rest (Phases). The methods' runs are interleaved
-(run 1 of every method, then run 2, ..., each run in an order rotated by one: run_order), so a
-change of the machine's state over the measurement falls on all of them alike. mtc_nodefer is mtc
-without its deferred release of dropped results, mtc_noreuse mtc without its reuse of dropped
-results' tensor objects as new outputs (mtc.set_output_reuse), mtc_nostream mtc with the whole
-structure walked before the engine starts (not element by element into the running copy), mtc_wide
-and mtc_narrow mtc with the engine's walk split at one thread per 40 leaves instead of 128 and per
-256, mtc_again mtc a second time (an A/A pair). For each mtc method, 200 more calls per pattern,
+timed too: start_copy()'s return, get(), the handle's drop, the synchronize and the rest (Phases).
+The methods' runs are interleaved (run 1 of every method, then run 2, ..., each run in an order
+rotated by one: run_order), so a change of the machine's state over the measurement falls on all
+of them alike. mtc_nodefer is mtc without its deferred release of dropped results, mtc_noreuse mtc
+without its reuse of dropped results' tensor objects as new outputs (mtc.set_output_reuse),
+mtc_nostream mtc with the whole structure walked before the engine starts (not element by element
+into the running copy), mtc_wide and mtc_narrow mtc with the engine's walk split at one thread per
+40 leaves instead of 128 and per 256, mtc_again mtc a second time (an A/A pair). For each mtc method, 200 more calls per pattern,
 untimed, say where its time goes (the medians of handle.stats()'s parts and of the drops that
 follow a call).
 

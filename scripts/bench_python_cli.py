@@ -50,9 +50,10 @@ def parse_args(argv, description):
     args = parser.parse_args(argv)
     if min(args.runs, args.iters) < 1 or min(args.warmup, args.ab_cpus) < 0:
         parser.error("--runs and --iters must be >= 1, --warmup and --ab-cpus >= 0")
-    if args.baseline is not None and "mtc" not in args.methods.split(","):
+    named = args.methods.split(",")
+    if args.baseline is not None and "mtc" not in named:
         parser.error("--baseline: mtc must be among --methods (it is judged against the baseline)")
-    if "mtc_again" in args.methods.split(",") and "mtc" not in args.methods.split(","):
+    if "mtc_again" in named and "mtc" not in named:
         parser.error("--methods: mtc_again needs mtc beside it (the A/A pair is judged against mtc)")
     return args
 
