@@ -20,9 +20,9 @@ of them alike. mtc_nodefer is mtc without its deferred release of dropped result
 without its reuse of dropped results' tensor objects as new outputs (mtc.set_output_reuse),
 mtc_nostream mtc with the whole structure walked before the engine starts (not element by element
 into the running copy), mtc_wide and mtc_narrow mtc with the engine's walk split at one thread per
-40 leaves instead of 128 and per 256, mtc_again mtc a second time (an A/A pair). For each mtc method, 200 more calls per pattern,
-untimed, say where its time goes (the medians of handle.stats()'s parts and of the drops that
-follow a call).
+40 leaves instead of 128 and per 256, mtc_again mtc a second time (an A/A pair). For each mtc
+method, 200 more calls per pattern, untimed, say where its time goes (the medians of
+handle.stats()'s parts and of the drops that follow a call).
 
 --original adds the original package, accvlab.multi_tensor_copier, called the same way
 (start_copy(data, device).get()), in the same process, interleaved with the others: build it
