@@ -12,6 +12,7 @@
 
 #include "detail/copy_job.h"
 #include "detail/device_block_stash.h"
+#include "detail/dict_shelf.h"
 #include "detail/host_block_cache.h"
 #include "detail/impl_pool.h"
 #include "detail/pinned_pool_set.h"
@@ -202,6 +203,8 @@ CopyHandle start_job(const c10::IValue& data, std::shared_ptr<RootFeed> feed,
   // With the TensorImpl pool's shards on, the results this thread frees later go back to the
   // workers that made them (impl_pool.h).
   detail::impl_pool::set_thread_shard(detail::impl_pool::shard_of_pool(pool.id()));
+  // The dict-making thread stops for this copy (dict_shelf.h).
+  detail::dict_shelf::copy_started(detail::impl_pool::shard_of_pool(pool.id()));
   if (options.use_background_thread) {
     // Whoever claims the job first runs it: a worker, or the caller if it reaches get() before
     // any worker has picked the job up. The task reaches the job through its gate: a worker that

@@ -19,6 +19,7 @@
 #include "bench_support.h"
 #include "detail/copy_job.h"
 #include "detail/device_block_stash.h"
+#include "detail/dict_shelf.h"
 #include "detail/dict_stash.h"
 #include "detail/driver_warmup.h"
 #include "detail/key_interner.h"
@@ -37,6 +38,9 @@ using Clock = std::chrono::steady_clock;
 using mtc::microbench::has_gpu;
 using mtc::microbench::map_to;
 using mtc::microbench::report_median;
+
+// The option bit that turns the dict shelf off (dict_shelf.h), past 32 bits.
+constexpr int64_t kNoShelf = int64_t{1} << 31;
 
 c10::IValue source(int repeat, bool on_gpu) {
   static std::map<int, c10::IValue> gpu;
@@ -161,6 +165,11 @@ void BM_EngineCopy(benchmark::State& state) {
   // Bit 1073741824: outputs freed without asking for the next ones' lines (outputs.h,
   // chain_for_free).
   mtc::detail::set_free_ahead(!(state.range(1) & 1073741824));
+  // Bit 2147483648: no output dicts made by the dict-making thread (dict_shelf.h), the workers
+  // making them in their idle time as before (dict_stash.h); without it, as the process has it
+  // (MTC_DICT_SHELF, on by default), put back at the end.
+  const bool shelf_setting = mtc::detail::dict_shelf::enabled();
+  if (state.range(1) & kNoShelf) mtc::detail::dict_shelf::set_enabled(false);
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -223,6 +232,9 @@ void BM_EngineCopy(benchmark::State& state) {
   }
   const mtc::detail::WorkerPool& pool = mtc::detail::worker_pool_for(target);
   const int64_t early_wakes = pool.anticipated_wakes();
+  const uint64_t dicts_served = mtc::detail::dict_stash::served_total();
+  const uint64_t shelf_made = mtc::detail::dict_shelf::made_by_thread();
+  const uint64_t shelf_cut = mtc::detail::dict_shelf::cut_short();
   for (auto _ : state) {
     seconds.push_back(copy());
     state.SetIterationTime(seconds.back());
@@ -230,6 +242,16 @@ void BM_EngineCopy(benchmark::State& state) {
   // Workers that woke ahead of a copy, per copy (0 when none did; up to the pool's size).
   state.counters["early_wakes"] = static_cast<double>(pool.anticipated_wakes() - early_wakes) /
                                   static_cast<double>(std::max<int64_t>(state.iterations(), 1));
+  // Output dicts made ahead (by idle workers or the dict-making thread) that the walks took, per
+  // copy.
+  const auto per_copy = [&](uint64_t count) {
+    return static_cast<double>(count) /
+           static_cast<double>(std::max<int64_t>(state.iterations(), 1));
+  };
+  state.counters["dicts_ahead"] = per_copy(mtc::detail::dict_stash::served_total() - dicts_served);
+  // Dicts the dict-making thread made, and the times a copy stopped it short (dict_shelf.h).
+  state.counters["shelf_made"] = per_copy(mtc::detail::dict_shelf::made_by_thread() - shelf_made);
+  state.counters["shelf_cut"] = per_copy(mtc::detail::dict_shelf::cut_short() - shelf_cut);
   stats.report(state);
   report_median(state, seconds);
   if (!drops.empty()) state.counters["drop_us"] = mtc::microbench::median_of(drops) * 1e6;
@@ -240,6 +262,7 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::version_pool::set_enabled(true);
   mtc::detail::key_interner::set_enabled(true);
   mtc::detail::dict_stash::set_enabled(stash_setting);
+  mtc::detail::dict_shelf::set_enabled(shelf_setting);
   mtc::detail::driver_warmup::set_enabled(warmup_setting);
   mtc::detail::prefetch::set_enabled(true);
   mtc::detail::WorkerPool::set_warm_worker_first(true);
@@ -266,10 +289,11 @@ void BM_EngineCopy(benchmark::State& state) {
 // claim on the copy's job, 67108864 GPU->CPU outputs pinned (pinned_host_outputs), 134217728
 // outputs' shapes computed, not copied, 268435456 no device memory made ahead for the next copy,
 // 536870912 helpers queued only after the first element, 1073741824 outputs freed without asking
-// for the next ones' lines}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after
-// an idle gap, the last one dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935
-// those without waking ahead; 2447, 2959, 3471 and 3983 the four with the short gap. Cases without
-// a gap run until their copies took 0.3 s.
+// for the next ones' lines, 2147483648 (kNoShelf) output dicts made by idle workers, not the
+// dict-making thread}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an
+// idle gap, the last one dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those
+// without waking ahead; 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap
+// run until their copies took 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});
@@ -290,6 +314,8 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 536870919});  // hot with helpers queued only after the first element
   b->Args({1, 134217735});  // hot with outputs' shapes computed
   b->Args({1, 268435463});  // hot without device memory made ahead
+  b->Args({1, kNoShelf + 7})
+      ->Args({1, kNoShelf + 391});  // dicts made by idle workers, not the dict thread
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -315,7 +341,9 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                // 399 and 1423 without device memory made ahead
                268435855, 268436879,
                // 399 and 1423 with outputs freed without asking for the next ones' lines
-               1073742223, 1073743247});
+               1073742223, 1073743247,
+               // 399 and 1423 without output dicts made by the caller
+               kNoShelf + 399, kNoShelf + 1423});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(
@@ -330,7 +358,9 @@ void d2h_gap_args(benchmark::internal::Benchmark* b) {
           // 399 and 1423 with outputs' shapes computed
           134218127, 134219151,
           // 399 and 1423 with outputs freed without asking for the next ones' lines
-          1073742223, 1073743247});
+          1073742223, 1073743247,
+          // 399 and 1423 without output dicts made by the caller
+          kNoShelf + 399, kNoShelf + 1423});
 }
 
 }  // namespace
@@ -352,6 +382,8 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 536870919})  // helpers queued only after the first element
     ->Args({1, 67108871})   // pinned outputs
     ->Args({1, 134217735})  // outputs' shapes computed
+    ->Args({1, kNoShelf + 7})
+    ->Args({1, kNoShelf + 391})  // dicts made by idle workers, not the dict thread
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

@@ -19,7 +19,9 @@
 #include <vector>
 
 #include "bench_support.h"
+#include "detail/dict_shelf.h"
 #include "detail/dict_stash.h"
+#include "detail/impl_pool.h"
 #include "detail/key_interner.h"
 #include "detail/leaf_router.h"
 #include "detail/outputs.h"
@@ -174,6 +176,20 @@ class PartsSwitches {
   bool interning_was_on_;
 };
 
+// The dict shelf on or off (dict_shelf.h) for as long as it lives; the process's setting after.
+class ShelfSwitch {
+ public:
+  explicit ShelfSwitch(bool on) : was_on_(mtc::detail::dict_shelf::enabled()) {
+    mtc::detail::dict_shelf::set_enabled(on);
+  }
+  ShelfSwitch(const ShelfSwitch&) = delete;
+  ShelfSwitch& operator=(const ShelfSwitch&) = delete;
+  ~ShelfSwitch() { mtc::detail::dict_shelf::set_enabled(was_on_); }
+
+ private:
+  bool was_on_;
+};
+
 // The engine's walk of `source` into `result`, as a pool worker runs it (no CUDA call is made);
 // kNoVersionCounter's walk runs in InferenceMode.
 void walk_result(const ResultSource& source, Parts parts, c10::IValue& result) {
@@ -217,7 +233,8 @@ void BM_FreeResult(benchmark::State& state) {
 // the walk against 71 us alone (results/notes/2026-12-05-morning.md); this tells, where it runs,
 // how much of that the walk's company costs the free and the free's costs the walk.
 // Argument 0: 0 the walking thread makes its dicts on the spot (copies back to back), 1 it tops
-// up its dict stash between walks, as a worker does in a step's gap (dict_stash.h).
+// up its dict stash between walks, as a worker does in a step's gap (dict_stash.h), 2 the engine's
+// dict-making thread shelves them between walks (dict_shelf.h), as it does for an idle pool.
 // Argument 1 (Company): the free after the walk has ended (alone), beside the walk, or beside a
 // thread that only spins for as long as a walk (the machine's share of the slowdown: two busy
 // cores, not what the two threads touch). Argument 2: what the results are made of and which of
@@ -228,6 +245,8 @@ enum Company { kAlone = 0, kBesideWalk, kBesideSpin };
 
 void BM_FreeBesideWalk(benchmark::State& state) {
   const bool stash_refilled = state.range(0) == 1;
+  const bool shelved = state.range(0) == 2;
+  const ShelfSwitch shelf_setting(shelved);
   const auto company = static_cast<Company>(state.range(1));
   const auto parts = static_cast<Parts>(state.range(2));
   const ResultSource source = result_source(parts, 1);
@@ -243,6 +262,14 @@ void BM_FreeBesideWalk(benchmark::State& state) {
   auto refill = [&] {
     if (stash_refilled)
       walker.run_and_wait([] { mtc::detail::dict_stash::refill([] { return false; }); });
+    if (shelved) {
+      // The walker's shelf is the thread's (both on the same shard).
+      const size_t shelf = mtc::detail::impl_pool::thread_shard();
+      mtc::detail::dict_shelf::pool_idle(shelf);
+      const auto deadline = Clock::now() + std::chrono::milliseconds(100);
+      while (mtc::detail::dict_shelf::wants(shelf) && Clock::now() < deadline)
+        std::this_thread::yield();
+    }
   };
   // As long as the walk alone took, once one has been timed.
   auto spin = [&] {
@@ -323,7 +350,7 @@ void BM_TorchViews(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_FreeBesideWalk)
-    ->ArgsProduct({{0, 1},
+    ->ArgsProduct({{0, 1, 2},
                    {kAlone, kBesideWalk, kBesideSpin},
                    {kWhole, kContainersOnly, kContainersNoLeaves}})
     ->ArgsProduct({{1},

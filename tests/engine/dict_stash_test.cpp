@@ -1,6 +1,6 @@
-// Output dicts made ahead (dict_stash.h): of the shape asked for, as many as the thread's walks
-// took, each handed out once, within the limits; made by an idle worker of the pool; and the
-// engine's copies the same with the stash on.
+// Output dicts made ahead by the walking threads (dict_stash.h, the callers' shelf off): of the
+// shape asked for, as many as the thread's walks took, each handed out once, within the limits;
+// made by an idle worker of the pool; and the engine's copies the same with the stash on.
 #include "detail/dict_stash.h"
 
 #include <ATen/core/Dict.h>
@@ -15,8 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include "detail/dict_shelf.h"
 #include "detail/worker_pool.h"
 #include "detail/worker_pool_set.h"
+#include "dict_test_support.h"
 #include "mtc/copier.h"
 #include "structure_test_support.h"
 
@@ -25,34 +27,34 @@ namespace {
 
 using structure_test::tensor_of;
 
-const c10::TypePtr& str() {
-  static const c10::TypePtr type = c10::StringType::get();
-  return type;
-}
-const c10::TypePtr& any() {
-  static const c10::TypePtr type = c10::AnyType::get();
-  return type;
-}
-const c10::TypePtr& tensor() {
-  static const c10::TypePtr type = c10::TensorType::get();
-  return type;
-}
+using dict_test::any;
+using dict_test::str;
+using dict_test::tensor;
 
 bool never() { return false; }
 
-// Turns the stash on or off for a test and puts the process's setting (MTC_DICT_STASH, read with
-// the pools) back afterwards, also when an assertion ends the test early.
+// Turns the stash on or off for a test, with the callers' shelf (dict_shelf.h, tested in
+// dict_shelf_test.cpp) off: the workers make the dicts. Puts the process's settings
+// (MTC_DICT_STASH, MTC_DICT_SHELF, read with the pools) back afterwards, also when an assertion
+// ends the test early.
 class StashSetting {
  public:
-  explicit StashSetting(bool on) : before_((WorkerPoolSet::instance(), dict_stash::enabled())) {
+  explicit StashSetting(bool on)
+      : before_((WorkerPoolSet::instance(), dict_stash::enabled())),
+        shelf_before_(dict_shelf::enabled()) {
     dict_stash::set_enabled(on);
+    dict_shelf::set_enabled(false);
   }
   StashSetting(const StashSetting&) = delete;
   StashSetting& operator=(const StashSetting&) = delete;
-  ~StashSetting() { dict_stash::set_enabled(before_); }
+  ~StashSetting() {
+    dict_stash::set_enabled(before_);
+    dict_shelf::set_enabled(shelf_before_);
+  }
 
  private:
   bool before_;
+  bool shelf_before_;
 };
 
 // Runs `body` with the stash on, on a thread of its own whose stash starts empty and which has
@@ -269,17 +271,12 @@ TEST(DictStash, CopiesWithTheStashOnAreTheirInputs) {
       }
     }
   }
-  std::sort(dicts.begin(), dicts.end());
-  EXPECT_EQ(std::adjacent_find(dicts.begin(), dicts.end()), dicts.end());
+  dict_test::expect_distinct(std::move(dicts));
 }
 
 TEST(DictStash, OnUnlessTheEnvironmentSaysZero) {
   WorkerPoolSet::instance();  // reads MTC_DICT_STASH
-  const char* setting = std::getenv(kDictStashVariable);
-  if (setting == nullptr || *setting == '\0')
-    EXPECT_TRUE(dict_stash::enabled());
-  else
-    EXPECT_EQ(dict_stash::enabled(), std::string(setting) == "1");
+  dict_test::expect_on_unless_zero(kDictStashVariable, dict_stash::enabled());
 }
 
 }  // namespace

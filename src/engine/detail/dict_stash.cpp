@@ -6,6 +6,8 @@
 #include <mutex>
 #include <vector>
 
+#include "detail/dict_shelf.h"
+#include "detail/impl_pool.h"
 #include "detail/process_switch.h"
 
 namespace mtc::detail::dict_stash {
@@ -37,6 +39,8 @@ std::vector<std::shared_ptr<ServedCount>>& served_counts() {
   return *counts;
 }
 
+constexpr uint64_t kNotDry = ~uint64_t{0};
+
 // Dicts of one shape, and how many the thread's walks took since its last complete refill.
 struct Shape {
   c10::TypePtr key_type;
@@ -44,6 +48,10 @@ struct Shape {
   size_t entries;
   std::vector<c10::impl::GenericDict> spares;
   size_t taken = 0;
+  // With the shelf (dict_shelf.h): taken since the thread last reported to it, and the shelf's
+  // restocks when the thread last found it empty (kNotDry: it did not).
+  size_t unreported = 0;
+  uint64_t dry_at = kNotDry;
 };
 
 // The calling thread's dicts; freed with the thread.
@@ -62,7 +70,7 @@ struct Stash {
         return &shape;
     }
     if (shapes.size() == kMaxShapes) return nullptr;
-    return &shapes.emplace_back(Shape{key_type, value_type, entries, {}, 0});
+    return &shapes.emplace_back(Shape{key_type, value_type, entries, {}, 0, 0, kNotDry});
   }
 
   void clear() {
@@ -73,23 +81,56 @@ struct Stash {
 
 thread_local Stash t_stash;
 
+// Counts one more dict handed out made ahead.
+void count_served(Stash& stash) {
+  if (stash.served == nullptr) {
+    auto served = std::make_shared<ServedCount>();
+    const std::lock_guard<std::mutex> lock(served_mutex);
+    served_counts().push_back(served);
+    stash.served = std::move(served);
+  }
+  stash.served->dicts.store(stash.served->dicts.load(std::memory_order_relaxed) + 1,
+                            std::memory_order_relaxed);
+}
+
+// With the shelf on and none of the shape kept: takes a few from the pool's shelf (dict_shelf.h),
+// reporting what the thread used, unless it found the shelf empty last time and neither was it
+// restocked since nor has the thread used kGrab more.
+void grab_from_shelf(Stash& stash, Shape& shape) {
+  const size_t shelf = impl_pool::thread_shard();
+  if (shape.dry_at != kNotDry && shape.dry_at == dict_shelf::restocks(shelf) &&
+      shape.unreported < dict_shelf::kGrab)
+    return;
+  const size_t room = (kMaxSpareEntries - stash.spare_entries) / std::max<size_t>(shape.entries, 1);
+  const uint64_t restocks = dict_shelf::restocks(shelf);
+  const size_t got =
+      dict_shelf::grab(shelf, shape.key_type, shape.value_type, shape.entries, shape.unreported,
+                       std::min(room, dict_shelf::kGrab), shape.spares);
+  shape.unreported = 0;
+  stash.spare_entries += got * shape.entries;
+  shape.dry_at = got == 0 ? restocks : kNotDry;
+}
+
 }  // namespace
 
 c10::impl::GenericDict take(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
                             size_t entries) {
   Stash& stash = t_stash;
-  if (!stash.refills || entries > kMaxEntries || !on()) return make(key_type, value_type, entries);
+  const bool shelf = dict_shelf::enabled();
+  if ((!stash.refills && !shelf) || entries > kMaxEntries || !on())
+    return make(key_type, value_type, entries);
   Shape* shape = stash.find(key_type, value_type, entries);
   if (shape == nullptr) return make(key_type, value_type, entries);
   shape->taken = std::min(shape->taken + 1, kMaxSpareEntries / std::max<size_t>(entries, 1));
+  ++shape->unreported;
+  if (shape->spares.empty() && shelf) grab_from_shelf(stash, *shape);
   if (shape->spares.empty()) return make(key_type, value_type, entries);
   // c10::Dict has no move constructor: this copies the reference, and pop_back drops the
   // stash's, so the dict is the caller's alone.
   c10::impl::GenericDict dict = shape->spares.back();
   shape->spares.pop_back();
   stash.spare_entries -= entries;
-  stash.served->dicts.store(stash.served->dicts.load(std::memory_order_relaxed) + 1,
-                            std::memory_order_relaxed);
+  count_served(stash);
   return dict;
 }
 
@@ -112,14 +153,15 @@ size_t refill(c10::function_ref<bool()> stop) noexcept {
       stash.clear();
       return 0;
     }
-    if (!stash.refills) {
-      auto served = std::make_shared<ServedCount>();
-      const std::lock_guard<std::mutex> lock(served_mutex);
-      served_counts().push_back(served);
-      stash.served = std::move(served);
-      stash.refills = true;
-    }
+    stash.refills = true;
+    // With the shelf on, the caller makes the dicts (dict_shelf.h): none here.
+    const bool shelf = dict_shelf::enabled();
     for (Shape& shape : stash.shapes) {
+      if (shelf) {
+        shape.taken = 0;
+      } else {
+        shape.unreported = 0;
+      }
       while (shape.spares.size() < shape.taken &&
              stash.spare_entries + shape.entries <= kMaxSpareEntries) {
         // Demand not met stays counted: the next refill goes on from here.
@@ -130,8 +172,10 @@ size_t refill(c10::function_ref<bool()> stop) noexcept {
       }
       shape.taken = 0;
     }
-    // A shape with nothing kept and nothing taken since the last refill frees its place.
-    std::erase_if(stash.shapes, [](const Shape& shape) { return shape.spares.empty(); });
+    // A shape with nothing kept and nothing taken since the last refill (nor reported to the
+    // shelf) frees its place.
+    std::erase_if(stash.shapes,
+                  [](const Shape& shape) { return shape.spares.empty() && shape.unreported == 0; });
   } catch (...) {
   }
   return made;

@@ -12,7 +12,9 @@
 #include <string>
 #include <utility>
 
+#include "detail/dict_shelf.h"
 #include "detail/dict_stash.h"
+#include "detail/impl_pool.h"
 #include "detail/worker_pool_set.h"
 #include "mtc/nvtx.h"
 
@@ -185,6 +187,8 @@ void WorkerPool::run_worker(int index) {
       // counted as spinning: a task queued meanwhile is taken after at most one dict, without
       // waking a sleeper.
       dict_stash::refill(task_queued);
+      // With the callers' shelf on, the dict-making thread makes them instead (dict_shelf.h).
+      if (dict_shelf::enabled()) dict_shelf::pool_idle(impl_pool::thread_shard());
     }
     spinners_.fetch_sub(1);
     if (pending_.load() > 0) continue;

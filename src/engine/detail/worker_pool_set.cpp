@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "detail/dict_shelf.h"
 #include "detail/dict_stash.h"
 #include "detail/driver_warmup.h"
 #include "detail/impl_pool.h"
@@ -65,6 +66,7 @@ WorkerPoolSet& WorkerPoolSet::instance() {
       return parse_switch(variable, std::getenv(variable), true);
     };
     dict_stash::enable_from_environment(on_unless_zero(kDictStashVariable));
+    dict_shelf::enable_from_environment(on_unless_zero(kDictShelfVariable));
     driver_warmup::enable_from_environment(on_unless_zero(kDriverWarmupVariable));
     return new WorkerPoolSet(
         WorkerCount::from_environment(),

@@ -1,0 +1,88 @@
+// Output dicts made ahead by a thread of their own, for the walks of the pools' later copies.
+//
+// A result is freed by the thread that holds it, usually the caller, while the next copy's walk
+// runs on the workers. A dict a worker made (on the spot, or ahead in its stash, dict_stash.h) is
+// memory of that worker's glibc arena: the caller's free of it takes the arena's lock while the
+// walk allocates from it, and on the GPU host that free took 1.8x its time alone beside a walk
+// whose stash was topped up, 4.6x beside one that made its dicts on the spot (results/NOTES.md,
+// 2026-12-05). A dict made by a thread that does not walk is memory of that thread's arena, which
+// no walk allocates from.
+//
+// So when a pool's workers go idle (their spin ended without a task, worker_pool.h), the process's
+// dict-making thread makes the dicts the pool's walks used, one at a time, and puts them on the
+// pool's shelf, until the shelf has what it wants or the pool's next copy starts (copy_started,
+// from start_copy: the caller's free beside that copy then meets no allocation of this thread's).
+// A walking thread that has none of a shape in its own stash takes a few from the shelf at once
+// (one lock for several dicts) and reports there how many of the shape it used since it last
+// reported: what the next refill makes. With none there it makes its own on the spot, as without
+// the shelf, and looks again once the shelf was restocked or it has used kGrab more. Copies back
+// to back keep the workers spinning and never wake the thread, as with the workers' own stash.
+//
+// Made by the caller instead, while it spun in get() for its copy, they were too few (12-29 of
+// the reference batch's 128 a step) and the steps 10-16 % slower in the in-process A/B; made by
+// this thread, the steps were 6-7 % faster, copies back to back the same (1 x H100, 2026-12-06,
+// results/NOTES.md).
+//
+// On unless MTC_DICT_SHELF=0 (read with the worker pools' other settings, worker_pool_set.h);
+// set_enabled() for benchmarks that compare the two in one process. While on, the workers' own
+// refills in their idle time (dict_stash.h) make no dicts, and MTC_DICT_STASH=0 turns both off.
+#pragma once
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/jit_type_base.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace mtc::detail::dict_shelf {
+
+// A walking thread takes at most this many dicts of a shape at a time.
+inline constexpr size_t kGrab = 8;
+// The most entries one shelf's dicts have room for, all shapes together (as a thread's stash).
+inline constexpr size_t kMaxShelvedEntries = 4096;
+// The most shapes a shelf follows; a shape with nothing shelved and nothing wanted gives its place
+// up when a new one needs it.
+inline constexpr size_t kMaxShapes = 16;
+
+// Counts `used` dicts of this shape as wanted on shelf `shelf` (a pool's impl_pool shard), then
+// appends to `into` up to `most` (at most kGrab) of them from it. Returns how many it appended.
+// Never throws: memory running out only leaves the demand uncounted.
+size_t grab(size_t shelf, const c10::TypePtr& key_type, const c10::TypePtr& value_type,
+            size_t entries, size_t used, size_t most,
+            std::vector<c10::impl::GenericDict>& into) noexcept;
+
+// How many times shelf `shelf` was restocked: a thread that found it empty looks again once this
+// changed. Read without the lock.
+uint64_t restocks(size_t shelf) noexcept;
+
+// Makes one dict that shelf `shelf` wants and shelves it; false when it wants none (or the shelf
+// is full, or off). The dict-making thread's step; tests and benchmarks call it too. Never throws.
+bool make_one(size_t shelf) noexcept;
+
+// A pool whose workers found no task before they sleep: the process's dict-making thread makes
+// what shelf `shelf` wants, until the pool's next copy starts (copy_started). Never throws.
+void pool_idle(size_t shelf) noexcept;
+// A copy of the pool of shelf `shelf` starts (on the caller's thread, in start_copy).
+void copy_started(size_t shelf) noexcept;
+
+// Whether shelf `shelf` wants dicts: a cheap look, without its lock.
+bool wants(size_t shelf) noexcept;
+
+// Process-wide; on unless set off or MTC_DICT_SHELF=0. Off, grab() appends none and make_one()
+// makes none; set_enabled(false) frees the shelved dicts (empty ones: no tensor dies there).
+void set_enabled(bool on);
+// The environment's setting, unless set_enabled() came first.
+void enable_from_environment(bool on);
+bool enabled();
+
+// Dicts the dict-making thread made, and the times a copy that started stopped it with dicts
+// still wanted, since the process started (benchmarks).
+uint64_t made_by_thread();
+uint64_t cut_short();
+
+// Dicts on shelf `shelf`, and how many it wants (tests).
+size_t shelved(size_t shelf);
+size_t wanted(size_t shelf);
+
+}  // namespace mtc::detail::dict_shelf

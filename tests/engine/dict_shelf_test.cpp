@@ -1,0 +1,233 @@
+// Output dicts made by waiting callers (dict_shelf.h): a shelf makes as many as the walks reported
+// using, within its limits, hands each out once, and is freed when turned off; a walking thread
+// takes from it through its stash, reports what it used, and looks again only when it may find
+// some; the workers then make none themselves; and the engine's copies are their inputs with it.
+#include "detail/dict_shelf.h"
+
+#include <ATen/core/Dict.h>
+#include <ATen/core/ivalue.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <future>
+#include <memory>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "detail/dict_stash.h"
+#include "detail/impl_pool.h"
+#include "detail/worker_pool.h"
+#include "detail/worker_pool_set.h"
+#include "dict_test_support.h"
+#include "mtc/copier.h"
+#include "structure_test_support.h"
+
+namespace mtc::detail {
+namespace {
+
+using structure_test::tensor_of;
+
+using dict_test::any;
+using dict_test::str;
+using dict_test::tensor;
+
+// A shelf no pool of this process uses (pools take shards 1 up, one per device).
+constexpr size_t kTestShelf = impl_pool::kShards - 1;
+
+// Turns the shelf and the stash on for a test, the shelf empty, and puts the process's settings
+// back afterwards (the shelf emptied again), also when an assertion ends the test early.
+class ShelfOn {
+ public:
+  ShelfOn()
+      : stash_before_((WorkerPoolSet::instance(), dict_stash::enabled())),
+        shelf_before_(dict_shelf::enabled()) {
+    dict_shelf::set_enabled(false);  // empties every shelf
+    dict_shelf::set_enabled(true);
+    dict_stash::set_enabled(true);
+  }
+  ShelfOn(const ShelfOn&) = delete;
+  ShelfOn& operator=(const ShelfOn&) = delete;
+  ~ShelfOn() {
+    dict_shelf::set_enabled(false);
+    dict_shelf::set_enabled(shelf_before_);
+    dict_stash::set_enabled(stash_before_);
+  }
+
+ private:
+  bool stash_before_;
+  bool shelf_before_;
+};
+
+size_t make_all(size_t shelf) {
+  size_t made = 0;
+  while (dict_shelf::make_one(shelf)) ++made;
+  return made;
+}
+
+std::string key(size_t i) {
+  std::string text("k");
+  text += std::to_string(i);
+  return text;
+}
+
+TEST(DictShelf, MakesWhatWasReportedAndHandsEachOutOnce) {
+  const ShelfOn on;
+  std::vector<c10::impl::GenericDict> got;
+  EXPECT_FALSE(dict_shelf::wants(kTestShelf));
+  EXPECT_EQ(dict_shelf::grab(kTestShelf, str(), any(), 5, 3, 8, got), 0u);
+  EXPECT_EQ(dict_shelf::wanted(kTestShelf), 3u);
+  EXPECT_TRUE(dict_shelf::wants(kTestShelf));
+  const uint64_t restocks = dict_shelf::restocks(kTestShelf);
+  EXPECT_EQ(make_all(kTestShelf), 3u);
+  EXPECT_EQ(dict_shelf::restocks(kTestShelf), restocks + 3);
+  EXPECT_EQ(dict_shelf::shelved(kTestShelf), 3u);
+  EXPECT_FALSE(dict_shelf::wants(kTestShelf));
+
+  // Another shape finds none of its own.
+  EXPECT_EQ(dict_shelf::grab(kTestShelf, str(), tensor(), 5, 0, 8, got), 0u);
+  // At most `most` at a time, each once.
+  EXPECT_EQ(dict_shelf::grab(kTestShelf, str(), any(), 5, 0, 2, got), 2u);
+  EXPECT_EQ(dict_shelf::grab(kTestShelf, str(), any(), 5, 0, 8, got), 1u);
+  EXPECT_EQ(dict_shelf::grab(kTestShelf, str(), any(), 5, 0, 8, got), 0u);
+  ASSERT_EQ(got.size(), 3u);
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(*got[i].keyType(), *str());
+    EXPECT_EQ(*got[i].valueType(), *any());
+    EXPECT_EQ(got[i].size(), 0u);
+    for (size_t j = 0; j < i; ++j) EXPECT_FALSE(got[i].is(got[j]));
+  }
+  for (size_t i = 0; i < 5; ++i) got[0].insert(c10::IValue(key(i)), c10::IValue());
+  EXPECT_EQ(got[1].size(), 0u);
+  EXPECT_EQ(make_all(kTestShelf), 0u);  // nothing reported since
+}
+
+TEST(DictShelf, KeepsWithinItsLimits) {
+  const ShelfOn on;
+  std::vector<c10::impl::GenericDict> got;
+  // Never more wanted than a full shelf of the shape holds.
+  (void)dict_shelf::grab(kTestShelf, str(), any(), 64, 1000, 8, got);
+  EXPECT_EQ(dict_shelf::wanted(kTestShelf), dict_shelf::kMaxShelvedEntries / 64);
+  // Nor more grabbed at once than kGrab.
+  EXPECT_EQ(make_all(kTestShelf), dict_shelf::kMaxShelvedEntries / 64);
+  EXPECT_EQ(dict_shelf::grab(kTestShelf, str(), any(), 64, 0, 100, got), dict_shelf::kGrab);
+  // A full shelf makes nothing more for another shape: what it wanted is dropped.
+  got.clear();
+  (void)dict_shelf::grab(kTestShelf, str(), tensor(), 64, 10, 0, got);
+  EXPECT_EQ(make_all(kTestShelf), dict_shelf::kGrab);  // room for those grabbed only
+  EXPECT_EQ(dict_shelf::wanted(kTestShelf), 0u);
+  // Beyond kMaxShapes shapes with dicts or wants, a new one is not followed.
+  dict_shelf::set_enabled(false);
+  dict_shelf::set_enabled(true);
+  for (size_t entries = 1; entries <= dict_shelf::kMaxShapes; ++entries)
+    (void)dict_shelf::grab(kTestShelf, str(), any(), entries, 1, 8, got);
+  (void)dict_shelf::grab(kTestShelf, str(), tensor(), 2, 1, 8, got);
+  EXPECT_EQ(dict_shelf::wanted(kTestShelf), dict_shelf::kMaxShapes);
+}
+
+TEST(DictShelf, OffHandsOutNoneMakesNoneAndFreesTheShelf) {
+  const ShelfOn on;
+  std::vector<c10::impl::GenericDict> got;
+  (void)dict_shelf::grab(kTestShelf, str(), any(), 5, 4, 8, got);
+  EXPECT_EQ(make_all(kTestShelf), 4u);
+  dict_shelf::set_enabled(false);
+  EXPECT_EQ(dict_shelf::shelved(kTestShelf), 0u);
+  EXPECT_EQ(dict_shelf::wanted(kTestShelf), 0u);
+  EXPECT_EQ(dict_shelf::grab(kTestShelf, str(), any(), 5, 4, 8, got), 0u);
+  EXPECT_FALSE(dict_shelf::make_one(kTestShelf));
+  EXPECT_TRUE(got.empty());
+}
+
+// A walking thread (here a fresh one, on the test shelf) takes through its stash: it reports what
+// it used once it has used kGrab, takes from the shelf once restocked, and looks no more often.
+TEST(DictShelf, AWalkingThreadTakesFromTheShelfThroughItsStash) {
+  const ShelfOn on;
+  std::thread([] {
+    impl_pool::set_thread_shard(kTestShelf);
+    // Nothing shelved: made on the spot. The first take reports itself and finds the shelf
+    // empty; the next kGrab - 1 do not look; the one after reports those kGrab.
+    for (size_t i = 0; i < dict_shelf::kGrab; ++i) (void)dict_stash::take(str(), any(), 5);
+    EXPECT_EQ(dict_shelf::wanted(kTestShelf), 1u);
+    (void)dict_stash::take(str(), any(), 5);
+    EXPECT_EQ(dict_shelf::wanted(kTestShelf), 1 + dict_shelf::kGrab);
+    EXPECT_EQ(make_all(kTestShelf), 1 + dict_shelf::kGrab);
+    // Restocked: the next take grabs kGrab at once (reporting itself), then the thread hands
+    // them out one by one.
+    const uint64_t served = dict_stash::served_total();
+    std::vector<c10::impl::GenericDict> held;
+    for (size_t i = 0; i < dict_shelf::kGrab; ++i)
+      held.push_back(dict_stash::take(str(), any(), 5));
+    EXPECT_EQ(dict_stash::served_total(), served + dict_shelf::kGrab);
+    EXPECT_EQ(dict_shelf::shelved(kTestShelf), 1u);
+    EXPECT_EQ(dict_shelf::wanted(kTestShelf), 1u);
+    for (const auto& dict : held) EXPECT_EQ(dict.size(), 0u);
+    // The worker's own refill makes none while the shelf is on.
+    EXPECT_EQ(dict_stash::refill([] { return false; }), 0u);
+    EXPECT_EQ(dict_stash::thread_spares(), 0u);
+    impl_pool::set_thread_shard(0);
+  }).join();
+}
+
+// A dict of five tensors, as the walks below take their output dicts.
+c10::IValue five_tensors() {
+  c10::Dict<std::string, at::Tensor> dict;
+  for (size_t i = 0; i < 5; ++i) dict.insert(key(i), tensor_of(static_cast<int>(i) + 1));
+  return c10::impl::toGenericDict(std::move(dict));
+}
+
+void expect_five_tensors(const c10::IValue& value) {
+  const c10::impl::GenericDict dict = value.toGenericDict();
+  ASSERT_EQ(dict.size(), 5u);
+  size_t i = 0;
+  for (const auto& entry : dict) {
+    EXPECT_EQ(entry.key().toStringRef(), key(i));
+    EXPECT_TRUE(entry.value().toTensor().equal(tensor_of(static_cast<int>(i) + 1)));
+    ++i;
+  }
+}
+
+// An idle pool's shelf is restocked by the dict-making thread, up to what it wants.
+TEST(DictShelf, AnIdlePoolsShelfIsRestocked) {
+  const ShelfOn on;
+  std::vector<c10::impl::GenericDict> none;
+  (void)dict_shelf::grab(kTestShelf, str(), tensor(), 5, dict_shelf::kGrab, 0, none);
+  const uint64_t made = dict_shelf::made_by_thread();
+  dict_shelf::pool_idle(kTestShelf);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (dict_shelf::shelved(kTestShelf) < dict_shelf::kGrab &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(dict_shelf::shelved(kTestShelf), dict_shelf::kGrab);
+  EXPECT_EQ(dict_shelf::wanted(kTestShelf), 0u);
+  EXPECT_GE(dict_shelf::made_by_thread(), made + dict_shelf::kGrab);
+}
+
+// Copies through the engine with the shelf on, back to back: every result is its input's
+// structure and values, no two sharing a dict.
+TEST(DictShelf, CopiesWithTheShelfOnAreTheirInputs) {
+  c10::impl::GenericList input(c10::AnyType::get());
+  for (int i = 0; i < 60; ++i) input.push_back(five_tensors());
+  const ShelfOn on;
+  std::vector<c10::IValue> results;
+  for (int i = 0; i < 20; ++i)
+    results.push_back(start_copy(c10::IValue(input), c10::Device(c10::kCPU)).get());
+  std::vector<const void*> dicts;
+  for (const c10::IValue& result : results) {
+    ASSERT_EQ(result.toListRef().size(), 60u);
+    for (const c10::IValue& element : result.toListRef()) {
+      expect_five_tensors(element);
+      dicts.push_back(element.internalToPointer());
+    }
+  }
+  dict_test::expect_distinct(std::move(dicts));
+}
+
+TEST(DictShelf, OnUnlessTheEnvironmentSaysZero) {
+  WorkerPoolSet::instance();  // reads MTC_DICT_SHELF
+  dict_test::expect_on_unless_zero(kDictShelfVariable, dict_shelf::enabled());
+}
+
+}  // namespace
+}  // namespace mtc::detail
