@@ -7,7 +7,6 @@
 #include <ATen/core/ivalue.h>
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <future>
