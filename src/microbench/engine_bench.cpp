@@ -342,7 +342,7 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                268435855, 268436879,
                // 399 and 1423 with outputs freed without asking for the next ones' lines
                1073742223, 1073743247,
-               // 399 and 1423 without output dicts made by the caller
+               // 399 and 1423 with output dicts made by idle workers, not the dict thread
                kNoShelf + 399, kNoShelf + 1423});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
@@ -359,7 +359,7 @@ void d2h_gap_args(benchmark::internal::Benchmark* b) {
           134218127, 134219151,
           // 399 and 1423 with outputs freed without asking for the next ones' lines
           1073742223, 1073743247,
-          // 399 and 1423 without output dicts made by the caller
+          // 399 and 1423 with output dicts made by idle workers, not the dict thread
           kNoShelf + 399, kNoShelf + 1423});
 }
 

@@ -1,4 +1,4 @@
-// Output dicts made ahead by the walking threads (dict_stash.h, the callers' shelf off): of the
+// Output dicts made ahead by the walking threads (dict_stash.h, the dict shelf off): of the
 // shape asked for, as many as the thread's walks took, each handed out once, within the limits;
 // made by an idle worker of the pool; and the engine's copies the same with the stash on.
 #include "detail/dict_stash.h"
@@ -32,7 +32,7 @@ using dict_test::tensor;
 
 bool never() { return false; }
 
-// Turns the stash on or off for a test, with the callers' shelf (dict_shelf.h, tested in
+// Turns the stash on or off for a test, with the dict shelf (dict_shelf.h, tested in
 // dict_shelf_test.cpp) off: the workers make the dicts. Puts the process's settings
 // (MTC_DICT_STASH, MTC_DICT_SHELF, read with the pools) back afterwards, also when an assertion
 // ends the test early.

@@ -9,14 +9,17 @@
 // no walk allocates from.
 //
 // So when a pool's workers go idle (their spin ended without a task, worker_pool.h), the process's
-// dict-making thread makes the dicts the pool's walks used, one at a time, and puts them on the
-// pool's shelf, until the shelf has what it wants or the pool's next copy starts (copy_started,
+// dict-making thread puts on the pool's shelf, one at a time, as many dicts of each shape as one of
+// the pool's copies used, until the shelf holds them or the pool's next copy starts (copy_started,
 // from start_copy: the caller's free beside that copy then meets no allocation of this thread's).
 // A walking thread that has none of a shape in its own stash takes a few from the shelf at once
 // (one lock for several dicts) and reports there how many of the shape it used since it last
-// reported: what the next refill makes. With none there it makes its own on the spot, as without
-// the shelf, and looks again once the shelf was restocked or it has used kGrab more. Copies back
-// to back keep the workers spinning and never wake the thread, as with the workers' own stash.
+// reported; the shelf divides the use reported by the pool's copies since it last settled, so a
+// stretch of copies back to back asks for one copy's worth, not the stretch's (asking for it all
+// once filled a shelf with the first shape's dicts and left the others none). With none there a
+// walking thread makes its own on the spot, as without the shelf, and looks again once the shelf
+// was restocked or it has used kGrab more. Copies back to back keep the workers spinning and
+// never wake the thread, as with the workers' own stash.
 //
 // Made by the caller instead, while it spun in get() for its copy, they were too few (12-29 of
 // the reference batch's 128 a step) and the steps 10-16 % slower in the in-process A/B; made by
@@ -41,13 +44,13 @@ namespace mtc::detail::dict_shelf {
 inline constexpr size_t kGrab = 8;
 // The most entries one shelf's dicts have room for, all shapes together (as a thread's stash).
 inline constexpr size_t kMaxShelvedEntries = 4096;
-// The most shapes a shelf follows; a shape with nothing shelved and nothing wanted gives its place
+// The most shapes a shelf follows; a shape with nothing shelved and nothing to keep gives its place
 // up when a new one needs it.
 inline constexpr size_t kMaxShapes = 16;
 
-// Counts `used` dicts of this shape as wanted on shelf `shelf` (a pool's impl_pool shard), then
-// appends to `into` up to `most` (at most kGrab) of them from it. Returns how many it appended.
-// Never throws: memory running out only leaves the demand uncounted.
+// Adds `used` dicts of this shape to the use reported on shelf `shelf` (a pool's impl_pool shard),
+// then appends to `into` up to `most` (at most kGrab) of them from it. Returns how many it
+// appended. Never throws: memory running out only leaves the use unreported.
 size_t grab(size_t shelf, const c10::TypePtr& key_type, const c10::TypePtr& value_type,
             size_t entries, size_t used, size_t most,
             std::vector<c10::impl::GenericDict>& into) noexcept;
@@ -56,17 +59,18 @@ size_t grab(size_t shelf, const c10::TypePtr& key_type, const c10::TypePtr& valu
 // changed. Read without the lock.
 uint64_t restocks(size_t shelf) noexcept;
 
-// Makes one dict that shelf `shelf` wants and shelves it; false when it wants none (or the shelf
-// is full, or off). The dict-making thread's step; tests and benchmarks call it too. Never throws.
+// Makes one dict that shelf `shelf` is short of and shelves it; false when it is short of none
+// (or full, or off). The dict-making thread's step; tests and benchmarks call it too. Never throws.
 bool make_one(size_t shelf) noexcept;
 
 // A pool whose workers found no task before they sleep: the process's dict-making thread makes
-// what shelf `shelf` wants, until the pool's next copy starts (copy_started). Never throws.
+// what shelf `shelf` is short of, until the pool's next copy starts (copy_started). Never throws.
 void pool_idle(size_t shelf) noexcept;
 // A copy of the pool of shelf `shelf` starts (on the caller's thread, in start_copy).
 void copy_started(size_t shelf) noexcept;
 
-// Whether shelf `shelf` wants dicts: a cheap look, without its lock.
+// Whether shelf `shelf` may be short of dicts (walks took from it or reported use since a refill
+// last found nothing to make): a cheap look, without its lock.
 bool wants(size_t shelf) noexcept;
 
 // Process-wide; on unless set off or MTC_DICT_SHELF=0. Off, grab() appends none and make_one()
@@ -76,13 +80,14 @@ void set_enabled(bool on);
 void enable_from_environment(bool on);
 bool enabled();
 
-// Dicts the dict-making thread made, and the times a copy that started stopped it with dicts
-// still wanted, since the process started (benchmarks).
+// Dicts the dict-making thread made, and the times a copy that started stopped it while the shelf
+// was still short, since the process started (benchmarks).
 uint64_t made_by_thread();
 uint64_t cut_short();
 
-// Dicts on shelf `shelf`, and how many it wants (tests).
+// Dicts on shelf `shelf`, and how many it keeps, all shapes together, once the use reported so
+// far is settled (tests).
 size_t shelved(size_t shelf);
-size_t wanted(size_t shelf);
+size_t kept_target(size_t shelf);
 
 }  // namespace mtc::detail::dict_shelf

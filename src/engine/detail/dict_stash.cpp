@@ -59,7 +59,8 @@ struct Stash {
   std::vector<Shape> shapes;
   size_t spare_entries = 0;  // the entries the spares have room for, all shapes together
   // Set by the thread's first refill: a thread that never refills (a caller walking part of its
-  // copy) makes its dicts on the spot without looking here.
+  // copy) makes its dicts on the spot without looking here, unless the dict shelf is on
+  // (dict_shelf.h): then it takes from the shelf as the workers do.
   bool refills = false;
   std::shared_ptr<ServedCount> served;
 
@@ -154,14 +155,20 @@ size_t refill(c10::function_ref<bool()> stop) noexcept {
       return 0;
     }
     stash.refills = true;
-    // With the shelf on, the caller makes the dicts (dict_shelf.h): none here.
+    // With the shelf on, the dict-making thread makes the dicts (dict_shelf.h): none here. What
+    // the thread used and has not reported yet is reported now, before the pool's idle workers
+    // wake that thread (worker_pool.cpp): it then makes what the walks just used.
     const bool shelf = dict_shelf::enabled();
     for (Shape& shape : stash.shapes) {
       if (shelf) {
         shape.taken = 0;
-      } else {
-        shape.unreported = 0;
+        if (shape.unreported > 0) {
+          std::vector<c10::impl::GenericDict> none;
+          dict_shelf::grab(impl_pool::thread_shard(), shape.key_type, shape.value_type,
+                           shape.entries, shape.unreported, 0, none);
+        }
       }
+      shape.unreported = 0;
       while (shape.spares.size() < shape.taken &&
              stash.spare_entries + shape.entries <= kMaxSpareEntries) {
         // Demand not met stays counted: the next refill goes on from here.
@@ -172,10 +179,8 @@ size_t refill(c10::function_ref<bool()> stop) noexcept {
       }
       shape.taken = 0;
     }
-    // A shape with nothing kept and nothing taken since the last refill (nor reported to the
-    // shelf) frees its place.
-    std::erase_if(stash.shapes,
-                  [](const Shape& shape) { return shape.spares.empty() && shape.unreported == 0; });
+    // A shape with nothing kept and nothing taken since the last refill frees its place.
+    std::erase_if(stash.shapes, [](const Shape& shape) { return shape.spares.empty(); });
   } catch (...) {
   }
   return made;

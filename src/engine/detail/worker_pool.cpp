@@ -187,7 +187,7 @@ void WorkerPool::run_worker(int index) {
       // counted as spinning: a task queued meanwhile is taken after at most one dict, without
       // waking a sleeper.
       dict_stash::refill(task_queued);
-      // With the callers' shelf on, the dict-making thread makes them instead (dict_shelf.h).
+      // With the shelf on, the dict-making thread makes them instead (dict_shelf.h).
       if (dict_shelf::enabled()) dict_shelf::pool_idle(impl_pool::thread_shard());
     }
     spinners_.fetch_sub(1);

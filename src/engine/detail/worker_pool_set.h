@@ -45,8 +45,9 @@ inline constexpr const char* kWorkerAnticipateVariable = "MTC_WORKER_ANTICIPATE"
 // 0 off, 1 on (the default). Read when the pools are made.
 inline constexpr const char* kDictStashVariable = "MTC_DICT_STASH";
 
-// The environment variable that turns off output dicts made by waiting callers for their pool's
-// walks (dict_shelf.h): 0 off, 1 on (the default). Read when the pools are made.
+// The environment variable that turns off output dicts made for the pools' walks by a thread that
+// does not walk (dict_shelf.h; the workers then make their own): 0 off, 1 on (the default). Read
+// when the pools are made.
 inline constexpr const char* kDictShelfVariable = "MTC_DICT_SHELF";
 
 // The environment variable that turns off the driver warm-up ahead of a forecast copy
@@ -85,10 +86,10 @@ class WorkerPoolSet {
 
   // The process's pools, sized by WorkerCount::from_environment(), spinning for
   // MTC_WORKER_SPIN_US, waking ahead of forecast copies unless MTC_WORKER_ANTICIPATE=0, output
-  // dicts made ahead unless MTC_DICT_STASH=0 (by waiting callers unless MTC_DICT_SHELF=0), the
-  // driver warmed ahead of a forecast copy unless MTC_DRIVER_WARMUP=0 (each throws c10::Error
-  // naming the variable when it is malformed). Never destroyed, so copies still in flight at exit
-  // do not race a joining destructor.
+  // dicts made ahead unless MTC_DICT_STASH=0 (by a thread that does not walk unless
+  // MTC_DICT_SHELF=0), the driver warmed ahead of a forecast copy unless MTC_DRIVER_WARMUP=0 (each
+  // throws c10::Error naming the variable when it is malformed). Never destroyed, so copies still
+  // in flight at exit do not race a joining destructor.
   static WorkerPoolSet& instance();
 
   WorkerPoolSet(WorkerCount count, std::chrono::microseconds spin, bool anticipate = true);
