@@ -202,9 +202,10 @@ CopyHandle start_job(const c10::IValue& data, std::shared_ptr<RootFeed> feed,
                                                std::move(feed));
   // With the TensorImpl pool's shards on, the results this thread frees later go back to the
   // workers that made them (impl_pool.h).
-  detail::impl_pool::set_thread_shard(detail::impl_pool::shard_of_pool(pool.id()));
+  const size_t shard = detail::impl_pool::shard_of_pool(pool.id());
+  detail::impl_pool::set_thread_shard(shard);
   // The dict-making thread stops for this copy (dict_shelf.h).
-  detail::dict_shelf::copy_started(detail::impl_pool::shard_of_pool(pool.id()));
+  detail::dict_shelf::copy_started(shard);
   if (options.use_background_thread) {
     // Whoever claims the job first runs it: a worker, or the caller if it reaches get() before
     // any worker has picked the job up. The task reaches the job through its gate: a worker that

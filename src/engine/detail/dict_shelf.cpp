@@ -21,10 +21,6 @@ ProcessSwitch shelf_on;  // MTC_DICT_SHELF
 // of copies back to back).
 constexpr size_t kMaxReported = size_t{1} << 40;
 
-bool same_type(const c10::TypePtr& a, const c10::TypePtr& b) {
-  return a.get() == b.get() || *a == *b;
-}
-
 struct Shape {
   c10::TypePtr key_type;
   c10::TypePtr value_type;
@@ -150,7 +146,16 @@ Maker& maker() {
   return *m;
 }
 
+// The copies started so far of the pool of shelf `shelf`.
+std::atomic<uint64_t>& copies_of(size_t shelf) {
+  return maker().copies[shelf % impl_pool::kShards];
+}
+
 }  // namespace
+
+bool same_type(const c10::TypePtr& a, const c10::TypePtr& b) {
+  return a.get() == b.get() || *a == *b;
+}
 
 void pool_idle(size_t shelf) noexcept {
   if (!wants(shelf)) return;
@@ -162,8 +167,7 @@ void pool_idle(size_t shelf) noexcept {
       m.started = true;
     }
     m.asked[shelf % impl_pool::kShards] = true;
-    m.idle_at[shelf % impl_pool::kShards] =
-        m.copies[shelf % impl_pool::kShards].load(std::memory_order_acquire);
+    m.idle_at[shelf % impl_pool::kShards] = copies_of(shelf).load(std::memory_order_acquire);
   } catch (...) {
     return;  // no thread: the walks make their dicts on the spot
   }
@@ -175,7 +179,7 @@ uint64_t made_by_thread() { return maker().made.load(std::memory_order_relaxed);
 uint64_t cut_short() { return maker().cut_short.load(std::memory_order_relaxed); }
 
 void copy_started(size_t shelf) noexcept {
-  maker().copies[shelf % impl_pool::kShards].fetch_add(1, std::memory_order_release);
+  copies_of(shelf).fetch_add(1, std::memory_order_release);
 }
 
 size_t grab(size_t shelf, const c10::TypePtr& key_type, const c10::TypePtr& value_type,
@@ -220,7 +224,7 @@ bool make_one(size_t shelf) noexcept {
     std::vector<c10::impl::GenericDict> surplus;  // freed after the lock is let go
     {
       const std::lock_guard<std::mutex> lock(s.mutex);
-      s.settle(maker().copies[shelf % impl_pool::kShards].load(std::memory_order_acquire), surplus);
+      s.settle(copies_of(shelf).load(std::memory_order_acquire), surplus);
       for (Shape& shape : s.shapes) {
         if (shape.spares.size() + shape.making >= shape.target) continue;
         if (s.shelved_entries + shape.entries > kMaxShelvedEntries) continue;  // no room
@@ -293,7 +297,7 @@ size_t kept_target(size_t shelf) {
   Shelf& s = shelf_at(shelf);
   std::vector<c10::impl::GenericDict> surplus;  // freed after the lock is let go
   const std::lock_guard<std::mutex> lock(s.mutex);
-  s.settle(maker().copies[shelf % impl_pool::kShards].load(std::memory_order_acquire), surplus);
+  s.settle(copies_of(shelf).load(std::memory_order_acquire), surplus);
   size_t dicts = 0;
   for (const Shape& shape : s.shapes) dicts += shape.target;
   return dicts;

@@ -40,6 +40,10 @@
 
 namespace mtc::detail::dict_shelf {
 
+// Whether two element types are one (the same object, or equal types): how a thread's stash
+// (dict_stash.h) and a shelf tell the shapes of dicts apart.
+bool same_type(const c10::TypePtr& a, const c10::TypePtr& b);
+
 // A walking thread takes at most this many dicts of a shape at a time.
 inline constexpr size_t kGrab = 8;
 // The most entries one shelf's dicts have room for, all shapes together (as a thread's stash).

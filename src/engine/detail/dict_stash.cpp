@@ -24,10 +24,6 @@ c10::impl::GenericDict make(const c10::TypePtr& key_type, const c10::TypePtr& va
   return dict;
 }
 
-bool same_type(const c10::TypePtr& a, const c10::TypePtr& b) {
-  return a.get() == b.get() || *a == *b;
-}
-
 // Dicts handed out made ahead, by thread; a thread's count outlives the thread, so that the total
 // stays a total. Each thread writes only its own.
 struct ServedCount {
@@ -66,8 +62,8 @@ struct Stash {
 
   Shape* find(const c10::TypePtr& key_type, const c10::TypePtr& value_type, size_t entries) {
     for (Shape& shape : shapes) {
-      if (shape.entries == entries && same_type(shape.key_type, key_type) &&
-          same_type(shape.value_type, value_type))
+      if (shape.entries == entries && dict_shelf::same_type(shape.key_type, key_type) &&
+          dict_shelf::same_type(shape.value_type, value_type))
         return &shape;
     }
     if (shapes.size() == kMaxShapes) return nullptr;
@@ -99,11 +95,9 @@ void count_served(Stash& stash) {
 // restocked since nor has the thread used kGrab more.
 void grab_from_shelf(Stash& stash, Shape& shape) {
   const size_t shelf = impl_pool::thread_shard();
-  if (shape.dry_at != kNotDry && shape.dry_at == dict_shelf::restocks(shelf) &&
-      shape.unreported < dict_shelf::kGrab)
-    return;
-  const size_t room = (kMaxSpareEntries - stash.spare_entries) / std::max<size_t>(shape.entries, 1);
   const uint64_t restocks = dict_shelf::restocks(shelf);
+  if (shape.dry_at == restocks && shape.unreported < dict_shelf::kGrab) return;
+  const size_t room = (kMaxSpareEntries - stash.spare_entries) / std::max<size_t>(shape.entries, 1);
   const size_t got =
       dict_shelf::grab(shelf, shape.key_type, shape.value_type, shape.entries, shape.unreported,
                        std::min(room, dict_shelf::kGrab), shape.spares);
