@@ -23,8 +23,9 @@
 //
 // Made by the caller instead, while it spun in get() for its copy, they were too few (12-29 of
 // the reference batch's 128 a step) and the steps 10-16 % slower in the in-process A/B; made by
-// this thread, the steps were 6-7 % faster, copies back to back the same (1 x H100, 2026-12-06,
-// results/NOTES.md).
+// this thread, the steps were 6-7 % faster, copies back to back the same (1 x H100, 2026-12-06),
+// and with one copy's worth kept per shape 8-10 % faster, 125-126 of 128 dicts made ahead a step
+// (1 x H200, 2026-12-06; results/NOTES.md).
 //
 // On unless MTC_DICT_SHELF=0 (read with the worker pools' other settings, worker_pool_set.h);
 // set_enabled() for benchmarks that compare the two in one process. While on, the workers' own
