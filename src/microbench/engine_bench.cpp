@@ -239,15 +239,15 @@ void BM_EngineCopy(benchmark::State& state) {
     seconds.push_back(copy());
     state.SetIterationTime(seconds.back());
   }
-  // Workers that woke ahead of a copy, per copy (0 when none did; up to the pool's size).
-  state.counters["early_wakes"] = static_cast<double>(pool.anticipated_wakes() - early_wakes) /
-                                  static_cast<double>(std::max<int64_t>(state.iterations(), 1));
-  // Output dicts made ahead (by idle workers or the dict-making thread) that the walks took, per
-  // copy.
-  const auto per_copy = [&](uint64_t count) {
+  // A count over the benchmark's copies, as a counter per copy.
+  const auto per_copy = [&](auto count) {
     return static_cast<double>(count) /
            static_cast<double>(std::max<int64_t>(state.iterations(), 1));
   };
+  // Workers that woke ahead of a copy, per copy (0 when none did; up to the pool's size).
+  state.counters["early_wakes"] = per_copy(pool.anticipated_wakes() - early_wakes);
+  // Output dicts made ahead (by idle workers or the dict-making thread) that the walks took, per
+  // copy.
   state.counters["dicts_ahead"] = per_copy(mtc::detail::dict_stash::served_total() - dicts_served);
   // Dicts the dict-making thread made, and the times a copy stopped it short (dict_shelf.h).
   state.counters["shelf_made"] = per_copy(mtc::detail::dict_shelf::made_by_thread() - shelf_made);

@@ -24,12 +24,9 @@
 #include "detail/worker_pool_set.h"
 #include "dict_test_support.h"
 #include "mtc/copier.h"
-#include "structure_test_support.h"
 
 namespace mtc::detail {
 namespace {
-
-using structure_test::tensor_of;
 
 using dict_test::any;
 using dict_test::str;
@@ -68,12 +65,6 @@ size_t make_all(size_t shelf) {
   return made;
 }
 
-std::string key(size_t i) {
-  std::string text("k");
-  text += std::to_string(i);
-  return text;
-}
-
 TEST(DictShelf, KeepsWhatOneCopyUsedAndHandsEachOutOnce) {
   const ShelfOn on;
   std::vector<c10::impl::GenericDict> got;
@@ -100,7 +91,7 @@ TEST(DictShelf, KeepsWhatOneCopyUsedAndHandsEachOutOnce) {
     EXPECT_EQ(got[i].size(), 0u);
     for (size_t j = 0; j < i; ++j) EXPECT_FALSE(got[i].is(got[j]));
   }
-  for (size_t i = 0; i < 5; ++i) got[0].insert(c10::IValue(key(i)), c10::IValue());
+  for (size_t i = 0; i < 5; ++i) got[0].insert(c10::IValue(dict_test::key("k", i)), c10::IValue());
   EXPECT_EQ(got[1].size(), 0u);
   // Taken: the shelf is made whole again, to what one copy used.
   EXPECT_TRUE(dict_shelf::wants(kTestShelf));
@@ -196,24 +187,6 @@ TEST(DictShelf, AWalkingThreadTakesFromTheShelfThroughItsStash) {
   }).join();
 }
 
-// A dict of five tensors, as the walks below take their output dicts.
-c10::IValue five_tensors() {
-  c10::Dict<std::string, at::Tensor> dict;
-  for (size_t i = 0; i < 5; ++i) dict.insert(key(i), tensor_of(static_cast<int>(i) + 1));
-  return c10::impl::toGenericDict(std::move(dict));
-}
-
-void expect_five_tensors(const c10::IValue& value) {
-  const c10::impl::GenericDict dict = value.toGenericDict();
-  ASSERT_EQ(dict.size(), 5u);
-  size_t i = 0;
-  for (const auto& entry : dict) {
-    EXPECT_EQ(entry.key().toStringRef(), key(i));
-    EXPECT_TRUE(entry.value().toTensor().equal(tensor_of(static_cast<int>(i) + 1)));
-    ++i;
-  }
-}
-
 // An idle pool's shelf is restocked by the dict-making thread, up to what it wants.
 TEST(DictShelf, AnIdlePoolsShelfIsRestocked) {
   const ShelfOn on;
@@ -238,7 +211,7 @@ TEST(DictShelf, AnIdlePoolsShelfIsRestocked) {
 // and values, no two sharing a dict.
 TEST(DictShelf, CopiesWithTheShelfOnAreTheirInputs) {
   c10::impl::GenericList input(c10::AnyType::get());
-  for (int i = 0; i < 60; ++i) input.push_back(five_tensors());
+  for (int i = 0; i < 60; ++i) input.push_back(dict_test::five_tensors());
   const ShelfOn on;
   const uint64_t made = dict_shelf::made_by_thread();
   const uint64_t served = dict_stash::served_total();
@@ -252,15 +225,7 @@ TEST(DictShelf, CopiesWithTheShelfOnAreTheirInputs) {
   }
   EXPECT_GT(dict_shelf::made_by_thread(), made);
   EXPECT_GT(dict_stash::served_total(), served);
-  std::vector<const void*> dicts;
-  for (const c10::IValue& result : results) {
-    ASSERT_EQ(result.toListRef().size(), 60u);
-    for (const c10::IValue& element : result.toListRef()) {
-      expect_five_tensors(element);
-      dicts.push_back(element.internalToPointer());
-    }
-  }
-  dict_test::expect_distinct(std::move(dicts));
+  dict_test::expect_copies_of_five_tensors(results, 60);
 }
 
 TEST(DictShelf, OnUnlessTheEnvironmentSaysZero) {

@@ -19,12 +19,9 @@
 #include "detail/worker_pool_set.h"
 #include "dict_test_support.h"
 #include "mtc/copier.h"
-#include "structure_test_support.h"
 
 namespace mtc::detail {
 namespace {
-
-using structure_test::tensor_of;
 
 using dict_test::any;
 using dict_test::str;
@@ -67,16 +64,9 @@ void on_fresh_thread(Body body) {
   }).join();
 }
 
-// "k3" for ("k", 3); appended, not operator+ (GCC 12's -Wrestrict misfires on that).
-std::string key(const char* prefix, size_t i) {
-  std::string text(prefix);
-  text += std::to_string(i);
-  return text;
-}
-
 // Fills `dict` with `n` string keys; a dict made with room for them must not grow.
 void fill(c10::impl::GenericDict& dict, size_t n) {
-  for (size_t i = 0; i < n; ++i) dict.insert(c10::IValue(key("k", i)), c10::IValue());
+  for (size_t i = 0; i < n; ++i) dict.insert(c10::IValue(dict_test::key("k", i)), c10::IValue());
   EXPECT_EQ(dict.size(), n);
 }
 
@@ -240,10 +230,8 @@ TEST(DictStash, AnIdleWorkerMakesWhatItsTaskTook) {
 // leaves): dicts made ahead are handed out, every result is its input's structure and values,
 // and no two results share a dict.
 TEST(DictStash, CopiesWithTheStashOnAreTheirInputs) {
-  c10::Dict<std::string, at::Tensor> inner;
-  for (int i = 0; i < 5; ++i) inner.insert(key("t", i), tensor_of(i + 1));
   c10::impl::GenericList input(c10::AnyType::get());
-  for (int i = 0; i < 60; ++i) input.push_back(c10::impl::toGenericDict(inner.copy()));
+  for (int i = 0; i < 60; ++i) input.push_back(dict_test::five_tensors());
   const StashSetting on(true);
   const uint64_t served_before = dict_stash::served_total();
   std::vector<c10::IValue> results;
@@ -254,23 +242,7 @@ TEST(DictStash, CopiesWithTheStashOnAreTheirInputs) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the workers go idle
   }
   EXPECT_GT(dict_stash::served_total(), served_before);
-  std::vector<const void*> dicts;
-  for (const c10::IValue& result : results) {
-    const auto list = result.toListRef();
-    ASSERT_EQ(list.size(), 60u);
-    for (const c10::IValue& element : list) {
-      const c10::impl::GenericDict dict = element.toGenericDict();
-      dicts.push_back(element.internalToPointer());
-      ASSERT_EQ(dict.size(), 5u);
-      int i = 0;
-      for (const auto& entry : dict) {
-        EXPECT_EQ(entry.key().toStringRef(), key("t", static_cast<size_t>(i)));
-        EXPECT_TRUE(entry.value().toTensor().equal(tensor_of(i + 1)));
-        ++i;
-      }
-    }
-  }
-  dict_test::expect_distinct(std::move(dicts));
+  dict_test::expect_copies_of_five_tensors(results, 60);
 }
 
 TEST(DictStash, OnUnlessTheEnvironmentSaysZero) {
