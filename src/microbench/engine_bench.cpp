@@ -41,7 +41,6 @@ using mtc::microbench::report_median;
 
 // The option bit that turns the dict shelf off (dict_shelf.h), past 32 bits.
 constexpr int64_t kNoShelf = int64_t{1} << 31;
-constexpr int64_t kDmaEach = int64_t{1} << 32;
 
 c10::IValue source(int repeat, bool on_gpu) {
   static std::map<int, c10::IValue> gpu;
@@ -171,10 +170,6 @@ void BM_EngineCopy(benchmark::State& state) {
   // (MTC_DICT_SHELF, on by default), put back at the end.
   const bool shelf_setting = mtc::detail::dict_shelf::enabled();
   if (state.range(1) & kNoShelf) mtc::detail::dict_shelf::set_enabled(false);
-  // Bit 4294967296 (kDmaEach): a split CPU->GPU walk's threads stage and queue their chunks each on
-  // their own, a DMA each, not side by side for one (split_staging.h); put back at the end.
-  const bool one_dma_setting =
-      mtc::detail::set_one_dma_per_split_walk(!(state.range(1) & kDmaEach));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -268,7 +263,6 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::key_interner::set_enabled(true);
   mtc::detail::dict_stash::set_enabled(stash_setting);
   mtc::detail::dict_shelf::set_enabled(shelf_setting);
-  mtc::detail::set_one_dma_per_split_walk(one_dma_setting);
   mtc::detail::driver_warmup::set_enabled(warmup_setting);
   mtc::detail::prefetch::set_enabled(true);
   mtc::detail::WorkerPool::set_warm_worker_first(true);
@@ -296,10 +290,10 @@ void BM_EngineCopy(benchmark::State& state) {
 // outputs' shapes computed, not copied, 268435456 no device memory made ahead for the next copy,
 // 536870912 helpers queued only after the first element, 1073741824 outputs freed without asking
 // for the next ones' lines, 2147483648 (kNoShelf) output dicts made by idle workers, not the
-// dict-making thread, 4294967296 (kDmaEach) a DMA per walking thread}. 399 = 7 + 8 + 128 + 256 is a
-// training loop's step: a fresh batch after an idle gap, the last one dropped meanwhile; 1423 the
-// same step after a busy gap; 911 and 1935 those without waking ahead; 2447, 2959, 3471 and 3983
-// the four with the short gap. Cases without a gap run until their copies took 0.3 s.
+// dict-making thread}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an
+// idle gap, the last one dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those
+// without waking ahead; 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap
+// run until their copies took 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});
@@ -322,7 +316,6 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 268435463});  // hot without device memory made ahead
   b->Args({1, kNoShelf + 7})
       ->Args({1, kNoShelf + 391});  // dicts made by idle workers, not the dict thread
-  b->Args({1, kDmaEach + 7})->Args({1, kDmaEach + 391});  // a DMA per walking thread
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -350,9 +343,7 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                // 399 and 1423 with outputs freed without asking for the next ones' lines
                1073742223, 1073743247,
                // 399 and 1423 with output dicts made by idle workers, not the dict thread
-               kNoShelf + 399, kNoShelf + 1423,
-               // 399 and 1423 with a DMA per walking thread
-               kDmaEach + 399, kDmaEach + 1423});
+               kNoShelf + 399, kNoShelf + 1423});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(

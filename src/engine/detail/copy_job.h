@@ -50,10 +50,6 @@ int64_t remembered_helpers(const WorkerPool& pool, int64_t elements);
 void remember_split(const WorkerPool& pool, int64_t elements, int64_t helpers);
 // On by default; off, every walk decides from its first element (for benchmarks that compare).
 void set_early_split(bool on);
-// Whether a split CPU->GPU walk with pinned staging stages its threads' chunks side by side for
-// one device allocation and one DMA (split_staging.h; on by default), or each thread's on its own
-// with a DMA each. Process-wide; returns the previous setting (benchmarks and tests that compare).
-bool set_one_dma_per_split_walk(bool on);
 
 // Outputs made after the walk (views of the chunks a GPU->CPU copy packs after it: the tensors of
 // a second source device, which the walk does not pack; ~0.14 us each, one after another on one

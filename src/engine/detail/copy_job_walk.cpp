@@ -15,9 +15,7 @@
 
 #include "detail/copy_job.h"
 #include "detail/leaf_router.h"
-#include "detail/round_up.h"
 #include "detail/routes.h"
-#include "detail/split_staging.h"
 #include "detail/structure.h"
 #include "detail/worker_pool.h"
 #include "mtc/nvtx.h"
@@ -27,13 +25,6 @@ namespace {
 std::atomic<int64_t> parallel_walk_leaves{kDefaultParallelWalkLeaves};
 std::atomic<int64_t> leaves_per_part{kDefaultLeavesPerPart};
 std::atomic<bool> early_split{true};
-std::atomic<bool> one_dma_per_split_walk{true};
-// What the last split CPU->GPU walk's threads staged (bytes, each thread's rounded to its place
-// alignment) and packed (outputs): the next one takes a quarter more block and an eighth more
-// references for its threads to stage side by side (SplitStaging). A training loop copies batches
-// of about one size; a thread of a larger one that does not fit stages on its own.
-std::atomic<int64_t> split_staging_forecast{0};
-std::atomic<int64_t> split_views_forecast{0};
 
 // How the last copy through each pool (by id, modulo the array's size) split its walk, by the
 // length of its root: a training loop copies a structure of the same shape every step, and the
@@ -64,8 +55,6 @@ void set_parallel_walk(int64_t min_leaves, int64_t leaves_per_part_) {
 }
 
 void set_early_split(bool on) { early_split.store(on); }
-
-bool set_one_dma_per_split_walk(bool on) { return one_dma_per_split_walk.exchange(on); }
 
 int64_t remembered_helpers(const WorkerPool& pool, int64_t elements) {
   if (!early_split.load(std::memory_order_relaxed) || elements < 3 || elements >= (1LL << 32))
@@ -217,9 +206,6 @@ void CopyJob::walk() {
     Copier* copier = nullptr;
     Completion completion;            // what the thread's staging holds
     std::atomic<bool> staged{false};  // its chunks are staged, for the walk's thread to queue
-    bool shared = false;              // staged in the shared block (set before `staged`)
-    int64_t staging_bytes = 0;
-    int64_t views = 0;
     bool queued = false;
     RouteContext context;
     std::exception_ptr error;
@@ -236,13 +222,6 @@ void CopyJob::walk() {
         k == 0 ? &router_ : &w.own_router.emplace(target_, options_, w.own_stats, reuse_.get());
     w.copier = k == 0 ? &first : &w.own_copier.emplace(*w.router);
   }
-  // With pinned staging, the threads stage side by side for one DMA where the forecast has room
-  // (made once the helpers are queued, so that it delays none of them; a thread that runs out of
-  // elements before it is there stages on its own).
-  const bool staging_shared = pack_submitted_in_walk() && options_.use_pinned_staging &&
-                              one_dma_per_split_walk.load(std::memory_order_relaxed);
-  std::optional<SplitStaging> shared_staging;
-  std::atomic<SplitStaging*> shared{nullptr};
   const auto tickets = std::make_shared<ElementTickets>(n, static_cast<int>(walkers.size()));
   if (feed_) tickets->feeder = feed_->feeder();
   // Walks elements from `i` on, as long as there are any; a failing thread records its error
@@ -264,12 +243,7 @@ void CopyJob::walk() {
       // thread still queues its own then.
       if (pack_submitted_in_walk() && !tickets->stop.load(std::memory_order_relaxed)) {
         if (options_.use_pinned_staging) {
-          PackedChunks& packed = w.router->packed();
-          w.staging_bytes = packed.staging_bytes();
-          w.views = static_cast<int64_t>(packed.views.size());
-          SplitStaging* block = shared.load(std::memory_order_acquire);
-          w.shared = block != nullptr && block->stage(w.context, packed);
-          if (!w.shared) stage_packed_host_to_device(w.context, packed);
+          stage_packed_host_to_device(w.context, w.router->packed());
           w.staged.store(true, std::memory_order_release);
         } else {
           submit_packed_host_to_device(w.context, w.router->packed());
@@ -315,47 +289,29 @@ void CopyJob::walk() {
     tickets->wait_idle(std::chrono::steady_clock::now() + WorkerPool::kDefaultSpin, [] {});
     throw;
   }
-  if (staging_shared) {
-    const int64_t bytes = std::min(split_staging_forecast.load(std::memory_order_relaxed),
-                                   options_.max_packed_chunk_bytes);
-    try {
-      if (bytes > 0)
-        shared.store(&shared_staging.emplace(walkers[0]->context, bytes,
-                                             split_views_forecast.load(std::memory_order_relaxed)),
-                     std::memory_order_release);
-    } catch (...) {
-      // Pinned memory that could not be had now: each thread stages on its own, and meets the
-      // failure there if it lasts.
-    }
-  }
   // Element 0 is this thread's (the tickets start at 1): walked already, or taken first now.
   walk_from(*walkers[0], first_walked ? tickets->take() : 0);
   const auto own_done = std::chrono::steady_clock::now();
   close_walk();
   // The walk's thread queues every thread's DMAs, each as soon as its staging is filled: one
-  // thread calling the driver never waits for another there. Those staged side by side go last,
-  // in one DMA. None once the copy has failed; a failure here is reported after any leaf's (its
-  // element: n).
-  const auto queue_or_fail = [&](Walker& w, auto&& queue) {
-    if (tickets->stop.load(std::memory_order_relaxed)) return;
-    try {
-      const auto start = std::chrono::steady_clock::now();
-      queue();
-      stats_.split_queue_us += micros_between(start, std::chrono::steady_clock::now());
-    } catch (...) {
-      if (!w.error) {
-        w.error = std::current_exception();
-        w.error_element = n;
-      }
-      tickets->stop.store(true, std::memory_order_relaxed);
-    }
-  };
+  // thread calling the driver never waits for another there. None once the copy has failed; a
+  // failure here is reported after any leaf's (its element: n).
   const auto queue_staged = [&] {
     for (const auto& w : walkers) {
       if (w->queued || !w->staged.load(std::memory_order_acquire)) continue;
       w->queued = true;
-      if (!w->shared)
-        queue_or_fail(*w, [&] { queue_packed_host_to_device(w->context, w->router->packed()); });
+      if (tickets->stop.load(std::memory_order_relaxed)) continue;
+      try {
+        const auto start = std::chrono::steady_clock::now();
+        queue_packed_host_to_device(w->context, w->router->packed());
+        stats_.split_queue_us += micros_between(start, std::chrono::steady_clock::now());
+      } catch (...) {
+        if (!w->error) {
+          w->error = std::current_exception();
+          w->error_element = n;
+        }
+        tickets->stop.store(true, std::memory_order_relaxed);
+      }
     }
   };
   // Spinning as long as an idle worker does by default: a sleep and wake-up would cost more
@@ -365,21 +321,6 @@ void CopyJob::walk() {
   });
   stats_.split_wait_us = micros_between(own_done, std::chrono::steady_clock::now());
   if (pack_submitted_in_walk()) queue_staged();
-  if (staging_shared) {
-    std::vector<PackedChunks*> staged_shared;
-    int64_t wanted = 0;
-    int64_t views = 0;
-    for (const auto& w : walkers) {
-      if (w->shared) staged_shared.push_back(&w->router->packed());
-      wanted += round_up(w->staging_bytes, SplitStaging::place_alignment(options_));
-      views += w->views;
-    }
-    if (!staged_shared.empty())
-      queue_or_fail(*walkers[0],
-                    [&] { shared_staging->queue(walkers[0]->context, staged_shared); });
-    split_staging_forecast.store(wanted + wanted / 4, std::memory_order_relaxed);
-    split_views_forecast.store(views + views / 8, std::memory_order_relaxed);
-  }
   // The threads' staging, which queued DMAs may still read, goes to the job's completion, which
   // the failure path waits for after synchronizing the streams.
   // Storages that reused outputs let go of are freed with the job, on the caller's thread: taken
