@@ -1,6 +1,6 @@
 # Sourced by the scripts: where libtorch and the build live. Works on a CPU machine after
 # scripts/setup.sh and on the GPU host (whose python3 already holds torch).
-MTC_VENV="${MTC_VENV:-$HOME/.cache/mtc-bench/venv}"
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
 if [[ -z "${MTC_PYTHON:-}" ]]; then
   if [[ -x "$MTC_VENV/bin/python" ]]; then MTC_PYTHON="$MTC_VENV/bin/python"; else MTC_PYTHON=python3; fi
 fi

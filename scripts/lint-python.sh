@@ -6,7 +6,8 @@
 #   scripts/lint-python.sh [FILE...]      # default: every tracked *.py
 set -euo pipefail
 cd "$(dirname "$0")/.."
-VENV="${MTC_VENV:-$HOME/.cache/mtc-bench/venv}"
+source scripts/venv.sh
+VENV="$MTC_VENV"
 ruff="$VENV/bin/ruff"
 [[ -x "$ruff" ]] || ruff="$(command -v ruff || true)"
 [[ -n "$ruff" ]] || { echo "lint-python: ruff not found (scripts/setup.sh installs it into $VENV)" >&2; exit 2; }

@@ -8,7 +8,8 @@
 set -euo pipefail
 
 TORCH_VERSION="${MTC_TORCH_VERSION:-2.11.0}"
-VENV="${MTC_VENV:-$HOME/.cache/mtc-bench/venv}"
+source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
+VENV="$MTC_VENV"
 
 packages=(build-essential cmake ninja-build python3-venv libcli11-dev nlohmann-json3-dev libfmt-dev
           libgtest-dev libgmock-dev libbenchmark-dev clang clang-format ccache)
