@@ -7,10 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/venv.sh
-VENV="$MTC_VENV"
-ruff="$VENV/bin/ruff"
+ruff="$MTC_VENV/bin/ruff"
 [[ -x "$ruff" ]] || ruff="$(command -v ruff || true)"
-[[ -n "$ruff" ]] || { echo "lint-python: ruff not found (scripts/setup.sh installs it into $VENV)" >&2; exit 2; }
+[[ -n "$ruff" ]] || { echo "lint-python: ruff not found (scripts/setup.sh installs it into $MTC_VENV)" >&2; exit 2; }
 files=("$@")
 if (( ${#files[@]} == 0 )); then
   mapfile -t files < <(git ls-files '*.py')

@@ -9,7 +9,6 @@ set -euo pipefail
 
 TORCH_VERSION="${MTC_TORCH_VERSION:-2.11.0}"
 source "$(dirname "${BASH_SOURCE[0]}")/venv.sh"
-VENV="$MTC_VENV"
 
 packages=(build-essential cmake ninja-build python3-venv libcli11-dev nlohmann-json3-dev libfmt-dev
           libgtest-dev libgmock-dev libbenchmark-dev clang clang-format ccache)
@@ -40,19 +39,19 @@ fi
 
 command -v nvcc >/dev/null || { echo "setup: nvcc not found; install the CUDA 13 toolkit" >&2; exit 1; }
 
-if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
-  echo "setup: installing torch==$TORCH_VERSION into $VENV (about 4 GB, a few minutes)" >&2
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy jsonschema matplotlib
+if ! "$MTC_VENV/bin/python" -c "import torch, sys; sys.exit(torch.__version__.split('+')[0] != '$TORCH_VERSION')" 2>/dev/null; then
+  echo "setup: installing torch==$TORCH_VERSION into $MTC_VENV (about 4 GB, a few minutes)" >&2
+  python3 -m venv "$MTC_VENV"
+  "$MTC_VENV/bin/pip" install -q --disable-pip-version-check "torch==$TORCH_VERSION" numpy jsonschema matplotlib
 fi
 # matplotlib: scripts/plot.py.
-"$VENV/bin/python" -c "import jsonschema, numpy, matplotlib" 2>/dev/null ||
-  "$VENV/bin/pip" install -q --disable-pip-version-check numpy jsonschema matplotlib
+"$MTC_VENV/bin/python" -c "import jsonschema, numpy, matplotlib" 2>/dev/null ||
+  "$MTC_VENV/bin/pip" install -q --disable-pip-version-check numpy jsonschema matplotlib
 # The Python module's build (setuptools with its own bdist_wheel; torch caps it below 82) and tests.
-"$VENV/bin/python" -c "import pytest, setuptools, sys; sys.exit(tuple(map(int, setuptools.__version__.split('.')[:2])) < (70, 1))" 2>/dev/null ||
-  "$VENV/bin/pip" install -q --disable-pip-version-check "setuptools>=70.1,<82" pytest
+"$MTC_VENV/bin/python" -c "import pytest, setuptools, sys; sys.exit(tuple(map(int, setuptools.__version__.split('.')[:2])) < (70, 1))" 2>/dev/null ||
+  "$MTC_VENV/bin/pip" install -q --disable-pip-version-check "setuptools>=70.1,<82" pytest
 # The Python linter, pinned: a new release's new rules must not turn CI red on their own.
 RUFF_VERSION=0.8.6
-[[ "$("$VENV/bin/ruff" --version 2>/dev/null)" == "ruff $RUFF_VERSION" ]] ||
-  "$VENV/bin/pip" install -q --disable-pip-version-check "ruff==$RUFF_VERSION"
-echo "setup: ok (torch $("$VENV/bin/python" -c 'import torch;print(torch.__version__)') in $VENV)" >&2
+[[ "$("$MTC_VENV/bin/ruff" --version 2>/dev/null)" == "ruff $RUFF_VERSION" ]] ||
+  "$MTC_VENV/bin/pip" install -q --disable-pip-version-check "ruff==$RUFF_VERSION"
+echo "setup: ok (torch $("$MTC_VENV/bin/python" -c 'import torch;print(torch.__version__)') in $MTC_VENV)" >&2
