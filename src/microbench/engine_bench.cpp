@@ -41,8 +41,6 @@ using mtc::microbench::report_median;
 
 // The option bit that turns the dict shelf off (dict_shelf.h), past 32 bits.
 constexpr int64_t kNoShelf = int64_t{1} << 31;
-// With 16777216: reused outputs' previous storages released by move (outputs.h).
-constexpr int64_t kReleaseByMove = int64_t{1} << 32;
 
 c10::IValue source(int repeat, bool on_gpu) {
   static std::map<int, c10::IValue> gpu;
@@ -172,7 +170,6 @@ void BM_EngineCopy(benchmark::State& state) {
   // (MTC_DICT_SHELF, on by default), put back at the end.
   const bool shelf_setting = mtc::detail::dict_shelf::enabled();
   if (state.range(1) & kNoShelf) mtc::detail::dict_shelf::set_enabled(false);
-  mtc::detail::set_release_by_move(state.range(1) & kReleaseByMove);
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -273,7 +270,6 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::set_copied_shape(true);
   mtc::detail::device_block_stash::set_enabled(true);
   mtc::detail::set_free_ahead(true);
-  mtc::detail::set_release_by_move(false);
 }
 
 // Arguments: {batch multiplier, option bits: 1 pack, 2 pinned staging, 4 background thread, 8 idle
@@ -294,18 +290,16 @@ void BM_EngineCopy(benchmark::State& state) {
 // outputs' shapes computed, not copied, 268435456 no device memory made ahead for the next copy,
 // 536870912 helpers queued only after the first element, 1073741824 outputs freed without asking
 // for the next ones' lines, 2147483648 (kNoShelf) output dicts made by idle workers, not the
-// dict-making thread, 4294967296 (kReleaseByMove) with 16777216: reused outputs' previous
-// storages released by move}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch
-// after an idle gap, the last one dropped meanwhile; 1423 the same step after a busy gap; 911 and
-// 1935 those without waking ahead; 2447, 2959, 3471 and 3983 the four with the short gap. Cases
-// without a gap run until their copies took 0.3 s.
+// dict-making thread}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an
+// idle gap, the last one dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those
+// without waking ahead; 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap
+// run until their copies took 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});
   b->Args({1, 391});
   b->Args({1, 1073742215});  // 391 with outputs freed without asking for the next ones' lines
   b->Args({1, 16777607});    // 391 with the previous result's tensors offered as the outputs
-  b->Args({1, kReleaseByMove + 16777607});  // and their previous storages released by move
   b->Args({1, 23})->Args({8, 23})->Args({1, 39});
   b->Args({1, 6})->Args({1, 5})->Args({1, 3});
   // Who builds the outputs in a training loop's step (gap 0 and the full step): the walk split
@@ -336,9 +330,8 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(b, {15, 527, 31, 135, 399, 911, 1423, 1935, 415, 395, 411, 2447, 2959, 3471, 3983, 4495,
                5519, 8591, 9615, 16783, 17807, 33167, 41359, 33163, 65935, 66959, 131471, 132495,
                262543, 263567, 1048975, 1049999, 2097551, 4194703, 4195727, 8389007, 8390031,
-               // 399 and 1423 with the previous result's tensors offered as the outputs, and
-               // with their previous storages released by move
-               16777615, 16778639, kReleaseByMove + 16777615, kReleaseByMove + 16778639,
+               // 399 and 1423 with the previous result's tensors offered as the outputs
+               16777615, 16778639,
                // 399 and 1423 without the warmed worker's first claim on the job
                33554831, 33555855,
                // 399 and 1423 with helpers queued only after the first element

@@ -15,7 +15,6 @@
 #include <utility>
 #include <vector>
 
-#include "detail/outputs.h"
 #include "gpu_test_support.h"
 #include "mtc/copier.h"
 #include "structure_compare.h"
@@ -118,30 +117,22 @@ TEST_F(GpuTest, PackedOutputsAreMadeInOfferedOutputs) {
 
 // The storage a reused output leaves lives until the copy's handle is dropped, on the thread that
 // drops it: never freed on a worker, whatever memory a program may have given it.
-// Either way of letting them go (detail/outputs.h, set_release_by_move): copied and released
-// once per run, or each output's reference moved into the job.
 TEST_F(GpuTest, StoragesLeftByReusedOutputsDieWithTheHandle) {
-  for (const bool by_move : {false, true}) {
-    SCOPED_TRACE(by_move ? "released by move" : "copied and released");
-    mtc::detail::set_release_by_move(by_move);
-    std::vector<at::Tensor> offered = outputs_of(batch(16, 32));
-    std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> old;
-    for (const at::Tensor& t : offered)
-      old.emplace_back(
-          c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(t.storage().unsafeGetStorageImpl()));
-    const c10::impl::GenericList input = batch(16, 32);
-    auto reuse = std::make_shared<ReusableOutputs>();
-    for (const at::Tensor& t : offered) reuse->by_leaf.push_back(t.unsafeGetTensorImpl());
-    reuse->element_first_leaf = first_leaves(input);
-    auto handle = std::make_unique<mtc::CopyHandle>(mtc::start_copy(input, kCuda0, {}, reuse));
-    const c10::IValue result = handle->get();
-    ASSERT_EQ(count_reused(*reuse), 16 * 32);
-    expect_outputs(result, input, offered, *reuse);
-    for (const auto& storage : old) EXPECT_FALSE(storage.expired());
-    handle.reset();
-    for (const auto& storage : old) EXPECT_TRUE(storage.expired());
-  }
-  mtc::detail::set_release_by_move(false);
+  std::vector<at::Tensor> offered = outputs_of(batch(16, 32));
+  std::vector<c10::weak_intrusive_ptr<c10::StorageImpl>> old;
+  for (const at::Tensor& t : offered)
+    old.emplace_back(
+        c10::intrusive_ptr<c10::StorageImpl>::reclaim_copy(t.storage().unsafeGetStorageImpl()));
+  const c10::impl::GenericList input = batch(16, 32);
+  auto reuse = std::make_shared<ReusableOutputs>();
+  for (const at::Tensor& t : offered) reuse->by_leaf.push_back(t.unsafeGetTensorImpl());
+  reuse->element_first_leaf = first_leaves(input);
+  auto handle = std::make_unique<mtc::CopyHandle>(mtc::start_copy(input, kCuda0, {}, reuse));
+  handle->get();
+  ASSERT_EQ(count_reused(*reuse), 16 * 32);
+  for (const auto& storage : old) EXPECT_FALSE(storage.expired());
+  handle.reset();
+  for (const auto& storage : old) EXPECT_TRUE(storage.expired());
 }
 
 // Offered TensorImpls that must not change (another reference, a view alive, autograd, another

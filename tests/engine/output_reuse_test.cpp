@@ -77,28 +77,6 @@ TEST(OutputReuse, AStorageSharedByConsecutiveOutputsIsKeptOnce) {
   EXPECT_EQ(offer.released.size(), 1u);
 }
 
-// With set_release_by_move, each reused output's reference to its old storage moves to
-// `released`, its count unchanged: the storage lives as long as `released` holds it.
-TEST(OutputReuse, ReleasedByMoveEachOutputsReferenceMovesToReleased) {
-  mtc::detail::set_release_by_move(true);
-  const c10::Storage old = cpu_storage(256);
-  at::Tensor a = engine_output(old);
-  at::Tensor b = engine_output(old);
-  const size_t held = old.use_count();  // `old`, a's and b's
-  Offer offer;
-  const bool reused = offer.to(a) && offer.to(b);
-  mtc::detail::set_release_by_move(false);
-  ASSERT_TRUE(reused);
-  EXPECT_TRUE(a.storage().is_alias_of(offer.chunk));
-  EXPECT_TRUE(b.storage().is_alias_of(offer.chunk));
-  ASSERT_EQ(offer.released.size(), 2u);
-  EXPECT_TRUE(offer.released[0].is_alias_of(old));
-  EXPECT_TRUE(offer.released[1].is_alias_of(old));
-  EXPECT_EQ(old.use_count(), held);
-  offer.released.clear();
-  EXPECT_EQ(old.use_count(), held - 2);
-}
-
 // Every offer that must be declined leaves the TensorImpl as it was: storage, sizes, version.
 TEST(OutputReuse, OutputsSomethingElseCanSeeAreDeclined) {
   const c10::Storage old = cpu_storage(256);

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <numeric>
 #include <typeinfo>
-#include <utility>
 
 #include "detail/host_block_cache.h"
 #include "detail/impl_pool.h"
@@ -19,7 +18,6 @@ namespace {
 
 std::atomic<bool> copied_shape{true};
 std::atomic<bool> free_ahead{true};
-std::atomic<bool> release_by_move{false};
 
 // The key set TensorImpl's own constructor gives a tensor of `backend` outside InferenceMode (the
 // autograd keys with the backend's) or inside it (an inference tensor's), read from a tensor made
@@ -93,14 +91,6 @@ class OutputImpl final : public c10::TensorImpl {
   static void* operator new(size_t bytes) { return impl_pool::allocate(bytes); }
   static void operator delete(void* block, size_t bytes) noexcept {
     impl_pool::release(block, bytes);
-  }
-
-  // Puts `storage` in place of this output's own and hands that one back, its reference moved,
-  // not counted again (reuse_as_view). As set_storage_keep_dtype(), which would release it here.
-  c10::Storage exchange_storage(c10::Storage&& storage) noexcept {
-    std::swap(storage_, storage);
-    device_opt_ = storage_.device();
-    return std::move(storage);
   }
 
   // The output a free in the structure's order reaches kFreeAhead outputs after this one.
@@ -208,21 +198,12 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
   // A view the program made of the old output shares its counter: resetting it would change
   // that view's version.
   if (!inference && !impl.version_counter().unique()) return false;
-  if (release_by_move.load(std::memory_order_relaxed)) {
-    // The previous storage's reference moves into `released`, counted nowhere here: a copy's
-    // walkers reuse one result's outputs at once, and that storage's count sits on a line they
-    // would all write, one output after another (copying and releasing it were a fifth of the
-    // workers' busy samples in the module's copies back to back, 1 x NVIDIA H100, 2026-12-07).
-    released.emplace_back();  // may throw: nothing has changed yet
-    released.back() = static_cast<OutputImpl&>(impl).exchange_storage(c10::Storage(storage));
-  } else {
-    // Kept once per run of leaves on one storage (consecutive outputs of a result share a chunk):
-    // `old` dying here is then never the last reference, the one kept in `released` outlives it.
-    c10::Storage old = impl.storage();
-    if (released.empty() || released.back().unsafeGetStorageImpl() != old.unsafeGetStorageImpl())
-      released.push_back(old);  // may throw: nothing has changed yet
-    impl.set_storage_keep_dtype(storage);
-  }
+  // Kept once per run of leaves on one storage (consecutive outputs of a result share a chunk):
+  // `old` dying here is then never the last reference, the one kept in `released` outlives it.
+  c10::Storage old = impl.storage();
+  if (released.empty() || released.back().unsafeGetStorageImpl() != old.unsafeGetStorageImpl())
+    released.push_back(old);  // may throw: nothing has changed yet
+  impl.set_storage_keep_dtype(storage);
   set_shape_like(static_cast<OutputImpl&>(impl), like, byte_offset);
   if (!inference && impl.version_counter().current_version() != 0)
     c10::VariableVersion(impl.version_counter()).set_version(0);
@@ -236,8 +217,6 @@ bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t b
 void set_copied_shape(bool on) { copied_shape.store(on, std::memory_order_relaxed); }
 
 void set_free_ahead(bool on) { free_ahead.store(on, std::memory_order_relaxed); }
-
-void set_release_by_move(bool on) { release_by_move.store(on, std::memory_order_relaxed); }
 
 void chain_for_free(c10::TensorImpl* earlier, const c10::TensorImpl* later) {
   if (earlier == nullptr || later == nullptr || !free_ahead.load(std::memory_order_relaxed)) return;

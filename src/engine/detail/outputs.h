@@ -45,18 +45,10 @@ at::Tensor make_view(const c10::Storage& storage, int64_t byte_offset, const at:
 // Makes `impl`, an output offered for reuse (mtc::ReusableOutputs), what make_view would make
 // for `like` on `storage` (on `target`), when it qualifies as that header says; returns whether
 // it did. Leaves a TensorImpl that does not qualify untouched. Its previous storage goes to
-// `released` (once per run of leaves that shared it; with set_release_by_move, its reference
-// moves there, one entry per reused output), so that it is freed where the job is, on the
-// caller's thread, and never on a worker: its memory may be anything the program set.
+// `released` (once per run of leaves that shared it), so that it is freed where the job is, on
+// the caller's thread, and never on a worker: its memory may be anything the program set.
 bool reuse_as_view(c10::TensorImpl& impl, const c10::Storage& storage, int64_t byte_offset,
                    const at::Tensor& like, c10::Device target, std::vector<c10::Storage>& released);
-
-// Off by default: reuse_as_view copies an output's previous storage and releases the output's
-// reference to it (three counts changing hands on a line every walker of the copy writes); on, it
-// moves that reference into `released` instead, and the caller's thread releases one per output
-// with the job. Benchmarks set it to compare the two in one process; off until that has been
-// measured on a GPU host.
-void set_release_by_move(bool on);
 
 // An output of a contiguous input takes the input's sizes, strides, element count and memory
 // format flags as they are (on by default), instead of computing them again from its sizes with
