@@ -20,8 +20,7 @@ of them alike. mtc_nodefer is mtc without its deferred release of dropped result
 without its reuse of dropped results' tensor objects as new outputs (mtc.set_output_reuse),
 mtc_nostream mtc with the whole structure walked before the engine starts (not element by element
 into the running copy), mtc_wide and mtc_narrow mtc with the engine's walk split at one thread per
-40 leaves instead of 128 and per 256, mtc_serial mtc with the caller walking every element of its
-streamed walk (none walked by the engine's threads), mtc_again mtc a second time (an A/A pair). For each mtc
+40 leaves instead of 128 and per 256, mtc_again mtc a second time (an A/A pair). For each mtc
 method, 200 more calls per pattern, untimed, say where its time goes (the medians of
 handle.stats()'s parts and of the drops that follow a call).
 
@@ -133,7 +132,7 @@ def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True, 
 # The engine's own step timings in handle.stats(), beside the module's parts (stats()["module"]).
 ENGINE_PARTS = ("queued_us", "traverse_us", "feed_tail_us", "split_wait_us", "split_queue_us",
                 "submit_us", "allocate_us", "driver_us", "outputs_us", "recycled", "walk_threads",
-                "feed_sleeps", "feed_produced")
+                "feed_sleeps")
 PARTS_CALLS = 200
 
 

@@ -27,7 +27,6 @@ def parse_args(argv, description):
                         "its deferred release), mtc_noreuse (mtc without its reuse of tensor objects), "
                         "mtc_nostream (mtc walking the whole structure before the engine starts), mtc_wide (the "
                         "engine's walk split at one thread per 40 leaves, not 128), mtc_narrow (per 256), "
-                        "mtc_serial (mtc with every element of its streamed walk walked by the caller), "
                         "mtc_again (mtc itself once more: an A/A pair, the bench's own spread)")
     parser.add_argument("--fixed-order", action="store_true",
                         help="run the methods in the order given in every run instead of starting each run one "

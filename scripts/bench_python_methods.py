@@ -131,18 +131,17 @@ def timed_start_copy(module, device, settings=None):
 
 
 # The mtc methods' settings: (deferred release of dropped results, reuse of their tensor objects,
-# streamed walk, the engine's leaves per walking thread, the streamed walk split among the engine's
-# threads). mtc_nodefer releases the dropped results' tensors where the program drops them, which
-# leaves nothing to reuse; mtc_wide splits the engine's walk at one thread per 40 leaves instead of
-# 128 (at most as many threads as the pool has: MTC_WORKER_THREADS), mtc_narrow at one per 256
-# (fewer chunks, so fewer DMAs to queue after the last element); mtc_serial has the caller walk
-# every element of a streamed walk itself;
+# streamed walk, the engine's leaves per walking thread). mtc_nodefer releases the dropped results'
+# tensors where the program drops them, which leaves nothing to reuse; mtc_wide splits the engine's
+# walk at one thread per 40 leaves instead of 128 (at most as many threads as the pool has:
+# MTC_WORKER_THREADS), mtc_narrow at one per 256 (fewer chunks, so fewer DMAs to queue after the
+# last element);
 # mtc_again is mtc itself a second time: an A/A pair says how far two methods that are the same
 # come apart.
-MTC_SETTINGS = {"mtc": (True, True, True, 128, True), "mtc_nodefer": (False, False, True, 128, True),
-                "mtc_noreuse": (True, False, True, 128, True), "mtc_nostream": (True, True, False, 128, True),
-                "mtc_wide": (True, True, True, 40, True), "mtc_narrow": (True, True, True, 256, True),
-                "mtc_serial": (True, True, True, 128, False), "mtc_again": (True, True, True, 128, True)}
+MTC_SETTINGS = {"mtc": (True, True, True, 128), "mtc_nodefer": (False, False, True, 128),
+                "mtc_noreuse": (True, False, True, 128), "mtc_nostream": (True, True, False, 128),
+                "mtc_wide": (True, True, True, 40), "mtc_narrow": (True, True, True, 256),
+                "mtc_again": (True, True, True, 128)}
 
 
 def apply_settings(module, settings):
@@ -150,10 +149,6 @@ def apply_settings(module, settings):
     module.set_output_reuse(settings[1])
     module._C._set_streamed_walk(settings[2])
     module._C._set_walk_split(256, settings[3])
-    # A baseline build from before the split streamed walk has none to set.
-    parallel = getattr(module._C, "_set_parallel_walk", None)
-    if parallel is not None:
-        parallel(settings[4])
 
 
 def methods(device, original=None, baseline=None):

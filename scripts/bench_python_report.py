@@ -60,7 +60,6 @@ COMPARED = {"original": "than the original package", "mtc_nodefer": "than withou
             "mtc_nostream": "than with the structure walked whole before the engine starts",
             "mtc_wide": "than with the engine's walk split among up to three times as many threads",
             "mtc_narrow": "than with the engine's walk split among half as many threads",
-            "mtc_serial": "than with every element of its streamed walk walked by the caller",
             "mtc_again": "than itself run again (an A/A pair)",
             "baseline": "than the baseline build (--baseline)"}
 
@@ -172,5 +171,5 @@ def parts_lines(report):
         if "parts_us" in row:
             parts = ", ".join(f"{key.removesuffix('_us')} {value:.1f}" for key, value in row["parts_us"].items())
             out.append(f"{row['pattern']} {row['method']}, medians of {report['settings'].get('parts_calls', 200)} more calls (untimed; us, "
-                       f"released_tensors, recycled, walk_threads, feed_sleeps and feed_produced counts, collector_mean a mean): {parts}")
+                       f"released_tensors, recycled, walk_threads and feed_sleeps counts, collector_mean a mean): {parts}")
     return out

@@ -235,6 +235,57 @@ CopyHandle start_copy(std::shared_ptr<RootFeed> feed, const c10::Device& device,
   return start_job(c10::IValue(), std::move(feed), device, options, std::move(reuse));
 }
 
+namespace {
+// The steady clock's time as RootFeed::completed_at_ stores it.
+std::chrono::steady_clock::rep clock_ticks() {
+  return std::chrono::steady_clock::now().time_since_epoch().count();
+}
+}  // namespace
+
+RootFeed::RootFeed(int64_t elements) : size_(elements) {
+  TORCH_CHECK_VALUE(elements >= 0, "mtc::RootFeed: a negative number of elements: ", elements);
+  list_.resize(static_cast<size_t>(elements));
+  root_ = list_;
+  // A root without elements is complete at once.
+  if (elements == 0) completed_at_.store(clock_ticks(), std::memory_order_relaxed);
+}
+
+void RootFeed::put(c10::IValue element) {
+  const int64_t state = state_.load(std::memory_order_relaxed);
+  const int64_t i = state & kCount;
+  TORCH_CHECK((state & kAbandoned) == 0 && i < size_, "mtc::RootFeed::put: element ", i, " of ",
+              size_, (state & kAbandoned) != 0 ? " after abandon()" : " is one too many");
+  // The copy's threads read an element only once the count says it is there; no other slot
+  // changes meanwhile, and the list itself never grows.
+  list_.set(static_cast<size_t>(i), std::move(element));
+  // Read by the copy once its walk is over, after the count: stored before it.
+  if (i + 1 == size_) completed_at_.store(clock_ticks(), std::memory_order_release);
+  state_.fetch_add(1, std::memory_order_release);
+  state_.notify_all();  // no system call unless a thread sleeps in wait_for()
+}
+
+void RootFeed::abandon() noexcept {
+  state_.fetch_or(kAbandoned, std::memory_order_acq_rel);
+  state_.notify_all();
+}
+
+bool RootFeed::wait_for(int64_t i) const {
+  // The binding puts an element every few microseconds: a short spin usually sees it. One that
+  // stalls (Python code in its walk), or a machine with fewer cores than threads, gets the
+  // waiting threads' cores back while they sleep.
+  for (int spins = 0;; ++spins) {
+    const int64_t state = state_.load(std::memory_order_acquire);
+    if ((state & kCount) > i) return true;
+    if ((state & kAbandoned) != 0) return false;
+    if (spins < 256) {
+      detail::cpu_relax();
+    } else {
+      sleeps_.fetch_add(1, std::memory_order_relaxed);
+      state_.wait(state, std::memory_order_acquire);
+    }
+  }
+}
+
 void set_walk_split(int64_t min_leaves, int64_t leaves_per_part) {
   TORCH_CHECK_VALUE(min_leaves >= 1 && leaves_per_part >= 1,
                     "mtc::set_walk_split: min_leaves and leaves_per_part must be >= 1, got ",

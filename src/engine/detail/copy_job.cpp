@@ -64,8 +64,6 @@ void CopyJob::run_routes() {
   stats_.traverse_us = micros_since(clock);
   if (feed_) {
     stats_.feed_sleeps = feed_->sleeps();
-    stats_.feed_produced = feed_->produced();
-    stats_.feed_declined = feed_->declines();
     // From the later of the last element's arrival and the walk's start: a job that started late
     // (busy workers) had its whole walk after the feeder.
     stats_.feed_tail_us = micros_between(std::max(walk_start, feed_->completed_at()), clock);

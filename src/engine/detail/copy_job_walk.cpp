@@ -156,13 +156,11 @@ void CopyJob::walk() {
         0, std::min<int64_t>({static_cast<int64_t>(pool_.size()), n - 2,
                               leaves / leaves_per_part.load(std::memory_order_relaxed) - 1}));
   };
-  // A root as long as the pool's last copy's is split as that one was, unless it is fed without a
-  // producer: its helpers would wait for elements the feeder has yet to put, and from Python that
-  // made the feeder's own walk slower by about as much as it shortened the engine's (1 x H200,
-  // results/notes/2026-12-03-late.md). With one, they make the elements they reach themselves.
-  int64_t helpers = feed_ && !feed_->has_producer()
-                        ? 0
-                        : std::min<int64_t>(remembered_helpers(pool_, n), pool_.size());
+  // A root as long as the pool's last copy's is split as that one was, unless it is fed: its
+  // helpers would wait for elements the feeder has yet to put, and from Python that made the
+  // feeder's own walk slower by about as much as it shortened the engine's (1 x H200,
+  // results/notes/2026-12-03-late.md).
+  int64_t helpers = feed_ ? 0 : std::min<int64_t>(remembered_helpers(pool_, n), pool_.size());
   const bool first_walked = helpers < 1;  // else the walk's own thread takes element 0 below
   if (first_walked) {
     if (n > 0) {

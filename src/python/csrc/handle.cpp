@@ -193,8 +193,6 @@ py::dict AsyncCopyHandle::stats() const {
   out["submit_us"] = s.submit_us;
   out["outputs_us"] = s.outputs_us;
   out["feed_sleeps"] = s.feed_sleeps;
-  out["feed_produced"] = s.feed_produced;
-  out["feed_declined"] = s.feed_declined;
   out["feed_tail_us"] = s.feed_tail_us;
   out["split_wait_us"] = s.split_wait_us;
   out["split_queue_us"] = s.split_queue_us;
@@ -313,30 +311,18 @@ std::unique_ptr<AsyncCopyHandle> start(py::handle data, const c10::Device& targe
     // its workers walk the first elements while this thread walks the others.
     auto structure = std::make_unique<PyStructure>(lending);
     const auto elements = static_cast<size_t>(root_size(root.ptr()));
-    // Also walked by the engine's threads, each element right before they copy it, where it can
-    // be (py_walk_parallel.cpp).
-    const bool parallel = structure->prepare_parallel(root.ptr(), elements);
     // Offered by position before the walk, which then drops those the engine will not pack
     // (none is packed without lending: nothing is offered then).
     const std::shared_ptr<ReusableOutputs> reuse = structure->offer_outputs_by_position(
         lending.enabled ? DeferredRelease::instance().take_all_reusable()
                         : std::vector<PyObject*>(),
         elements);
-    PyStructure* walked = structure.get();
-    auto feed = parallel ? std::make_shared<RootFeed>(
-                               static_cast<int64_t>(elements),
-                               [walked](int64_t i) { return walked->produce_element(i); })
-                         : std::make_shared<RootFeed>(static_cast<int64_t>(elements));
-    if (parallel) structure->attach_feed(*feed, reuse.get());
+    auto feed = std::make_shared<RootFeed>(static_cast<int64_t>(elements));
     const Clock::time_point engine_start = Clock::now();
     CopyHandle handle = start_copy(feed, target, options, reuse);
     times.engine_start_us = microseconds_since(engine_start);
     try {
-      if (parallel) {
-        structure->walk_parallel_into(*feed);
-      } else {
-        structure->walk_into(root.ptr(), *feed, reuse.get());
-      }
+      structure->walk_into(root.ptr(), *feed, reuse.get());
     } catch (...) {
       // The copy fails without its elements (the walk abandoned the feed); its handle goes
       // first, without the GIL (see ~AsyncCopyHandle), and then the structure takes its lent

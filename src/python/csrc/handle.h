@@ -94,8 +94,5 @@ std::unique_ptr<AsyncCopyHandle> start(pybind11::handle data, const c10::Device&
 // Turns that streamed walk on (the default) or off, for every later copy; returns the previous
 // setting. Off, the whole structure is walked before the engine starts.
 bool set_streamed_walk(bool enabled);
-// Whether a streamed walk is split among the engine's threads where it can be (py_structure.h,
-// prepare_parallel; on by default); returns the previous setting.
-bool set_parallel_walk(bool enabled);
 
 }  // namespace mtc::python

@@ -111,10 +111,6 @@ PYBIND11_MODULE(_C, m) {
         "For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's "
         "copy element by element, the engine starting first (on by default), or walked whole "
         "first; returns the previous setting.");
-  m.def("_set_parallel_walk", &mtc::python::set_parallel_walk, py::arg("enabled"),
-        "For benchmarks and tests: whether a streamed walk's root elements are also walked by the "
-        "engine's threads, each right before it copies them (on by default), or by the caller "
-        "alone; returns the previous setting.");
   m.def(
       "_take_reusable",
       [](const py::sequence& wanted) {

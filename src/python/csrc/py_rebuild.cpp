@@ -24,8 +24,7 @@ class PyStructure::Reader {
  public:
   Reader(PyStructure& structure, c10::IValue* output, NewTensors& created,
          const std::vector<uint8_t>& reused)
-      : structure_(structure),
-        tape_(structure.tape_),
+      : tape_(structure.tape_),
         root_is_container_(structure.root_is_container_),
         ahead_(output == nullptr),
         created_(created),
@@ -113,14 +112,12 @@ class PyStructure::Reader {
   }
   // The offered object the engine made leaf `leaf`'s output in (its output is undefined): the
   // structure's reference passes to the result.
-  // Offered outputs are found at the leaf's slot (PyStructure::slot_of).
   PyObject* reused_object(size_t leaf) {
-    const size_t slot = structure_.slot_of(leaf);
-    TORCH_INTERNAL_ASSERT(slot < reused_.size() && reused_[slot] != 0 && offered_[slot] != nullptr,
+    TORCH_INTERNAL_ASSERT(leaf < reused_.size() && reused_[leaf] != 0 && offered_[leaf] != nullptr,
                           "mtc: the engine gave no output for tensor leaf ", leaf);
-    PyObject* object = offered_[slot];
-    created_.add(object, offered_bytes_[slot], leaf);
-    offered_[slot] = nullptr;
+    PyObject* object = offered_[leaf];
+    created_.add(object, offered_bytes_[leaf], leaf);
+    offered_[leaf] = nullptr;
     return object;
   }
   // Leaf `leaf`'s offered object, for a build ahead of the engine: a new reference, the
@@ -164,7 +161,6 @@ class PyStructure::Reader {
     return std::move(const_cast<c10::IValue&>(entry_tensors_[in_entry_++])).toTensor();
   }
 
-  const PyStructure& structure_;
   const std::vector<Node>& tape_;
   c10::impl::GenericList roots_{c10::AnyType::get()};  // the engine's entries, by root element
   c10::IValue entry_;                                  // the current root element's entry
@@ -187,9 +183,8 @@ PyObject* PyStructure::rebuild(c10::IValue output, NewTensors& created,
 }
 
 bool PyStructure::can_build_ahead() const {
-  // An offer for every tensor leaf, each at its own leaf: a walk that offered by position may have
-  // had more or fewer.
-  return !offered_.empty() && offered_.size() == lent_.size() && leaf_slot_.empty() &&
+  // An offer for every tensor leaf: a walk that offered by position may have had more or fewer.
+  return !offered_.empty() && offered_.size() == lent_.size() &&
          std::none_of(offered_.begin(), offered_.end(),
                       [](PyObject* object) { return object == nullptr; }) &&
          std::none_of(tape_.begin(), tape_.end(),
@@ -203,7 +198,7 @@ PyObject* PyStructure::build_ahead(NewTensors& created) {
 }
 
 bool PyStructure::reused_every_leaf(const std::vector<uint8_t>& reused) const {
-  return reused.size() == offered_.size() && leaf_slot_.empty() &&
+  return reused.size() == offered_.size() &&
          std::all_of(reused.begin(), reused.end(), [](uint8_t r) { return r != 0; });
 }
 

@@ -104,13 +104,11 @@ void PyStructure::take_tensor_leaves() {
   // copy.
   const bool may_lend = root_is_container_;
   const size_t leaves = leaf_objects_.size();
-  // A parallel walk's elements made by the engine's threads are in lent_ without being noted.
-  const size_t needed = lent_.size() + (leaves - leaves_taken_);
-  if (lent_.capacity() < needed || lent_objects_.capacity() < needed ||
-      tensors_.capacity() < needed) {
+  if (lent_.capacity() < leaves || lent_objects_.capacity() < leaves ||
+      tensors_.capacity() < leaves) {
     // Room for every leaf of a walk in one go; for a streamed walk's growing count, twice as
     // much as now. All three: a vector<bool>'s capacity is rounded up to whole words.
-    const size_t room = std::max(needed, 2 * tensors_.capacity());
+    const size_t room = std::max(leaves, 2 * tensors_.capacity());
     lent_.reserve(room);
     lent_objects_.reserve(room);
     tensors_.reserve(room);

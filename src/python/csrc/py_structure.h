@@ -77,23 +77,6 @@ class PyStructure {
   // (pybind11::value_error as in the constructor, or Python's), the feed is abandoned, and the
   // caller destroys the copy's handle before this structure. The GIL must be held.
   void walk_into(PyObject* root, RootFeed& feed, ReusableOutputs* reuse);
-  // The streamed walk split among the engine's threads (py_walk_parallel.cpp). Whether `root`
-  // (as walk_into's, `elements` long) is walked that way: parallel walks on, lending on, and the
-  // root as long as this thread's last streamed walk's, whose elements' leaves say where each
-  // element's offered outputs are. Then the feed is made with produce_element() as its producer
-  // and attach_feed() called before the copy starts, and walk_parallel_into() after.
-  bool prepare_parallel(PyObject* root, size_t elements);
-  void attach_feed(RootFeed& feed, ReusableOutputs* reuse);
-  // The feed's producer, on any thread while the caller waits in walk_parallel_into() with the
-  // GIL held: walks element `i` if it is made only of exact lists, tuples and dicts, lent tensors
-  // and plain leaves, and puts it; false (nothing taken) for anything else, which the caller then
-  // walks. Runs no Python code and takes the references it keeps by atomic counts.
-  bool produce_element(int64_t i) noexcept;
-  // The caller's part: produces elements from the last, waits until every claimed one is settled,
-  // walks the declined ones itself, and puts the whole structure together as walk_into() would.
-  // Errors as walk_into()'s.
-  void walk_parallel_into(RootFeed& feed);
-
   // offer_outputs() before a streamed walk, which offers by position whatever the leaves will
   // be: `objects` (owned, by leaf, or null) for the leaves of `root_elements` root elements.
   // The walk drops each offer whose leaf the engine will not pack, and tells the engine where
@@ -160,15 +143,6 @@ class PyStructure {
     bool is_tensor;  // the element is a tensor leaf itself
   };
   class Reader;
-  // One root element walked by produce_element(): its tape and its tensor leaves' objects, all
-  // lent, with a reference on each (and on each object of its tape).
-  struct ElementRecord {
-    std::vector<Node> tape;
-    std::vector<PyObject*> objects;
-    bool produced = false;
-    bool is_tensor = false;
-  };
-  class FastWalk;
 
   // The walk (py_walk.cpp). begin_walk() and end_walk() around a whole one: room for the
   // last walk's sizes, then the noted leaves, all taken in, forgotten and this walk's sizes kept.
@@ -220,29 +194,6 @@ class PyStructure {
   // and its leaf's bytes.
   std::vector<PyObject*> offered_;
   std::vector<int64_t> offered_bytes_;
-  // A parallel walk's: the root's elements and keys (borrowed from the root), each element's
-  // record, its first leaf in the last walk (where its outputs are offered: its slot) and its
-  // leaves then, and the feed it puts into.
-  std::vector<PyObject*> elements_;
-  std::vector<PyObject*> element_keys_;
-  std::vector<ElementRecord> records_;
-  std::vector<size_t> slot_first_;
-  std::vector<size_t> slot_leaves_;
-  RootFeed* parallel_feed_ = nullptr;
-  Kind root_kind_ = Kind::kList;
-  // By tensor leaf, where its offered output is in offered_ and the engine's `reused` (SIZE_MAX:
-  // none); empty when that is the leaf itself.
-  std::vector<size_t> leaf_slot_;
-  // The offered object's slot for `leaf`, or SIZE_MAX.
-  size_t slot_of(size_t leaf) const { return leaf_slot_.empty() ? leaf : leaf_slot_[leaf]; }
-  // After a streamed walk: each element's leaves, for the next walk's slots.
-  void remember_element_leaves() const;
-  // Merges element `e`'s record into the structure, or walks it here if it was declined, and
-  // puts it into the feed then.
-  void merge_element(size_t e);
-  // After a failure in element `failed`'s walk: the records after it merged, none walked, so that
-  // clear() and release_lent() find everything lent.
-  void merge_after_failure(size_t failed) noexcept;
 };
 
 }  // namespace mtc::python

@@ -12,12 +12,40 @@
 #include <utility>
 
 #include "py_structure.h"
-#include "py_walk_errors.h"
 
 namespace py = pybind11;
 
 namespace mtc::python {
 namespace {
+
+// A leaf that cannot be copied, with where it is; each container it unwinds through prepends
+// its own part of the place.
+struct PathError : std::exception {
+  explicit PathError(std::string why) : message(std::move(why)) {}
+  const char* what() const noexcept override { return message.c_str(); }
+  std::string path;
+  std::string message;
+};
+
+std::string key_text(PyObject* key) {
+  PyObject* repr = PyObject_Repr(key);
+  if (repr == nullptr) {
+    PyErr_Clear();
+    return "?";
+  }
+  const char* text = PyUnicode_AsUTF8(repr);
+  std::string out = text != nullptr ? text : "?";
+  if (text == nullptr) PyErr_Clear();
+  Py_DECREF(repr);
+  return out;
+}
+
+// Leaves that are never tensors, told apart without an isinstance call.
+bool is_plain_leaf(PyObject* object) {
+  const PyTypeObject* type = Py_TYPE(object);
+  return object == Py_None || type == &PyUnicode_Type || type == &PyLong_Type ||
+         type == &PyFloat_Type || type == &PyBool_Type || type == &PyBytes_Type;
+}
 
 // By the object's own type: isinstance() also believes a __class__ attribute (a
 // Mock(spec=torch.Tensor) passes it), and unpacking such an object as a tensor would read memory
@@ -81,6 +109,33 @@ at::Tensor tensor_from_array(PyObject* array, bool& copied) {
   }
 }
 
+// The error of a leaf that cannot be copied, as Python sees it.
+[[noreturn]] void raise_path_error(const PathError& e) {
+  // A structure that holds itself gives a path a thousand levels long: its ends say enough.
+  // They are cut between characters: Python refuses a message that is not valid UTF-8 and
+  // would raise a UnicodeDecodeError in place of this error.
+  constexpr size_t kEnd = 60;
+  auto character_start = [&](size_t at) {
+    while (at < e.path.size() && (static_cast<unsigned char>(e.path[at]) & 0xC0) == 0x80) ++at;
+    return at;
+  };
+  const std::string path = e.path.size() <= 3 * kEnd
+                               ? e.path
+                               : e.path.substr(0, character_start(kEnd)) + "..." +
+                                     e.path.substr(character_start(e.path.size() - kEnd));
+  throw py::value_error("mtc.start_copy: data" + path + ": " + e.message);
+}
+
+// Inside a catch block: the walk's error as Python should see it (a PathError as the ValueError
+// naming the place, any other as it is).
+[[noreturn]] void rethrow_walk_error() {
+  try {
+    throw;
+  } catch (const PathError& e) {
+    raise_path_error(e);
+  }
+}
+
 // A training loop copies structures of the same shape again and again: the last one's sizes
 // spare the vectors their growth.
 thread_local size_t last_tape = 0;
@@ -132,7 +187,6 @@ void PyStructure::walk_into(PyObject* root, RootFeed& feed, ReusableOutputs* reu
   }
   feed_ = nullptr;
   tensors_.clear();  // moved into the feed's entries
-  remember_element_leaves();
   end_walk();
 }
 
@@ -290,7 +344,8 @@ void PyStructure::walk_elements(PyObject* container, Kind kind, PyObject* extra,
     try {
       walk(item, depth + 1);
     } catch (PathError& e) {
-      e.path = place_part(key, static_cast<size_t>(count)) + e.path;
+      e.path =
+          (key != nullptr ? "[" + key_text(key) + "]" : "[" + std::to_string(count) + "]") + e.path;
       throw;
     }
     if (depth == 0) {

@@ -44,9 +44,7 @@ class AsyncCopyHandle:
         the engine's timings in microseconds: ``queued_us``, ``traverse_us``, ``submit_us``,
         ``outputs_us``; for a root walked into the engine element by element, ``feed_sleeps``
         (how often its threads went to wait for an element) and ``feed_tail_us`` (how long its
-        walk went on after the last element came), both 0 otherwise, and ``feed_produced`` and
-        ``feed_declined`` (elements the engine's threads walked themselves, and left to the
-        caller); for a walk split among
+        walk went on after the last element came), both 0 otherwise; for a walk split among
         threads, ``split_wait_us`` (its own thread waiting for the others to finish) and
         ``split_queue_us`` (that thread queuing every thread's chunks), both 0 otherwise;
         ``allocate_us`` and ``driver_us`` (the packed chunks' memory taken, and the CUDA calls
@@ -77,11 +75,6 @@ def _set_streamed_walk(enabled: bool) -> bool:
     """For benchmarks and tests: whether a list, tuple or dict root is walked into the engine's
     copy element by element, the engine starting first (on by default), or walked whole first.
     Returns the previous setting."""
-
-def _set_parallel_walk(enabled: bool) -> bool:
-    """For benchmarks and tests: whether the elements of a streamed walk to a GPU are also walked
-    by the engine's threads, each right before they copy it (on by default), or by the caller
-    alone. Returns the previous setting."""
 
 def _take_reusable(wanted: Sequence[bool]) -> List[Optional[Any]]:
     """For tests: the tensor objects a copy whose leaf k is ``wanted[k]`` would be offered, by

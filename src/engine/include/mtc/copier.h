@@ -22,7 +22,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -83,9 +82,6 @@ struct CopyStats {
   // began, whichever came later (walking, staging and queueing that the feeder no longer
   // overlaps).
   int64_t feed_sleeps = 0;
-  // A fed root with a producer: elements its threads made themselves, and declined to the feeder.
-  int64_t feed_produced = 0;
-  int64_t feed_declined = 0;
   double feed_tail_us = 0;
   // A walk split among threads, the end of traverse_us: split_wait_us from the walk's own thread
   // having walked its elements and staged its chunks until every other thread had too (queuing
@@ -186,62 +182,33 @@ CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
 // those that have arrived. The binding's walk of its own structure then overlaps the engine's
 // walk, where the engine would otherwise start only once the whole input exists.
 //
-// With a producer, the elements may also be made by the copy's own threads, in any order: a
-// thread that reaches an element nobody has claimed claims it and calls produce(i), which puts
-// it (put_at) or declines it (returns false, or throws) and leaves it to the feeder. The feeder
-// claims the others, puts them, waits until every claimed element is settled (put or declined;
-// wait_settled) and then puts the declined ones. A producer runs on a worker, beside the feeder
-// and the other producers: what it reads must not change meanwhile, and it must not wait for
-// the feeder.
-//
 // The copy's threads wait for each element as they reach it, so start_copy with a feed needs
 // use_background_thread. A binding that gives up part way (its own walk failed) calls abandon():
 // the copy then fails, and the elements put so far live in root() until the handle is destroyed.
 // Every element must be put, or the feed abandoned, before the handle is waited for or destroyed.
 class RootFeed {
  public:
-  using Producer = std::function<bool(int64_t)>;
   // A root of `elements` elements (a generic list); the calling thread is the one that puts them.
   explicit RootFeed(int64_t elements);
-  // The same, its elements also made by the copy's threads through `produce` (not null).
-  RootFeed(int64_t elements, Producer produce);
   RootFeed(const RootFeed&) = delete;
   RootFeed& operator=(const RootFeed&) = delete;
 
   int64_t size() const { return size_; }
   int64_t arrived() const { return state_.load(std::memory_order_acquire) & kCount; }
-  bool has_producer() const { return static_cast<bool>(produce_); }
-  // Puts the next element (element arrived()); throws c10::Error once all have arrived, the feed
-  // was abandoned, or it has a producer.
+  // Puts the next element (element arrived()); throws c10::Error once all have arrived or the
+  // feed was abandoned.
   void put(c10::IValue element);
-  // With a producer: makes element `i` the calling thread's to put or decline; false when
-  // another thread claimed it first (or i is out of range).
-  bool claim(int64_t i);
-  // Puts claimed (or declined) element `i`; throws c10::Error for an element not claimed or
-  // already put, or after abandon().
-  void put_at(int64_t i, c10::IValue element);
-  // Leaves claimed element `i` to the feeder; false when it was not claimed (or put already).
-  bool decline(int64_t i) noexcept;
-  bool declined(int64_t i) const;
-  // Blocks until every claimed element is put or declined (the feeder, once it has claimed every
-  // element left: then no producer runs any more).
-  void wait_settled() const;
   // No element comes after those put; the copy fails with a c10::Error saying so.
   void abandon() noexcept;
   bool abandoned() const { return (state_.load(std::memory_order_acquire) & kAbandoned) != 0; }
   // The root: the elements put so far, None in the places of those still to come.
   const c10::IValue& root() const { return root_; }
-  // Blocks until element `i` has arrived (true) or the feed was abandoned before it (false). With
-  // a producer, the calling thread makes element `i` if nobody has claimed it, and while another
-  // makes it, any later element nobody has claimed.
+  // Blocks until element `i` has arrived (true) or the feed was abandoned before it (false).
   bool wait_for(int64_t i) const;
   // How many times a thread went to wait in wait_for() after its short spin: an upper bound on
   // its sleeps (the wait returns at once if the element came meanwhile). A sleep costs the next
   // put() a system call and the thread a wake-up.
   int64_t sleeps() const { return sleeps_.load(std::memory_order_relaxed); }
-  // Elements made by the copy's threads (produce(i) put them), and declined by them.
-  int64_t produced() const { return produced_.load(std::memory_order_relaxed); }
-  int64_t declines() const { return declines_.load(std::memory_order_relaxed); }
   // When the last element arrived: at construction for a root of none, the epoch until then.
   std::chrono::steady_clock::time_point completed_at() const {
     return std::chrono::steady_clock::time_point(
@@ -255,12 +222,6 @@ class RootFeed {
   }
 
  private:
-  enum Slot : uint8_t { kOpen, kClaimed, kDeclined, kArrived };
-  // Stores the element, counts it, and wakes the threads that wait.
-  void arrive(int64_t i, c10::IValue element);
-  // Calls the producer for claimed element `i`, and declines it unless it was put.
-  void make(int64_t i) const;
-
   c10::impl::GenericList list_{c10::AnyType::get()};
   c10::IValue root_;  // list_
   int64_t size_;
@@ -272,13 +233,6 @@ class RootFeed {
   std::atomic<int64_t> state_{0};
   mutable std::atomic<int64_t> sleeps_{0};
   std::atomic<std::chrono::steady_clock::rep> completed_at_{0};
-  // With a producer: each element's Slot, and the claimed elements put or declined.
-  Producer produce_;
-  std::unique_ptr<std::atomic<uint8_t>[]> slots_;
-  std::atomic<int64_t> settled_{0};
-  std::atomic<int64_t> claims_{0};
-  mutable std::atomic<int64_t> produced_{0};
-  mutable std::atomic<int64_t> declines_{0};
 };
 // start_copy of `feed`'s root: the same copy, started before its elements exist. Throws
 // c10::ValueError without use_background_thread, besides start_copy's own argument errors.
