@@ -2,8 +2,7 @@
 // of each shape the walks reported using, within its limits, hands each out once, and is freed
 // when turned off; a walking thread takes from it through its stash, reports what it used, and
 // looks again only when it may find some; the workers then make none themselves; an idle pool's
-// shelf is restocked by the thread, and so is the shelf of copies back to back while they run;
-// and the engine's copies are their inputs with it.
+// shelf is restocked by the thread; and the engine's copies are their inputs with it.
 #include "detail/dict_shelf.h"
 
 #include <ATen/core/Dict.h>
@@ -37,19 +36,14 @@ using dict_test::tensor;
 constexpr size_t kTestShelf = impl_pool::kShards - 1;
 
 // Turns the shelf and the stash on for a test, the shelf empty, and puts the process's settings
-// back afterwards (the shelf emptied again), also when an assertion ends the test early. The
-// restock while copies run back to back is off unless asked for: the tests of the shelf's own
-// bookkeeping call copy_started() as copies back to back would, and the thread would make dicts
-// beside them.
+// back afterwards (the shelf emptied again), also when an assertion ends the test early.
 class ShelfOn {
  public:
-  explicit ShelfOn(bool back_to_back = false)
+  ShelfOn()
       : stash_before_((WorkerPoolSet::instance(), dict_stash::enabled())),
-        shelf_before_(dict_shelf::enabled()),
-        back_to_back_before_(dict_shelf::back_to_back()) {
+        shelf_before_(dict_shelf::enabled()) {
     dict_shelf::set_enabled(false);  // empties every shelf
     dict_shelf::set_enabled(true);
-    dict_shelf::set_back_to_back(back_to_back);
     dict_stash::set_enabled(true);
   }
   ShelfOn(const ShelfOn&) = delete;
@@ -57,23 +51,13 @@ class ShelfOn {
   ~ShelfOn() {
     dict_shelf::set_enabled(false);
     dict_shelf::set_enabled(shelf_before_);
-    dict_shelf::set_back_to_back(back_to_back_before_);
     dict_stash::set_enabled(stash_before_);
   }
 
  private:
   bool stash_before_;
   bool shelf_before_;
-  bool back_to_back_before_;
 };
-
-// Waits (up to 10 s) until the test shelf holds `dicts`; returns what it holds then.
-size_t wait_until_shelved(size_t dicts) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (dict_shelf::shelved(kTestShelf) < dicts && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  return dict_shelf::shelved(kTestShelf);
-}
 
 size_t make_all(size_t shelf) {
   size_t made = 0;
@@ -222,40 +206,6 @@ TEST(DictShelf, AnIdlePoolsShelfIsRestocked) {
   EXPECT_GE(dict_shelf::made_by_thread(), made + dict_shelf::kGrab);
 }
 
-// A copy that starts while its pool has not gone idle since the one before (copies back to back)
-// has the thread restock the shelf while it runs; the first copy after an idle pool (a step's)
-// does not, nor does any with the restock turned off.
-TEST(DictShelf, CopiesBackToBackHaveTheirShelfRestockedWhileTheyRun) {
-  const ShelfOn on(/*back_to_back=*/true);
-  std::vector<c10::impl::GenericDict> got;
-  // Each copy's walk uses kGrab dicts of one shape: settled, then shelved (the shelf then wants
-  // nothing, and an idle pool's refill makes none).
-  const auto a_walk = [&](size_t most) {
-    return dict_shelf::grab(kTestShelf, str(), tensor(), 5, dict_shelf::kGrab, most, got);
-  };
-  (void)a_walk(0);
-  EXPECT_EQ(dict_shelf::kept_target(kTestShelf), dict_shelf::kGrab);
-  EXPECT_EQ(make_all(kTestShelf), dict_shelf::kGrab);
-  const auto nothing_made_for = [](std::chrono::milliseconds wait) {
-    std::this_thread::sleep_for(wait);
-    return dict_shelf::shelved(kTestShelf) == 0;
-  };
-  dict_shelf::pool_idle(kTestShelf);
-  EXPECT_EQ(a_walk(dict_shelf::kGrab), dict_shelf::kGrab);
-  dict_shelf::copy_started(kTestShelf);  // a step's copy
-  EXPECT_TRUE(nothing_made_for(std::chrono::milliseconds(20)));
-  dict_shelf::set_back_to_back(false);
-  (void)a_walk(0);
-  dict_shelf::copy_started(kTestShelf);
-  EXPECT_TRUE(nothing_made_for(std::chrono::milliseconds(20)));
-  dict_shelf::set_back_to_back(true);
-  const uint64_t made = dict_shelf::made_by_thread();
-  (void)a_walk(0);
-  dict_shelf::copy_started(kTestShelf);  // back to back
-  EXPECT_EQ(wait_until_shelved(dict_shelf::kGrab), dict_shelf::kGrab);
-  EXPECT_GE(dict_shelf::made_by_thread(), made + dict_shelf::kGrab);
-}
-
 // Copies through the engine with the shelf on, 2 ms apart (the pool idle between them): the
 // dict-making thread makes dicts, the walks take them, and every result is its input's structure
 // and values, no two sharing a dict.
@@ -278,25 +228,9 @@ TEST(DictShelf, CopiesWithTheShelfOnAreTheirInputs) {
   dict_test::expect_copies_of_five_tensors(results, 60);
 }
 
-// The same back to back: the walks take dicts the thread made while the copies ran.
-TEST(DictShelf, CopiesBackToBackTakeDictsMadeWhileTheyRun) {
-  c10::impl::GenericList input(c10::AnyType::get());
-  for (int i = 0; i < 60; ++i) input.push_back(dict_test::five_tensors());
-  const ShelfOn on(/*back_to_back=*/true);
-  const uint64_t served = dict_stash::served_total();
-  std::vector<c10::IValue> results;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (results.size() < 4 ||
-         (dict_stash::served_total() < served + 60 && std::chrono::steady_clock::now() < deadline))
-    results.push_back(start_copy(c10::IValue(input), c10::Device(c10::kCPU)).get());
-  EXPECT_GE(dict_stash::served_total(), served + 60);
-  dict_test::expect_copies_of_five_tensors(results, 60);
-}
-
 TEST(DictShelf, OnUnlessTheEnvironmentSaysZero) {
-  WorkerPoolSet::instance();  // reads MTC_DICT_SHELF and MTC_DICT_SHELF_BACK_TO_BACK
+  WorkerPoolSet::instance();  // reads MTC_DICT_SHELF
   dict_test::expect_on_unless_zero(kDictShelfVariable, dict_shelf::enabled());
-  dict_test::expect_on_unless_zero(kDictShelfBackToBackVariable, dict_shelf::back_to_back());
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -12,18 +11,11 @@
 
 #include "detail/impl_pool.h"
 #include "detail/process_switch.h"
-#include "detail/worker_pool.h"
 
 namespace mtc::detail::dict_shelf {
 namespace {
 
-ProcessSwitch shelf_on;         // MTC_DICT_SHELF
-ProcessSwitch back_to_back_on;  // MTC_DICT_SHELF_BACK_TO_BACK
-
-// How long the thread, restocking for copies back to back, keeps looking for the next copy's use
-// before it sleeps: as long as a worker spins (WorkerPool::kDefaultSpin), so that it stays awake
-// while the copies keep coming and the callers never wake it.
-constexpr std::chrono::microseconds kListen{200};
+ProcessSwitch shelf_on;  // MTC_DICT_SHELF
 
 // Use reported of one shape between two settlings, at most (no overflow, however long a stretch
 // of copies back to back).
@@ -118,14 +110,6 @@ struct Maker {
   std::mutex mutex;
   std::condition_variable wake;
   std::array<bool, impl_pool::kShards> asked{};  // under mutex
-  // Set by pool_idle(), taken by copy_started(): whether the pool went idle since its last copy
-  // started. A copy that finds it unset came back to back with the one before.
-  std::array<std::atomic<bool>, impl_pool::kShards> went_idle{};
-  // Asked by copy_started() for a copy back to back: restock the shelf while the copies run.
-  std::array<std::atomic<bool>, impl_pool::kShards> running_asked{};
-  // The thread is restocking for copies back to back, or looking for their use: a request needs
-  // no wake-up.
-  std::atomic<bool> listening{false};
   // The pool's copies when it was last found idle (under mutex): a copy started since stops the
   // thread, also one that started before the thread got round to the shelf.
   std::array<uint64_t, impl_pool::kShards> idle_at{};
@@ -136,22 +120,11 @@ struct Maker {
   std::atomic<uint64_t> made{0};
   std::atomic<uint64_t> cut_short{0};
 
-  bool running_wanted() const {
-    return std::any_of(running_asked.begin(), running_asked.end(),
-                       [](const std::atomic<bool>& a) { return a.load(); });
-  }
-
   void run() {
     std::unique_lock<std::mutex> lock(mutex);
     while (true) {
-      wake.wait(lock, [this] {
-        return std::find(asked.begin(), asked.end(), true) != asked.end() || running_wanted();
-      });
-      if (running_wanted()) {
-        lock.unlock();
-        restock_while_running();
-        lock.lock();
-      }
+      wake.wait(lock,
+                [this] { return std::find(asked.begin(), asked.end(), true) != asked.end(); });
       for (size_t shelf = 0; shelf < asked.size(); ++shelf) {
         if (!asked[shelf]) continue;
         asked[shelf] = false;
@@ -164,43 +137,6 @@ struct Maker {
         if (wants(shelf)) cut_short.fetch_add(1, std::memory_order_relaxed);
         lock.lock();
       }
-    }
-  }
-
-  // Copies back to back: the shelves asked for are made whole whenever a walk took from them,
-  // while the copies run, until none took for kListen or a pool went idle (its shelf is then
-  // restocked by the idle rule in run(), which stops when the next copy starts).
-  void restock_while_running() {
-    listening.store(true);
-    auto quiet_since = std::chrono::steady_clock::now();
-    while (true) {
-      bool any_asked = false;
-      for (size_t shelf = 0; shelf < running_asked.size(); ++shelf) {
-        if (!running_asked[shelf].load(std::memory_order_relaxed)) continue;
-        if (went_idle[shelf].load(std::memory_order_relaxed) || !back_to_back_on.on()) {
-          running_asked[shelf].store(false);
-          continue;
-        }
-        any_asked = true;
-        bool worked = false;
-        while (make_one(shelf)) {
-          made.fetch_add(1, std::memory_order_relaxed);
-          worked = true;
-        }
-        if (worked) quiet_since = std::chrono::steady_clock::now();
-      }
-      if (any_asked && std::chrono::steady_clock::now() - quiet_since < kListen) {
-        for (int i = 0; i < 32; ++i) cpu_relax();
-        continue;
-      }
-      // Done, or quiet for long enough: the requests are let go of before the thread stops
-      // listening, and looked at once more after it: a copy that asked meanwhile saw it still
-      // listening and woke nobody (both sides sequentially consistent).
-      for (auto& a : running_asked) a.store(false);
-      listening.store(false);
-      if (!running_wanted()) return;
-      listening.store(true);
-      quiet_since = std::chrono::steady_clock::now();
     }
   }
 };
@@ -222,9 +158,8 @@ bool same_type(const c10::TypePtr& a, const c10::TypePtr& b) {
 }
 
 void pool_idle(size_t shelf) noexcept {
-  Maker& m = maker();
-  m.went_idle[shelf % impl_pool::kShards].store(true, std::memory_order_relaxed);
   if (!wants(shelf)) return;
+  Maker& m = maker();
   try {
     const std::lock_guard<std::mutex> lock(m.mutex);
     if (!m.started) {
@@ -245,29 +180,6 @@ uint64_t cut_short() { return maker().cut_short.load(std::memory_order_relaxed);
 
 void copy_started(size_t shelf) noexcept {
   copies_of(shelf).fetch_add(1, std::memory_order_release);
-  if (!back_to_back_on.on() || !shelf_on.on()) return;
-  Maker& m = maker();
-  const size_t s = shelf % impl_pool::kShards;
-  // The first copy after an idle pool is a step's: its caller frees the previous result beside
-  // it, and the thread's allocations must not meet that free (pool_idle).
-  if (m.went_idle[s].load(std::memory_order_relaxed)) {
-    m.went_idle[s].store(false, std::memory_order_relaxed);
-    return;
-  }
-  if (m.running_asked[s].load(std::memory_order_relaxed)) return;  // asked, and not yet let go
-  m.running_asked[s].store(true);
-  if (m.listening.load()) return;
-  try {
-    const std::lock_guard<std::mutex> lock(m.mutex);
-    if (!m.started) {
-      std::thread([&m] { m.run(); }).detach();
-      m.started = true;
-    }
-  } catch (...) {
-    m.running_asked[s].store(false);
-    return;  // no thread: the walks make their dicts on the spot
-  }
-  m.wake.notify_one();
 }
 
 size_t grab(size_t shelf, const c10::TypePtr& key_type, const c10::TypePtr& value_type,
@@ -372,12 +284,6 @@ void set_enabled(bool on) {
 void enable_from_environment(bool on) { shelf_on.set_from_environment(on); }
 
 bool enabled() { return shelf_on.on(); }
-
-void set_back_to_back(bool on) { back_to_back_on.set(on); }
-
-void back_to_back_from_environment(bool on) { back_to_back_on.set_from_environment(on); }
-
-bool back_to_back() { return back_to_back_on.on(); }
 
 size_t shelved(size_t shelf) {
   Shelf& s = shelf_at(shelf);

@@ -18,15 +18,8 @@
 // stretch of copies back to back asks for one copy's worth, not the stretch's (asking for it all
 // once filled a shelf with the first shape's dicts and left the others none). With none there a
 // walking thread makes its own on the spot, as without the shelf, and looks again once the shelf
-// was restocked or it has used kGrab more.
-//
-// Copies back to back keep the workers spinning: their pool never goes idle. A copy that starts
-// while its pool has not gone idle since the one before asks the thread to restock the shelf while
-// the copies run (copy_started); it makes whatever a walk took, as soon as it took it, and looks
-// for more until no walk took for as long as a worker spins. Those copies' callers free their
-// previous results outside the walks, and the walks then take their dicts made instead of
-// allocating them from the arenas the callers freed into. A step's copy, the first after an idle
-// pool, asks nothing. MTC_DICT_SHELF_BACK_TO_BACK=0 (or set_back_to_back) turns this off.
+// was restocked or it has used kGrab more. Copies back to back keep the workers spinning and
+// never wake the thread, as with the workers' own stash.
 //
 // Made by the caller instead, while it spun in get() for its copy, they were too few (12-29 of
 // the reference batch's 128 a step) and the steps 10-16 % slower in the in-process A/B; made by
@@ -78,9 +71,7 @@ bool make_one(size_t shelf) noexcept;
 // A pool whose workers found no task before they sleep: the process's dict-making thread makes
 // what shelf `shelf` is short of, until the pool's next copy starts (copy_started). Never throws.
 void pool_idle(size_t shelf) noexcept;
-// A copy of the pool of shelf `shelf` starts (on the caller's thread, in start_copy): stops the
-// idle pool's refill, or asks for a restock while the copies run when the pool did not go idle
-// since its last copy (copies back to back). Never throws.
+// A copy of the pool of shelf `shelf` starts (on the caller's thread, in start_copy).
 void copy_started(size_t shelf) noexcept;
 
 // Whether shelf `shelf` may be short of dicts (walks took from it or reported use since a refill
@@ -93,12 +84,6 @@ void set_enabled(bool on);
 // The environment's setting, unless set_enabled() came first.
 void enable_from_environment(bool on);
 bool enabled();
-
-// Whether copies back to back have their shelf restocked while they run (above); on unless set
-// off or MTC_DICT_SHELF_BACK_TO_BACK=0. The environment's setting counts only if nothing set it.
-void set_back_to_back(bool on);
-void back_to_back_from_environment(bool on);
-bool back_to_back();
 
 // Dicts the dict-making thread made, and the times a copy that started stopped it while the shelf
 // was still short, since the process started (benchmarks).

@@ -67,7 +67,6 @@ WorkerPoolSet& WorkerPoolSet::instance() {
     };
     dict_stash::enable_from_environment(on_unless_zero(kDictStashVariable));
     dict_shelf::enable_from_environment(on_unless_zero(kDictShelfVariable));
-    dict_shelf::back_to_back_from_environment(on_unless_zero(kDictShelfBackToBackVariable));
     driver_warmup::enable_from_environment(on_unless_zero(kDriverWarmupVariable));
     return new WorkerPoolSet(
         WorkerCount::from_environment(),

@@ -50,15 +50,11 @@ inline constexpr const char* kDictStashVariable = "MTC_DICT_STASH";
 // when the pools are made.
 inline constexpr const char* kDictShelfVariable = "MTC_DICT_SHELF";
 
-// The environment variable that turns off the shelf's restock while copies run back to back
-// (dict_shelf.h): 0 off, 1 on (the default). Read when the pools are made.
-inline constexpr const char* kDictShelfBackToBackVariable = "MTC_DICT_SHELF_BACK_TO_BACK";
-
 // The environment variable that turns off the driver warm-up ahead of a forecast copy
 // (driver_warmup.h): 0 off, 1 on (the default). Read when the pools are made.
 inline constexpr const char* kDriverWarmupVariable = "MTC_DRIVER_WARMUP";
 
-// `text`, the value of the switch `variable` (one of those above), as 0 or 1; `fallback` when
+// `text`, the value of the switch `variable` (one of the three above), as 0 or 1; `fallback` when
 // null or empty. Throws c10::Error naming the variable for anything else.
 bool parse_switch(const char* variable, const char* text, bool fallback);
 
