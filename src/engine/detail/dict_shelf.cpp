@@ -9,6 +9,7 @@
 #include <thread>
 #include <utility>
 
+#include "detail/dict_stash.h"
 #include "detail/impl_pool.h"
 #include "detail/process_switch.h"
 
@@ -242,8 +243,7 @@ bool make_one(size_t shelf) noexcept {
     // Made outside the lock: the walking threads may take from the shelf meanwhile.
     std::optional<c10::impl::GenericDict> dict;
     try {
-      dict.emplace(key_type, value_type);
-      dict->reserve(entries);
+      dict.emplace(dict_stash::make_empty(key_type, value_type, entries));
     } catch (...) {
       dict.reset();
     }
