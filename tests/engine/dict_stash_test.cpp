@@ -1,7 +1,6 @@
 // Output dicts made ahead by the walking threads (dict_stash.h, the dict shelf off): of the
 // shape asked for, as many as the thread's walks took, each handed out once, within the limits;
-// made by an idle worker of the pool; and the engine's copies the same with the stash on. Their
-// tables planned for their entries.
+// made by an idle worker of the pool; and the engine's copies the same with the stash on.
 #include "detail/dict_stash.h"
 
 #include <ATen/core/Dict.h>
@@ -244,62 +243,6 @@ TEST(DictStash, CopiesWithTheStashOnAreTheirInputs) {
   }
   EXPECT_GT(dict_stash::served_total(), served_before);
   dict_test::expect_copies_of_five_tensors(results, 60);
-}
-
-// The buckets of a dict's table (c10::Dict keeps its map private; DictImpl declares it).
-size_t buckets_of(const c10::impl::GenericDict& dict) {
-  const c10::IValue handle(dict);
-  return static_cast<const c10::detail::DictImpl*>(handle.internalToPointer())->dict.bucket_count();
-}
-
-// An output dict's table is planned for kOutputLoadFactor: five or six entries in 8 buckets where
-// torch's reserve() plans 16, and none of them grows it; past the plan it grows as torch's do, and
-// it holds what a dict torch made holds, in the same order.
-TEST(DictStash, OutputDictTablesArePlannedForTheirEntries) {
-  for (const size_t entries : {1, 2, 5, 6, 7, 33}) {
-    SCOPED_TRACE(entries);
-    c10::impl::GenericDict made = dict_stash::make_empty(str(), any(), entries);
-    c10::impl::GenericDict torch_made(str(), any());
-    torch_made.reserve(entries);
-    EXPECT_EQ(*made.keyType(), *str());
-    EXPECT_EQ(*made.valueType(), *any());
-    EXPECT_TRUE(made.empty());
-    const size_t planned = buckets_of(made);
-    EXPECT_GE(static_cast<double>(planned) * dict_stash::kOutputLoadFactor,
-              static_cast<double>(entries));
-    EXPECT_LE(planned, buckets_of(torch_made));
-    if (entries == 5 || entries == 6) {
-      EXPECT_EQ(planned, 8u);
-    }
-    for (size_t i = 0; i < entries; ++i) {
-      made.insert(c10::IValue(dict_test::key("k", i)), c10::IValue(static_cast<int64_t>(i)));
-      torch_made.insert(c10::IValue(dict_test::key("k", i)), c10::IValue(static_cast<int64_t>(i)));
-    }
-    EXPECT_EQ(buckets_of(made), planned);  // room for every entry planned
-    for (size_t i = entries; i < entries + 20; ++i) {
-      made.insert(c10::IValue(dict_test::key("k", i)), c10::IValue(static_cast<int64_t>(i)));
-      torch_made.insert(c10::IValue(dict_test::key("k", i)), c10::IValue(static_cast<int64_t>(i)));
-    }
-    EXPECT_GT(buckets_of(made), planned);
-    ASSERT_EQ(made.size(), entries + 20);
-    EXPECT_TRUE(made == torch_made);
-    size_t i = 0;
-    for (const auto& entry : made) {
-      EXPECT_EQ(entry.key().toStringRef(), dict_test::key("k", i));
-      EXPECT_EQ(entry.value().toInt(), static_cast<int64_t>(i));
-      ++i;
-    }
-    EXPECT_EQ(made.at(c10::IValue(dict_test::key("k", 3))).toInt(), 3);
-    EXPECT_EQ(made.erase(c10::IValue(dict_test::key("k", 0))), 1u);
-    EXPECT_FALSE(made.contains(c10::IValue(dict_test::key("k", 0))));
-  }
-  // Planned as torch plans them when asked (benchmarks compare the two).
-  dict_stash::set_compact_tables(false);
-  const size_t torch_planned = buckets_of(dict_stash::make_empty(str(), any(), 5));
-  dict_stash::set_compact_tables(true);
-  c10::impl::GenericDict torch_made(str(), any());
-  torch_made.reserve(5);
-  EXPECT_EQ(torch_planned, buckets_of(torch_made));
 }
 
 TEST(DictStash, OnUnlessTheEnvironmentSaysZero) {

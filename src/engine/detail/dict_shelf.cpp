@@ -9,7 +9,6 @@
 #include <thread>
 #include <utility>
 
-#include "detail/dict_stash.h"
 #include "detail/impl_pool.h"
 #include "detail/process_switch.h"
 
@@ -243,7 +242,8 @@ bool make_one(size_t shelf) noexcept {
     // Made outside the lock: the walking threads may take from the shelf meanwhile.
     std::optional<c10::impl::GenericDict> dict;
     try {
-      dict.emplace(dict_stash::make_empty(key_type, value_type, entries));
+      dict.emplace(key_type, value_type);
+      dict->reserve(entries);
     } catch (...) {
       dict.reset();
     }

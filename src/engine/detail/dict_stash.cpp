@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -14,14 +13,15 @@
 namespace mtc::detail::dict_stash {
 namespace {
 
-ProcessSwitch stash_on;        // MTC_DICT_STASH
-ProcessSwitch compact_tables;  // set_compact_tables (benchmarks)
+ProcessSwitch stash_on;  // MTC_DICT_STASH
 
 bool on() { return stash_on.on(); }
 
 c10::impl::GenericDict make(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
                             size_t entries) {
-  return make_empty(key_type, value_type, entries);
+  c10::impl::GenericDict dict(key_type, value_type);
+  dict.reserve(entries);
+  return dict;
 }
 
 // Dicts handed out made ahead, by thread; a thread's count outlives the thread, so that the total
@@ -107,26 +107,6 @@ void grab_from_shelf(Stash& stash, Shape& shape) {
 }
 
 }  // namespace
-
-c10::impl::GenericDict make_empty(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
-                                  size_t entries) {
-  c10::impl::GenericDict dict(key_type, value_type);
-  if (!compact_tables.on() || entries == 0) {
-    dict.reserve(entries);
-    return dict;
-  }
-  // The map inside the dict, through the handle's pointer (c10::Dict keeps it private; DictImpl
-  // and its map are declared in full by torch's headers).
-  const c10::IValue handle(dict);
-  auto& map =
-      static_cast<c10::detail::DictImpl*>(const_cast<void*>(handle.internalToPointer()))->dict;
-  map.max_load_factor(kOutputLoadFactor);
-  map.rehash(static_cast<uint64_t>(
-      std::ceil(static_cast<double>(entries) / static_cast<double>(kOutputLoadFactor))));
-  return dict;
-}
-
-void set_compact_tables(bool on) { compact_tables.set(on); }
 
 c10::impl::GenericDict take(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
                             size_t entries) {

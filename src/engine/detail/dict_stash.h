@@ -50,20 +50,6 @@ inline constexpr size_t kMaxSpareEntries = 4096;
 // The most shapes a thread follows; a shape with nothing kept gives its place up at a refill.
 inline constexpr size_t kMaxShapes = 16;
 
-// The load an output dict's table is made for. torch's reserve() never plans a table fuller than
-// half: it gives five entries 16 buckets and 4 more for probing, 20 slots of 56 bytes (1,120), all
-// written when the dict is made and all read again when it is freed (the map's clear() looks at
-// every slot). Planned at 0.8, five entries take 8 buckets and 4 (672 bytes), six 8 as well, and
-// the dict still grows as torch's do should its owner add more.
-inline constexpr float kOutputLoadFactor = 0.8f;
-
-// A new empty dict of these element types with room for `entries` without a rehash, its table
-// planned for kOutputLoadFactor (unless set_compact_tables(false): as torch's reserve() plans it).
-c10::impl::GenericDict make_empty(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
-                                  size_t entries);
-// Process-wide, on unless set off (benchmarks that compare the two in one process).
-void set_compact_tables(bool on);
-
 // A new empty dict of these element types with room for `entries` without a rehash: one the
 // calling thread made ahead, or (none of that shape, the stash off) one made now.
 c10::impl::GenericDict take(const c10::TypePtr& key_type, const c10::TypePtr& value_type,
