@@ -25,6 +25,7 @@
 #include "detail/key_interner.h"
 #include "detail/outputs.h"
 #include "detail/prefetch.h"
+#include "detail/structure.h"
 #include "detail/version_pool.h"
 #include "detail/worker_pool.h"
 #include "detail/worker_pool_set.h"
@@ -170,6 +171,9 @@ void BM_EngineCopy(benchmark::State& state) {
   // (MTC_DICT_SHELF, on by default), put back at the end.
   const bool shelf_setting = mtc::detail::dict_shelf::enabled();
   if (state.range(1) & kNoShelf) mtc::detail::dict_shelf::set_enabled(false);
+  // Bit 524288: the walk copies each input container's element types through c10's accessors
+  // instead of reading them in place (structure.h, set_types_in_place).
+  mtc::detail::set_types_in_place(!(state.range(1) & 524288));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -263,6 +267,7 @@ void BM_EngineCopy(benchmark::State& state) {
   mtc::detail::key_interner::set_enabled(true);
   mtc::detail::dict_stash::set_enabled(stash_setting);
   mtc::detail::dict_shelf::set_enabled(shelf_setting);
+  mtc::detail::set_types_in_place(true);
   mtc::detail::driver_warmup::set_enabled(warmup_setting);
   mtc::detail::prefetch::set_enabled(true);
   mtc::detail::WorkerPool::set_warm_worker_first(true);
@@ -279,21 +284,22 @@ void BM_EngineCopy(benchmark::State& state) {
 // no version_pool, 8192 workers spin 10 ms, 16384 one walking thread per 64 leaves, 32768 the
 // caller spins through the gap, 65536 with 256: freed after get() instead, 131072 output dicts
 // share the input's keys, 262144 output dicts made ahead (in the notes of 2026-11-29 and before,
-// cases without this bit had none; now they follow MTC_DICT_STASH, on by default), 524288 unused
-// (output dicts' keys of one generation, against two, late on 2026-12-05: the in-process A/B of
-// 2026-12-06 saw no whole copy gain, not kept; outputs' lines demoted to the shared cache, and the
-// dict stash's at-once refill before: each measured without a gain and removed), 1048576 none made
-// ahead, 2097152 a current stream from torch's pool, 4194304 no driver warm-up ahead of a copy,
-// 8388608 no prefetching in the walk and the fill, 16777216 with 256: the previous result's tensors
-// offered to the copy as its outputs (ReusableOutputs), 33554432 the warmed worker gets no first
-// claim on the copy's job, 67108864 GPU->CPU outputs pinned (pinned_host_outputs), 134217728
-// outputs' shapes computed, not copied, 268435456 no device memory made ahead for the next copy,
-// 536870912 helpers queued only after the first element, 1073741824 outputs freed without asking
-// for the next ones' lines, 2147483648 (kNoShelf) output dicts made by idle workers, not the
-// dict-making thread}. 399 = 7 + 8 + 128 + 256 is a training loop's step: a fresh batch after an
-// idle gap, the last one dropped meanwhile; 1423 the same step after a busy gap; 911 and 1935 those
-// without waking ahead; 2447, 2959, 3471 and 3983 the four with the short gap. Cases without a gap
-// run until their copies took 0.3 s.
+// cases without this bit had none; now they follow MTC_DICT_STASH, on by default), 524288 input
+// containers' element types copied, not read in place (before 2026-12-07 09:40 UTC: output dicts'
+// tables as torch plans them, the shelf restocked while copies run back to back, output dicts'
+// keys of one generation, outputs' lines demoted to the shared cache, the dict stash's at-once
+// refill: each measured without a gain and removed), 1048576 none made ahead, 2097152 a current
+// stream from torch's pool, 4194304 no driver warm-up ahead of a copy, 8388608 no prefetching in
+// the walk and the fill, 16777216 with 256: the previous result's tensors offered to the copy as
+// its outputs (ReusableOutputs), 33554432 the warmed worker gets no first claim on the copy's job,
+// 67108864 GPU->CPU outputs pinned (pinned_host_outputs), 134217728 outputs' shapes computed, not
+// copied, 268435456 no device memory made ahead for the next copy, 536870912 helpers queued only
+// after the first element, 1073741824 outputs freed without asking for the next ones' lines,
+// 2147483648 (kNoShelf) output dicts made by idle workers, not the dict-making thread}. 399 = 7 + 8
+// + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one dropped
+// meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead; 2447,
+// 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies took
+// 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});
@@ -315,7 +321,8 @@ void engine_args(benchmark::internal::Benchmark* b) {
   b->Args({1, 134217735});  // hot with outputs' shapes computed
   b->Args({1, 268435463});  // hot without device memory made ahead
   b->Args({1, kNoShelf + 7})
-      ->Args({1, kNoShelf + 391});  // dicts made by idle workers, not the dict thread
+      ->Args({1, kNoShelf + 391});          // dicts made by idle workers, not the dict thread
+  b->Args({1, 524295})->Args({1, 524679});  // 7 and 391 with the element types copied
   b->UseManualTime()->MinTime(0.3)->Unit(benchmark::kMicrosecond);
 }
 
@@ -343,7 +350,9 @@ void h2d_gap_args(benchmark::internal::Benchmark* b) {
                // 399 and 1423 with outputs freed without asking for the next ones' lines
                1073742223, 1073743247,
                // 399 and 1423 with output dicts made by idle workers, not the dict thread
-               kNoShelf + 399, kNoShelf + 1423});
+               kNoShelf + 399, kNoShelf + 1423,
+               // 399 and 1423 with the element types copied
+               524687, 525711});
 }
 void d2h_gap_args(benchmark::internal::Benchmark* b) {
   gap_args(
@@ -360,7 +369,9 @@ void d2h_gap_args(benchmark::internal::Benchmark* b) {
           // 399 and 1423 with outputs freed without asking for the next ones' lines
           1073742223, 1073743247,
           // 399 and 1423 with output dicts made by idle workers, not the dict thread
-          kNoShelf + 399, kNoShelf + 1423});
+          kNoShelf + 399, kNoShelf + 1423,
+          // 399 and 1423 with the element types copied
+          524687, 525711});
 }
 
 }  // namespace
@@ -384,6 +395,8 @@ BENCHMARK(BM_EngineCopy<Direction::kDeviceToHost>)
     ->Args({1, 134217735})  // outputs' shapes computed
     ->Args({1, kNoShelf + 7})
     ->Args({1, kNoShelf + 391})  // dicts made by idle workers, not the dict thread
+    ->Args({1, 524295})          // 7 with the element types copied
+    ->Args({1, 524679})          // 391 with them copied
     ->UseManualTime()
     ->MinTime(0.3)
     ->Unit(benchmark::kMicrosecond);

@@ -1,5 +1,7 @@
 // The structure walk (StructureCopier): new containers of the same kinds, types, order and keys,
 // every tensor leaf handed to the policy in pre-order.
+#include "detail/structure.h"
+
 #include <ATen/core/Dict.h>
 #include <ATen/core/List.h>
 #include <ATen/core/ivalue.h>
@@ -138,6 +140,28 @@ TEST(Structure, DictWithIntKeys) {
   for (const auto& entry : d) order.push_back(entry.key().toInt());
   EXPECT_EQ(order, (std::vector<int64_t>{30, -1, 7}));
   EXPECT_TRUE(d.at(int64_t{-1}).toTensor().is_same(policy.outputs[1]));
+}
+
+// The walk reads the input containers' element types in place (types_in_place) or copies them
+// through c10's accessors: the outputs are typed as their inputs either way.
+TEST(Structure, ElementTypesReadInPlaceOrCopiedAlike) {
+  c10::Dict<int64_t, at::Tensor> by_id;
+  by_id.insert(3, tensor_of(1));
+  c10::List<at::Tensor> tensors({tensor_of(2), tensor_of(3)});
+  c10::impl::GenericDict outer(c10::StringType::get(), c10::AnyType::get());
+  outer.insert(std::string("by_id"), c10::impl::toGenericDict(by_id));
+  outer.insert(std::string("tensors"), tensors);
+  for (const bool in_place : {true, false}) {
+    SCOPED_TRACE(in_place);
+    set_types_in_place(in_place);
+    const auto d = expect_copied(outer).toGenericDict();
+    EXPECT_EQ(*d.valueType(), *c10::AnyType::get());
+    const auto inner = d.at(std::string("by_id")).toGenericDict();
+    EXPECT_EQ(*inner.keyType(), *c10::IntType::get());
+    EXPECT_EQ(*inner.valueType(), *c10::TensorType::get());
+    EXPECT_TRUE(d.at(std::string("tensors")).isTensorList());
+  }
+  set_types_in_place(true);
 }
 
 TEST(Structure, EmptyContainers) {

@@ -11,6 +11,7 @@
 #include <c10/util/Exception.h>
 #include <c10/util/SmallVector.h>
 
+#include <atomic>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -24,6 +25,23 @@ namespace mtc::detail {
 
 // Containers deeper than this are rejected: a deeper structure is almost surely a cycle.
 inline constexpr int kMaxNestingDepth = 1000;
+
+// Whether the walk reads an input container's element types in place (on unless a benchmark
+// compares the two in one process). c10's keyType(), valueType() and elementType() return copies
+// of a shared pointer: for a type that is not a singleton (TensorType, of Dict[str, Tensor] and
+// List[Tensor]) each copy and its release count on one line, which every walking thread and the
+// caller freeing a result count on too.
+inline std::atomic<bool> types_in_place{true};
+inline void set_types_in_place(bool on) { types_in_place.store(on, std::memory_order_relaxed); }
+
+namespace structure_types {
+inline const c10::TypePtr& element_type(const c10::IValue& list) {
+  return static_cast<const c10::detail::ListImpl*>(list.internalToPointer())->elementType;
+}
+inline const c10::detail::DictImpl::DictElementTypes& entry_types(const c10::IValue& dict) {
+  return static_cast<const c10::detail::DictImpl*>(dict.internalToPointer())->elementTypes;
+}
+}  // namespace structure_types
 
 // What StructureCopier needs from its policy:
 //   int64_t leaf(const at::Tensor& input, c10::IValue& output)
@@ -156,7 +174,10 @@ class StructureCopier {
       const c10::ArrayRef<c10::IValue> items = v.toListRef();
       check_size(items.size());
       prefetch::Lookahead ahead(items.begin(), read_children ? items.end() : items.begin(), itself);
-      c10::impl::GenericList out(v.toList().elementType());
+      // Each arm a list of its own: a conditional of the reference and a copy would copy both.
+      c10::impl::GenericList out = types_in_place.load(std::memory_order_relaxed)
+                                       ? c10::impl::GenericList(structure_types::element_type(v))
+                                       : c10::impl::GenericList(v.toList().elementType());
       out.reserve(items.size());
       for (const c10::IValue& item : items) {
         ahead.advance();
@@ -182,7 +203,11 @@ class StructureCopier {
         in.begin(), read_children ? in.end() : in.begin(),
         [](const auto& entry) -> const c10::IValue& { return entry.value(); });
     // Made ahead by this thread when it can be (dict_stash.h), with room for every entry.
-    c10::impl::GenericDict out = dict_stash::take(in.keyType(), in.valueType(), in.size());
+    c10::impl::GenericDict out =
+        types_in_place.load(std::memory_order_relaxed)
+            ? dict_stash::take(structure_types::entry_types(v).keyType,
+                               structure_types::entry_types(v).valueType, in.size())
+            : dict_stash::take(in.keyType(), in.valueType(), in.size());
     // String keys are the walking thread's own (key_interner.h), not the input's.
     for (const auto& entry : in) {
       ahead.advance();
