@@ -27,6 +27,13 @@
 // and with one copy's worth kept per shape 8-10 % faster, 125-126 of 128 dicts made ahead a step
 // (1 x H200, 2026-12-06; results/NOTES.md).
 //
+// Restocked also while copies run back to back (a copy that found its pool not idle since the
+// last asked the thread to make whatever the walks took, at once), the walks found 116-121 of 128
+// made, yet back to back the copies were no shorter (a dict another core made is written again
+// by the walk, its lines fetched from that core), and with the previous result freed beside the
+// walk they were 26-34 % slower: the thread's allocations met that free. Not kept (1 x H100,
+// 2026-12-07; results/NOTES.md).
+//
 // On unless MTC_DICT_SHELF=0 (read with the worker pools' other settings, worker_pool_set.h);
 // set_enabled() for benchmarks that compare the two in one process. While on, the workers' own
 // refills in their idle time (dict_stash.h) make no dicts, and MTC_DICT_STASH=0 turns both off.

@@ -6,7 +6,9 @@
 // allocate what the caller frees, so their own caches stay empty and each request takes the
 // arena's slow path. On the GPU host the output dicts were 78-88 % of the workers' samples in
 // malloc and operator new, and those about a quarter of the walk, hot and after a busy gap alike
-// (results/NOTES.md, 2026-11-29).
+// (results/NOTES.md, 2026-11-29). Tables planned fuller than torch's reserve() plans them (five
+// entries in 8 buckets, not 16: fewer lines written when made and read when freed) moved no whole
+// copy in the in-process A/B (1 x H100, 2026-12-07) and were not kept.
 //
 // A worker whose spin ended without a task (worker_pool.h) tops up, before it sleeps, a stash of
 // empty dicts of the shapes (element types, entries) its walks took, to as many of each as they
