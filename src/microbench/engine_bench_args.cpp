@@ -24,11 +24,10 @@ namespace mtc::microbench {
 // copied, 268435456 no device memory made ahead for the next copy, 536870912 helpers queued only
 // after the first element, 1073741824 outputs freed without asking for the next ones' lines,
 // 2147483648 (kNoShelf) output dicts made by idle workers, not the dict-making thread, 2^32
-// (kKeepResults) each result freed 16 copies later}. 399 = 7 + 8
-// + 128 + 256 is a training loop's step: a fresh batch after an idle gap, the last one dropped
-// meanwhile; 1423 the same step after a busy gap; 911 and 1935 those without waking ahead; 2447,
-// 2959, 3471 and 3983 the four with the short gap. Cases without a gap run until their copies took
-// 0.3 s.
+// (kKeepResults) each result freed 16 copies later}. 399 = 7 + 8 + 128 + 256 is a training loop's
+// step: a fresh batch after an idle gap, the last one dropped meanwhile; 1423 the same step after a
+// busy gap; 911 and 1935 those without waking ahead; 2447, 2959, 3471 and 3983 the four with the
+// short gap. Cases without a gap run until their copies took 0.3 s.
 void engine_args(benchmark::internal::Benchmark* b) {
   for (int repeat : {1, 8}) b->Args({repeat, 7})->Args({repeat, 4103});
   b->Args({1, 71});

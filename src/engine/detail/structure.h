@@ -203,11 +203,10 @@ class StructureCopier {
         in.begin(), read_children ? in.end() : in.begin(),
         [](const auto& entry) -> const c10::IValue& { return entry.value(); });
     // Made ahead by this thread when it can be (dict_stash.h), with room for every entry.
-    c10::impl::GenericDict out =
-        types_in_place.load(std::memory_order_relaxed)
-            ? dict_stash::take(structure_types::entry_types(v).keyType,
-                               structure_types::entry_types(v).valueType, in.size())
-            : dict_stash::take(in.keyType(), in.valueType(), in.size());
+    const auto& types = structure_types::entry_types(v);
+    c10::impl::GenericDict out = types_in_place.load(std::memory_order_relaxed)
+                                     ? dict_stash::take(types.keyType, types.valueType, in.size())
+                                     : dict_stash::take(in.keyType(), in.valueType(), in.size());
     // String keys are the walking thread's own (key_interner.h), not the input's.
     for (const auto& entry : in) {
       ahead.advance();
