@@ -1,8 +1,8 @@
 // Google Benchmark binary of the engine: whole copies beside the per-tensor .to() baseline here
 // (the copy's own steps in engine_steps_bench.cpp, other questions in the other *_bench.cpp files
 // linked into it), so each cost can be tracked over time. Argument = batch multiplier: 1 -> 528
-// tensors, 8 -> 4,224 tensors; BM_EngineCopy's second argument, its option bits, and its lists of
-// cases are in engine_bench_args.cpp.
+// tensors, 8 -> 4,224 tensors; BM_EngineCopy's second argument, its option bits, is named bit by
+// bit in engine_bench_args.h, and its lists of cases are in engine_bench_args.cpp.
 #include <benchmark/benchmark.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
@@ -46,9 +46,9 @@ using mtc::microbench::d2h_args;
 using mtc::microbench::d2h_gap_args;
 using mtc::microbench::engine_args;
 using mtc::microbench::h2d_gap_args;
-using mtc::microbench::kKeepResults;
 using mtc::microbench::kKeptResults;
-using mtc::microbench::kNoShelf;
+// The option bits by their names alone (engine_bench_args.h), as the case lists write them.
+using namespace mtc::microbench::engine_bits;
 
 c10::IValue source(int repeat, bool on_gpu) {
   static std::map<int, c10::IValue> gpu;
@@ -86,106 +86,109 @@ template <Direction dir>
 void BM_EngineCopy(benchmark::State& state) {
   if (!has_gpu()) return state.SkipWithError("no CUDA device");
   const bool h2d = dir == Direction::kHostToDevice;
-  // Bit 128: a different batch each copy, from a rotation of eight.
+  const int64_t bits = state.range(1);
+  // kFreshBatch: a different batch each copy, from a rotation of eight.
   const std::vector<c10::IValue> inputs =
-      state.range(1) & 128
-          ? mtc::microbench::rotation(static_cast<int>(state.range(0)), !h2d)
-          : std::vector<c10::IValue>{source(static_cast<int>(state.range(0)), !h2d)};
-  // Bit 256: the previous copy's result is freed on the caller right after start_copy, inside
+      bits & kFreshBatch ? mtc::microbench::rotation(static_cast<int>(state.range(0)), !h2d)
+                         : std::vector<c10::IValue>{source(static_cast<int>(state.range(0)), !h2d)};
+  // kFreePrevious: the previous copy's result is freed on the caller right after start_copy, inside
   // the timed copy (a training step drops the last batch when the next one arrives); otherwise
   // it is freed after the clock stopped.
-  const bool free_previous_in_copy = state.range(1) & 256;
-  // Bit 65536 (with 256): it is freed after get() returned, still inside the timed copy, as
-  // mtc-bench's step pattern frees it (`batch = copy(next)`), instead of while the workers walk.
-  const bool free_after_get = state.range(1) & 65536;
-  // Bit 16777216 (with 256): the previous result handed to the copy (offered_outputs.h), its
-  // tensors made the new outputs, instead of freed.
-  const bool offer_previous = free_previous_in_copy && (state.range(1) & 16777216);
-  // Bit 2^32 (kKeepResults, without 256): each result freed kKeptResults copies later, outside
+  const bool free_previous_in_copy = bits & kFreePrevious;
+  // kFreeAfterGet (with kFreePrevious): it is freed after get() returned, still inside the timed
+  // copy, as mtc-bench's step pattern frees it (`batch = copy(next)`), instead of while the workers
+  // walk.
+  const bool free_after_get = bits & kFreeAfterGet;
+  // kReuseOutputs (with kFreePrevious): the previous result handed to the copy (offered_outputs.h),
+  // its tensors made the new outputs, instead of freed.
+  const bool offer_previous = free_previous_in_copy && (bits & kReuseOutputs);
+  // kKeepResults (without kFreePrevious): each result freed kKeptResults copies later, outside
   // the clock, not right after its copy: the blocks the next walks reuse were freed long before,
   // their lines no longer in the freeing core's cache (does fetching those lines cost the walk?).
-  const bool keep_results = !free_previous_in_copy && (state.range(1) & kKeepResults);
+  const bool keep_results = !free_previous_in_copy && (bits & kKeepResults);
   std::deque<c10::IValue> kept;
   const c10::Device target = h2d ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   mtc::CopyOptions options;
-  options.pack_cpu_tensors = state.range(1) & 1;
-  options.use_pinned_staging = state.range(1) & 2;
-  options.use_background_thread = state.range(1) & 4;
-  // Bit 67108864: GPU->CPU outputs in pinned memory, the DMA landing in them.
-  options.pinned_host_outputs = state.range(1) & 67108864;
-  // Bit 8: leave the engine idle for 5 ms before each copy, so its workers have gone to sleep
+  options.pack_cpu_tensors = bits & kPack;
+  options.use_pinned_staging = bits & kPinnedStaging;
+  options.use_background_thread = bits & kBackgroundThread;
+  // kPinnedOutputs: GPU->CPU outputs in pinned memory, the DMA landing in them.
+  options.pinned_host_outputs = bits & kPinnedOutputs;
+  // kIdleGap: leave the engine idle for 5 ms before each copy, so its workers have gone to sleep
   // (a training step's one copy), instead of back-to-back copies that find them spinning; with
-  // bit 1024 the caller spends the gap busy over 32 MiB (a forward pass) instead of sleeping.
-  const bool idle_gap = state.range(1) & 8;
-  const bool busy = state.range(1) & 1024;
-  // Bit 32768: the caller spins on the clock through the gap, touching no memory (awake, and
+  // kBusyGap the caller spends the gap busy over 32 MiB (a forward pass) instead of sleeping.
+  const bool idle_gap = bits & kIdleGap;
+  const bool busy = bits & kBusyGap;
+  // kSpinningCaller: the caller spins on the clock through the gap, touching no memory (awake, and
   // evicting nothing itself).
-  const bool spin = !busy && (state.range(1) & 32768);
-  // Bit 2048: a gap of 200 us instead of 5 ms, a little longer than a worker's spin: a tight
+  const bool spin = !busy && (bits & kSpinningCaller);
+  // kShortGap: a gap of 200 us instead of 5 ms, a little longer than a worker's spin: a tight
   // loop whose caller has work of its own between copies (as a loop in Python does).
   const auto gap =
-      state.range(1) & 2048 ? std::chrono::microseconds(200) : std::chrono::microseconds(5000);
-  // Bit 16: never split the walk across the pool (one thread walks), to compare with the split;
-  // bit 32: at most one walking thread per 256 leaves instead of 128 (fewer helpers).
-  // Bit 16384: one per 64 leaves instead (more helpers, as many as the pool has).
-  const int64_t leaves_per_part = state.range(1) & 32      ? 256
-                                  : state.range(1) & 16384 ? 64
-                                                           : mtc::detail::kDefaultLeavesPerPart;
-  mtc::detail::set_parallel_walk(state.range(1) & 16 ? std::numeric_limits<int64_t>::max()
+      bits & kShortGap ? std::chrono::microseconds(200) : std::chrono::microseconds(5000);
+  // kUnsplitWalk: never split the walk across the pool (one thread walks), to compare with the
+  // split; kFewerWalkers: at most one walking thread per 256 leaves instead of 128 (fewer helpers).
+  // kMoreWalkers: one per 64 leaves instead (more helpers, as many as the pool has).
+  const int64_t leaves_per_part = bits & kFewerWalkers  ? 256
+                                  : bits & kMoreWalkers ? 64
+                                                        : mtc::detail::kDefaultLeavesPerPart;
+  mtc::detail::set_parallel_walk(bits & kUnsplitWalk ? std::numeric_limits<int64_t>::max()
                                                      : mtc::detail::kDefaultParallelWalkLeaves,
                                  leaves_per_part);
-  // Bit 64: idle workers spin 2 ms instead of 200 us before sleeping, so back-to-back copies
+  // kSpin2ms: idle workers spin 2 ms instead of 200 us before sleeping, so back-to-back copies
   // always find them awake (to tell wake-up costs from walking costs).
-  if (state.range(1) & 64)
+  if (bits & kSpin2ms)
     mtc::detail::WorkerPoolSet::instance().set_spin(std::chrono::milliseconds(2));
-  // Bit 8192: idle workers spin 10 ms, through a step's whole gap: whether a worker that slept
+  // kSpin10ms: idle workers spin 10 ms, through a step's whole gap: whether a worker that slept
   // comes back slower than one that stayed on its core.
-  if (state.range(1) & 8192)
+  if (bits & kSpin10ms)
     mtc::detail::WorkerPoolSet::instance().set_spin(std::chrono::milliseconds(10));
-  // Bit 512: sleeping workers do not wake ahead of the next copy (worker_pool.h).
-  mtc::detail::WorkerPoolSet::instance().set_anticipate(!(state.range(1) & 512));
-  // Bit 4096: output version counters allocated and freed as torch does (version_pool.h).
-  mtc::detail::version_pool::set_enabled(!(state.range(1) & 4096));
-  // Bit 131072: output dicts share the input's key objects, as before key_interner.h.
-  mtc::detail::key_interner::set_enabled(!(state.range(1) & 131072));
-  // Output dicts made ahead by idle workers (dict_stash.h): bit 262144 on, bit 1048576 off,
+  // kNoWakeAhead: sleeping workers do not wake ahead of the next copy (worker_pool.h).
+  mtc::detail::WorkerPoolSet::instance().set_anticipate(!(bits & kNoWakeAhead));
+  // kNoVersionPool: output version counters allocated and freed as torch does (version_pool.h).
+  mtc::detail::version_pool::set_enabled(!(bits & kNoVersionPool));
+  // kInputKeys: output dicts share the input's key objects, as before key_interner.h.
+  mtc::detail::key_interner::set_enabled(!(bits & kInputKeys));
+  // Output dicts made ahead by idle workers (dict_stash.h): kDictsAhead on, kNoDictsAhead off,
   // whatever MTC_DICT_STASH says (read above, with the pools); neither, as the process has it (on
   // by default). The case ends with the process's setting back.
   const bool stash_setting = mtc::detail::dict_stash::enabled();
-  if (state.range(1) & 262144) mtc::detail::dict_stash::set_enabled(true);
-  if (state.range(1) & 1048576) mtc::detail::dict_stash::set_enabled(false);
-  // Bit 2097152: the caller's current stream is one of torch's pool, not the default (legacy)
+  if (bits & kDictsAhead) mtc::detail::dict_stash::set_enabled(true);
+  if (bits & kNoDictsAhead) mtc::detail::dict_stash::set_enabled(false);
+  // kPoolStream: the caller's current stream is one of torch's pool, not the default (legacy)
   // stream, which the driver orders against every other blocking stream of the device.
   std::optional<c10::cuda::CUDAStreamGuard> stream_guard;
-  if (state.range(1) & 2097152) stream_guard.emplace(c10::cuda::getStreamFromPool(false, 0));
-  // Bit 4194304: the worker that wakes ahead of a copy does not warm the driver (driver_warmup.h);
-  // without it, as the process has it (MTC_DRIVER_WARMUP, on by default), put back at the end.
+  if (bits & kPoolStream) stream_guard.emplace(c10::cuda::getStreamFromPool(false, 0));
+  // kNoDriverWarmup: the worker that wakes ahead of a copy does not warm the driver
+  // (driver_warmup.h); without it, as the process has it (MTC_DRIVER_WARMUP, on by default), put
+  // back at the end.
   const bool warmup_setting = mtc::detail::driver_warmup::enabled();
-  if (state.range(1) & 4194304) mtc::detail::driver_warmup::set_enabled(false);
-  // Bit 8388608: the walk and the staging fill prefetch nothing (prefetch.h).
-  mtc::detail::prefetch::set_enabled(!(state.range(1) & 8388608));
-  // Bit 33554432: the worker that warmed the driver gets no first claim on the copy's job
+  if (bits & kNoDriverWarmup) mtc::detail::driver_warmup::set_enabled(false);
+  // kNoPrefetch: the walk and the staging fill prefetch nothing (prefetch.h).
+  mtc::detail::prefetch::set_enabled(!(bits & kNoPrefetch));
+  // kNoWarmWorkerFirst: the worker that warmed the driver gets no first claim on the copy's job
   // (WorkerPool::set_warm_worker_first).
-  mtc::detail::WorkerPool::set_warm_worker_first(!(state.range(1) & 33554432));
-  // Bit 134217728: outputs' shapes computed from their sizes, not copied from their inputs
+  mtc::detail::WorkerPool::set_warm_worker_first(!(bits & kNoWarmWorkerFirst));
+  // kComputedShapes: outputs' shapes computed from their sizes, not copied from their inputs
   // (outputs.h, set_copied_shape).
-  mtc::detail::set_copied_shape(!(state.range(1) & 134217728));
-  // Bit 268435456: no device memory made after a copy for the next one (device_block_stash.h).
-  mtc::detail::device_block_stash::set_enabled(!(state.range(1) & 268435456));
-  // Bit 536870912: a split walk queues its helpers only after its first element, as if its pool
+  mtc::detail::set_copied_shape(!(bits & kComputedShapes));
+  // kNoDeviceBlocksAhead: no device memory made after a copy for the next one
+  // (device_block_stash.h).
+  mtc::detail::device_block_stash::set_enabled(!(bits & kNoDeviceBlocksAhead));
+  // kLateSplit: a split walk queues its helpers only after its first element, as if its pool
   // remembered no earlier split (copy_job.h, set_early_split).
-  mtc::detail::set_early_split(!(state.range(1) & 536870912));
-  // Bit 1073741824: outputs freed without asking for the next ones' lines (outputs.h,
+  mtc::detail::set_early_split(!(bits & kLateSplit));
+  // kNoFreeAhead: outputs freed without asking for the next ones' lines (outputs.h,
   // chain_for_free).
-  mtc::detail::set_free_ahead(!(state.range(1) & 1073741824));
-  // Bit 2147483648: no output dicts made by the dict-making thread (dict_shelf.h), the workers
+  mtc::detail::set_free_ahead(!(bits & kNoFreeAhead));
+  // kNoShelf: no output dicts made by the dict-making thread (dict_shelf.h), the workers
   // making them in their idle time as before (dict_stash.h); without it, as the process has it
   // (MTC_DICT_SHELF, on by default), put back at the end.
   const bool shelf_setting = mtc::detail::dict_shelf::enabled();
-  if (state.range(1) & kNoShelf) mtc::detail::dict_shelf::set_enabled(false);
-  // Bit 524288: the walk copies each input container's element types through c10's accessors
+  if (bits & kNoShelf) mtc::detail::dict_shelf::set_enabled(false);
+  // kCopiedTypes: the walk copies each input container's element types through c10's accessors
   // instead of reading them in place (structure.h, set_types_in_place).
-  mtc::detail::set_types_in_place(!(state.range(1) & 524288));
+  mtc::detail::set_types_in_place(!(bits & kCopiedTypes));
   std::vector<double> seconds;
   mtc::microbench::StatsSum stats;
   c10::IValue previous;
@@ -193,13 +196,13 @@ void BM_EngineCopy(benchmark::State& state) {
   // A step whose previous result becomes the new one's outputs: its containers freed before the
   // copy starts, and the tensors the engine took put back into the new result after get(), as
   // the caller must; a tensor it did not take dies inside the copy, as a freed result's would.
-  // The storages the reused outputs left die with the handle, after the clock (bit 256 frees the
-  // previous result's inside it): a bias in this case's favour. The handle's drop is timed apart,
-  // its median the counter drop_us.
+  // The storages the reused outputs left die with the handle, after the clock (kFreePrevious frees
+  // the previous result's inside it): a bias in this case's favour. The handle's drop is timed
+  // apart, its median the counter drop_us.
   std::vector<double> drops;
-  // With bit 256 (and not 65536): how long the caller's free of the previous result took, beside
-  // the walk; its median the counter free_us. Ending after the walk, it is the copy's critical
-  // path.
+  // With kFreePrevious (and not kFreeAfterGet): how long the caller's free of the previous result
+  // took, beside the walk; its median the counter free_us. Ending after the walk, it is the copy's
+  // critical path.
   std::vector<double> frees;
   auto copy_offering_previous = [&](const c10::IValue& data, Clock::time_point t0) {
     mtc::microbench::OfferedOutputs offered = mtc::microbench::offer_outputs(std::move(previous));

@@ -16,8 +16,8 @@
 namespace mtc::microbench {
 
 // A step frees the previous result right after start_copy, while the engine's workers walk the
-// new batch, as BM_EngineCopy's bit 256 does; mtc-bench's step pattern frees it inside the sample
-// too, but after the copy has finished.
+// new batch, as BM_EngineCopy's kFreePrevious does; mtc-bench's step pattern frees it inside the
+// sample too, but after the copy has finished.
 enum class LoopPattern {
   kHot,        // the same batch back to back; the result dropped after the clock
   kStepSleep,  // a step: a 2 ms sleeping gap before each copy, the batch of the step (a

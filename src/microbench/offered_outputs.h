@@ -2,7 +2,7 @@
 // as the Python module does with the tensors of a result the program dropped: the engine then
 // points the old outputs' TensorImpls at the new data instead of making new tensors, and the
 // loop frees only the previous result's containers. What a user of the C++ API writes around
-// start_copy to do so, for BM_EngineCopy's bit 16777216.
+// start_copy to do so, for BM_EngineCopy's kReuseOutputs (engine_bench_args.h).
 #pragma once
 
 #include <ATen/core/Tensor.h>
