@@ -79,10 +79,10 @@ void PyStructure::release_lent() {
         at::Tensor tensor = entries.extract(r).toTensor();
         c10::MaybeOwnedTraits<at::Tensor>::destroyBorrow(tensor);
       } else if (root.first_tensor != root.end_tensor) {
-        c10::impl::GenericList part = entries.get(r).toList();
+        c10::List<at::Tensor> part = entries.get(r).toTensorList();
         for (size_t i = root.first_tensor; i < root.end_tensor; ++i) {
           if (!lent_[i]) continue;
-          at::Tensor tensor = part.extract(i - root.first_tensor).toTensor();
+          at::Tensor tensor = part.extract(i - root.first_tensor);
           c10::MaybeOwnedTraits<at::Tensor>::destroyBorrow(tensor);
         }
       }
@@ -180,13 +180,10 @@ std::shared_ptr<ReusableOutputs> PyStructure::offer_outputs(std::vector<PyObject
 c10::IValue PyStructure::entry_of(const RootElement& root) {
   if (root.is_tensor) return std::move(tensors_[root.first_tensor]);
   if (root.first_tensor == root.end_tensor) return c10::IValue();
-  // Typed Any, not Tensor: c10's TensorType is one shared object whose reference count every
-  // List[Tensor] made or freed counts on, here and on the engine's workers building its outputs
-  // at the same moment; AnyType is a singleton that counts nothing.
-  c10::impl::GenericList part(c10::AnyType::get());
+  c10::List<at::Tensor> part;
   part.reserve(root.end_tensor - root.first_tensor);
   for (size_t i = root.first_tensor; i < root.end_tensor; ++i)
-    part.emplace_back(std::move(tensors_[i]));
+    part.push_back(std::move(tensors_[i]));
   return part;
 }
 

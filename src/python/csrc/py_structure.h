@@ -6,7 +6,7 @@
 // through torch.from_numpy, without a copy where the memory allows it.
 //
 // The engine is not given the containers. It gets one entry per root element: the element's
-// tensors as a list (typed Any), the tensor itself, or None. That keeps the engine's split walk at
+// tensors as a tensor list, the tensor itself, or None. That keeps the engine's split walk at
 // the granularity of the structure, keeps its error messages ("tensor leaf K of root element
 // E", leaves numbered in pre-order) true of the Python structure, and spares building an
 // IValue container and a string key for every Python one. A tape of the containers, keys and
@@ -166,7 +166,7 @@ class PyStructure {
   void take_tensor_leaves();
   // In a streamed walk: the root element just walked (roots_.back()) into the feed.
   void put_root_element();
-  // The engine's entry for `root`: its tensors (moved out of tensors_) as a list typed Any, the
+  // The engine's entry for `root`: its tensors (moved out of tensors_) as a tensor list, the
   // tensor itself, or None.
   c10::IValue entry_of(const RootElement& root);
   // One noted leaf's object, whose reference passes to lent_objects_ or is dropped.
