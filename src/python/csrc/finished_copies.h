@@ -1,5 +1,5 @@
 // What a finished copy's handle still holds when the program drops it, kept so that it dies inside
-// the next get() instead of at the `del`: an experiment behind a switch (mtc._C._set_keep_finished),
+// the next get() instead of at the `del`. An experiment behind a switch, mtc._C._set_keep_finished,
 // off by default until an in-process A/B on a GPU host says whether it pays (a tree with it on
 // against one with it off: scripts/gpu-check.sh's python mode with MTC_AB_BASE).
 //
