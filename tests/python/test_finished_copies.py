@@ -25,11 +25,11 @@ def keep_finished():
     mtc.release_deferred()
 
 
-def dropped_copy(device="cpu"):
+def dropped_copy():
     """A copy of a structure whose tensors nothing else holds, its handle and result dropped once
     it finished: a weak reference to one of its tensors."""
     probe = torch.arange(4)
-    handle = mtc.start_copy([probe, {"key": "value", "t": torch.ones(3)}], device)
+    handle = mtc.start_copy([probe, {"key": "value", "t": torch.ones(3)}], "cpu")
     handle.get()
     del handle
     return weakref.ref(probe)

@@ -272,8 +272,7 @@ void AsyncCopyHandle::release_dropped() {
   if (kept.kept_results() == 0 && finished.kept() == 0) return;
   const Clock::time_point start = Clock::now();
   finished.release_all();
-  if (kept.kept_results() != 0)
-    times_.released_tensors += static_cast<int64_t>(kept.release_dropped());
+  times_.released_tensors += static_cast<int64_t>(kept.release_dropped());
   times_.release_us += microseconds_since(start);
 }
 
