@@ -7,7 +7,6 @@
 #include <utility>
 
 #include "deferred_release.h"
-#include "finished_copies.h"
 
 namespace py = pybind11;
 
@@ -51,23 +50,16 @@ AsyncCopyHandle::AsyncCopyHandle(std::unique_ptr<PyStructure> structure,
 // Dropping an unfinished handle waits for the copy's device work (the engine's rule), without
 // the GIL: other Python threads go on meanwhile. The engine then destroys the copy on this
 // thread, and the input tensors it drops take the GIL back for their Python objects.
-// A finished copy's remains may instead die inside the next get() (finished_copies.h).
 AsyncCopyHandle::~AsyncCopyHandle() {
   bool done = true;
-  bool finished = false;
   try {
     done = handle_.ready();
-    finished = done;
   } catch (const std::exception&) {
     // A failed copy: the engine's own destructor still waits for what it had submitted.
   }
   if (!done) {
     py::gil_scoped_release release;
     handle_ = CopyHandle();
-  } else if (finished && FinishedCopies::instance().enabled()) {
-    // Destroyed here, in the members' order, unless kept.
-    FinishedCopies::Remains remains{std::move(structure_), std::move(reuse_), std::move(handle_)};
-    FinishedCopies::instance().keep(remains);
   }
 }
 
@@ -268,10 +260,8 @@ void AsyncCopyHandle::build_ahead() {
 
 void AsyncCopyHandle::release_dropped() {
   DeferredRelease& kept = DeferredRelease::instance();
-  FinishedCopies& finished = FinishedCopies::instance();
-  if (kept.kept_results() == 0 && finished.kept() == 0) return;
+  if (kept.kept_results() == 0) return;
   const Clock::time_point start = Clock::now();
-  finished.release_all();
   times_.released_tensors += static_cast<int64_t>(kept.release_dropped());
   times_.release_us += microseconds_since(start);
 }

@@ -22,7 +22,7 @@ struct ModuleTimes {
   double result_wait_us = 0;     // get(): waiting for the engine's output tensors
   double build_us = 0;           // get(): the Python result built around them
   double complete_wait_us = 0;   // get(): waiting for the device to finish, after the build
-  double release_us = 0;         // get(): dropped results and handles released (deferred)
+  double release_us = 0;         // get(): dropped earlier results' tensors released (deferred)
   int64_t released_tensors = 0;  // how many tensor references that dropped
 };
 
@@ -61,8 +61,7 @@ class AsyncCopyHandle {
   // The result built before the engine's outputs exist (PyStructure::can_build_ahead): the build
   // then overlaps the engine's walk instead of following it. GIL and get_mutex_ held.
   void build_ahead();
-  // Earlier results' kept tensors that the program dropped (deferred_release.h) and dropped
-  // handles' remains (finished_copies.h); GIL held.
+  // Earlier results' kept tensors that the program dropped (deferred_release.h); GIL held.
   void release_dropped();
 
   // Declared in this order so that handle_ is destroyed first: the engine is done with its

@@ -11,7 +11,6 @@
 #include "arguments.h"
 #include "deferred_release.h"
 #include "errors.h"
-#include "finished_copies.h"
 #include "handle.h"
 
 namespace py = pybind11;
@@ -134,26 +133,8 @@ PYBIND11_MODULE(_C, m) {
       "leaf k is wanted[k] would be offered, as a list by position (None where nothing), taken "
       "out of what the deferred release keeps.");
   m.def(
-      "release_deferred",
-      [] {
-        mtc::python::FinishedCopies::instance().release_all();
-        return DeferredRelease::instance().release_all();
-      },
-      "Releases every kept tensor of earlier results (and the remains of dropped finished "
-      "handles, when kept) now; returns how many tensor references of results that was.");
-  m.def(
-      "_set_keep_finished",
-      [](py::handle enabled) {
-        return mtc::python::FinishedCopies::instance().set_enabled(
-            mtc::python::switch_flag(enabled, "_set_keep_finished"));
-      },
-      py::arg("enabled"),
-      "For benchmarks and tests: whether a dropped handle of a finished copy leaves what it holds "
-      "(its input's references, the engine's job) to die inside the next get() (off by default; "
-      "off releases what is kept); returns the previous setting.");
-  m.def(
-      "_kept_finished", [] { return mtc::python::FinishedCopies::instance().kept(); },
-      "For tests: how many dropped finished handles' remains are kept (_set_keep_finished).");
+      "release_deferred", [] { return DeferredRelease::instance().release_all(); },
+      "Releases every kept tensor of earlier results now; returns how many references that was.");
   m.def(
       "deferred_release_stats",
       [] {

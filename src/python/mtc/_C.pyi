@@ -80,17 +80,8 @@ def _take_reusable(wanted: Sequence[bool]) -> List[Optional[Any]]:
     """For tests: the tensor objects a copy whose leaf k is ``wanted[k]`` would be offered, by
     position (None where nothing), taken out of what the deferred release keeps."""
 
-def _set_keep_finished(enabled: bool) -> bool:
-    """For benchmarks and tests: whether a dropped handle of a finished copy leaves what it holds
-    (its input's references, the engine's job) to die inside the next ``get()`` (off by default;
-    off releases what is kept). Returns the previous setting."""
-
-def _kept_finished() -> int:
-    """For tests: how many dropped finished handles' remains are kept (``_set_keep_finished``)."""
-
 def release_deferred() -> int:
-    """Releases every kept tensor of earlier results (and the remains of dropped finished handles,
-    when kept) now; returns how many tensor references of results that was."""
+    """Releases every kept tensor of earlier results now; returns how many references that was."""
 
 def deferred_release_stats() -> Dict[str, Union[bool, int]]:
     """What the deferred release keeps now: ``enabled``, ``reuse`` (``set_output_reuse``),
