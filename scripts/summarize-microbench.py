@@ -28,6 +28,11 @@ def main(path):
     for k in ("driver_us", "allocate_us"):
         if any(k in b for b in medians.values()):
             steps.insert(steps.index("submit_us") + 1, k)
+    # A split walk's parts (CopyStats::split_*), after walk_threads: only where reported.
+    split = [k for k in ("split_join_us", "split_leaf_ns", "split_stage_us", "split_wait_us",
+                         "split_queue_us") if any(k in b for b in medians.values())]
+    at = steps.index("walk_threads") + 1
+    steps[at:at] = split
     # Outputs made in offered TensorImpls, per copy: a column only where some case offered them.
     if any("recycled" in b for b in medians.values()):
         steps.append("recycled")

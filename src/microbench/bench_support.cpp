@@ -128,6 +128,11 @@ void StatsSum::add(const mtc::CopyStats& stats, double start_seconds) {
   sum_.outputs_us += stats.outputs_us;
   sum_.allocate_us += stats.allocate_us;
   sum_.driver_us += stats.driver_us;
+  sum_.split_wait_us += stats.split_wait_us;
+  sum_.split_queue_us += stats.split_queue_us;
+  sum_.split_join_us += stats.split_join_us;
+  sum_.split_leaf_ns += stats.split_leaf_ns;
+  sum_.split_stage_us += stats.split_stage_us;
   sum_.walk_threads += stats.walk_threads;
   sum_.recycled += stats.recycled;
   start_seconds_ += start_seconds;
@@ -141,6 +146,11 @@ void StatsSum::merge(const StatsSum& other) {
   sum_.outputs_us += other.sum_.outputs_us;
   sum_.allocate_us += other.sum_.allocate_us;
   sum_.driver_us += other.sum_.driver_us;
+  sum_.split_wait_us += other.sum_.split_wait_us;
+  sum_.split_queue_us += other.sum_.split_queue_us;
+  sum_.split_join_us += other.sum_.split_join_us;
+  sum_.split_leaf_ns += other.sum_.split_leaf_ns;
+  sum_.split_stage_us += other.sum_.split_stage_us;
   sum_.walk_threads += other.sum_.walk_threads;
   sum_.recycled += other.sum_.recycled;
   start_seconds_ += other.start_seconds_;
@@ -158,6 +168,12 @@ void StatsSum::report(benchmark::State& state) const {
   state.counters["allocate_us"] = sum_.allocate_us / n;
   state.counters["driver_us"] = sum_.driver_us / n;
   state.counters["walk_threads"] = static_cast<double>(sum_.walk_threads) / n;
+  // A split walk's parts (CopyStats), means over the copies, unsplit ones counting 0.
+  state.counters["split_wait_us"] = sum_.split_wait_us / n;
+  state.counters["split_queue_us"] = sum_.split_queue_us / n;
+  state.counters["split_join_us"] = sum_.split_join_us / n;
+  state.counters["split_leaf_ns"] = sum_.split_leaf_ns / n;
+  state.counters["split_stage_us"] = sum_.split_stage_us / n;
   // Only where outputs were offered (ReusableOutputs): the other cases keep their columns.
   if (sum_.recycled > 0) state.counters["recycled"] = static_cast<double>(sum_.recycled) / n;
 }

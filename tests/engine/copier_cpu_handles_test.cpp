@@ -176,10 +176,15 @@ TEST(CopierCpu, SplitWalkIsCompleteWhicheverHelpersJoin) {
     // queues no CPU->GPU chunk.
     if (pool > 0) {
       EXPECT_GT(s.split_wait_us, 0);
+      EXPECT_GT(s.split_leaf_ns, 0);  // its threads walked leaves
+      EXPECT_GE(s.split_join_us, 0);
     } else {
       EXPECT_EQ(s.split_wait_us, 0);
+      EXPECT_EQ(s.split_leaf_ns, 0);
+      EXPECT_EQ(s.split_join_us, 0);
     }
     EXPECT_EQ(s.split_queue_us, 0);
+    EXPECT_EQ(s.split_stage_us, 0);  // nothing staged between CPUs
     // Between CPUs nothing is staged, allocated for a device or queued there.
     EXPECT_EQ(s.allocate_us, 0);
     EXPECT_EQ(s.driver_us, 0);
@@ -196,6 +201,9 @@ TEST(CopierCpu, SplitWalkIsCompleteWhicheverHelpersJoin) {
   EXPECT_EQ(h.stats().walk_threads, 1);
   EXPECT_EQ(h.stats().split_wait_us, 0);
   EXPECT_EQ(h.stats().split_queue_us, 0);
+  EXPECT_EQ(h.stats().split_join_us, 0);
+  EXPECT_EQ(h.stats().split_leaf_ns, 0);
+  EXPECT_EQ(h.stats().split_stage_us, 0);
 }
 
 // A pool remembers what its last copy's walk was split into, by the root's length, and the next

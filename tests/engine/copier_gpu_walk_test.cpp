@@ -126,6 +126,11 @@ TEST_F(GpuTest, LargeStructuresAreWalkedInParts) {
         if (parallel && s.chunks > 0) {
           EXPECT_GT(s.split_queue_us, 0);
           EXPECT_GT(s.split_wait_us, 0);
+          EXPECT_GT(s.split_leaf_ns, 0);
+          // Staging each thread's chunks into pinned memory took time, where it was pinned.
+          if (options.use_pinned_staging) {
+            EXPECT_GT(s.split_stage_us, 0);
+          }
         }
         // Packed chunks took memory and were queued (every thread's counted); the completion
         // event is recorded either way. Neither can exceed the copy's own time on its threads.

@@ -211,6 +211,10 @@ void CopyJob::walk() {
     std::exception_ptr error;
     int64_t error_element = 0;
     int64_t walked = 0;  // root elements
+    // For the split's timings (CopyStats::split_join_us and after): when the thread took its
+    // first element, ended its walk and ended its staging, and the leaves it had walked before.
+    std::chrono::steady_clock::time_point first_at, walked_at, staged_at;
+    int64_t leaves_before = 0;
   };
   // One walker per helper, one for a caller that waits in get() and joins, and the walk's own.
   // Made before any other thread joins, so a joining thread cannot fail outside walk_from.
@@ -229,6 +233,10 @@ void CopyJob::walk() {
   // first in time: every element before a failed one has been handed out and is walked, so
   // the message does not vary from run to run (within an element, the first bad leaf fails).
   auto walk_from = [&](Walker& w, int64_t i) {
+    w.leaves_before = w.context.stats.tensors;
+    w.first_at = std::chrono::steady_clock::now();
+    w.walked_at = w.first_at;
+    w.staged_at = w.first_at;
     try {
       for (; i < n; i = tickets->take()) {
         w.error_element = i;
@@ -238,6 +246,8 @@ void CopyJob::walk() {
         built[static_cast<size_t>(i)] =
             w.copier->copy_element(*elements[i], static_cast<uint32_t>(i));
       }
+      w.walked_at = std::chrono::steady_clock::now();
+      w.staged_at = w.walked_at;
       // Nothing is staged for a copy that has failed. Pageable staging (pinned staging off)
       // makes each DMA a synchronous copy by the driver, on the thread that queues it: each
       // thread still queues its own then.
@@ -248,6 +258,7 @@ void CopyJob::walk() {
         } else {
           submit_packed_host_to_device(w.context, w.router->packed());
         }
+        w.staged_at = std::chrono::steady_clock::now();
       }
     } catch (...) {
       w.error = std::current_exception();
@@ -290,6 +301,7 @@ void CopyJob::walk() {
     throw;
   }
   // Element 0 is this thread's (the tickets start at 1): walked already, or taken first now.
+  const auto opened = std::chrono::steady_clock::now();
   walk_from(*walkers[0], first_walked ? tickets->take() : 0);
   const auto own_done = std::chrono::steady_clock::now();
   close_walk();
@@ -325,6 +337,19 @@ void CopyJob::walk() {
   // the failure path waits for after synchronizing the streams.
   // Storages that reused outputs let go of are freed with the job, on the caller's thread: taken
   // into the job's router before anything below can fail and destroy the walkers here.
+  {
+    double walking_ns = 0;
+    int64_t leaves = 0;
+    for (const auto& w : walkers) {
+      if (w->walked == 0) continue;
+      stats_.split_join_us = std::max(stats_.split_join_us, micros_between(opened, w->first_at));
+      stats_.split_stage_us =
+          std::max(stats_.split_stage_us, micros_between(w->walked_at, w->staged_at));
+      walking_ns += 1e3 * micros_between(w->first_at, w->walked_at);
+      leaves += w->context.stats.tensors - w->leaves_before;
+    }
+    if (leaves > 0) stats_.split_leaf_ns = walking_ns / static_cast<double>(leaves);
+  }
   const Walker* failed = nullptr;
   for (const auto& w : walkers) {
     // The helpers' staging and queuing (the walk's own thread's counts in stats_ already).

@@ -196,6 +196,9 @@ py::dict AsyncCopyHandle::stats() const {
   out["feed_tail_us"] = s.feed_tail_us;
   out["split_wait_us"] = s.split_wait_us;
   out["split_queue_us"] = s.split_queue_us;
+  out["split_join_us"] = s.split_join_us;
+  out["split_leaf_ns"] = s.split_leaf_ns;
+  out["split_stage_us"] = s.split_stage_us;
   out["allocate_us"] = s.allocate_us;
   out["driver_us"] = s.driver_us;
   py::dict module;

@@ -46,7 +46,10 @@ class AsyncCopyHandle:
         (how often its threads went to wait for an element) and ``feed_tail_us`` (how long its
         walk went on after the last element came), both 0 otherwise; for a walk split among
         threads, ``split_wait_us`` (its own thread waiting for the others to finish) and
-        ``split_queue_us`` (that thread queuing every thread's chunks), both 0 otherwise;
+        ``split_queue_us`` (that thread queuing every thread's chunks), ``split_join_us``
+        (until the last helping thread took its first element), ``split_leaf_ns`` (the threads'
+        walking time per tensor leaf) and ``split_stage_us`` (the longest staging after a
+        thread's walk), all 0 otherwise;
         ``allocate_us`` and ``driver_us`` (the packed chunks' memory taken, and the CUDA calls
         queuing their device work and the completion events, wherever in the copy they ran); and
         ``module``, a dict of the module's own parts in microseconds: ``walk_us`` (the Python

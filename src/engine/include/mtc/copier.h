@@ -90,6 +90,14 @@ struct CopyStats {
   // when the walk is not split.
   double split_wait_us = 0;
   double split_queue_us = 0;
+  // Also of a split walk, to tell late helpers from slow ones: split_join_us from the walk
+  // handing out its elements until the last thread that walked any took its first;
+  // split_leaf_ns the threads' time walking elements (staging not included) over the tensor
+  // leaves they walked, all threads together; split_stage_us the longest any thread spent
+  // staging its chunks after its walk. All 0 when the walk is not split.
+  double split_join_us = 0;
+  double split_leaf_ns = 0;
+  double split_stage_us = 0;
   // Of the packed chunks' submission, wherever in the copy it ran (in traverse_us for a split
   // CPU->GPU walk, in submit_us otherwise): allocate_us in taking their device memory, pinned
   // staging and GPU->CPU host blocks; driver_us in the CUDA calls that queue their device work
