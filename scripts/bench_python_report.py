@@ -171,5 +171,5 @@ def parts_lines(report):
         if "parts_us" in row:
             parts = ", ".join(f"{key.removesuffix('_us')} {value:.1f}" for key, value in row["parts_us"].items())
             out.append(f"{row['pattern']} {row['method']}, medians of {report['settings'].get('parts_calls', 200)} more calls (untimed; us, "
-                       f"released_tensors, recycled, walk_threads and feed_sleeps counts, collector_mean a mean): {parts}")
+                       f"split_leaf_ns in ns, released_tensors, recycled, walk_threads and feed_sleeps counts, collector_mean a mean): {parts}")
     return out
