@@ -131,8 +131,8 @@ def measure(copies, batches, device, pattern, warmup, runs, iters, rotate=True, 
 
 # The engine's own step timings in handle.stats(), beside the module's parts (stats()["module"]).
 ENGINE_PARTS = ("queued_us", "traverse_us", "feed_tail_us", "split_wait_us", "split_queue_us",
-                "split_join_us", "split_leaf_ns", "split_stage_us", "submit_us", "allocate_us", "driver_us", "outputs_us", "recycled", "walk_threads",
-                "feed_sleeps")
+                "split_join_us", "split_leaf_ns", "split_stage_us", "submit_us", "allocate_us",
+                "driver_us", "outputs_us", "recycled", "walk_threads", "feed_sleeps")
 PARTS_CALLS = 200
 
 

@@ -121,38 +121,33 @@ void report_median(benchmark::State& state, std::vector<double>& seconds) {
   state.counters["median_us"] = median_of(seconds) * 1e6;
 }
 
+namespace {
+// The fields StatsSum reports, added into `sum`: one list for add() and merge().
+void add_timings(mtc::CopyStats& sum, const mtc::CopyStats& stats) {
+  sum.queued_us += stats.queued_us;
+  sum.traverse_us += stats.traverse_us;
+  sum.submit_us += stats.submit_us;
+  sum.outputs_us += stats.outputs_us;
+  sum.allocate_us += stats.allocate_us;
+  sum.driver_us += stats.driver_us;
+  sum.split_wait_us += stats.split_wait_us;
+  sum.split_queue_us += stats.split_queue_us;
+  sum.split_join_us += stats.split_join_us;
+  sum.split_leaf_ns += stats.split_leaf_ns;
+  sum.split_stage_us += stats.split_stage_us;
+  sum.walk_threads += stats.walk_threads;
+  sum.recycled += stats.recycled;
+}
+}  // namespace
+
 void StatsSum::add(const mtc::CopyStats& stats, double start_seconds) {
-  sum_.queued_us += stats.queued_us;
-  sum_.traverse_us += stats.traverse_us;
-  sum_.submit_us += stats.submit_us;
-  sum_.outputs_us += stats.outputs_us;
-  sum_.allocate_us += stats.allocate_us;
-  sum_.driver_us += stats.driver_us;
-  sum_.split_wait_us += stats.split_wait_us;
-  sum_.split_queue_us += stats.split_queue_us;
-  sum_.split_join_us += stats.split_join_us;
-  sum_.split_leaf_ns += stats.split_leaf_ns;
-  sum_.split_stage_us += stats.split_stage_us;
-  sum_.walk_threads += stats.walk_threads;
-  sum_.recycled += stats.recycled;
+  add_timings(sum_, stats);
   start_seconds_ += start_seconds;
   ++copies_;
 }
 
 void StatsSum::merge(const StatsSum& other) {
-  sum_.queued_us += other.sum_.queued_us;
-  sum_.traverse_us += other.sum_.traverse_us;
-  sum_.submit_us += other.sum_.submit_us;
-  sum_.outputs_us += other.sum_.outputs_us;
-  sum_.allocate_us += other.sum_.allocate_us;
-  sum_.driver_us += other.sum_.driver_us;
-  sum_.split_wait_us += other.sum_.split_wait_us;
-  sum_.split_queue_us += other.sum_.split_queue_us;
-  sum_.split_join_us += other.sum_.split_join_us;
-  sum_.split_leaf_ns += other.sum_.split_leaf_ns;
-  sum_.split_stage_us += other.sum_.split_stage_us;
-  sum_.walk_threads += other.sum_.walk_threads;
-  sum_.recycled += other.sum_.recycled;
+  add_timings(sum_, other.sum_);
   start_seconds_ += other.start_seconds_;
   copies_ += other.copies_;
 }
