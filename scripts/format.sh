@@ -4,7 +4,8 @@
 # the check). Layout differs a little between clang-format releases: CI's is Debian 12's
 # clang-format 14 (scripts/setup.sh installs it), and the tree is formatted with that one.
 #
-#   scripts/format.sh [--check] [FILE...]      # default: every tracked *.h *.cpp *.cu *.cuh
+#   scripts/format.sh [--check] [FILE...]      # default: every *.h *.cpp *.cu *.cuh git tracks
+#                                              # or would add (new files too, not ignored ones)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 check=0
@@ -15,7 +16,8 @@ fi
 command -v clang-format > /dev/null || { echo "format: clang-format not found (scripts/setup.sh installs it)" >&2; exit 2; }
 files=("$@")
 if (( ${#files[@]} == 0 )); then
-  mapfile -t files < <(git ls-files '*.h' '*.cpp' '*.cu' '*.cuh')
+  # New files count too: a file formatted only after `git add` would fail CI's check later.
+  mapfile -t files < <(git ls-files --cached --others --exclude-standard '*.h' '*.cpp' '*.cu' '*.cuh')
 fi
 if (( check == 0 )); then
   clang-format -i "${files[@]}"
