@@ -16,8 +16,8 @@ namespace mtc::bench {
 enum class Direction {
   kH2D,  // CPU leaves (as the workload builds them) -> cuda:D
   kD2H,  // the workload moved to cuda:D beforehand (untimed) -> CPU
-  kD2D,  // the workload on cuda:D -> another GPU; skipped with one GPU, where the engine
-         // would return every leaf as it is and there is nothing to measure
+  kD2D,  // the workload on cuda:D -> another GPU; needs two: with one the engine would return
+         // every leaf as it is (refused when named outright, skipped from a config or `all`)
   kH2H,  // CPU -> CPU: new containers, leaves as they are; the only direction without a GPU
 };
 

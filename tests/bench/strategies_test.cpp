@@ -145,6 +145,21 @@ TEST(Registry, EngineVariantsChangeOneOption) {
   EXPECT_TRUE(o.use_background_thread);
 }
 
+// A report's engine rows say which options copied: engine_pinned_out's must differ from engine's.
+TEST(Registry, ReportedOptionsNameEveryOptionAVariantChanges) {
+  const mtc::CopyOptions base;
+  const auto reported = [&base](std::string_view name) {
+    return copy_options_json(
+        dynamic_cast<const EngineStrategy&>(*make_strategy(name, base)).options());
+  };
+  EXPECT_EQ(reported("engine_pinned_out").at("pinned_host_outputs"), true);
+  EXPECT_EQ(reported("engine").at("pinned_host_outputs"), false);
+  EXPECT_NE(reported("engine"), reported("engine_pinned_out"));
+  EXPECT_NE(reported("engine"), reported("engine_no_pack"));
+  EXPECT_NE(reported("engine"), reported("engine_no_pinned"));
+  EXPECT_NE(reported("engine"), reported("engine_no_thread"));
+}
+
 TEST(Catalog, WhatAppliesWhere) {
   EXPECT_EQ(strategy_catalog().front().name, kBaselineStrategy);
   EXPECT_EQ(unsupported_reason(*find_strategy("to"), Direction::kH2H, false), "");

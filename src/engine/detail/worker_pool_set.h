@@ -54,7 +54,7 @@ inline constexpr const char* kDictShelfVariable = "MTC_DICT_SHELF";
 // (driver_warmup.h): 0 off, 1 on (the default). Read when the pools are made.
 inline constexpr const char* kDriverWarmupVariable = "MTC_DRIVER_WARMUP";
 
-// `text`, the value of the switch `variable` (one of the three above), as 0 or 1; `fallback` when
+// `text`, the value of the switch `variable` (one of the four above), as 0 or 1; `fallback` when
 // null or empty. Throws c10::Error naming the variable for anything else.
 bool parse_switch(const char* variable, const char* text, bool fallback);
 

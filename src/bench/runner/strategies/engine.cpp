@@ -64,7 +64,8 @@ nlohmann::json copy_options_json(const mtc::CopyOptions& o) {
                         {"pack_cpu_tensors", o.pack_cpu_tensors},
                         {"min_packed_alignment_bytes", o.min_packed_alignment_bytes},
                         {"max_packed_chunk_bytes", o.max_packed_chunk_bytes},
-                        {"use_background_thread", o.use_background_thread}};
+                        {"use_background_thread", o.use_background_thread},
+                        {"pinned_host_outputs", o.pinned_host_outputs}};
 }
 
 }  // namespace mtc::bench

@@ -146,10 +146,11 @@ class CopyHandle {
 };
 
 // Starts copying every tensor of `data` to `device`. Throws c10::ValueError (a c10::Error) for
-// invalid arguments: a device index that does not exist, a CUDA target without CUDA,
-// alignment < 1, chunk size <= 0. The structure itself is walked on the worker: a leaf that
-// cannot be copied (sparse or MKL-DNN, quantized, nested, or on a device other than cpu/cuda)
-// fails the copy, whatever the target, and get() rethrows that error naming the leaf.
+// invalid arguments: a target that is neither cpu nor cuda, a device index that does not exist,
+// a CUDA target without CUDA, alignment < 1 or above kMaxPackedAlignmentBytes, chunk size <= 0. The
+// structure itself is walked on the worker: a leaf that cannot be copied (sparse or MKL-DNN,
+// quantized, nested, or on a device other than cpu/cuda) fails the copy, whatever the target, and
+// get() rethrows that error naming the leaf.
 CopyHandle start_copy(const c10::IValue& data, const c10::Device& device,
                       const CopyOptions& options = {});
 
