@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Checks the project's Python (every *.py git tracks or would add) with ruff, the version scripts/setup.sh pins,
-# and the rules in pyproject.toml: names that are never defined or never used, syntax errors,
-# statements that do nothing. CI runs it; exit 1 lists every finding, exit 2 when ruff is missing.
+# Checks the project's Python (every *.py git tracks or would add) with ruff, the version
+# scripts/setup.sh pins, and the rules in pyproject.toml: names that are never defined or never
+# used, syntax errors, statements that do nothing. CI runs it; exit 1 lists every finding, exit 2
+# when ruff is missing.
 #
 #   scripts/lint-python.sh [FILE...]      # default: every *.py tracked or new, not ignored
 set -euo pipefail
